@@ -1,0 +1,40 @@
+// cli.h: flag parsing shared by every subcommand.
+// Each command declares its flags once (name, optional short name, default, one line of help); the same
+// table drives parsing, `--help` and the "did you mean" hint. Accepts `--name value`, `--name=value`
+// and `-x value`. Does not know any command's meaning.
+#pragma once
+#include <string>
+#include <vector>
+
+struct CliFlag {
+    const char* name;        // long name without dashes, e.g. "seq-len"
+    const char* short_name;  // one letter without dash, or "" for none
+    const char* default_value;  // nullptr: no default (optional unless the command checks); "" for switches
+    const char* help;
+    bool is_switch = false;  // takes no value
+};
+
+struct CliArgs {
+    std::string command;
+    std::vector<CliFlag> flags;
+    std::vector<std::string> names;   // flags given on the command line, by long name
+    std::vector<std::string> values;  // their values, parallel to names
+    std::vector<std::string> positional;
+
+    bool has(const char* name) const;  // given on the command line
+    // Value given, else the default; fatal if neither (names the flag).
+    std::string str(const char* name) const;
+    long long integer(const char* name) const;  // fatal on malformed numbers, naming the flag
+    double number(const char* name) const;
+    bool on(const char* name) const;  // switch given
+};
+
+// Parses argv[0..argc) (argv[0] is the first argument after the command name). Prints usage and exits 0
+// on --help/-h; exits 1 with a one-line error on unknown flags or missing values. `usage` is the
+// synopsis line, `about` one sentence.
+CliArgs cli_parse(int argc, char** argv, const char* command, const char* usage, const char* about,
+                  const std::vector<CliFlag>& flags, bool allow_positional);
+void cli_print_help(const char* command, const char* usage, const char* about,
+                    const std::vector<CliFlag>& flags);
+// Levenshtein distance, for suggestions.
+int cli_edit_distance(const std::string& a, const std::string& b);

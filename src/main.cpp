@@ -1,0 +1,45 @@
+// main.cpp: dispatches `gpt2 <command>` to the command's entry point and prints top-level usage.
+// No math lives here.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "cli.h"
+#include "commands.h"
+#include "util.h"
+
+struct Command {
+    const char* name;
+    int (*run)(int, char**);
+    const char* about;
+};
+
+static const Command kCommands[] = {
+    {"train", cmd_train, "train GPT-2 from scratch or from a checkpoint on token files"},
+    {"eval", cmd_eval, "mean loss of a checkpoint over consecutive windows of a token file"},
+    {"tokenize", cmd_tokenize, "encode text to GPT-2 token ids or token files"},
+    {"compare", cmd_compare, "check forward, backward and AdamW against a PyTorch reference dump"},
+    {"info", cmd_info, "print a checkpoint's format, geometry and parameter count"},
+};
+
+static void print_usage() {
+    printf("usage: gpt2 <command> [flags]    (gpt2 <command> --help for its flags)\n\ncommands:\n");
+    for (const Command& c : kCommands) printf("  %-10s %s\n", c.name, c.about);
+}
+
+int main(int argc, char** argv) {
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        print_usage();
+        return argc < 2 ? 1 : 0;
+    }
+    std::string name = argv[1];
+    std::string best;
+    int best_d = 1 << 30;
+    for (const Command& c : kCommands) {
+        if (name == c.name) return c.run(argc - 2, argv + 2);
+        int d = cli_edit_distance(name, c.name);
+        if (d < best_d) best_d = d, best = c.name;
+    }
+    if (best_d <= 3) fatal_hint("did you mean `gpt2 " + best + "`?", "unknown command '%s'", name.c_str());
+    fatal_hint("run `gpt2 --help` for the list of commands", "unknown command '%s'", name.c_str());
+}

@@ -1,0 +1,46 @@
+// test.h: a minimal test registry. TEST(name) { ... } registers a function; CHECK(cond) and
+// CHECK_NEAR(a, b, tol) record a failure with file:line and keep going. tests/test_main.cpp runs every
+// registered test (or those whose name contains argv[1]) and prints `N passed, N failed`.
+#pragma once
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+struct TestCase {
+    const char* name;
+    void (*fn)();
+};
+std::vector<TestCase>& test_registry();
+extern int g_test_failures;  // failures recorded in the running test
+
+struct TestRegistrar {
+    TestRegistrar(const char* name, void (*fn)()) { test_registry().push_back({name, fn}); }
+};
+
+#define TEST(name)                                              \
+    static void test_##name();                                  \
+    static TestRegistrar test_registrar_##name(#name, test_##name); \
+    static void test_##name()
+
+#define CHECK(cond)                                                          \
+    do {                                                                     \
+        if (!(cond)) {                                                       \
+            g_test_failures++;                                               \
+            fprintf(stderr, "  %s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+        }                                                                    \
+    } while (0)
+
+#define CHECK_NEAR(a, b, tol)                                                                  \
+    do {                                                                                       \
+        double check_a_ = (a), check_b_ = (b);                                                 \
+        if (!(std::fabs(check_a_ - check_b_) <= (tol))) {                                      \
+            g_test_failures++;                                                                 \
+            fprintf(stderr, "  %s:%d: CHECK_NEAR failed: %s = %.9g, %s = %.9g, tol %.3g\n", __FILE__, \
+                    __LINE__, #a, check_a_, #b, check_b_, (double)(tol));                      \
+        }                                                                                      \
+    } while (0)
+
+// Path of a file under tests/ (tests run from the repo root).
+inline std::string test_path(const std::string& rel) { return "tests/" + rel; }

@@ -1,0 +1,31 @@
+// test_main.cpp: runs the tests registered with TEST(); see test.h.
+#include <cstdio>
+#include <cstring>
+
+#include "test.h"
+
+std::vector<TestCase>& test_registry() {
+    static std::vector<TestCase> registry;
+    return registry;
+}
+int g_test_failures = 0;
+
+int main(int argc, char** argv) {
+    const char* filter = argc > 1 ? argv[1] : nullptr;
+    int passed = 0, failed = 0;
+    for (const TestCase& t : test_registry()) {
+        if (filter && !strstr(t.name, filter)) continue;
+        g_test_failures = 0;
+        t.fn();
+        if (g_test_failures == 0) {
+            passed++;
+            printf("ok   %s\n", t.name);
+        } else {
+            failed++;
+            printf("FAIL %s (%d checks)\n", t.name, g_test_failures);
+        }
+        fflush(stdout);
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

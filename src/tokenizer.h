@@ -1,0 +1,55 @@
+// tokenizer.h: GPT-2's byte-level BPE: load encoder.json + vocab.bpe (or HuggingFace's vocab.json +
+// merges.txt), encode text to ids with GPT-2's regex pre-tokenizer, decode ids to bytes, and a streaming
+// decoder that only emits whole UTF-8 characters. encode treats the text `<|endoftext|>` as ordinary text
+// (like tiktoken's encode_ordinary); callers insert kTokenizerEot themselves. Invalid UTF-8 bytes are
+// encoded too: each is one pre-tokenizer character that is neither letter, number nor space.
+// Reference: OpenAI's gpt-2/src/encoder.py; scripts/bpe_reference.py is our Python twin used by tests.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+const int kTokenizerEot = 50256;  // <|endoftext|>; tokenizer_load checks the vocabulary agrees
+
+struct TokenizerMerge {
+    int rank;    // line order in the merges file; lower merges first
+    int merged;  // id of the concatenation
+};
+
+struct Tokenizer {
+    std::string dir;
+    int vocab_size = 0;
+    std::vector<std::string> token_bytes;  // id -> raw bytes
+    int byte_ids[256] = {0};               // single-byte tokens
+    std::unordered_map<uint64_t, TokenizerMerge> merges;  // key (left << 32) | right
+    // Pieces already encoded; bounded (cleared when it grows past a limit) so huge inputs cannot
+    // exhaust memory.
+    std::unordered_map<std::string, std::vector<int>> cache;
+    // Scratch for the merge loop, reused across pieces to avoid allocations.
+    std::vector<int> scratch_ids, scratch_next, scratch_prev;
+    std::vector<uint64_t> scratch_heap;
+};
+
+// Loads from `dir`; fatal with a one-line error naming the file on missing or corrupt files.
+void tokenizer_load(Tokenizer* tok, const std::string& dir);
+// Non-const because of the piece cache.
+std::vector<int> tokenizer_encode(Tokenizer* tok, const std::string& text);
+// Raw bytes (not necessarily valid UTF-8); an id out of range is fatal and names the id.
+std::string tokenizer_decode(const Tokenizer& tok, const std::vector<int>& ids);
+// $GPT2_DATA_DIR/gpt2 when that variable is set and non-empty, else data/gpt2.
+std::string tokenizer_default_dir();
+// GPT-2's pre-tokenizer alone: the pieces BPE runs on, concatenating to `text`. For tests and debugging.
+std::vector<std::string> tokenizer_pretokenize(const std::string& text);
+
+// Streaming decode for generation: push() returns the bytes that end on a complete UTF-8 character and
+// holds back a trailing incomplete (but still completable) sequence until later tokens finish it. Bytes
+// that can never become valid UTF-8 are passed through as they are. flush() returns what is held.
+struct TokenDecoder {
+    explicit TokenDecoder(const Tokenizer& tok) : tok(&tok) {}
+    std::string push(int id);
+    std::string flush();
+
+    const Tokenizer* tok;
+    std::string pending;
+};

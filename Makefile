@@ -1,12 +1,14 @@
 # gpt2.cpp build. `make` builds ./gpt2; `make test` runs the tests that need no Python; `make test-ref`
 # regenerates reference dumps with PyTorch and compares against them. Switches: NO_OMP=1 (no OpenMP),
-# SAN=1 (AddressSanitizer + UBSan, objects in build/san), DEBUG=1 (same as SAN=1).
+# SAN=1 (AddressSanitizer + UBSan, objects in build/san), DEBUG=1 (same as SAN=1), BIN=path (where the
+# binary goes; default ./gpt2).
 
 CXX      ?= g++
 CXXFLAGS ?= -O3 -march=native
 CXXFLAGS += -std=c++17 -Wall -Wextra -Wno-unused-parameter -MMD -MP
 LDFLAGS  ?=
 BUILD    := build
+BIN      ?= gpt2
 
 ifeq ($(DEBUG),1)
 SAN := 1
@@ -31,9 +33,9 @@ BENCH_SRC := $(wildcard tests/bench*.cpp)
 BENCH_OBJ := $(patsubst tests/%.cpp,$(BUILD)/tests/%.o,$(BENCH_SRC))
 
 .PHONY: all test test-ref bench data format clean
-all: gpt2
+all: $(BIN)
 
-gpt2: $(BUILD)/main.o $(LIB_OBJ)
+$(BIN): $(BUILD)/main.o $(LIB_OBJ)
 	$(CXX) -o $@ $^ $(LDFLAGS)
 
 $(BUILD)/run_tests: $(TEST_OBJ) $(LIB_OBJ)
@@ -50,13 +52,13 @@ $(BUILD)/tests/%.o: tests/%.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -Isrc -c $< -o $@
 
-test: gpt2 $(BUILD)/run_tests
+test: $(BIN) $(BUILD)/run_tests
 	bash tests/run.sh --unit $(BUILD)/run_tests 'tests/cli_*.sh'
 
 test-ref: gpt2
 	bash tests/run.sh 'tests/ref_*.sh'
 
-bench: gpt2 $(BUILD)/run_bench
+bench: $(BIN) $(BUILD)/run_bench
 	$(BUILD)/run_bench
 
 data: gpt2

@@ -1,0 +1,251 @@
+#!/usr/bin/env python3
+"""PyTorch reference for gpt2.cpp, written from the math (no nn.Module, no transformers).
+
+Given a geometry and a seed it writes
+  * a random GPT-2 in HuggingFace's layout (config.json + model.safetensors, Conv1D weights stored
+    (in, out), causal-mask buffers h.{l}.attn.bias included as older exports have them), and
+  * a reference dump (safetensors): x, y (I32 (B, T)), logits (B, T, V), loss, grad.<HF name> for every
+    parameter (HF orientation), and `losses`, the loss before each of --steps AdamW updates on the same
+    batch (torch.optim.AdamW; weight decay on 2-D tensors only, no clipping).
+The maths runs in float64 by default on the exact fp32 weights stored, so the dump is the true value the
+fp32 C++ code is measured against; --dtype float32 gives PyTorch's own fp32 result instead.
+  --layernorm-fixture FILE writes nn.LayerNorm's output on a fixed input, for the kernel test.
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import safetensors_io  # noqa: E402
+
+
+def hf_names(n_layer):
+    """(name, is 2-D decayed weight) in HuggingFace order."""
+    names = [("wte.weight", True), ("wpe.weight", True)]
+    for l in range(n_layer):
+        p = f"h.{l}."
+        names += [(p + "ln_1.weight", False), (p + "ln_1.bias", False), (p + "attn.c_attn.weight", True),
+                  (p + "attn.c_attn.bias", False), (p + "attn.c_proj.weight", True), (p + "attn.c_proj.bias", False),
+                  (p + "ln_2.weight", False), (p + "ln_2.bias", False), (p + "mlp.c_fc.weight", True),
+                  (p + "mlp.c_fc.bias", False), (p + "mlp.c_proj.weight", True), (p + "mlp.c_proj.bias", False)]
+    return names + [("ln_f.weight", False), ("ln_f.bias", False)]
+
+
+def hf_shape(name, C, V, maxT):
+    if name == "wte.weight":
+        return (V, C)
+    if name == "wpe.weight":
+        return (maxT, C)
+    table = {"attn.c_attn.weight": (C, 3 * C), "attn.c_attn.bias": (3 * C,), "attn.c_proj.weight": (C, C),
+             "mlp.c_fc.weight": (C, 4 * C), "mlp.c_fc.bias": (4 * C,), "mlp.c_proj.weight": (4 * C, C)}
+    for suffix, shape in table.items():
+        if name.endswith(suffix):
+            return shape
+    return (C,)  # LayerNorm weights/biases and projection biases
+
+
+def random_model(args, gen):
+    """fp32 tensors. GPT-2's init for weights; LayerNorm and biases get random values too, so that a
+    mix-up of two tensors in a loader changes the result."""
+    C, L = args.channels, args.layers
+    params = {}
+    for name, is_weight in hf_names(L):
+        shape = hf_shape(name, C, args.vocab, args.seq_len)
+        if is_weight:
+            std = 0.02 / math.sqrt(2 * L) if name.endswith("c_proj.weight") else 0.02
+            t = torch.randn(shape, generator=gen) * std
+        elif name.endswith("ln_1.weight") or name.endswith("ln_2.weight") or name == "ln_f.weight":
+            t = 1.0 + 0.1 * torch.randn(shape, generator=gen)
+        else:
+            t = 0.02 * torch.randn(shape, generator=gen)
+        params[name] = t.float()
+    return params
+
+
+def layernorm(x, w, b, eps=1e-5):
+    mean = x.mean(-1, keepdim=True)
+    var = ((x - mean) ** 2).mean(-1, keepdim=True)  # population variance
+    return (x - mean) / torch.sqrt(var + eps) * w + b
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def gpt2_logits(p, x, L, NH):
+    B, T = x.shape
+    C = p["wte.weight"].shape[1]
+    h = p["wte.weight"][x] + p["wpe.weight"][:T]
+    mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
+    for l in range(L):
+        q = f"h.{l}."
+        a = layernorm(h, p[q + "ln_1.weight"], p[q + "ln_1.bias"])
+        qkv = a @ p[q + "attn.c_attn.weight"] + p[q + "attn.c_attn.bias"]  # Conv1D: x @ W(in, out) + b
+        qh, kh, vh = (t.view(B, T, NH, C // NH).transpose(1, 2) for t in qkv.split(C, dim=2))
+        att = (qh @ kh.transpose(-2, -1)) / math.sqrt(C // NH)
+        att = torch.softmax(att.masked_fill(~mask, float("-inf")), dim=-1)
+        y = (att @ vh).transpose(1, 2).reshape(B, T, C)
+        h = h + y @ p[q + "attn.c_proj.weight"] + p[q + "attn.c_proj.bias"]
+        m = layernorm(h, p[q + "ln_2.weight"], p[q + "ln_2.bias"])
+        m = gelu_tanh(m @ p[q + "mlp.c_fc.weight"] + p[q + "mlp.c_fc.bias"])
+        h = h + m @ p[q + "mlp.c_proj.weight"] + p[q + "mlp.c_proj.bias"]
+    h = layernorm(h, p["ln_f.weight"], p["ln_f.bias"])
+    return h @ p["wte.weight"].T  # lm_head tied to wte
+
+
+def write_hf_model(outdir, params, args, prefix=""):
+    os.makedirs(outdir, exist_ok=True)
+    config = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "activation_function": "gelu_new",
+              "layer_norm_epsilon": 1e-05, "n_ctx": args.seq_len, "n_positions": args.seq_len,
+              "n_embd": args.channels, "n_head": args.heads, "n_layer": args.layers, "vocab_size": args.vocab}
+    with open(os.path.join(outdir, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+    tensors = {prefix + k: v.numpy() for k, v in params.items()}
+    mask = np.tril(np.ones((args.seq_len, args.seq_len), dtype=np.float32))[None, None]
+    for l in range(args.layers):
+        tensors[f"{prefix}h.{l}.attn.bias"] = mask
+    safetensors_io.write(os.path.join(outdir, "model.safetensors"), tensors, {"format": "pt"})
+
+
+def reference_dump(path, params32, args, gen):
+    dtype = getattr(torch, args.dtype)
+    x = torch.randint(0, args.vocab, (args.batch, args.tokens), generator=gen)
+    y = torch.randint(0, args.vocab, (args.batch, args.tokens), generator=gen)
+    p = {k: v.to(dtype).clone().requires_grad_(True) for k, v in params32.items()}
+    logits = gpt2_logits(p, x, args.layers, args.heads)
+    loss = torch.nn.functional.cross_entropy(logits.view(-1, args.vocab), y.view(-1))
+    loss.backward()
+    out = {"x": x.int().numpy(), "y": y.int().numpy(), "logits": logits.detach().float().numpy(),
+           "loss": np.array([loss.item()], dtype=np.float32)}
+    for k, v in p.items():
+        out["grad." + k] = v.grad.float().numpy()
+
+    decay = {name for name, is_weight in hf_names(args.layers) if is_weight}
+    groups = [{"params": [p[k] for k in p if k in decay], "weight_decay": args.weight_decay},
+              {"params": [p[k] for k in p if k not in decay], "weight_decay": 0.0}]
+    opt = torch.optim.AdamW(groups, lr=args.lr, betas=(args.beta1, args.beta2), eps=args.eps)
+    losses = []
+    for _ in range(args.steps):
+        opt.zero_grad()
+        step_loss = torch.nn.functional.cross_entropy(gpt2_logits(p, x, args.layers, args.heads).view(-1, args.vocab),
+                                                      y.view(-1))
+        losses.append(step_loss.item())
+        step_loss.backward()
+        opt.step()
+    out["losses"] = np.array(losses, dtype=np.float32)
+    meta = {"lr": args.lr, "beta1": args.beta1, "beta2": args.beta2, "eps": args.eps,
+            "weight_decay": args.weight_decay, "dtype": args.dtype, "torch": torch.__version__}
+    safetensors_io.write(path, out, meta)
+    print(f"reference: loss {loss.item():.6f}, {args.steps} AdamW losses {losses[0]:.6f} .. {losses[-1]:.6f} -> {path}")
+
+
+def read_tokens(path):
+    """llm.c token file: 256 int32 header (magic 20240520, version 1, count), then uint16 tokens."""
+    header = np.fromfile(path, dtype="<i4", count=256)
+    assert header[0] == 20240520 and header[1] == 1, f"{path}: not a token file"
+    return np.fromfile(path, dtype="<u2", offset=1024)[:header[2]].astype(np.int64)
+
+
+def write_tokens(path, tokens):
+    header = np.zeros(256, dtype="<i4")
+    header[:3] = [20240520, 1, len(tokens)]
+    with open(path, "wb") as f:
+        f.write(header.tobytes())
+        f.write(np.asarray(tokens, dtype="<u2").tobytes())
+
+
+def eval_loss(params32, args):
+    """Mean loss over the first --eval-batches batches of consecutive (B, T+1) windows from token 0,
+    the definition `gpt2 eval` uses."""
+    tokens = torch.from_numpy(read_tokens(args.eval_data))
+    B, T = args.batch, args.tokens
+    p = {k: v.to(getattr(torch, args.dtype)) for k, v in params32.items()}
+    total = 0.0
+    with torch.no_grad():
+        for i in range(args.eval_batches):
+            starts = [(i * B + b) * T for b in range(B)]
+            x = torch.stack([tokens[s:s + T] for s in starts])
+            y = torch.stack([tokens[s + 1:s + T + 1] for s in starts])
+            logits = gpt2_logits(p, x, args.layers, args.heads)
+            total += torch.nn.functional.cross_entropy(logits.view(-1, args.vocab), y.view(-1)).item()
+    return total / args.eval_batches
+
+
+def layernorm_fixture(path, gen):
+    N, C = 37, 96
+    # rows with large means and very different scales: where a one-pass variance would lose digits
+    x = torch.randn(N, C, generator=gen) * torch.logspace(-3, 2, N).unsqueeze(1) + \
+        torch.linspace(-50, 50, N).unsqueeze(1)
+    w = 1.0 + 0.3 * torch.randn(C, generator=gen)
+    b = 0.3 * torch.randn(C, generator=gen)
+    ln = torch.nn.LayerNorm(C, eps=1e-5).double()
+    with torch.no_grad():
+        ln.weight.copy_(w.double())
+        ln.bias.copy_(b.double())
+        out = ln(x.float().double())
+    safetensors_io.write(path, {"x": x.float().numpy(), "weight": w.float().numpy(), "bias": b.float().numpy(),
+                                "out": out.float().numpy()}, {"module": "torch.nn.LayerNorm(eps=1e-5), float64"})
+    print(f"layernorm fixture -> {path}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--channels", type=int, default=64)
+    ap.add_argument("--vocab", type=int, default=50257)
+    ap.add_argument("--seq-len", type=int, default=64, help="n_positions")
+    ap.add_argument("-B", "--batch", type=int, default=2)
+    ap.add_argument("-T", "--tokens", type=int, default=16)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--lr", type=float, default=1e-4)
+    ap.add_argument("--beta1", type=float, default=0.9)
+    ap.add_argument("--beta2", type=float, default=0.999)
+    ap.add_argument("--eps", type=float, default=1e-8)
+    ap.add_argument("--weight-decay", type=float, default=0.01)
+    ap.add_argument("--dtype", choices=["float64", "float32"], default="float64")
+    ap.add_argument("--prefix", default="", help='tensor name prefix in the model file, e.g. "transformer."')
+    ap.add_argument("--model-out", help="directory for the HuggingFace-layout model")
+    ap.add_argument("--dump-out", help="reference dump file")
+    ap.add_argument("--layernorm-fixture", help="write the LayerNorm fixture here and exit")
+    ap.add_argument("--markov-tokens", type=int,
+                    help="write this many tokens (< --vocab) of a random Markov chain in which every token has two "
+                         "possible successors (learnable data for training tests) to --tokens-out and exit")
+    ap.add_argument("--tokens-out", help="token file for --random-tokens")
+    ap.add_argument("--eval-data", help="token file: print the eval loss of the model over it")
+    ap.add_argument("--eval-batches", type=int, default=1)
+    ap.add_argument("--eval-out", help="also write the `loss <value>` line to this file")
+    args = ap.parse_args()
+    torch.set_num_threads(os.cpu_count() or 1)
+    gen = torch.Generator().manual_seed(args.seed)
+    if args.layernorm_fixture:
+        return layernorm_fixture(args.layernorm_fixture, gen)
+    if args.markov_tokens:
+        succ = torch.randint(0, args.vocab, (args.vocab, 2), generator=gen)
+        coins = torch.randint(0, 2, (args.markov_tokens,), generator=gen)
+        tokens = [0]
+        for i in range(1, args.markov_tokens):
+            tokens.append(int(succ[tokens[-1], coins[i]]))
+        return write_tokens(args.tokens_out, tokens)
+    if not args.model_out:
+        ap.error("--model-out is required")
+    params = random_model(args, gen)
+    write_hf_model(args.model_out, params, args, args.prefix)
+    if args.dump_out:
+        reference_dump(args.dump_out, params, args, gen)
+    if args.eval_data:
+        line = f"loss {eval_loss(params, args):.9f}"
+        print(f"reference eval over {args.eval_batches} batches: {line}")
+        if args.eval_out:
+            with open(args.eval_out, "w") as f:
+                f.write(line + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+// compare.cpp: the `compare` command. Loads a model and a reference dump written by
+// scripts/reference.py (x, y, logits, loss, grad.<HF name> for every parameter, losses of AdamW steps)
+// and reports, per tensor, max |ours - ref| / max |ref|; loss values are compared in absolute terms.
+// Bars: 1e-5 for both, as the trainer issue sets them.
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "checkpoint.h"
+#include "cli.h"
+#include "commands.h"
+#include "model.h"
+#include "optimizer.h"
+#include "safetensors.h"
+#include "util.h"
+
+namespace {
+
+const double kRelBar = 1e-5;   // logits and gradients: max |ours - ref| / max |ref|
+const double kLossBar = 1e-5;  // losses: |ours - ref|
+
+struct Report {
+    int failures = 0;
+    void line(const std::string& name, double err, double bar, const char* kind) {
+        bool ok = err <= bar;  // NaN fails
+        failures += !ok;
+        printf("%-32s %s %.3e  %s\n", name.c_str(), kind, err, ok ? "ok" : "FAIL");
+    }
+};
+
+// max |a - b| / max |b| over n elements, with a read at stride sa (to skip padded vocab columns).
+double rel_error(const float* a, const float* b, size_t rows, size_t cols, size_t lda) {
+    double max_diff = 0, max_ref = 0;
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++) {
+            double d = std::fabs((double)a[r * lda + c] - b[r * cols + c]);
+            if (!(d <= max_diff)) max_diff = d;  // keeps NaN
+            max_ref = std::fmax(max_ref, std::fabs((double)b[r * cols + c]));
+        }
+    return max_ref > 0 ? max_diff / max_ref : max_diff;
+}
+
+const StTensor& need(const SafeTensors& st, const std::string& name) {
+    const StTensor* t = st.find(name);
+    if (!t) fatal("missing tensor %s in reference dump %s", name.c_str(), st.path.c_str());
+    return *t;
+}
+
+double meta_number(const SafeTensors& st, const char* key) {
+    std::string v = st.meta(key);
+    if (v.empty()) fatal("missing metadata \"%s\" in reference dump %s", key, st.path.c_str());
+    return atof(v.c_str());
+}
+
+}  // namespace
+
+int cmd_compare(int argc, char** argv) {
+    static const std::vector<CliFlag> flags = {
+        {"model", "", "", "checkpoint the reference was made from"},
+        {"ref", "", "", "reference dump (safetensors) from scripts/reference.py"},
+        {"adamw-steps", "", "-1", "compare only the first N AdamW losses of the dump; -1 for all"},
+    };
+    CliArgs args = cli_parse(argc, argv, "compare", "gpt2 compare --model PATH --ref DUMP",
+                             "Compares logits, loss, every gradient and the losses of AdamW steps with a PyTorch "
+                             "reference; exits 1 on FAIL.",
+                             flags, false);
+    GPT2 model;
+    checkpoint_load(&model, args.str("model"));
+    SafeTensors ref;
+    safetensors_load(&ref, args.str("ref"));
+    const GPT2Config& cfg = model.cfg;
+    const StTensor& xt = need(ref, "x");
+    if (xt.shape.size() != 2 || xt.dtype != "I32")
+        fatal("bad tensor x in %s: expected I32 (B, T)", ref.path.c_str());
+    const int B = (int)xt.shape[0], T = (int)xt.shape[1], V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
+    std::vector<float> xf = safetensors_read_f32(ref, xt), yf = safetensors_read_f32(ref, need(ref, "y"));
+    if (yf.size() != xf.size()) fatal("bad tensor y in %s: expected the shape of x", ref.path.c_str());
+    std::vector<int> x(xf.begin(), xf.end()), y(yf.begin(), yf.end());
+
+    Report report;
+    float loss = gpt2_forward(&model, x.data(), y.data(), B, T);
+    const StTensor& lt = need(ref, "logits");
+    if (lt.numel() != (size_t)B * T * V) fatal("bad tensor logits in %s: expected (B, T, %d)", ref.path.c_str(), V);
+    std::vector<float> ref_logits = safetensors_read_f32(ref, lt);
+    report.line("logits", rel_error(model.a.logits, ref_logits.data(), (size_t)B * T, V, Vp), kRelBar, "rel");
+    report.line("loss", std::fabs(loss - safetensors_read_f32(ref, need(ref, "loss"))[0]), kLossBar, "abs");
+
+    gpt2_zero_grad(&model);
+    gpt2_backward(&model, 1.0f);
+    std::vector<float> ref_grads(model.num_params, 0.0f);
+    checkpoint_unpack_hf(ref, "grad.", cfg, ref_grads.data());
+    for (const HfTensor& h : checkpoint_hf_tensors(cfg)) {
+        const TensorInfo& t = model.param_table[h.table_index];
+        size_t rows = t.name == "wte" ? (size_t)V : t.rows, cols = t.cols ? t.cols : 1;
+        report.line("grad." + h.hf_name,
+                    rel_error(model.grads.data() + t.offset, ref_grads.data() + t.offset, rows, cols, cols), kRelBar,
+                    "rel");
+    }
+
+    // AdamW steps on the same batch: losses[i] is the loss before update i+1.
+    std::vector<float> ref_losses = safetensors_read_f32(ref, need(ref, "losses"));
+    long long adamw_steps = args.integer("adamw-steps");
+    if (adamw_steps < -1 || adamw_steps > (long long)ref_losses.size())
+        fatal("bad value for --adamw-steps (compare): expected -1..%zu, got %lld", ref_losses.size(), adamw_steps);
+    if (adamw_steps >= 0) ref_losses.resize((size_t)adamw_steps);
+    AdamWConfig oc;
+    oc.lr = (float)meta_number(ref, "lr");
+    oc.beta1 = (float)meta_number(ref, "beta1");
+    oc.beta2 = (float)meta_number(ref, "beta2");
+    oc.eps = (float)meta_number(ref, "eps");
+    oc.weight_decay = (float)meta_number(ref, "weight_decay");
+    AdamW opt;
+    for (size_t i = 0; i < ref_losses.size(); i++) {
+        float step_loss = gpt2_forward(&model, x.data(), y.data(), B, T);
+        report.line("adamw.loss[" + std::to_string(i) + "]", std::fabs(step_loss - ref_losses[i]), kLossBar, "abs");
+        gpt2_zero_grad(&model);
+        gpt2_backward(&model, 1.0f);
+        adamw_update(&opt, &model, oc, oc.lr);
+    }
+    printf("%s\n", report.failures ? "FAIL" : "PASS");
+    return report.failures ? 1 : 0;
+}

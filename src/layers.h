@@ -1,0 +1,54 @@
+// layers.h: the forward/backward kernel pairs of GPT-2, fp32. Argument order follows llm.c: outputs,
+// then caches, then inputs, then weights, then sizes. Backward kernels ACCUMULATE (+=) into every
+// gradient they receive (parameters and activations); the caller zeroes once per step. N = B*T rows.
+// Each kernel's shapes are given at its declaration. The math follows the GPT-2 paper and nanoGPT.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+// out (N, C) = wte[tokens] + wpe[t] (overwrites). tokens (B, T).
+void encoder_forward(float* out, const int* tokens, const float* wte, const float* wpe, int B, int T, int C);
+// dwte (Vp, C), dwpe (maxT, C) += from dout (N, C).
+void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* tokens, int B, int T, int C);
+
+// out (N, C) = (inp - mean) * rstd * weight + bias, eps 1e-5, population variance (overwrites out,
+// mean (N), rstd (N)).
+void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                       const float* bias, int N, int C);
+// dinp (N, C), dweight (C), dbias (C) += ; reads the mean/rstd cache.
+void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                        const float* weight, const float* mean, const float* rstd, int N, int C);
+
+// out (N, OC) = inp (N, IC) weight^T + bias; weight (OC, IC), bias (OC) or null (overwrites).
+void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int IC, int OC);
+// dinp (N, IC) += dout weight; dweight (OC, IC) += dout^T inp; dbias (OC) += column sums of dout (if
+// non-null). dout (N, OC).
+void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                     const float* weight, int N, int IC, int OC);
+
+// Causal multi-head self-attention. qkv (N, 3C) holds q, k, v per row; out (N, C) (overwrites); att
+// (B, NH, T, T) softmax probabilities, only t2 <= t written.
+void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH);
+// dqkv (N, 3C) += from dout (N, C), using the cached probabilities att.
+void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B, int T, int C,
+                        int NH);
+
+// GELU, tanh approximation: out (n) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (overwrites).
+void gelu_forward(float* out, const float* inp, size_t n);
+// dinp (n) += dout * gelu'(inp).
+void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n);
+
+// out (n) = a + b (overwrites).
+void residual_forward(float* out, const float* a, const float* b, size_t n);
+// da, db (n) += dout.
+void residual_backward(float* da, float* db, const float* dout, size_t n);
+
+// probs (N, Vp) = softmax over the first V logits of each row, zero beyond; losses (N) = -log
+// probs[target] (overwrites). Returns the mean loss over the N rows, summed in double.
+// targets may be null (probs only; losses untouched).
+float crossentropy_forward(float* losses, float* probs, const float* logits, const int* targets, int N, int V,
+                           int Vp);
+// dlogits (N, Vp) = (probs - onehot(target)) * dloss, zero in the padding. This one kernel OVERWRITES
+// its gradient: it is the first writer of dlogits in the backward pass.
+void crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N, int V,
+                           int Vp);

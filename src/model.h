@@ -1,0 +1,40 @@
+// model.h: GPT-2 (pre-norm transformer, tied lm_head) over one flat parameter buffer and one flat
+// activation buffer; forward, backward and zero-grad. Training policy (optimizer, data) lives elsewhere.
+// Reference: Radford et al. 2019 (GPT-2); nanoGPT's model.py for the block structure.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "config.h"
+#include "layout.h"
+
+struct GPT2 {
+    GPT2Config cfg;
+    std::vector<TensorInfo> param_table;
+    size_t num_params = 0;  // floats in the parameter buffer (padded vocabulary included)
+    std::vector<float> params, grads;
+    ParamViews p, g;  // views into params and grads
+    int B = 0, T = 0;  // batch the activations are sized for
+    std::vector<float> acts, dacts;
+    ActViews a, da;
+    std::vector<int> inputs, targets;  // (B, T) of the last forward
+    bool have_targets = false;
+    float mean_loss = 0;
+};
+
+// Allocates zeroed parameters and gradients for cfg (validated; fatal names `where` if bad).
+void gpt2_build(GPT2* model, const GPT2Config& cfg, const char* where);
+// GPT-2 init: weights N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)), biases 0, LayerNorm 1/0,
+// padded wte rows 0.
+void gpt2_init_random(GPT2* model, uint64_t seed);
+// Sizes the activation buffers for (B, T); a no-op when already that size. fatal if T > max_seq_len.
+void gpt2_alloc_acts(GPT2* model, int B, int T);
+// Forward over inputs (B, T); with targets (B, T) also the loss, returned (else returns 0).
+// Token ids must be < vocab_size (checked; fatal otherwise).
+float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int T);
+void gpt2_zero_grad(GPT2* model);
+// Accumulates d(loss * loss_scale)/dparams into grads; needs a forward with targets first.
+// loss_scale is 1/grad_accum when accumulating micro-batches.
+void gpt2_backward(GPT2* model, float loss_scale);
+// Parameters that matter to a user: wte counts only the real vocabulary.
+size_t gpt2_num_real_params(const GPT2Config& cfg);

@@ -1,0 +1,31 @@
+// rng.h: a small seeded RNG (xorshift64* seeded through splitmix64) whose streams are identical on every
+// machine and compiler, unlike std::normal_distribution. Used for init, data shuffling and sampling.
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+struct Rng {
+    uint64_t state;
+    explicit Rng(uint64_t seed = 1337) {
+        // splitmix64 step so that nearby seeds give unrelated streams and state is never zero
+        uint64_t z = seed + 0x9E3779B97F4A7C15ull;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        state = (z ^ (z >> 31)) | 1;
+    }
+    uint32_t next_u32() {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        return (uint32_t)((state * 0x2545F4914F6CDD1Dull) >> 32);
+    }
+    float uniform() { return (next_u32() >> 8) * (1.0f / 16777216.0f); }  // [0, 1)
+    uint32_t below(uint32_t n) { return (uint32_t)(((uint64_t)next_u32() * n) >> 32); }
+    // Standard normal by Box-Muller, one value per call (the pair's second half is dropped, keeping the
+    // state a single integer).
+    float normal() {
+        float u1 = uniform(), u2 = uniform();
+        if (u1 < 1e-12f) u1 = 1e-12f;
+        return sqrtf(-2.0f * logf(u1)) * cosf(6.2831853071795864f * u2);
+    }
+};

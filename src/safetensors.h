@@ -1,0 +1,51 @@
+// safetensors.h: reads and writes the safetensors format (8-byte little-endian header length, JSON
+// header, raw little-endian data). The whole header is validated before any tensor is read: length
+// within the file, JSON well-formed, dtype known, shape x dtype size == byte span, spans in bounds and
+// not overlapping. Knows nothing of GPT-2 (see checkpoint.h).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+struct StTensor {
+    std::string name;
+    std::string dtype;  // "F32", "F16", "BF16", "I32", ...
+    std::vector<int64_t> shape;
+    size_t begin = 0, end = 0;  // byte span within the file
+    size_t numel() const;
+};
+
+struct SafeTensors {
+    std::string path;
+    std::vector<uint8_t> bytes;  // the whole file
+    std::vector<StTensor> tensors;  // in header order
+    std::vector<std::pair<std::string, std::string>> metadata;  // "__metadata__"
+
+    const StTensor* find(const std::string& name) const;
+    std::string meta(const std::string& key) const;  // "" if absent
+};
+
+// Bytes per element of a dtype name, 0 if unknown.
+size_t safetensors_dtype_size(const std::string& dtype);
+// Parses and validates a file image; false with a message on any defect (no tensor is read).
+bool safetensors_parse(SafeTensors* st, std::vector<uint8_t> bytes, std::string* err);
+// Reads and validates `path`; fatal with a one-line error naming the file on any defect.
+void safetensors_load(SafeTensors* st, const std::string& path);
+// A tensor's values as fp32, converting F16 and BF16 as PyTorch does (exact widening); also accepts
+// F64 (rounded) and I32. fatal for other dtypes, naming the tensor.
+std::vector<float> safetensors_read_f32(const SafeTensors& st, const StTensor& t);
+
+struct StWriteItem {
+    std::string name;
+    std::string dtype;  // "F32" or "I32" (any known dtype; data is copied as is)
+    std::vector<int64_t> shape;
+    const void* data;
+};
+// Writes atomically (temporary name, fsync, rename). Header padded with spaces to a multiple of 8.
+void safetensors_write(const std::string& path, const std::vector<StWriteItem>& items,
+                       const std::vector<std::pair<std::string, std::string>>& metadata);
+
+float fp16_to_f32(uint16_t h);
+float bf16_to_f32(uint16_t h);

@@ -1,0 +1,103 @@
+// bench_train.cpp: ms per training step of GPT-2 with random weights (no files needed), split into
+// forward, backward and update, with achieved GFLOP/s against a peak measured here by a register-only
+// FMA loop on all threads. Prints medians; asserts nothing (not a test).
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "bench.h"
+#include "model.h"
+#include "optimizer.h"
+#include "rng.h"
+#include "util.h"
+
+namespace {
+
+typedef float v16 __attribute__((vector_size(64)));
+
+// GFLOP/s of a loop of independent vector FMAs that never touches memory, summed over all threads.
+double measure_peak_gflops() {
+    const long iters = 20000000;
+    double best = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        double t0 = time_now_s();
+        float sink = 0;
+#pragma omp parallel reduction(+ : sink)
+        {
+            v16 acc[12];
+            v16 a = v16{} + 1.0000001f, b = v16{} + 0.9999999f;
+            for (int i = 0; i < 12; i++) acc[i] = v16{} + (float)i;
+            for (long it = 0; it < iters; it++)
+                for (int i = 0; i < 12; i++) acc[i] = acc[i] * a + b;
+            for (int i = 0; i < 12; i++) sink += acc[i][0];
+        }
+        double dt = time_now_s() - t0;
+        int threads = 1;
+#ifdef _OPENMP
+        threads = omp_get_max_threads();
+#endif
+        double flops = 2.0 * 16 * 12 * iters * threads;
+        best = std::max(best, flops / dt / 1e9);
+        if (sink == 12345.0f) printf(" ");  // keeps the loop alive
+    }
+    return best;
+}
+
+// FLOPs of one training step (forward + backward), counting the matmuls and attention's two products.
+double step_flops(const GPT2Config& c, int B, int T) {
+    double N = (double)B * T, C = c.channels, L = c.num_layers, Vp = c.padded_vocab_size;
+    double linear = L * (C * 3 * C + C * C + C * 4 * C + 4 * C * C) + C * Vp;  // IC*OC summed
+    double attn = L * 2.0 * B * c.num_heads * (T * (T + 1) / 2.0) * (C / c.num_heads);  // QK^T and AV MACs
+    return 3.0 * 2.0 * (N * linear + attn);  // forward 2 FLOP/MAC, backward twice the forward
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+void bench_step(int B, int T, int steps, double peak) {
+    GPT2 model;
+    gpt2_build(&model, config_make(1024, 50257, 12, 12, 768), "bench");
+    gpt2_init_random(&model, 1);
+    Rng rng(2);
+    std::vector<int> x(B * T), y(B * T);
+    for (int i = 0; i < B * T; i++) x[i] = rng.below(50257), y[i] = rng.below(50257);
+    AdamW opt;
+    AdamWConfig oc;
+    std::vector<double> fwd, bwd, upd, total;
+    for (int s = 0; s < steps + 2; s++) {
+        double t0 = time_now_s();
+        gpt2_forward(&model, x.data(), y.data(), B, T);
+        double t1 = time_now_s();
+        gpt2_zero_grad(&model);
+        gpt2_backward(&model, 1.0f);
+        double t2 = time_now_s();
+        optimizer_clip_grads(&model, 1.0f);
+        adamw_update(&opt, &model, oc, 1e-4f);
+        double t3 = time_now_s();
+        if (s < 2) continue;  // warm-up
+        fwd.push_back(t1 - t0), bwd.push_back(t2 - t1), upd.push_back(t3 - t2), total.push_back(t3 - t0);
+    }
+    double ms = median(total) * 1e3, gflops = step_flops(model.cfg, B, T) / median(total) / 1e9;
+    printf("124M B=%d T=%d: %.0f ms/step (forward %.0f, backward %.0f, update %.0f; median of %d) "
+           "%.1f GFLOP/s = %.0f%% of peak\n",
+           B, T, ms, median(fwd) * 1e3, median(bwd) * 1e3, median(upd) * 1e3, steps, gflops, 100 * gflops / peak);
+    fflush(stdout);
+}
+
+}  // namespace
+
+BENCH(train_step_124m) {
+    double peak = measure_peak_gflops();
+    int threads = 1;
+#ifdef _OPENMP
+    threads = omp_get_max_threads();
+#endif
+    printf("peak (register-only FMA loop, %d threads): %.1f GFLOP/s\n", threads, peak);
+    bench_step(4, 64, 10, peak);
+}

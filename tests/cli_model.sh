@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# cli_model.sh: the model commands end to end on committed fixtures (no Python needed):
+# compare against the committed PyTorch dump, eval against the reference's loss, a short training run,
+# and the one-line errors for bad input. Fixtures come from scripts/reference.py (see tests/ref_model.sh).
+source "$(dirname "$0")/lib.sh"
+FIX=tests/fixtures/ref_tiny
+TOK=tests/fixtures/tokens_v1000.bin
+
+check "compare passes on the committed tiny dump" ./gpt2 compare --model $FIX/model --ref $FIX/dump.safetensors
+
+# A model with two weights in the middle of the file set to 1.0 must make compare fail: the check can fail.
+cp -r $FIX/model "$TEST_TMP/broken"
+size=$(stat -c %s "$TEST_TMP/broken/model.safetensors")
+printf '\x00\x00\x80\x3f\x00\x00\x80\x3f' | dd of="$TEST_TMP/broken/model.safetensors" bs=1 seek=$((size / 8 * 4)) conv=notrunc status=none
+./gpt2 compare --model "$TEST_TMP/broken" --ref $FIX/dump.safetensors >"$TEST_TMP/cmp" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && tail -1 "$TEST_TMP/cmp" | grep -q '^FAIL$'; then pass "compare fails on a perturbed model"; else fail "compare fails on a perturbed model (exit $rc)"; fi
+
+want=$(cut -d' ' -f2 $FIX/eval_loss.txt)
+got=$(./gpt2 eval --model $FIX/model --data $TOK -B 2 -T 16 --batches 5 | tail -1)
+if echo "$got" | grep -Eq '^loss [0-9]+\.[0-9]{6}$' && awk -v a="${got#loss }" -v b="$want" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-5) }'; then
+    pass "eval loss matches the PyTorch reference within 1e-5 ($got vs $want)"
+else
+    fail "eval loss matches the PyTorch reference within 1e-5 (got '$got', want $want)"
+fi
+
+# Train a small model from scratch on the fixture tokens: the loss must fall, the log must hold one JSON
+# line per step and per validation, the same seed must give the same losses, and the saved model loads.
+train() {
+    ./gpt2 train --train $TOK --val $TOK --vocab 1000 --layers 2 --heads 2 --channels 32 --seq-len 32 -B 4 -T 16 \
+        --steps 40 --lr 3e-3 --warmup 5 --val-every 20 --val-batches 2 "$@"
+}
+train --log "$TEST_TMP/log.jsonl" --out "$TEST_TMP/trained" >"$TEST_TMP/train1" 2>&1
+check "train exits 0" test $? -eq 0
+first=$(grep -m1 -o 'loss [0-9.]*' "$TEST_TMP/train1" | cut -d' ' -f2)
+last_val=$(grep 'val loss' "$TEST_TMP/train1" | tail -1 | grep -o 'val loss [0-9.]*' | cut -d' ' -f3)
+first_val=$(grep 'val loss' "$TEST_TMP/train1" | head -1 | grep -o 'val loss [0-9.]*' | cut -d' ' -f3)
+check "training loss falls ($first -> val $first_val -> $last_val)" awk -v a="$first" -v b="$last_val" -v c="$first_val" 'BEGIN { exit !(b < a - 0.5 && b < c) }'
+check "log has 40 step lines with step, loss, ms" test "$(grep -c '^{"step":[0-9]*,"loss":[0-9.]*,"lr":.*"ms":[0-9.]*}$' "$TEST_TMP/log.jsonl")" -eq 40
+check "log has 2 validation lines" test "$(grep -c '"val_loss"' "$TEST_TMP/log.jsonl")" -eq 2
+train >"$TEST_TMP/train2" 2>&1
+check "same seed, same losses" diff <(grep -o 'loss [0-9.]*' "$TEST_TMP/train1") <(grep -o 'loss [0-9.]*' "$TEST_TMP/train2")
+check "grad accumulation runs" train --steps 2 --grad-accum 3
+check "saved model evaluates" ./gpt2 eval --model "$TEST_TMP/trained" --data $TOK -B 2 -T 16 --batches 2
+check "info describes the saved model" bash -c "./gpt2 info --model '$TEST_TMP/trained' | grep -q 'layers 2, heads 2, channels 32'"
+
+# Bad input: one line naming the file or flag, exit 1.
+check_error "missing model directory" "nonexistent" ./gpt2 eval --model "$TEST_TMP/nonexistent" --data $TOK
+check_error "unknown flag with a suggestion" "unknown flag --modle" ./gpt2 eval --modle x
+check_error "malformed number" "malformed value for --batch" ./gpt2 eval --model $FIX/model --data $TOK -B x
+check_error "missing flag value" "missing value for flag --data" ./gpt2 eval --model $FIX/model --data
+check_error "T beyond the context" "expected <= 32" ./gpt2 eval --model $FIX/model --data $TOK -T 33
+check_error "tokens beyond the vocabulary" "out of range in .*tokens_v1000.bin" \
+    ./gpt2 train --train $TOK --vocab 500 --layers 1 --heads 1 --channels 8 --steps 1
+check_error "eval batches beyond the data" "too few tokens" ./gpt2 eval --model $FIX/model --data $TOK -B 2 -T 16 --batches 1000
+cp -r $FIX/model "$TEST_TMP/trunc"
+head -c 5000 $FIX/model/model.safetensors >"$TEST_TMP/trunc/model.safetensors"
+check_error "truncated safetensors names the file" "corrupt safetensors file (.*trunc/model.safetensors)" ./gpt2 info --model "$TEST_TMP/trunc"
+cp -r $FIX/model "$TEST_TMP/badjson"
+echo '{"n_embd": 64,' >"$TEST_TMP/badjson/config.json"
+check_error "malformed config.json" "malformed JSON in .*config.json" ./gpt2 info --model "$TEST_TMP/badjson"
+cp -r $FIX/model "$TEST_TMP/geometry"
+sed -i 's/"n_layer": 2/"n_layer": 3/' "$TEST_TMP/geometry/config.json"
+check_error "missing tensor names tensor and shape" "missing tensor transformer.h.2.ln_1.weight .*expected shape (64,)" ./gpt2 info --model "$TEST_TMP/geometry"
+check_error "bad token file magic" "bad magic" ./gpt2 eval --model $FIX/model --data $FIX/model/model.safetensors -B 2 -T 16
+summary

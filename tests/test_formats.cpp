@@ -1,0 +1,178 @@
+// test_formats.cpp: JSON reader, safetensors reader/writer (including every corrupt-header defect the
+// reader must reject), fp16/bf16 widening, token files and batches, AdamW and the lr schedule.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "dataloader.h"
+#include "json.h"
+#include "model.h"
+#include "optimizer.h"
+#include "safetensors.h"
+#include "test.h"
+#include "tokenfile.h"
+
+namespace {
+
+bool parses(const std::string& s, Json* out = nullptr) {
+    Json j;
+    std::string err;
+    return json_parse(s.data(), s.size(), out ? out : &j, &err);
+}
+
+std::string tmp_path(const std::string& name) { return "/tmp/gpt2_test_" + std::to_string(getpid()) + "_" + name; }
+
+// A safetensors image with the given header text and `data_bytes` zero bytes of data.
+std::vector<uint8_t> st_image(const std::string& header, size_t data_bytes, uint64_t claimed_len = UINT64_MAX) {
+    uint64_t len = claimed_len == UINT64_MAX ? header.size() : claimed_len;
+    std::vector<uint8_t> b(8);
+    for (int i = 0; i < 8; i++) b[i] = (uint8_t)(len >> (8 * i));
+    b.insert(b.end(), header.begin(), header.end());
+    b.resize(b.size() + data_bytes, 0);
+    return b;
+}
+
+bool st_ok(const std::vector<uint8_t>& image) {
+    SafeTensors st;
+    std::string err;
+    return safetensors_parse(&st, image, &err);
+}
+
+}  // namespace
+
+TEST(json_parses_and_rejects) {
+    Json j;
+    CHECK(parses("{\"a\": [1, -2.5e3, true, null, \"x\\u00e9\\ud83d\\ude00\"], \"b\": {}}", &j));
+    CHECK(j.find("a") && j.find("a")->items.size() == 5);
+    CHECK(j.find("a")->items[0].is_integer && j.find("a")->items[0].integer == 1);
+    CHECK(!j.find("a")->items[1].is_integer && j.find("a")->items[1].number == -2500);
+    CHECK(j.find("a")->items[4].str == "x\xc3\xa9\xf0\x9f\x98\x80");
+    const char* bad[] = {"", "{", "[1,]", "{\"a\" 1}", "\"abc", "\"\\ud800\"", "01", "1.", "tru", "[1] x",
+                         "\"\\x\"", "{\"a\":1,}"};
+    for (const char* s : bad) CHECK(!parses(s));
+    CHECK(!parses(std::string(100, '[') + std::string(100, ']')));  // deeper than the limit
+    CHECK(parses(std::string(60, '[') + std::string(60, ']')));
+}
+
+TEST(safetensors_round_trip) {
+    std::vector<float> a = {1.5f, -2.0f, 3.25f, 0.0f, 1e-30f, -7.0f};
+    std::vector<int32_t> b = {7, -8, 9};
+    std::string path = tmp_path("rt.safetensors");
+    safetensors_write(path, {{"a", "F32", {2, 3}, a.data()}, {"b.c", "I32", {3}, b.data()}}, {{"k", "v \"q\""}});
+    SafeTensors st;
+    safetensors_load(&st, path);
+    unlink(path.c_str());
+    CHECK(st.tensors.size() == 2);
+    CHECK(st.meta("k") == "v \"q\"");
+    const StTensor* ta = st.find("a");
+    CHECK(ta && ta->shape == std::vector<int64_t>({2, 3}) && ta->dtype == "F32");
+    if (ta) CHECK(safetensors_read_f32(st, *ta) == a);
+    const StTensor* tb = st.find("b.c");
+    if (tb) CHECK(safetensors_read_f32(st, *tb) == std::vector<float>({7, -8, 9}));
+    CHECK((st.bytes.size() - 8 - 24 - 12) % 8 == 0);  // header padded to 8
+}
+
+TEST(safetensors_rejects_corrupt_headers) {
+    const std::string good = "{\"t\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
+    CHECK(st_ok(st_image(good, 8)));
+    CHECK(!st_ok(std::vector<uint8_t>(5, 0)));                             // shorter than the length field
+    CHECK(!st_ok(st_image(good, 8, 1u << 30)));                             // header length past the end
+    CHECK(!st_ok(st_image(good, 4)));                                       // data truncated
+    CHECK(!st_ok(st_image("{\"t\":{\"dtype\":\"F32\",", 8)));              // bad JSON
+    CHECK(!st_ok(st_image("[1,2]", 0)));                                    // not an object
+    CHECK(!st_ok(st_image("{\"t\":{\"dtype\":\"F8\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8)));   // dtype
+    CHECK(!st_ok(st_image("{\"t\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", 12)));  // size
+    CHECK(!st_ok(st_image("{\"t\":{\"dtype\":\"F32\",\"shape\":[-2],\"data_offsets\":[0,8]}}", 8)));
+    CHECK(!st_ok(st_image("{\"t\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,0]}}", 8)));
+    CHECK(!st_ok(st_image("{\"t\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0]}}", 8)));
+    CHECK(!st_ok(st_image("{\"t\":{\"dtype\":\"F32\",\"shape\":[4611686018427387904,4],\"data_offsets\":[0,8]}}", 8)));
+    CHECK(!st_ok(st_image("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                          "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", 12)));  // overlap
+    CHECK(!st_ok(st_image("{\"__metadata__\":{\"x\":1}}", 0)));  // metadata values are strings
+}
+
+TEST(half_and_bfloat_widen_exactly) {
+    CHECK(fp16_to_f32(0x3C00) == 1.0f);
+    CHECK(fp16_to_f32(0xC000) == -2.0f);
+    CHECK(fp16_to_f32(0x0001) == std::ldexp(1.0f, -24));  // smallest subnormal
+    CHECK(fp16_to_f32(0x03FF) == std::ldexp(1023.0f, -24));
+    CHECK(fp16_to_f32(0x7BFF) == 65504.0f);
+    CHECK(std::isinf(fp16_to_f32(0x7C00)) && std::isnan(fp16_to_f32(0x7E00)));
+    CHECK(bf16_to_f32(0x3F80) == 1.0f && bf16_to_f32(0xC0A0) == -5.0f);
+}
+
+TEST(token_files_and_batches) {
+    std::string path = tmp_path("tokens.bin");
+    std::vector<int> tokens;
+    for (int i = 0; i < 25; i++) tokens.push_back(i * 3 % 50);
+    tokenfile_write(path, tokens);
+    std::vector<uint16_t> back = tokenfile_read(path, 50);
+    CHECK(back.size() == 25 && back[24] == (uint16_t)(24 * 3 % 50));
+    DataLoader dl;
+    dataloader_init(&dl, path, 50, 2, 4, true, 7);
+    unlink(path.c_str());
+    CHECK(dl.num_windows == 6 && dataloader_num_batches(dl) == 3);
+    dataloader_batch_at(&dl, 1);  // windows 2 and 3: tokens [8, 13) and [12, 17)
+    for (int t = 0; t < 4; t++) {
+        CHECK(dl.inputs[t] == tokens[8 + t] && dl.targets[t] == tokens[9 + t]);
+        CHECK(dl.inputs[4 + t] == tokens[12 + t] && dl.targets[4 + t] == tokens[13 + t]);
+    }
+    // one shuffled epoch visits every window once
+    std::vector<int> seen(6, 0);
+    for (int step = 0; step < 3; step++) {
+        dataloader_next(&dl);
+        for (int b = 0; b < 2; b++)
+            for (int w = 0; w < 6; w++)
+                if (dl.inputs[b * 4] == tokens[w * 4] && dl.inputs[b * 4 + 1] == tokens[w * 4 + 1]) seen[w]++;
+    }
+    for (int w = 0; w < 6; w++) CHECK(seen[w] == 1);
+}
+
+TEST(adamw_matches_the_formula) {
+    GPT2 model;
+    gpt2_build(&model, config_make(4, 8, 1, 1, 4), "test");
+    for (size_t i = 0; i < model.num_params; i++) {
+        model.params[i] = 0.1f * (float)((i * 7) % 13) - 0.6f;
+        model.grads[i] = 0.01f * (float)((i * 5) % 11) - 0.05f;
+    }
+    std::vector<float> w0 = model.params;
+    AdamWConfig cfg;
+    cfg.lr = 1e-2f;
+    cfg.weight_decay = 0.1f;
+    AdamW opt;
+    adamw_update(&opt, &model, cfg, cfg.lr);
+    adamw_update(&opt, &model, cfg, cfg.lr);  // same gradient twice
+    double max_err = 0;
+    for (const TensorInfo& t : model.param_table)
+        for (size_t i = t.offset; i < t.offset + t.numel(); i++) {
+            double w = w0[i], g = model.grads[i], m = 0, v = 0;
+            for (int step = 1; step <= 2; step++) {
+                if (t.decay) w *= 1 - cfg.lr * cfg.weight_decay;
+                m = cfg.beta1 * m + (1 - cfg.beta1) * g;
+                v = cfg.beta2 * v + (1 - cfg.beta2) * g * g;
+                double mhat = m / (1 - std::pow(cfg.beta1, step)), vhat = v / (1 - std::pow(cfg.beta2, step));
+                w -= cfg.lr * mhat / (std::sqrt(vhat) + cfg.eps);
+            }
+            max_err = std::fmax(max_err, std::fabs(w - model.params[i]));
+        }
+    CHECK(max_err < 1e-6);
+    CHECK(opt.step == 2);
+}
+
+TEST(grad_clipping_and_lr_schedule) {
+    GPT2 model;
+    gpt2_build(&model, config_make(4, 8, 1, 1, 4), "test");
+    for (float& g : model.grads) g = 1.0f;
+    float norm = optimizer_clip_grads(&model, 2.0f);
+    CHECK_NEAR(norm, std::sqrt((double)model.num_params), 1e-3);
+    CHECK_NEAR(optimizer_grad_norm(model), 2.0, 1e-5);
+    CHECK_NEAR(lr_schedule(0, 100, 1.0f, 10, 0.1f, true), 0.1, 1e-7);
+    CHECK_NEAR(lr_schedule(9, 100, 1.0f, 10, 0.1f, true), 1.0, 1e-7);
+    CHECK_NEAR(lr_schedule(10, 100, 1.0f, 10, 0.1f, true), 1.0, 1e-7);
+    CHECK_NEAR(lr_schedule(55, 100, 1.0f, 10, 0.1f, true), 0.55, 1e-6);
+    CHECK_NEAR(lr_schedule(100, 100, 1.0f, 10, 0.1f, true), 0.1, 1e-6);
+    CHECK_NEAR(lr_schedule(50, 100, 1.0f, 0, 0.1f, false), 1.0, 0);
+}

@@ -1,0 +1,215 @@
+// test_layers.cpp: each backward kernel against central finite differences of its forward, the fast
+// gemm against the scalar reference, and LayerNorm forward against PyTorch's nn.LayerNorm fixture.
+//
+// Finite differences run on the fp32 kernels. The scalar probed is L = sum(out * proj) summed in double,
+// so dL/dout = proj. With h = 1e-2 on O(1) inputs, the truncation error h^2 |f'''| / 6 is ~2e-5 and the
+// rounding error is ~sqrt(outputs touched) * 2^-24 * |out| / h, below 1e-4 of the gradient's scale for
+// these sizes; we assert 1e-3 of the largest gradient element, which a wrong index, a missing term or a
+// sign error exceeds by orders of magnitude (checked by breaking kernels once).
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#include "gemm.h"
+#include "layers.h"
+#include "rng.h"
+#include "safetensors.h"
+#include "test.h"
+
+namespace {
+
+std::vector<float> randn(size_t n, uint64_t seed, float scale = 1.0f) {
+    Rng rng(seed);
+    std::vector<float> v(n);
+    for (float& x : v) x = scale * rng.normal();
+    return v;
+}
+
+double dot(const std::vector<float>& a, const std::vector<float>& b) {
+    double s = 0;
+    for (size_t i = 0; i < a.size(); i++) s += (double)a[i] * b[i];
+    return s;
+}
+
+// max |numeric - analytic| / max |analytic| over every element of x (or `stride`-spaced samples).
+double fd_error(std::vector<float>& x, const std::vector<float>& analytic, const std::function<double()>& loss,
+                size_t stride = 1, float h = 1e-2f) {
+    double max_diff = 0, max_ref = 0;
+    for (size_t i = 0; i < x.size(); i++) max_ref = std::fmax(max_ref, std::fabs(analytic[i]));
+    for (size_t i = 0; i < x.size(); i += stride) {
+        float saved = x[i];
+        x[i] = saved + h;
+        double lp = loss();
+        x[i] = saved - h;
+        double lm = loss();
+        x[i] = saved;
+        double numeric = (lp - lm) / (2.0 * h);
+        max_diff = std::fmax(max_diff, std::fabs(numeric - analytic[i]));
+    }
+    return max_ref > 0 ? max_diff / max_ref : max_diff;
+}
+
+const double kFdTol = 1e-3;
+
+}  // namespace
+
+TEST(gemm_matches_reference_on_odd_shapes) {
+    struct Shape {
+        int M, N, K;
+    } shapes[] = {{1, 1, 1}, {7, 13, 1}, {37, 45, 300}, {256, 33, 17}, {9, 50257, 5}, {130, 70, 513}};
+    for (const Shape& s : shapes)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++)
+                for (int acc = 0; acc < 2; acc++) {
+                    std::vector<float> A = randn((size_t)s.M * s.K, 1), B = randn((size_t)s.K * s.N, 2);
+                    std::vector<float> C = randn((size_t)s.M * s.N, 3), Cref = C;
+                    int lda = ta ? s.M : s.K, ldb = tb ? s.K : s.N;
+                    gemm(s.M, s.N, s.K, A.data(), lda, ta, B.data(), ldb, tb, C.data(), s.N, acc);
+                    gemm_ref(s.M, s.N, s.K, A.data(), lda, ta, B.data(), ldb, tb, Cref.data(), s.N, acc);
+                    double max_diff = 0;
+                    for (size_t i = 0; i < C.size(); i++) max_diff = std::fmax(max_diff, std::fabs(C[i] - Cref[i]));
+                    // fp32 sums of K products of N(0,1) values: error ~ sqrt(K) * 2^-24 * sqrt(K)
+                    CHECK(max_diff <= 1e-6 * (s.K + 10));
+                }
+}
+
+TEST(encoder_backward_matches_finite_differences) {
+    const int B = 2, T = 5, C = 6, V = 7;
+    std::vector<int> tokens = {1, 3, 3, 0, 6, 3, 2, 1, 1, 5};  // repeats: rows of dwte collide
+    std::vector<float> wte = randn(V * C, 1), wpe = randn(T * C, 2), proj = randn(B * T * C, 3);
+    std::vector<float> out(B * T * C), dwte(V * C, 0.0f), dwpe(T * C, 0.0f);
+    auto loss = [&] {
+        encoder_forward(out.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
+        return dot(out, proj);
+    };
+    encoder_backward(dwte.data(), dwpe.data(), proj.data(), tokens.data(), B, T, C);
+    CHECK(fd_error(wte, dwte, loss) < kFdTol);
+    CHECK(fd_error(wpe, dwpe, loss) < kFdTol);
+}
+
+TEST(layernorm_backward_matches_finite_differences) {
+    const int N = 6, C = 10;
+    std::vector<float> x = randn(N * C, 1), w = randn(C, 2), b = randn(C, 3), proj = randn(N * C, 4);
+    for (int i = 0; i < N * C; i++) x[i] += (float)(i / C);  // rows with different means
+    std::vector<float> out(N * C), mean(N), rstd(N), dx(N * C, 0.0f), dw(C, 0.0f), db(C, 0.0f);
+    auto loss = [&] {
+        layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C);
+        return dot(out, proj);
+    };
+    loss();
+    layernorm_backward(dx.data(), dw.data(), db.data(), proj.data(), x.data(), w.data(), mean.data(), rstd.data(), N, C);
+    CHECK(fd_error(x, dx, loss, 1, 1e-3f) < kFdTol);
+    CHECK(fd_error(w, dw, loss) < kFdTol);
+    CHECK(fd_error(b, db, loss) < kFdTol);
+}
+
+TEST(layernorm_forward_matches_pytorch_fixture) {
+    SafeTensors st;
+    safetensors_load(&st, test_path("fixtures/layernorm.safetensors"));
+    std::vector<float> x = safetensors_read_f32(st, *st.find("x")), w = safetensors_read_f32(st, *st.find("weight"));
+    std::vector<float> b = safetensors_read_f32(st, *st.find("bias")), ref = safetensors_read_f32(st, *st.find("out"));
+    const int C = (int)w.size(), N = (int)(x.size() / C);
+    std::vector<float> out(x.size()), mean(N), rstd(N);
+    layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C);
+    double max_diff = 0, max_ref = 0;
+    for (size_t i = 0; i < out.size(); i++) {
+        max_diff = std::fmax(max_diff, std::fabs(out[i] - ref[i]));
+        max_ref = std::fmax(max_ref, std::fabs(ref[i]));
+    }
+    // The fixture is nn.LayerNorm in float64 rounded to fp32; rows have means up to 50 and scales down to
+    // 1e-3, where a one-pass fp32 variance would be off by percent.
+    CHECK(max_diff / max_ref <= 1e-6);
+}
+
+TEST(matmul_backward_matches_finite_differences) {
+    const int N = 5, IC = 7, OC = 9;
+    std::vector<float> x = randn(N * IC, 1), w = randn(OC * IC, 2), b = randn(OC, 3), proj = randn(N * OC, 4);
+    std::vector<float> out(N * OC), dx(N * IC, 0.0f), dw(OC * IC, 0.0f), db(OC, 0.0f);
+    auto loss = [&] {
+        matmul_forward(out.data(), x.data(), w.data(), b.data(), N, IC, OC);
+        return dot(out, proj);
+    };
+    matmul_backward(dx.data(), dw.data(), db.data(), proj.data(), x.data(), w.data(), N, IC, OC);
+    CHECK(fd_error(x, dx, loss) < kFdTol);
+    CHECK(fd_error(w, dw, loss) < kFdTol);
+    CHECK(fd_error(b, db, loss) < kFdTol);
+}
+
+TEST(attention_backward_matches_finite_differences) {
+    const int B = 2, T = 5, C = 8, NH = 2;
+    std::vector<float> qkv = randn(B * T * 3 * C, 1), proj = randn(B * T * C, 2);
+    std::vector<float> out(B * T * C), att(B * NH * T * T), dqkv(qkv.size(), 0.0f);
+    auto loss = [&] {
+        attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);
+        return dot(out, proj);
+    };
+    loss();
+    attention_backward(dqkv.data(), proj.data(), qkv.data(), att.data(), B, T, C, NH);
+    CHECK(fd_error(qkv, dqkv, loss, 1, 1e-3f) < kFdTol);
+    // causality: the last position's key and value cannot influence earlier outputs
+    std::vector<float> before = out;
+    for (int i = C; i < 3 * C; i++) qkv[(T - 1) * 3 * C + i] += 1.0f;
+    loss();
+    for (int t = 0; t < T - 1; t++)
+        for (int c = 0; c < C; c++) CHECK(out[t * C + c] == before[t * C + c]);
+}
+
+TEST(gelu_backward_matches_finite_differences) {
+    const size_t n = 40;
+    std::vector<float> x = randn(n, 1, 2.0f), proj = randn(n, 2), out(n), dx(n, 0.0f);
+    auto loss = [&] {
+        gelu_forward(out.data(), x.data(), n);
+        return dot(out, proj);
+    };
+    gelu_backward(dx.data(), x.data(), proj.data(), n);
+    CHECK(fd_error(x, dx, loss, 1, 1e-3f) < kFdTol);
+    // known values of the tanh approximation
+    float probe[3] = {-1.0f, 0.0f, 1.0f}, got[3];
+    gelu_forward(got, probe, 3);
+    CHECK_NEAR(got[0], -0.15880801f, 1e-6);
+    CHECK_NEAR(got[1], 0.0f, 0.0);
+    CHECK_NEAR(got[2], 0.84119199f, 1e-6);
+}
+
+TEST(residual_backward_matches_finite_differences) {
+    const size_t n = 12;
+    std::vector<float> a = randn(n, 1), b = randn(n, 2), proj = randn(n, 3), out(n), da(n, 0.0f), db(n, 0.0f);
+    auto loss = [&] {
+        residual_forward(out.data(), a.data(), b.data(), n);
+        return dot(out, proj);
+    };
+    residual_backward(da.data(), db.data(), proj.data(), n);
+    CHECK(fd_error(a, da, loss) < kFdTol);
+    CHECK(fd_error(b, db, loss) < kFdTol);
+}
+
+TEST(crossentropy_matches_finite_differences_and_ignores_padding) {
+    const int N = 4, V = 11, Vp = 16;
+    std::vector<float> logits = randn(N * Vp, 1, 3.0f), probs(N * Vp), losses(N), dlogits(N * Vp, 7.0f);
+    std::vector<int> targets = {0, 10, 5, 5};
+    for (int i = 0; i < N; i++)
+        for (int v = V; v < Vp; v++) logits[i * Vp + v] = 1e4f;  // would dominate if it leaked into softmax
+    auto loss = [&] { return (double)crossentropy_forward(losses.data(), probs.data(), logits.data(), targets.data(), N, V, Vp); };
+    double l = loss();
+    double expected = 0;
+    for (int i = 0; i < N; i++) {
+        double z = 0;
+        for (int v = 0; v < V; v++) z += std::exp((double)logits[i * Vp + v]);
+        expected += std::log(z) - logits[i * Vp + targets[i]];
+    }
+    CHECK_NEAR(l, expected / N, 1e-5);
+    crossentropy_backward(dlogits.data(), probs.data(), targets.data(), 1.0f / N, N, V, Vp);
+    for (int i = 0; i < N; i++)
+        for (int v = V; v < Vp; v++) CHECK(dlogits[i * Vp + v] == 0.0f && probs[i * Vp + v] == 0.0f);
+    // the loss is a mean in float; finite differences on the real columns only
+    std::vector<float> real(N * V), dreal(N * V);
+    for (int i = 0; i < N; i++)
+        for (int v = 0; v < V; v++) real[i * V + v] = logits[i * Vp + v], dreal[i * V + v] = dlogits[i * Vp + v];
+    auto loss_real = [&] {
+        for (int i = 0; i < N; i++)
+            for (int v = 0; v < V; v++) logits[i * Vp + v] = real[i * V + v];
+        return loss();
+    };
+    CHECK(fd_error(real, dreal, loss_real, 1, 1e-2f) < kFdTol);
+}

@@ -67,6 +67,20 @@ def random_model(args, gen):
     return params
 
 
+def read_hf_model(indir, args):
+    """Loads a HuggingFace-layout GPT-2 (ours or anyone's) and sets the geometry in args from config.json."""
+    with open(os.path.join(indir, "config.json")) as f:
+        cfg = json.load(f)
+    args.layers, args.heads, args.channels = cfg["n_layer"], cfg["n_head"], cfg["n_embd"]
+    args.vocab, args.seq_len = cfg["vocab_size"], cfg.get("n_positions", cfg.get("n_ctx"))
+    tensors, _ = safetensors_io.read(os.path.join(indir, "model.safetensors"))
+    params = {}
+    for name, _ in hf_names(args.layers):
+        t = tensors.get(name, tensors.get("transformer." + name))
+        params[name] = torch.from_numpy(np.array(t, dtype=np.float32))
+    return params
+
+
 def layernorm(x, w, b, eps=1e-5):
     mean = x.mean(-1, keepdim=True)
     var = ((x - mean) ** 2).mean(-1, keepdim=True)  # population variance
@@ -176,6 +190,22 @@ def eval_loss(params32, args):
     return total / args.eval_batches
 
 
+def greedy(params32, args):
+    """Argmax continuation of --greedy-prompt by full forward passes (no cache) in --dtype. Also returns
+    the smallest gap between the best and second-best logit along the way: a fixture is only meaningful
+    when that gap is far above fp32 rounding."""
+    p = {k: v.to(getattr(torch, args.dtype)) for k, v in params32.items()}
+    ids = [int(t) for t in args.greedy_prompt.split()]
+    min_gap = float("inf")
+    with torch.no_grad():
+        for _ in range(args.greedy_tokens):
+            logits = gpt2_logits(p, torch.tensor([ids]), args.layers, args.heads)[0, -1]
+            top2 = torch.topk(logits, 2).values
+            min_gap = min(min_gap, (top2[0] - top2[1]).item())
+            ids.append(int(torch.argmax(logits)))
+    return ids[len(args.greedy_prompt.split()):], min_gap
+
+
 def layernorm_fixture(path, gen):
     N, C = 37, 96
     # rows with large means and very different scales: where a one-pass variance would lose digits
@@ -212,6 +242,7 @@ def main():
     ap.add_argument("--dtype", choices=["float64", "float32"], default="float64")
     ap.add_argument("--prefix", default="", help='tensor name prefix in the model file, e.g. "transformer."')
     ap.add_argument("--model-out", help="directory for the HuggingFace-layout model")
+    ap.add_argument("--model-in", help="use this HuggingFace-layout model instead of a random one")
     ap.add_argument("--dump-out", help="reference dump file")
     ap.add_argument("--layernorm-fixture", help="write the LayerNorm fixture here and exit")
     ap.add_argument("--markov-tokens", type=int,
@@ -221,6 +252,9 @@ def main():
     ap.add_argument("--eval-data", help="token file: print the eval loss of the model over it")
     ap.add_argument("--eval-batches", type=int, default=1)
     ap.add_argument("--eval-out", help="also write the `loss <value>` line to this file")
+    ap.add_argument("--greedy-prompt", help="space-separated prompt ids: print the greedy continuation")
+    ap.add_argument("--greedy-tokens", type=int, default=20)
+    ap.add_argument("--greedy-out", help="also write the continuation ids to this file")
     args = ap.parse_args()
     torch.set_num_threads(os.cpu_count() or 1)
     gen = torch.Generator().manual_seed(args.seed)
@@ -233,12 +267,23 @@ def main():
         for i in range(1, args.markov_tokens):
             tokens.append(int(succ[tokens[-1], coins[i]]))
         return write_tokens(args.tokens_out, tokens)
-    if not args.model_out:
-        ap.error("--model-out is required")
-    params = random_model(args, gen)
-    write_hf_model(args.model_out, params, args, args.prefix)
+    if args.model_in:
+        params = read_hf_model(args.model_in, args)
+    elif args.model_out:
+        params = random_model(args, gen)
+        write_hf_model(args.model_out, params, args, args.prefix)
+    else:
+        ap.error("--model-out or --model-in is required")
     if args.dump_out:
         reference_dump(args.dump_out, params, args, gen)
+    if args.greedy_prompt:
+        ids, gap = greedy(params, args)
+        print(f"reference greedy continuation (smallest top-2 logit gap {gap:.2e}): {' '.join(map(str, ids))}")
+        if gap < 1e-3:
+            sys.exit(f"error: top-2 logit gap {gap:.2e} is within fp32 noise; choose another prompt or seed")
+        if args.greedy_out:
+            with open(args.greedy_out, "w") as f:
+                f.write(" ".join(map(str, ids)) + "\n")
     if args.eval_data:
         line = f"loss {eval_loss(params, args):.9f}"
         print(f"reference eval over {args.eval_batches} batches: {line}")

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "json.h"
+#include "llmc.h"
 #include "util.h"
 
 namespace {
@@ -105,48 +106,123 @@ void checkpoint_unpack_hf(const SafeTensors& st, const std::string& prefix, cons
     }
 }
 
-void checkpoint_load_hf(GPT2* model, const std::string& dir) {
-    std::string config_path = path_join(dir, "config.json"), st_path = path_join(dir, "model.safetensors");
-    if (!file_exists(config_path))
-        fatal("missing %s: expected a HuggingFace GPT-2 directory with config.json and model.safetensors", config_path.c_str());
-    GPT2Config cfg = checkpoint_read_hf_config(config_path);
-    SafeTensors st;
-    safetensors_load(&st, st_path);
-    std::string prefix = st.find("transformer.wte.weight") ? "transformer." : "";
-    gpt2_build(model, cfg, config_path.c_str());
-    checkpoint_unpack_hf(st, prefix, cfg, model->params.data());
+namespace {
 
-    // Everything else in the file must be a known buffer or the tied lm_head.
+// Loads parameters named in HuggingFace's scheme from st into a model built for cfg, and rejects any
+// tensor that is neither a parameter, a mask buffer nor the tied lm_head.
+void load_from_safetensors(GPT2* model, const GPT2Config& cfg, const SafeTensors& st, const char* where,
+                           CheckpointInfo* info) {
+    std::string prefix = st.find("transformer.wte.weight") ? "transformer." : "";
+    gpt2_build(model, cfg, where);
+    checkpoint_unpack_hf(st, prefix, cfg, model->params.data());
     std::vector<HfTensor> known = checkpoint_hf_tensors(cfg);
+    std::string dtype;
     for (const StTensor& s : st.tensors) {
         bool ok = false;
         if (s.name.compare(0, prefix.size(), prefix) == 0) {
             std::string rest = s.name.substr(prefix.size());
-            for (const HfTensor& h : known) ok = ok || rest == h.hf_name;
+            for (const HfTensor& h : known) {
+                if (rest != h.hf_name) continue;
+                ok = true;
+                dtype = dtype.empty() || dtype == s.dtype ? s.dtype : "mixed";
+            }
             ok = ok || is_attention_buffer(rest);
         }
         if (s.name == "lm_head.weight") {
             std::vector<int64_t> want = {cfg.vocab_size, cfg.channels};
             if (s.shape != want)
-                fatal("shape mismatch for tensor lm_head.weight in %s: expected %s, got %s", st_path.c_str(),
+                fatal("shape mismatch for tensor lm_head.weight in %s: expected %s, got %s", st.path.c_str(),
                       shape_str(want).c_str(), shape_str(s.shape).c_str());
             std::vector<float> w = safetensors_read_f32(st, s);
             if (memcmp(w.data(), model->p.wte, w.size() * sizeof(float)) != 0)
-                fatal("untied lm_head.weight in %s: expected it to equal wte.weight (GPT-2 ties them)", st_path.c_str());
+                fatal("untied lm_head.weight in %s: expected it to equal wte.weight (GPT-2 ties them)", st.path.c_str());
             ok = true;
         }
-        if (!ok) fatal("unknown tensor %s in %s: expected only GPT-2 parameters", s.name.c_str(), st_path.c_str());
+        if (!ok) fatal("unknown tensor %s in %s: expected only GPT-2 parameters", s.name.c_str(), st.path.c_str());
     }
+    if (info) info->dtype = dtype;
 }
 
-void checkpoint_save_hf(const GPT2& model, const std::string& dir) {
+// Geometry of a bare safetensors file from its shapes: wte (V, C), wpe (maxT, C), layers counted.
+GPT2Config infer_config(const SafeTensors& st, int heads_override) {
+    std::string prefix = st.find("transformer.wte.weight") ? "transformer." : "";
+    const StTensor* wte = st.find(prefix + "wte.weight");
+    const StTensor* wpe = st.find(prefix + "wpe.weight");
+    if (!wte || !wpe || wte->shape.size() != 2 || wpe->shape.size() != 2)
+        fatal("cannot infer the geometry of %s: expected 2-D tensors %swte.weight and %swpe.weight", st.path.c_str(),
+              prefix.c_str(), prefix.c_str());
+    int layers = 0;
+    while (st.find(prefix + "h." + std::to_string(layers) + ".ln_1.weight")) layers++;
+    const int C = (int)wte->shape[1];
+    const int heads = heads_override > 0 ? heads_override : C / 64;
+    if (heads_override <= 0 && (C % 64 != 0 || heads < 1))
+        fatal_hint("pass --heads", "cannot infer the head count of %s: channels %d is not a multiple of 64",
+                   st.path.c_str(), C);
+    GPT2Config cfg = config_make((int)wpe->shape[0], (int)wte->shape[0], layers, heads, C);
+    config_validate(cfg, st.path.c_str());
+    return cfg;
+}
+
+}  // namespace
+
+void checkpoint_load(GPT2* model, const std::string& path, int heads_override, CheckpointInfo* info) {
+    CheckpointInfo local;
+    if (!info) info = &local;
+    if (dir_exists(path)) {
+        std::string config_path = path_join(path, "config.json"), st_path = path_join(path, "model.safetensors");
+        if (!file_exists(config_path))
+            fatal("missing %s: expected a HuggingFace GPT-2 directory with config.json and model.safetensors",
+                  config_path.c_str());
+        GPT2Config cfg = checkpoint_read_hf_config(config_path);
+        if (heads_override > 0 && heads_override != cfg.num_heads)
+            fatal("conflicting head count (--heads %d): %s says %d", heads_override, config_path.c_str(), cfg.num_heads);
+        SafeTensors st;
+        safetensors_load(&st, st_path);
+        info->format = "huggingface";
+        return load_from_safetensors(model, cfg, st, config_path.c_str(), info);
+    }
+    if (!file_exists(path))
+        fatal("checkpoint not found (%s): expected a HuggingFace directory, a .safetensors file or an llm.c .bin",
+              path.c_str());
+    std::vector<uint8_t> bytes = file_read(path);
+    if (llmc_detect(bytes.data(), bytes.size())) {
+        GPT2Config cfg;
+        int version = 0;
+        std::string err;
+        std::vector<float> params;
+        if (!llmc_parse(bytes, &cfg, &params, &version, &err))
+            fatal("corrupt llm.c checkpoint (%s): %s", path.c_str(), err.c_str());
+        gpt2_build(model, cfg, path.c_str());
+        memcpy(model->params.data(), params.data(), params.size() * sizeof(float));
+        info->format = "llm.c v" + std::to_string(version);
+        info->dtype = version == 3 ? "F32" : "BF16";
+        return;
+    }
+    // safetensors: an 8-byte little-endian length and a JSON object
+    if (bytes.size() >= 9 && bytes[8] == '{') {
+        SafeTensors st;
+        std::string err;
+        st.path = path;
+        if (!safetensors_parse(&st, std::move(bytes), &err))
+            fatal("corrupt safetensors file (%s): %s", path.c_str(), err.c_str());
+        info->format = "safetensors";
+        return load_from_safetensors(model, infer_config(st, heads_override), st, path.c_str(), info);
+    }
+    fatal("unrecognised checkpoint (%s): expected a HuggingFace directory, a .safetensors file or an llm.c .bin "
+          "(magic %d)", path.c_str(), kLlmcMagic);
+}
+
+void checkpoint_save_hf(const GPT2& model, const std::string& dir, const std::string& dtype) {
     const GPT2Config& cfg = model.cfg;
+    if (dtype != "F32" && dtype != "F16" && dtype != "BF16") fatal("internal: dtype %s", dtype.c_str());
     dir_create(dir);
-    std::vector<std::vector<float>> transposed;  // keeps transposed copies alive until written
+    std::vector<std::vector<float>> transposed;   // keep converted copies alive until written
+    std::vector<std::vector<uint16_t>> narrowed;
     std::vector<StWriteItem> items;
     for (const HfTensor& h : checkpoint_hf_tensors(cfg)) {
         const TensorInfo& t = model.param_table[h.table_index];
         const float* src = model.params.data() + t.offset;
+        std::vector<int64_t> shape = hf_shape(t, h.transposed, cfg);
         if (h.transposed) {
             transposed.emplace_back(t.numel());
             float* dst = transposed.back().data();
@@ -154,7 +230,15 @@ void checkpoint_save_hf(const GPT2& model, const std::string& dir) {
                 for (size_t c = 0; c < t.cols; c++) dst[c * t.rows + r] = src[r * t.cols + c];
             src = dst;
         }
-        items.push_back({h.hf_name, "F32", hf_shape(t, h.transposed, cfg), src});
+        if (dtype == "F32") {
+            items.push_back({h.hf_name, dtype, shape, src});
+            continue;
+        }
+        size_t n = 1;
+        for (int64_t d : shape) n *= (size_t)d;  // wte: the real vocabulary only
+        narrowed.emplace_back(n);
+        for (size_t i = 0; i < n; i++) narrowed.back()[i] = dtype == "F16" ? f32_to_fp16(src[i]) : f32_to_bf16(src[i]);
+        items.push_back({h.hf_name, dtype, shape, narrowed.back().data()});
     }
     safetensors_write(path_join(dir, "model.safetensors"), items, {{"format", "pt"}});
     char json[1024];
@@ -168,8 +252,3 @@ void checkpoint_save_hf(const GPT2& model, const std::string& dir) {
     file_write_atomic(path_join(dir, "config.json"), json, (size_t)n);
 }
 
-void checkpoint_load(GPT2* model, const std::string& path) {
-    if (dir_exists(path)) return checkpoint_load_hf(model, path);
-    if (!file_exists(path)) fatal("checkpoint not found (%s): expected a directory with config.json and model.safetensors", path.c_str());
-    fatal("unrecognised checkpoint (%s): expected a directory with config.json and model.safetensors", path.c_str());
-}

@@ -18,15 +18,25 @@ std::vector<HfTensor> checkpoint_hf_tensors(const GPT2Config& cfg);
 
 // Reads config.json (n_embd, n_head, n_layer, n_positions, vocab_size); fatal naming the file if bad.
 GPT2Config checkpoint_read_hf_config(const std::string& path);
-// Loads a HuggingFace GPT-2 directory into a freshly built model. F32, F16 and BF16 tensors; an optional
-// "transformer." prefix; attention-mask buffers skipped; lm_head.weight accepted when equal to wte.
-// Missing, unknown or misshapen tensors are fatal, naming the tensor and the expected shape.
-void checkpoint_load_hf(GPT2* model, const std::string& dir);
+// What checkpoint_load found.
+struct CheckpointInfo {
+    std::string format;  // "huggingface", "safetensors", "llm.c v3" or "llm.c v5"
+    std::string dtype;   // dtype of the stored weights: F32, F16, BF16 (or "mixed")
+};
+
 // Copies tensors named prefix + hf_name out of st into a buffer laid out by layout_params(cfg),
 // transposing Conv1D weights. Used for models ("" or "transformer.") and reference gradients ("grad.").
 void checkpoint_unpack_hf(const SafeTensors& st, const std::string& prefix, const GPT2Config& cfg, float* base);
-// Writes config.json and model.safetensors (F32, HuggingFace names and orientation) into dir.
-void checkpoint_save_hf(const GPT2& model, const std::string& dir);
-// Loads a model from PATH, detecting the format from the content: for now a HuggingFace directory.
-// fatal with a one-line error naming PATH otherwise.
-void checkpoint_load(GPT2* model, const std::string& path);
+// Writes config.json and model.safetensors (HuggingFace names and orientation) into dir, each file
+// atomically. dtype "F32", "F16" or "BF16" (narrowing rounds to nearest even, as PyTorch does).
+void checkpoint_save_hf(const GPT2& model, const std::string& dir, const std::string& dtype = "F32");
+// Loads a model from PATH, detecting the format from the content, not the name:
+//  * a directory with config.json + model.safetensors (HuggingFace's GPT-2 layout, ours too): F32, F16
+//    or BF16 tensors, optional "transformer." prefix, attention-mask buffers skipped, lm_head.weight
+//    accepted when equal to the tied wte;
+//  * a bare .safetensors file in that naming: geometry inferred from the shapes, heads = C / 64 (as in
+//    every GPT-2 size) unless heads_override > 0;
+//  * an llm.c checkpoint (llmc.h).
+// Missing, unknown or misshapen tensors and truncated files are fatal, naming the tensor and the expected
+// shape.
+void checkpoint_load(GPT2* model, const std::string& path, int heads_override = 0, CheckpointInfo* info = nullptr);

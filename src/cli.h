@@ -29,6 +29,9 @@ struct CliArgs {
     bool on(const char* name) const;  // switch given
 };
 
+// `--heads N` for commands that load a model: only a bare .safetensors without config.json needs it.
+const CliFlag kCliHeadsFlag = {"heads", "", "0", "heads of a bare .safetensors without config.json (0: channels/64)"};
+
 // Parses argv[0..argc) (argv[0] is the first argument after the command name). Prints usage and exits 0
 // on --help/-h; exits 1 with a one-line error on unknown flags or missing values. `usage` is the
 // synopsis line, `about` one sentence.

@@ -7,3 +7,5 @@ int cmd_eval(int argc, char** argv);
 int cmd_compare(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 int cmd_info(int argc, char** argv);
+int cmd_export(int argc, char** argv);
+int cmd_generate(int argc, char** argv);

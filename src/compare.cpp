@@ -59,13 +59,14 @@ int cmd_compare(int argc, char** argv) {
         {"model", "", "", "checkpoint the reference was made from"},
         {"ref", "", "", "reference dump (safetensors) from scripts/reference.py"},
         {"adamw-steps", "", "-1", "compare only the first N AdamW losses of the dump; -1 for all"},
+        kCliHeadsFlag,
     };
     CliArgs args = cli_parse(argc, argv, "compare", "gpt2 compare --model PATH --ref DUMP",
                              "Compares logits, loss, every gradient and the losses of AdamW steps with a PyTorch "
                              "reference; exits 1 on FAIL.",
                              flags, false);
     GPT2 model;
-    checkpoint_load(&model, args.str("model"));
+    checkpoint_load(&model, args.str("model"), (int)args.integer("heads"));
     SafeTensors ref;
     safetensors_load(&ref, args.str("ref"));
     const GPT2Config& cfg = model.cfg;

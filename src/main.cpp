@@ -17,9 +17,11 @@ struct Command {
 static const Command kCommands[] = {
     {"train", cmd_train, "train GPT-2 from scratch or from a checkpoint on token files"},
     {"eval", cmd_eval, "mean loss of a checkpoint over consecutive windows of a token file"},
+    {"generate", cmd_generate, "sample text from a checkpoint (KV cache, temperature, top-k, top-p)"},
     {"tokenize", cmd_tokenize, "encode text to GPT-2 token ids or token files"},
     {"compare", cmd_compare, "check forward, backward and AdamW against a PyTorch reference dump"},
-    {"info", cmd_info, "print a checkpoint's format, geometry and parameter count"},
+    {"info", cmd_info, "print a checkpoint's format, geometry, parameter count and dtype"},
+    {"export", cmd_export, "convert a checkpoint between HuggingFace and llm.c formats"},
 };
 
 static void print_usage() {

@@ -150,6 +150,31 @@ float bf16_to_f32(uint16_t h) {
     return f;
 }
 
+uint16_t f32_to_bf16(float x) {
+    uint32_t bits;
+    memcpy(&bits, &x, 4);
+    if ((bits & 0x7F800000u) == 0x7F800000u && (bits & 0x7FFFFFu)) return (uint16_t)((bits >> 16) | 0x40);  // NaN
+    bits += 0x7FFFu + ((bits >> 16) & 1);  // round to nearest even
+    return (uint16_t)(bits >> 16);
+}
+
+uint16_t f32_to_fp16(float x) {
+    uint32_t bits;
+    memcpy(&bits, &x, 4);
+    const uint16_t sign = (uint16_t)((bits >> 16) & 0x8000);
+    const uint32_t abs = bits & 0x7FFFFFFFu;
+    if (abs >= 0x7F800000u) return sign | (abs > 0x7F800000u ? 0x7E00 : 0x7C00);  // NaN, Inf
+    if (abs >= 0x477FF000u) return sign | 0x7C00;  // rounds past 65504: overflow to Inf
+    int exp = (int)(abs >> 23) - 127 + 15;
+    uint32_t mant = (abs & 0x7FFFFF) | 0x800000;  // with the implicit bit
+    int shift = exp >= 1 ? 13 : 13 + (1 - exp);   // subnormals lose more bits
+    if (shift > 24) return sign;                    // below half the smallest subnormal
+    uint32_t half = mant >> shift, rest = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
+    if (rest > mid || (rest == mid && (half & 1))) half++;  // to nearest even; may carry into the exponent
+    if (exp >= 1) return sign | (uint16_t)((((uint32_t)exp << 10) + half - 0x400));
+    return sign | (uint16_t)half;
+}
+
 std::vector<float> safetensors_read_f32(const SafeTensors& st, const StTensor& t) {
     size_t n = t.numel();
     std::vector<float> out(n);

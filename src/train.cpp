@@ -1,6 +1,12 @@
 // train.cpp: the `train` and `eval` commands: the training loop (data, AdamW, schedule, clipping,
 // gradient accumulation, validation, logging) around the model of model.h.
+#include <csignal>
 #include <cmath>
+#include <cstring>
+#include <dirent.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <string>
 
@@ -8,8 +14,12 @@
 #include "cli.h"
 #include "commands.h"
 #include "dataloader.h"
+#include "generate.h"
+#include "json.h"
+#include "safetensors.h"
 #include "model.h"
 #include "optimizer.h"
+#include "tokenizer.h"
 #include "util.h"
 
 namespace {
@@ -40,7 +50,13 @@ const std::vector<CliFlag> kTrainFlags = {
     {"val-every", "", "50", "validate every N steps (and after the last); 0 disables"},
     {"val-batches", "", "8", "validation batches"},
     {"log", "", "", "append one JSON line per step and per validation to this file"},
-    {"out", "", "", "save the final model here (HuggingFace layout)"},
+    {"out", "", "", "checkpoint directory: HuggingFace-layout model + train_state.safetensors"},
+    {"save-every", "", "0", "save to --out every N steps (always after the last step); 0: only at the end"},
+    {"stop-after", "", "0", "stop (and save) after N steps of this run, keeping the --steps schedule; 0: run to --steps"},
+    {"resume", "", "", "continue exactly from a checkpoint directory written by --out"},
+    {"sample-every", "", "0", "print a generated sample every N steps; 0: only after the last step"},
+    {"sample-tokens", "", "64", "tokens per sample; 0 disables samples (and the tokenizer)"},
+    {"tokenizer", "", "", "tokenizer directory for samples (default: $GPT2_DATA_DIR/gpt2 or data/gpt2)"},
 };
 
 int flag_int(const CliArgs& args, const char* name, long long lo, long long hi) {
@@ -66,12 +82,185 @@ float evaluate(GPT2* model, DataLoader* dl, size_t batches) {
     return (float)(sum / batches);
 }
 
+// Prints a sample from <|endoftext|> with the generator's defaults (temperature 1, top-k 50).
+void print_sample(const GPT2& model, const Tokenizer& tok, int tokens, uint64_t seed) {
+    GenerateOptions opts;
+    opts.max_tokens = tokens;
+    Rng rng(seed);
+    TokenDecoder decoder(tok);
+    printf("---- sample ----\n");
+    generate(model, {kTokenizerEot}, opts, &rng,
+             [&](int id) {
+                 if (id != kTokenizerEot) fputs(decoder.push(id).c_str(), stdout);
+             },
+             nullptr);
+    printf("%s\n----------------\n", decoder.flush().c_str());
+    fflush(stdout);
+}
+
+// Flags a resumed run must keep: they shape the model or the data order.
+const char* const kFixedOnResume[] = {"train", "batch", "tokens", "grad-accum", "seed", "model",
+                                      "layers", "heads", "channels", "seq-len", "vocab"};
+
+volatile sig_atomic_t g_interrupted = 0;
+void on_sigint(int) {
+    g_interrupted = 1;
+    signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
+}
+
+uint64_t params_hash(const GPT2& model) {  // FNV-1a over the parameter bytes
+    uint64_t h = 1469598103934665603ull;
+    const uint8_t* p = reinterpret_cast<const uint8_t*>(model.params.data());
+    for (size_t i = 0; i < model.params.size() * sizeof(float); i++) h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+// Removes `dir.saving.<pid>` directories left by processes that were killed mid-save.
+void remove_stale_staging(const std::string& dir) {
+    size_t slash = dir.find_last_of('/');
+    std::string parent = slash == std::string::npos ? "." : dir.substr(0, slash + 1);
+    std::string prefix = (slash == std::string::npos ? dir : dir.substr(slash + 1)) + ".saving.";
+    DIR* d = opendir(parent.c_str());
+    if (!d) return;
+    std::vector<std::string> stale;
+    while (struct dirent* e = readdir(d)) {
+        std::string name = e->d_name;
+        if (name.compare(0, prefix.size(), prefix) != 0) continue;
+        long pid = atol(name.c_str() + prefix.size());
+        if (pid > 0 && pid != getpid() && kill((pid_t)pid, 0) != 0 && errno == ESRCH) stale.push_back(name);
+    }
+    closedir(d);
+    for (const std::string& name : stale) dir_remove_flat(path_join(parent, name));
+}
+
+// Writes a checkpoint directory: the model in HuggingFace's layout plus train_state.safetensors
+// (AdamW m and v, the data loader's epoch order, position and RNG, and the flags of the run). The
+// directory is assembled under a temporary name and swapped in whole (dir_replace_atomic).
+void save_checkpoint(const std::string& dir, const GPT2& model, const AdamW& opt, const DataLoader& dl, int step,
+                     const CliArgs& args) {
+    remove_stale_staging(dir);
+    std::string staging = dir + ".saving." + std::to_string(getpid());
+    if (dir_exists(staging)) dir_remove_flat(staging);
+    dir_create(staging);
+    checkpoint_save_hf(model, staging);
+    std::vector<float> zeros;
+    if (opt.m.empty()) zeros.assign(model.num_params, 0.0f);
+    const float* m = opt.m.empty() ? zeros.data() : opt.m.data();
+    const float* v = opt.v.empty() ? zeros.data() : opt.v.data();
+    std::string flags = "[";
+    auto add_flag = [&](const std::string& name, const std::string& value) {
+        flags += (flags.size() > 1 ? "," : "") + std::string("[") + json_escape(name) + "," + json_escape(value) + "]";
+    };
+    for (size_t i = 0; i < args.names.size(); i++)
+        if (args.names[i] != "resume") add_flag(args.names[i], args.values[i]);
+    for (const char* name : kFixedOnResume)  // defaults too, so a resume can tell a change
+        if (!args.has(name) && std::string(name) != "model") add_flag(name, args.str(name));
+    flags += "]";
+    char hash[32];
+    snprintf(hash, sizeof(hash), "%016llx", (unsigned long long)params_hash(model));
+    safetensors_write(path_join(staging, "train_state.safetensors"),
+                      {{"adamw.m", "F32", {(int64_t)model.num_params}, m},
+                       {"adamw.v", "F32", {(int64_t)model.num_params}, v},
+                       {"loader.order", "U32", {(int64_t)dl.order.size()}, dl.order.data()}},
+                      {{"format", "gpt2.cpp train state 1"},
+                       {"step", std::to_string(step)},
+                       {"adamw.step", std::to_string(opt.step)},
+                       {"loader.epoch", std::to_string(dl.epoch)},
+                       {"loader.pos", std::to_string(dl.pos)},
+                       {"loader.rng", std::to_string(dl.rng.state)},
+                       {"params.fnv1a", hash},
+                       {"flags", flags}});
+    dir_replace_atomic(staging, dir);
+}
+
+struct ResumeState {
+    SafeTensors st;
+    std::vector<std::pair<std::string, std::string>> flags;
+    int step = 0;
+};
+
+long long meta_int(const SafeTensors& st, const char* key) {
+    std::string v = st.meta(key);
+    char* end = nullptr;
+    long long x = strtoll(v.c_str(), &end, 10);
+    if (v.empty() || *end) fatal("bad train state (%s): metadata \"%s\" is '%s', expected an integer", st.path.c_str(), key, v.c_str());
+    return x;
+}
+
+void read_resume(ResumeState* rs, const std::string& dir) {
+    std::string path = path_join(dir, "train_state.safetensors");
+    if (!file_exists(path)) fatal("missing %s: expected a checkpoint directory written by `gpt2 train --out`", path.c_str());
+    safetensors_load(&rs->st, path);
+    if (rs->st.meta("format") != "gpt2.cpp train state 1")
+        fatal("bad train state (%s): expected format \"gpt2.cpp train state 1\"", path.c_str());
+    Json flags;
+    std::string err, text = rs->st.meta("flags");
+    if (!json_parse(text.data(), text.size(), &flags, &err) || flags.type != Json::ARRAY)
+        fatal("bad train state (%s): flags are not a JSON array", path.c_str());
+    for (const Json& f : flags.items) {
+        if (f.type != Json::ARRAY || f.items.size() != 2 || f.items[0].type != Json::STRING || f.items[1].type != Json::STRING)
+            fatal("bad train state (%s): expected [name, value] pairs in flags", path.c_str());
+        rs->flags.push_back({f.items[0].str, f.items[1].str});
+    }
+    rs->step = (int)meta_int(rs->st, "step");
+}
+
+// Restores AdamW and the data loader from a train state; checks it belongs to the loaded model.
+void restore_state(const ResumeState& rs, const GPT2& model, AdamW* opt, DataLoader* dl) {
+    const SafeTensors& st = rs.st;
+    char hash[32];
+    snprintf(hash, sizeof(hash), "%016llx", (unsigned long long)params_hash(model));
+    if (st.meta("params.fnv1a") != hash)
+        fatal("train state does not belong to this model (%s): parameter hash %s, expected %s", st.path.c_str(), hash,
+              st.meta("params.fnv1a").c_str());
+    for (const char* name : {"adamw.m", "adamw.v"}) {
+        const StTensor* t = st.find(name);
+        if (!t || t->dtype != "F32" || t->numel() != model.num_params)
+            fatal("bad train state (%s): expected %s of %zu F32 values", st.path.c_str(), name, model.num_params);
+    }
+    opt->m = safetensors_read_f32(st, *st.find("adamw.m"));
+    opt->v = safetensors_read_f32(st, *st.find("adamw.v"));
+    opt->step = (int)meta_int(st, "adamw.step");
+    const StTensor* order = st.find("loader.order");
+    if (!order || order->dtype != "U32" || (order->numel() != 0 && order->numel() != dl->num_windows))
+        fatal("bad train state (%s): loader.order does not match %s (%zu windows)", st.path.c_str(), dl->path.c_str(),
+              dl->num_windows);
+    dl->order.resize(order->numel());
+    if (!dl->order.empty()) memcpy(dl->order.data(), st.bytes.data() + order->begin, order->numel() * 4);
+    dl->epoch = (int)meta_int(st, "loader.epoch");
+    dl->pos = (size_t)meta_int(st, "loader.pos");
+    dl->rng.state = std::stoull(st.meta("loader.rng"));
+    if (dl->pos > dl->order.size()) fatal("bad train state (%s): loader.pos past the epoch", st.path.c_str());
+}
+
 }  // namespace
 
 int cmd_train(int argc, char** argv) {
     CliArgs args = cli_parse(argc, argv, "train", "gpt2 train [flags]",
-                             "Trains GPT-2 on a token file with AdamW, from scratch or from --model.", kTrainFlags,
-                             false);
+                             "Trains GPT-2 on a token file with AdamW, from scratch, from --model, or continuing "
+                             "exactly from --resume. Ctrl-C finishes the step, saves to --out and exits 130.",
+                             kTrainFlags, false);
+    ResumeState resume;
+    const bool resuming = args.has("resume");
+    if (resuming) {
+        const std::string dir = args.str("resume");
+        if (args.has("model")) fatal("conflicting flags (train): --resume continues its own model; drop --model");
+        read_resume(&resume, dir);
+        for (const char* name : kFixedOnResume)
+            for (const auto& kv : resume.flags)
+                if (kv.first == name && args.has(name) && args.str(name) != kv.second)
+                    fatal("bad value for --%s (train): a resumed run keeps %s, got %s", name, kv.second.c_str(),
+                          args.str(name).c_str());
+        // stored flags first, the new command line after them: later values win
+        CliArgs merged = args;
+        merged.names.clear();
+        merged.values.clear();
+        for (const auto& kv : resume.flags)
+            if (kv.first != "model") merged.names.push_back(kv.first), merged.values.push_back(kv.second);
+        merged.names.insert(merged.names.end(), args.names.begin(), args.names.end());
+        merged.values.insert(merged.values.end(), args.values.begin(), args.values.end());
+        args = merged;
+    }
     const int B = flag_int(args, "batch", 1, 1 << 16), T = flag_int(args, "tokens", 1, 1 << 20);
     const int steps = flag_int(args, "steps", 0, 1 << 30), accum = flag_int(args, "grad-accum", 1, 1 << 16);
     const uint64_t seed = (uint64_t)args.integer("seed");
@@ -87,10 +276,15 @@ int cmd_train(int argc, char** argv) {
     if (schedule != "cosine" && schedule != "constant")
         fatal("bad value for --lr-schedule (train): expected cosine or constant, got '%s'", schedule.c_str());
     const int val_every = flag_int(args, "val-every", 0, 1 << 30), val_batches = flag_int(args, "val-batches", 1, 1 << 20);
+    const int save_every = flag_int(args, "save-every", 0, 1 << 30), stop_after = flag_int(args, "stop-after", 0, 1 << 30);
+    const std::string out = args.has("out") ? args.str("out") : "";
+    if (save_every > 0 && out.empty()) fatal("missing flag --out (train): --save-every needs a directory to save to");
 
     GPT2 model;
-    if (args.has("model")) {
-        checkpoint_load(&model, args.str("model"));
+    if (resuming) {
+        checkpoint_load(&model, args.str("resume"));
+    } else if (args.has("model")) {
+        checkpoint_load(&model, args.str("model"), args.has("heads") ? flag_int(args, "heads", 1, 65536) : 0);
     } else {
         GPT2Config cfg = config_make(flag_int(args, "seq-len", 1, 1 << 20), flag_int(args, "vocab", 1, 65536),
                                      flag_int(args, "layers", 1, 1000), flag_int(args, "heads", 1, 65536),
@@ -113,16 +307,36 @@ int cmd_train(int argc, char** argv) {
         dataloader_init(&val_dl, val_path, cfg.vocab_size, B, T, false, seed);
         val_n = std::min((size_t)val_batches, dataloader_num_batches(val_dl));
     }
+    AdamW opt;
+    int first_step = 0;
+    if (resuming) {
+        restore_state(resume, model, &opt, &train_dl);
+        first_step = resume.step;
+        printf("resumed %s at step %d\n", args.str("resume").c_str(), first_step);
+    }
     printf("data: %zu train tokens, %zu val tokens; %d steps of %d x %d x %d tokens\n", train_dl.tokens.size(),
            do_val ? val_dl.tokens.size() : (size_t)0, steps, accum, B, T);
+
+    const int sample_every = flag_int(args, "sample-every", 0, 1 << 30);
+    const int sample_tokens = flag_int(args, "sample-tokens", 0, 1 << 20);
+    Tokenizer tok;
+    if (sample_tokens > 0) {  // load before training so a missing tokenizer fails fast
+        tokenizer_load(&tok, args.has("tokenizer") ? args.str("tokenizer") : tokenizer_default_dir());
+        if (tok.vocab_size != cfg.vocab_size)
+            fatal_hint("--sample-tokens 0 trains without samples",
+                       "tokenizer and model disagree (%s): tokenizer has %d tokens, model %d", tok.dir.c_str(),
+                       tok.vocab_size, cfg.vocab_size);
+    }
 
     FILE* log = nullptr;
     if (args.has("log")) {
         log = fopen(args.str("log").c_str(), "a");
         if (!log) fatal("cannot open log file (--log %s)", args.str("log").c_str());
     }
-    AdamW opt;
-    for (int step = 0; step < steps; step++) {
+    g_interrupted = 0;
+    signal(SIGINT, on_sigint);
+    int step = first_step;
+    while (step < steps) {
         double t0 = time_now_s();
         gpt2_zero_grad(&model);
         double loss = 0;
@@ -131,25 +345,36 @@ int cmd_train(int argc, char** argv) {
             loss += gpt2_forward(&model, train_dl.inputs.data(), train_dl.targets.data(), B, T) / accum;
             gpt2_backward(&model, 1.0f / accum);
         }
-        if (!std::isfinite(loss)) fatal("loss is %f at step %d: training diverged", loss, step + 1);
+        if (!std::isfinite(loss))
+            fatal("loss is %f at step %d: training diverged; the last checkpoint (if any) is kept", loss, step + 1);
         float norm = optimizer_clip_grads(&model, grad_clip);
         float lr = lr_schedule(step, steps, opt_cfg.lr, warmup, min_lr_frac, schedule == "cosine");
         adamw_update(&opt, &model, opt_cfg, lr);
+        step++;
         double ms = (time_now_s() - t0) * 1e3;
-        printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms\n", step + 1, steps, loss, lr, norm, ms);
+        printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms\n", step, steps, loss, lr, norm, ms);
         fflush(stdout);
-        if (log) fprintf(log, "{\"step\":%d,\"loss\":%.6f,\"lr\":%.6e,\"norm\":%.6f,\"ms\":%.3f}\n", step + 1, loss, lr, norm, ms);
-        if (do_val && ((step + 1) % val_every == 0 || step + 1 == steps)) {
+        if (log) fprintf(log, "{\"step\":%d,\"loss\":%.6f,\"lr\":%.6e,\"norm\":%.6f,\"ms\":%.3f}\n", step, loss, lr, norm, ms);
+        const bool last = step == steps || (stop_after > 0 && step - first_step == stop_after) || g_interrupted;
+        if (do_val && (step % val_every == 0 || last)) {
             float val_loss = evaluate(&model, &val_dl, val_n);
-            printf("step %5d/%d | val loss %.6f\n", step + 1, steps, val_loss);
-            if (log) fprintf(log, "{\"step\":%d,\"val_loss\":%.6f}\n", step + 1, val_loss);
+            printf("step %5d/%d | val loss %.6f\n", step, steps, val_loss);
+            if (log) fprintf(log, "{\"step\":%d,\"val_loss\":%.6f}\n", step, val_loss);
         }
         if (log) fflush(log);
+        if (sample_tokens > 0 && ((sample_every > 0 && step % sample_every == 0) || last))
+            print_sample(model, tok, sample_tokens, seed + step);
+        if (!out.empty() && ((save_every > 0 && step % save_every == 0) || last)) {
+            save_checkpoint(out, model, opt, train_dl, step, args);
+            printf("saved %s at step %d\n", out.c_str(), step);
+        }
+        if (last) break;
     }
     if (log) fclose(log);
-    if (args.has("out")) {
-        checkpoint_save_hf(model, args.str("out"));
-        printf("saved %s\n", args.str("out").c_str());
+    signal(SIGINT, SIG_DFL);
+    if (g_interrupted) {
+        fprintf(stderr, "interrupted at step %d%s\n", step, out.empty() ? "" : (", saved " + out).c_str());
+        return 130;
     }
     return 0;
 }
@@ -160,6 +385,7 @@ static const std::vector<CliFlag> kEvalFlags = {
     {"batch", "B", "4", "sequences per batch"},
     {"tokens", "T", "64", "tokens per sequence"},
     {"batches", "n", "0", "batches to average; 0 means every whole batch in the file"},
+    kCliHeadsFlag,
 };
 
 int cmd_eval(int argc, char** argv) {
@@ -169,7 +395,7 @@ int cmd_eval(int argc, char** argv) {
     const int B = flag_int(args, "batch", 1, 1 << 16), T = flag_int(args, "tokens", 1, 1 << 20);
     const int batches = flag_int(args, "batches", 0, 1 << 30);
     GPT2 model;
-    checkpoint_load(&model, args.str("model"));
+    checkpoint_load(&model, args.str("model"), (int)args.integer("heads"));
     if (T > model.cfg.max_seq_len)
         fatal("bad value for -T (eval): expected <= %d (the model's context), got %d", model.cfg.max_seq_len, T);
     DataLoader dl;

@@ -1,6 +1,7 @@
 // util.cpp: see util.h.
 #include "util.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -100,6 +101,42 @@ void file_write_atomic(const std::string& path, const std::vector<std::pair<cons
 
 void file_write_atomic(const std::string& path, const void* data, size_t n) {
     file_write_atomic(path, {{data, n}});
+}
+
+void dir_fsync(const std::string& dir) {
+    int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+    if (fd < 0) fatal("cannot open directory %s: %s", dir.c_str(), strerror(errno));
+    fsync(fd);
+    close(fd);
+}
+
+void dir_remove_flat(const std::string& dir) {
+    DIR* d = opendir(dir.c_str());
+    if (!d) return;
+    while (struct dirent* e = readdir(d)) {
+        std::string name = e->d_name;
+        if (name != "." && name != "..") unlink(path_join(dir, name).c_str());
+    }
+    closedir(d);
+    if (rmdir(dir.c_str()) != 0) fatal("cannot remove directory %s: %s", dir.c_str(), strerror(errno));
+}
+
+void dir_replace_atomic(const std::string& staging, const std::string& dir) {
+    dir_fsync(staging);
+    std::string parent = dir.find('/') == std::string::npos ? "." : dir.substr(0, dir.find_last_of('/'));
+    if (parent.empty()) parent = "/";
+    if (!dir_exists(dir)) {
+        if (rename(staging.c_str(), dir.c_str()) != 0)
+            fatal("cannot rename %s to %s: %s", staging.c_str(), dir.c_str(), strerror(errno));
+    } else if (renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, dir.c_str(), RENAME_EXCHANGE) == 0) {
+        dir_remove_flat(staging);  // now holds the previous contents
+    } else {
+        std::string old = dir + ".old." + std::to_string(getpid());
+        if (rename(dir.c_str(), old.c_str()) != 0 || rename(staging.c_str(), dir.c_str()) != 0)
+            fatal("cannot replace %s with %s: %s", dir.c_str(), staging.c_str(), strerror(errno));
+        dir_remove_flat(old);
+    }
+    dir_fsync(parent);
 }
 
 std::string path_join(const std::string& a, const std::string& b) {

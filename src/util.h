@@ -23,5 +23,13 @@ void file_write_atomic(const std::string& path, const void* data, size_t n);
 // Same, gathering several buffers in order.
 void file_write_atomic(const std::string& path, const std::vector<std::pair<const void*, size_t>>& parts);
 
+// Replaces directory `dir` with the fully written directory `staging` in one step (renameat2 with
+// RENAME_EXCHANGE, then the old contents are removed), so a reader or a crash sees either the old or the
+// new directory, never a mix. Falls back to two renames where the file system cannot exchange.
+void dir_replace_atomic(const std::string& staging, const std::string& dir);
+// Removes a directory and the regular files directly in it (checkpoint directories are flat).
+void dir_remove_flat(const std::string& dir);
+void dir_fsync(const std::string& dir);
+
 std::string path_join(const std::string& a, const std::string& b);
 double time_now_s();  // monotonic seconds

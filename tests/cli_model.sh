@@ -28,7 +28,7 @@ fi
 # line per step and per validation, the same seed must give the same losses, and the saved model loads.
 train() {
     ./gpt2 train --train $TOK --val $TOK --vocab 1000 --layers 2 --heads 2 --channels 32 --seq-len 32 -B 4 -T 16 \
-        --steps 40 --lr 3e-3 --warmup 5 --val-every 20 --val-batches 2 "$@"
+        --steps 40 --lr 3e-3 --warmup 5 --val-every 20 --val-batches 2 --sample-tokens 0 "$@"
 }
 train --log "$TEST_TMP/log.jsonl" --out "$TEST_TMP/trained" >"$TEST_TMP/train1" 2>&1
 check "train exits 0" test $? -eq 0
@@ -44,6 +44,21 @@ check "grad accumulation runs" train --steps 2 --grad-accum 3
 check "saved model evaluates" ./gpt2 eval --model "$TEST_TMP/trained" --data $TOK -B 2 -T 16 --batches 2
 check "info describes the saved model" bash -c "./gpt2 info --model '$TEST_TMP/trained' | grep -q 'layers 2, heads 2, channels 32'"
 
+# Greedy generation equals PyTorch's argmax continuation (fixture from scripts/reference.py --greedy-prompt)
+TRAINED=tests/fixtures/trained_tiny
+check "greedy generation equals the PyTorch reference" \
+    diff <(./gpt2 generate --model $TRAINED --prompt-ids 0 --temperature 0 --max-tokens 30 --ids 2>/dev/null) $TRAINED/greedy.txt
+./gpt2 generate --model $TRAINED --prompt-ids 0 --max-tokens 8 --ids >/dev/null 2>"$TEST_TMP/gen_err"
+check "generate reports decode speed on stderr" grep -Eq '^8 tokens in [0-9.]+ s \([0-9.]+ tok/s\)$' "$TEST_TMP/gen_err"
+check "generate --num-samples prints one line of ids per sample" \
+    test "$(./gpt2 generate --model $TRAINED --prompt-ids 0 --max-tokens 5 --num-samples 3 --ids 2>/dev/null | wc -l)" -eq 3
+./gpt2 generate --model $TRAINED --prompt-ids "$(seq -s ' ' 1 30)" --max-tokens 10 --ids >/dev/null 2>"$TEST_TMP/ctx_err"
+check "generation stops when the context is full" grep -q "context of 32 tokens is full" "$TEST_TMP/ctx_err"
+check_error "prompt longer than the context" "prompt too long" ./gpt2 generate --model $TRAINED --prompt-ids "$(seq -s ' ' 1 40)" --ids
+check_error "prompt id beyond the vocabulary" "out of range (--prompt-ids)" ./gpt2 generate --model $TRAINED --prompt-ids "5 1000" --ids
+check_error "bad top-p" "expected 0 < p <= 1" ./gpt2 generate --model $TRAINED --top-p 1.5 --ids
+check_error "tokenizer that does not fit the model" "tokenizer" ./gpt2 generate --model $TRAINED --prompt hello --tokenizer "$TEST_TMP/none"
+
 # Bad input: one line naming the file or flag, exit 1.
 check_error "missing model directory" "nonexistent" ./gpt2 eval --model "$TEST_TMP/nonexistent" --data $TOK
 check_error "unknown flag with a suggestion" "unknown flag --modle" ./gpt2 eval --modle x
@@ -51,7 +66,7 @@ check_error "malformed number" "malformed value for --batch" ./gpt2 eval --model
 check_error "missing flag value" "missing value for flag --data" ./gpt2 eval --model $FIX/model --data
 check_error "T beyond the context" "expected <= 32" ./gpt2 eval --model $FIX/model --data $TOK -T 33
 check_error "tokens beyond the vocabulary" "out of range in .*tokens_v1000.bin" \
-    ./gpt2 train --train $TOK --vocab 500 --layers 1 --heads 1 --channels 8 --steps 1
+    ./gpt2 train --train $TOK --vocab 500 --layers 1 --heads 1 --channels 8 --steps 1 --sample-tokens 0
 check_error "eval batches beyond the data" "too few tokens" ./gpt2 eval --model $FIX/model --data $TOK -B 2 -T 16 --batches 1000
 cp -r $FIX/model "$TEST_TMP/trunc"
 head -c 5000 $FIX/model/model.safetensors >"$TEST_TMP/trunc/model.safetensors"

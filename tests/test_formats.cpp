@@ -176,3 +176,24 @@ TEST(grad_clipping_and_lr_schedule) {
     CHECK_NEAR(lr_schedule(100, 100, 1.0f, 10, 0.1f, true), 0.1, 1e-6);
     CHECK_NEAR(lr_schedule(50, 100, 1.0f, 0, 0.1f, false), 1.0, 0);
 }
+
+TEST(half_and_bfloat_narrow_to_nearest_even) {
+    int mismatches = 0;
+    for (uint32_t h = 0; h < 65536; h++) {
+        float f = fp16_to_f32((uint16_t)h);
+        if (std::isnan(f)) continue;
+        mismatches += f32_to_fp16(f) != h;
+    }
+    CHECK(mismatches == 0);  // every half survives widen + narrow
+    CHECK(f32_to_fp16(1.0f + std::ldexp(1.0f, -11)) == 0x3C00);   // tie to even: down
+    CHECK(f32_to_fp16(1.0f + 3 * std::ldexp(1.0f, -11)) == 0x3C02);  // tie to even: up
+    CHECK(f32_to_fp16(65520.0f) == 0x7C00 && f32_to_fp16(65519.0f) == 0x7BFF);
+    CHECK(f32_to_fp16(std::ldexp(1.0f, -25)) == 0x0000);           // half the smallest subnormal: to even (0)
+    CHECK(f32_to_fp16(std::ldexp(1.5f, -25)) == 0x0001);
+    CHECK(f32_to_bf16(1.0f) == 0x3F80 && f32_to_bf16(1.0f + std::ldexp(1.0f, -8)) == 0x3F80);
+    CHECK(f32_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8)) == 0x3F82);
+    for (uint32_t b = 0; b < 65536; b += 7) {
+        float f = bf16_to_f32((uint16_t)b);
+        if (!std::isnan(f)) CHECK(f32_to_bf16(f) == b);
+    }
+}

@@ -1,0 +1,132 @@
+// generate_cmd.cpp: the `generate` command: prompt in, streamed text (or ids) out, timings on stderr.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "checkpoint.h"
+#include "cli.h"
+#include "commands.h"
+#include "generate.h"
+#include "tokenizer.h"
+#include "util.h"
+
+namespace {
+
+std::vector<int> parse_ids(const std::string& text, const char* flag) {
+    std::vector<int> ids;
+    const char* p = text.c_str();
+    while (*p) {
+        while (*p == ' ' || *p == ',' || *p == '\n' || *p == '\t') p++;
+        if (!*p) break;
+        char* end = nullptr;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 0 || v > (1 << 30))
+            fatal("malformed value for --%s (generate): expected space-separated token ids, got '%s'", flag, p);
+        ids.push_back((int)v);
+        p = end;
+    }
+    return ids;
+}
+
+}  // namespace
+
+int cmd_generate(int argc, char** argv) {
+    static const std::vector<CliFlag> flags = {
+        {"model", "", "", "checkpoint to sample from"},
+        {"tokenizer", "", "", "directory with encoder.json + vocab.bpe (default: $GPT2_DATA_DIR/gpt2 or data/gpt2)"},
+        {"prompt", "", "", "prompt text (default: start from <|endoftext|>)"},
+        {"prompt-file", "", "", "read the prompt text from this file"},
+        {"prompt-ids", "", "", "prompt as space-separated token ids instead of text"},
+        {"max-tokens", "n", "64", "new tokens to generate at most"},
+        {"temperature", "", "1.0", "softmax temperature; 0 is greedy"},
+        {"top-k", "", "50", "keep the k most likely tokens; 0 disables"},
+        {"top-p", "", "1.0", "keep the smallest set whose probability reaches p; 1 disables"},
+        {"seed", "", "1337", "seed of the sampler"},
+        {"num-samples", "", "1", "independent samples from the same prompt"},
+        {"ids", "", "", "print generated token ids on one line instead of text", true},
+        kCliHeadsFlag,
+    };
+    CliArgs args = cli_parse(argc, argv, "generate", "gpt2 generate --model PATH [--prompt TEXT] [flags]",
+                             "Samples text with a KV cache. Generation stops at <|endoftext|>, after --max-tokens, "
+                             "or when the model's context is full (the window does not slide).",
+                             flags, false);
+    GenerateOptions opts;
+    long long max_tokens = args.integer("max-tokens"), top_k = args.integer("top-k"), samples = args.integer("num-samples");
+    double temperature = args.number("temperature"), top_p = args.number("top-p");
+    if (max_tokens < 1 || max_tokens > (1 << 20)) fatal("bad value for --max-tokens (generate): expected 1..1048576, got %lld", max_tokens);
+    if (top_k < 0) fatal("bad value for --top-k (generate): expected >= 0, got %lld", top_k);
+    if (temperature < 0) fatal("bad value for --temperature (generate): expected >= 0, got %g", temperature);
+    if (!(top_p > 0 && top_p <= 1)) fatal("bad value for --top-p (generate): expected 0 < p <= 1, got %g", top_p);
+    if (samples < 1 || samples > 10000) fatal("bad value for --num-samples (generate): expected 1..10000, got %lld", samples);
+    opts.max_tokens = (int)max_tokens;
+    opts.sampler.temperature = (float)temperature;
+    opts.sampler.top_k = (int)std::min<long long>(top_k, 1 << 30);
+    opts.sampler.top_p = (float)top_p;
+    int prompt_sources = args.has("prompt") + args.has("prompt-file") + args.has("prompt-ids");
+    if (prompt_sources > 1) fatal("conflicting flags (generate): give one of --prompt, --prompt-file, --prompt-ids");
+    const bool ids_out = args.on("ids");
+    const bool need_tokenizer = !ids_out || args.has("prompt") || args.has("prompt-file");
+
+    GPT2 model;
+    checkpoint_load(&model, args.str("model"), (int)args.integer("heads"));
+    Tokenizer tok;
+    if (need_tokenizer) {
+        tokenizer_load(&tok, args.has("tokenizer") ? args.str("tokenizer") : tokenizer_default_dir());
+        if (tok.vocab_size != model.cfg.vocab_size)
+            fatal("tokenizer and model disagree (%s): tokenizer has %d tokens, model %d", tok.dir.c_str(),
+                  tok.vocab_size, model.cfg.vocab_size);
+    }
+    std::vector<int> prompt;
+    if (args.has("prompt-ids")) {
+        prompt = parse_ids(args.str("prompt-ids"), "prompt-ids");
+        if (prompt.empty()) fatal("empty prompt (--prompt-ids): expected at least one token id");
+        for (int id : prompt)
+            if (id >= model.cfg.vocab_size)
+                fatal("token id %d out of range (--prompt-ids): expected 0..%d", id, model.cfg.vocab_size - 1);
+    } else if (args.has("prompt") || args.has("prompt-file")) {
+        const char* flag = args.has("prompt") ? "--prompt" : "--prompt-file";
+        std::string text;
+        if (args.has("prompt")) {
+            text = args.str("prompt");
+        } else {
+            std::vector<uint8_t> bytes = file_read(args.str("prompt-file"));
+            text.assign(bytes.begin(), bytes.end());
+        }
+        if (text.empty()) fatal("empty prompt (%s): expected some text, or no prompt to start from <|endoftext|>", flag);
+        prompt = tokenizer_encode(&tok, text);
+        if ((int)prompt.size() > model.cfg.max_seq_len)
+            fatal("prompt too long (%s): %zu tokens, expected at most the model's context of %d", flag, prompt.size(),
+                  model.cfg.max_seq_len);
+    } else {
+        prompt = {kTokenizerEot};
+    }
+
+    Rng rng((uint64_t)args.integer("seed"));
+    for (long long sample = 0; sample < samples; sample++) {
+        if (sample > 0) printf(ids_out ? "" : "\n---\n");
+        TokenDecoder decoder(tok);
+        std::vector<int> shown;
+        GenerateStats stats;
+        generate(model, prompt, opts, &rng,
+                 [&](int id) {
+                     if (ids_out) {
+                         printf(shown.empty() ? "%d" : " %d", id);
+                     } else if (id != kTokenizerEot) {
+                         fputs(decoder.push(id).c_str(), stdout);
+                     }
+                     shown.push_back(id);
+                     fflush(stdout);
+                 },
+                 &stats);
+        if (!ids_out) fputs(decoder.flush().c_str(), stdout);
+        printf("\n");
+        fflush(stdout);
+        if (stats.context_full)
+            fprintf(stderr, "stopped: the model's context of %d tokens is full\n", model.cfg.max_seq_len);
+        fprintf(stderr, "prompt: %d tokens in %.3f s (%.1f tok/s)\n", stats.prompt_tokens, stats.prompt_s,
+                stats.prompt_tokens / std::max(stats.prompt_s, 1e-9));
+        fprintf(stderr, "%d tokens in %.3f s (%.1f tok/s)\n", stats.new_tokens, stats.decode_s,
+                stats.new_tokens / std::max(stats.decode_s, 1e-9));
+    }
+    return 0;
+}

@@ -1,0 +1,22 @@
+// infer.h: the inference path with a KV cache, batch size 1. A prompt goes through in one batched pass
+// (matmuls over all its positions); each further token costs one single-position pass over the cached
+// keys and values, so decoding reads the weights once per token. Reuses the training kernels
+// (layers.h) except for attention over the cache and the single-row linear layer (a GEMV).
+#pragma once
+#include <vector>
+
+#include "model.h"
+
+struct InferState {
+    int max_len = 0;  // positions the cache holds (<= the model's context)
+    int len = 0;      // positions filled
+    std::vector<float> k, v;  // (L, max_len, C) cached keys and values
+    // scratch for up to max_len rows
+    std::vector<float> x, x_next, ln, qkv, atty, proj, fch, fch_gelu, lnf, mean, rstd, scores;
+};
+
+void infer_init(InferState* st, const GPT2& model, int max_len);
+// Runs tokens[0..n) at positions len..len+n-1 and appends them to the cache. Writes the logits (Vp per
+// row) of every new position to `logits` when all_logits is true, else only the last one's.
+// fatal if the cache would overflow or a token is out of range.
+void infer_forward(InferState* st, const GPT2& model, const int* tokens, int n, float* logits, bool all_logits);

@@ -1,0 +1,117 @@
+// test_generate.cpp: the KV-cache path against the full forward pass, the sampler's warpers on
+// hand-made distributions, and the seeding contract of generation.
+#include <cmath>
+#include <vector>
+
+#include "checkpoint.h"
+#include "generate.h"
+#include "infer.h"
+#include "model.h"
+#include "sampler.h"
+#include "test.h"
+
+namespace {
+
+const char* kTrained = "tests/fixtures/trained_tiny";
+
+std::vector<float> logits_of(const std::vector<double>& probs) {
+    std::vector<float> z;
+    for (double p : probs) z.push_back((float)std::log(p));
+    return z;
+}
+
+}  // namespace
+
+TEST(kv_cache_logits_equal_full_forward) {
+    const char* models[] = {"tests/fixtures/ref_tiny/model", kTrained};
+    for (const char* path : models) {
+        GPT2 model;
+        checkpoint_load(&model, path);
+        const int T = 24, V = model.cfg.vocab_size, Vp = model.cfg.padded_vocab_size;
+        std::vector<int> tokens(T);
+        for (int t = 0; t < T; t++) tokens[t] = (t * 37 + 11) % V;
+        gpt2_forward(&model, tokens.data(), nullptr, 1, T);
+        // prompt of 7 in one batched pass, then one token at a time
+        InferState st;
+        infer_init(&st, model, T);
+        std::vector<float> kv((size_t)T * Vp);
+        infer_forward(&st, model, tokens.data(), 7, kv.data(), true);
+        for (int t = 7; t < T; t++) infer_forward(&st, model, &tokens[t], 1, kv.data() + (size_t)t * Vp, false);
+        double max_diff = 0, max_ref = 0;
+        for (int t = 0; t < T; t++)
+            for (int v = 0; v < V; v++) {
+                double ref = model.a.logits[(size_t)t * Vp + v];
+                max_diff = std::fmax(max_diff, std::fabs(kv[(size_t)t * Vp + v] - ref));
+                max_ref = std::fmax(max_ref, std::fabs(ref));
+            }
+        CHECK(max_diff / max_ref <= 1e-5);
+        CHECK(st.len == T);
+    }
+}
+
+TEST(top_p_keeps_the_smallest_set_reaching_p) {
+    std::vector<float> z = logits_of({0.05, 0.5, 0.1, 0.2, 0.15});
+    SamplerConfig cfg;
+    cfg.top_k = 0;
+    cfg.top_p = 0.7f;  // 0.5 + 0.2 reaches 0.7
+    auto d = sampler_distribution(z.data(), 5, cfg);
+    CHECK(d.size() == 2 && d[0].first == 1 && d[1].first == 3);
+    if (d.size() == 2) CHECK_NEAR(d[0].second, 0.5 / 0.7, 1e-6);
+    cfg.top_p = 0.71f;  // needs the third
+    CHECK(sampler_distribution(z.data(), 5, cfg).size() == 3);
+    cfg.top_p = 0.3f;  // the top token alone
+    CHECK(sampler_distribution(z.data(), 5, cfg).size() == 1);
+    cfg.top_p = 1.0f;
+    CHECK(sampler_distribution(z.data(), 5, cfg).size() == 5);
+}
+
+TEST(top_k_and_temperature) {
+    std::vector<float> z = logits_of({0.05, 0.5, 0.1, 0.2, 0.15});
+    SamplerConfig cfg;
+    cfg.top_k = 2;
+    auto d = sampler_distribution(z.data(), 5, cfg);
+    CHECK(d.size() == 2 && d[0].first == 1 && d[1].first == 3);
+    std::vector<float> ties = {1.0f, 2.0f, 2.0f, 0.0f};
+    cfg.top_k = 1;  // ties with the k-th are kept, as HuggingFace's TopKLogitsWarper does
+    CHECK(sampler_distribution(ties.data(), 4, cfg).size() == 2);
+    cfg.top_k = 0;
+    cfg.temperature = 0.5f;  // p ~ p^2
+    d = sampler_distribution(z.data(), 5, cfg);
+    double norm = 0.05 * 0.05 + 0.25 + 0.01 + 0.04 + 0.0225;
+    CHECK_NEAR(d[0].second, 0.25 / norm, 1e-6);
+    cfg.temperature = 0.0f;
+    Rng rng(1);
+    CHECK(sampler_sample(z.data(), 5, cfg, &rng) == 1);
+    // only the first V logits count
+    std::vector<float> padded = {0.0f, 1.0f, 50.0f};
+    CHECK(sampler_argmax(padded.data(), 2) == 1);
+}
+
+TEST(sampling_follows_the_distribution) {
+    std::vector<float> z = logits_of({0.1, 0.6, 0.3});
+    SamplerConfig cfg;
+    Rng rng(7);
+    int counts[3] = {0, 0, 0};
+    const int n = 30000;
+    for (int i = 0; i < n; i++) counts[sampler_sample(z.data(), 3, cfg, &rng)]++;
+    // binomial standard deviation is <= 0.0029 here; 5 sigma
+    CHECK_NEAR(counts[0] / (double)n, 0.1, 0.015);
+    CHECK_NEAR(counts[1] / (double)n, 0.6, 0.015);
+}
+
+TEST(generation_seeds_and_greedy) {
+    GPT2 model;
+    checkpoint_load(&model, kTrained);
+    auto run = [&](uint64_t seed, float temperature, int top_k) {
+        GenerateOptions opts;
+        opts.max_tokens = 24;
+        opts.sampler.temperature = temperature;
+        opts.sampler.top_k = top_k;
+        Rng rng(seed);
+        return generate(model, {5, 6}, opts, &rng, [](int) {}, nullptr);
+    };
+    CHECK(run(1, 1.5f, 0) == run(1, 1.5f, 0));
+    CHECK(run(1, 1.5f, 0) != run(2, 1.5f, 0));
+    CHECK(run(3, 1.0f, 1) == run(4, 0.0f, 50));  // top-k 1 is greedy
+    CHECK(run(3, 1.0f, 1).size() == 24);
+}

@@ -206,6 +206,67 @@ def greedy(params32, args):
     return ids[len(args.greedy_prompt.split()):], min_gap
 
 
+def llmc_order(params, L):
+    """llm.c's tensor order: each per-layer tensor concatenated over layers, weights (out, in)."""
+    def ours(name):  # HuggingFace Conv1D weights are (in, out); llm.c keeps (out, in)
+        t = params[name]
+        return t.T.contiguous() if name.endswith(".weight") and ("attn.c_" in name or "mlp.c_" in name) else t
+    kinds = ["ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias", "attn.c_proj.weight",
+             "attn.c_proj.bias", "ln_2.weight", "ln_2.bias", "mlp.c_fc.weight", "mlp.c_fc.bias", "mlp.c_proj.weight",
+             "mlp.c_proj.bias"]
+    out = [params["wte.weight"], params["wpe.weight"]]
+    for k in kinds:
+        out += [ours(f"h.{l}.{k}") for l in range(L)]
+    return out + [params["ln_f.weight"], params["ln_f.bias"]]
+
+
+def write_llmc(path, params, args, version):
+    """llm.c checkpoint: 256 int32 header (magic 20240326, version, maxT, V, L, NH, C, Vp), then the tensors;
+    wte padded to Vp rows with zeros. Version 3 fp32, version 5 bf16 (torch's rounding)."""
+    Vp = (args.vocab + 127) // 128 * 128
+    header = np.zeros(256, dtype="<i4")
+    header[:8] = [20240326, version, args.seq_len, args.vocab, args.layers, args.heads, args.channels, Vp]
+    tensors = llmc_order(params, args.layers)
+    tensors[0] = torch.cat([tensors[0], torch.zeros(Vp - args.vocab, args.channels)])
+    with open(path, "wb") as f:
+        f.write(header.tobytes())
+        for t in tensors:
+            t = t.contiguous().view(-1)
+            if version == 3:
+                f.write(t.float().numpy().astype("<f4").tobytes())
+            else:
+                f.write(t.bfloat16().view(torch.int16).numpy().astype("<i2").tobytes())
+
+
+def write_formats(outdir, params, args):
+    """The same random model in every format the loader reads, each converted by PyTorch, plus the fp32
+    values PyTorch gets back from the narrow ones (the expected result of our widening)."""
+    os.makedirs(outdir, exist_ok=True)
+    write_llmc(os.path.join(outdir, "llmc_v3.bin"), params, args, 3)
+    write_llmc(os.path.join(outdir, "llmc_v5.bin"), params, args, 5)
+    for name, dtype in [("f16", torch.float16), ("bf16", torch.bfloat16)]:
+        narrow = {k: v.to(dtype) for k, v in params.items()}
+        d = os.path.join(outdir, name)
+        os.makedirs(d, exist_ok=True)
+        write_hf_model(d, {k: v.float() for k, v in narrow.items()}, args)  # config.json (+ an fp32 file, replaced)
+        if dtype == torch.float16:
+            tensors, bf = {k: v.numpy() for k, v in narrow.items()}, ()
+        else:
+            tensors = {k: v.view(torch.int16).numpy().view(np.uint16) for k, v in narrow.items()}
+            bf = tuple(tensors)
+        safetensors_io.write(os.path.join(d, "model.safetensors"), tensors, {"format": "pt"}, bf16=bf)
+        write_hf_model(os.path.join(outdir, name + "_up"), {k: v.float() for k, v in narrow.items()}, args)
+    extra = dict(params)
+    extra["h.0.attn.extra_scale"] = torch.ones(args.channels)
+    write_hf_model(os.path.join(outdir, "extra"), extra, args)
+    tied = dict(params)
+    write_hf_model(os.path.join(outdir, "lm_head"), tied, args)
+    tensors, meta = safetensors_io.read(os.path.join(outdir, "lm_head", "model.safetensors"))
+    tensors = dict(tensors)
+    tensors["lm_head.weight"] = tensors["wte.weight"]
+    safetensors_io.write(os.path.join(outdir, "lm_head", "model.safetensors"), tensors, meta)
+
+
 def layernorm_fixture(path, gen):
     N, C = 37, 96
     # rows with large means and very different scales: where a one-pass variance would lose digits
@@ -243,6 +304,7 @@ def main():
     ap.add_argument("--prefix", default="", help='tensor name prefix in the model file, e.g. "transformer."')
     ap.add_argument("--model-out", help="directory for the HuggingFace-layout model")
     ap.add_argument("--model-in", help="use this HuggingFace-layout model instead of a random one")
+    ap.add_argument("--formats-out", help="also write the model as llm.c v3/v5, F16, BF16 and variants here")
     ap.add_argument("--dump-out", help="reference dump file")
     ap.add_argument("--layernorm-fixture", help="write the LayerNorm fixture here and exit")
     ap.add_argument("--markov-tokens", type=int,
@@ -274,6 +336,8 @@ def main():
         write_hf_model(args.model_out, params, args, args.prefix)
     else:
         ap.error("--model-out or --model-in is required")
+    if args.formats_out:
+        write_formats(args.formats_out, params, args)
     if args.dump_out:
         reference_dump(args.dump_out, params, args, gen)
     if args.greedy_prompt:

@@ -2,6 +2,7 @@
 // (batch, head) at a time. The (T, T) probabilities are cached for the backward; the scores before the
 // softmax are not kept (the softmax backward needs only the probabilities). See layers.h.
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "layers.h"
@@ -53,7 +54,10 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
         std::vector<float> dscore(T);
 #pragma omp for collapse(2)
         for (int b = 0; b < B; b++)
-            for (int h = 0; h < NH; h++)
+            for (int h = 0; h < NH; h++) {
+                for (int t = 0; t < T; t++)  // this (batch, head)'s slice of dqkv starts from zero
+                    for (int part = 0; part < 3; part++)
+                        memset(dqkv + ((size_t)b * T + t) * row + part * C + h * HS, 0, sizeof(float) * HS);
                 for (int t = 0; t < T; t++) {
                     const float* a = att + (((size_t)b * NH + h) * T + t) * T;
                     const float* d = dout + ((size_t)b * T + t) * C + h * HS;
@@ -83,5 +87,6 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
                         }
                     }
                 }
+            }
     }
 }

@@ -1,6 +1,9 @@
 // layers.h: the forward/backward kernel pairs of GPT-2, fp32. Argument order follows llm.c: outputs,
-// then caches, then inputs, then weights, then sizes. Backward kernels ACCUMULATE (+=) into every
-// gradient they receive (parameters and activations); the caller zeroes once per step. N = B*T rows.
+// then caches, then inputs, then weights, then sizes. Backward kernels ACCUMULATE (+=) into parameter
+// gradients (the caller zeroes them once per optimizer step, so micro-batches add up). An activation
+// gradient with a single writer is OVERWRITTEN (=) by that writer, so the backward needs no zeroing
+// pass over the activation gradients; layernorm_backward's dinp is the one that still accumulates (it
+// adds onto the residual stream's gradient). Each declaration says which. N = B*T rows.
 // Each kernel's shapes are given at its declaration. The math follows the GPT-2 paper and nanoGPT.
 #pragma once
 #include <cstddef>
@@ -21,26 +24,26 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
 
 // out (N, OC) = inp (N, IC) weight^T + bias; weight (OC, IC), bias (OC) or null (overwrites).
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int IC, int OC);
-// dinp (N, IC) += dout weight; dweight (OC, IC) += dout^T inp; dbias (OC) += column sums of dout (if
-// non-null). dout (N, OC).
+// dinp (N, IC) = dout weight (overwrites); dweight (OC, IC) += dout^T inp; dbias (OC) += column sums of
+// dout (if non-null). dout (N, OC).
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const float* weight, int N, int IC, int OC);
 
 // Causal multi-head self-attention. qkv (N, 3C) holds q, k, v per row; out (N, C) (overwrites); att
 // (B, NH, T, T) softmax probabilities, only t2 <= t written.
 void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH);
-// dqkv (N, 3C) += from dout (N, C), using the cached probabilities att.
+// dqkv (N, 3C) = from dout (N, C) (overwrites), using the cached probabilities att.
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B, int T, int C,
                         int NH);
 
 // GELU, tanh approximation: out (n) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (overwrites).
 void gelu_forward(float* out, const float* inp, size_t n);
-// dinp (n) += dout * gelu'(inp).
+// dinp (n) = dout * gelu'(inp) (OVERWRITES: the only writer of its gradient).
 void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n);
 
 // out (n) = a + b (overwrites).
 void residual_forward(float* out, const float* a, const float* b, size_t n);
-// da, db (n) += dout.
+// da, db (n) = dout (overwrites both).
 void residual_backward(float* da, float* db, const float* dout, size_t n);
 
 // probs (N, Vp) = softmax over the first V logits of each row, zero beyond; losses (N) = -log
@@ -52,3 +55,9 @@ float crossentropy_forward(float* losses, float* probs, const float* logits, con
 // its gradient: it is the first writer of dlogits in the backward pass.
 void crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N, int V,
                            int Vp);
+
+// Plain scalar references of the vectorised kernels above, same contracts; the tests compare against them.
+void gelu_forward_ref(float* out, const float* inp, size_t n);
+void gelu_backward_ref(float* dinp, const float* inp, const float* dout, size_t n);
+float crossentropy_forward_ref(float* losses, float* probs, const float* logits, const int* targets, int N, int V,
+                               int Vp);

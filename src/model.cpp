@@ -108,9 +108,10 @@ void gpt2_backward(GPT2* model, float loss_scale) {
     const int C = cfg.channels, NH = cfg.num_heads, V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
     const ParamViews &p = model->p, &g = model->g;
     const ActViews &a = model->a, &da = model->da;
-    memset(model->dacts.data(), 0, model->dacts.size() * sizeof(float));
-
+    // Activation gradients are overwritten by their one writer (layers.h) except where layernorm_backward
+    // adds onto the residual stream: that stream's first writer is the final LayerNorm's backward.
     const int last = cfg.num_layers - 1;
+    memset(da.layers[last].residual3, 0, sizeof(float) * N * C);
     crossentropy_backward(da.logits, a.probs, model->targets.data(), loss_scale / N, N, V, Vp);
     matmul_backward(da.lnf, g.wte, nullptr, da.logits, a.lnf, p.wte, N, C, Vp);
     layernorm_backward(da.layers[last].residual3, g.lnfw, g.lnfb, da.lnf, a.layers[last].residual3, p.lnfw,

@@ -9,7 +9,7 @@ void residual_forward(float* out, const float* a, const float* b, size_t n) {
 void residual_backward(float* da, float* db, const float* dout, size_t n) {
 #pragma omp parallel for
     for (size_t i = 0; i < n; i++) {
-        da[i] += dout[i];
-        db[i] += dout[i];
+        da[i] = dout[i];
+        db[i] = dout[i];
     }
 }

@@ -213,3 +213,68 @@ TEST(crossentropy_matches_finite_differences_and_ignores_padding) {
     };
     CHECK(fd_error(real, dreal, loss_real, 1, 1e-2f) < kFdTol);
 }
+
+namespace {
+
+// max |a - b| / max |b|
+double rel_error(const std::vector<float>& a, const std::vector<float>& b) {
+    double max_diff = 0, max_ref = 0;
+    for (size_t i = 0; i < a.size(); i++) {
+        max_diff = std::fmax(max_diff, std::fabs((double)a[i] - b[i]));
+        max_ref = std::fmax(max_ref, std::fabs((double)b[i]));
+    }
+    return max_ref > 0 ? max_diff / max_ref : max_diff;
+}
+
+}  // namespace
+
+TEST(gelu_fast_matches_reference) {
+    // odd length (vector tail), inputs over the range where tanh saturates and beyond
+    for (size_t n : {(size_t)1, (size_t)15, (size_t)1001}) {
+        std::vector<float> x = randn(n, 5, 4.0f), d = randn(n, 6);
+        if (n > 3) x[0] = -30.0f, x[1] = 30.0f, x[2] = 0.0f;
+        std::vector<float> out(n), ref(n), dx(n, 5.0f), dref(n);
+        gelu_forward(out.data(), x.data(), n);
+        gelu_forward_ref(ref.data(), x.data(), n);
+        CHECK(rel_error(out, ref) <= 1e-6);
+        for (size_t i = 0; i < n; i++) CHECK(std::fabs(out[i] - ref[i]) <= 2e-7 * std::fabs(x[i]) + 1e-30);
+        gelu_backward(dx.data(), x.data(), d.data(), n);  // overwrites the 5.0 fill
+        gelu_backward_ref(dref.data(), x.data(), d.data(), n);
+        CHECK(rel_error(dx, dref) <= 1e-6);
+    }
+}
+
+TEST(crossentropy_fast_matches_reference_at_gpt2_vocab) {
+    const int N = 3, V = 50257, Vp = 50304;
+    std::vector<float> logits = randn((size_t)N * Vp, 7, 4.0f);
+    logits[5] = 80.0f;  // a dominant logit: other probabilities underflow
+    std::vector<int> targets = {0, 50256, 123};
+    std::vector<float> probs((size_t)N * Vp), pref((size_t)N * Vp), losses(N), lref(N);
+    float mean = crossentropy_forward(losses.data(), probs.data(), logits.data(), targets.data(), N, V, Vp);
+    float mref = crossentropy_forward_ref(lref.data(), pref.data(), logits.data(), targets.data(), N, V, Vp);
+    CHECK_NEAR(mean, mref, 1e-6);
+    for (int i = 0; i < N; i++) CHECK_NEAR(losses[i], lref[i], 1e-6);
+    CHECK(rel_error(probs, pref) <= 1e-6);
+    for (int i = 0; i < N; i++)
+        for (int v = V; v < Vp; v++) CHECK(probs[(size_t)i * Vp + v] == 0.0f);
+}
+
+TEST(backward_kernels_overwrite_activation_gradients) {
+    // The kernels layers.h marks `=` must not depend on what their activation gradient held before.
+    const int B = 2, T = 5, C = 8, NH = 2, N = B * T, OC = 6;
+    std::vector<float> qkv = randn(N * 3 * C, 1), dout = randn(N * C, 2), att(B * NH * T * T), out(N * C);
+    attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);
+    std::vector<float> d0(qkv.size(), 0.0f), d1(qkv.size(), 9.0f);
+    attention_backward(d0.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH);
+    attention_backward(d1.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH);
+    CHECK(d0 == d1);
+    std::vector<float> w = randn(OC * C, 3), dy = randn(N * OC, 4), dw(OC * C, 0.0f);
+    std::vector<float> x0(N * C, 0.0f), x1(N * C, -3.0f);
+    matmul_backward(x0.data(), dw.data(), nullptr, dy.data(), out.data(), w.data(), N, C, OC);
+    matmul_backward(x1.data(), dw.data(), nullptr, dy.data(), out.data(), w.data(), N, C, OC);
+    CHECK(x0 == x1);
+    std::vector<float> a0(N * C, 0.0f), a1(N * C, 2.0f), b0(N * C, 0.0f), b1(N * C, 2.0f);
+    residual_backward(a0.data(), b0.data(), dout.data(), N * C);
+    residual_backward(a1.data(), b1.data(), dout.data(), N * C);
+    CHECK(a0 == a1 && b0 == b1 && a0 == dout);
+}

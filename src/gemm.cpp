@@ -30,18 +30,72 @@ inline float b_at(const float* B, int ldb, bool trans, int k, int j) {
     return trans ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
 }
 
+// In-register transposes for packing operands whose k runs along memory: each stage swaps the
+// off-diagonal b x b blocks of every 2b x 2b block (b = 8, 4, 2, 1), leaving row i holding column i.
+#define SHUF16(x, y, ...) __builtin_shufflevector(x, y, __VA_ARGS__)
+inline void transpose16(v16 r[16]) {
+    for (int i = 0; i < 16; i += 16)
+        for (int j = 0; j < 8; j++) {
+            v16 x = r[i + j], y = r[i + j + 8];
+            r[i + j] = SHUF16(x, y, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
+            r[i + j + 8] = SHUF16(x, y, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+        }
+    for (int i = 0; i < 16; i += 8)
+        for (int j = 0; j < 4; j++) {
+            v16 x = r[i + j], y = r[i + j + 4];
+            r[i + j] = SHUF16(x, y, 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27);
+            r[i + j + 4] = SHUF16(x, y, 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31);
+        }
+    for (int i = 0; i < 16; i += 4)
+        for (int j = 0; j < 2; j++) {
+            v16 x = r[i + j], y = r[i + j + 2];
+            r[i + j] = SHUF16(x, y, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29);
+            r[i + j + 2] = SHUF16(x, y, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
+        }
+    for (int i = 0; i < 16; i += 2) {
+        v16 x = r[i], y = r[i + 1];
+        r[i] = SHUF16(x, y, 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30);
+        r[i + 1] = SHUF16(x, y, 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31);
+    }
+}
+#undef SHUF16
+
+// dst[k * ld + c] = src[c * lds + k] for a 16 x 16 block (16 rows of src become 16 columns of dst).
+inline void transpose_block16(float* dst, size_t ld, const float* src, size_t lds) {
+    v16 r[16];
+    for (int c = 0; c < 16; c++) memcpy(&r[c], src + c * lds, sizeof(v16));
+    transpose16(r);
+    for (int k = 0; k < 16; k++) memcpy(dst + k * ld, &r[k], sizeof(v16));
+}
+
 // Packs op(A)[i0:i0+mc, k0:k0+kc] as panels of MR rows, k-major within a panel, zero-padded.
 void pack_a(float* dst, const float* A, int lda, bool trans, int i0, int mc, int k0, int kc) {
     for (int p = 0; p < mc; p += MR) {
         int rows = std::min(MR, mc - p);
         if (!trans) {
+            int k = 0;
+            if (rows == MR && MR == 8) {
+                // two 8-row panels' worth of rows do not exist here; transpose 16 k at a time through a
+                // 16 x 16 block whose upper 8 rows are this panel
+                for (; k + 16 <= kc; k += 16) {
+                    v16 r[16];
+                    for (int c = 0; c < 8; c++) memcpy(&r[c], A + (size_t)(i0 + p + c) * lda + k0 + k, sizeof(v16));
+                    for (int c = 8; c < 16; c++) r[c] = v16{};
+                    transpose16(r);
+                    for (int kk = 0; kk < 16; kk++) memcpy(dst + (size_t)(k + kk) * MR, &r[kk], sizeof(float) * MR);
+                }
+            }
             for (int r = 0; r < MR; r++) {
                 const float* src = r < rows ? A + (size_t)(i0 + p + r) * lda + k0 : nullptr;
-                for (int k = 0; k < kc; k++) dst[k * MR + r] = src ? src[k] : 0.0f;
+                for (int kk = k; kk < kc; kk++) dst[kk * MR + r] = src ? src[kk] : 0.0f;
             }
         } else {
             for (int k = 0; k < kc; k++) {
                 const float* src = A + (size_t)(k0 + k) * lda + i0 + p;
+                if (rows == MR) {
+                    memcpy(dst + k * MR, src, sizeof(float) * MR);
+                    continue;
+                }
                 for (int r = 0; r < MR; r++) dst[k * MR + r] = r < rows ? src[r] : 0.0f;
             }
         }
@@ -57,12 +111,21 @@ void pack_b(float* dst, const float* B, int ldb, bool trans, int k0, int kc, int
             for (int k = 0; k < kc; k++) {
                 const float* src = B + (size_t)(k0 + k) * ldb + j0 + q;
                 float* d = dst + (size_t)k * NR;
+                if (cols == NR) {
+                    memcpy(d, src, sizeof(float) * NR);
+                    continue;
+                }
                 for (int c = 0; c < NR; c++) d[c] = c < cols ? src[c] : 0.0f;
             }
         } else {
+            int k = 0;
+            if (cols == NR && NR % 16 == 0)
+                for (; k + 16 <= kc; k += 16)
+                    for (int c = 0; c < NR; c += 16)
+                        transpose_block16(dst + (size_t)k * NR + c, NR, B + (size_t)(j0 + q + c) * ldb + k0 + k, ldb);
             for (int c = 0; c < NR; c++) {
                 const float* src = c < cols ? B + (size_t)(j0 + q + c) * ldb + k0 : nullptr;
-                for (int k = 0; k < kc; k++) dst[(size_t)k * NR + c] = src ? src[k] : 0.0f;
+                for (int kk = k; kk < kc; kk++) dst[(size_t)kk * NR + c] = src ? src[kk] : 0.0f;
             }
         }
         dst += (size_t)NR * kc;

@@ -58,8 +58,20 @@ test: $(BIN) $(BUILD)/run_tests
 test-ref: gpt2
 	bash tests/run.sh 'tests/ref_*.sh'
 
+# The C++ benchmarks, then the same training steps in PyTorch (scripts/bench_torch.py, same thread count)
+# and the ratio torch / ours per shape. PYTHON=... picks the interpreter; BENCH_TORCH=0 skips it.
+PYTHON      ?= /usr/bin/python3
+BENCH_TORCH ?= 1
 bench: $(BIN) $(BUILD)/run_bench
-	$(BUILD)/run_bench
+	$(BUILD)/run_bench | tee $(BUILD)/bench.out
+	@if [ "$(BENCH_TORCH)" = 1 ]; then \
+	    threads=$$(sed -n 's/^peak (register-only FMA loop, \([0-9]*\) threads.*/\1/p' $(BUILD)/bench.out); \
+	    $(PYTHON) scripts/bench_torch.py --threads $${threads:-2} | tee $(BUILD)/bench_torch.out; \
+	    awk '/^124M B=.*ms\/step/ { ours[$$2 " " $$3] = $$4 } \
+	         /^torch 124M B=.*ms\/step/ { k = $$3 " " $$4; if (k in ours) \
+	             printf "PyTorch / ours %s %s %.2fx (PyTorch %s ms, ours %s ms)\n", $$3, substr($$4, 1, length($$4) - 1), $$5 / ours[k], $$5, ours[k] }' \
+	        $(BUILD)/bench.out $(BUILD)/bench_torch.out; \
+	fi
 
 data: gpt2
 	bash scripts/prepare_data.sh

@@ -10,6 +10,7 @@
 #endif
 
 #include "bench.h"
+#include "gemm.h"
 #include "model.h"
 #include "optimizer.h"
 #include "rng.h"
@@ -77,8 +78,8 @@ void bench_step(int B, int T, int steps, double peak) {
         gpt2_zero_grad(&model);
         gpt2_backward(&model, 1.0f);
         double t2 = time_now_s();
-        optimizer_clip_grads(&model, 1.0f);
-        adamw_update(&opt, &model, oc, 1e-4f);
+        float norm = optimizer_grad_norm(model);
+        adamw_update(&opt, &model, oc, 1e-4f, optimizer_clip_factor(norm, 1.0f));
         double t3 = time_now_s();
         if (s < 2) continue;  // warm-up
         fwd.push_back(t1 - t0), bwd.push_back(t2 - t1), upd.push_back(t3 - t2), total.push_back(t3 - t0);
@@ -90,7 +91,39 @@ void bench_step(int B, int T, int steps, double peak) {
     fflush(stdout);
 }
 
+// GFLOP/s of the three products of one linear layer (N rows, IC -> OC) as matmul.cpp calls them.
+void bench_linear(const char* name, int N, int IC, int OC) {
+    std::vector<float> inp((size_t)N * IC, 0.5f), w((size_t)OC * IC, 0.25f), out((size_t)N * OC);
+    std::vector<float> dinp((size_t)N * IC), dw((size_t)OC * IC);
+    const double flops = 2.0 * N * IC * OC;
+    double t[3];
+    for (int which = 0; which < 3; which++) {
+        std::vector<double> times;
+        for (int rep = 0; rep < 7; rep++) {
+            double t0 = time_now_s();
+            if (which == 0) gemm(N, OC, IC, inp.data(), IC, false, w.data(), IC, true, out.data(), OC, false);
+            if (which == 1) gemm(N, IC, OC, out.data(), OC, false, w.data(), IC, false, dinp.data(), IC, true);
+            if (which == 2) gemm(OC, IC, N, out.data(), OC, true, inp.data(), IC, false, dw.data(), IC, true);
+            times.push_back(time_now_s() - t0);
+        }
+        t[which] = median(times);
+    }
+    printf("  %-8s N=%d IC=%d OC=%d: forward %.1f ms %.0f GFLOP/s, dinp %.1f ms %.0f, dweight %.1f ms %.0f\n", name,
+           N, IC, OC, t[0] * 1e3, flops / t[0] / 1e9, t[1] * 1e3, flops / t[1] / 1e9, t[2] * 1e3, flops / t[2] / 1e9);
+    fflush(stdout);
+}
+
 }  // namespace
+
+BENCH(matmul_124m) {
+    const int N = 4 * 64, C = 768;
+    printf("per-matmul, B=4 T=64 (x12 layers except lm_head):\n");
+    bench_linear("qkv", N, C, 3 * C);
+    bench_linear("attproj", N, C, C);
+    bench_linear("fc", N, C, 4 * C);
+    bench_linear("fcproj", N, 4 * C, C);
+    bench_linear("lm_head", N, C, 50304);
+}
 
 BENCH(train_step_124m) {
     double peak = measure_peak_gflops();
@@ -100,4 +133,6 @@ BENCH(train_step_124m) {
 #endif
     printf("peak (register-only FMA loop, %d threads): %.1f GFLOP/s\n", threads, peak);
     bench_step(4, 64, 10, peak);
+    bench_step(8, 256, 10, peak);
+    bench_step(1, 1024, 10, peak);
 }

@@ -233,6 +233,41 @@ void restore_state(const ResumeState& rs, const GPT2& model, AdamW* opt, DataLoa
     if (dl->pos > dl->order.size()) fatal("bad train state (%s): loader.pos past the epoch", st.path.c_str());
 }
 
+// Bytes of MemAvailable in /proc/meminfo, or 0 when unknown.
+size_t available_memory() {
+    FILE* f = fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[256];
+    size_t kb = 0;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "MemAvailable: %zu kB", &kb) == 1) break;
+    fclose(f);
+    return kb * 1024;
+}
+
+// Prints what training will allocate and stops before allocating if the machine does not have it.
+void check_memory(const GPT2Config& cfg, int B, int T) {
+    const double mib = 1024.0 * 1024.0;
+    size_t params = layout_params_size(layout_params(cfg)) * sizeof(float);
+    size_t acts = layout_params_size(layout_acts(cfg, B, T)) * sizeof(float);
+    size_t total = 4 * params + 2 * acts;  // params, grads, AdamW m and v; activations and their gradients
+    printf("memory: %.0f MiB (parameters, gradients and AdamW state %.0f MiB, activations %.0f MiB)\n", total / mib,
+           4 * params / mib, 2 * acts / mib);
+    size_t avail = available_memory();
+    if (avail > 0 && total > avail)
+        fatal_hint("lower -B or -T, or train a smaller model",
+                   "not enough memory (train): expected %.0f MiB, the machine has %.0f MiB available", total / mib,
+                   avail / mib);
+}
+
+std::string format_duration(double s) {
+    char buf[32];
+    int t = (int)(s + 0.5);
+    if (t >= 3600) snprintf(buf, sizeof(buf), "%dh%02dm", t / 3600, t / 60 % 60);
+    else snprintf(buf, sizeof(buf), "%dm%02ds", t / 60, t % 60);
+    return buf;
+}
+
 }  // namespace
 
 int cmd_train(int argc, char** argv) {
@@ -289,6 +324,8 @@ int cmd_train(int argc, char** argv) {
         GPT2Config cfg = config_make(flag_int(args, "seq-len", 1, 1 << 20), flag_int(args, "vocab", 1, 65536),
                                      flag_int(args, "layers", 1, 1000), flag_int(args, "heads", 1, 65536),
                                      flag_int(args, "channels", 1, 65536));
+        config_validate(cfg, "train flags");
+        if (T <= cfg.max_seq_len) check_memory(cfg, B, T);
         gpt2_build(&model, cfg, "train flags");
         gpt2_init_random(&model, seed);
     }
@@ -297,6 +334,7 @@ int cmd_train(int argc, char** argv) {
         fatal("bad value for -T (train): expected <= %d (the model's context), got %d", cfg.max_seq_len, T);
     printf("model: %d layers, %d heads, %d channels, context %d, vocab %d: %.2fM parameters\n", cfg.num_layers,
            cfg.num_heads, cfg.channels, cfg.max_seq_len, cfg.vocab_size, gpt2_num_real_params(cfg) / 1e6);
+    if (args.has("model") || resuming) check_memory(cfg, B, T);  // loaded models are sized by their file
 
     DataLoader train_dl, val_dl;
     dataloader_init(&train_dl, args.str("train"), cfg.vocab_size, B, T, true, seed);
@@ -335,6 +373,14 @@ int cmd_train(int argc, char** argv) {
     }
     g_interrupted = 0;
     signal(SIGINT, on_sigint);
+    const bool tty = isatty(STDOUT_FILENO);
+    double ms_sum = 0;
+    int ms_count = 0;
+    bool progress_open = false;  // the terminal's updating line needs a newline before any other line
+    auto close_progress = [&] {
+        if (progress_open) printf("\n");
+        progress_open = false;
+    };
     int step = first_step;
     while (step < steps) {
         double t0 = time_now_s();
@@ -352,25 +398,38 @@ int cmd_train(int argc, char** argv) {
         adamw_update(&opt, &model, opt_cfg, lr);
         step++;
         double ms = (time_now_s() - t0) * 1e3;
-        printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms\n", step, steps, loss, lr, norm, ms);
+        ms_sum += ms, ms_count++;
+        if (tty) {  // one updating line: step/total, loss, tokens/s, ETA
+            double avg = ms_sum / ms_count;
+            printf("\rstep %d/%d | loss %.4f | %.0f tok/s | ETA %s\033[K", step, steps, loss,
+                   (double)B * T * accum / (ms / 1e3), format_duration(avg * (steps - step) / 1e3).c_str());
+            progress_open = true;
+        } else {
+            printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms\n", step, steps, loss, lr, norm, ms);
+        }
         fflush(stdout);
         if (log) fprintf(log, "{\"step\":%d,\"loss\":%.6f,\"lr\":%.6e,\"norm\":%.6f,\"ms\":%.3f}\n", step, loss, lr, norm, ms);
         const bool last = step == steps || (stop_after > 0 && step - first_step == stop_after) || g_interrupted;
         if (do_val && (step % val_every == 0 || last)) {
             float val_loss = evaluate(&model, &val_dl, val_n);
+            close_progress();
             printf("step %5d/%d | val loss %.6f\n", step, steps, val_loss);
             if (log) fprintf(log, "{\"step\":%d,\"val_loss\":%.6f}\n", step, val_loss);
         }
         if (log) fflush(log);
-        if (sample_tokens > 0 && ((sample_every > 0 && step % sample_every == 0) || last))
+        if (sample_tokens > 0 && ((sample_every > 0 && step % sample_every == 0) || last)) {
+            close_progress();
             print_sample(model, tok, sample_tokens, seed + step);
+        }
         if (!out.empty() && ((save_every > 0 && step % save_every == 0) || last)) {
             save_checkpoint(out, model, opt, train_dl, step, args);
+            close_progress();
             printf("saved %s at step %d\n", out.c_str(), step);
         }
         if (last) break;
     }
     if (log) fclose(log);
+    close_progress();
     signal(SIGINT, SIG_DFL);
     if (g_interrupted) {
         fprintf(stderr, "interrupted at step %d%s\n", step, out.empty() ? "" : (", saved " + out).c_str());

@@ -82,16 +82,19 @@ float evaluate(GPT2* model, DataLoader* dl, size_t batches) {
     return (float)(sum / batches);
 }
 
-// Prints a sample from <|endoftext|> with the generator's defaults (temperature 1, top-k 50).
+// Prints a sample from <|endoftext|> with the generator's defaults (temperature 1, top-k 50). It runs for
+// the full length, showing a further <|endoftext|> as a blank line, so a young model's early end of text
+// does not cut the sample short.
 void print_sample(const GPT2& model, const Tokenizer& tok, int tokens, uint64_t seed) {
     GenerateOptions opts;
     opts.max_tokens = tokens;
+    opts.stop_at_eot = false;
     Rng rng(seed);
     TokenDecoder decoder(tok);
     printf("---- sample ----\n");
     generate(model, {kTokenizerEot}, opts, &rng,
              [&](int id) {
-                 if (id != kTokenizerEot) fputs(decoder.push(id).c_str(), stdout);
+                 fputs(id == kTokenizerEot ? (decoder.flush() + "\n\n").c_str() : decoder.push(id).c_str(), stdout);
              },
              nullptr);
     printf("%s\n----------------\n", decoder.flush().c_str());

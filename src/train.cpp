@@ -26,7 +26,7 @@ namespace {
 
 const std::vector<CliFlag> kTrainFlags = {
     {"train", "", "data/tinyshakespeare/train.bin", "training token file (llm.c format)"},
-    {"val", "", "data/tinyshakespeare/val.bin", "validation token file; \"\" to skip validation"},
+    {"val", "", "data/tinyshakespeare/val.bin", "validation token file (default only with the default --train); \"\" skips"},
     {"model", "", "", "start from this checkpoint instead of a random init"},
     {"layers", "", "4", "layers of a from-scratch model"},
     {"heads", "", "4", "attention heads of a from-scratch model"},
@@ -341,7 +341,8 @@ int cmd_train(int argc, char** argv) {
 
     DataLoader train_dl, val_dl;
     dataloader_init(&train_dl, args.str("train"), cfg.vocab_size, B, T, true, seed);
-    const std::string val_path = args.has("val") ? args.str("val") : (file_exists(args.str("val")) ? args.str("val") : "");
+    // The default val file belongs to the default train file; custom training data validates only on --val.
+    const std::string val_path = args.has("val") ? args.str("val") : args.has("train") ? "" : args.str("val");
     const bool do_val = val_every > 0 && !val_path.empty();
     size_t val_n = 0;
     if (do_val) {
@@ -355,8 +356,8 @@ int cmd_train(int argc, char** argv) {
         first_step = resume.step;
         printf("resumed %s at step %d\n", args.str("resume").c_str(), first_step);
     }
-    printf("data: %zu train tokens, %zu val tokens; %d steps of %d x %d x %d tokens\n", train_dl.tokens.size(),
-           do_val ? val_dl.tokens.size() : (size_t)0, steps, accum, B, T);
+    printf("data: %zu train tokens; %s; %d steps of %d x %d x %d tokens\n", train_dl.tokens.size(),
+           do_val ? (std::to_string(val_dl.tokens.size()) + " val tokens").c_str() : "no validation", steps, accum, B, T);
 
     const int sample_every = flag_int(args, "sample-every", 0, 1 << 30);
     const int sample_tokens = flag_int(args, "sample-tokens", 0, 1 << 20);

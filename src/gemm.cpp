@@ -1,13 +1,18 @@
 // gemm.cpp: packed, cache-blocked fp32 matrix multiply (see gemm.h). The micro-kernel keeps an
 // MR x NR tile of C in registers and streams packed panels of A (MR rows) and B (NR columns); it is
-// written with GCC/Clang vector extensions, so it becomes AVX-512 with -march=native on this machine and
-// plain SSE/AVX elsewhere. Blocking follows the usual BLIS scheme (Goto & van de Geijn, 2008).
+// written with AVX-512 or AVX2 intrinsics, chosen at compile time from the target (-march), with a
+// vector-extension kernel for anything else. Blocking follows the usual BLIS scheme (Goto & van de
+// Geijn, 2008): B's KC x NC block in L2, its KC x NR micro-panel in L1 across the MR-row panels of A.
 #include "gemm.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+
+#if defined(__AVX512F__) || defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -17,11 +22,32 @@ namespace {
 
 typedef float v16 __attribute__((vector_size(64)));
 
-const int MR = 8;     // rows of the register tile
-const int NR = 32;    // columns of the register tile: two 16-float vectors
-const int KC = 256;   // depth of one packed panel pair
-const int MC = 128;   // rows of A packed at once (MC*KC floats = 128 KiB, lives in L2)
-const int NC = 1024;  // columns of B packed at once (KC*NC floats = 1 MiB, lives in L2)
+// Register tile per instruction set (overridable with -DGEMM_MR/-DGEMM_NV for experiments): 8 x 32 in
+// 16 zmm accumulators with AVX-512; 6 x 16 in 12 ymm with AVX2; 4 x 16 elsewhere (vector extensions).
+#if defined(__AVX512F__)
+#define GEMM_ISA_MR 8
+#define GEMM_ISA_NV 2
+#elif defined(__AVX2__) && defined(__FMA__)
+#define GEMM_ISA_MR 6
+#define GEMM_ISA_NV 1
+#else
+#define GEMM_ISA_MR 4
+#define GEMM_ISA_NV 1
+#endif
+#ifndef GEMM_MR
+#define GEMM_MR GEMM_ISA_MR
+#endif
+#ifndef GEMM_NV
+#define GEMM_NV GEMM_ISA_NV
+#endif
+const int MR = GEMM_MR;       // rows of the register tile
+const int NR = 16 * GEMM_NV;  // columns of the register tile: GEMM_NV 16-float vectors
+#ifndef GEMM_KC
+#define GEMM_KC 256
+#endif
+const int KC = GEMM_KC;  // depth of one packed panel pair
+const int MC = 128 / MR * MR;    // rows of A packed at once (MC*KC floats <= 128 KiB, lives in L2)
+const int NC = 1024 / NR * NR;  // columns of B packed at once (KC*NC floats <= 1 MiB, lives in L2)
 
 inline float a_at(const float* A, int lda, bool trans, int i, int k) {
     return trans ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
@@ -74,13 +100,12 @@ void pack_a(float* dst, const float* A, int lda, bool trans, int i0, int mc, int
         int rows = std::min(MR, mc - p);
         if (!trans) {
             int k = 0;
-            if (rows == MR && MR == 8) {
-                // two 8-row panels' worth of rows do not exist here; transpose 16 k at a time through a
-                // 16 x 16 block whose upper 8 rows are this panel
+            if (rows == MR && MR <= 16) {
+                // transpose 16 k at a time through a 16 x 16 block whose first MR rows are this panel
                 for (; k + 16 <= kc; k += 16) {
                     v16 r[16];
-                    for (int c = 0; c < 8; c++) memcpy(&r[c], A + (size_t)(i0 + p + c) * lda + k0 + k, sizeof(v16));
-                    for (int c = 8; c < 16; c++) r[c] = v16{};
+                    for (int c = 0; c < MR; c++) memcpy(&r[c], A + (size_t)(i0 + p + c) * lda + k0 + k, sizeof(v16));
+                    for (int c = MR; c < 16; c++) r[c] = v16{};
                     transpose16(r);
                     for (int kk = 0; kk < 16; kk++) memcpy(dst + (size_t)(k + kk) * MR, &r[kk], sizeof(float) * MR);
                 }
@@ -132,43 +157,83 @@ void pack_b(float* dst, const float* B, int ldb, bool trans, int k0, int kc, int
     }
 }
 
-// C[0:rows, 0:cols] (+)= packed A panel (MR x kc) * packed B panel (kc x NR).
+#if defined(__AVX512F__)
+// C[0:rows, 0:cols] (+)= packed A panel (MR x kc) * packed B panel (kc x NR), AVX-512: MR x NR/16
+// accumulators stay in zmm registers; each k broadcasts MR values of A against NR/16 vectors of B.
 void micro_kernel(int kc, const float* a, const float* b, float* C, int ldc, int rows, int cols, bool add) {
-    v16 acc0[MR], acc1[MR];
-    for (int r = 0; r < MR; r++) acc0[r] = acc1[r] = v16{};
+    const int NV = GEMM_NV;
+    __m512 acc[MR][NV];
+    for (int r = 0; r < MR; r++)
+        for (int v = 0; v < NV; v++) acc[r][v] = _mm512_setzero_ps();
     for (int k = 0; k < kc; k++) {
-        v16 b0, b1;
-        memcpy(&b0, b + (size_t)k * NR, sizeof(v16));
-        memcpy(&b1, b + (size_t)k * NR + 16, sizeof(v16));
+        __m512 bv[NV];
+        for (int v = 0; v < NV; v++) bv[v] = _mm512_load_ps(b + (size_t)k * NR + 16 * v);
         for (int r = 0; r < MR; r++) {
-            float av = a[k * MR + r];
-            acc0[r] += av * b0;
-            acc1[r] += av * b1;
+            __m512 av = _mm512_set1_ps(a[k * MR + r]);
+            for (int v = 0; v < NV; v++) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
         }
     }
     if (rows == MR && cols == NR) {
-        for (int r = 0; r < MR; r++) {
-            float* c = C + (size_t)r * ldc;
-            v16 c0, c1;
-            if (add) {
-                memcpy(&c0, c, sizeof(v16));
-                memcpy(&c1, c + 16, sizeof(v16));
-                acc0[r] += c0;
-                acc1[r] += c1;
+        for (int r = 0; r < MR; r++)
+            for (int v = 0; v < NV; v++) {
+                float* c = C + (size_t)r * ldc + 16 * v;
+                __m512 x = add ? _mm512_add_ps(acc[r][v], _mm512_loadu_ps(c)) : acc[r][v];
+                _mm512_storeu_ps(c, x);
             }
-            memcpy(c, &acc0[r], sizeof(v16));
-            memcpy(c + 16, &acc1[r], sizeof(v16));
-        }
         return;
+    }
+    for (int r = 0; r < rows; r++)
+        for (int v = 0; v < NV && 16 * v < cols; v++) {
+            int n = std::min(16, cols - 16 * v);
+            __mmask16 m = (__mmask16)((1u << n) - 1);
+            float* c = C + (size_t)r * ldc + 16 * v;
+            __m512 x = add ? _mm512_add_ps(acc[r][v], _mm512_maskz_loadu_ps(m, c)) : acc[r][v];
+            _mm512_mask_storeu_ps(c, m, x);
+        }
+}
+#elif defined(__AVX2__) && defined(__FMA__)
+// The same with AVX2: MR x NR/8 ymm accumulators.
+void micro_kernel(int kc, const float* a, const float* b, float* C, int ldc, int rows, int cols, bool add) {
+    const int NV = 2 * GEMM_NV;
+    __m256 acc[MR][NV];
+    for (int r = 0; r < MR; r++)
+        for (int v = 0; v < NV; v++) acc[r][v] = _mm256_setzero_ps();
+    for (int k = 0; k < kc; k++) {
+        __m256 bv[NV];
+        for (int v = 0; v < NV; v++) bv[v] = _mm256_load_ps(b + (size_t)k * NR + 8 * v);
+        for (int r = 0; r < MR; r++) {
+            __m256 av = _mm256_broadcast_ss(a + k * MR + r);
+            for (int v = 0; v < NV; v++) acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);
+        }
     }
     for (int r = 0; r < rows; r++) {
         float tile[NR];
-        memcpy(tile, &acc0[r], sizeof(v16));
-        memcpy(tile + 16, &acc1[r], sizeof(v16));
+        for (int v = 0; v < NV; v++) _mm256_storeu_ps(tile + 8 * v, acc[r][v]);
         float* c = C + (size_t)r * ldc;
         for (int j = 0; j < cols; j++) c[j] = add ? c[j] + tile[j] : tile[j];
     }
 }
+#else
+// Portable: GCC/Clang vector extensions, lowered to whatever vector unit the target has.
+void micro_kernel(int kc, const float* a, const float* b, float* C, int ldc, int rows, int cols, bool add) {
+    const int NV = GEMM_NV;
+    v16 acc[MR][NV];
+    for (int r = 0; r < MR; r++)
+        for (int v = 0; v < NV; v++) acc[r][v] = v16{};
+    for (int k = 0; k < kc; k++) {
+        v16 bv[NV];
+        for (int v = 0; v < NV; v++) memcpy(&bv[v], b + (size_t)k * NR + 16 * v, sizeof(v16));
+        for (int r = 0; r < MR; r++)
+            for (int v = 0; v < NV; v++) acc[r][v] += a[k * MR + r] * bv[v];
+    }
+    for (int r = 0; r < rows; r++) {
+        float tile[NR];
+        memcpy(tile, acc[r], sizeof(tile));
+        float* c = C + (size_t)r * ldc;
+        for (int j = 0; j < cols; j++) c[j] = add ? c[j] + tile[j] : tile[j];
+    }
+}
+#endif
 
 // One thread's block C[i0:i1, j0:j1].
 void gemm_block(int i0, int i1, int j0, int j1, int K, const float* A, int lda, bool transA, const float* B,
@@ -192,16 +257,39 @@ void gemm_block(int i0, int i1, int j0, int j1, int K, const float* A, int lda, 
     }
 }
 
+// Per-thread packing buffers, allocated on a thread's first gemm and kept: a fresh 1 MiB allocation per
+// call came back from the kernel as page faults on every small product.
+struct PackBuffers {
+    float* a = nullptr;
+    float* b = nullptr;
+    PackBuffers() {
+        a = static_cast<float*>(aligned_alloc(64, sizeof(float) * MC * KC));
+        b = static_cast<float*>(aligned_alloc(64, sizeof(float) * KC * NC));
+    }
+    ~PackBuffers() {
+        free(a);
+        free(b);
+    }
+};
+
+PackBuffers& pack_buffers() {
+    static thread_local PackBuffers buffers;
+    return buffers;
+}
+
+bool gemm_trivial(int M, int N, int K, float* C, int ldc, bool accumulate) {
+    if (M <= 0 || N <= 0) return true;
+    if (K > 0) return false;
+    if (!accumulate)
+        for (int i = 0; i < M; i++) memset(C + (size_t)i * ldc, 0, sizeof(float) * N);
+    return true;
+}
+
 }  // namespace
 
 void gemm(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB, float* C,
           int ldc, bool accumulate) {
-    if (M <= 0 || N <= 0) return;
-    if (K <= 0) {
-        if (!accumulate)
-            for (int i = 0; i < M; i++) memset(C + (size_t)i * ldc, 0, sizeof(float) * N);
-        return;
-    }
+    if (gemm_trivial(M, N, K, C, ldc, accumulate)) return;
 #pragma omp parallel
     {
         int nt = 1, tid = 0;
@@ -221,13 +309,17 @@ void gemm(int M, int N, int K, const float* A, int lda, bool transA, const float
             j1 = std::min(N, tiles * (tid + 1) / nt * NR);
         }
         if (i0 < i1 && j0 < j1) {
-            float* pa = static_cast<float*>(aligned_alloc(64, sizeof(float) * MC * KC));
-            float* pb = static_cast<float*>(aligned_alloc(64, sizeof(float) * KC * NC));
-            gemm_block(i0, i1, j0, j1, K, A, lda, transA, B, ldb, transB, C, ldc, accumulate, pa, pb);
-            free(pa);
-            free(pb);
+            PackBuffers& buf = pack_buffers();
+            gemm_block(i0, i1, j0, j1, K, A, lda, transA, B, ldb, transB, C, ldc, accumulate, buf.a, buf.b);
         }
     }
+}
+
+void gemm_serial(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB,
+                 float* C, int ldc, bool accumulate) {
+    if (gemm_trivial(M, N, K, C, ldc, accumulate)) return;
+    PackBuffers& buf = pack_buffers();
+    gemm_block(0, M, 0, N, K, A, lda, transA, B, ldb, transB, C, ldc, accumulate, buf.a, buf.b);
 }
 
 void gemm_ref(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB,

@@ -19,11 +19,9 @@ double row_exp_sum(float* p, const float* z, float zmax, int V) {
     for (; v + kVecLen <= V; v += kVecLen) {
         vf16 e = vf_exp(vf_load(z + v) - vmax);
         vf_store(p + v, e);
-        acc0 += __builtin_convertvector(__builtin_shufflevector(e, e, 0, 1, 2, 3, 4, 5, 6, 7), vd8);
-        acc1 += __builtin_convertvector(__builtin_shufflevector(e, e, 8, 9, 10, 11, 12, 13, 14, 15), vd8);
+        vf_accumulate_double(&acc0, &acc1, e);
     }
-    double sum = 0;
-    for (int i = 0; i < 8; i++) sum += acc0[i] + acc1[i];
+    double sum = vd_reduce_add(acc0, acc1);
     if (v < V) {
         int rest = V - v;
         vf16 e = vf_exp(vf_load_partial(z + v, rest) - vmax);

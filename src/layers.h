@@ -29,11 +29,12 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const float* weight, int N, int IC, int OC);
 
-// Causal multi-head self-attention. qkv (N, 3C) holds q, k, v per row; out (N, C) (overwrites); att
-// (B, NH, T, T) softmax probabilities, only t2 <= t written.
-void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH);
-// dqkv (N, 3C) = from dout (N, C) (overwrites), using the cached probabilities att.
-void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B, int T, int C,
+// Causal multi-head self-attention, HS = C / NH. qkv (N, 3C) holds q, k, v per row; out (N, C)
+// (overwrites); lse (B, NH, T) the log-sum-exp of each query's scaled scores (overwrites), all the
+// backward needs to rebuild the softmax: no (T, T) probabilities are stored.
+void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH);
+// dqkv (N, 3C) = from dout (N, C) (overwrites), recomputing the probabilities from qkv and lse.
+void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* lse, int B, int T, int C,
                         int NH);
 
 // GELU, tanh approximation: out (n) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (overwrites).
@@ -61,3 +62,6 @@ void gelu_forward_ref(float* out, const float* inp, size_t n);
 void gelu_backward_ref(float* dinp, const float* inp, const float* dout, size_t n);
 float crossentropy_forward_ref(float* losses, float* probs, const float* logits, const int* targets, int N, int V,
                                int Vp);
+void attention_forward_ref(float* out, float* lse, const float* qkv, int B, int T, int C, int NH);
+void attention_backward_ref(float* dqkv, const float* dout, const float* qkv, const float* lse, int B, int T, int C,
+                            int NH);

@@ -74,11 +74,11 @@ namespace {
 struct LayerActShape {
     const char* name;
     size_t cols_per_c;  // 0: one float per row (mean/rstd)
-    bool is_att;        // (B, NH, T, T)
+    bool is_att;        // (B, NH, T)
 };
 const LayerActShape kLayerActs[] = {
     {"ln1", 1, false},     {"ln1_mean", 0, false}, {"ln1_rstd", 0, false}, {"qkv", 3, false},
-    {"atty", 1, false},    {"att", 0, true},       {"attproj", 1, false},  {"residual2", 1, false},
+    {"atty", 1, false},    {"att_lse", 0, true},       {"attproj", 1, false},  {"residual2", 1, false},
     {"ln2", 1, false},     {"ln2_mean", 0, false}, {"ln2_rstd", 0, false}, {"fch", 4, false},
     {"fch_gelu", 4, false}, {"fcproj", 1, false},  {"residual3", 1, false},
 };
@@ -94,7 +94,7 @@ std::vector<TensorInfo> layout_acts(const GPT2Config& cfg, int B, int T) {
     for (int l = 0; l < cfg.num_layers; l++)
         for (const LayerActShape& s : kLayerActs) {
             std::string name = "h." + std::to_string(l) + "." + s.name;
-            if (s.is_att) tb.add(name, (size_t)B * cfg.num_heads * T, T, false);
+            if (s.is_att) tb.add(name, (size_t)B * cfg.num_heads * T, 0, false);
             else tb.add(name, N, s.cols_per_c * C, false);
         }
     tb.add("lnf", N, C, false);

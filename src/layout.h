@@ -46,7 +46,7 @@ struct LayerActs {
     float *ln1_mean, *ln1_rstd;  // (N) cache for the backward
     float* qkv;                  // (N, 3C)
     float* atty;                 // (N, C) attention output before the projection
-    float* att;                  // (B, NH, T, T) softmax probabilities, causal (upper triangle unused)
+    float* att_lse;              // (B, NH, T) log-sum-exp of each query's attention scores
     float* attproj;              // (N, C)
     float* residual2;            // (N, C) = block input + attproj
     float* ln2;                  // (N, C)

@@ -10,6 +10,10 @@
 #include <immintrin.h>
 #endif
 
+// Without AVX-512, GCC notes that passing 64-byte vectors by value changes the ABI: every function here is
+// inline and nothing crosses a library boundary, so the note does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
 typedef float vf16 __attribute__((vector_size(64)));
 typedef int vi16 __attribute__((vector_size(64)));
 typedef double vd8 __attribute__((vector_size(64)));
@@ -43,6 +47,17 @@ inline float vf_reduce_max(vf16 v) {
 inline double vf_reduce_add_double(vf16 v) {
     double s = 0;
     for (int i = 0; i < kVecLen; i++) s += v[i];
+    return s;
+}
+
+// lo, hi += the 16 lanes of x widened to double (sums of many floats without fp32 rounding drift).
+inline void vf_accumulate_double(vd8* lo, vd8* hi, vf16 x) {
+    *lo += __builtin_convertvector(__builtin_shufflevector(x, x, 0, 1, 2, 3, 4, 5, 6, 7), vd8);
+    *hi += __builtin_convertvector(__builtin_shufflevector(x, x, 8, 9, 10, 11, 12, 13, 14, 15), vd8);
+}
+inline double vd_reduce_add(vd8 lo, vd8 hi) {
+    double s = 0;
+    for (int i = 0; i < 8; i++) s += lo[i] + hi[i];
     return s;
 }
 

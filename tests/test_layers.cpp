@@ -139,13 +139,13 @@ TEST(matmul_backward_matches_finite_differences) {
 TEST(attention_backward_matches_finite_differences) {
     const int B = 2, T = 5, C = 8, NH = 2;
     std::vector<float> qkv = randn(B * T * 3 * C, 1), proj = randn(B * T * C, 2);
-    std::vector<float> out(B * T * C), att(B * NH * T * T), dqkv(qkv.size(), 0.0f);
+    std::vector<float> out(B * T * C), lse(B * NH * T), dqkv(qkv.size(), 0.0f);
     auto loss = [&] {
-        attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);
+        attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH);
         return dot(out, proj);
     };
     loss();
-    attention_backward(dqkv.data(), proj.data(), qkv.data(), att.data(), B, T, C, NH);
+    attention_backward(dqkv.data(), proj.data(), qkv.data(), lse.data(), B, T, C, NH);
     CHECK(fd_error(qkv, dqkv, loss, 1, 1e-3f) < kFdTol);
     // causality: the last position's key and value cannot influence earlier outputs
     std::vector<float> before = out;
@@ -262,7 +262,7 @@ TEST(crossentropy_fast_matches_reference_at_gpt2_vocab) {
 TEST(backward_kernels_overwrite_activation_gradients) {
     // The kernels layers.h marks `=` must not depend on what their activation gradient held before.
     const int B = 2, T = 5, C = 8, NH = 2, N = B * T, OC = 6;
-    std::vector<float> qkv = randn(N * 3 * C, 1), dout = randn(N * C, 2), att(B * NH * T * T), out(N * C);
+    std::vector<float> qkv = randn(N * 3 * C, 1), dout = randn(N * C, 2), att(B * NH * T), out(N * C);
     attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);
     std::vector<float> d0(qkv.size(), 0.0f), d1(qkv.size(), 9.0f);
     attention_backward(d0.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH);
@@ -277,4 +277,24 @@ TEST(backward_kernels_overwrite_activation_gradients) {
     residual_backward(a0.data(), b0.data(), dout.data(), N * C);
     residual_backward(a1.data(), b1.data(), dout.data(), N * C);
     CHECK(a0 == a1 && b0 == b1 && a0 == dout);
+}
+
+TEST(attention_fast_matches_reference) {
+    // T not a multiple of the query block, heads of 8 and of 64 channels
+    struct Shape {
+        int B, T, C, NH;
+    } shapes[] = {{1, 1, 8, 1}, {2, 5, 24, 3}, {1, 70, 16, 2}, {2, 130, 128, 2}};
+    for (const Shape& s : shapes) {
+        const int N = s.B * s.T;
+        std::vector<float> qkv = randn((size_t)N * 3 * s.C, 11, 2.0f), dout = randn((size_t)N * s.C, 12);
+        std::vector<float> out((size_t)N * s.C), oref(out.size()), lse((size_t)s.B * s.NH * s.T), lref(lse.size());
+        attention_forward(out.data(), lse.data(), qkv.data(), s.B, s.T, s.C, s.NH);
+        attention_forward_ref(oref.data(), lref.data(), qkv.data(), s.B, s.T, s.C, s.NH);
+        CHECK(rel_error(out, oref) <= 2e-6);
+        CHECK(rel_error(lse, lref) <= 2e-6);
+        std::vector<float> d(qkv.size(), 4.0f), dref(qkv.size());
+        attention_backward(d.data(), dout.data(), qkv.data(), lse.data(), s.B, s.T, s.C, s.NH);
+        attention_backward_ref(dref.data(), dout.data(), qkv.data(), lref.data(), s.B, s.T, s.C, s.NH);
+        CHECK(rel_error(d, dref) <= 2e-6);
+    }
 }

@@ -18,6 +18,7 @@ CXXFLAGS := -std=c++17 -O1 -g -march=native -fno-omit-frame-pointer -fsanitize=a
             -fno-sanitize-recover=undefined -Wall -Wextra -Wno-unused-parameter -MMD -MP
 LDFLAGS  += -fsanitize=address,undefined
 BUILD    := build/san
+BIN      := build/san/gpt2
 endif
 ifneq ($(NO_OMP),1)
 CXXFLAGS += -fopenmp
@@ -32,7 +33,7 @@ TEST_OBJ  := $(patsubst tests/%.cpp,$(BUILD)/tests/%.o,$(TEST_SRC))
 BENCH_SRC := $(wildcard tests/bench*.cpp)
 BENCH_OBJ := $(patsubst tests/%.cpp,$(BUILD)/tests/%.o,$(BENCH_SRC))
 
-.PHONY: all test test-ref bench data format clean
+.PHONY: all test test-ref check bench data format clean
 all: $(BIN)
 
 $(BIN): $(BUILD)/main.o $(LIB_OBJ)
@@ -53,15 +54,18 @@ $(BUILD)/tests/%.o: tests/%.cpp
 	$(CXX) $(CXXFLAGS) -Isrc -c $< -o $@
 
 test: $(BIN) $(BUILD)/run_tests
-	bash tests/run.sh --unit $(BUILD)/run_tests 'tests/cli_*.sh'
+	GPT2=./$(BIN) bash tests/run.sh --unit $(BUILD)/run_tests 'tests/cli_*.sh'
 
-test-ref: gpt2
-	bash tests/run.sh 'tests/ref_*.sh'
+test-ref: $(BIN)
+	GPT2=./$(BIN) bash tests/run.sh 'tests/ref_*.sh'
 
 # The C++ benchmarks, then the same training steps in PyTorch (scripts/bench_torch.py, same thread count)
 # and the ratio torch / ours per shape. PYTHON=... picks the interpreter; BENCH_TORCH=0 skips it.
 PYTHON      ?= /usr/bin/python3
 BENCH_TORCH ?= 1
+check:
+	bash tests/check.sh
+
 bench: $(BIN) $(BUILD)/run_bench
 	$(BUILD)/run_bench | tee $(BUILD)/bench.out
 	@if [ "$(BENCH_TORCH)" = 1 ]; then \
@@ -81,5 +85,31 @@ format:
 
 clean:
 	rm -rf build gpt2
+
+# ---- fuzzing: clang's libFuzzer (Debian packages clang and libclang-rt-14-dev). `make fuzz` replays
+# tests/fuzz/regressions/<target>/, then fuzzes each target for FUZZ_SECONDS (CI: FUZZ_SECONDS=20).
+# Library objects get coverage instrumentation (fuzzer-no-link); only the targets link libFuzzer's main.
+FUZZ_CXX     ?= clang++
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD   := build/fuzz
+FUZZ_FLAGS   := -std=c++17 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
+                -fno-sanitize-recover=undefined -Wall -Wextra -Wno-unused-parameter -MMD -MP
+FUZZ_TARGETS := safetensors json tokenfile tokenizer llmc
+FUZZ_LIB_OBJ := $(patsubst %,$(FUZZ_BUILD)/%.o,json safetensors tokenfile tokenizer unicode_tables util \
+                  llmc layout config)
+FUZZ_BINS    := $(patsubst %,$(FUZZ_BUILD)/fuzz_%,$(FUZZ_TARGETS))
+
+.PHONY: fuzz fuzz-build
+fuzz: fuzz-build
+	bash tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-build: $(FUZZ_LIB_OBJ) $(FUZZ_BINS)  # objects named here so make keeps them (not intermediate)
+
+$(FUZZ_BUILD)/%.o: src/%.cpp
+	@mkdir -p $(dir $@)
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.cpp $(FUZZ_LIB_OBJ)
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer -Isrc $< $(FUZZ_LIB_OBJ) -o $@
 
 -include $(shell find build -name '*.d' 2>/dev/null)

@@ -1,6 +1,8 @@
 // tokenfile.cpp: see tokenfile.h.
 #include "tokenfile.h"
 
+#include <cstdarg>
+#include <cstdio>
 #include <cstring>
 
 #include "util.h"
@@ -19,32 +21,57 @@ void tokenfile_write(const std::string& path, const std::vector<int>& tokens) {
     file_write_atomic(path, {{header, sizeof(header)}, {data.data(), data.size() * sizeof(uint16_t)}});
 }
 
-std::vector<uint16_t> tokenfile_read(const std::string& path, int vocab_size) {
-    std::vector<uint8_t> bytes = file_read(path);
+// Formats like printf into *err and returns false, so each check below is one line.
+__attribute__((format(printf, 2, 3))) static bool tokenfile_fail(std::string* err, const char* fmt, ...) {
+    va_list ap, ap2;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    int len = vsnprintf(nullptr, 0, fmt, ap);
+    va_end(ap);
+    err->assign(len > 0 ? (size_t)len : 0, '\0');
+    if (len > 0) vsnprintf(&(*err)[0], (size_t)len + 1, fmt, ap2);
+    va_end(ap2);
+    return false;
+}
+
+bool tokenfile_parse(const uint8_t* data, size_t n, int vocab_size, const std::string& where,
+                     std::vector<uint16_t>* out, std::string* err) {
+    const char* w = where.c_str();
     const size_t header_bytes = kTokenFileHeaderInts * sizeof(int32_t);
-    if (bytes.size() < header_bytes)
-        fatal("token file too short (%s): expected a %zu-byte header, got %zu bytes", path.c_str(),
-              header_bytes, bytes.size());
+    if (n < header_bytes)
+        return tokenfile_fail(err, "token file too short (%s): expected a %zu-byte header, got %zu bytes", w,
+                              header_bytes, n);
     int32_t header[3];
-    memcpy(header, bytes.data(), sizeof(header));
+    memcpy(header, data, sizeof(header));
     if (header[0] != kTokenFileMagic)
-        fatal("bad magic in token file (%s) at offset 0: expected %d, got %d", path.c_str(), kTokenFileMagic,
-              header[0]);
+        return tokenfile_fail(err, "bad magic in token file (%s) at offset 0: expected %d, got %d", w,
+                              kTokenFileMagic, header[0]);
     if (header[1] != kTokenFileVersion)
-        fatal("unsupported token file version (%s) at offset 4: expected %d, got %d", path.c_str(),
-              kTokenFileVersion, header[1]);
-    size_t payload = bytes.size() - header_bytes;
+        return tokenfile_fail(err, "unsupported token file version (%s) at offset 4: expected %d, got %d", w,
+                              kTokenFileVersion, header[1]);
+    size_t payload = n - header_bytes;
     if (payload % 2 != 0)
-        fatal("odd byte count in token file (%s): %zu bytes after the header, expected uint16 tokens",
-              path.c_str(), payload);
+        return tokenfile_fail(err,
+                              "odd byte count in token file (%s): %zu bytes after the header, expected uint16 tokens",
+                              w, payload);
     if (header[2] < 0 || (size_t)header[2] != payload / 2)
-        fatal("token count mismatch in token file (%s) at offset 8: header says %d, file holds %zu",
-              path.c_str(), header[2], payload / 2);
+        return tokenfile_fail(err,
+                              "token count mismatch in token file (%s) at offset 8: header says %d, file holds %zu",
+                              w, header[2], payload / 2);
     std::vector<uint16_t> tokens(payload / 2);
-    if (!tokens.empty()) memcpy(tokens.data(), bytes.data() + header_bytes, payload);
+    if (!tokens.empty()) memcpy(tokens.data(), data + header_bytes, payload);
     for (size_t i = 0; i < tokens.size(); i++)
         if ((int)tokens[i] >= vocab_size)
-            fatal("token id %d out of range in %s at byte offset %zu: expected < %d", tokens[i], path.c_str(),
-                  header_bytes + 2 * i, vocab_size);
+            return tokenfile_fail(err, "token id %d out of range in %s at byte offset %zu: expected < %d", tokens[i],
+                                  w, header_bytes + 2 * i, vocab_size);
+    *out = std::move(tokens);
+    return true;
+}
+
+std::vector<uint16_t> tokenfile_read(const std::string& path, int vocab_size) {
+    std::vector<uint8_t> bytes = file_read(path);
+    std::vector<uint16_t> tokens;
+    std::string err;
+    if (!tokenfile_parse(bytes.data(), bytes.size(), vocab_size, path, &tokens, &err)) fatal("%s", err.c_str());
     return tokens;
 }

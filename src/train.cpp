@@ -19,6 +19,7 @@
 #include "safetensors.h"
 #include "model.h"
 #include "optimizer.h"
+#include "plot.h"
 #include "tokenizer.h"
 #include "util.h"
 
@@ -54,6 +55,7 @@ const std::vector<CliFlag> kTrainFlags = {
     {"save-every", "", "0", "save to --out every N steps (always after the last step); 0: only at the end"},
     {"stop-after", "", "0", "stop (and save) after N steps of this run, keeping the --steps schedule; 0: run to --steps"},
     {"resume", "", "", "continue exactly from a checkpoint directory written by --out"},
+    {"plot", "", "", "loss plot PNG (800x500), refreshed at each validation (default: loss.png in --out)"},
     {"sample-every", "", "0", "print a generated sample every N steps; 0: only after the last step"},
     {"sample-tokens", "", "64", "tokens per sample; 0 disables samples (and the tokenizer)"},
     {"tokenizer", "", "", "tokenizer directory for samples (default: $GPT2_DATA_DIR/gpt2 or data/gpt2)"},
@@ -136,11 +138,22 @@ void remove_stale_staging(const std::string& dir) {
     for (const std::string& name : stale) dir_remove_flat(path_join(parent, name));
 }
 
+// Losses so far, (step, loss), for the plot; kept in the train state so a resumed run plots it all.
+struct LossHistory {
+    std::vector<std::pair<int, float>> train, val;
+};
+
+std::vector<float> history_flat(const std::vector<std::pair<int, float>>& h) {
+    std::vector<float> out;
+    for (const auto& p : h) out.push_back((float)p.first), out.push_back(p.second);
+    return out;
+}
+
 // Writes a checkpoint directory: the model in HuggingFace's layout plus train_state.safetensors
 // (AdamW m and v, the data loader's epoch order, position and RNG, and the flags of the run). The
 // directory is assembled under a temporary name and swapped in whole (dir_replace_atomic).
 void save_checkpoint(const std::string& dir, const GPT2& model, const AdamW& opt, const DataLoader& dl, int step,
-                     const CliArgs& args) {
+                     const CliArgs& args, const LossHistory& history, const std::string& plot_name) {
     remove_stale_staging(dir);
     std::string staging = dir + ".saving." + std::to_string(getpid());
     if (dir_exists(staging)) dir_remove_flat(staging);
@@ -161,10 +174,13 @@ void save_checkpoint(const std::string& dir, const GPT2& model, const AdamW& opt
     flags += "]";
     char hash[32];
     snprintf(hash, sizeof(hash), "%016llx", (unsigned long long)params_hash(model));
+    std::vector<float> train_hist = history_flat(history.train), val_hist = history_flat(history.val);
     safetensors_write(path_join(staging, "train_state.safetensors"),
                       {{"adamw.m", "F32", {(int64_t)model.num_params}, m},
                        {"adamw.v", "F32", {(int64_t)model.num_params}, v},
-                       {"loader.order", "U32", {(int64_t)dl.order.size()}, dl.order.data()}},
+                       {"loader.order", "U32", {(int64_t)dl.order.size()}, dl.order.data()},
+                       {"history.train", "F32", {(int64_t)history.train.size(), 2}, train_hist.data()},
+                       {"history.val", "F32", {(int64_t)history.val.size(), 2}, val_hist.data()}},
                       {{"format", "gpt2.cpp train state 1"},
                        {"step", std::to_string(step)},
                        {"adamw.step", std::to_string(opt.step)},
@@ -173,6 +189,7 @@ void save_checkpoint(const std::string& dir, const GPT2& model, const AdamW& opt
                        {"loader.rng", std::to_string(dl.rng.state)},
                        {"params.fnv1a", hash},
                        {"flags", flags}});
+    if (!plot_name.empty()) plot_losses(path_join(staging, plot_name), history.train, history.val);
     dir_replace_atomic(staging, dir);
 }
 
@@ -209,7 +226,7 @@ void read_resume(ResumeState* rs, const std::string& dir) {
 }
 
 // Restores AdamW and the data loader from a train state; checks it belongs to the loaded model.
-void restore_state(const ResumeState& rs, const GPT2& model, AdamW* opt, DataLoader* dl) {
+void restore_state(const ResumeState& rs, const GPT2& model, AdamW* opt, DataLoader* dl, LossHistory* history) {
     const SafeTensors& st = rs.st;
     char hash[32];
     snprintf(hash, sizeof(hash), "%016llx", (unsigned long long)params_hash(model));
@@ -234,6 +251,14 @@ void restore_state(const ResumeState& rs, const GPT2& model, AdamW* opt, DataLoa
     dl->pos = (size_t)meta_int(st, "loader.pos");
     dl->rng.state = std::stoull(st.meta("loader.rng"));
     if (dl->pos > dl->order.size()) fatal("bad train state (%s): loader.pos past the epoch", st.path.c_str());
+    for (auto& [name, series] : {std::pair<const char*, std::vector<std::pair<int, float>>*>{"history.train", &history->train},
+                                 {"history.val", &history->val}}) {
+        const StTensor* t = st.find(name);
+        if (!t || t->dtype != "F32" || t->shape.size() != 2 || t->shape[1] != 2)
+            fatal("bad train state (%s): expected %s as F32 (n, 2)", st.path.c_str(), name);
+        std::vector<float> flat = safetensors_read_f32(st, *t);
+        for (size_t i = 0; i + 1 < flat.size(); i += 2) series->push_back({(int)flat[i], flat[i + 1]});
+    }
 }
 
 // Bytes of MemAvailable in /proc/meminfo, or 0 when unknown.
@@ -316,6 +341,9 @@ int cmd_train(int argc, char** argv) {
     const int val_every = flag_int(args, "val-every", 0, 1 << 30), val_batches = flag_int(args, "val-batches", 1, 1 << 20);
     const int save_every = flag_int(args, "save-every", 0, 1 << 30), stop_after = flag_int(args, "stop-after", 0, 1 << 30);
     const std::string out = args.has("out") ? args.str("out") : "";
+    // the plot lives in the checkpoint directory unless --plot puts it elsewhere
+    const bool plot_in_out = !args.has("plot") && !out.empty();
+    const std::string plot_path = args.has("plot") ? args.str("plot") : plot_in_out ? path_join(out, "loss.png") : "";
     if (save_every > 0 && out.empty()) fatal("missing flag --out (train): --save-every needs a directory to save to");
 
     GPT2 model;
@@ -350,9 +378,10 @@ int cmd_train(int argc, char** argv) {
         val_n = std::min((size_t)val_batches, dataloader_num_batches(val_dl));
     }
     AdamW opt;
+    LossHistory history;
     int first_step = 0;
     if (resuming) {
-        restore_state(resume, model, &opt, &train_dl);
+        restore_state(resume, model, &opt, &train_dl, &history);
         first_step = resume.step;
         printf("resumed %s at step %d\n", args.str("resume").c_str(), first_step);
     }
@@ -403,6 +432,7 @@ int cmd_train(int argc, char** argv) {
         step++;
         double ms = (time_now_s() - t0) * 1e3;
         ms_sum += ms, ms_count++;
+        history.train.push_back({step, (float)loss});
         if (tty) {  // one updating line: step/total, loss, tokens/s, ETA
             double avg = ms_sum / ms_count;
             printf("\rstep %d/%d | loss %.4f | %.0f tok/s | ETA %s\033[K", step, steps, loss,
@@ -418,6 +448,8 @@ int cmd_train(int argc, char** argv) {
             float val_loss = evaluate(&model, &val_dl, val_n);
             close_progress();
             printf("step %5d/%d | val loss %.6f\n", step, steps, val_loss);
+            history.val.push_back({step, val_loss});
+            if (!plot_path.empty() && (!plot_in_out || dir_exists(out))) plot_losses(plot_path, history.train, history.val);
             if (log) fprintf(log, "{\"step\":%d,\"val_loss\":%.6f}\n", step, val_loss);
         }
         if (log) fflush(log);
@@ -426,7 +458,7 @@ int cmd_train(int argc, char** argv) {
             print_sample(model, tok, sample_tokens, seed + step);
         }
         if (!out.empty() && ((save_every > 0 && step % save_every == 0) || last)) {
-            save_checkpoint(out, model, opt, train_dl, step, args);
+            save_checkpoint(out, model, opt, train_dl, step, args, history, plot_in_out ? "loss.png" : "");
             close_progress();
             printf("saved %s at step %d\n", out.c_str(), step);
         }

@@ -6,18 +6,18 @@ source "$(dirname "$0")/lib.sh"
 FIX=tests/fixtures/ref_tiny
 TOK=tests/fixtures/tokens_v1000.bin
 
-check "compare passes on the committed tiny dump" ./gpt2 compare --model $FIX/model --ref $FIX/dump.safetensors
+check "compare passes on the committed tiny dump" "$GPT2" compare --model $FIX/model --ref $FIX/dump.safetensors
 
 # A model with two weights in the middle of the file set to 1.0 must make compare fail: the check can fail.
 cp -r $FIX/model "$TEST_TMP/broken"
 size=$(stat -c %s "$TEST_TMP/broken/model.safetensors")
 printf '\x00\x00\x80\x3f\x00\x00\x80\x3f' | dd of="$TEST_TMP/broken/model.safetensors" bs=1 seek=$((size / 8 * 4)) conv=notrunc status=none
-./gpt2 compare --model "$TEST_TMP/broken" --ref $FIX/dump.safetensors >"$TEST_TMP/cmp" 2>&1
+"$GPT2" compare --model "$TEST_TMP/broken" --ref $FIX/dump.safetensors >"$TEST_TMP/cmp" 2>&1
 rc=$?
 if [ $rc -eq 1 ] && tail -1 "$TEST_TMP/cmp" | grep -q '^FAIL$'; then pass "compare fails on a perturbed model"; else fail "compare fails on a perturbed model (exit $rc)"; fi
 
 want=$(cut -d' ' -f2 $FIX/eval_loss.txt)
-got=$(./gpt2 eval --model $FIX/model --data $TOK -B 2 -T 16 --batches 5 | tail -1)
+got=$("$GPT2" eval --model $FIX/model --data $TOK -B 2 -T 16 --batches 5 | tail -1)
 if echo "$got" | grep -Eq '^loss [0-9]+\.[0-9]{6}$' && awk -v a="${got#loss }" -v b="$want" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-5) }'; then
     pass "eval loss matches the PyTorch reference within 1e-5 ($got vs $want)"
 else
@@ -27,7 +27,7 @@ fi
 # Train a small model from scratch on the fixture tokens: the loss must fall, the log must hold one JSON
 # line per step and per validation, the same seed must give the same losses, and the saved model loads.
 train() {
-    ./gpt2 train --train $TOK --val $TOK --vocab 1000 --layers 2 --heads 2 --channels 32 --seq-len 32 -B 4 -T 16 \
+    "$GPT2" train --train $TOK --val $TOK --vocab 1000 --layers 2 --heads 2 --channels 32 --seq-len 32 -B 4 -T 16 \
         --steps 40 --lr 3e-3 --warmup 5 --val-every 20 --val-batches 2 --sample-tokens 0 "$@"
 }
 train --log "$TEST_TMP/log.jsonl" --out "$TEST_TMP/trained" >"$TEST_TMP/train1" 2>&1
@@ -41,41 +41,43 @@ check "log has 2 validation lines" test "$(grep -c '"val_loss"' "$TEST_TMP/log.j
 train >"$TEST_TMP/train2" 2>&1
 check "same seed, same losses" diff <(grep -o 'loss [0-9.]*' "$TEST_TMP/train1") <(grep -o 'loss [0-9.]*' "$TEST_TMP/train2")
 check "grad accumulation runs" train --steps 2 --grad-accum 3
-check "saved model evaluates" ./gpt2 eval --model "$TEST_TMP/trained" --data $TOK -B 2 -T 16 --batches 2
-check "info describes the saved model" bash -c "./gpt2 info --model '$TEST_TMP/trained' | grep -q 'layers 2, heads 2, channels 32'"
+check "saved model evaluates" "$GPT2" eval --model "$TEST_TMP/trained" --data $TOK -B 2 -T 16 --batches 2
+png="$TEST_TMP/trained/loss.png"
+check "the loss plot is a PNG of 800x500 in the checkpoint" bash -c "head -c 8 '$png' | od -An -tx1 | tr -d ' \n' | grep -q '^89504e470d0a1a0a$' && test \"\$(od -An -tu1 -j16 -N8 '$png' | tr -s ' ')\" = ' 0 0 3 32 0 0 1 244'"
+check "info describes the saved model" bash -c ""$GPT2" info --model '$TEST_TMP/trained' | grep -q 'layers 2, heads 2, channels 32'"
 
 # Greedy generation equals PyTorch's argmax continuation (fixture from scripts/reference.py --greedy-prompt)
 TRAINED=tests/fixtures/trained_tiny
 check "greedy generation equals the PyTorch reference" \
-    diff <(./gpt2 generate --model $TRAINED --prompt-ids 0 --temperature 0 --max-tokens 30 --ids 2>/dev/null) $TRAINED/greedy.txt
-./gpt2 generate --model $TRAINED --prompt-ids 0 --max-tokens 8 --ids >/dev/null 2>"$TEST_TMP/gen_err"
+    diff <("$GPT2" generate --model $TRAINED --prompt-ids 0 --temperature 0 --max-tokens 30 --ids 2>/dev/null) $TRAINED/greedy.txt
+"$GPT2" generate --model $TRAINED --prompt-ids 0 --max-tokens 8 --ids >/dev/null 2>"$TEST_TMP/gen_err"
 check "generate reports decode speed on stderr" grep -Eq '^8 tokens in [0-9.]+ s \([0-9.]+ tok/s\)$' "$TEST_TMP/gen_err"
 check "generate --num-samples prints one line of ids per sample" \
-    test "$(./gpt2 generate --model $TRAINED --prompt-ids 0 --max-tokens 5 --num-samples 3 --ids 2>/dev/null | wc -l)" -eq 3
-./gpt2 generate --model $TRAINED --prompt-ids "$(seq -s ' ' 1 30)" --max-tokens 10 --ids >/dev/null 2>"$TEST_TMP/ctx_err"
+    test "$("$GPT2" generate --model $TRAINED --prompt-ids 0 --max-tokens 5 --num-samples 3 --ids 2>/dev/null | wc -l)" -eq 3
+"$GPT2" generate --model $TRAINED --prompt-ids "$(seq -s ' ' 1 30)" --max-tokens 10 --ids >/dev/null 2>"$TEST_TMP/ctx_err"
 check "generation stops when the context is full" grep -q "context of 32 tokens is full" "$TEST_TMP/ctx_err"
-check_error "prompt longer than the context" "prompt too long" ./gpt2 generate --model $TRAINED --prompt-ids "$(seq -s ' ' 1 40)" --ids
-check_error "prompt id beyond the vocabulary" "out of range (--prompt-ids)" ./gpt2 generate --model $TRAINED --prompt-ids "5 1000" --ids
-check_error "bad top-p" "expected 0 < p <= 1" ./gpt2 generate --model $TRAINED --top-p 1.5 --ids
-check_error "tokenizer that does not fit the model" "tokenizer" ./gpt2 generate --model $TRAINED --prompt hello --tokenizer "$TEST_TMP/none"
+check_error "prompt longer than the context" "prompt too long" "$GPT2" generate --model $TRAINED --prompt-ids "$(seq -s ' ' 1 40)" --ids
+check_error "prompt id beyond the vocabulary" "out of range (--prompt-ids)" "$GPT2" generate --model $TRAINED --prompt-ids "5 1000" --ids
+check_error "bad top-p" "expected 0 < p <= 1" "$GPT2" generate --model $TRAINED --top-p 1.5 --ids
+check_error "tokenizer that does not fit the model" "tokenizer" "$GPT2" generate --model $TRAINED --prompt hello --tokenizer "$TEST_TMP/none"
 
 # Bad input: one line naming the file or flag, exit 1.
-check_error "missing model directory" "nonexistent" ./gpt2 eval --model "$TEST_TMP/nonexistent" --data $TOK
-check_error "unknown flag with a suggestion" "unknown flag --modle" ./gpt2 eval --modle x
-check_error "malformed number" "malformed value for --batch" ./gpt2 eval --model $FIX/model --data $TOK -B x
-check_error "missing flag value" "missing value for flag --data" ./gpt2 eval --model $FIX/model --data
-check_error "T beyond the context" "expected <= 32" ./gpt2 eval --model $FIX/model --data $TOK -T 33
+check_error "missing model directory" "nonexistent" "$GPT2" eval --model "$TEST_TMP/nonexistent" --data $TOK
+check_error "unknown flag with a suggestion" "unknown flag --modle" "$GPT2" eval --modle x
+check_error "malformed number" "malformed value for --batch" "$GPT2" eval --model $FIX/model --data $TOK -B x
+check_error "missing flag value" "missing value for flag --data" "$GPT2" eval --model $FIX/model --data
+check_error "T beyond the context" "expected <= 32" "$GPT2" eval --model $FIX/model --data $TOK -T 33
 check_error "tokens beyond the vocabulary" "out of range in .*tokens_v1000.bin" \
-    ./gpt2 train --train $TOK --vocab 500 --layers 1 --heads 1 --channels 8 --steps 1 --sample-tokens 0
-check_error "eval batches beyond the data" "too few tokens" ./gpt2 eval --model $FIX/model --data $TOK -B 2 -T 16 --batches 1000
+    "$GPT2" train --train $TOK --vocab 500 --layers 1 --heads 1 --channels 8 --steps 1 --sample-tokens 0
+check_error "eval batches beyond the data" "too few tokens" "$GPT2" eval --model $FIX/model --data $TOK -B 2 -T 16 --batches 1000
 cp -r $FIX/model "$TEST_TMP/trunc"
 head -c 5000 $FIX/model/model.safetensors >"$TEST_TMP/trunc/model.safetensors"
-check_error "truncated safetensors names the file" "corrupt safetensors file (.*trunc/model.safetensors)" ./gpt2 info --model "$TEST_TMP/trunc"
+check_error "truncated safetensors names the file" "corrupt safetensors file (.*trunc/model.safetensors)" "$GPT2" info --model "$TEST_TMP/trunc"
 cp -r $FIX/model "$TEST_TMP/badjson"
 echo '{"n_embd": 64,' >"$TEST_TMP/badjson/config.json"
-check_error "malformed config.json" "malformed JSON in .*config.json" ./gpt2 info --model "$TEST_TMP/badjson"
+check_error "malformed config.json" "malformed JSON in .*config.json" "$GPT2" info --model "$TEST_TMP/badjson"
 cp -r $FIX/model "$TEST_TMP/geometry"
 sed -i 's/"n_layer": 2/"n_layer": 3/' "$TEST_TMP/geometry/config.json"
-check_error "missing tensor names tensor and shape" "missing tensor transformer.h.2.ln_1.weight .*expected shape (64,)" ./gpt2 info --model "$TEST_TMP/geometry"
-check_error "bad token file magic" "bad magic" ./gpt2 eval --model $FIX/model --data $FIX/model/model.safetensors -B 2 -T 16
+check_error "missing tensor names tensor and shape" "missing tensor transformer.h.2.ln_1.weight .*expected shape (64,)" "$GPT2" info --model "$TEST_TMP/geometry"
+check_error "bad token file magic" "bad magic" "$GPT2" eval --model $FIX/model --data $FIX/model/model.safetensors -B 2 -T 16
 summary

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # cli_tokenize.sh: `gpt2 tokenize` end to end: ids of every committed fixture (from
 # scripts/bpe_reference.py), stdin, token files written with -o, the llm.c document layout, and one-line
-# errors for bad input, flags and tokenizer files. Needs ./gpt2 and the tokenizer files (GPT2_DATA_DIR or
+# errors for bad input, flags and tokenizer files. Needs "$GPT2" and the tokenizer files (GPT2_DATA_DIR or
 # data/gpt2); it needs no Python.
 source "$(dirname "$0")/lib.sh"
 
@@ -17,7 +17,7 @@ fi
 # ids_equal CASE [ARGS...]: `gpt2 tokenize --ids ARGS FILE` prints the fixture's expected ids.
 ids_equal() {
     local name=$1; shift
-    ./gpt2 tokenize --ids "$@" "$FIX/$name.in" >"$TEST_TMP/ids" && cmp -s "$TEST_TMP/ids" "$FIX/$name.ids"
+    "$GPT2" tokenize --ids "$@" "$FIX/$name.in" >"$TEST_TMP/ids" && cmp -s "$TEST_TMP/ids" "$FIX/$name.ids"
 }
 mapfile -t cases <"$FIX/cases.txt"
 for name in "${cases[@]}"; do
@@ -25,7 +25,7 @@ for name in "${cases[@]}"; do
     check "ids of fixture $name" ids_equal "$name"
 done
 
-stdin_ids() { ./gpt2 tokenize --ids - <"$FIX/cyrillic.in" | cmp -s - "$FIX/cyrillic.ids"; }
+stdin_ids() { "$GPT2" tokenize --ids - <"$FIX/cyrillic.in" | cmp -s - "$FIX/cyrillic.ids"; }
 check "stdin (-) gives the same ids" stdin_ids
 
 # header_is FILE COUNT: llm.c header (magic, version, count) and size 1024 + 2 * COUNT.
@@ -41,7 +41,7 @@ header_is() {
 
 total=$(wc -w <"$FIX/shakespeare.ids" | tr -d ' ')
 check "-o PREFIX writes PREFIX_val.bin and PREFIX_train.bin" \
-    ./gpt2 tokenize "$FIX/shakespeare.in" -o "$TEST_TMP/prefixed/shk" --val-tokens 10
+    "$GPT2" tokenize "$FIX/shakespeare.in" -o "$TEST_TMP/prefixed/shk" --val-tokens 10
 check "val file has the first 10 tokens" header_is "$TEST_TMP/prefixed/shk_val.bin" 10
 check "train file has the rest" header_is "$TEST_TMP/prefixed/shk_train.bin" $((total - 10))
 val_ids_match() {
@@ -54,13 +54,13 @@ val_ids_match() {
 }
 check "val file holds the expected ids" val_ids_match
 check "-o DIR/ writes DIR/val.bin and DIR/train.bin" \
-    ./gpt2 tokenize "$FIX/shakespeare.in" -o "$TEST_TMP/dir/" --val-tokens 0
+    "$GPT2" tokenize "$FIX/shakespeare.in" -o "$TEST_TMP/dir/" --val-tokens 0
 check "DIR/val.bin is empty with --val-tokens 0" header_is "$TEST_TMP/dir/val.bin" 0
 check "DIR/train.bin holds every token" header_is "$TEST_TMP/dir/train.bin" "$total"
 
 documents() {
     # shakespeare.in has 6 blank-line separators, so 7 sections each opened by <|endoftext|>.
-    ./gpt2 tokenize --ids --split-on-blank-lines "$FIX/shakespeare.in" >"$TEST_TMP/docs" || return 1
+    "$GPT2" tokenize --ids --split-on-blank-lines "$FIX/shakespeare.in" >"$TEST_TMP/docs" || return 1
     local first eots
     first=$(cut -d' ' -f1 "$TEST_TMP/docs")
     eots=$(tr ' ' '\n' <"$TEST_TMP/docs" | grep -c '^50256$')
@@ -70,43 +70,43 @@ documents() {
 check "--split-on-blank-lines puts <|endoftext|> before each section" documents
 
 # Error paths: exit 1 with one `error:` line naming the file or flag.
-check_error "missing input file" "no_such_file.txt" ./gpt2 tokenize --ids "$TEST_TMP/no_such_file.txt"
-check_error "no input file given" "missing input file" ./gpt2 tokenize --ids
-check_error "unknown flag" "unknown flag --idz" ./gpt2 tokenize --idz "$FIX/greek.in"
-check_error "empty input" "empty input ($FIX/empty.in)" ./gpt2 tokenize --ids "$FIX/empty.in"
-check_error "empty stdin" "empty input (stdin)" ./gpt2 tokenize --ids - </dev/null
-check_error "neither --ids nor -o" "missing output" ./gpt2 tokenize "$FIX/greek.in"
-check_error "both --ids and -o" "conflicting flags" ./gpt2 tokenize --ids -o "$TEST_TMP/x" "$FIX/greek.in"
+check_error "missing input file" "no_such_file.txt" "$GPT2" tokenize --ids "$TEST_TMP/no_such_file.txt"
+check_error "no input file given" "missing input file" "$GPT2" tokenize --ids
+check_error "unknown flag" "unknown flag --idz" "$GPT2" tokenize --idz "$FIX/greek.in"
+check_error "empty input" "empty input ($FIX/empty.in)" "$GPT2" tokenize --ids "$FIX/empty.in"
+check_error "empty stdin" "empty input (stdin)" "$GPT2" tokenize --ids - </dev/null
+check_error "neither --ids nor -o" "missing output" "$GPT2" tokenize "$FIX/greek.in"
+check_error "both --ids and -o" "conflicting flags" "$GPT2" tokenize --ids -o "$TEST_TMP/x" "$FIX/greek.in"
 check_error "--val-tokens larger than the text" "too few tokens for --val-tokens" \
-    ./gpt2 tokenize -o "$TEST_TMP/small" "$FIX/greek.in"
-check_error "malformed --val-tokens" "val-tokens" ./gpt2 tokenize -o "$TEST_TMP/x" --val-tokens ten "$FIX/greek.in"
+    "$GPT2" tokenize -o "$TEST_TMP/small" "$FIX/greek.in"
+check_error "malformed --val-tokens" "val-tokens" "$GPT2" tokenize -o "$TEST_TMP/x" --val-tokens ten "$FIX/greek.in"
 check_error "missing tokenizer dir" "tokenizer directory not found ($TEST_TMP/nope)" \
-    ./gpt2 tokenize --tokenizer "$TEST_TMP/nope" --ids "$FIX/greek.in"
+    "$GPT2" tokenize --tokenizer "$TEST_TMP/nope" --ids "$FIX/greek.in"
 
 mkdir -p "$TEST_TMP/tok_empty" "$TEST_TMP/tok_no_merges" "$TEST_TMP/tok_bad_json" "$TEST_TMP/tok_bad_merge"
 check_error "tokenizer dir without files" "tokenizer files not found ($TEST_TMP/tok_empty)" \
-    ./gpt2 tokenize --tokenizer "$TEST_TMP/tok_empty" --ids "$FIX/greek.in"
+    "$GPT2" tokenize --tokenizer "$TEST_TMP/tok_empty" --ids "$FIX/greek.in"
 cp "$TOK_DIR/encoder.json" "$TEST_TMP/tok_no_merges/encoder.json"
 check_error "encoder.json without vocab.bpe" "$TEST_TMP/tok_no_merges/vocab.bpe" \
-    ./gpt2 tokenize --tokenizer "$TEST_TMP/tok_no_merges" --ids "$FIX/greek.in"
+    "$GPT2" tokenize --tokenizer "$TEST_TMP/tok_no_merges" --ids "$FIX/greek.in"
 head -c 5000 "$TOK_DIR/encoder.json" >"$TEST_TMP/tok_bad_json/encoder.json"
 cp "$TOK_DIR/vocab.bpe" "$TEST_TMP/tok_bad_json/vocab.bpe"
 check_error "truncated encoder.json" "malformed JSON ($TEST_TMP/tok_bad_json/encoder.json)" \
-    ./gpt2 tokenize --tokenizer "$TEST_TMP/tok_bad_json" --ids "$FIX/greek.in"
+    "$GPT2" tokenize --tokenizer "$TEST_TMP/tok_bad_json" --ids "$FIX/greek.in"
 cp "$TOK_DIR/encoder.json" "$TEST_TMP/tok_bad_merge/vocab.json"
 { head -n 100 "$TOK_DIR/vocab.bpe"; echo "this line is bad"; } >"$TEST_TMP/tok_bad_merge/merges.txt"
 check_error "malformed line in merges.txt" "malformed merge ($TEST_TMP/tok_bad_merge/merges.txt) at line 101" \
-    ./gpt2 tokenize --tokenizer "$TEST_TMP/tok_bad_merge" --ids "$FIX/greek.in"
+    "$GPT2" tokenize --tokenizer "$TEST_TMP/tok_bad_merge" --ids "$FIX/greek.in"
 
 # Rule orders the merge loop cannot reproduce exactly are refused (see load_merges).
 mkdir -p "$TEST_TMP/tok_order" "$TEST_TMP/tok_twice"
 cp "$TOK_DIR/encoder.json" "$TEST_TMP/tok_order/encoder.json"
 printf '#version: 0.2\n\xc4\xa0 t\n\xc4\xa0t he\nh e\n' >"$TEST_TMP/tok_order/vocab.bpe"
 check_error "merge using a token made later" "merge out of order ($TEST_TMP/tok_order/vocab.bpe) at line 3" \
-    ./gpt2 tokenize --tokenizer "$TEST_TMP/tok_order" --ids "$FIX/greek.in"
+    "$GPT2" tokenize --tokenizer "$TEST_TMP/tok_order" --ids "$FIX/greek.in"
 cp "$TOK_DIR/encoder.json" "$TEST_TMP/tok_twice/encoder.json"
 printf '#version: 0.2\n\xc4\xa0 t\nh e\n\xc4\xa0t h\n\xc4\xa0t he\n\xc4\xa0th e\n' >"$TEST_TMP/tok_twice/vocab.bpe"
 check_error "two merges making the same token" "token made twice ($TEST_TMP/tok_twice/vocab.bpe) at line 6" \
-    ./gpt2 tokenize --tokenizer "$TEST_TMP/tok_twice" --ids "$FIX/greek.in"
+    "$GPT2" tokenize --tokenizer "$TEST_TMP/tok_twice" --ids "$FIX/greek.in"
 
 summary

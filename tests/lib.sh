@@ -1,7 +1,9 @@
 # lib.sh: helpers for the shell-level tests (sourced). Each script records results with pass/fail and
 # ends with `summary`, which prints `N passed, N failed` and exits non-zero on any failure.
-# Scripts run from the repository root with ./gpt2 built.
+# Scripts run from the repository root and call the binary as "$GPT2" (./gpt2 unless the Makefile points
+# it at another build, e.g. the sanitizer one).
 set -u
+GPT2=${GPT2:-./gpt2}
 TESTS_PASSED=0
 TESTS_FAILED=0
 TEST_TMP=$(mktemp -d)

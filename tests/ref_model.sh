@@ -17,13 +17,13 @@ W=${GPT2_REF_DIR:-$TEST_TMP}
 
 $REF --layers 2 --heads 4 --channels 64 --vocab 50257 --seq-len 64 -B 2 -T 16 --seed 3 \
     --model-out "$W/tiny/model" --dump-out "$W/tiny/dump.safetensors" >/dev/null
-check "tiny full-vocab config: compare (all 10 AdamW steps)" ./gpt2 compare --model "$W/tiny/model" --ref "$W/tiny/dump.safetensors"
+check "tiny full-vocab config: compare (all 10 AdamW steps)" "$GPT2" compare --model "$W/tiny/model" --ref "$W/tiny/dump.safetensors"
 cat "$TEST_TMP/out" | grep -E '^(logits|loss|adamw.loss\[9\])'
 
 $REF --layers 12 --heads 12 --channels 768 --vocab 50257 --seq-len 1024 -B 4 -T 64 --seed 0 \
     --model-out "$W/124m/model" --dump-out "$W/124m/dump.safetensors" >/dev/null
 check "124M geometry: compare (logits, loss, every gradient, 3 AdamW steps)" \
-    ./gpt2 compare --model "$W/124m/model" --ref "$W/124m/dump.safetensors" --adamw-steps 3
+    "$GPT2" compare --model "$W/124m/model" --ref "$W/124m/dump.safetensors" --adamw-steps 3
 sort -k3 -g "$TEST_TMP/out" | grep ' rel ' | tail -3
 rm -rf "$W/124m"
 
@@ -34,7 +34,7 @@ if [ -f data/tinyshakespeare/val.bin ]; then DATA=data/tinyshakespeare/val.bin; 
 fi
 want=$($REF --layers 2 --heads 4 --channels 64 --vocab 50257 --seq-len 64 -B 4 -T 64 --seed 3 \
     --model-out "$W/tiny/model" --eval-data "$DATA" --eval-batches 8 | grep -o 'loss [0-9.]*' | cut -d' ' -f2)
-got=$(./gpt2 eval --model "$W/tiny/model" --data "$DATA" -B 4 -T 64 --batches 8 | tail -1 | cut -d' ' -f2)
+got=$("$GPT2" eval --model "$W/tiny/model" --data "$DATA" -B 4 -T 64 --batches 8 | tail -1 | cut -d' ' -f2)
 check "eval matches PyTorch within 1e-5 on $DATA ($got vs $want)" \
     awk -v a="$got" -v b="$want" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1e-5) }'
 

@@ -30,7 +30,7 @@ check "regenerated fixtures equal the committed ones" diff -r "$TEST_TMP/fixture
 # same_ids NAME FILE [FLAGS...]: C++ and Python print identical ids for FILE.
 same_ids() {
     local name=$1 file=$2; shift 2
-    ./gpt2 tokenize --ids --tokenizer "$TOK_DIR" "$@" "$file" >"$TEST_TMP/$name.cc" || return 1
+    "$GPT2" tokenize --ids --tokenizer "$TOK_DIR" "$@" "$file" >"$TEST_TMP/$name.cc" || return 1
     "$PY" "$REF" --tokenizer "$TOK_DIR" "$@" "$file" >"$TEST_TMP/$name.py" || return 1
     echo "$(wc -w <"$TEST_TMP/$name.cc") ids from C++, $(wc -w <"$TEST_TMP/$name.py") from Python"
     cmp "$TEST_TMP/$name.cc" "$TEST_TMP/$name.py"
@@ -45,7 +45,7 @@ done
 
 header_count() { od -An -t d4 -j 8 -N 4 "$1" | tr -d ' '; }
 llmc_split() {
-    ./gpt2 tokenize --tokenizer "$TOK_DIR" "$SHAKESPEARE" -o "$TEST_TMP/ts/" --split-on-blank-lines \
+    "$GPT2" tokenize --tokenizer "$TOK_DIR" "$SHAKESPEARE" -o "$TEST_TMP/ts/" --split-on-blank-lines \
         --val-tokens 32768 || return 1
     local val train
     val=$(header_count "$TEST_TMP/ts/val.bin")

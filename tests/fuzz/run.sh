@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# run.sh DIR SECONDS TARGET...: runs libFuzzer targets built into DIR (make fuzz). For each target it first
+# replays every file in tests/fuzz/regressions/<target>/ once (any crash fails), then fuzzes for SECONDS
+# from DIR/corpus/<target>, seeded with tests/fuzz/seeds/<target>/. A new crasher (crash-, leak-, timeout-
+# or oom- file) is copied into tests/fuzz/regressions/<target>/ so every later run replays it; commit it
+# with the fix. Prints executions and crashes per target and `N passed, N failed` (a target passes when it
+# ran clean); non-zero exit on any crash.
+set -u
+cd "$(dirname "$0")/../.."
+dir=$1 seconds=$2
+shift 2
+status=0
+passed=0
+failed=0
+for t in "$@"; do
+    bin=$dir/fuzz_$t
+    reg=tests/fuzz/regressions/$t
+    corpus=$dir/corpus/$t
+    art=$dir/artifacts/$t
+    log=$dir/logs/$t.log
+    mkdir -p "$corpus" "$art" "$dir/logs"
+    replayed=0
+    if compgen -G "$reg/*" >/dev/null; then
+        replayed=$(find "$reg" -type f | wc -l)
+        if ! "$bin" -timeout=10 $(find "$reg" -type f | sort) >"$log" 2>&1; then
+            echo "FAIL fuzz_$t: a regression input in $reg crashes again; see $log"
+            grep -E 'ERROR|runtime error|Running:' "$log" | tail -5
+            status=1
+            failed=$((failed + 1))
+            continue
+        fi
+    fi
+    rm -f "$art"/*  # only this run's crashers count
+    seeds=()
+    [ -d "tests/fuzz/seeds/$t" ] && seeds=("tests/fuzz/seeds/$t")
+    "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+        -artifact_prefix="$art/" "$corpus" "${seeds[@]}" >"$log" 2>&1
+    rc=$?
+    execs=$(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}' | tail -1)
+    crashes=0
+    for f in $(find "$art" -type f | sort); do
+        [ -e "$reg/$(basename "$f")" ] && continue
+        mkdir -p "$reg"
+        cp "$f" "$reg/"
+        crashes=$((crashes + 1))
+        echo "new crasher for fuzz_$t: $reg/$(basename "$f")"
+    done
+    if [ "$crashes" -gt 0 ]; then
+        grep -E 'ERROR|runtime error|SUMMARY' "$log" | head -5
+        status=1
+    elif [ "$rc" -ne 0 ]; then
+        echo "FAIL fuzz_$t: exit $rc without a crash file; see $log"
+        tail -3 "$log"
+        status=1
+    fi
+    echo "fuzz_$t: ${execs:-?} executions in ${seconds}s, $replayed regression inputs replayed, $crashes crashes (log $log)"
+    if [ "$crashes" -eq 0 ] && [ "$rc" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+done
+echo "$passed passed, $failed failed"
+exit $status

@@ -42,12 +42,24 @@ typedef float v16 __attribute__((vector_size(64)));
 #endif
 const int MR = GEMM_MR;       // rows of the register tile
 const int NR = 16 * GEMM_NV;  // columns of the register tile: GEMM_NV 16-float vectors
-#ifndef GEMM_KC
-#define GEMM_KC 256
-#endif
-const int KC = GEMM_KC;  // depth of one packed panel pair
-const int MC = 128 / MR * MR;    // rows of A packed at once (MC*KC floats <= 128 KiB, lives in L2)
-const int NC = 1024 / NR * NR;  // columns of B packed at once (KC*NC floats <= 1 MiB, lives in L2)
+const int KC = 256;            // depth of one packed panel pair (B's KC x NR micro-panel: 32 KiB, in L1)
+const int MC = 128 / MR * MR;  // rows of A packed at once (MC x KC floats, in L2)
+const int NC = 1024 / NR * NR; // columns of B packed at once (KC x NC floats = 1 MiB, in L2)
+// When C is far larger than L2 (the lm_head's logits, 51 MB at B=4 T=64) every extra pass over K
+// re-reads and re-writes it from memory; such products take the whole of a K <= KC_DEEP in one pass,
+// with a narrower B block to keep it in L2.
+const int KC_DEEP = 768;
+const int NC_DEEP = 256 / NR * NR;
+const size_t DEEP_MIN_C = (size_t)4 << 20;  // floats of C (16 MB)
+
+struct Blocking {
+    int kc, nc;
+};
+// Depends on the shape only, never on the thread count: the K split decides the summation order.
+Blocking choose_blocking(int M, int N, int K) {
+    if ((size_t)M * N >= DEEP_MIN_C && K > KC && K <= KC_DEEP) return {K, NC_DEEP};
+    return {KC, NC};
+}
 
 inline float a_at(const float* A, int lda, bool trans, int i, int k) {
     return trans ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
@@ -145,9 +157,15 @@ void pack_b(float* dst, const float* B, int ldb, bool trans, int k0, int kc, int
         } else {
             int k = 0;
             if (cols == NR && NR % 16 == 0)
-                for (; k + 16 <= kc; k += 16)
+                for (; k + 16 <= kc; k += 16) {
                     for (int c = 0; c < NR; c += 16)
                         transpose_block16(dst + (size_t)k * NR + c, NR, B + (size_t)(j0 + q + c) * ldb + k0 + k, ldb);
+                    // the next panel's NR rows are NR separate streams (the lm_head's weights come from
+                    // DRAM): fetch their lines one transpose ahead
+                    if (q + 2 * NR <= nc)
+                        for (int c = 0; c < NR; c++)
+                            __builtin_prefetch(B + (size_t)(j0 + q + NR + c) * ldb + k0 + k);
+                }
             for (int c = 0; c < NR; c++) {
                 const float* src = c < cols ? B + (size_t)(j0 + q + c) * ldb + k0 : nullptr;
                 for (int kk = k; kk < kc; kk++) dst[(size_t)kk * NR + c] = src ? src[kk] : 0.0f;
@@ -236,12 +254,12 @@ void micro_kernel(int kc, const float* a, const float* b, float* C, int ldc, int
 #endif
 
 // One thread's block C[i0:i1, j0:j1].
-void gemm_block(int i0, int i1, int j0, int j1, int K, const float* A, int lda, bool transA, const float* B,
+void gemm_block(Blocking blk, int i0, int i1, int j0, int j1, int K, const float* A, int lda, bool transA, const float* B,
                 int ldb, bool transB, float* C, int ldc, bool accumulate, float* pa, float* pb) {
-    for (int jc = j0; jc < j1; jc += NC) {
-        int nc = std::min(NC, j1 - jc);
-        for (int pc = 0; pc < K; pc += KC) {
-            int kc = std::min(KC, K - pc);
+    for (int jc = j0; jc < j1; jc += blk.nc) {
+        int nc = std::min(blk.nc, j1 - jc);
+        for (int pc = 0; pc < K; pc += blk.kc) {
+            int kc = std::min(blk.kc, K - pc);
             bool add = accumulate || pc > 0;
             pack_b(pb, B, ldb, transB, pc, kc, jc, nc);
             for (int ic = i0; ic < i1; ic += MC) {
@@ -263,8 +281,8 @@ struct PackBuffers {
     float* a = nullptr;
     float* b = nullptr;
     PackBuffers() {
-        a = static_cast<float*>(aligned_alloc(64, sizeof(float) * MC * KC));
-        b = static_cast<float*>(aligned_alloc(64, sizeof(float) * KC * NC));
+        a = static_cast<float*>(aligned_alloc(64, sizeof(float) * MC * std::max(KC, KC_DEEP)));
+        b = static_cast<float*>(aligned_alloc(64, sizeof(float) * std::max(KC * NC, KC_DEEP * NC_DEEP)));
     }
     ~PackBuffers() {
         free(a);
@@ -310,7 +328,7 @@ void gemm(int M, int N, int K, const float* A, int lda, bool transA, const float
         }
         if (i0 < i1 && j0 < j1) {
             PackBuffers& buf = pack_buffers();
-            gemm_block(i0, i1, j0, j1, K, A, lda, transA, B, ldb, transB, C, ldc, accumulate, buf.a, buf.b);
+            gemm_block(choose_blocking(M, N, K), i0, i1, j0, j1, K, A, lda, transA, B, ldb, transB, C, ldc, accumulate, buf.a, buf.b);
         }
     }
 }
@@ -319,7 +337,7 @@ void gemm_serial(int M, int N, int K, const float* A, int lda, bool transA, cons
                  float* C, int ldc, bool accumulate) {
     if (gemm_trivial(M, N, K, C, ldc, accumulate)) return;
     PackBuffers& buf = pack_buffers();
-    gemm_block(0, M, 0, N, K, A, lda, transA, B, ldb, transB, C, ldc, accumulate, buf.a, buf.b);
+    gemm_block(choose_blocking(M, N, K), 0, M, 0, N, K, A, lda, transA, B, ldb, transB, C, ldc, accumulate, buf.a, buf.b);
 }
 
 void gemm_ref(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB,

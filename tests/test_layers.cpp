@@ -74,6 +74,18 @@ TEST(gemm_matches_reference_on_odd_shapes) {
                 }
 }
 
+TEST(gemm_matches_reference_with_c_larger_than_cache) {
+    // C of >= 4M floats with 256 < K <= 768 takes gemm's one-pass-over-K blocking (the lm_head forward)
+    const int M = 40, N = 105001, K = 260;
+    std::vector<float> A = randn((size_t)M * K, 1), B = randn((size_t)K * N, 2);
+    std::vector<float> C((size_t)M * N), Cref((size_t)M * N);
+    gemm(M, N, K, A.data(), K, false, B.data(), K, true, C.data(), N, false);
+    gemm_ref(M, N, K, A.data(), K, false, B.data(), K, true, Cref.data(), N, false);
+    double max_diff = 0;
+    for (size_t i = 0; i < C.size(); i++) max_diff = std::fmax(max_diff, std::fabs(C[i] - Cref[i]));
+    CHECK(max_diff <= 1e-6 * (K + 10));
+}
+
 TEST(encoder_backward_matches_finite_differences) {
     const int B = 2, T = 5, C = 6, V = 7;
     std::vector<int> tokens = {1, 3, 3, 0, 6, 3, 2, 1, 1, 5};  // repeats: rows of dwte collide

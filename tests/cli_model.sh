@@ -79,5 +79,15 @@ check_error "malformed config.json" "malformed JSON in .*config.json" "$GPT2" in
 cp -r $FIX/model "$TEST_TMP/geometry"
 sed -i 's/"n_layer": 2/"n_layer": 3/' "$TEST_TMP/geometry/config.json"
 check_error "missing tensor names tensor and shape" "missing tensor transformer.h.2.ln_1.weight .*expected shape (64,)" "$GPT2" info --model "$TEST_TMP/geometry"
-check_error "bad token file magic" "bad magic" "$GPT2" eval --model $FIX/model --data $FIX/model/model.safetensors -B 2 -T 16
+check_error "bad token file magic" "bad magic in token file (.*) at offset 0" "$GPT2" eval --model $FIX/model --data $FIX/model/model.safetensors -B 2 -T 16
+cp $TOK "$TEST_TMP/odd.bin" && printf 'x' >>"$TEST_TMP/odd.bin"
+check_error "odd byte count in a token file" "odd byte count in token file (.*odd.bin)" "$GPT2" eval --model $FIX/model --data "$TEST_TMP/odd.bin" -B 2 -T 16
+cp $TOK "$TEST_TMP/count.bin" && printf 'xy' >>"$TEST_TMP/count.bin"
+check_error "token count disagreeing with the size" "token count mismatch in token file (.*count.bin) at offset 8" "$GPT2" eval --model $FIX/model --data "$TEST_TMP/count.bin" -B 2 -T 16
+head -c 1024 $TOK >"$TEST_TMP/empty.bin" && printf '\x00\x00\x00\x00' | dd of="$TEST_TMP/empty.bin" bs=1 seek=8 conv=notrunc status=none
+check_error "empty token file" "too few tokens in .*empty.bin" "$GPT2" eval --model $FIX/model --data "$TEST_TMP/empty.bin" -B 2 -T 16
+check_error "B of 0" "bad value for --batch (eval): expected 1.." "$GPT2" eval --model $FIX/model --data $TOK -B 0
+check_error "T of 0" "bad value for --tokens (eval): expected 1.." "$GPT2" eval --model $FIX/model --data $TOK -T 0
+check "--name=value flags give the same result" test "$("$GPT2" eval --model=$FIX/model --data=$TOK -B 2 -T 16 --batches=5 | tail -1)" = "$got"
+check_error "unknown command with a suggestion" "unknown command 'trian'" "$GPT2" trian
 summary

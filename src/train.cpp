@@ -285,9 +285,9 @@ int cmd_train(int argc, char** argv) {
         }
         if (!std::isfinite(loss))
             fatal("loss is %f at step %d: training diverged; the last checkpoint (if any) is kept", loss, step + 1);
-        float norm = optimizer_clip_grads(&model, grad_clip);
+        float norm = optimizer_grad_norm(model);
         float lr = lr_schedule(step, steps, opt_cfg.lr, warmup, min_lr_frac, schedule == "cosine");
-        adamw_update(&opt, &model, opt_cfg, lr);
+        adamw_update(&opt, &model, opt_cfg, lr, optimizer_clip_factor(norm, grad_clip));  // clipping folded in
         step++;
         double ms = (time_now_s() - t0) * 1e3;
         ms_sum += ms, ms_count++;

@@ -197,3 +197,21 @@ TEST(half_and_bfloat_narrow_to_nearest_even) {
         if (!std::isnan(f)) CHECK(f32_to_bf16(f) == b);
     }
 }
+
+TEST(clipping_folded_into_adamw_equals_clipping_first) {
+    GPT2 a, b;
+    gpt2_build(&a, config_make(4, 8, 1, 1, 4), "test");
+    gpt2_build(&b, config_make(4, 8, 1, 1, 4), "test");
+    for (size_t i = 0; i < a.num_params; i++) {
+        a.params[i] = b.params[i] = 0.01f * (float)((i * 7) % 13);
+        a.grads[i] = b.grads[i] = 0.3f * (float)((i * 5) % 11) - 1.5f;  // norm far above 1
+    }
+    AdamWConfig cfg;
+    AdamW oa, ob;
+    float norm = optimizer_clip_grads(&a, 1.0f);
+    adamw_update(&oa, &a, cfg, 1e-3f);
+    adamw_update(&ob, &b, cfg, 1e-3f, optimizer_clip_factor(optimizer_grad_norm(b), 1.0f));
+    CHECK(norm > 1.0f);
+    CHECK(memcmp(a.params.data(), b.params.data(), a.params.size() * sizeof(float)) == 0);
+    CHECK(optimizer_clip_factor(0.5f, 1.0f) == 1.0f && optimizer_clip_factor(5.0f, 0.0f) == 1.0f);
+}

@@ -61,15 +61,15 @@ check_error "prompt id beyond the vocabulary" "out of range (--prompt-ids)" "$GP
 check_error "bad top-p" "expected 0 < p <= 1" "$GPT2" generate --model $TRAINED --top-p 1.5 --ids
 check_error "tokenizer that does not fit the model" "tokenizer" "$GPT2" generate --model $TRAINED --prompt hello --tokenizer "$TEST_TMP/none"
 
-# A diverging run (lr 10, no clipping) stops at the first non-finite loss, naming the step, and keeps the
-# last good checkpoint.
-"$GPT2" train --train $TOK --vocab 1000 --layers 1 --heads 1 --channels 8 --seq-len 16 -B 2 -T 8 --steps 200 --lr 10 \
-    --grad-clip 0 --beta1 0 --beta2 0 --weight-decay 0 --sample-tokens 0 --out "$TEST_TMP/nan" --save-every 5 \
-    >"$TEST_TMP/nan.log" 2>&1
-rc=$?
-nan_step=$(grep -o 'loss is -*nan at step [0-9]*\|loss is -*inf at step [0-9]*' "$TEST_TMP/nan.log" | grep -o '[0-9]*$')
-check "a NaN loss stops training with exit 1, naming the step ($nan_step)" test "$rc" -eq 1 -a -n "$nan_step"
-check "the last good checkpoint survives the NaN" bash -c "\"$GPT2\" info --model '$TEST_TMP/nan' >/dev/null && grep -q \"saved $TEST_TMP/nan at step \$(( ($nan_step - 1) / 5 * 5 ))\" '$TEST_TMP/nan.log'"
+# A non-finite loss stops training, naming the step, and leaves the last good checkpoint in --out as it
+# was. The poison is a NaN in ln_f.bias (the last 4 bytes of an llm.c v3 file), so every logit is NaN.
+"$GPT2" export --model $TRAINED --out "$TEST_TMP/poison.bin" --format llmc >/dev/null
+size=$(stat -c %s "$TEST_TMP/poison.bin")
+printf '\x00\x00\xc0\x7f' | dd of="$TEST_TMP/poison.bin" bs=1 seek=$((size - 4)) conv=notrunc status=none
+before=$(cksum <"$TEST_TMP/trained/model.safetensors")
+check_error "a NaN loss stops training, naming the step" "loss is -*nan at step 1" \
+    "$GPT2" train --model "$TEST_TMP/poison.bin" --train $TOK -B 4 -T 16 --steps 5 --sample-tokens 0 --out "$TEST_TMP/trained"
+check "the last good checkpoint survives the NaN" test "$(cksum <"$TEST_TMP/trained/model.safetensors")" = "$before"
 check_error "empty prompt" "empty prompt (--prompt-ids)" "$GPT2" generate --model $TRAINED --prompt-ids "" --ids
 
 # Bad input: one line naming the file or flag, exit 1.

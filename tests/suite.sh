@@ -1,0 +1,34 @@
+# suite.sh: sourced by run.sh and check.sh. run_suite NAME CMD... runs one suite, echoes its output and
+# adds its closing `N passed, N failed` line to the totals (a suite without one, or one that exits
+# non-zero while reporting no failure, counts as a failure); suite_total prints the grand total and
+# returns non-zero on any failure.
+total_passed=0
+total_failed=0
+suite_log=$(mktemp)
+trap 'rm -f "$suite_log"' EXIT
+
+run_suite() {
+    local name=$1; shift
+    echo "== $name"
+    "$@" 2>&1 | tee "$suite_log"
+    local rc=${PIPESTATUS[0]} line p f
+    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$suite_log" | tail -1)
+    if [ -z "$line" ]; then
+        echo "FAIL $name: no summary line (exit $rc)"
+        total_failed=$((total_failed + 1))
+        return
+    fi
+    p=$(echo "$line" | cut -d' ' -f1)
+    f=$(echo "$line" | cut -d' ' -f3)
+    total_passed=$((total_passed + p))
+    total_failed=$((total_failed + f))
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+        echo "FAIL $name: exit $rc despite no failed test"
+        total_failed=$((total_failed + 1))
+    fi
+}
+
+suite_total() {
+    echo "$total_passed passed, $total_failed failed"
+    [ "$total_failed" -eq 0 ]
+}

@@ -136,3 +136,16 @@ double CliArgs::number(const char* name) const {
         fatal("malformed value for --%s (%s): expected a number, got '%s'", name, command.c_str(), v.c_str());
     return x;
 }
+
+long long CliArgs::integer_in(const char* name, long long lo, long long hi) const {
+    long long v = integer(name);
+    if (v < lo || v > hi)
+        fatal("bad value for --%s (%s): expected %lld..%lld, got %lld", name, command.c_str(), lo, hi, v);
+    return v;
+}
+
+double CliArgs::number_in(const char* name, double lo, double hi) const {
+    double v = number(name);
+    if (v < lo || v > hi) fatal("bad value for --%s (%s): expected %g..%g, got %g", name, command.c_str(), lo, hi, v);
+    return v;
+}

@@ -26,6 +26,9 @@ struct CliArgs {
     std::string str(const char* name) const;
     long long integer(const char* name) const;  // fatal on malformed numbers, naming the flag
     double number(const char* name) const;
+    // integer()/number() within [lo, hi]; fatal otherwise: "bad value for --name (command): expected lo..hi".
+    long long integer_in(const char* name, long long lo, long long hi) const;
+    double number_in(const char* name, double lo, double hi) const;
     bool on(const char* name) const;  // switch given
 };
 

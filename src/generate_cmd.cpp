@@ -51,13 +51,12 @@ int cmd_generate(int argc, char** argv) {
                              "or when the model's context is full (the window does not slide).",
                              flags, false);
     GenerateOptions opts;
-    long long max_tokens = args.integer("max-tokens"), top_k = args.integer("top-k"), samples = args.integer("num-samples");
+    long long max_tokens = args.integer_in("max-tokens", 1, 1 << 20), top_k = args.integer("top-k");
+    long long samples = args.integer_in("num-samples", 1, 10000);
     double temperature = args.number("temperature"), top_p = args.number("top-p");
-    if (max_tokens < 1 || max_tokens > (1 << 20)) fatal("bad value for --max-tokens (generate): expected 1..1048576, got %lld", max_tokens);
     if (top_k < 0) fatal("bad value for --top-k (generate): expected >= 0, got %lld", top_k);
     if (temperature < 0) fatal("bad value for --temperature (generate): expected >= 0, got %g", temperature);
     if (!(top_p > 0 && top_p <= 1)) fatal("bad value for --top-p (generate): expected 0 < p <= 1, got %g", top_p);
-    if (samples < 1 || samples > 10000) fatal("bad value for --num-samples (generate): expected 1..10000, got %lld", samples);
     opts.max_tokens = (int)max_tokens;
     opts.sampler.temperature = (float)temperature;
     opts.sampler.top_k = (int)std::min<long long>(top_k, 1 << 30);
@@ -70,12 +69,8 @@ int cmd_generate(int argc, char** argv) {
     GPT2 model;
     checkpoint_load(&model, args.str("model"), (int)args.integer("heads"));
     Tokenizer tok;
-    if (need_tokenizer) {
-        tokenizer_load(&tok, args.has("tokenizer") ? args.str("tokenizer") : tokenizer_default_dir());
-        if (tok.vocab_size != model.cfg.vocab_size)
-            fatal("tokenizer and model disagree (%s): tokenizer has %d tokens, model %d", tok.dir.c_str(),
-                  tok.vocab_size, model.cfg.vocab_size);
-    }
+    if (need_tokenizer)
+        tokenizer_load_for_model(&tok, args.has("tokenizer") ? args.str("tokenizer") : "", model.cfg.vocab_size, "");
     std::vector<int> prompt;
     if (args.has("prompt-ids")) {
         prompt = parse_ids(args.str("prompt-ids"), "prompt-ids");

@@ -385,6 +385,14 @@ size_t incomplete_tail(const std::string& s) {
 // ---------------------------------------------------------------------------------------------------
 // Public API
 
+void tokenizer_load_for_model(Tokenizer* tok, const std::string& dir, int model_vocab, const std::string& hint) {
+    tokenizer_load(tok, dir.empty() ? tokenizer_default_dir() : dir);
+    if (tok->vocab_size == model_vocab) return;
+    const char* fmt = "tokenizer and model disagree (%s): tokenizer has %d tokens, model %d";
+    if (hint.empty()) fatal(fmt, tok->dir.c_str(), tok->vocab_size, model_vocab);
+    fatal_hint(hint, fmt, tok->dir.c_str(), tok->vocab_size, model_vocab);
+}
+
 std::string tokenizer_default_dir() {
     const char* root = getenv("GPT2_DATA_DIR");
     if (root && root[0]) return path_join(root, "gpt2");

@@ -33,6 +33,9 @@ struct Tokenizer {
 
 // Loads from `dir`; fatal with a one-line error naming the file on missing or corrupt files.
 void tokenizer_load(Tokenizer* tok, const std::string& dir);
+// tokenizer_load from `dir` (tokenizer_default_dir() when empty), then checks it has `model_vocab` tokens:
+// fatal naming the directory otherwise, with a `hint:` line when hint is non-empty.
+void tokenizer_load_for_model(Tokenizer* tok, const std::string& dir, int model_vocab, const std::string& hint);
 // Non-const because of the piece cache.
 std::vector<int> tokenizer_encode(Tokenizer* tok, const std::string& text);
 // Raw bytes (not necessarily valid UTF-8); an id out of range is fatal and names the id.

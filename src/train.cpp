@@ -57,19 +57,6 @@ const std::vector<CliFlag> kTrainFlags = {
     {"tokenizer", "", "", "tokenizer directory for samples (default: $GPT2_DATA_DIR/gpt2 or data/gpt2)"},
 };
 
-int flag_int(const CliArgs& args, const char* name, long long lo, long long hi) {
-    long long v = args.integer(name);
-    if (v < lo || v > hi)
-        fatal("bad value for --%s (%s): expected %lld..%lld, got %lld", name, args.command.c_str(), lo, hi, v);
-    return (int)v;
-}
-
-float flag_float(const CliArgs& args, const char* name, double lo, double hi) {
-    double v = args.number(name);
-    if (v < lo || v > hi) fatal("bad value for --%s (%s): expected %g..%g, got %g", name, args.command.c_str(), lo, hi, v);
-    return (float)v;
-}
-
 // Mean loss over the first `batches` consecutive batches of dl.
 float evaluate(GPT2* model, DataLoader* dl, size_t batches) {
     double sum = 0;
@@ -183,22 +170,22 @@ int cmd_train(int argc, char** argv) {
         merged.values.insert(merged.values.end(), args.values.begin(), args.values.end());
         args = merged;
     }
-    const int B = flag_int(args, "batch", 1, 1 << 16), T = flag_int(args, "tokens", 1, 1 << 20);
-    const int steps = flag_int(args, "steps", 0, 1 << 30), accum = flag_int(args, "grad-accum", 1, 1 << 16);
+    const int B = args.integer_in("batch", 1, 1 << 16), T = args.integer_in("tokens", 1, 1 << 20);
+    const int steps = args.integer_in("steps", 0, 1 << 30), accum = args.integer_in("grad-accum", 1, 1 << 16);
     const uint64_t seed = (uint64_t)args.integer("seed");
     AdamWConfig opt_cfg;
-    opt_cfg.lr = flag_float(args, "lr", 0, 10);
-    opt_cfg.beta1 = flag_float(args, "beta1", 0, 0.999999);
-    opt_cfg.beta2 = flag_float(args, "beta2", 0, 0.999999);
-    opt_cfg.eps = flag_float(args, "eps", 0, 1);
-    opt_cfg.weight_decay = flag_float(args, "weight-decay", 0, 10);
-    const float grad_clip = flag_float(args, "grad-clip", 0, 1e9), min_lr_frac = flag_float(args, "min-lr-frac", 0, 1);
-    const int warmup = flag_int(args, "warmup", 0, 1 << 30);
+    opt_cfg.lr = (float)args.number_in("lr", 0, 10);
+    opt_cfg.beta1 = (float)args.number_in("beta1", 0, 0.999999);
+    opt_cfg.beta2 = (float)args.number_in("beta2", 0, 0.999999);
+    opt_cfg.eps = (float)args.number_in("eps", 0, 1);
+    opt_cfg.weight_decay = (float)args.number_in("weight-decay", 0, 10);
+    const float grad_clip = (float)args.number_in("grad-clip", 0, 1e9), min_lr_frac = (float)args.number_in("min-lr-frac", 0, 1);
+    const int warmup = args.integer_in("warmup", 0, 1 << 30);
     const std::string schedule = args.str("lr-schedule");
     if (schedule != "cosine" && schedule != "constant")
         fatal("bad value for --lr-schedule (train): expected cosine or constant, got '%s'", schedule.c_str());
-    const int val_every = flag_int(args, "val-every", 0, 1 << 30), val_batches = flag_int(args, "val-batches", 1, 1 << 20);
-    const int save_every = flag_int(args, "save-every", 0, 1 << 30), stop_after = flag_int(args, "stop-after", 0, 1 << 30);
+    const int val_every = args.integer_in("val-every", 0, 1 << 30), val_batches = args.integer_in("val-batches", 1, 1 << 20);
+    const int save_every = args.integer_in("save-every", 0, 1 << 30), stop_after = args.integer_in("stop-after", 0, 1 << 30);
     const std::string out = args.has("out") ? args.str("out") : "";
     // the plot lives in the checkpoint directory unless --plot puts it elsewhere
     const bool plot_in_out = !args.has("plot") && !out.empty();
@@ -209,11 +196,11 @@ int cmd_train(int argc, char** argv) {
     if (resuming) {
         checkpoint_load(&model, args.str("resume"));
     } else if (args.has("model")) {
-        checkpoint_load(&model, args.str("model"), args.has("heads") ? flag_int(args, "heads", 1, 65536) : 0);
+        checkpoint_load(&model, args.str("model"), args.has("heads") ? args.integer_in("heads", 1, 65536) : 0);
     } else {
-        GPT2Config cfg = config_make(flag_int(args, "seq-len", 1, 1 << 20), flag_int(args, "vocab", 1, 65536),
-                                     flag_int(args, "layers", 1, 1000), flag_int(args, "heads", 1, 65536),
-                                     flag_int(args, "channels", 1, 65536));
+        GPT2Config cfg = config_make(args.integer_in("seq-len", 1, 1 << 20), args.integer_in("vocab", 1, 65536),
+                                     args.integer_in("layers", 1, 1000), args.integer_in("heads", 1, 65536),
+                                     args.integer_in("channels", 1, 65536));
         config_validate(cfg, "train flags");
         if (T <= cfg.max_seq_len) check_memory(cfg, B, T);
         gpt2_build(&model, cfg, "train flags");
@@ -247,16 +234,12 @@ int cmd_train(int argc, char** argv) {
     printf("data: %zu train tokens; %s; %d steps of %d x %d x %d tokens\n", train_dl.tokens.size(),
            do_val ? (std::to_string(val_dl.tokens.size()) + " val tokens").c_str() : "no validation", steps, accum, B, T);
 
-    const int sample_every = flag_int(args, "sample-every", 0, 1 << 30);
-    const int sample_tokens = flag_int(args, "sample-tokens", 0, 1 << 20);
+    const int sample_every = args.integer_in("sample-every", 0, 1 << 30);
+    const int sample_tokens = args.integer_in("sample-tokens", 0, 1 << 20);
     Tokenizer tok;
-    if (sample_tokens > 0) {  // load before training so a missing tokenizer fails fast
-        tokenizer_load(&tok, args.has("tokenizer") ? args.str("tokenizer") : tokenizer_default_dir());
-        if (tok.vocab_size != cfg.vocab_size)
-            fatal_hint("--sample-tokens 0 trains without samples",
-                       "tokenizer and model disagree (%s): tokenizer has %d tokens, model %d", tok.dir.c_str(),
-                       tok.vocab_size, cfg.vocab_size);
-    }
+    if (sample_tokens > 0)  // load before training so a missing tokenizer fails fast
+        tokenizer_load_for_model(&tok, args.has("tokenizer") ? args.str("tokenizer") : "", cfg.vocab_size,
+                                 "--sample-tokens 0 trains without samples");
 
     FILE* log = nullptr;
     if (args.has("log")) {
@@ -346,8 +329,8 @@ int cmd_eval(int argc, char** argv) {
     CliArgs args = cli_parse(argc, argv, "eval", "gpt2 eval --model PATH --data FILE [-B b] [-T t] [--batches n]",
                              "Prints the mean loss over the first n consecutive (B, T+1) windows from token 0.",
                              kEvalFlags, false);
-    const int B = flag_int(args, "batch", 1, 1 << 16), T = flag_int(args, "tokens", 1, 1 << 20);
-    const int batches = flag_int(args, "batches", 0, 1 << 30);
+    const int B = args.integer_in("batch", 1, 1 << 16), T = args.integer_in("tokens", 1, 1 << 20);
+    const int batches = args.integer_in("batches", 0, 1 << 30);
     GPT2 model;
     checkpoint_load(&model, args.str("model"), (int)args.integer("heads"));
     if (T > model.cfg.max_seq_len)

@@ -102,9 +102,10 @@ FUZZ_SECONDS ?= 60
 FUZZ_BUILD   := build/fuzz
 FUZZ_FLAGS   := -std=c++17 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
                 -fno-sanitize-recover=undefined -Wall -Wextra -Wno-unused-parameter -MMD -MP
-FUZZ_TARGETS := safetensors json tokenfile tokenizer llmc
+FUZZ_TARGETS := safetensors json tokenfile tokenizer llmc train_state
 FUZZ_LIB_OBJ := $(patsubst %,$(FUZZ_BUILD)/%.o,json safetensors tokenfile tokenizer unicode_tables util \
-                  llmc layout config)
+                  llmc layout config train_state checkpoint model dataloader plot layernorm matmul gemm \
+                  attention gelu residual crossentropy encoder optimizer)
 FUZZ_BINS    := $(patsubst %,$(FUZZ_BUILD)/fuzz_%,$(FUZZ_TARGETS))
 
 .PHONY: fuzz fuzz-build

@@ -1,6 +1,13 @@
 // checkpoint.cpp: see checkpoint.h. Name mapping follows transformers' modeling_gpt2.py (GPT2Model).
 #include "checkpoint.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "json.h"
@@ -8,6 +15,8 @@
 #include "util.h"
 
 namespace {
+
+const char* const kWriter = "gpt2.cpp";  // model.safetensors metadata: export may replace what it wrote
 
 // HuggingFace names of one layer's tensors, in LayerParams order, and whether each is a Conv1D weight.
 const struct {
@@ -108,44 +117,57 @@ void checkpoint_unpack_hf(const SafeTensors& st, const std::string& prefix, cons
 
 namespace {
 
-// Loads parameters named in HuggingFace's scheme from st into a model built for cfg, and rejects any
-// tensor that is neither a parameter, a mask buffer nor the tied lm_head.
-void load_from_safetensors(GPT2* model, const GPT2Config& cfg, const SafeTensors& st, const char* where,
-                           CheckpointInfo* info) {
-    std::string prefix = st.find("transformer.wte.weight") ? "transformer." : "";
-    gpt2_build(model, cfg, where);
-    checkpoint_unpack_hf(st, prefix, cfg, model->params.data());
-    std::vector<HfTensor> known = checkpoint_hf_tensors(cfg);
+// Checks st's header against cfg: every parameter present in HuggingFace's shape (checkpoint_unpack_hf
+// checks those), and nothing else but mask buffers and an lm_head.weight of wte's shape. Returns the
+// dtype of the parameters ("mixed" when they differ).
+std::string check_hf_header(const SafeTensors& st, const std::string& prefix, const GPT2Config& cfg) {
+    std::vector<TensorInfo> table = layout_params(cfg);
     std::string dtype;
+    for (const HfTensor& h : checkpoint_hf_tensors(cfg)) {
+        std::string name = prefix + h.hf_name;
+        const StTensor* s = st.find(name);
+        std::vector<int64_t> want = hf_shape(table[h.table_index], h.transposed, cfg);
+        if (!s) fatal("missing tensor %s in %s: expected shape %s", name.c_str(), st.path.c_str(), shape_str(want).c_str());
+        if (s->shape != want)
+            fatal("shape mismatch for tensor %s in %s: expected %s, got %s", name.c_str(), st.path.c_str(),
+                  shape_str(want).c_str(), shape_str(s->shape).c_str());
+        dtype = dtype.empty() || dtype == s->dtype ? s->dtype : "mixed";
+    }
     for (const StTensor& s : st.tensors) {
-        bool ok = false;
-        if (s.name.compare(0, prefix.size(), prefix) == 0) {
-            std::string rest = s.name.substr(prefix.size());
-            for (const HfTensor& h : known) {
-                if (rest != h.hf_name) continue;
-                ok = true;
-                dtype = dtype.empty() || dtype == s.dtype ? s.dtype : "mixed";
-            }
-            ok = ok || is_attention_buffer(rest);
-        }
+        bool ok = s.name.compare(0, prefix.size(), prefix) == 0 && is_attention_buffer(s.name.substr(prefix.size()));
+        for (const HfTensor& h : checkpoint_hf_tensors(cfg)) ok = ok || s.name == prefix + h.hf_name;
         if (s.name == "lm_head.weight") {
             std::vector<int64_t> want = {cfg.vocab_size, cfg.channels};
             if (s.shape != want)
                 fatal("shape mismatch for tensor lm_head.weight in %s: expected %s, got %s", st.path.c_str(),
                       shape_str(want).c_str(), shape_str(s.shape).c_str());
-            std::vector<float> w = safetensors_read_f32(st, s);
-            if (memcmp(w.data(), model->p.wte, w.size() * sizeof(float)) != 0)
-                fatal("untied lm_head.weight in %s: expected it to equal wte.weight (GPT-2 ties them)", st.path.c_str());
             ok = true;
         }
         if (!ok) fatal("unknown tensor %s in %s: expected only GPT-2 parameters", s.name.c_str(), st.path.c_str());
     }
-    if (info) info->dtype = dtype;
+    return dtype;
+}
+
+std::string hf_prefix(const SafeTensors& st) { return st.find("transformer.wte.weight") ? "transformer." : ""; }
+
+// Loads parameters named in HuggingFace's scheme from st into a model built for cfg; a stored
+// lm_head.weight must equal the tied wte.
+void load_from_safetensors(GPT2* model, const GPT2Config& cfg, const SafeTensors& st, const char* where,
+                           CheckpointInfo* info) {
+    const std::string prefix = hf_prefix(st);
+    info->dtype = check_hf_header(st, prefix, cfg);
+    gpt2_build(model, cfg, where);
+    checkpoint_unpack_hf(st, prefix, cfg, model->params.data());
+    if (const StTensor* s = st.find("lm_head.weight")) {
+        std::vector<float> w = safetensors_read_f32(st, *s);
+        if (memcmp(w.data(), model->p.wte, w.size() * sizeof(float)) != 0)
+            fatal("untied lm_head.weight in %s: expected it to equal wte.weight (GPT-2 ties them)", st.path.c_str());
+    }
 }
 
 // Geometry of a bare safetensors file from its shapes: wte (V, C), wpe (maxT, C), layers counted.
 GPT2Config infer_config(const SafeTensors& st, int heads_override) {
-    std::string prefix = st.find("transformer.wte.weight") ? "transformer." : "";
+    const std::string prefix = hf_prefix(st);
     const StTensor* wte = st.find(prefix + "wte.weight");
     const StTensor* wpe = st.find(prefix + "wpe.weight");
     if (!wte || !wpe || wte->shape.size() != 2 || wpe->shape.size() != 2)
@@ -165,9 +187,28 @@ GPT2Config infer_config(const SafeTensors& st, int heads_override) {
 
 }  // namespace
 
-void checkpoint_load(GPT2* model, const std::string& path, int heads_override, CheckpointInfo* info) {
-    CheckpointInfo local;
-    if (!info) info = &local;
+namespace {
+
+// The first bytes of a regular file (up to n) and its size; fatal naming the file otherwise.
+std::vector<uint8_t> file_head(const std::string& path, size_t n, size_t* file_size) {
+    FILE* f = fopen(path.c_str(), "rb");
+    if (!f) fatal("cannot open %s: %s", path.c_str(), strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        fatal("not a regular file (%s): expected a file whose size is known before reading", path.c_str());
+    }
+    *file_size = (size_t)st.st_size;
+    std::vector<uint8_t> head(std::min(n, *file_size));
+    bool ok = fread(head.data(), 1, head.size(), f) == head.size();
+    fclose(f);
+    if (!ok) fatal("cannot read %s: %s", path.c_str(), strerror(errno));
+    return head;
+}
+
+// Resolves PATH to its format and geometry from headers alone. With `load`, also reads the parameters
+// into `model`.
+GPT2Config open_checkpoint(const std::string& path, int heads_override, CheckpointInfo* info, GPT2* model) {
     if (dir_exists(path)) {
         std::string config_path = path_join(path, "config.json"), st_path = path_join(path, "model.safetensors");
         if (!file_exists(config_path))
@@ -177,45 +218,74 @@ void checkpoint_load(GPT2* model, const std::string& path, int heads_override, C
         if (heads_override > 0 && heads_override != cfg.num_heads)
             fatal("conflicting head count (--heads %d): %s says %d", heads_override, config_path.c_str(), cfg.num_heads);
         SafeTensors st;
-        safetensors_load(&st, st_path);
+        safetensors_load(&st, st_path, !model);
         info->format = "huggingface";
-        return load_from_safetensors(model, cfg, st, config_path.c_str(), info);
+        if (model) load_from_safetensors(model, cfg, st, config_path.c_str(), info);
+        else info->dtype = check_hf_header(st, hf_prefix(st), cfg);
+        return cfg;
     }
     if (!file_exists(path))
         fatal("checkpoint not found (%s): expected a HuggingFace directory, a .safetensors file or an llm.c .bin",
               path.c_str());
-    std::vector<uint8_t> bytes = file_read(path);
-    if (llmc_detect(bytes.data(), bytes.size())) {
+    size_t file_size = 0;
+    std::vector<uint8_t> head = file_head(path, 1024, &file_size);
+    if (llmc_detect(head.data(), head.size())) {
         GPT2Config cfg;
         int version = 0;
         std::string err;
-        std::vector<float> params;
-        if (!llmc_parse(bytes, &cfg, &params, &version, &err))
+        if (!llmc_parse_header(head.data(), head.size(), file_size, &cfg, &version, &err))
             fatal("corrupt llm.c checkpoint (%s): %s", path.c_str(), err.c_str());
-        gpt2_build(model, cfg, path.c_str());
-        memcpy(model->params.data(), params.data(), params.size() * sizeof(float));
         info->format = "llm.c v" + std::to_string(version);
         info->dtype = version == 3 ? "F32" : "BF16";
-        return;
+        if (model) {
+            std::vector<float> params;
+            if (!llmc_parse(file_read(path), &cfg, &params, &version, &err))
+                fatal("corrupt llm.c checkpoint (%s): %s", path.c_str(), err.c_str());
+            gpt2_build(model, cfg, path.c_str());
+            memcpy(model->params.data(), params.data(), params.size() * sizeof(float));
+        }
+        return cfg;
     }
     // safetensors: an 8-byte little-endian length and a JSON object
-    if (bytes.size() >= 9 && bytes[8] == '{') {
+    if (head.size() >= 9 && head[8] == '{') {
         SafeTensors st;
-        std::string err;
-        st.path = path;
-        if (!safetensors_parse(&st, std::move(bytes), &err))
-            fatal("corrupt safetensors file (%s): %s", path.c_str(), err.c_str());
+        safetensors_load(&st, path, !model);
+        GPT2Config cfg = infer_config(st, heads_override);
         info->format = "safetensors";
-        return load_from_safetensors(model, infer_config(st, heads_override), st, path.c_str(), info);
+        if (model) load_from_safetensors(model, cfg, st, path.c_str(), info);
+        else info->dtype = check_hf_header(st, hf_prefix(st), cfg);
+        return cfg;
     }
     fatal("unrecognised checkpoint (%s): expected a HuggingFace directory, a .safetensors file or an llm.c .bin "
           "(magic %d)", path.c_str(), kLlmcMagic);
 }
 
+}  // namespace
+
+void checkpoint_check_finite(const GPT2& model, const std::string& where, const char* doing) {
+    for (const HfTensor& h : checkpoint_hf_tensors(model.cfg)) {
+        const TensorInfo& t = model.param_table[h.table_index];
+        const float* x = model.params.data() + t.offset;
+        for (size_t i = 0; i < t.numel(); i++)
+            if (!std::isfinite(x[i]))
+                fatal("non-finite parameter (%s): %s[%zu] is %g; %s", where.c_str(), h.hf_name.c_str(), i, x[i], doing);
+    }
+}
+
+void checkpoint_load(GPT2* model, const std::string& path, int heads_override, CheckpointInfo* info) {
+    CheckpointInfo local;
+    open_checkpoint(path, heads_override, info ? info : &local, model);
+    checkpoint_check_finite(*model, path, "expected finite weights");
+}
+
+GPT2Config checkpoint_inspect(const std::string& path, int heads_override, CheckpointInfo* info) {
+    return open_checkpoint(path, heads_override, info, nullptr);
+}
+
 void checkpoint_save_hf(const GPT2& model, const std::string& dir, const std::string& dtype) {
     const GPT2Config& cfg = model.cfg;
     if (dtype != "F32" && dtype != "F16" && dtype != "BF16") fatal("internal: dtype %s", dtype.c_str());
-    dir_create(dir);
+    checkpoint_check_finite(model, dir, "not saving non-finite weights");
     std::vector<std::vector<float>> transposed;   // keep converted copies alive until written
     std::vector<std::vector<uint16_t>> narrowed;
     std::vector<StWriteItem> items;
@@ -237,10 +307,15 @@ void checkpoint_save_hf(const GPT2& model, const std::string& dir, const std::st
         size_t n = 1;
         for (int64_t d : shape) n *= (size_t)d;  // wte: the real vocabulary only
         narrowed.emplace_back(n);
-        for (size_t i = 0; i < n; i++) narrowed.back()[i] = dtype == "F16" ? f32_to_fp16(src[i]) : f32_to_bf16(src[i]);
+        for (size_t i = 0; i < n; i++) {
+            narrowed.back()[i] = dtype == "F16" ? f32_to_fp16(src[i]) : f32_to_bf16(src[i]);
+            if (std::isinf(dtype == "F16" ? fp16_to_f32(narrowed.back()[i]) : bf16_to_f32(narrowed.back()[i])))
+                fatal_hint("export as f32 or bf16", "value out of %s range (%s): %s[%zu] is %g", dtype.c_str(),
+                           dir.c_str(), h.hf_name.c_str(), i, src[i]);
+        }
         items.push_back({h.hf_name, dtype, shape, narrowed.back().data()});
     }
-    safetensors_write(path_join(dir, "model.safetensors"), items, {{"format", "pt"}});
+    safetensors_write(path_join(dir, "model.safetensors"), items, {{"format", "pt"}, {"writer", kWriter}});
     char json[1024];
     int n = snprintf(json, sizeof(json),
                      "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n"
@@ -250,5 +325,45 @@ void checkpoint_save_hf(const GPT2& model, const std::string& dir, const std::st
                      "  \"eos_token_id\": 50256,\n  \"tie_word_embeddings\": true\n}\n",
                      cfg.max_seq_len, cfg.max_seq_len, cfg.channels, cfg.num_heads, cfg.num_layers, cfg.vocab_size);
     file_write_atomic(path_join(dir, "config.json"), json, (size_t)n);
+}
+
+namespace {
+
+bool export_is_ours(const std::string& name) {
+    for (const char* ours : {"config.json", "model.safetensors"})
+        if (name == ours || (path_is_staged_temp(name) && name.compare(0, strlen(ours) + 5, std::string(ours) + ".tmp.") == 0))
+            return true;
+    return false;
+}
+
+}  // namespace
+
+void checkpoint_export_hf(const GPT2& model, const std::string& out, const std::string& dtype) {
+    const std::string dir = path_strip_slashes(out);
+    if (dir.empty()) fatal("empty value for --out (export): expected a directory path");
+    if (path_is_symlink(dir))
+        fatal("bad value for --out (export): %s is a symbolic link, expected a directory", dir.c_str());
+    if (dir_exists(dir)) {
+        std::vector<std::string> entries = dir_entries(dir);
+        if (file_exists(path_join(dir, "train_state.safetensors")))
+            fatal_hint("export to a new directory", "bad value for --out (export): %s is a training checkpoint; "
+                       "replacing its model would make it unresumable", dir.c_str());
+        bool ours = true;
+        for (const std::string& e : entries) ours = ours && export_is_ours(e);
+        if (ours && !entries.empty()) {
+            SafeTensors st;
+            ours = file_exists(path_join(dir, "model.safetensors"));
+            if (ours) safetensors_load(&st, path_join(dir, "model.safetensors"), true);
+            ours = ours && st.meta("writer") == kWriter;
+        }
+        if (!ours)
+            fatal_hint("choose a new or empty directory; gpt2 replaces only exports it wrote",
+                       "bad value for --out (export): %s holds %s, which gpt2 export did not write", dir.c_str(),
+                       entries[0].c_str());
+    } else if (access(dir.c_str(), F_OK) == 0) {
+        fatal("bad value for --out (export): %s exists and is not a directory", dir.c_str());
+    }
+    PathLock lock(dir, "--out");
+    dir_publish(dir, export_is_ours, [&](const std::string& staging) { checkpoint_save_hf(model, staging, dtype); });
 }
 

@@ -1,5 +1,7 @@
 // checkpoint_cmd.cpp: the `info` and `export` commands: describe a checkpoint, convert between
 // HuggingFace's layout and llm.c's format. Format detection and conversion live in checkpoint.h/llmc.h.
+#include <unistd.h>
+
 #include <cstdio>
 
 #include "checkpoint.h"
@@ -12,10 +14,8 @@ int cmd_info(int argc, char** argv) {
     static const std::vector<CliFlag> flags = {{"model", "", "", "checkpoint to describe"}, kCliHeadsFlag};
     CliArgs args = cli_parse(argc, argv, "info", "gpt2 info --model PATH",
                              "Prints a checkpoint's format, geometry, parameter count and dtype.", flags, false);
-    GPT2 model;
     CheckpointInfo info;
-    checkpoint_load(&model, args.str("model"), (int)args.integer("heads"), &info);
-    const GPT2Config& c = model.cfg;
+    const GPT2Config c = checkpoint_inspect(args.str("model"), cli_heads(args), &info);
     printf("format: %s\n", info.format.c_str());
     printf("layers %d, heads %d, channels %d, context %d, vocab %d (padded %d)\n", c.num_layers, c.num_heads,
            c.channels, c.max_seq_len, c.vocab_size, c.padded_vocab_size);
@@ -39,12 +39,19 @@ int cmd_export(int argc, char** argv) {
     if (dtype != "f32" && dtype != "f16" && dtype != "bf16")
         fatal("bad value for --dtype (export): expected f32, f16 or bf16, got '%s'", dtype.c_str());
     if (format == "llmc" && dtype == "f16") fatal("bad value for --dtype (export): llm.c files are f32 (v3) or bf16 (v5)");
-    GPT2 model;
-    checkpoint_load(&model, args.str("model"), (int)args.integer("heads"));
-    if (format == "hf") {
-        checkpoint_save_hf(model, out, dtype == "f32" ? "F32" : dtype == "f16" ? "F16" : "BF16");
-    } else {
+    if (format == "llmc") {  // checked before the model is read: a file is replaced only by its own kind
+        if (out.empty()) fatal("empty value for --out (export): expected a file path");
         if (dir_exists(out)) fatal("bad value for --out (export): %s is a directory, expected a file path for llmc", out.c_str());
+        if (access(out.c_str(), F_OK) == 0 && !llmc_is_checkpoint_file(out))
+            fatal_hint("choose a new path; gpt2 replaces only llm.c checkpoints", "bad value for --out (export): %s "
+                       "exists and is not an llm.c checkpoint", out.c_str());
+    }
+    GPT2 model;
+    checkpoint_load(&model, args.str("model"), cli_heads(args));
+    if (format == "hf") {
+        checkpoint_export_hf(model, out, dtype == "f32" ? "F32" : dtype == "f16" ? "F16" : "BF16");
+    } else {
+        PathLock lock(out, "--out");
         llmc_save(model, out, dtype == "f32" ? 3 : 5);
     }
     printf("wrote %s (%s, %s)\n", out.c_str(), format.c_str(), dtype.c_str());

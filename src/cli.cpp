@@ -117,35 +117,45 @@ std::string CliArgs::str(const char* name) const {
     return f->default_value;
 }
 
-long long CliArgs::integer(const char* name) const {
+long long CliArgs::integer_in(const char* name, long long lo, long long hi) const {
     std::string v = str(name);
     char* endp = nullptr;
     errno = 0;
     long long x = strtoll(v.c_str(), &endp, 10);
     if (v.empty() || *endp || errno)
         fatal("malformed value for --%s (%s): expected an integer, got '%s'", name, command.c_str(), v.c_str());
+    if (x < lo || x > hi)
+        fatal("bad value for --%s (%s): expected %lld..%lld, got %lld", name, command.c_str(), lo, hi, x);
     return x;
 }
 
-double CliArgs::number(const char* name) const {
+double CliArgs::number_in(const char* name, double lo, double hi) const {
     std::string v = str(name);
     char* endp = nullptr;
     errno = 0;
     double x = strtod(v.c_str(), &endp);
     if (v.empty() || *endp || errno || !std::isfinite(x))
         fatal("malformed value for --%s (%s): expected a number, got '%s'", name, command.c_str(), v.c_str());
+    if (x < lo || x > hi) fatal("bad value for --%s (%s): expected %g..%g, got %g", name, command.c_str(), lo, hi, x);
     return x;
 }
 
-long long CliArgs::integer_in(const char* name, long long lo, long long hi) const {
-    long long v = integer(name);
-    if (v < lo || v > hi)
-        fatal("bad value for --%s (%s): expected %lld..%lld, got %lld", name, command.c_str(), lo, hi, v);
-    return v;
-}
+int cli_heads(const CliArgs& args) { return (int)args.integer_in("heads", 0, 65536); }
 
-double CliArgs::number_in(const char* name, double lo, double hi) const {
-    double v = number(name);
-    if (v < lo || v > hi) fatal("bad value for --%s (%s): expected %g..%g, got %g", name, command.c_str(), lo, hi, v);
-    return v;
+CliArgs cli_merge_stored(const CliArgs& given, const std::vector<std::pair<std::string, std::string>>& stored,
+                         const std::string& where) {
+    CliArgs merged = given;
+    merged.names.clear();
+    merged.values.clear();
+    for (const auto& kv : stored) {
+        const CliFlag* f = find_flag(given.flags, kv.first, false);
+        if (!f) fatal("bad train state (%s): unknown flag --%s for %s", where.c_str(), kv.first.c_str(), given.command.c_str());
+        if (f->is_switch && !kv.second.empty())
+            fatal("bad train state (%s): flag --%s takes no value", where.c_str(), kv.first.c_str());
+        merged.names.push_back(kv.first);
+        merged.values.push_back(kv.second);
+    }
+    merged.names.insert(merged.names.end(), given.names.begin(), given.names.end());
+    merged.values.insert(merged.values.end(), given.values.begin(), given.values.end());
+    return merged;
 }

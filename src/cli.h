@@ -24,9 +24,9 @@ struct CliArgs {
     bool has(const char* name) const;  // given on the command line
     // Value given, else the default; fatal if neither (names the flag).
     std::string str(const char* name) const;
-    long long integer(const char* name) const;  // fatal on malformed numbers, naming the flag
-    double number(const char* name) const;
-    // integer()/number() within [lo, hi]; fatal otherwise: "bad value for --name (command): expected lo..hi".
+    // The value as an integer (or number) within [lo, hi], the one path every numeric flag takes; fatal on a
+    // malformed value ("malformed value for --name (command)") or one out of range ("bad value for --name
+    // (command): expected lo..hi").
     long long integer_in(const char* name, long long lo, long long hi) const;
     double number_in(const char* name, double lo, double hi) const;
     bool on(const char* name) const;  // switch given
@@ -34,6 +34,13 @@ struct CliArgs {
 
 // `--heads N` for commands that load a model: only a bare .safetensors without config.json needs it.
 const CliFlag kCliHeadsFlag = {"heads", "", "0", "heads of a bare .safetensors without config.json (0: channels/64)"};
+// The value of kCliHeadsFlag, range-checked.
+int cli_heads(const CliArgs& args);
+
+// Flags a resumed run takes from its checkpoint: `stored` first, then the ones given now (later values
+// win). A stored name the command does not declare is fatal naming `where` (the train state file).
+CliArgs cli_merge_stored(const CliArgs& given, const std::vector<std::pair<std::string, std::string>>& stored,
+                         const std::string& where);
 
 // Parses argv[0..argc) (argv[0] is the first argument after the command name). Prints usage and exits 0
 // on --help/-h; exits 1 with a one-line error on unknown flags or missing values. `usage` is the

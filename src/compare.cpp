@@ -66,7 +66,7 @@ int cmd_compare(int argc, char** argv) {
                              "reference; exits 1 on FAIL.",
                              flags, false);
     GPT2 model;
-    checkpoint_load(&model, args.str("model"), (int)args.integer("heads"));
+    checkpoint_load(&model, args.str("model"), cli_heads(args));
     SafeTensors ref;
     safetensors_load(&ref, args.str("ref"));
     const GPT2Config& cfg = model.cfg;
@@ -84,7 +84,9 @@ int cmd_compare(int argc, char** argv) {
     if (lt.numel() != (size_t)B * T * V) fatal("bad tensor logits in %s: expected (B, T, %d)", ref.path.c_str(), V);
     std::vector<float> ref_logits = safetensors_read_f32(ref, lt);
     report.line("logits", rel_error(model.a.logits, ref_logits.data(), (size_t)B * T, V, Vp), kRelBar, "rel");
-    report.line("loss", std::fabs(loss - safetensors_read_f32(ref, need(ref, "loss"))[0]), kLossBar, "abs");
+    const StTensor& ref_loss = need(ref, "loss");
+    if (ref_loss.numel() != 1) fatal("bad tensor loss in %s: expected one value, got %zu", ref.path.c_str(), ref_loss.numel());
+    report.line("loss", std::fabs(loss - safetensors_read_f32(ref, ref_loss)[0]), kLossBar, "abs");
 
     gpt2_zero_grad(&model);
     gpt2_backward(&model, 1.0f);
@@ -100,8 +102,8 @@ int cmd_compare(int argc, char** argv) {
 
     // AdamW steps on the same batch: losses[i] is the loss before update i+1.
     std::vector<float> ref_losses = safetensors_read_f32(ref, need(ref, "losses"));
-    long long adamw_steps = args.integer("adamw-steps");
-    if (adamw_steps < -1 || adamw_steps > (long long)ref_losses.size())
+    long long adamw_steps = args.integer_in("adamw-steps", -1, 1 << 20);
+    if (adamw_steps > (long long)ref_losses.size())
         fatal("bad value for --adamw-steps (compare): expected -1..%zu, got %lld", ref_losses.size(), adamw_steps);
     if (adamw_steps >= 0) ref_losses.resize((size_t)adamw_steps);
     AdamWConfig oc;

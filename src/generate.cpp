@@ -1,6 +1,8 @@
 // generate.cpp: see generate.h.
 #include "generate.h"
 
+#include <cmath>
+
 #include "tokenizer.h"
 #include "util.h"
 
@@ -15,7 +17,7 @@ std::vector<int> generate(const GPT2& model, const std::vector<int>& prompt, con
     GenerateStats* s = stats ? stats : &local;
     *s = GenerateStats();
     InferState st;
-    infer_init(&st, model, std::min(ctx, (int)prompt.size() + opts.max_tokens));
+    infer_init(&st, model, std::min(ctx, (int)prompt.size() + opts.max_tokens), (int)prompt.size());
     std::vector<float> logits(cfg.padded_vocab_size);
     double t0 = time_now_s();
     infer_forward(&st, model, prompt.data(), (int)prompt.size(), logits.data(), false);
@@ -25,6 +27,10 @@ std::vector<int> generate(const GPT2& model, const std::vector<int>& prompt, con
     std::vector<int> out;
     t0 = time_now_s();
     while ((int)out.size() < opts.max_tokens) {
+        for (int v = 0; v < cfg.vocab_size; v++)
+            if (!std::isfinite(logits[v]))
+                fatal("non-finite logits at position %d: logit %d is %g; the model's weights or activations "
+                      "overflow", st.len, v, logits[v]);
         int token = sampler_sample(logits.data(), cfg.vocab_size, opts.sampler, rng);
         out.push_back(token);
         on_token(token);

@@ -1,4 +1,5 @@
 // generate_cmd.cpp: the `generate` command: prompt in, streamed text (or ids) out, timings on stderr.
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -51,15 +52,13 @@ int cmd_generate(int argc, char** argv) {
                              "or when the model's context is full (the window does not slide).",
                              flags, false);
     GenerateOptions opts;
-    long long max_tokens = args.integer_in("max-tokens", 1, 1 << 20), top_k = args.integer("top-k");
+    long long max_tokens = args.integer_in("max-tokens", 1, 1 << 20), top_k = args.integer_in("top-k", 0, 1 << 30);
     long long samples = args.integer_in("num-samples", 1, 10000);
-    double temperature = args.number("temperature"), top_p = args.number("top-p");
-    if (top_k < 0) fatal("bad value for --top-k (generate): expected >= 0, got %lld", top_k);
-    if (temperature < 0) fatal("bad value for --temperature (generate): expected >= 0, got %g", temperature);
+    double temperature = args.number_in("temperature", 0, 1e6), top_p = args.number_in("top-p", 0, 1);
     if (!(top_p > 0 && top_p <= 1)) fatal("bad value for --top-p (generate): expected 0 < p <= 1, got %g", top_p);
     opts.max_tokens = (int)max_tokens;
     opts.sampler.temperature = (float)temperature;
-    opts.sampler.top_k = (int)std::min<long long>(top_k, 1 << 30);
+    opts.sampler.top_k = (int)top_k;
     opts.sampler.top_p = (float)top_p;
     int prompt_sources = args.has("prompt") + args.has("prompt-file") + args.has("prompt-ids");
     if (prompt_sources > 1) fatal("conflicting flags (generate): give one of --prompt, --prompt-file, --prompt-ids");
@@ -67,7 +66,7 @@ int cmd_generate(int argc, char** argv) {
     const bool need_tokenizer = !ids_out || args.has("prompt") || args.has("prompt-file");
 
     GPT2 model;
-    checkpoint_load(&model, args.str("model"), (int)args.integer("heads"));
+    checkpoint_load(&model, args.str("model"), cli_heads(args));
     Tokenizer tok;
     if (need_tokenizer)
         tokenizer_load_for_model(&tok, args.has("tokenizer") ? args.str("tokenizer") : "", model.cfg.vocab_size, "");
@@ -84,8 +83,7 @@ int cmd_generate(int argc, char** argv) {
         if (args.has("prompt")) {
             text = args.str("prompt");
         } else {
-            std::vector<uint8_t> bytes = file_read(args.str("prompt-file"));
-            text.assign(bytes.begin(), bytes.end());
+            text = text_read(args.str("prompt-file"), 64 << 20);
         }
         if (text.empty()) fatal("empty prompt (%s): expected some text, or no prompt to start from <|endoftext|>", flag);
         prompt = tokenizer_encode(&tok, text);
@@ -96,7 +94,7 @@ int cmd_generate(int argc, char** argv) {
         prompt = {kTokenizerEot};
     }
 
-    Rng rng((uint64_t)args.integer("seed"));
+    Rng rng((uint64_t)args.integer_in("seed", 0, LLONG_MAX));
     for (long long sample = 0; sample < samples; sample++) {
         if (sample > 0) printf(ids_out ? "" : "\n---\n");
         TokenDecoder decoder(tok);

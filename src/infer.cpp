@@ -74,15 +74,25 @@ void attention_cached(float* out, float* scores, const float* qkv, const float* 
 
 }  // namespace
 
-void infer_init(InferState* st, const GPT2& model, int max_len) {
+double infer_memory_bytes(const GPT2Config& cfg, int max_len, int max_rows) {
+    const double C = cfg.channels;
+    // cache; scratch rows (x, x_next, ln, qkv, atty, proj, fch, fch_gelu, lnf: 16 C, mean and rstd); scores
+    return 4.0 * (2.0 * cfg.num_layers * max_len * C + max_rows * (16.0 * C + 2) + (double)max_rows * cfg.num_heads * max_len);
+}
+
+void infer_init(InferState* st, const GPT2& model, int max_len, int max_rows) {
     const GPT2Config& cfg = model.cfg;
     if (max_len < 1 || max_len > cfg.max_seq_len)
         fatal("bad cache length: expected 1..%d (the model's context), got %d", cfg.max_seq_len, max_len);
-    const size_t C = cfg.channels, rows = (size_t)max_len;
+    if (max_rows < 1 || max_rows > max_len) fatal("bad batch of positions: expected 1..%d, got %d", max_len, max_rows);
+    const size_t C = cfg.channels, rows = (size_t)max_rows;
+    memory_check(infer_memory_bytes(cfg, max_len, max_rows), "KV cache of " + std::to_string(max_len) + " positions",
+                 "generate fewer tokens");
     st->max_len = max_len;
+    st->max_rows = max_rows;
     st->len = 0;
-    st->k.assign((size_t)cfg.num_layers * rows * C, 0.0f);
-    st->v.assign((size_t)cfg.num_layers * rows * C, 0.0f);
+    st->k.assign((size_t)cfg.num_layers * max_len * C, 0.0f);
+    st->v.assign((size_t)cfg.num_layers * max_len * C, 0.0f);
     st->x.assign(rows * C, 0.0f);
     st->x_next.assign(rows * C, 0.0f);
     st->ln.assign(rows * C, 0.0f);
@@ -94,13 +104,13 @@ void infer_init(InferState* st, const GPT2& model, int max_len) {
     st->lnf.assign(rows * C, 0.0f);
     st->mean.assign(rows, 0.0f);
     st->rstd.assign(rows, 0.0f);
-    st->scores.assign(rows * cfg.num_heads * rows, 0.0f);
+    st->scores.assign(rows * cfg.num_heads * max_len, 0.0f);
 }
 
 void infer_forward(InferState* st, const GPT2& model, const int* tokens, int n, float* logits, bool all_logits) {
     const GPT2Config& cfg = model.cfg;
     const int C = cfg.channels, NH = cfg.num_heads, p0 = st->len;
-    if (n < 1 || p0 + n > st->max_len)
+    if (n < 1 || p0 + n > st->max_len || n > st->max_rows)
         fatal("context full: %d + %d tokens exceed the cache of %d positions", p0, n, st->max_len);
     const ParamViews& p = model.p;
     // the residual stream ping-pongs between two buffers so that no kernel writes its own input

@@ -8,15 +8,19 @@
 #include "model.h"
 
 struct InferState {
-    int max_len = 0;  // positions the cache holds (<= the model's context)
-    int len = 0;      // positions filled
+    int max_len = 0;   // positions the cache holds (<= the model's context)
+    int max_rows = 0;  // positions one infer_forward call may add (the prompt's length)
+    int len = 0;       // positions filled
     std::vector<float> k, v;  // (L, max_len, C) cached keys and values
-    // scratch for up to max_len rows
+    // scratch for up to max_rows rows (scores: max_rows x NH x max_len)
     std::vector<float> x, x_next, ln, qkv, atty, proj, fch, fch_gelu, lnf, mean, rstd, scores;
 };
 
-void infer_init(InferState* st, const GPT2& model, int max_len);
+// Bytes infer_init allocates for these sizes.
+double infer_memory_bytes(const GPT2Config& cfg, int max_len, int max_rows);
+// Sizes the cache for max_len positions and the scratch for max_rows per call; fatal when memory is short.
+void infer_init(InferState* st, const GPT2& model, int max_len, int max_rows);
 // Runs tokens[0..n) at positions len..len+n-1 and appends them to the cache. Writes the logits (Vp per
 // row) of every new position to `logits` when all_logits is true, else only the last one's.
-// fatal if the cache would overflow or a token is out of range.
+// fatal if the cache would overflow, n > max_rows, or a token is out of range.
 void infer_forward(InferState* st, const GPT2& model, const int* tokens, int n, float* logits, bool all_logits);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <unordered_set>
 
 namespace {
 
@@ -155,10 +156,13 @@ struct Parser {
                 p++;
                 return true;
             }
+            std::unordered_set<std::string> keys;  // duplicates are rejected: readers disagree on which wins
             while (true) {
                 skip_ws();
                 std::pair<std::string, Json> member;
                 if (!string(&member.first)) return false;
+                if (!keys.insert(member.first).second)
+                    return fail(("duplicate key \"" + member.first.substr(0, 64) + "\"").c_str());
                 skip_ws();
                 if (p >= end || *p != ':') return fail("expected ':'");
                 p++;

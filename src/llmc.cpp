@@ -2,6 +2,8 @@
 // (gpt2_build_from_checkpoint) for the header fields and tensor order.
 #include "llmc.h"
 
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "safetensors.h"
@@ -37,14 +39,14 @@ bool llmc_detect(const uint8_t* data, size_t n) {
     return magic == kLlmcMagic;
 }
 
-bool llmc_parse(const std::vector<uint8_t>& bytes, GPT2Config* cfg, std::vector<float>* params, int* version,
-                std::string* err) {
-    if (bytes.size() < kHeaderInts * 4) {
+bool llmc_parse_header(const uint8_t* data, size_t n, size_t file_size, GPT2Config* cfg, int* version,
+                       std::string* err) {
+    if (n < kHeaderInts * 4 || file_size < kHeaderInts * 4) {
         *err = "file shorter than the 1024-byte header";
         return false;
     }
     int32_t h[8];
-    memcpy(h, bytes.data(), sizeof(h));
+    memcpy(h, data, sizeof(h));
     if (h[0] != kLlmcMagic) {
         *err = "bad magic " + std::to_string(h[0]) + ", expected " + std::to_string(kLlmcMagic);
         return false;
@@ -65,13 +67,24 @@ bool llmc_parse(const std::vector<uint8_t>& bytes, GPT2Config* cfg, std::vector<
         return false;
     }
     std::vector<TensorInfo> table = layout_params(c);
-    const size_t n = layout_params_size(table), esize = h[1] == 3 ? 4 : 2;
-    const size_t want = kHeaderInts * 4 + n * esize;
-    if (bytes.size() != want) {
-        *err = "size " + std::to_string(bytes.size()) + " bytes does not match the header's geometry, which needs " +
-               std::to_string(want) + (bytes.size() < want ? " (truncated)" : "");
+    const size_t nparams = layout_params_size(table), esize = h[1] == 3 ? 4 : 2;
+    const size_t want = kHeaderInts * 4 + nparams * esize;
+    if (file_size != want) {
+        *err = "size " + std::to_string(file_size) + " bytes does not match the header's geometry, which needs " +
+               std::to_string(want) + (file_size < want ? " (truncated)" : "");
         return false;
     }
+    *cfg = c;
+    *version = h[1];
+    return true;
+}
+
+bool llmc_parse(const std::vector<uint8_t>& bytes, GPT2Config* cfg, std::vector<float>* params, int* version,
+                std::string* err) {
+    GPT2Config c;
+    if (!llmc_parse_header(bytes.data(), bytes.size(), bytes.size(), &c, version, err)) return false;
+    std::vector<TensorInfo> table = layout_params(c);
+    const size_t n = layout_params_size(table), esize = *version == 3 ? 4 : 2;
     params->assign(n, 0.0f);
     const uint8_t* src = bytes.data() + kHeaderInts * 4;
     for_each_run(c, table, [&](size_t offset, size_t count) {
@@ -88,8 +101,16 @@ bool llmc_parse(const std::vector<uint8_t>& bytes, GPT2Config* cfg, std::vector<
         src += count * esize;
     });
     *cfg = c;
-    *version = h[1];
     return true;
+}
+
+bool llmc_is_checkpoint_file(const std::string& path) {
+    if (!file_exists(path)) return false;
+    FILE* f = fopen(path.c_str(), "rb");
+    uint8_t magic[4];
+    bool ok = f && fread(magic, 1, 4, f) == 4 && llmc_detect(magic, 4);
+    if (f) fclose(f);
+    return ok;
 }
 
 void llmc_save(const GPT2& model, const std::string& path, int version) {
@@ -103,11 +124,15 @@ void llmc_save(const GPT2& model, const std::string& path, int version) {
     uint8_t* dst = body.data();
     for_each_run(c, model.param_table, [&](size_t offset, size_t count) {
         const float* src = model.params.data() + offset;
+        for (size_t i = 0; i < count; i++)
+            if (!std::isfinite(src[i])) fatal("not saving non-finite weights (%s): parameter %zu is %g", path.c_str(), offset + i, src[i]);
         if (esize == 4) {
             memcpy(dst, src, count * 4);
         } else {
             for (size_t i = 0; i < count; i++) {
                 uint16_t b = f32_to_bf16(src[i]);
+                if (!std::isfinite(bf16_to_f32(b)))
+                    fatal("value out of BF16 range (%s): parameter %zu is %g", path.c_str(), offset + i, src[i]);
                 memcpy(dst + 2 * i, &b, 2);
             }
         }

@@ -17,5 +17,12 @@ bool llmc_detect(const uint8_t* data, size_t n);
 // with a message on a bad header, an unknown version or a size that does not match the header.
 bool llmc_parse(const std::vector<uint8_t>& bytes, GPT2Config* cfg, std::vector<float>* params, int* version,
                 std::string* err);
-// Writes version 3 (fp32) or 5 (bf16, rounded to nearest even) atomically.
+// The header checks of llmc_parse from the first n bytes of a file of file_size bytes (geometry, and the
+// size the geometry implies), without reading parameters.
+bool llmc_parse_header(const uint8_t* data, size_t n, size_t file_size, GPT2Config* cfg, int* version,
+                       std::string* err);
+// True when `path` is a regular file that starts with llm.c's model magic (export may replace it).
+bool llmc_is_checkpoint_file(const std::string& path);
+// Writes version 3 (fp32) or 5 (bf16, rounded to nearest even) atomically; fatal if a weight is
+// not finite in the written dtype.
 void llmc_save(const GPT2& model, const std::string& path, int version);

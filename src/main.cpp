@@ -1,7 +1,10 @@
 // main.cpp: dispatches `gpt2 <command>` to the command's entry point and prints top-level usage.
 // No math lives here.
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <string>
 
 #include "cli.h"
@@ -29,7 +32,22 @@ static void print_usage() {
     for (const Command& c : kCommands) printf("  %-10s %s\n", c.name, c.about);
 }
 
+// An allocation that fails anyway (memory_check guards the large ones) ends with one error line, not an
+// abort.
+static void on_out_of_memory() { fatal("out of memory: an allocation failed; expected a smaller model, batch or input"); }
+
+// Output the command printed but could not write (a full disk, a closed pipe) is an error too.
+static int finish(int rc) {
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "error: cannot write standard output: %s\n", errno ? strerror(errno) : "write error");
+        return rc ? rc : 1;
+    }
+    return rc;
+}
+
 int main(int argc, char** argv) {
+    std::set_new_handler(on_out_of_memory);
+    signal(SIGXFSZ, SIG_IGN);  // past a file-size limit a write fails with EFBIG and is reported, not a silent kill
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         print_usage();
         return argc < 2 ? 1 : 0;
@@ -38,7 +56,7 @@ int main(int argc, char** argv) {
     std::string best;
     int best_d = 1 << 30;
     for (const Command& c : kCommands) {
-        if (name == c.name) return c.run(argc - 2, argv + 2);
+        if (name == c.name) return finish(c.run(argc - 2, argv + 2));
         int d = cli_edit_distance(name, c.name);
         if (d < best_d) best_d = d, best = c.name;
     }

@@ -15,6 +15,8 @@ void gpt2_build(GPT2* model, const GPT2Config& cfg, const char* where) {
     model->cfg = cfg;
     model->param_table = layout_params(cfg);
     model->num_params = layout_params_size(model->param_table);
+    memory_check(2.0 * sizeof(float) * model->num_params, std::string("parameters and gradients of ") + where,
+                 "use a smaller model");
     model->params.assign(model->num_params, 0.0f);
     model->grads.assign(model->num_params, 0.0f);
     model->p = layout_param_views(cfg, model->params.data());
@@ -51,6 +53,11 @@ void gpt2_alloc_acts(GPT2* model, int B, int T) {
               T);
     std::vector<TensorInfo> table = layout_acts(model->cfg, B, T);
     size_t n = layout_params_size(table);
+    std::vector<float>().swap(model->acts);  // release the old size before checking for the new one
+    std::vector<float>().swap(model->dacts);
+    memory_check(2.0 * sizeof(float) * n,
+                 "activations and their gradients for B=" + std::to_string(B) + ", T=" + std::to_string(T),
+                 "lower -B or -T");
     model->acts.assign(n, 0.0f);
     model->dacts.assign(n, 0.0f);
     model->a = layout_act_views(model->cfg, B, T, model->acts.data());

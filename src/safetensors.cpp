@@ -1,7 +1,12 @@
 // safetensors.cpp: see safetensors.h. Format reference: huggingface/safetensors README.
 #include "safetensors.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cassert>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "json.h"
@@ -40,21 +45,31 @@ static bool parse_fail(std::string* err, const std::string& msg) {
     return false;
 }
 
-bool safetensors_parse(SafeTensors* st, std::vector<uint8_t> bytes, std::string* err) {
+// The header length in the first 8 bytes, checked against the file size; false with a message otherwise.
+static bool header_length(const uint8_t* first8, size_t file_size, uint64_t* len, std::string* err) {
+    if (file_size < 8) return parse_fail(err, "file shorter than the 8-byte header length");
+    uint64_t header_len = 0;
+    for (int i = 7; i >= 0; i--) header_len = header_len << 8 | first8[i];
+    if (header_len > file_size - 8)
+        return parse_fail(err, "header length " + std::to_string(header_len) + " runs past the end of the file (" +
+                                   std::to_string(file_size) + " bytes)");
+    *len = header_len;
+    return true;
+}
+
+bool safetensors_parse_header(SafeTensors* st, const uint8_t* data, size_t n, size_t file_size, std::string* err) {
     st->tensors.clear();
     st->metadata.clear();
-    if (bytes.size() < 8) return parse_fail(err, "file shorter than the 8-byte header length");
     uint64_t header_len = 0;
-    for (int i = 7; i >= 0; i--) header_len = header_len << 8 | bytes[i];
-    if (header_len > bytes.size() - 8)
-        return parse_fail(err, "header length " + std::to_string(header_len) + " runs past the end of the file (" +
-                                   std::to_string(bytes.size()) + " bytes)");
+    if (n < 8) return parse_fail(err, "file shorter than the 8-byte header length");
+    if (!header_length(data, file_size, &header_len, err)) return false;
+    if (header_len > n - 8) return parse_fail(err, "header cut short");
     Json header;
     std::string jerr;
-    if (!json_parse(reinterpret_cast<const char*>(bytes.data()) + 8, header_len, &header, &jerr))
+    if (!json_parse(reinterpret_cast<const char*>(data) + 8, header_len, &header, &jerr))
         return parse_fail(err, "malformed JSON header: " + jerr);
     if (header.type != Json::OBJECT) return parse_fail(err, "JSON header is not an object");
-    const size_t data_start = 8 + header_len, data_size = bytes.size() - data_start;
+    const size_t data_start = 8 + header_len, data_size = file_size - data_start;
     for (const auto& member : header.members) {
         const std::string& name = member.first;
         const Json& v = member.second;
@@ -102,22 +117,62 @@ bool safetensors_parse(SafeTensors* st, std::vector<uint8_t> bytes, std::string*
         t.end = data_start + e;
         st->tensors.push_back(std::move(t));
     }
+    // The format lays tensors end to end from the start of the data section to the end of the file, as the
+    // official reader checks: no overlap, no hole, nothing after the last tensor.
     std::vector<const StTensor*> sorted;
     for (const StTensor& t : st->tensors) sorted.push_back(&t);
     std::sort(sorted.begin(), sorted.end(), [](const StTensor* x, const StTensor* y) {
         return x->begin != y->begin ? x->begin < y->begin : x->end < y->end;
     });
-    for (size_t i = 1; i < sorted.size(); i++)
-        if (sorted[i]->begin < sorted[i - 1]->end)
+    size_t expect = data_start;
+    for (size_t i = 0; i < sorted.size(); i++) {
+        if (sorted[i]->begin < expect)
             return parse_fail(err, "tensors " + sorted[i - 1]->name + " and " + sorted[i]->name + " overlap");
+        if (sorted[i]->begin > expect)
+            return parse_fail(err, "hole of " + std::to_string(sorted[i]->begin - expect) + " bytes before tensor " +
+                                       sorted[i]->name + ": expected tensors laid end to end");
+        expect = sorted[i]->end;
+    }
+    if (expect != file_size)
+        return parse_fail(err, std::to_string(file_size - expect) +
+                                   " bytes after the last tensor: expected the data section to end the file");
+    return true;
+}
+
+bool safetensors_parse(SafeTensors* st, std::vector<uint8_t> bytes, std::string* err) {
+    if (!safetensors_parse_header(st, bytes.data(), bytes.size(), bytes.size(), err)) return false;
     st->bytes = std::move(bytes);
     return true;
 }
 
-void safetensors_load(SafeTensors* st, const std::string& path) {
+void safetensors_load(SafeTensors* st, const std::string& path, bool header_only) {
     std::string err;
     st->path = path;
-    if (!safetensors_parse(st, file_read(path), &err)) fatal("corrupt safetensors file (%s): %s", path.c_str(), err.c_str());
+    st->bytes.clear();
+    if (!header_only) {
+        if (!safetensors_parse(st, file_read(path), &err)) fatal("corrupt safetensors file (%s): %s", path.c_str(), err.c_str());
+        return;
+    }
+    FILE* f = fopen(path.c_str(), "rb");
+    struct stat info;
+    if (!f) fatal("cannot open %s: %s", path.c_str(), strerror(errno));
+    if (fstat(fileno(f), &info) != 0 || !S_ISREG(info.st_mode)) {
+        fclose(f);
+        fatal("not a regular file (%s): expected a file whose size is known before reading", path.c_str());
+    }
+    const size_t file_size = (size_t)info.st_size;
+    std::vector<uint8_t> head(8, 0);
+    uint64_t len = 0;
+    bool ok = fread(head.data(), 1, 8, f) == std::min<size_t>(8, file_size) &&
+              header_length(head.data(), file_size, &len, &err);
+    if (ok) {
+        head.resize(8 + len);
+        ok = fread(head.data() + 8, 1, len, f) == len;
+        if (!ok) err = "cannot read the header";
+    }
+    fclose(f);
+    if (!ok || !safetensors_parse_header(st, head.data(), head.size(), file_size, &err))
+        fatal("corrupt safetensors file (%s): %s", path.c_str(), err.c_str());
 }
 
 float fp16_to_f32(uint16_t h) {
@@ -176,6 +231,7 @@ uint16_t f32_to_fp16(float x) {
 }
 
 std::vector<float> safetensors_read_f32(const SafeTensors& st, const StTensor& t) {
+    assert(st.bytes.size() >= t.end && "safetensors_read_f32 on a header-only load");
     size_t n = t.numel();
     std::vector<float> out(n);
     const uint8_t* src = st.bytes.data() + t.begin;

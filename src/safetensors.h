@@ -1,7 +1,7 @@
 // safetensors.h: reads and writes the safetensors format (8-byte little-endian header length, JSON
 // header, raw little-endian data). The whole header is validated before any tensor is read: length
-// within the file, JSON well-formed, dtype known, shape x dtype size == byte span, spans in bounds and
-// not overlapping. Knows nothing of GPT-2 (see checkpoint.h).
+// within the file, JSON well-formed with unique keys, dtype known, shape x dtype size == byte span, spans
+// laid end to end over the data section (no overlap, no hole). Knows nothing of GPT-2 (see checkpoint.h).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -19,7 +19,7 @@ struct StTensor {
 
 struct SafeTensors {
     std::string path;
-    std::vector<uint8_t> bytes;  // the whole file
+    std::vector<uint8_t> bytes;  // the whole file; empty when only the header was read
     std::vector<StTensor> tensors;  // in header order
     std::vector<std::pair<std::string, std::string>> metadata;  // "__metadata__"
 
@@ -31,8 +31,12 @@ struct SafeTensors {
 size_t safetensors_dtype_size(const std::string& dtype);
 // Parses and validates a file image; false with a message on any defect (no tensor is read).
 bool safetensors_parse(SafeTensors* st, std::vector<uint8_t> bytes, std::string* err);
-// Reads and validates `path`; fatal with a one-line error naming the file on any defect.
-void safetensors_load(SafeTensors* st, const std::string& path);
+// The same checks from the first n bytes of a file of file_size bytes (n covers the header); st->bytes
+// stays empty.
+bool safetensors_parse_header(SafeTensors* st, const uint8_t* data, size_t n, size_t file_size, std::string* err);
+// Reads and validates `path` (only its header when header_only); fatal with a one-line error naming the
+// file on any defect.
+void safetensors_load(SafeTensors* st, const std::string& path, bool header_only = false);
 // A tensor's values as fp32, converting F16 and BF16 as PyTorch does (exact widening); also accepts
 // F64 (rounded) and I32. fatal for other dtypes, naming the tensor.
 std::vector<float> safetensors_read_f32(const SafeTensors& st, const StTensor& t);

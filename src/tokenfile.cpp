@@ -7,7 +7,7 @@
 
 #include "util.h"
 
-void tokenfile_write(const std::string& path, const std::vector<int>& tokens) {
+std::string tokenfile_stage(const std::string& path, const std::vector<int>& tokens) {
     int32_t header[kTokenFileHeaderInts] = {0};
     header[0] = kTokenFileMagic;
     header[1] = kTokenFileVersion;
@@ -18,7 +18,20 @@ void tokenfile_write(const std::string& path, const std::vector<int>& tokens) {
             fatal("token %d at index %zu does not fit uint16 (%s)", tokens[i], i, path.c_str());
         data[i] = (uint16_t)tokens[i];
     }
-    file_write_atomic(path, {{header, sizeof(header)}, {data.data(), data.size() * sizeof(uint16_t)}});
+    return file_write_staged(path, {{header, sizeof(header)}, {data.data(), data.size() * sizeof(uint16_t)}});
+}
+
+void tokenfile_write(const std::string& path, const std::vector<int>& tokens) {
+    file_publish(tokenfile_stage(path, tokens), path);
+}
+
+bool tokenfile_is_token_file(const std::string& path) {
+    if (!file_exists(path)) return false;
+    FILE* f = fopen(path.c_str(), "rb");
+    int32_t magic = 0;
+    bool ok = f && fread(&magic, 4, 1, f) == 1 && magic == kTokenFileMagic;
+    if (f) fclose(f);
+    return ok;
 }
 
 // Formats like printf into *err and returns false, so each check below is one line.

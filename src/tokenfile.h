@@ -13,6 +13,11 @@ const int kTokenFileHeaderInts = 256;
 
 // Writes atomically; ids must be < 65536 (fatal otherwise, naming the path).
 void tokenfile_write(const std::string& path, const std::vector<int>& tokens);
+// tokenfile_write's first half: writes and fsyncs a temporary beside `path` and returns its name, for
+// file_publish once every output of a command is staged.
+std::string tokenfile_stage(const std::string& path, const std::vector<int>& tokens);
+// True when `path` is a regular file starting with the token file magic (tokenize may replace it).
+bool tokenfile_is_token_file(const std::string& path);
 // Validates a file image and copies its tokens to *out; false with the one-line message (naming `where`,
 // usually the path) on any defect: short header, magic, version, odd size, count, an id >= vocab_size.
 bool tokenfile_parse(const uint8_t* data, size_t n, int vocab_size, const std::string& where,

@@ -2,6 +2,8 @@
 // print the ids or write llm.c token files (first N tokens to val, the rest to train). With
 // --split-on-blank-lines it lays documents out as llm.c's dev/data/tinyshakespeare.py does. It does not
 // shuffle, shard or stream: the whole text and its ids are held in memory.
+#include <unistd.h>
+
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -12,18 +14,13 @@
 #include "tokenizer.h"
 #include "util.h"
 
+// Text from a file, a pipe or stdin. Encoding holds the text and about as many bytes again in ids, so
+// more than a quarter of the available memory is refused rather than read until the machine runs out.
 static std::string read_input(const std::string& path) {
-    if (path == "-") {
-        std::string text;
-        char buf[1 << 16];
-        size_t n;
-        while ((n = fread(buf, 1, sizeof(buf), stdin)) > 0) text.append(buf, n);
-        if (ferror(stdin)) fatal("cannot read input (stdin): expected readable text");
-        return text;
-    }
-    if (!file_exists(path)) fatal("input file not found (%s): expected a readable text file", path.c_str());
-    std::vector<uint8_t> bytes = file_read(path);
-    return std::string(bytes.begin(), bytes.end());
+    if (path != "-" && access(path.c_str(), F_OK) != 0)
+        fatal("input file not found (%s): expected a readable text file", path.c_str());
+    size_t avail = memory_available();
+    return text_read(path, avail ? avail / 4 : (size_t)1 << 34);
 }
 
 // <|endoftext|> before the text and after every "\n\n" (non-overlapping, left to right; a final empty
@@ -83,8 +80,7 @@ int cmd_tokenize(int argc, char** argv) {
         fatal("%s (tokenize): expected exactly one of --ids or -o PREFIX",
               to_ids ? "conflicting flags --ids and --output" : "missing output");
     if (to_ids && args.has("val-tokens")) fatal("flag --val-tokens needs -o PREFIX (tokenize): got --ids");
-    long long val_tokens = args.integer("val-tokens");
-    if (val_tokens < 0) fatal("bad value for --val-tokens (tokenize): expected >= 0, got %lld", val_tokens);
+    long long val_tokens = args.integer_in("val-tokens", 0, 1ll << 40);
     std::string prefix = to_files ? args.str("output") : "";
     if (to_files && prefix.empty()) fatal("empty value for --output (tokenize): expected a path prefix");
 
@@ -118,9 +114,17 @@ int cmd_tokenize(int argc, char** argv) {
         train_path = prefix + "_train.bin";
         val_path = prefix + "_val.bin";
     }
+    for (const std::string& path : {val_path, train_path})
+        if (access(path.c_str(), F_OK) == 0 && !tokenfile_is_token_file(path))
+            fatal_hint("choose another -o PREFIX; gpt2 replaces only token files", "bad value for --output "
+                       "(tokenize): %s exists and is not a token file", path.c_str());
+    // both files are staged before either is published, so a failure leaves the old pair as it was
     std::vector<int> val(ids.begin(), ids.begin() + val_tokens), train(ids.begin() + val_tokens, ids.end());
-    tokenfile_write(val_path, val);
-    tokenfile_write(train_path, train);
+    std::string val_staged = tokenfile_stage(val_path, val);
+    FatalCleanup cleanup([&] { unlink(val_staged.c_str()); });
+    std::string train_staged = tokenfile_stage(train_path, train);
+    file_publish(val_staged, val_path);
+    file_publish(train_staged, train_path);
     printf("tokenized %s (%zu bytes, %zu section%s): %zu val tokens -> %s, %zu train tokens -> %s\n", input_name,
            text.size(), sections, sections == 1 ? "" : "s", val.size(), val_path.c_str(), train.size(),
            train_path.c_str());

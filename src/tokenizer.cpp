@@ -393,6 +393,11 @@ void tokenizer_load_for_model(Tokenizer* tok, const std::string& dir, int model_
     fatal_hint(hint, fmt, tok->dir.c_str(), tok->vocab_size, model_vocab);
 }
 
+bool tokenizer_files_present(const std::string& dir) {
+    return (file_exists(path_join(dir, "encoder.json")) && file_exists(path_join(dir, "vocab.bpe"))) ||
+           (file_exists(path_join(dir, "vocab.json")) && file_exists(path_join(dir, "merges.txt")));
+}
+
 std::string tokenizer_default_dir() {
     const char* root = getenv("GPT2_DATA_DIR");
     if (root && root[0]) return path_join(root, "gpt2");

@@ -40,6 +40,8 @@ void tokenizer_load_for_model(Tokenizer* tok, const std::string& dir, int model_
 std::vector<int> tokenizer_encode(Tokenizer* tok, const std::string& text);
 // Raw bytes (not necessarily valid UTF-8); an id out of range is fatal and names the id.
 std::string tokenizer_decode(const Tokenizer& tok, const std::vector<int>& ids);
+// True when `dir` holds encoder.json + vocab.bpe or vocab.json + merges.txt (not checked for content).
+bool tokenizer_files_present(const std::string& dir);
 // $GPT2_DATA_DIR/gpt2 when that variable is set and non-empty, else data/gpt2.
 std::string tokenizer_default_dir();
 // GPT-2's pre-tokenizer alone: the pieces BPE runs on, concatenating to `text`. For tests and debugging.

@@ -2,9 +2,14 @@
 // gradient accumulation, validation, logging) around the model of model.h.
 #include <unistd.h>
 
+#include <cerrno>
+#include <climits>
 #include <cmath>
 #include <csignal>
+#include <cstdarg>
 #include <cstdio>
+#include <cstring>
+#include <memory>
 #include <string>
 
 #include "checkpoint.h"
@@ -12,6 +17,7 @@
 #include "commands.h"
 #include "dataloader.h"
 #include "generate.h"
+#include "infer.h"
 #include "model.h"
 #include "optimizer.h"
 #include "plot.h"
@@ -51,7 +57,7 @@ const std::vector<CliFlag> kTrainFlags = {
     {"save-every", "", "0", "save to --out every N steps (always after the last step); 0: only at the end"},
     {"stop-after", "", "0", "stop (and save) after N steps of this run, keeping the --steps schedule; 0: run to --steps"},
     {"resume", "", "", "continue exactly from a checkpoint directory written by --out"},
-    {"plot", "", "", "loss plot PNG (800x500), refreshed at each validation (default: loss.png in --out)"},
+    {"plot", "", "", "loss plot PNG (800x500), refreshed at each validation (default: loss.png in --out, with each save)"},
     {"sample-every", "", "0", "print a generated sample every N steps; 0: only after the last step"},
     {"sample-tokens", "", "64", "tokens per sample; 0 disables samples (and the tokenizer)"},
     {"tokenizer", "", "", "tokenizer directory for samples (default: $GPT2_DATA_DIR/gpt2 or data/gpt2)"},
@@ -86,37 +92,37 @@ void print_sample(const GPT2& model, const Tokenizer& tok, int tokens, uint64_t 
     fflush(stdout);
 }
 
-// Flags a resumed run must keep: they shape the model or the data order.
-const char* const kFixedOnResume[] = {"train", "batch", "tokens", "grad-accum", "seed", "model",
+// Flags a resumed run must keep: they shape the model or the data order (the data's content is checked by
+// hash, so the file may move).
+const char* const kFixedOnResume[] = {"batch", "tokens", "grad-accum", "seed", "model",
                                       "layers", "heads", "channels", "seq-len", "vocab"};
+// Flags that belong to one invocation, not to the run: a resumed run never inherits them.
+const char* const kPerInvocation[] = {"out", "resume", "stop-after", "log", "plot"};
 
-volatile sig_atomic_t g_interrupted = 0;
-void on_sigint(int) {
-    g_interrupted = 1;
-    signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
+bool is_per_invocation(const std::string& name) {
+    for (const char* n : kPerInvocation)
+        if (name == n) return true;
+    return false;
 }
 
-// The flags a checkpoint records: those given, plus the effective values of the ones a resumed run must
-// keep, defaults included, so a resume can tell a change.
-std::vector<std::pair<std::string, std::string>> run_flags(const CliArgs& args) {
+// The signal that asked the run to stop (SIGINT, SIGTERM or SIGHUP), 0 while none has.
+volatile sig_atomic_t g_stop_signal = 0;
+void on_stop_signal(int sig) {
+    g_stop_signal = sig;
+    signal(sig, SIG_DFL);  // a second one ends the process at once
+}
+
+// The flags a checkpoint records: those given but the per-invocation ones, the effective values of the
+// ones a resumed run must keep (defaults included, so a resume can tell a change), and the resolved
+// validation file.
+std::vector<std::pair<std::string, std::string>> run_flags(const CliArgs& args, const std::string& val_path) {
     std::vector<std::pair<std::string, std::string>> flags;
     for (size_t i = 0; i < args.names.size(); i++)
-        if (args.names[i] != "resume") flags.push_back({args.names[i], args.values[i]});
+        if (!is_per_invocation(args.names[i]) && args.names[i] != "val") flags.push_back({args.names[i], args.values[i]});
     for (const char* name : kFixedOnResume)
         if (!args.has(name) && std::string(name) != "model") flags.push_back({name, args.str(name)});
+    flags.push_back({"val", val_path});
     return flags;
-}
-
-// Bytes of MemAvailable in /proc/meminfo, or 0 when unknown.
-size_t available_memory() {
-    FILE* f = fopen("/proc/meminfo", "r");
-    if (!f) return 0;
-    char line[256];
-    size_t kb = 0;
-    while (fgets(line, sizeof(line), f))
-        if (sscanf(line, "MemAvailable: %zu kB", &kb) == 1) break;
-    fclose(f);
-    return kb * 1024;
 }
 
 // Prints what training will allocate and stops before allocating if the machine does not have it.
@@ -124,15 +130,55 @@ void check_memory(const GPT2Config& cfg, int B, int T) {
     const double mib = 1024.0 * 1024.0;
     size_t params = layout_params_size(layout_params(cfg)) * sizeof(float);
     size_t acts = layout_params_size(layout_acts(cfg, B, T)) * sizeof(float);
-    size_t total = 4 * params + 2 * acts;  // params, grads, AdamW m and v; activations and their gradients
+    double total = 4.0 * params + 2.0 * acts;  // params, grads, AdamW m and v; activations and their gradients
     printf("memory: %.0f MiB (parameters, gradients and AdamW state %.0f MiB, activations %.0f MiB)\n", total / mib,
            4 * params / mib, 2 * acts / mib);
-    size_t avail = available_memory();
-    if (avail > 0 && total > avail)
-        fatal_hint("lower -B or -T, or train a smaller model",
-                   "not enough memory (train): expected %.0f MiB, the machine has %.0f MiB available", total / mib,
-                   avail / mib);
+    memory_check(total, "train", "lower -B or -T, or train a smaller model");
 }
+
+// Checks --plot before the first step: its directory exists and an existing file there is a PNG.
+void check_plot_path(const std::string& path) {
+    if (path.empty()) fatal("empty value for --plot (train): expected a PNG path");
+    if (dir_exists(path)) fatal("bad value for --plot (train): %s is a directory, expected a PNG path", path.c_str());
+    if (!dir_exists(path_parent(path)))
+        fatal("bad value for --plot (train): directory %s does not exist", path_parent(path).c_str());
+    if (access(path.c_str(), F_OK) != 0) return;
+    static const uint8_t kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    uint8_t head[8] = {0};
+    FILE* f = fopen(path.c_str(), "rb");
+    bool png = f && fread(head, 1, 8, f) == 8 && memcmp(head, kPng, 8) == 0;
+    if (f) fclose(f);
+    if (!png)
+        fatal_hint("choose a new path; gpt2 replaces only PNG files", "bad value for --plot (train): %s exists and is "
+                   "not a PNG", path.c_str());
+}
+
+// Appends to --log, checking every write: a log that cannot be written stops the run.
+struct LogFile {
+    FILE* f = nullptr;
+    std::string path;
+    void open(const std::string& p) {
+        path = p;
+        if (p.empty()) fatal("empty value for --log (train): expected a file path");
+        f = fopen(p.c_str(), "a");
+        if (!f) fatal("cannot open log file (--log %s): %s", p.c_str(), strerror(errno));
+    }
+    void line(const char* fmt, ...) __attribute__((format(printf, 2, 3))) {
+        if (!f) return;
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vfprintf(f, fmt, ap);
+        va_end(ap);
+        if (n < 0 || fflush(f) != 0) fatal("cannot write log file (--log %s): %s", path.c_str(), strerror(errno));
+    }
+    void close() {
+        if (f && fclose(f) != 0) {
+            f = nullptr;
+            fatal("cannot write log file (--log %s): %s", path.c_str(), strerror(errno));
+        }
+        f = nullptr;
+    }
+};
 
 std::string format_duration(double s) {
     char buf[32];
@@ -142,37 +188,60 @@ std::string format_duration(double s) {
     return buf;
 }
 
+// The model a run trains: the checkpoint it resumes, --model, or a random init from the geometry flags.
+// Memory is checked before anything large is allocated.
+void build_model(GPT2* model, const CliArgs& args, const std::string& resume_dir, int B, int T, uint64_t seed) {
+    if (!resume_dir.empty() || args.has("model")) {
+        const std::string path = resume_dir.empty() ? args.str("model") : resume_dir;
+        CheckpointInfo info;
+        const int heads = args.has("model") && args.has("heads") ? cli_heads(args) : 0;  // for a bare .safetensors
+        GPT2Config cfg = checkpoint_inspect(path, heads, &info);
+        if (T > cfg.max_seq_len)
+            fatal("bad value for -T (train): expected <= %d (the model's context), got %d", cfg.max_seq_len, T);
+        check_memory(cfg, B, T);
+        checkpoint_load(model, path, heads);
+        return;
+    }
+    GPT2Config cfg = config_make(args.integer_in("seq-len", 1, 1 << 20), args.integer_in("vocab", 1, 65536),
+                                 args.integer_in("layers", 1, 1000), args.integer_in("heads", 1, 65536),
+                                 args.integer_in("channels", 1, 65536));
+    config_validate(cfg, "train flags");
+    if (T > cfg.max_seq_len)
+        fatal("bad value for -T (train): expected <= --seq-len %d (the model's context), got %d", cfg.max_seq_len, T);
+    check_memory(cfg, B, T);
+    gpt2_build(model, cfg, "train flags");
+    gpt2_init_random(model, seed);
+}
+
 }  // namespace
 
 int cmd_train(int argc, char** argv) {
-    CliArgs args = cli_parse(argc, argv, "train", "gpt2 train [flags]",
-                             "Trains GPT-2 on a token file with AdamW, from scratch, from --model, or continuing "
-                             "exactly from --resume. Ctrl-C finishes the step, saves to --out and exits 130.",
-                             kTrainFlags, false);
+    const CliArgs given = cli_parse(argc, argv, "train", "gpt2 train [flags]",
+                                    "Trains GPT-2 on a token file with AdamW, from scratch, from --model, or "
+                                    "continuing exactly from --resume. Ctrl-C, SIGTERM and SIGHUP finish the step, "
+                                    "save to --out and exit 128 + the signal.",
+                                    kTrainFlags, false);
+    CliArgs args = given;
     TrainState resume;
-    const bool resuming = args.has("resume");
-    if (resuming) {
-        const std::string dir = args.str("resume");
-        if (args.has("model")) fatal("conflicting flags (train): --resume continues its own model; drop --model");
-        train_state_read(&resume, dir);
-        for (const char* name : kFixedOnResume)
-            for (const auto& kv : resume.flags)
-                if (kv.first == name && args.has(name) && args.str(name) != kv.second)
-                    fatal("bad value for --%s (train): a resumed run keeps %s, got %s", name, kv.second.c_str(),
-                          args.str(name).c_str());
-        // stored flags first, the new command line after them: later values win
-        CliArgs merged = args;
-        merged.names.clear();
-        merged.values.clear();
+    const std::string resume_dir = given.has("resume") ? path_strip_slashes(given.str("resume")) : "";
+    if (given.has("resume")) {
+        if (resume_dir.empty()) fatal("empty value for --resume (train): expected a checkpoint directory");
+        if (given.has("model")) fatal("conflicting flags (train): --resume continues its own model; drop --model");
+        dir_recover_interrupted(resume_dir);
+        train_state_read(&resume, resume_dir);
+        std::vector<std::pair<std::string, std::string>> stored;
         for (const auto& kv : resume.flags)
-            if (kv.first != "model") merged.names.push_back(kv.first), merged.values.push_back(kv.second);
-        merged.names.insert(merged.names.end(), args.names.begin(), args.names.end());
-        merged.values.insert(merged.values.end(), args.values.begin(), args.values.end());
-        args = merged;
+            if (kv.first != "model" && !is_per_invocation(kv.first)) stored.push_back(kv);
+        for (const char* name : kFixedOnResume)
+            for (const auto& kv : stored)
+                if (kv.first == name && given.has(name) && given.str(name) != kv.second)
+                    fatal("bad value for --%s (train): a resumed run keeps %s, got %s", name, kv.second.c_str(),
+                          given.str(name).c_str());
+        args = cli_merge_stored(given, stored, resume.path);
     }
     const int B = args.integer_in("batch", 1, 1 << 16), T = args.integer_in("tokens", 1, 1 << 20);
     const int steps = args.integer_in("steps", 0, 1 << 30), accum = args.integer_in("grad-accum", 1, 1 << 16);
-    const uint64_t seed = (uint64_t)args.integer("seed");
+    const uint64_t seed = (uint64_t)args.integer_in("seed", 0, LLONG_MAX);
     AdamWConfig opt_cfg;
     opt_cfg.lr = (float)args.number_in("lr", 0, 10);
     opt_cfg.beta1 = (float)args.number_in("beta1", 0, 0.999999);
@@ -186,32 +255,27 @@ int cmd_train(int argc, char** argv) {
         fatal("bad value for --lr-schedule (train): expected cosine or constant, got '%s'", schedule.c_str());
     const int val_every = args.integer_in("val-every", 0, 1 << 30), val_batches = args.integer_in("val-batches", 1, 1 << 20);
     const int save_every = args.integer_in("save-every", 0, 1 << 30), stop_after = args.integer_in("stop-after", 0, 1 << 30);
-    const std::string out = args.has("out") ? args.str("out") : "";
-    // the plot lives in the checkpoint directory unless --plot puts it elsewhere
-    const bool plot_in_out = !args.has("plot") && !out.empty();
-    const std::string plot_path = args.has("plot") ? args.str("plot") : plot_in_out ? path_join(out, "loss.png") : "";
+    const int sample_every = args.integer_in("sample-every", 0, 1 << 30);
+    int sample_tokens = args.integer_in("sample-tokens", 0, 1 << 20);
+
+    // Outputs are checked, and --out locked, before anything is computed: a run that cannot save fails now.
+    // A resumed run saves where it resumed from unless --out says otherwise.
+    const std::string out = given.has("out") ? path_strip_slashes(given.str("out")) : resume_dir;
+    if (!out.empty() || given.has("out")) train_dir_check(out, given.has("out") ? "--out" : "--resume");
+    std::unique_ptr<PathLock> out_lock;
+    if (!out.empty()) out_lock.reset(new PathLock(out, "--out"));
+    const bool plot_in_out = !args.has("plot") && !out.empty();  // the plot lives in the checkpoint directory
+    const std::string plot_path = args.has("plot") ? args.str("plot") : "";
+    if (args.has("plot")) check_plot_path(plot_path);
     if (save_every > 0 && out.empty()) fatal("missing flag --out (train): --save-every needs a directory to save to");
+    LogFile log;
+    if (args.has("log")) log.open(args.str("log"));
 
     GPT2 model;
-    if (resuming) {
-        checkpoint_load(&model, args.str("resume"));
-    } else if (args.has("model")) {
-        checkpoint_load(&model, args.str("model"), args.has("heads") ? args.integer_in("heads", 1, 65536) : 0);
-    } else {
-        GPT2Config cfg = config_make(args.integer_in("seq-len", 1, 1 << 20), args.integer_in("vocab", 1, 65536),
-                                     args.integer_in("layers", 1, 1000), args.integer_in("heads", 1, 65536),
-                                     args.integer_in("channels", 1, 65536));
-        config_validate(cfg, "train flags");
-        if (T <= cfg.max_seq_len) check_memory(cfg, B, T);
-        gpt2_build(&model, cfg, "train flags");
-        gpt2_init_random(&model, seed);
-    }
+    build_model(&model, args, resume_dir, B, T, seed);
     const GPT2Config& cfg = model.cfg;
-    if (T > cfg.max_seq_len)
-        fatal("bad value for -T (train): expected <= %d (the model's context), got %d", cfg.max_seq_len, T);
     printf("model: %d layers, %d heads, %d channels, context %d, vocab %d: %.2fM parameters\n", cfg.num_layers,
            cfg.num_heads, cfg.channels, cfg.max_seq_len, cfg.vocab_size, gpt2_num_real_params(cfg) / 1e6);
-    if (args.has("model") || resuming) check_memory(cfg, B, T);  // loaded models are sized by their file
 
     DataLoader train_dl, val_dl;
     dataloader_init(&train_dl, args.str("train"), cfg.vocab_size, B, T, true, seed);
@@ -226,28 +290,50 @@ int cmd_train(int argc, char** argv) {
     AdamW opt;
     LossHistory history;
     int first_step = 0;
-    if (resuming) {
+    if (!resume_dir.empty()) {
         train_state_restore(resume, model, &opt, &train_dl, &history);
         first_step = resume.step;
-        printf("resumed %s at step %d\n", args.str("resume").c_str(), first_step);
+        printf("resumed %s at step %d\n", resume_dir.c_str(), first_step);
     }
     printf("data: %zu train tokens; %s; %d steps of %d x %d x %d tokens\n", train_dl.tokens.size(),
            do_val ? (std::to_string(val_dl.tokens.size()) + " val tokens").c_str() : "no validation", steps, accum, B, T);
 
-    const int sample_every = args.integer_in("sample-every", 0, 1 << 30);
-    const int sample_tokens = args.integer_in("sample-tokens", 0, 1 << 20);
     Tokenizer tok;
-    if (sample_tokens > 0)  // load before training so a missing tokenizer fails fast
-        tokenizer_load_for_model(&tok, args.has("tokenizer") ? args.str("tokenizer") : "", cfg.vocab_size,
-                                 "--sample-tokens 0 trains without samples");
-
-    FILE* log = nullptr;
-    if (args.has("log")) {
-        log = fopen(args.str("log").c_str(), "a");
-        if (!log) fatal("cannot open log file (--log %s)", args.str("log").c_str());
+    if (sample_tokens > 0) {  // load before training so a corrupt tokenizer fails fast; missing files only skip samples
+        const std::string dir = args.has("tokenizer") ? args.str("tokenizer") : tokenizer_default_dir();
+        memory_check(infer_memory_bytes(cfg, std::min(cfg.max_seq_len, 1 + sample_tokens), 1),
+                     "samples of --sample-tokens " + std::to_string(sample_tokens), "lower --sample-tokens");
+        // Samples are on by default, so only a tokenizer asked for by flag must exist and fit the model.
+        const bool asked = given.has("sample-tokens") || given.has("tokenizer");
+        if (!tokenizer_files_present(dir)) {
+            printf("note: no tokenizer files in %s (encoder.json + vocab.bpe): training without samples; set "
+                   "--tokenizer or GPT2_DATA_DIR to see them\n", dir.c_str());
+            sample_tokens = 0;
+        } else if (asked) {
+            tokenizer_load_for_model(&tok, dir, cfg.vocab_size, "--sample-tokens 0 trains without samples");
+        } else if (tokenizer_load(&tok, dir), tok.vocab_size != cfg.vocab_size) {
+            printf("note: the tokenizer in %s has %d tokens, the model %d: training without samples\n", dir.c_str(),
+                   tok.vocab_size, cfg.vocab_size);
+            sample_tokens = 0;
+        }
     }
-    g_interrupted = 0;
-    signal(SIGINT, on_sigint);
+    const auto save = [&](int step) {
+        train_state_save(out, model, opt, train_dl, step, run_flags(args, do_val ? val_path : ""), history,
+                         plot_in_out ? "loss.png" : "");
+    };
+    if (first_step >= steps) {  // nothing to train: a fresh run still saves what was asked for
+        if (!resume_dir.empty()) {
+            printf("nothing to do: %s is at step %d of %d\n", resume_dir.c_str(), first_step, steps);
+        } else if (!out.empty()) {
+            save(first_step);
+            printf("saved %s at step %d\n", out.c_str(), first_step);
+        }
+        log.close();
+        return 0;
+    }
+
+    g_stop_signal = 0;
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) signal(sig, on_stop_signal);
     const bool tty = isatty(STDOUT_FILENO);
     double ms_sum = 0;
     int ms_count = 0;
@@ -266,9 +352,10 @@ int cmd_train(int argc, char** argv) {
             loss += gpt2_forward(&model, train_dl.inputs.data(), train_dl.targets.data(), B, T) / accum;
             gpt2_backward(&model, 1.0f / accum);
         }
-        if (!std::isfinite(loss))
-            fatal("loss is %f at step %d: training diverged; the last checkpoint (if any) is kept", loss, step + 1);
         float norm = optimizer_grad_norm(model);
+        if (!std::isfinite(loss) || !std::isfinite(norm))
+            fatal("%s is %g at step %d: training diverged; the last checkpoint (if any) is kept",
+                  std::isfinite(loss) ? "gradient norm" : "loss", std::isfinite(loss) ? norm : loss, step + 1);
         float lr = lr_schedule(step, steps, opt_cfg.lr, warmup, min_lr_frac, schedule == "cosine");
         adamw_update(&opt, &model, opt_cfg, lr, optimizer_clip_factor(norm, grad_clip));  // clipping folded in
         step++;
@@ -284,34 +371,35 @@ int cmd_train(int argc, char** argv) {
             printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms\n", step, steps, loss, lr, norm, ms);
         }
         fflush(stdout);
-        if (log) fprintf(log, "{\"step\":%d,\"loss\":%.6f,\"lr\":%.6e,\"norm\":%.6f,\"ms\":%.3f}\n", step, loss, lr, norm, ms);
-        const bool last = step == steps || (stop_after > 0 && step - first_step == stop_after) || g_interrupted;
+        log.line("{\"step\":%d,\"loss\":%.6f,\"lr\":%.6e,\"norm\":%.6f,\"ms\":%.3f}\n", step, loss, lr, norm, ms);
+        const bool last = step == steps || (stop_after > 0 && step - first_step == stop_after) || g_stop_signal;
         if (do_val && (step % val_every == 0 || last)) {
             float val_loss = evaluate(&model, &val_dl, val_n);
             close_progress();
             printf("step %5d/%d | val loss %.6f\n", step, steps, val_loss);
             history.val.push_back({step, val_loss});
-            if (!plot_path.empty() && (!plot_in_out || dir_exists(out))) plot_losses(plot_path, history.train, history.val);
-            if (log) fprintf(log, "{\"step\":%d,\"val_loss\":%.6f}\n", step, val_loss);
-        }
-        if (log) fflush(log);
-        if (sample_tokens > 0 && ((sample_every > 0 && step % sample_every == 0) || last)) {
-            close_progress();
-            print_sample(model, tok, sample_tokens, seed + step);
+            if (!plot_path.empty()) plot_losses(plot_path, history.train, history.val);
+            log.line("{\"step\":%d,\"val_loss\":%.6f}\n", step, val_loss);
         }
         if (!out.empty() && ((save_every > 0 && step % save_every == 0) || last)) {
-            train_state_save(out, model, opt, train_dl, step, run_flags(args), history, plot_in_out ? "loss.png" : "");
+            save(step);
             close_progress();
             printf("saved %s at step %d\n", out.c_str(), step);
         }
+        // after the save, so a sample that fails cannot cost the run
+        if (sample_tokens > 0 && !g_stop_signal && ((sample_every > 0 && step % sample_every == 0) || last)) {
+            close_progress();
+            print_sample(model, tok, sample_tokens, seed + step);
+        }
         if (last) break;
     }
-    if (log) fclose(log);
+    log.close();
     close_progress();
-    signal(SIGINT, SIG_DFL);
-    if (g_interrupted) {
-        fprintf(stderr, "interrupted at step %d%s\n", step, out.empty() ? "" : (", saved " + out).c_str());
-        return 130;
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) signal(sig, SIG_DFL);
+    if (g_stop_signal) {
+        const char* name = g_stop_signal == SIGINT ? "SIGINT" : g_stop_signal == SIGTERM ? "SIGTERM" : "SIGHUP";
+        fprintf(stderr, "interrupted at step %d by %s%s\n", step, name, out.empty() ? "" : (", saved " + out).c_str());
+        return 128 + g_stop_signal;
     }
     return 0;
 }
@@ -332,7 +420,7 @@ int cmd_eval(int argc, char** argv) {
     const int B = args.integer_in("batch", 1, 1 << 16), T = args.integer_in("tokens", 1, 1 << 20);
     const int batches = args.integer_in("batches", 0, 1 << 30);
     GPT2 model;
-    checkpoint_load(&model, args.str("model"), (int)args.integer("heads"));
+    checkpoint_load(&model, args.str("model"), cli_heads(args));
     if (T > model.cfg.max_seq_len)
         fatal("bad value for -T (eval): expected <= %d (the model's context), got %d", model.cfg.max_seq_len, T);
     DataLoader dl;
@@ -343,6 +431,9 @@ int cmd_eval(int argc, char** argv) {
               batches, available, B, T);
     size_t n = batches ? (size_t)batches : available;
     float loss = evaluate(&model, &dl, n);
+    if (!std::isfinite(loss))
+        fatal("loss is %g on %s: the model's weights or activations overflow; expected a finite loss",
+              loss, args.str("data").c_str());
     printf("batches %zu of %d x %d tokens\n", n, B, T);
     printf("loss %.6f\n", loss);
     return 0;

@@ -38,7 +38,7 @@ check "20 steps straight == 10 + resume + 10: same losses" diff <(losses $T/a.lo
 check "20 steps straight == 10 + resume + 10: same parameters" cmp $T/A/model.safetensors $T/B/model.safetensors
 check_error "resume refuses a different batch size" "a resumed run keeps 4" "$GPT2" train --resume $T/B -B 8
 cp $T/A/train_state.safetensors $T/B/train_state.safetensors.A
-mkdir -p $T/mixed && cp $T/A/train_state.safetensors $T/mixed/ && "$GPT2" export --model $FIX/model --out $T/mixed >/dev/null
+"$GPT2" export --model $FIX/model --out $T/other >/dev/null && cp -r $T/other $T/mixed && cp $T/A/train_state.safetensors $T/mixed/
 check_error "resume refuses a train state of another model" "does not belong to this model" "$GPT2" train --resume $T/mixed
 
 # --- SIGINT: finish the step, save, exit 130 -------------------------------------------------------------
@@ -56,9 +56,12 @@ check "Ctrl-C saved a checkpoint that resumes (step $step)" "$GPT2" train --resu
 big="--train $TOK --val $TOK --vocab 1000 --layers 4 --heads 4 --channels 256 --seq-len 32 -B 2 -T 16 --val-every 0 --sample-tokens 0 --steps 100000 --save-every 1 --out $T/K"
 "$GPT2" train $big --stop-after 1 >/dev/null 2>&1  # the checkpoint every kill must leave intact
 ok=1
-for delay in 0.7 1.1 1.6 2.2 2.9; do
+# Each kill lands a different time after the run's first save (so it hits later steps and saves whatever
+# the machine's speed, a sanitizer build included).
+for delay in 0.1 0.35 0.6 0.9 1.3; do
     "$GPT2" train --resume $T/K --stop-after 0 >$T/k.log 2>&1 &
     pid=$!
+    for _ in $(seq 600); do grep -q '^saved ' $T/k.log && break; sleep 0.1; done
     sleep $delay
     kill -9 $pid
     wait $pid 2>/dev/null

@@ -58,14 +58,16 @@ check "generate --num-samples prints one line of ids per sample" \
 check "generation stops when the context is full" grep -q "context of 32 tokens is full" "$TEST_TMP/ctx_err"
 check_error "prompt longer than the context" "prompt too long" "$GPT2" generate --model $TRAINED --prompt-ids "$(seq -s ' ' 1 40)" --ids
 check_error "prompt id beyond the vocabulary" "out of range (--prompt-ids)" "$GPT2" generate --model $TRAINED --prompt-ids "5 1000" --ids
-check_error "bad top-p" "expected 0 < p <= 1" "$GPT2" generate --model $TRAINED --top-p 1.5 --ids
+check_error "bad top-p" "expected 0..1, got 1.5" "$GPT2" generate --model $TRAINED --top-p 1.5 --ids
+check_error "top-p 0" "expected 0 < p <= 1" "$GPT2" generate --model $TRAINED --top-p 0 --ids
 check_error "tokenizer that does not fit the model" "tokenizer" "$GPT2" generate --model $TRAINED --prompt hello --tokenizer "$TEST_TMP/none"
 
 # A non-finite loss stops training, naming the step, and leaves the last good checkpoint in --out as it
-# was. The poison is a NaN in ln_f.bias (the last 4 bytes of an llm.c v3 file), so every logit is NaN.
+# was. The poison is 3e38 in every ln_f.bias (the last 128 bytes of an llm.c v3 file): finite weights that
+# overflow, so every logit is NaN. (Non-finite weights are refused at load; see cli_trust.sh.)
 "$GPT2" export --model $TRAINED --out "$TEST_TMP/poison.bin" --format llmc >/dev/null
 size=$(stat -c %s "$TEST_TMP/poison.bin")
-printf '\x00\x00\xc0\x7f' | dd of="$TEST_TMP/poison.bin" bs=1 seek=$((size - 4)) conv=notrunc status=none
+perl -e 'print pack("f<", 3e38) x 32' | dd of="$TEST_TMP/poison.bin" bs=1 seek=$((size - 128)) conv=notrunc status=none
 before=$(cksum <"$TEST_TMP/trained/model.safetensors")
 check_error "a NaN loss stops training, naming the step" "loss is -*nan at step 1" \
     "$GPT2" train --model "$TEST_TMP/poison.bin" --train $TOK -B 4 -T 16 --steps 5 --sample-tokens 0 --out "$TEST_TMP/trained"

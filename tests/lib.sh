@@ -35,3 +35,35 @@ summary() {
     echo "$TESTS_PASSED passed, $TESTS_FAILED failed"
     [ "$TESTS_FAILED" -eq 0 ]
 }
+
+# st_meta FILE KEY VALUE: sets string metadata KEY of a safetensors FILE to VALUE (__delete__ removes the
+# entry), rewriting the header length; st_fill FILE TENSOR BYTE: overwrites a tensor's data with BYTE.
+# Plain perl (perl-base is in every Debian), so the shell tests need no Python.
+st_meta() {
+    perl -e 'my ($f, $k, $v) = @ARGV; open(my $h, "+<:raw", $f) or die; local $/; my $d = <$h>;
+        my $n = unpack("Q<", substr($d, 0, 8)); my $j = substr($d, 8, $n); my $rest = substr($d, 8 + $n);
+        $j =~ s/\s+$//;
+        if ($v eq "__delete__") { $j =~ s/"\Q$k\E":"(?:[^"\\]|\\.)*",?//; $j =~ s/,\}/}/; }
+        else { $j =~ s/"\Q$k\E":"(?:[^"\\]|\\.)*"/"$k":"$v"/ or die "no key $k\n"; }
+        $j .= " " x ((8 - length($j) % 8) % 8);
+        seek($h, 0, 0); truncate($h, 0); print $h pack("Q<", length($j)) . $j . $rest;' "$@"
+}
+st_fill() {
+    perl -e 'my ($f, $t, $b) = @ARGV; open(my $h, "+<:raw", $f) or die; local $/; my $d = <$h>;
+        my $n = unpack("Q<", substr($d, 0, 8)); my $j = substr($d, 8, $n);
+        $j =~ /"\Q$t\E":\{[^}]*"data_offsets":\[(\d+),(\d+)\]/ or die "no tensor $t\n";
+        substr($d, 8 + $n + $1, $2 - $1) = chr(hex($b)) x ($2 - $1);
+        seek($h, 0, 0); print $h $d;' "$@"
+}
+# st_empty FILE TENSOR: makes TENSOR shape [0], removing its bytes and moving the later tensors down, so the
+# file stays well-formed.
+st_empty() {
+    perl -e 'my ($f, $t) = @ARGV; open(my $h, "+<:raw", $f) or die; local $/; my $d = <$h>;
+        my $n = unpack("Q<", substr($d, 0, 8)); my $j = substr($d, 8, $n); my $data = substr($d, 8 + $n);
+        $j =~ /"\Q$t\E":\{"dtype":"\w+","shape":\[[\d,]*\],"data_offsets":\[(\d+),(\d+)\]/ or die "no tensor $t\n";
+        my ($b, $e) = ($1, $2); my $cut = $e - $b;
+        $j =~ s/("\Q$t\E":\{"dtype":"\w+","shape":)\[[\d,]*\](,"data_offsets":)\[\d+,\d+\]/$1\[0\]$2\[$b,$b\]/;
+        $j =~ s/"data_offsets":\[(\d+),(\d+)\]/q{"data_offsets":[} . ($1 > $b ? $1 - $cut : $1) . q{,} . ($2 > $b ? $2 - $cut : $2) . q{]}/ge;
+        substr($data, $b, $cut) = ""; $j =~ s/\s+$//; $j .= " " x ((8 - length($j) % 8) % 8);
+        seek($h, 0, 0); truncate($h, 0); print $h pack("Q<", length($j)) . $j . $data;' "$@"
+}

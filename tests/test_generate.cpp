@@ -33,7 +33,7 @@ TEST(kv_cache_logits_equal_full_forward) {
         gpt2_forward(&model, tokens.data(), nullptr, 1, T);
         // prompt of 7 in one batched pass, then one token at a time
         InferState st;
-        infer_init(&st, model, T);
+        infer_init(&st, model, T, 7);
         std::vector<float> kv((size_t)T * Vp);
         infer_forward(&st, model, tokens.data(), 7, kv.data(), true);
         for (int t = 7; t < T; t++) infer_forward(&st, model, &tokens[t], 1, kv.data() + (size_t)t * Vp, false);

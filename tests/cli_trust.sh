@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# cli_trust.sh: nothing the user owns is lost, and bad input or a failing environment ends in one error
+# line and a non-zero exit. One section per defect class of the trust issue: output directories, corrupt
+# train state, non-finite values, memory, paths, resume, signals, write errors, atomic outputs, locks and
+# strict readers. No Python: safetensors headers are edited with st_meta/st_fill (lib.sh).
+source "$(dirname "$0")/lib.sh"
+FIX=tests/fixtures/ref_tiny
+TRAINED=tests/fixtures/trained_tiny
+TOK=$(pwd)/tests/fixtures/tokens_v1000.bin  # absolute: some runs start in a scratch directory
+T=$TEST_TMP
+GPT2_ABS=$(cd "$(dirname "$GPT2")" && pwd)/$(basename "$GPT2")  # for runs from another directory
+tiny="--train $TOK --val $TOK --vocab 1000 --layers 2 --heads 2 --channels 32 --seq-len 32 -B 4 -T 16 --lr 3e-3 --val-every 5 --sample-tokens 0"
+sum() { cksum <"$1"; }
+# fails the named test unless CMD exits with code $2
+check_exit() {
+    local name=$1 want=$2; shift 2
+    "$@" >"$T/out" 2>&1
+    local rc=$?
+    if [ $rc -eq "$want" ]; then pass "$name"; else fail "$name (exit $rc, wanted $want)"; tail -3 "$T/out" | sed 's/^/    /'; fi
+}
+"$GPT2" train $tiny --steps 10 --out $T/ck >/dev/null 2>&1
+
+# --- first run: training on token files needs no tokenizer files ------------------------------------------
+mkdir -p $T/empty
+(cd $T/empty && env -u GPT2_DATA_DIR "$GPT2_ABS" train $tiny --sample-tokens 8 --steps 2) >$T/notok.log 2>&1
+check "train without tokenizer files runs and skips the samples with a note" \
+    bash -c "grep -q '^note: no tokenizer files in data/gpt2' $T/notok.log && grep -q 'step *2/2' $T/notok.log"
+
+# --- 1. never delete what gpt2 did not write ----------------------------------------------------------------
+mkdir -p $T/thesis/chapters && echo draft >$T/thesis/thesis.txt && echo one >$T/thesis/chapters/1.txt
+check_error "train --out refuses a directory it did not write" "is not a checkpoint written by .gpt2 train" \
+    "$GPT2" train $tiny --steps 2 --out $T/thesis
+check "... and its files are untouched" test "$(cat $T/thesis/thesis.txt $T/thesis/chapters/1.txt)" = "$(printf 'draft\none')"
+ln -s $T/ck $T/link
+before=$(sum $T/ck/model.safetensors)
+check_error "train --out refuses a symbolic link" "is a symbolic link" "$GPT2" train $tiny --steps 2 --out $T/link
+check "... and the link's target is untouched" test "$(sum $T/ck/model.safetensors)" = "$before"
+cp -r $T/ck $T/notes && echo mine >$T/notes/NOTES.md
+check "train --out replaces its own checkpoint" "$GPT2" train $tiny --steps 3 --out $T/notes
+check "... keeping a file the user put in it" test "$(cat $T/notes/NOTES.md 2>/dev/null)" = mine
+check "... and the new model is there" bash -c "'$GPT2' train --resume $T/notes --steps 3 | grep -q 'nothing to do: .* at step 3 of 3'"
+check_error "export refuses a directory it did not write" "which gpt2 export did not write" \
+    "$GPT2" export --model $FIX/model --out $T/thesis
+check_error "export --format llmc refuses to replace a file of another kind" "is not an llm.c checkpoint" \
+    "$GPT2" export --model $FIX/model --out $T/thesis/thesis.txt --format llmc
+check "... and the file is untouched" test "$(cat $T/thesis/thesis.txt)" = draft
+if [ -n "${GPT2_DATA_DIR:-}" ]; then TOK_DIR=$GPT2_DATA_DIR/gpt2; else TOK_DIR=data/gpt2; fi
+echo "To be, or not to be: that is the question." >$T/text.txt
+mkdir -p $T/tok && echo notes >$T/tok/val.bin
+check_error "tokenize -o refuses to replace a file that is not a token file" "tok/val.bin exists and is not a token file" \
+    "$GPT2" tokenize --tokenizer $TOK_DIR --val-tokens 2 -o $T/tok/ $T/text.txt
+check "... and the file is untouched" test "$(cat $T/tok/val.bin)" = notes
+
+# --- 2. a corrupt train_state.safetensors is an error, never a crash ----------------------------------------
+corrupt() {  # corrupt NAME PATTERN EDIT...: a copy of ck with one edit must refuse to resume
+    local name=$1 pattern=$2; shift 2
+    rm -rf $T/bad && cp -r $T/ck $T/bad
+    "$1" $T/bad/train_state.safetensors "${@:2}"
+    check_error "resume refuses a train state with $name" "$pattern" "$GPT2" train --resume $T/bad --steps 12
+}
+corrupt "loader.order of 0xff bytes" "not a permutation" st_fill loader.order ff
+corrupt "loader.order with a repeated window" "not a permutation" st_fill loader.order 00
+corrupt "a non-numeric loader.rng" "loader.rng" st_meta loader.rng abc
+corrupt "an over-long loader.rng" "loader.rng" st_meta loader.rng 99999999999999999999999
+corrupt "no loader.rng" "loader.rng" st_meta loader.rng __delete__
+corrupt "step -5" "\"step\" is '-5'" st_meta step -5
+corrupt "step 99999999999" "\"step\" is '99999999999'" st_meta step 99999999999
+corrupt "loader.epoch INT_MAX" "loader.epoch" st_meta loader.epoch 2147483647
+corrupt "an unknown flag" "unknown flag --bogus" st_meta flags '[[\"bogus\",\"1\"]]'
+corrupt "a NaN AdamW moment" "AdamW moments" st_fill adamw.v ff
+
+# --- 3. non-finite values are refused, never saved or printed ---------------------------------------------
+"$GPT2" export --model $TRAINED --out $T/nan.bin --format llmc >/dev/null
+size=$(stat -c %s $T/nan.bin)
+printf '\x00\x00\xc0\x7f' | dd of=$T/nan.bin bs=1 seek=$((size - 4)) conv=notrunc status=none
+check_error "eval refuses NaN weights" "non-finite parameter .*ln_f.bias\[31\]" "$GPT2" eval --model $T/nan.bin --data $TOK -B 2 -T 16
+check_error "generate refuses NaN weights" "non-finite parameter" "$GPT2" generate --model $T/nan.bin --prompt-ids 1 --ids --top-k 5
+check_error "export refuses NaN weights" "non-finite parameter" "$GPT2" export --model $T/nan.bin --out $T/nan-hf
+# finite weights whose activations overflow: ln_f.bias set to 3e38 (loss NaN) or 1e38 (finite loss,
+# infinite gradient norm)
+big() { cp $T/nan.bin $2 && perl -e 'print pack("f<", $ARGV[0]) x 32' $1 | dd of=$2 bs=1 seek=$((size - 128)) conv=notrunc status=none; }
+big 3e38 $T/overflow.bin
+big 1e38 $T/steep.bin
+check_error "eval refuses a non-finite loss" "loss is .*nan.*expected a finite loss" "$GPT2" eval --model $T/overflow.bin --data $TOK -B 2 -T 16
+check_error "generate refuses non-finite logits" "non-finite logits" "$GPT2" generate --model $T/overflow.bin --prompt-ids 1 --ids --top-k 5
+rm -rf $T/keep && "$GPT2" train --model $TRAINED --train $TOK -B 4 -T 16 --steps 2 --sample-tokens 0 --out $T/keep >/dev/null
+before=$(sum $T/keep/model.safetensors)
+check_error "an infinite gradient norm stops training at that step" "gradient norm is inf at step 1" \
+    "$GPT2" train --model $T/steep.bin --train $TOK -B 4 -T 16 --steps 5 --save-every 1 --sample-tokens 0 --out $T/keep
+check "... and the last checkpoint is kept as it was" test "$(sum $T/keep/model.safetensors)" = "$before"
+check "... and still evaluates to a finite loss" bash -c "'$GPT2' eval --model $T/keep --data $TOK -B 2 -T 16 | grep -Eq '^loss [0-9]'"
+perl -e 'print pack("f<", 1e5) x 32' | dd of=$T/nan.bin bs=1 seek=$((size - 128)) conv=notrunc status=none
+check_error "export f16 refuses a value past F16's range" "value out of F16 range" "$GPT2" export --model $T/nan.bin --out $T/f16 --dtype f16
+check "... and leaves nothing behind" test -z "$(ls -d $T/f16* 2>/dev/null)"
+
+# --- 4. memory is checked before input-sized allocations --------------------------------------------------
+check_error "train -T beyond --seq-len fails before allocating" "expected <= --seq-len 32" "$GPT2" train $tiny -T 64 --steps 1
+cp -r $TRAINED $T/huge && sed -i 's/"n_layer": [0-9]*/"n_layer": 1000/; s/"n_embd": [0-9]*/"n_embd": 65536/' $T/huge/config.json
+check_error "info reads headers only (config.json claims 1000 x 65536)" "shape mismatch" "$GPT2" info --model $T/huge
+perl -e 'my $n = 65536 * 32 + 1; print pack("l<256", 20240520, 1, $n, (0) x 253) . ("\0" x (2 * $n))' >$T/many.bin
+check_error "eval with a batch larger than memory" "not enough memory (activations" "$GPT2" eval --model $FIX/model --data $T/many.bin -B 65536 -T 32
+"$GPT2" train --train $TOK --vocab 1000 --layers 1 --heads 64 --channels 64 --seq-len 1048576 -B 1 -T 4 --steps 0 --sample-tokens 0 --out $T/long >/dev/null
+check_error "generate with a prompt whose attention exceeds memory" "not enough memory (KV cache" \
+    "$GPT2" generate --model $T/long --prompt-ids "$(yes 1 | head -n 60000 | tr '\n' ' ')" --ids -n 1
+if ldd "$GPT2" 2>/dev/null | grep -q libasan; then
+    echo "skip generate under ulimit -v: AddressSanitizer reserves more address space than any limit allows"
+else
+    check "generate sizes its scratch by the prompt, not the square of the length (4000 tokens in 2 GB)" \
+        bash -c "ulimit -v 2000000; '$GPT2' generate --model $T/long --prompt-ids 1 --ids -n 4000 --top-k 1 | wc -w | grep -qx 4000"
+fi
+check_error "train refuses --sample-tokens past memory before the first step" "not enough memory (samples" \
+    "$GPT2" train --train $TOK --vocab 1000 --layers 96 --heads 1 --channels 64 --seq-len 1048576 -B 1 -T 4 --steps 1 --sample-tokens 1048576
+
+# --- 5. output paths are checked before the first step, and a failed save leaves nothing behind ---------------
+check "--out with a trailing slash saves into the directory" "$GPT2" train $tiny --steps 2 --out $T/slash/
+check "... which then holds the checkpoint" test -f $T/slash/model.safetensors -a -z "$(ls -A $T/slash | grep saving)"
+check "--out in directories that do not exist yet creates them" "$GPT2" train $tiny --steps 2 --out $T/new/nested/dir
+check "... and saves there" test -f $T/new/nested/dir/model.safetensors
+check_error "--out ''" "empty value for --out" "$GPT2" train $tiny --steps 2 --out ''
+check "--steps 0 --out saves the initial model" "$GPT2" train $tiny --steps 0 --out $T/zero
+check "... which loads" "$GPT2" info --model $T/zero
+echo x >$T/afile
+mkdir -p $T/cwd && echo mine >$T/cwd/file.txt
+# each refused before the first step (no step line); "." from inside a scratch directory, so that a
+# regression cannot touch the checkout
+refused_early() {
+    local name=$1 pattern=$2 out=$3
+    (cd $T/cwd && "$GPT2_ABS" train $tiny --steps 2 --out "$out") >$T/o 2>$T/e
+    local rc=$?
+    if [ $rc -eq 1 ] && ! grep -q '^step' $T/o && [ "$(grep -c '^error: ' $T/e)" -eq 1 ] && grep -q -- "$pattern" $T/e; then
+        pass "$name"
+    else
+        fail "$name (exit $rc)"; sed 's/^/    /' $T/e
+    fi
+}
+refused_early "--out naming a file is refused before the first step" "exists and is not a directory" $T/afile
+refused_early "--out . (not a checkpoint) is refused before the first step" "holds file.txt and is not a checkpoint" .
+check "... and the directory is untouched" test "$(ls -A $T/cwd)" = file.txt
+check_error "--plot in a missing directory is refused before the first step" "directory $T/nodir does not exist" \
+    "$GPT2" train $tiny --steps 2 --plot $T/nodir/loss.png
+check_error "--plot over a file that is not a PNG" "not a PNG" "$GPT2" train $tiny --steps 2 --plot $T/afile
+before=$(sum $T/ck/model.safetensors)
+check_error "a save past the file-size limit fails with one line" "cannot write .*File too large" \
+    bash -c "ulimit -f 100; exec '$GPT2' train --resume $T/ck --steps 12"
+check "... leaving no staging directory" test -z "$(ls -d $T/ck.saving.* $T/ck/*.tmp.* 2>/dev/null)"
+check "... and the previous checkpoint as it was" test "$(sum $T/ck/model.safetensors)" = "$before"
+
+# --- 6. resume writes where it resumed from and refuses what changed ------------------------------------------
+"$GPT2" train $tiny --steps 20 --stop-after 5 --out $T/orig >/dev/null 2>&1
+cp -r $T/orig $T/copy
+before=$(sum $T/orig/model.safetensors)
+"$GPT2" train --resume $T/copy >$T/copy.log 2>&1
+check "resume saves into the copy it resumed from" grep -q "saved $T/copy at step 20" $T/copy.log
+check "... leaving the original as it was" test "$(sum $T/orig/model.safetensors)" = "$before"
+check "--stop-after belongs to one invocation: a plain resume runs to --steps" grep -q 'step *20/20' $T/copy.log
+mkdir -p $T/def/data/tinyshakespeare && cp $TOK $T/def/data/tinyshakespeare/train.bin && cp $TOK $T/def/data/tinyshakespeare/val.bin
+(cd $T/def && "$GPT2_ABS" train --vocab 1000 --layers 2 --heads 2 --channels 32 --seq-len 32 -B 4 -T 16 --steps 10 --stop-after 5 \
+    --val-every 5 --sample-tokens 0 --out ck >/dev/null 2>&1 && "$GPT2_ABS" train --resume ck >../def.log 2>&1)
+check "a resumed run on the default data keeps validating" grep -q 'step *10/10 | val loss' $T/def.log
+cp $TOK $T/data.bin
+"$GPT2" train $tiny --train $T/data.bin --steps 20 --stop-after 5 --out $T/changed >/dev/null 2>&1
+printf '\x07\x00' | dd of=$T/data.bin bs=1 seek=2000 conv=notrunc status=none
+check_error "resume refuses training data changed in place (same length)" "training data changed" "$GPT2" train --resume $T/changed
+cp -r $T/orig $T/heads && sed -i 's/"n_head": 2/"n_head": 4/' $T/heads/config.json
+check_error "resume refuses an edited n_head" "model changed since the checkpoint" "$GPT2" train --resume $T/heads
+
+# --- 7. SIGTERM and SIGHUP save like Ctrl-C ---------------------------------------------------------------
+for sig in TERM HUP; do
+    rm -rf $T/sig
+    "$GPT2" train $tiny --steps 1000000 --val-every 0 --out $T/sig >$T/sig.log 2>&1 &
+    pid=$!
+    for _ in $(seq 100); do grep -q '^step' $T/sig.log && break; sleep 0.1; done
+    kill -$sig $pid
+    wait $pid
+    rc=$?
+    want=$((128 + $(kill -l $sig)))
+    check "SIG$sig exits $want" test $rc -eq $want
+    check "SIG$sig saved a checkpoint that resumes" "$GPT2" train --resume $T/sig --stop-after 1
+done
+
+# --- 8. every write is checked ----------------------------------------------------------------------------
+check_error "--log /dev/full" "cannot write log file (--log /dev/full)" "$GPT2" train $tiny --steps 2 --log /dev/full
+check_error "tokenize --ids > /dev/full" "cannot write standard output" bash -c "exec '$GPT2' tokenize --tokenizer $TOK_DIR --ids $T/text.txt >/dev/full"
+check_error "train > /dev/full" "cannot write standard output" bash -c "exec '$GPT2' train $tiny --steps 2 >/dev/full"
+
+# --- 9. outputs that come in sets are published together -----------------------------------------------------
+"$GPT2" tokenize --tokenizer $TOK_DIR --val-tokens 2 -o $T/pair $T/text.txt >/dev/null
+before=$(sum $T/pair_val.bin)
+rm $T/pair_train.bin && mkdir $T/pair_train.bin
+check_error "tokenize -o checks every output before writing any" "pair_train.bin exists and is not a token file" \
+    "$GPT2" tokenize --tokenizer $TOK_DIR --val-tokens 3 -o $T/pair $T/text.txt
+check "... so the old val file is as it was" test "$(sum $T/pair_val.bin)" = "$before"
+check_error "export refuses to replace a training checkpoint's model" "is a training checkpoint" \
+    "$GPT2" export --model $FIX/model --out $T/ck --dtype bf16
+"$GPT2" export --model $FIX/model --out $T/exp >/dev/null
+check "export replaces its own export in one step" "$GPT2" export --model $FIX/model --out $T/exp/ --dtype bf16
+check "... leaving no staging directory" test -z "$(ls -d $T/exp.* 2>/dev/null)"
+check "... and the new dtype is there" bash -c "'$GPT2' info --model $T/exp | grep -q 'dtype: BF16'"
+cp -r $T/ck $T/fallback && mv $T/fallback $T/fallback.old.99999999
+check "resume restores a checkpoint left as DIR.old.PID by a save killed between two renames" \
+    bash -c "'$GPT2' train --resume $T/fallback --steps 12 2>&1 | grep -q 'restored $T/fallback'"
+
+# --- 10. one run per output directory ---------------------------------------------------------------------
+"$GPT2" train $tiny --steps 1000000 --val-every 0 --out $T/busy >$T/busy.log 2>&1 &
+pid=$!
+for _ in $(seq 100); do grep -q '^step' $T/busy.log && break; sleep 0.1; done
+check_error "a second run on the same --out is refused" "output in use (--out $T/busy): another gpt2 process (pid $pid)" \
+    "$GPT2" train $tiny --steps 2 --out $T/busy
+kill -INT $pid; wait $pid
+check "the lock file goes with the run" test ! -e $T/busy.lock
+
+# --- 11. strict readers and range-checked flags -----------------------------------------------------------
+cp -r $TRAINED $T/dupcfg && sed -i 's/"n_layer"/"n_head": 2, "n_layer"/' $T/dupcfg/config.json
+check_error "config.json with a duplicate key" "duplicate key \"n_head\"" "$GPT2" info --model $T/dupcfg
+cp -r $TRAINED $T/dupst && st_meta $T/dupst/model.safetensors format 'pt","format":"pt'
+check_error "safetensors header with a duplicate key" "duplicate key \"format\"" "$GPT2" info --model $T/dupst
+cp -r $TRAINED $T/hole && printf '\0\0\0\0' >>$T/hole/model.safetensors
+check_error "safetensors with bytes after the last tensor" "bytes after the last tensor" "$GPT2" info --model $T/hole
+check_error "eval --data /dev/zero" "not a regular file (/dev/zero)" "$GPT2" eval --model $FIX/model --data /dev/zero -T 16
+cp $FIX/dump.safetensors $T/dump.safetensors
+st_empty $T/dump.safetensors loss
+check_error "compare with an empty loss tensor" "bad tensor loss .*expected one value, got 0" "$GPT2" compare --model $FIX/model --ref $T/dump.safetensors
+check_error "--heads 4294967298 is out of range, not 2" "expected 0..65536, got 4294967298" "$GPT2" info --model $FIX/model --heads 4294967298
+check_error "--heads -5 is out of range, not the default" "expected 0..65536, got -5" "$GPT2" eval --model $FIX/model --data $TOK --heads -5
+summary

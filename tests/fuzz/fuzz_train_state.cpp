@@ -1,0 +1,30 @@
+// fuzz_train_state.cpp: libFuzzer target for the train state reader. Parses the bytes as a safetensors
+// image and, when that validates, as train_state.safetensors; an accepted state must be self-consistent
+// (a permutation for the loader's order, a position inside it, moments of one size, history steps in
+// range), so that restoring it can never index out of bounds.
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "train_state.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    SafeTensors st;
+    std::string err;
+    if (!safetensors_parse(&st, std::vector<uint8_t>(data, data + size), &err)) return 0;
+    TrainState ts;
+    if (!train_state_parse(st, &ts, &err)) {
+        if (err.empty()) abort();  // a rejection always says why
+        return 0;
+    }
+    std::vector<bool> seen(ts.order.size(), false);
+    for (uint32_t w : ts.order) {
+        if (w >= ts.order.size() || seen[w]) abort();
+        seen[w] = true;
+    }
+    if (ts.pos > ts.order.size() || ts.m.size() != ts.v.size() || ts.rng == 0 || ts.step < 0) abort();
+    for (const auto& p : ts.history.train)
+        if (p.first < 1 || p.first > ts.step) abort();
+    return 0;
+}

@@ -38,8 +38,12 @@ static void on_out_of_memory() { fatal("out of memory: an allocation failed; exp
 
 // Output the command printed but could not write (a full disk, a closed pipe) is an error too.
 static int finish(int rc) {
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "error: cannot write standard output: %s\n", errno ? strerror(errno) : "write error");
+    errno = 0;
+    const bool flush_failed = fflush(stdout) != 0;
+    const int err = errno;
+    if (flush_failed || ferror(stdout)) {
+        fprintf(stderr, "error: cannot write standard output: %s\n",
+                flush_failed && err ? strerror(err) : "an earlier write failed");
         return rc ? rc : 1;
     }
     return rc;

@@ -375,6 +375,8 @@ int cmd_train(int argc, char** argv) {
         const bool last = step == steps || (stop_after > 0 && step - first_step == stop_after) || g_stop_signal;
         if (do_val && (step % val_every == 0 || last)) {
             float val_loss = evaluate(&model, &val_dl, val_n);
+            if (!std::isfinite(val_loss))
+                fatal("val loss is %g at step %d: training diverged; the last checkpoint (if any) is kept", val_loss, step);
             close_progress();
             printf("step %5d/%d | val loss %.6f\n", step, steps, val_loss);
             history.val.push_back({step, val_loss});

@@ -18,18 +18,6 @@ namespace {
 
 const char* const kWriter = "gpt2.cpp";  // model.safetensors metadata: export may replace what it wrote
 
-// HuggingFace names of one layer's tensors, in LayerParams order, and whether each is a Conv1D weight.
-const struct {
-    const char* suffix;
-    bool transposed;
-} kHfLayer[] = {
-    {"ln_1.weight", false},      {"ln_1.bias", false},       {"attn.c_attn.weight", true},
-    {"attn.c_attn.bias", false}, {"attn.c_proj.weight", true}, {"attn.c_proj.bias", false},
-    {"ln_2.weight", false},      {"ln_2.bias", false},       {"mlp.c_fc.weight", true},
-    {"mlp.c_fc.bias", false},    {"mlp.c_proj.weight", true}, {"mlp.c_proj.bias", false},
-};
-const size_t kHfLayerCount = sizeof(kHfLayer) / sizeof(kHfLayer[0]);
-
 std::string shape_str(const std::vector<int64_t>& s) {
     std::string out = "(";
     for (size_t i = 0; i < s.size(); i++) out += (i ? ", " : "") + std::to_string(s[i]);
@@ -37,10 +25,10 @@ std::string shape_str(const std::vector<int64_t>& s) {
 }
 
 // The shape HuggingFace stores for one of our tensors.
-std::vector<int64_t> hf_shape(const TensorInfo& t, bool transposed, const GPT2Config& cfg) {
+std::vector<int64_t> hf_shape(const TensorInfo& t, const GPT2Config& cfg) {
     if (t.name == "wte") return {cfg.vocab_size, (int64_t)t.cols};
     if (t.cols == 0) return {(int64_t)t.rows};
-    if (transposed) return {(int64_t)t.cols, (int64_t)t.rows};
+    if (t.hf_transposed) return {(int64_t)t.cols, (int64_t)t.rows};
     return {(int64_t)t.rows, (int64_t)t.cols};
 }
 
@@ -65,19 +53,6 @@ bool is_attention_buffer(const std::string& name) {
 
 }  // namespace
 
-std::vector<HfTensor> checkpoint_hf_tensors(const GPT2Config& cfg) {
-    std::vector<HfTensor> out;
-    size_t i = 0;
-    out.push_back({"wte.weight", i++, false});
-    out.push_back({"wpe.weight", i++, false});
-    for (int l = 0; l < cfg.num_layers; l++)
-        for (size_t k = 0; k < kHfLayerCount; k++)
-            out.push_back({"h." + std::to_string(l) + "." + kHfLayer[k].suffix, i++, kHfLayer[k].transposed});
-    out.push_back({"ln_f.weight", i++, false});
-    out.push_back({"ln_f.bias", i++, false});
-    return out;
-}
-
 GPT2Config checkpoint_read_hf_config(const std::string& path) {
     std::vector<uint8_t> bytes = file_read(path);
     Json root;
@@ -93,19 +68,17 @@ GPT2Config checkpoint_read_hf_config(const std::string& path) {
 }
 
 void checkpoint_unpack_hf(const SafeTensors& st, const std::string& prefix, const GPT2Config& cfg, float* base) {
-    std::vector<TensorInfo> table = layout_params(cfg);
-    for (const HfTensor& h : checkpoint_hf_tensors(cfg)) {
-        const TensorInfo& t = table[h.table_index];
-        std::string name = prefix + h.hf_name;
+    for (const TensorInfo& t : layout_params(cfg)) {
+        std::string name = prefix + t.hf_name;
         const StTensor* s = st.find(name);
-        std::vector<int64_t> want = hf_shape(t, h.transposed, cfg);
+        std::vector<int64_t> want = hf_shape(t, cfg);
         if (!s) fatal("missing tensor %s in %s: expected shape %s", name.c_str(), st.path.c_str(), shape_str(want).c_str());
         if (s->shape != want)
             fatal("shape mismatch for tensor %s in %s: expected %s, got %s", name.c_str(), st.path.c_str(),
                   shape_str(want).c_str(), shape_str(s->shape).c_str());
         std::vector<float> src = safetensors_read_f32(st, *s);
         float* dst = base + t.offset;
-        if (!h.transposed) {
+        if (!t.hf_transposed) {
             memcpy(dst, src.data(), src.size() * sizeof(float));
             continue;
         }
@@ -121,12 +94,12 @@ namespace {
 // checks those), and nothing else but mask buffers and an lm_head.weight of wte's shape. Returns the
 // dtype of the parameters ("mixed" when they differ).
 std::string check_hf_header(const SafeTensors& st, const std::string& prefix, const GPT2Config& cfg) {
-    std::vector<TensorInfo> table = layout_params(cfg);
+    const std::vector<TensorInfo> table = layout_params(cfg);
     std::string dtype;
-    for (const HfTensor& h : checkpoint_hf_tensors(cfg)) {
-        std::string name = prefix + h.hf_name;
+    for (const TensorInfo& t : table) {
+        std::string name = prefix + t.hf_name;
         const StTensor* s = st.find(name);
-        std::vector<int64_t> want = hf_shape(table[h.table_index], h.transposed, cfg);
+        std::vector<int64_t> want = hf_shape(t, cfg);
         if (!s) fatal("missing tensor %s in %s: expected shape %s", name.c_str(), st.path.c_str(), shape_str(want).c_str());
         if (s->shape != want)
             fatal("shape mismatch for tensor %s in %s: expected %s, got %s", name.c_str(), st.path.c_str(),
@@ -135,7 +108,7 @@ std::string check_hf_header(const SafeTensors& st, const std::string& prefix, co
     }
     for (const StTensor& s : st.tensors) {
         bool ok = s.name.compare(0, prefix.size(), prefix) == 0 && is_attention_buffer(s.name.substr(prefix.size()));
-        for (const HfTensor& h : checkpoint_hf_tensors(cfg)) ok = ok || s.name == prefix + h.hf_name;
+        for (const TensorInfo& t : table) ok = ok || s.name == prefix + t.hf_name;
         if (s.name == "lm_head.weight") {
             std::vector<int64_t> want = {cfg.vocab_size, cfg.channels};
             if (s.shape != want)
@@ -263,12 +236,11 @@ GPT2Config open_checkpoint(const std::string& path, int heads_override, Checkpoi
 }  // namespace
 
 void checkpoint_check_finite(const GPT2& model, const std::string& where, const char* doing) {
-    for (const HfTensor& h : checkpoint_hf_tensors(model.cfg)) {
-        const TensorInfo& t = model.param_table[h.table_index];
+    for (const TensorInfo& t : model.param_table) {
         const float* x = model.params.data() + t.offset;
         for (size_t i = 0; i < t.numel(); i++)
             if (!std::isfinite(x[i]))
-                fatal("non-finite parameter (%s): %s[%zu] is %g; %s", where.c_str(), h.hf_name.c_str(), i, x[i], doing);
+                fatal("non-finite parameter (%s): %s[%zu] is %g; %s", where.c_str(), t.hf_name.c_str(), i, x[i], doing);
     }
 }
 
@@ -289,11 +261,10 @@ void checkpoint_save_hf(const GPT2& model, const std::string& dir, const std::st
     std::vector<std::vector<float>> transposed;   // keep converted copies alive until written
     std::vector<std::vector<uint16_t>> narrowed;
     std::vector<StWriteItem> items;
-    for (const HfTensor& h : checkpoint_hf_tensors(cfg)) {
-        const TensorInfo& t = model.param_table[h.table_index];
+    for (const TensorInfo& t : model.param_table) {
         const float* src = model.params.data() + t.offset;
-        std::vector<int64_t> shape = hf_shape(t, h.transposed, cfg);
-        if (h.transposed) {
+        std::vector<int64_t> shape = hf_shape(t, cfg);
+        if (t.hf_transposed) {
             transposed.emplace_back(t.numel());
             float* dst = transposed.back().data();
             for (size_t r = 0; r < t.rows; r++)
@@ -301,7 +272,7 @@ void checkpoint_save_hf(const GPT2& model, const std::string& dir, const std::st
             src = dst;
         }
         if (dtype == "F32") {
-            items.push_back({h.hf_name, dtype, shape, src});
+            items.push_back({t.hf_name, dtype, shape, src});
             continue;
         }
         size_t n = 1;
@@ -311,9 +282,9 @@ void checkpoint_save_hf(const GPT2& model, const std::string& dir, const std::st
             narrowed.back()[i] = dtype == "F16" ? f32_to_fp16(src[i]) : f32_to_bf16(src[i]);
             if (std::isinf(dtype == "F16" ? fp16_to_f32(narrowed.back()[i]) : bf16_to_f32(narrowed.back()[i])))
                 fatal_hint("export as f32 or bf16", "value out of %s range (%s): %s[%zu] is %g", dtype.c_str(),
-                           dir.c_str(), h.hf_name.c_str(), i, src[i]);
+                           dir.c_str(), t.hf_name.c_str(), i, src[i]);
         }
-        items.push_back({h.hf_name, dtype, shape, narrowed.back().data()});
+        items.push_back({t.hf_name, dtype, shape, narrowed.back().data()});
     }
     safetensors_write(path_join(dir, "model.safetensors"), items, {{"format", "pt"}, {"writer", kWriter}});
     char json[1024];

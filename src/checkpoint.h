@@ -1,20 +1,12 @@
-// checkpoint.h: GPT-2 checkpoints in HuggingFace's layout (config.json + model.safetensors). This is the
-// only file that knows HuggingFace's tensor names and which matrices are stored transposed (Conv1D keeps
-// weights (in, out); we keep (out, in)). Every copy checks the shape it expects.
+// checkpoint.h: GPT-2 checkpoints in HuggingFace's layout (config.json + model.safetensors). The names and
+// orientations come from the parameter table (layout.h: Conv1D keeps weights (in, out); we keep
+// (out, in)); this file does the copying, transposing and checking. Every copy checks the shape it expects.
 #pragma once
 #include <string>
 #include <vector>
 
 #include "model.h"
 #include "safetensors.h"
-
-// One of our tensors and its HuggingFace counterpart.
-struct HfTensor {
-    std::string hf_name;  // without prefix, e.g. "h.0.attn.c_attn.weight"
-    size_t table_index;   // index into layout_params(cfg)
-    bool transposed;      // stored (in, out) by HuggingFace
-};
-std::vector<HfTensor> checkpoint_hf_tensors(const GPT2Config& cfg);
 
 // Reads config.json (n_embd, n_head, n_layer, n_positions, vocab_size); fatal naming the file if bad.
 GPT2Config checkpoint_read_hf_config(const std::string& path);

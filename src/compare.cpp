@@ -92,10 +92,9 @@ int cmd_compare(int argc, char** argv) {
     gpt2_backward(&model, 1.0f);
     std::vector<float> ref_grads(model.num_params, 0.0f);
     checkpoint_unpack_hf(ref, "grad.", cfg, ref_grads.data());
-    for (const HfTensor& h : checkpoint_hf_tensors(cfg)) {
-        const TensorInfo& t = model.param_table[h.table_index];
+    for (const TensorInfo& t : model.param_table) {
         size_t rows = t.name == "wte" ? (size_t)V : t.rows, cols = t.cols ? t.cols : 1;
-        report.line("grad." + h.hf_name,
+        report.line("grad." + t.hf_name,
                     rel_error(model.grads.data() + t.offset, ref_grads.data() + t.offset, rows, cols, cols), kRelBar,
                     "rel");
     }

@@ -1,6 +1,8 @@
 // layout.h: where every tensor lives in the flat parameter buffer and the flat activation buffer.
-// One table of sizes lays out each buffer; named views point into it. Gradients and AdamW m/v use the
-// parameter layout unchanged. Knows nothing of file formats (see checkpoint.h) or of the math.
+// One table lays out each buffer and names views into it. The parameter table is the one description of
+// GPT-2's tensors that everything reads: our name and shape, AdamW decay, the initialisation, the
+// HuggingFace name and orientation (checkpoint.h), and llm.c's file order (llmc.h). Gradients and AdamW
+// m/v use the parameter layout unchanged. Knows nothing of the math.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -8,13 +10,22 @@
 
 #include "config.h"
 
+// How gpt2_init_random fills a parameter: GPT-2's N(0, 0.02), N(0, 0.02 / sqrt(2L)) for the
+// projections into the residual stream, or a constant.
+enum class TensorInit { kNormal, kResidualNormal, kOne, kZero };
+
 // One tensor of a flat buffer: name ("wte", "h.3.qkvw"), offset and shape in floats. Weights are stored
-// (out, in) as in llm.c; 1-D tensors have cols == 0.
+// (out, in) as in llm.c; 1-D tensors have cols == 0. Parameters also carry what files and init need.
 struct TensorInfo {
     std::string name;
-    size_t offset;
-    size_t rows, cols;
-    bool decay;  // AdamW weight decay applies (the 2-D tensors, as nanoGPT does)
+    size_t offset = 0;
+    size_t rows = 0, cols = 0;
+    bool decay = false;     // AdamW weight decay applies (the 2-D tensors, as nanoGPT does)
+    std::string hf_name;    // HuggingFace's name without prefix ("h.3.attn.c_attn.weight")
+    bool hf_transposed = false;  // HuggingFace's Conv1D stores it (in, out)
+    TensorInit init = TensorInit::kZero;
+    int layer = -1;         // block index, -1 outside the blocks
+    int slot = -1;          // index of a block tensor in kLayerTensors
     size_t numel() const { return cols ? rows * cols : rows; }
 };
 
@@ -34,8 +45,24 @@ struct ParamViews {
     float *lnfw, *lnfb;  // (C)
 };
 
-// The table for a config: wte, wpe, then each layer's 12 tensors in LayerParams order, then lnfw, lnfb.
+// One block tensor: our name, its view in LayerParams, its shape in multiples of C (cols 0: 1-D), and the
+// rest of a TensorInfo. This order is llm.c's within each group.
+struct LayerTensorSpec {
+    const char* name;
+    float* LayerParams::*view;
+    size_t rows_per_c, cols_per_c;
+    bool decay;
+    const char* hf_suffix;
+    bool hf_transposed;
+    TensorInit init;
+};
+extern const LayerTensorSpec kLayerTensors[12];
+
+// The table for a config: wte, wpe, then each layer's 12 tensors in kLayerTensors order, then lnfw, lnfb.
 std::vector<TensorInfo> layout_params(const GPT2Config& cfg);
+// Indices into the table in llm.c's file order: wte, wpe, each block tensor for all layers in turn
+// (all ln1w, then all ln1b, ...), lnfw, lnfb.
+std::vector<size_t> layout_llmc_order(const std::vector<TensorInfo>& table);
 size_t layout_params_size(const std::vector<TensorInfo>& table);
 // Views into a buffer laid out by layout_params (parameters, gradients, m or v alike).
 ParamViews layout_param_views(const GPT2Config& cfg, float* base);

@@ -13,21 +13,10 @@ namespace {
 
 const size_t kHeaderInts = 256;
 
-const int kLayerTensors = 12;  // llm.c's per-layer tensors come in our LayerParams order
-
-// Calls f(our_offset, count) for every contiguous run of the file, in file order.
+// Calls f(our_offset, count) for every tensor, in the file's order (layout_llmc_order).
 template <typename F>
-void for_each_run(const GPT2Config& cfg, const std::vector<TensorInfo>& table, F f) {
-    const int L = cfg.num_layers;
-    f(table[0].offset, table[0].numel());  // wte (Vp, C)
-    f(table[1].offset, table[1].numel());  // wpe (maxT, C)
-    for (int k = 0; k < kLayerTensors; k++)
-        for (int l = 0; l < L; l++) {
-            const TensorInfo& t = table[2 + (size_t)l * kLayerTensors + k];
-            f(t.offset, t.numel());
-        }
-    f(table[table.size() - 2].offset, table[table.size() - 2].numel());  // lnfw
-    f(table[table.size() - 1].offset, table[table.size() - 1].numel());  // lnfb
+void for_each_run(const std::vector<TensorInfo>& table, F f) {
+    for (size_t i : layout_llmc_order(table)) f(table[i].offset, table[i].numel());
 }
 
 }  // namespace
@@ -87,7 +76,7 @@ bool llmc_parse(const std::vector<uint8_t>& bytes, GPT2Config* cfg, std::vector<
     const size_t n = layout_params_size(table), esize = *version == 3 ? 4 : 2;
     params->assign(n, 0.0f);
     const uint8_t* src = bytes.data() + kHeaderInts * 4;
-    for_each_run(c, table, [&](size_t offset, size_t count) {
+    for_each_run(table, [&](size_t offset, size_t count) {
         float* dst = params->data() + offset;
         if (esize == 4) {
             memcpy(dst, src, count * 4);
@@ -122,7 +111,7 @@ void llmc_save(const GPT2& model, const std::string& path, int version) {
     const size_t esize = version == 3 ? 4 : 2;
     std::vector<uint8_t> body(model.num_params * esize);
     uint8_t* dst = body.data();
-    for_each_run(c, model.param_table, [&](size_t offset, size_t count) {
+    for_each_run(model.param_table, [&](size_t offset, size_t count) {
         const float* src = model.params.data() + offset;
         for (size_t i = 0; i < count; i++)
             if (!std::isfinite(src[i])) fatal("not saving non-finite weights (%s): parameter %zu is %g", path.c_str(), offset + i, src[i]);

@@ -30,17 +30,12 @@ void gpt2_init_random(GPT2* model, uint64_t seed) {
     const float std_resid = 0.02f / sqrtf(2.0f * cfg.num_layers);
     for (const TensorInfo& t : model->param_table) {
         float* w = model->params.data() + t.offset;
-        bool is_ln_weight = t.name == "lnfw" || t.name.find(".ln1w") != std::string::npos ||
-                            t.name.find(".ln2w") != std::string::npos;
-        bool is_resid_proj = t.name.find(".attprojw") != std::string::npos ||
-                             t.name.find(".fcprojw") != std::string::npos;
         size_t n = t.numel();
         if (t.name == "wte") n = (size_t)cfg.vocab_size * cfg.channels;  // padded rows stay zero
-        if (t.cols == 0) {
-            for (size_t i = 0; i < n; i++) w[i] = is_ln_weight ? 1.0f : 0.0f;
-        } else {
-            float std = is_resid_proj ? std_resid : 0.02f;
-            for (size_t i = 0; i < n; i++) w[i] = std * rng.normal();
+        const float std = t.init == TensorInit::kResidualNormal ? std_resid : 0.02f;
+        for (size_t i = 0; i < n; i++) {
+            if (t.init == TensorInit::kNormal || t.init == TensorInit::kResidualNormal) w[i] = std * rng.normal();
+            else w[i] = t.init == TensorInit::kOne ? 1.0f : 0.0f;
         }
     }
 }

@@ -24,10 +24,10 @@ std::vector<float>& scratch(int which) {
     return buf[which];
 }
 
-// S (rows, tn) = q k^T for queries t0..t0+rows of one (batch, head) against keys 0..tn; q and k point
-// at the head's first query and key, rows `row` floats apart. Unscaled.
-void block_scores(float* S, const float* q, const float* k, size_t row, int t0, int rows, int tn, int HS) {
-    gemm_serial(rows, tn, HS, q + (size_t)t0 * row, (int)row, false, k, (int)row, true, S, tn, false);
+// S (rows, tn) = q k^T for a block of queries of one head against keys 0..tn; q points at the block's
+// first query and k at key 0, their rows q_row and k_row floats apart. Unscaled.
+void block_scores(float* S, const float* q, size_t q_row, const float* k, size_t k_row, int rows, int tn, int HS) {
+    gemm_serial(rows, tn, HS, q, (int)q_row, false, k, (int)k_row, true, S, tn, false);
 }
 
 // lse[r] = log sum_{j <= t0 + r} exp(S[r][j] * scale), the sum in double lanes.
@@ -65,6 +65,20 @@ void block_probs(float* S, const float* lse, int t0, int rows, int tn, float sca
     }
 }
 
+// One head's attention for `rows` queries at positions t0..t0+rows-1 (q: the first one, rows q_row floats
+// apart) over the keys and values of positions 0..t0+rows-1 (k, v: position 0, rows kv_row apart):
+// out (rows x HS, rows out_row apart) and lse (rows) (both overwritten).
+void attend_block(float* out, size_t out_row, float* lse, const float* q, size_t q_row, const float* k,
+                  const float* v, size_t kv_row, int t0, int rows, int HS, float scale) {
+    const int tn = t0 + rows;
+    std::vector<float>& P = scratch(0);
+    if (P.size() < (size_t)kQBlock * tn) P.resize((size_t)kQBlock * tn);
+    block_scores(P.data(), q, q_row, k, kv_row, rows, tn, HS);
+    block_lse(lse, P.data(), t0, rows, tn, scale);
+    block_probs(P.data(), lse, t0, rows, tn, scale);
+    gemm_serial(rows, HS, tn, P.data(), tn, false, v, (int)kv_row, false, out, (int)out_row, false);  // P V
+}
+
 }  // namespace
 
 void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH) {
@@ -75,18 +89,25 @@ void attention_forward(float* out, float* lse, const float* qkv, int B, int T, i
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++)
             for (int blk = 0; blk < nblocks; blk++) {
-                const int t0 = blk * kQBlock, rows = std::min(kQBlock, T - t0), tn = t0 + rows;
-                const float* q = qkv + (size_t)b * T * row + h * HS;
-                std::vector<float>& P = scratch(0);
-                if (P.size() < (size_t)kQBlock * T) P.resize((size_t)kQBlock * T);
-                float* l = lse + ((size_t)b * NH + h) * T + t0;
-                block_scores(P.data(), q, q + C, row, t0, rows, tn, HS);
-                block_lse(l, P.data(), t0, rows, tn, scale);
-                block_probs(P.data(), l, t0, rows, tn, scale);
-                // out rows t0.. = P V
-                gemm_serial(rows, HS, tn, P.data(), tn, false, q + 2 * C, (int)row, false,
-                            out + ((size_t)b * T + t0) * C + h * HS, C, false);
+                const int t0 = blk * kQBlock, rows = std::min(kQBlock, T - t0);
+                const float* q = qkv + (size_t)b * T * row + h * HS;  // position 0 of this sequence and head
+                attend_block(out + ((size_t)b * T + t0) * C + h * HS, C, lse + ((size_t)b * NH + h) * T + t0,
+                             q + (size_t)t0 * row, row, q + C, q + 2 * C, row, t0, rows, HS, scale);
             }
+}
+
+void attention_forward_cached(float* out, float* lse, const float* qkv, const float* kcache, const float* vcache,
+                              int n, int p0, int C, int NH) {
+    const int HS = C / NH, nblocks = (n + kQBlock - 1) / kQBlock;
+    const float scale = 1.0f / sqrtf((float)HS);
+    const size_t row = 3 * (size_t)C;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int h = 0; h < NH; h++)
+        for (int blk = 0; blk < nblocks; blk++) {
+            const int i0 = blk * kQBlock, rows = std::min(kQBlock, n - i0);
+            attend_block(out + (size_t)i0 * C + h * HS, C, lse + (size_t)h * n + i0, qkv + (size_t)i0 * row + h * HS,
+                         row, kcache + h * HS, vcache + h * HS, C, p0 + i0, rows, HS, scale);
+        }
 }
 
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* lse, int B, int T, int C,
@@ -112,7 +133,7 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
             if (dP.size() < (size_t)kQBlock * T) dP.resize((size_t)kQBlock * T);
             for (int blk = 0; blk < nblocks; blk++) {
                 const int t0 = blk * kQBlock, rows = std::min(kQBlock, T - t0), tn = t0 + rows;
-                block_scores(P.data(), q, q + C, row, t0, rows, tn, HS);
+                block_scores(P.data(), q + (size_t)t0 * row, row, q + C, row, rows, tn, HS);
                 block_probs(P.data(), lse + ((size_t)b * NH + h) * T + t0, t0, rows, tn, scale);
                 // through out = P V: dP = dout V^T, dV += P^T dout
                 gemm_serial(rows, tn, HS, d + (size_t)t0 * C, C, false, q + 2 * C, (int)row, true, dP.data(), tn, false);

@@ -1,7 +1,8 @@
 // infer.h: the inference path with a KV cache, batch size 1. A prompt goes through in one batched pass
 // (matmuls over all its positions); each further token costs one single-position pass over the cached
-// keys and values, so decoding reads the weights once per token. Reuses the training kernels
-// (layers.h) except for attention over the cache and the single-row linear layer (a GEMV).
+// keys and values, so decoding reads the weights once per token. It runs the model's one block_forward
+// (model.h) with the cache as attention's source, on one block's worth of activation scratch reused by
+// every layer; nothing for a backward pass is kept.
 #pragma once
 #include <vector>
 
@@ -12,8 +13,9 @@ struct InferState {
     int max_rows = 0;  // positions one infer_forward call may add (the prompt's length)
     int len = 0;       // positions filled
     std::vector<float> k, v;  // (L, max_len, C) cached keys and values
-    // scratch for up to max_rows rows (scores: max_rows x NH x max_len)
-    std::vector<float> x, x_next, ln, qkv, atty, proj, fch, fch_gelu, lnf, mean, rstd, scores;
+    // scratch for up to max_rows rows: the embedding, one block's activations (layout_layer_acts), and the
+    // final LayerNorm with its mean and rstd
+    std::vector<float> x, block, lnf, mean, rstd;
 };
 
 // Bytes infer_init allocates for these sizes.

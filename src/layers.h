@@ -33,6 +33,11 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
 // (overwrites); lse (B, NH, T) the log-sum-exp of each query's scaled scores (overwrites), all the
 // backward needs to rebuild the softmax: no (T, T) probabilities are stored.
 void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH);
+// The same attention for n new rows of one sequence at positions p0..p0+n-1 over a KV cache: qkv (n, 3C)
+// holds their q (k and v are already in the cache); kcache, vcache (>= p0+n, C) hold positions 0..p0+n-1.
+// out (n, C) and lse (NH, n) are overwritten. Same blocks and arithmetic as attention_forward.
+void attention_forward_cached(float* out, float* lse, const float* qkv, const float* kcache, const float* vcache,
+                              int n, int p0, int C, int NH);
 // dqkv (N, 3C) = from dout (N, C) (overwrites), recomputing the probabilities from qkv and lse.
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* lse, int B, int T, int C,
                         int NH);

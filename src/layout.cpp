@@ -125,16 +125,29 @@ static_assert(sizeof(LayerActs) == sizeof(kLayerActs) / sizeof(kLayerActs[0]) * 
 
 }  // namespace
 
+namespace {
+
+void add_layer_acts(TableBuilder* tb, const std::string& prefix, const GPT2Config& cfg, int B, int T) {
+    const size_t C = cfg.channels, N = (size_t)B * T;
+    for (const LayerActShape& s : kLayerActs) {
+        if (s.is_att) tb->add(prefix + s.name, (size_t)B * cfg.num_heads * T, 0, false);
+        else tb->add(prefix + s.name, N, s.cols_per_c * C, false);
+    }
+}
+
+LayerActs layer_act_views(const std::vector<TensorInfo>& table, size_t* i, float* base) {
+    LayerActs la;
+    for (const LayerActShape& s : kLayerActs) la.*s.view = base + table[(*i)++].offset;
+    return la;
+}
+
+}  // namespace
+
 std::vector<TensorInfo> layout_acts(const GPT2Config& cfg, int B, int T) {
     const size_t C = cfg.channels, N = (size_t)B * T;
     TableBuilder tb;
     tb.add("encoded", N, C, false);
-    for (int l = 0; l < cfg.num_layers; l++)
-        for (const LayerActShape& s : kLayerActs) {
-            std::string name = "h." + std::to_string(l) + "." + s.name;
-            if (s.is_att) tb.add(name, (size_t)B * cfg.num_heads * T, 0, false);
-            else tb.add(name, N, s.cols_per_c * C, false);
-        }
+    for (int l = 0; l < cfg.num_layers; l++) add_layer_acts(&tb, "h." + std::to_string(l) + ".", cfg, B, T);
     tb.add("lnf", N, C, false);
     tb.add("lnf_mean", N, 0, false);
     tb.add("lnf_rstd", N, 0, false);
@@ -149,9 +162,7 @@ ActViews layout_act_views(const GPT2Config& cfg, int B, int T, float* base) {
     ActViews v;
     size_t i = 0;
     v.encoded = base + table[i++].offset;
-    v.layers.resize(cfg.num_layers);
-    for (int l = 0; l < cfg.num_layers; l++)
-        for (const LayerActShape& s : kLayerActs) v.layers[l].*s.view = base + table[i++].offset;
+    for (int l = 0; l < cfg.num_layers; l++) v.layers.push_back(layer_act_views(table, &i, base));
     v.lnf = base + table[i++].offset;
     v.lnf_mean = base + table[i++].offset;
     v.lnf_rstd = base + table[i++].offset;
@@ -160,4 +171,15 @@ ActViews layout_act_views(const GPT2Config& cfg, int B, int T, float* base) {
     v.losses = base + table[i++].offset;
     assert(i == table.size());
     return v;
+}
+
+std::vector<TensorInfo> layout_layer_acts(const GPT2Config& cfg, int B, int T) {
+    TableBuilder tb;
+    add_layer_acts(&tb, "", cfg, B, T);
+    return tb.table;
+}
+
+LayerActs layout_layer_act_views(const GPT2Config& cfg, int B, int T, float* base) {
+    size_t i = 0;
+    return layer_act_views(layout_layer_acts(cfg, B, T), &i, base);
 }

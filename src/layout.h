@@ -96,3 +96,6 @@ struct ActViews {
 
 std::vector<TensorInfo> layout_acts(const GPT2Config& cfg, int B, int T);
 ActViews layout_act_views(const GPT2Config& cfg, int B, int T, float* base);
+// One block's activations alone: scratch that inference reuses for every layer.
+std::vector<TensorInfo> layout_layer_acts(const GPT2Config& cfg, int B, int T);
+LayerActs layout_layer_act_views(const GPT2Config& cfg, int B, int T, float* base);

@@ -3,8 +3,30 @@
 // converts). See layers.h for shapes.
 #include "gemm.h"
 #include "layers.h"
+#include "simd.h"
+
+// out (OC) = W (OC, IC) x (IC) + b for one row: every weight is read once, so it is a memory-bound dot
+// product per output (decoding's case), not a packed gemm.
+static void matvec_forward(float* out, const float* x, const float* W, const float* b, int IC, int OC) {
+#pragma omp parallel for schedule(static)
+    for (int j = 0; j < OC; j++) {
+        const float* w = W + (size_t)j * IC;
+        vf16 acc0 = vf16{}, acc1 = vf16{};
+        int i = 0;
+        for (; i + 32 <= IC; i += 32) {
+            acc0 += vf_load(w + i) * vf_load(x + i);
+            acc1 += vf_load(w + i + 16) * vf_load(x + i + 16);
+        }
+        vf16 acc = acc0 + acc1;
+        float sum = 0;
+        for (int l = 0; l < kVecLen; l++) sum += acc[l];
+        for (; i < IC; i++) sum += w[i] * x[i];
+        out[j] = b ? sum + b[j] : sum;
+    }
+}
 
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int IC, int OC) {
+    if (N == 1) return matvec_forward(out, inp, weight, bias, IC, OC);
     gemm(N, OC, IC, inp, IC, false, weight, IC, true, out, OC, false);
     if (!bias) return;
 #pragma omp parallel for

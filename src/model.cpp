@@ -61,6 +61,31 @@ void gpt2_alloc_acts(GPT2* model, int B, int T) {
     model->T = T;
 }
 
+void block_forward(const LayerActs& la, const float* x, const LayerParams& lp, int B, int T, int C, int NH,
+                   const KvLayer* kv) {
+    const int N = B * T;
+    // x = x + attn(ln_1(x))
+    layernorm_forward(la.ln1, la.ln1_mean, la.ln1_rstd, x, lp.ln1w, lp.ln1b, N, C);
+    matmul_forward(la.qkv, la.ln1, lp.qkvw, lp.qkvb, N, C, 3 * C);
+    if (!kv) {
+        attention_forward(la.atty, la.att_lse, la.qkv, B, T, C, NH);
+    } else {
+        for (int i = 0; i < N; i++) {  // this step's keys and values join the cache
+            memcpy(kv->k + (size_t)(kv->p0 + i) * C, la.qkv + (size_t)i * 3 * C + C, C * sizeof(float));
+            memcpy(kv->v + (size_t)(kv->p0 + i) * C, la.qkv + (size_t)i * 3 * C + 2 * C, C * sizeof(float));
+        }
+        attention_forward_cached(la.atty, la.att_lse, la.qkv, kv->k, kv->v, N, kv->p0, C, NH);
+    }
+    matmul_forward(la.attproj, la.atty, lp.attprojw, lp.attprojb, N, C, C);
+    residual_forward(la.residual2, x, la.attproj, (size_t)N * C);
+    // x = x + mlp(ln_2(x))
+    layernorm_forward(la.ln2, la.ln2_mean, la.ln2_rstd, la.residual2, lp.ln2w, lp.ln2b, N, C);
+    matmul_forward(la.fch, la.ln2, lp.fcw, lp.fcb, N, C, 4 * C);
+    gelu_forward(la.fch_gelu, la.fch, (size_t)N * 4 * C);
+    matmul_forward(la.fcproj, la.fch_gelu, lp.fcprojw, lp.fcprojb, N, 4 * C, C);
+    residual_forward(la.residual3, la.residual2, la.fcproj, (size_t)N * C);
+}
+
 float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int T) {
     const GPT2Config& cfg = model->cfg;
     const int C = cfg.channels, NH = cfg.num_heads, V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
@@ -80,21 +105,8 @@ float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, in
     encoder_forward(a.encoded, inputs, p.wte, p.wpe, B, T, C);
     const float* x = a.encoded;  // (N, C) the residual stream
     for (int l = 0; l < cfg.num_layers; l++) {
-        const LayerParams& lp = p.layers[l];
-        const LayerActs& la = a.layers[l];
-        // x = x + attn(ln_1(x))
-        layernorm_forward(la.ln1, la.ln1_mean, la.ln1_rstd, x, lp.ln1w, lp.ln1b, N, C);
-        matmul_forward(la.qkv, la.ln1, lp.qkvw, lp.qkvb, N, C, 3 * C);
-        attention_forward(la.atty, la.att_lse, la.qkv, B, T, C, NH);
-        matmul_forward(la.attproj, la.atty, lp.attprojw, lp.attprojb, N, C, C);
-        residual_forward(la.residual2, x, la.attproj, (size_t)N * C);
-        // x = x + mlp(ln_2(x))
-        layernorm_forward(la.ln2, la.ln2_mean, la.ln2_rstd, la.residual2, lp.ln2w, lp.ln2b, N, C);
-        matmul_forward(la.fch, la.ln2, lp.fcw, lp.fcb, N, C, 4 * C);
-        gelu_forward(la.fch_gelu, la.fch, (size_t)N * 4 * C);
-        matmul_forward(la.fcproj, la.fch_gelu, lp.fcprojw, lp.fcprojb, N, 4 * C, C);
-        residual_forward(la.residual3, la.residual2, la.fcproj, (size_t)N * C);
-        x = la.residual3;
+        block_forward(a.layers[l], x, p.layers[l], B, T, C, NH, nullptr);
+        x = a.layers[l].residual3;
     }
     layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, x, p.lnfw, p.lnfb, N, C);
     matmul_forward(a.logits, a.lnf, p.wte, nullptr, N, C, Vp);  // lm_head tied to wte

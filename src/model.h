@@ -22,6 +22,20 @@ struct GPT2 {
     float mean_loss = 0;
 };
 
+// One layer's KV cache for inference: keys and values (max positions, C) each; the block appends the
+// rows of positions p0.. and attends over 0..p0+i.
+struct KvLayer {
+    float* k;
+    float* v;
+    int p0;
+};
+
+// One transformer block, the only copy of its diagram: la.residual3 = x + attn(ln_1(x)), then
+// + mlp(ln_2(.)), over B sequences of T positions (x (B*T, C)). Without a cache, attention runs over the
+// batch itself (training, eval) and la keeps everything the backward needs; with one (B = 1), this
+// step's keys and values are appended to it first. x may be la.residual3 (read before it is written).
+void block_forward(const LayerActs& la, const float* x, const LayerParams& lp, int B, int T, int C, int NH,
+                   const KvLayer* kv);
 // Allocates zeroed parameters and gradients for cfg (validated; fatal names `where` if bad).
 void gpt2_build(GPT2* model, const GPT2Config& cfg, const char* where);
 // GPT-2 init: weights N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)), biases 0, LayerNorm 1/0,

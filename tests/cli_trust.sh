@@ -99,9 +99,14 @@ cp -r $TRAINED $T/huge && sed -i 's/"n_layer": [0-9]*/"n_layer": 1000/; s/"n_emb
 check_error "info reads headers only (config.json claims 1000 x 65536)" "shape mismatch" "$GPT2" info --model $T/huge
 perl -e 'my $n = 65536 * 32 + 1; print pack("l<256", 20240520, 1, $n, (0) x 253) . ("\0" x (2 * $n))' >$T/many.bin
 check_error "eval with a batch larger than memory" "not enough memory (activations" "$GPT2" eval --model $FIX/model --data $T/many.bin -B 65536 -T 32
-"$GPT2" train --train $TOK --vocab 1000 --layers 1 --heads 64 --channels 64 --seq-len 1048576 -B 1 -T 4 --steps 0 --sample-tokens 0 --out $T/long >/dev/null
-check_error "generate with a prompt whose attention exceeds memory" "not enough memory (KV cache" \
-    "$GPT2" generate --model $T/long --prompt-ids "$(yes 1 | head -n 60000 | tr '\n' ' ')" --ids -n 1
+# a context of 2^20 positions: 512 layers of 8 channels make its KV cache 32 GB, far past the machine
+"$GPT2" train --train $TOK --vocab 1000 --layers 512 --heads 8 --channels 8 --seq-len 1048576 -B 1 -T 4 --steps 0 \
+    --sample-tokens 0 --out $T/deep >/dev/null
+check_error "generate -n past memory on a long-context model" "not enough memory (KV cache of 1048576 positions" \
+    "$GPT2" generate --model $T/deep --prompt-ids 1 --ids -n 1048576
+rm -rf $T/deep
+"$GPT2" train --train $TOK --vocab 1000 --layers 1 --heads 64 --channels 64 --seq-len 8192 -B 1 -T 4 --steps 0 \
+    --sample-tokens 0 --out $T/long >/dev/null
 if ldd "$GPT2" 2>/dev/null | grep -q libasan; then
     echo "skip generate under ulimit -v: AddressSanitizer reserves more address space than any limit allows"
 else

@@ -1,20 +1,13 @@
 #!/usr/bin/env bash
-# quickstart.sh: the main job on a fresh Debian machine. Installs the build tools if missing (apt, as
-# root), builds ./gpt2, prepares tiny shakespeare (make data: $GPT2_DATA_DIR or download), trains a small
-# GPT-2 from scratch for a few minutes on the CPU while printing train and val loss, saves the model to
-# out/shakespeare/ and prints a generated sample.
+# quickstart.sh: the main job on a fresh Debian machine. Installs the build packages if missing
+# (scripts/install_deps.sh build: apt, as root), builds ./gpt2, prepares tiny shakespeare (make data:
+# $GPT2_DATA_DIR or download), trains a small GPT-2 from scratch for a few minutes on the CPU while
+# printing train and val loss, saves the model to out/shakespeare/ and prints a generated sample.
 #   STEPS=600 bash scripts/quickstart.sh       more steps
 #   FINETUNE=1 bash scripts/quickstart.sh      fine-tune data/gpt2/ (scripts/download_gpt2.sh) instead
 set -euo pipefail
 cd "$(dirname "$0")/.."
-need=()
-command -v g++ >/dev/null || need+=(g++)
-command -v make >/dev/null || need+=(make)
-command -v curl >/dev/null || command -v wget >/dev/null || need+=(curl ca-certificates)
-if [ ${#need[@]} -gt 0 ]; then
-    if [ "$(id -u)" -ne 0 ]; then echo "error: missing ${need[*]}: install them (apt-get install ${need[*]})" >&2; exit 1; fi
-    apt-get update -q && apt-get install -y -q "${need[@]}"
-fi
+bash scripts/install_deps.sh build
 make -j"$(nproc)"
 make data
 STEPS=${STEPS:-400}

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# install_deps.sh: the one list of Debian packages the project needs, used by scripts/quickstart.sh (build)
+# and .ci/run (test). Installs with apt, as root, only the packages dpkg does not report installed.
+# It does not build or test anything, and knows no other package manager: off Debian it only checks for
+# g++, make and the stb headers.
+#   bash scripts/install_deps.sh build|test      install what is missing
+#   bash scripts/install_deps.sh --list build    print the set's packages on one line
+set -euo pipefail
+
+die() { echo "error: $1" >&2; exit 1; }
+
+# build: ./gpt2 (g++ with OpenMP, stb headers) and `make data` (curl + certificates when downloading).
+build=(g++ make libstb-dev ca-certificates curl)
+# test: `make check` (PyTorch references, OpenBLAS for torch, clang + libFuzzer runtime for make fuzz).
+test=("${build[@]}" python3 python3-torch python3-numpy python3-regex libopenblas0-pthread clang libclang-rt-14-dev)
+
+list=0 set=""
+for arg in "$@"; do
+    case $arg in
+        --list) list=1 ;;
+        build|test) [ -z "$set" ] || die "more than one set ($set, $arg): expected one of build, test"; set=$arg ;;
+        -h|--help) sed -n '2,7s/^# \{0,1\}//p' "$0"; exit 0 ;;
+        *) die "unknown argument ($arg): expected build, test or --list" ;;
+    esac
+done
+[ -n "$set" ] || die "missing set: expected \`bash scripts/install_deps.sh [--list] build|test\`"
+if [ "$set" = build ]; then pkgs=("${build[@]}"); else pkgs=("${test[@]}"); fi
+
+if [ "$list" = 1 ]; then echo "${pkgs[*]}"; exit 0; fi
+
+if ! command -v dpkg-query >/dev/null || ! command -v apt-get >/dev/null; then
+    echo "note: no dpkg-query/apt-get (not Debian): not installing; expected the equivalents of: ${pkgs[*]}"
+    for tool in g++ make; do
+        command -v "$tool" >/dev/null || die "missing $tool: expected it on PATH (Debian package: $tool)"
+    done
+    [ -f /usr/include/stb/stb_easy_font.h ] ||
+        die "missing stb headers (/usr/include/stb/stb_easy_font.h): expected them installed (Debian package: libstb-dev)"
+    exit 0
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q ' installed$' || missing+=("$p")
+done
+[ ${#missing[@]} -gt 0 ] || exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+    die "missing packages: ${missing[*]} (install them as root: apt-get install ${missing[*]})"
+fi
+echo "installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q || die "apt-get update failed (see above): expected reachable package sources"
+apt-get install -y -q --no-install-recommends "${missing[@]}" ||
+    die "apt-get install failed (${missing[*]}): see the messages above"

@@ -41,6 +41,30 @@ int config_int(const Json& root, const char* key, const char* fallback_key, cons
     return (int)v->integer;
 }
 
+// Fields of HuggingFace's GPT2Config that change the math: a value this implementation does not compute
+// is refused rather than silently ignored (absent fields take GPT-2's defaults, which are what it does).
+void check_config_math(const Json& root, const std::string& path, int channels) {
+    auto bad = [&](const char* key, const char* expected) {
+        fatal("unsupported value for \"%s\" in %s: expected %s", key, path.c_str(), expected);
+    };
+    if (const Json* v = root.find("activation_function"))
+        if (v->type != Json::STRING || (v->str != "gelu_new" && v->str != "gelu_pytorch_tanh"))
+            bad("activation_function", "\"gelu_new\" (GELU, tanh approximation)");
+    if (const Json* v = root.find("layer_norm_epsilon"))
+        if (v->type != Json::NUMBER || std::fabs(v->number - 1e-5) > 1e-12) bad("layer_norm_epsilon", "1e-05");
+    if (const Json* v = root.find("n_inner"))
+        if (v->type != Json::NUL && !(v->type == Json::NUMBER && v->is_integer && v->integer == 4LL * channels))
+            bad("n_inner", "null or 4 x n_embd");
+    const struct {
+        const char* key;
+        bool want;
+    } flags[] = {{"tie_word_embeddings", true}, {"scale_attn_weights", true}, {"scale_attn_by_inverse_layer_idx", false},
+                 {"add_cross_attention", false}};
+    for (const auto& f : flags)
+        if (const Json* v = root.find(f.key))
+            if (v->type != Json::BOOL || v->boolean != f.want) bad(f.key, f.want ? "true" : "false");
+}
+
 // "h.<l>.attn.bias" / "h.<l>.attn.masked_bias": the causal-mask buffers older exports include.
 bool is_attention_buffer(const std::string& name) {
     if (name.compare(0, 2, "h.") != 0) return false;
@@ -64,6 +88,7 @@ GPT2Config checkpoint_read_hf_config(const std::string& path) {
                                  config_int(root, "n_layer", nullptr, path), config_int(root, "n_head", nullptr, path),
                                  config_int(root, "n_embd", nullptr, path));
     config_validate(cfg, path.c_str());
+    check_config_math(root, path, cfg.channels);
     return cfg;
 }
 
@@ -301,7 +326,7 @@ void checkpoint_save_hf(const GPT2& model, const std::string& dir, const std::st
 namespace {
 
 bool export_is_ours(const std::string& name) {
-    for (const char* ours : {"config.json", "model.safetensors"})
+    for (const char* ours : {"config.json", "model.safetensors", kStagingMarker})
         if (name == ours || (path_is_staged_temp(name) && name.compare(0, strlen(ours) + 5, std::string(ours) + ".tmp.") == 0))
             return true;
     return false;

@@ -46,10 +46,15 @@ const StTensor& need(const SafeTensors& st, const std::string& name) {
     return *t;
 }
 
-double meta_number(const SafeTensors& st, const char* key) {
+// A finite number in [lo, hi] (lo excluded when open_lo) from the dump's metadata.
+double meta_number(const SafeTensors& st, const char* key, double lo, double hi, bool open_lo) {
     std::string v = st.meta(key);
-    if (v.empty()) fatal("missing metadata \"%s\" in reference dump %s", key, st.path.c_str());
-    return atof(v.c_str());
+    char* end = nullptr;
+    double x = strtod(v.c_str(), &end);
+    if (v.empty() || *end || !std::isfinite(x) || x < lo || x > hi || (open_lo && x == lo))
+        fatal("bad metadata \"%s\" in reference dump %s: expected a number in %c%g, %g], got '%s'", key,
+              st.path.c_str(), open_lo ? '(' : '[', lo, hi, v.c_str());
+    return x;
 }
 
 }  // namespace
@@ -101,16 +106,17 @@ int cmd_compare(int argc, char** argv) {
 
     // AdamW steps on the same batch: losses[i] is the loss before update i+1.
     std::vector<float> ref_losses = safetensors_read_f32(ref, need(ref, "losses"));
+    if (ref_losses.empty()) fatal("bad tensor losses in %s: expected the losses of at least one AdamW step", ref.path.c_str());
     long long adamw_steps = args.integer_in("adamw-steps", -1, 1 << 20);
     if (adamw_steps > (long long)ref_losses.size())
         fatal("bad value for --adamw-steps (compare): expected -1..%zu, got %lld", ref_losses.size(), adamw_steps);
     if (adamw_steps >= 0) ref_losses.resize((size_t)adamw_steps);
     AdamWConfig oc;
-    oc.lr = (float)meta_number(ref, "lr");
-    oc.beta1 = (float)meta_number(ref, "beta1");
-    oc.beta2 = (float)meta_number(ref, "beta2");
-    oc.eps = (float)meta_number(ref, "eps");
-    oc.weight_decay = (float)meta_number(ref, "weight_decay");
+    oc.lr = (float)meta_number(ref, "lr", 0, 10, true);
+    oc.beta1 = (float)meta_number(ref, "beta1", 0, 0.999999, false);
+    oc.beta2 = (float)meta_number(ref, "beta2", 0, 0.999999, false);
+    oc.eps = (float)meta_number(ref, "eps", 0, 1, true);
+    oc.weight_decay = (float)meta_number(ref, "weight_decay", 0, 10, false);
     AdamW opt;
     for (size_t i = 0; i < ref_losses.size(); i++) {
         float step_loss = gpt2_forward(&model, x.data(), y.data(), B, T);

@@ -1,7 +1,9 @@
 // generate_cmd.cpp: the `generate` command: prompt in, streamed text (or ids) out, timings on stderr.
+#include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "checkpoint.h"
@@ -108,7 +110,7 @@ int cmd_generate(int argc, char** argv) {
                          fputs(decoder.push(id).c_str(), stdout);
                      }
                      shown.push_back(id);
-                     fflush(stdout);
+                     if (fflush(stdout) != 0) fatal("cannot write standard output: %s", strerror(errno));
                  },
                  &stats);
         if (!ids_out) fputs(decoder.flush().c_str(), stdout);

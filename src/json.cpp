@@ -133,6 +133,7 @@ struct Parser {
         std::string text(start, p);
         out->type = Json::NUMBER;
         out->number = strtod(text.c_str(), nullptr);
+        if (!std::isfinite(out->number)) return fail("number out of range");
         if (integral) {
             errno = 0;
             long long v = strtoll(text.c_str(), nullptr, 10);

@@ -51,10 +51,14 @@ static int finish(int rc) {
 
 int main(int argc, char** argv) {
     std::set_new_handler(on_out_of_memory);
-    signal(SIGXFSZ, SIG_IGN);  // past a file-size limit a write fails with EFBIG and is reported, not a silent kill
+    // Past a file-size limit, or into a closed pipe, a write fails (EFBIG, EPIPE) and is reported with one
+    // error line instead of a silent kill; train still saves before it reports.
+    signal(SIGXFSZ, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN);
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         print_usage();
-        return argc < 2 ? 1 : 0;
+        if (argc < 2) fatal("missing command: expected one of the commands above");
+        return 0;
     }
     std::string name = argv[1];
     std::string best;

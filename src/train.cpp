@@ -160,6 +160,16 @@ struct LogFile {
     void open(const std::string& p) {
         path = p;
         if (p.empty()) fatal("empty value for --log (train): expected a file path");
+        // appending to a file of another kind (a token file, a checkpoint, the user's notes) would corrupt it
+        if (file_exists(p)) {
+            FILE* in = fopen(p.c_str(), "rb");
+            int first = in ? fgetc(in) : EOF, last = EOF;
+            if (in && first != EOF && fseek(in, -1, SEEK_END) == 0) last = fgetc(in);
+            if (in) fclose(in);
+            if (first != EOF && (first != '{' || last != '\n'))
+                fatal_hint("choose a new path; --log appends only to a JSON-lines log",
+                           "bad value for --log (train): %s exists and is not a JSON-lines log", p.c_str());
+        }
         f = fopen(p.c_str(), "a");
         if (!f) fatal("cannot open log file (--log %s): %s", p.c_str(), strerror(errno));
     }
@@ -221,13 +231,17 @@ int cmd_train(int argc, char** argv) {
                                     "continuing exactly from --resume. Ctrl-C, SIGTERM and SIGHUP finish the step, "
                                     "save to --out and exit 128 + the signal.",
                                     kTrainFlags, false);
+    // Stop signals are caught from the start: before the first step they end the run cleanly (lock
+    // released, nothing saved); from then on the step finishes and the run saves.
+    g_stop_signal = 0;
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) signal(sig, on_stop_signal);
     CliArgs args = given;
     TrainState resume;
     const std::string resume_dir = given.has("resume") ? path_strip_slashes(given.str("resume")) : "";
     if (given.has("resume")) {
         if (resume_dir.empty()) fatal("empty value for --resume (train): expected a checkpoint directory");
         if (given.has("model")) fatal("conflicting flags (train): --resume continues its own model; drop --model");
-        dir_recover_interrupted(resume_dir);
+        dir_recover_interrupted(resume_dir, train_dir_is_checkpoint);
         train_state_read(&resume, resume_dir);
         std::vector<std::pair<std::string, std::string>> stored;
         for (const auto& kv : resume.flags)
@@ -247,6 +261,8 @@ int cmd_train(int argc, char** argv) {
     opt_cfg.beta1 = (float)args.number_in("beta1", 0, 0.999999);
     opt_cfg.beta2 = (float)args.number_in("beta2", 0, 0.999999);
     opt_cfg.eps = (float)args.number_in("eps", 0, 1);
+    if (opt_cfg.eps <= 0)  // the padded vocabulary rows have zero moments: 0 / (0 + eps) must stay 0
+        fatal("bad value for --eps (train): expected > 0, got %g", opt_cfg.eps);
     opt_cfg.weight_decay = (float)args.number_in("weight-decay", 0, 10);
     const float grad_clip = (float)args.number_in("grad-clip", 0, 1e9), min_lr_frac = (float)args.number_in("min-lr-frac", 0, 1);
     const int warmup = args.integer_in("warmup", 0, 1 << 30);
@@ -317,9 +333,11 @@ int cmd_train(int argc, char** argv) {
             sample_tokens = 0;
         }
     }
+    bool saved = false;
     const auto save = [&](int step) {
         train_state_save(out, model, opt, train_dl, step, run_flags(args, do_val ? val_path : ""), history,
                          plot_in_out ? "loss.png" : "");
+        saved = true;
     };
     if (first_step >= steps) {  // nothing to train: a fresh run still saves what was asked for
         if (!resume_dir.empty()) {
@@ -332,8 +350,6 @@ int cmd_train(int argc, char** argv) {
         return 0;
     }
 
-    g_stop_signal = 0;
-    for (int sig : {SIGINT, SIGTERM, SIGHUP}) signal(sig, on_stop_signal);
     const bool tty = isatty(STDOUT_FILENO);
     double ms_sum = 0;
     int ms_count = 0;
@@ -343,7 +359,7 @@ int cmd_train(int argc, char** argv) {
         progress_open = false;
     };
     int step = first_step;
-    while (step < steps) {
+    while (step < steps && !(step == first_step && g_stop_signal)) {
         double t0 = time_now_s();
         gpt2_zero_grad(&model);
         double loss = 0;
@@ -400,7 +416,7 @@ int cmd_train(int argc, char** argv) {
     for (int sig : {SIGINT, SIGTERM, SIGHUP}) signal(sig, SIG_DFL);
     if (g_stop_signal) {
         const char* name = g_stop_signal == SIGINT ? "SIGINT" : g_stop_signal == SIGTERM ? "SIGTERM" : "SIGHUP";
-        fprintf(stderr, "interrupted at step %d by %s%s\n", step, name, out.empty() ? "" : (", saved " + out).c_str());
+        fprintf(stderr, "interrupted at step %d by %s%s\n", step, name, saved ? (", saved " + out).c_str() : "");
         return 128 + g_stop_signal;
     }
     return 0;

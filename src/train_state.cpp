@@ -90,7 +90,7 @@ bool parse_history(const SafeTensors& st, const char* name, int step, std::vecto
 }  // namespace
 
 bool train_dir_is_ours(const std::string& name) {
-    for (const char* ours : {"config.json", "model.safetensors", kStateFile, "loss.png"}) {
+    for (const char* ours : {"config.json", "model.safetensors", kStateFile, "loss.png", kStagingMarker}) {
         if (name == ours) return true;
         if (path_is_staged_temp(name) && name.compare(0, strlen(ours) + 5, std::string(ours) + ".tmp.") == 0)
             return true;
@@ -98,27 +98,35 @@ bool train_dir_is_ours(const std::string& name) {
     return false;
 }
 
+bool train_dir_is_checkpoint(const std::string& dir) {
+    const std::string path = path_join(dir, kStateFile);
+    if (path_is_symlink(path) || !file_exists(path)) return false;
+    FILE* f = fopen(path.c_str(), "rb");
+    if (!f) return false;
+    std::vector<uint8_t> head(1 << 16);  // the format key comes first in the header we write
+    head.resize(fread(head.data(), 1, head.size(), f));
+    fseek(f, 0, SEEK_END);
+    const long size = ftell(f);
+    fclose(f);
+    SafeTensors st;
+    std::string err;
+    if (size < 0 || !safetensors_parse_header(&st, head.data(), head.size(), (size_t)size, &err)) return false;
+    return st.meta("format") == kFormat || st.meta("format") == kFormatV1;
+}
+
 void train_dir_check(const std::string& dir, const char* flag) {
     if (dir.empty()) fatal("empty value for %s (train): expected a directory path", flag);
     if (path_is_symlink(dir))
         fatal_hint("give the directory it points to", "bad value for %s (train): %s is a symbolic link, expected a directory",
                    flag, dir.c_str());
-    dir_recover_interrupted(dir);
+    dir_recover_interrupted(dir, train_dir_is_checkpoint);
     if (!dir_exists(dir)) {
-        if (file_exists(dir) || access(dir.c_str(), F_OK) == 0)
+        if (access(dir.c_str(), F_OK) == 0)
             fatal("bad value for %s (train): %s exists and is not a directory", flag, dir.c_str());
         return;
     }
     std::vector<std::string> entries = dir_entries(dir);
-    if (entries.empty()) return;
-    SafeTensors st;
-    std::string state = path_join(dir, kStateFile), err;
-    bool ours = file_exists(state);
-    if (ours) {
-        safetensors_load(&st, state, true);
-        ours = st.meta("format") == kFormat || st.meta("format") == kFormatV1;
-    }
-    if (!ours)
+    if (!entries.empty() && !train_dir_is_checkpoint(dir))
         fatal_hint("choose a new or empty directory; gpt2 replaces only checkpoints it wrote",
                    "bad value for %s (train): %s holds %s and is not a checkpoint written by `gpt2 train`", flag,
                    dir.c_str(), entries[0].c_str());
@@ -147,9 +155,10 @@ void train_state_save(const std::string& dir, const GPT2& model, const AdamW& op
     for (const auto& kv : run_flags)
         flags += (flags.size() > 1 ? "," : "") + std::string("[") + json_escape(kv.first) + "," + json_escape(kv.second) + "]";
     flags += "]";
+    checkpoint_check_finite(model, dir, ("not saving step " + std::to_string(step) + ": training diverged").c_str());
     std::vector<float> train_hist = history_flat(history.train), val_hist = history_flat(history.val);
     dir_publish(dir, train_dir_is_ours, [&](const std::string& staging) {
-        checkpoint_save_hf(model, staging);  // checks the parameters are finite
+        checkpoint_save_hf(model, staging);
         safetensors_write(path_join(staging, kStateFile),
                           {{"adamw.m", "F32", {(int64_t)model.num_params}, m},
                            {"adamw.v", "F32", {(int64_t)model.num_params}, v},

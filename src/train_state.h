@@ -36,6 +36,8 @@ struct TrainState {
 
 // The files train writes into a checkpoint directory (and the temporary names they pass through).
 bool train_dir_is_ours(const std::string& name);
+// True when `dir` holds a train_state.safetensors of ours (checked from its header, never fatal).
+bool train_dir_is_checkpoint(const std::string& dir);
 // Checks an --out directory before the first step: refuses a symbolic link, a file, and a non-empty
 // directory that is not a training checkpoint; restores a replacement interrupted between its two
 // renames. `flag` names the flag in errors.

@@ -141,12 +141,15 @@ bool dir_exists(const std::string& path) {
     return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-void dir_create(const std::string& path) {
+void dir_create(const std::string& path, std::vector<std::string>* created) {
     if (path.empty() || dir_exists(path)) return;
     size_t slash = path.find_last_of('/');
-    if (slash != std::string::npos && slash > 0) dir_create(path.substr(0, slash));
-    if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST)
+    if (slash != std::string::npos && slash > 0) dir_create(path.substr(0, slash), created);
+    if (mkdir(path.c_str(), 0755) == 0) {
+        if (created) created->push_back(path);
+    } else if (errno != EEXIST) {
         fatal("cannot create directory %s: %s", path.c_str(), strerror(errno));
+    }
 }
 
 std::string file_write_staged(const std::string& path, const std::vector<std::pair<const void*, size_t>>& parts) {
@@ -224,19 +227,33 @@ bool path_is_staged_temp(const std::string& name) {
     return name.find_first_not_of("0123456789", at + 5) == std::string::npos;
 }
 
-void dir_remove_ours(const std::string& dir, const std::function<bool(const std::string&)>& ours) {
-    if (path_is_symlink(dir) || !dir_exists(dir)) return;
+bool path_exists_no_follow(const std::string& path) {
+    struct stat st;
+    return lstat(path.c_str(), &st) == 0;
+}
+
+void dir_clear_staging(const std::string& staging, const std::string& dir,
+                       const std::function<bool(const std::string&)>& ours) {
+    if (path_is_symlink(staging) || !dir_exists(staging) || !file_exists(path_join(staging, kStagingMarker))) return;
     std::vector<std::string> kept;
-    for (const std::string& name : dir_entries(dir)) {
-        std::string path = path_join(dir, name);
-        if (ours(name) && !path_is_symlink(path) && file_exists(path)) unlink(path.c_str());
-        else kept.push_back(name);
+    for (const std::string& name : dir_entries(staging)) {
+        const std::string path = path_join(staging, name);
+        if (name == kStagingMarker) continue;
+        if (ours(name) && !path_is_symlink(path) && file_exists(path)) {
+            unlink(path.c_str());
+        } else if (dir_exists(dir) && !path_exists_no_follow(path_join(dir, name)) &&
+                   rename(path.c_str(), path_join(dir, name).c_str()) == 0) {
+            continue;  // the user's file goes back where it was
+        } else {
+            kept.push_back(name);
+        }
     }
-    if (kept.empty()) {
-        if (rmdir(dir.c_str()) != 0) fatal("cannot remove directory %s: %s", dir.c_str(), strerror(errno));
+    if (!kept.empty()) {
+        fprintf(stderr, "note: kept %s: it holds %s, which gpt2 did not write\n", staging.c_str(), kept[0].c_str());
         return;
     }
-    fprintf(stderr, "note: kept %s: it holds %s, which gpt2 did not write\n", dir.c_str(), kept[0].c_str());
+    unlink(path_join(staging, kStagingMarker).c_str());
+    if (rmdir(staging.c_str()) != 0) fatal("cannot remove directory %s: %s", staging.c_str(), strerror(errno));
 }
 
 // The pid in `<dir><tag><pid>` when `name` has that form, else 0.
@@ -269,15 +286,17 @@ void dir_replace_atomic(const std::string& staging, const std::string& dir) {
     dir_fsync(parent);
 }
 
-bool dir_recover_interrupted(const std::string& dir) {
+bool dir_recover_interrupted(const std::string& dir, const std::function<bool(const std::string&)>& is_ours) {
     if (dir_exists(dir) || path_is_symlink(dir)) return false;
     const std::string parent = path_parent(dir);
     if (!dir_exists(parent)) return false;
     const std::string base = dir.substr(dir.find_last_of('/') == std::string::npos ? 0 : dir.find_last_of('/') + 1);
     for (const std::string& name : dir_entries(parent)) {
         long pid = suffix_pid(name, base + ".old.");
-        if (pid <= 0 || pid_alive(pid)) continue;
         std::string old = path_join(parent, name);
+        if (pid <= 0 || pid_alive(pid) || path_is_symlink(old) || !dir_exists(old) ||
+            !file_exists(path_join(old, kStagingMarker)) || !is_ours(old))
+            continue;
         if (rename(old.c_str(), dir.c_str()) != 0)
             fatal("cannot restore %s from %s: %s", dir.c_str(), old.c_str(), strerror(errno));
         fprintf(stderr, "note: restored %s from %s, left by a save that was killed\n", dir.c_str(), old.c_str());
@@ -287,12 +306,21 @@ bool dir_recover_interrupted(const std::string& dir) {
 }
 
 PathLock::PathLock(const std::string& target, const char* flag)
-    : path_(target + ".lock"), cleanup_([this] {
-          if (fd_ >= 0) unlink(path_.c_str());
-      }) {
-    dir_create(path_parent(target));
+    : path_(target + ".lock"), cleanup_([this] { release(); }) {
+    dir_create(path_parent(target), &created_);
+    struct stat st;
+    if (lstat(path_.c_str(), &st) == 0) {  // a lock file left by a killed run holds a pid, or nothing
+        char text[32] = {0};
+        int fd = S_ISREG(st.st_mode) ? open(path_.c_str(), O_RDONLY | O_NOFOLLOW) : -1;
+        ssize_t n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
+        if (fd >= 0) close(fd);
+        bool pid_file = n >= 0 && strspn(text, "0123456789\n") == (size_t)n;
+        if (!pid_file)
+            fatal_hint("move it away or choose another output", "cannot lock %s (%s): %s exists and is not a gpt2 lock file",
+                       target.c_str(), flag, path_.c_str());
+    }
     for (int attempt = 0; attempt < 100; attempt++) {
-        fd_ = open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        fd_ = open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (fd_ < 0) fatal("cannot create lock file %s (%s): %s", path_.c_str(), flag, strerror(errno));
         if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
             char holder[32] = {0};
@@ -319,11 +347,17 @@ PathLock::PathLock(const std::string& target, const char* flag)
     fatal("cannot lock %s (%s): the lock file keeps changing", path_.c_str(), flag);
 }
 
-PathLock::~PathLock() {
-    if (fd_ < 0) return;
-    unlink(path_.c_str());
-    close(fd_);
+void PathLock::release() {
+    if (fd_ >= 0) {
+        unlink(path_.c_str());
+        close(fd_);
+        fd_ = -1;
+    }
+    for (size_t i = created_.size(); i-- > 0;) rmdir(created_[i].c_str());  // only the ones left empty go
+    created_.clear();
 }
+
+PathLock::~PathLock() { release(); }
 
 void dir_publish(const std::string& dir, const std::function<bool(const std::string&)>& ours,
                  const std::function<void(const std::string& staging)>& write) {
@@ -332,20 +366,21 @@ void dir_publish(const std::string& dir, const std::function<bool(const std::str
     dir_create(parent);
     for (const std::string& name : dir_entries(parent)) {  // staging left by killed processes
         long pid = suffix_pid(name, base + ".saving.");
-        if (pid > 0 && pid != getpid() && !pid_alive(pid)) dir_remove_ours(path_join(parent, name), ours);
+        if (pid > 0 && pid != getpid() && !pid_alive(pid)) dir_clear_staging(path_join(parent, name), dir, ours);
     }
     const std::string staging = dir + ".saving." + std::to_string(getpid());
-    dir_remove_ours(staging, ours);
-    if (dir_exists(staging)) fatal("cannot stage %s: %s holds files gpt2 did not write", dir.c_str(), staging.c_str());
+    dir_clear_staging(staging, dir, ours);
+    if (path_exists_no_follow(staging)) fatal("cannot stage %s: %s exists and gpt2 did not make it", dir.c_str(), staging.c_str());
     if (mkdir(staging.c_str(), 0755) != 0) fatal("cannot create directory %s: %s", staging.c_str(), strerror(errno));
-    FatalCleanup cleanup([&] { dir_remove_ours(staging, ours); });
+    // The marker names a directory as this program's staging, so only such directories are ever cleared. It
+    // goes into `dir` too before the swap, so the old contents carry it out.
+    file_write_atomic(path_join(staging, kStagingMarker), "", 0);
+    FatalCleanup cleanup([&] { dir_clear_staging(staging, dir, ours); });
     write(staging);
-    if (dir_exists(dir))
-        for (const std::string& name : dir_entries(dir))
-            if (!ours(name) && rename(path_join(dir, name).c_str(), path_join(staging, name).c_str()) != 0)
-                fatal("cannot keep %s in %s: %s", name.c_str(), dir.c_str(), strerror(errno));
+    if (dir_exists(dir)) file_write_atomic(path_join(dir, kStagingMarker), "", 0);
     dir_replace_atomic(staging, dir);
-    dir_remove_ours(staging, ours);
+    unlink(path_join(dir, kStagingMarker).c_str());
+    dir_clear_staging(staging, dir, ours);  // the old checkpoint goes; files gpt2 did not write move back
 }
 
 std::string path_join(const std::string& a, const std::string& b) {

@@ -39,7 +39,8 @@ size_t memory_available();
 void memory_check(double bytes, const std::string& what, const std::string& hint);
 bool file_exists(const std::string& path);
 bool dir_exists(const std::string& path);
-void dir_create(const std::string& path);  // mkdir -p; fatal on failure
+// mkdir -p; fatal on failure. The directories it made are appended to *created when given.
+void dir_create(const std::string& path, std::vector<std::string>* created = nullptr);
 
 // Writes `n` bytes to `path` atomically: `path.tmp.<pid>`, fsync, rename. Never leaves a half file.
 void file_write_atomic(const std::string& path, const void* data, size_t n);
@@ -58,11 +59,16 @@ void file_publish(const std::string& staged, const std::string& path);
 // crash between them.
 void dir_replace_atomic(const std::string& staging, const std::string& dir);
 // When `dir` is missing but a dead process's `dir.old.<pid>` exists (a replacement killed between its
-// two renames), renames it back and returns true.
-bool dir_recover_interrupted(const std::string& dir);
-// Unlinks the entries of `dir` for which ours(name) holds, then removes `dir` if that left it empty.
-// Anything else stays where it is (a `note:` line names it): this program deletes only what it wrote.
-void dir_remove_ours(const std::string& dir, const std::function<bool(const std::string&)>& ours);
+// two renames) that carries the staging marker and satisfies is_ours(path), renames it back; true if so.
+bool dir_recover_interrupted(const std::string& dir, const std::function<bool(const std::string&)>& is_ours);
+// Clears a staging directory of dir_publish's (one holding the marker kStagingMarker; any other is left
+// alone): entries ours(name) accepts are unlinked, any other moves back into `dir` where that name is
+// free, and the directory goes once empty. What cannot move stays (a `note:` line names it): this program
+// deletes only what it wrote.
+void dir_clear_staging(const std::string& staging, const std::string& dir,
+                       const std::function<bool(const std::string&)>& ours);
+// The file that marks dir_publish's staging directories; outputs treat it as one of their own names.
+const char* const kStagingMarker = ".gpt2-staging";
 // Entry names of a directory (no . or ..); fatal naming it if unreadable.
 std::vector<std::string> dir_entries(const std::string& dir);
 void dir_fsync(const std::string& dir);
@@ -71,8 +77,9 @@ bool path_is_symlink(const std::string& path);
 bool path_is_staged_temp(const std::string& name);
 
 // An exclusive lock on `target` (a file or directory about to be written), held through `target.lock`
-// beside it (its directory is created) until the object is destroyed or the process exits. fatal naming `flag` and the holder's pid
-// when another process holds it.
+// beside it until the object is destroyed or the process exits. The directories it creates for it are
+// removed again if they are still empty then (a failed run leaves none behind). fatal naming `flag` and
+// the holder's pid when another process holds it, or when `target.lock` is not a lock file.
 class PathLock {
 public:
     PathLock(const std::string& target, const char* flag);
@@ -81,15 +88,17 @@ public:
     PathLock& operator=(const PathLock&) = delete;
 
 private:
+    void release();
     std::string path_;
     int fd_ = -1;
-    FatalCleanup cleanup_;  // a failing run removes its lock file too
+    std::vector<std::string> created_;
+    FatalCleanup cleanup_;  // a failing run removes its lock file and the directories it made
 };
 
 // Publishes directory `dir` as a whole: `write` fills a staging directory `dir.saving.<pid>` beside it,
-// entries of `dir` that ours() rejects are moved into the staging directory (so they stay in `dir`), the
-// two are swapped (dir_replace_atomic), and what was replaced is removed with dir_remove_ours. Staging
-// directories of dead processes are removed first; a fatal() inside `write` removes this one.
+// the two are swapped (dir_replace_atomic), and dir_clear_staging removes the old contents and moves
+// entries ours() rejects back into `dir`, so files the user put there stay. Staging directories of dead
+// processes are cleared first the same way; a fatal() inside `write` clears this one.
 void dir_publish(const std::string& dir, const std::function<bool(const std::string&)>& ours,
                  const std::function<void(const std::string& staging)>& write);
 

@@ -201,7 +201,8 @@ check_error "export refuses to replace a training checkpoint's model" "is a trai
 check "export replaces its own export in one step" "$GPT2" export --model $FIX/model --out $T/exp/ --dtype bf16
 check "... leaving no staging directory" test -z "$(ls -d $T/exp.* 2>/dev/null)"
 check "... and the new dtype is there" bash -c "'$GPT2' info --model $T/exp | grep -q 'dtype: BF16'"
-cp -r $T/ck $T/fallback && mv $T/fallback $T/fallback.old.99999999
+# what the two-rename fallback leaves when killed between its renames: the marked old checkpoint only
+cp -r $T/ck $T/fallback && touch $T/fallback/.gpt2-staging && mv $T/fallback $T/fallback.old.99999999
 check "resume restores a checkpoint left as DIR.old.PID by a save killed between two renames" \
     bash -c "'$GPT2' train --resume $T/fallback --steps 12 2>&1 | grep -q 'restored $T/fallback'"
 
@@ -227,4 +228,66 @@ st_empty $T/dump.safetensors loss
 check_error "compare with an empty loss tensor" "bad tensor loss .*expected one value, got 0" "$GPT2" compare --model $FIX/model --ref $T/dump.safetensors
 check_error "--heads 4294967298 is out of range, not 2" "expected 0..65536, got 4294967298" "$GPT2" info --model $FIX/model --heads 4294967298
 check_error "--heads -5 is out of range, not the default" "expected 0..65536, got -5" "$GPT2" eval --model $FIX/model --data $TOK --heads -5
+# --- a red-team pass: names that only look like ours, locks, pipes, early signals, config fields -------------
+mkdir -p $T/rt && echo notes >$T/rt/run.old.99990 && mkdir $T/rt/thesis.old.99991 && echo mine >$T/rt/thesis.old.99991/a.txt
+check "an interrupted-save name on a user's file is not restored over --out" "$GPT2" train $tiny --steps 2 --out $T/rt/run
+check "... and the user's file is untouched" test "$(cat $T/rt/run.old.99990)" = notes
+check "... nor a user's folder of that form" bash -c "'$GPT2' train $tiny --steps 2 --out $T/rt/thesis >/dev/null 2>&1; test \"\$(cat $T/rt/thesis.old.99991/a.txt)\" = mine"
+cp -r $T/ck $T/rt/ck && mkdir $T/rt/ck.saving.99992 && for f in model.safetensors config.json README; do echo mine >$T/rt/ck.saving.99992/$f; done
+"$GPT2" train --resume $T/rt/ck --steps 12 >/dev/null 2>&1
+check "a user's folder named like a dead run's staging is left alone" test "$(cat $T/rt/ck.saving.99992/model.safetensors $T/rt/ck.saving.99992/config.json)" = "$(printf 'mine\nmine')"
+echo notes >$T/rt/ck.lock
+check_error "a user's file at DIR.lock is refused, not overwritten" "ck.lock exists and is not a gpt2 lock file" "$GPT2" train --resume $T/rt/ck --steps 13
+check "... and keeps its content" test "$(cat $T/rt/ck.lock)" = notes
+rm $T/rt/ck.lock && echo data >$T/rt/victim.txt && ln -s victim.txt $T/rt/ck.lock
+check_error "a symbolic link at DIR.lock is refused, not followed" "not a gpt2 lock file" "$GPT2" train --resume $T/rt/ck --steps 13
+check "... and its target keeps its content" test "$(cat $T/rt/victim.txt)" = data
+rm $T/rt/ck.lock
+cp $TOK $T/rt/data.bin
+check_error "--log naming the training data is refused" "is not a JSON-lines log" "$GPT2" train $tiny --train $T/rt/data.bin --steps 2 --log $T/rt/data.bin
+check "... and the data is untouched" cmp $TOK $T/rt/data.bin
+check_error "--eps 0 (0/0 on the padded vocabulary) is refused" "bad value for --eps (train): expected > 0" "$GPT2" train $tiny --steps 2 --eps 0
+check_error "a failed run removes the directories it made for --out" "does not exist" "$GPT2" train $tiny --steps 2 --out $T/rt/a/b/ck --plot $T/rt/nodir/p.png
+check "... so none are left" test ! -e $T/rt/a
+cp -r $TRAINED $T/rt/relu && sed -i 's/"gelu_new"/"relu"/' $T/rt/relu/config.json
+check_error "config.json with an activation gpt2 does not compute" "unsupported value for \"activation_function\"" "$GPT2" eval --model $T/rt/relu --data $TOK -B 2 -T 16
+cp -r $TRAINED $T/rt/eps && sed -i 's/"layer_norm_epsilon": [0-9e.-]*/"layer_norm_epsilon": 1e999/' $T/rt/eps/config.json
+check_error "config.json with a number past double" "number out of range" "$GPT2" info --model $T/rt/eps
+cp $FIX/dump.safetensors $T/rt/d1.safetensors && st_meta $T/rt/d1.safetensors lr nan
+check_error "compare refuses a dump with lr nan" "bad metadata \"lr\"" "$GPT2" compare --model $FIX/model --ref $T/rt/d1.safetensors
+cp $FIX/dump.safetensors $T/rt/d2.safetensors && st_empty $T/rt/d2.safetensors losses
+check_error "compare refuses a dump without AdamW losses" "bad tensor losses" "$GPT2" compare --model $FIX/model --ref $T/rt/d2.safetensors
+check_error "gpt2 without a command" "missing command" "$GPT2"
+# a closed pipe: train still saves, then reports; generate stops at the failed write
+"$GPT2" train $tiny --steps 300 --val-every 0 --out $T/rt/pipe 2>$T/rt/pipe.err | head -1 >/dev/null
+rc=${PIPESTATUS[0]}
+check "train into a closed pipe exits 1 with one error line" bash -c "test $rc -eq 1 && grep -q '^error: cannot write standard output' $T/rt/pipe.err"
+check "... having saved its checkpoint and released its lock" test -f $T/rt/pipe/model.safetensors -a ! -e $T/rt/pipe.lock
+"$GPT2" generate --model $T/long --prompt-ids 1 --ids -n 3000 2>$T/rt/gen.err | head -c 1 >/dev/null
+rc=${PIPESTATUS[0]}
+check "generate into a closed pipe exits 1 with one error line" bash -c "test $rc -eq 1 && grep -q '^error: cannot write standard output' $T/rt/gen.err"
+# SIGTERM while the data loads, before the first step
+perl -e 'my $n = 30000000; print pack("l<256", 20240520, 1, $n, (0) x 253) . ("\0" x (2 * $n))' >$T/rt/big.bin
+"$GPT2" train $tiny --train $T/rt/big.bin --val '' --steps 5 --out $T/rt/early >$T/rt/early.log 2>&1 &
+pid=$!
+sleep 0.2
+kill -TERM $pid
+wait $pid
+rc=$?
+check "SIGTERM before the first step exits 143 and says so" bash -c "test $rc -eq 143 && grep -q '^interrupted at step .* by SIGTERM' $T/rt/early.log"
+check "... leaving no lock file" test ! -e $T/rt/early.lock
+rm -f $T/rt/big.bin
+# kill -9 at random moments while saving every step: a file the user put in the checkpoint stays in it
+"$GPT2" train $tiny --steps 100000 --val-every 0 --save-every 1 --stop-after 1 --out $T/rt/k9 >/dev/null 2>&1
+echo mine >$T/rt/k9/NOTES.md
+for delay in 0.05 0.1 0.15 0.2 0.25 0.3 0.35 0.4 0.45 0.5 0.55 0.6; do
+    "$GPT2" train --resume $T/rt/k9 --save-every 1 >/dev/null 2>&1 &
+    pid=$!
+    sleep $delay
+    kill -9 $pid
+    wait $pid 2>/dev/null
+done
+"$GPT2" train --resume $T/rt/k9 --stop-after 1 >/dev/null 2>&1
+check "after 12 kill -9 during saves, the user's file is back in the checkpoint" test "$(cat $T/rt/k9/NOTES.md 2>/dev/null)" = mine
+check "... and no staging directory is left" test -z "$(ls -d $T/rt/k9.saving.* 2>/dev/null)"
 summary

@@ -1,6 +1,7 @@
 // checkpoint.cpp: see checkpoint.h. Name mapping follows transformers' modeling_gpt2.py (GPT2Model).
 #include "checkpoint.h"
 
+#include <cassert>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -281,7 +282,7 @@ GPT2Config checkpoint_inspect(const std::string& path, int heads_override, Check
 
 void checkpoint_save_hf(const GPT2& model, const std::string& dir, const std::string& dtype) {
     const GPT2Config& cfg = model.cfg;
-    if (dtype != "F32" && dtype != "F16" && dtype != "BF16") fatal("internal: dtype %s", dtype.c_str());
+    assert((dtype == "F32" || dtype == "F16" || dtype == "BF16") && "checkpoint_save_hf dtype");
     checkpoint_check_finite(model, dir, "not saving non-finite weights");
     std::vector<std::vector<float>> transposed;   // keep converted copies alive until written
     std::vector<std::vector<uint16_t>> narrowed;

@@ -1,6 +1,7 @@
 // cli.cpp: see cli.h.
 #include "cli.h"
 
+#include <cassert>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -111,7 +112,7 @@ std::string CliArgs::str(const char* name) const {
     for (size_t i = names.size(); i-- > 0;)
         if (names[i] == name) return values[i];
     const CliFlag* f = find_flag(flags, name, false);
-    if (!f) fatal("internal: flag --%s not declared for %s", name, command.c_str());
+    assert(f && "CliArgs::str of a flag the command does not declare");
     if (!f->default_value || !f->default_value[0])
         fatal("missing flag --%s (%s): expected %s", name, command.c_str(), f->help);
     return f->default_value;

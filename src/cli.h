@@ -9,7 +9,7 @@
 struct CliFlag {
     const char* name;        // long name without dashes, e.g. "seq-len"
     const char* short_name;  // one letter without dash, or "" for none
-    const char* default_value;  // nullptr: no default (optional unless the command checks); "" for switches
+    const char* default_value;  // used when not given; nullptr or "": none, and str() of it is "missing flag"
     const char* help;
     bool is_switch = false;  // takes no value
 };

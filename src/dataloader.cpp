@@ -57,3 +57,35 @@ void dataloader_batch_at(DataLoader* dl, size_t index) {
     for (int b = 0; b < dl->B; b++) windows[b] = (uint32_t)(index * dl->B + b);
     load_windows(dl, windows.data());
 }
+
+DataLoaderState dataloader_state(const DataLoader& dl) {
+    DataLoaderState s;
+    s.order = dl.order;
+    s.epoch = dl.epoch;
+    s.pos = dl.pos;
+    s.rng = dl.rng.state;
+    return s;
+}
+
+bool dataloader_state_valid(const DataLoaderState& s, std::string* err) {
+    std::vector<bool> seen(s.order.size(), false);
+    for (uint32_t w : s.order) {
+        if (w >= seen.size() || seen[w]) return *err = "loader.order is not a permutation of the windows", false;
+        seen[w] = true;
+    }
+    if (s.pos > s.order.size()) return *err = "loader.pos past the end of loader.order", false;
+    if (s.order.empty() != (s.epoch < 0) || (s.order.empty() && s.pos != 0))
+        return *err = "loader.epoch, loader.pos and loader.order disagree", false;
+    if (s.rng == 0) return *err = "loader.rng is 0, expected a non-zero state", false;
+    return true;
+}
+
+void dataloader_restore(DataLoader* dl, const DataLoaderState& s) {
+    if (!s.order.empty() && s.order.size() != dl->num_windows)
+        fatal("data changed (%s): the saved order has %zu windows, the file %zu", dl->path.c_str(), s.order.size(),
+              dl->num_windows);
+    dl->order = s.order;
+    dl->epoch = s.epoch;
+    dl->pos = s.pos;
+    dl->rng.state = s.rng;
+}

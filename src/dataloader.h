@@ -22,6 +22,21 @@ struct DataLoader {
     std::vector<int> inputs, targets;  // (B, T) of the current batch
 };
 
+// Where a training loader is in its data, as a checkpoint keeps it: the epoch's window order, the next
+// position in it, and the RNG that shuffles the next epoch. An empty order means no batch was drawn yet.
+struct DataLoaderState {
+    std::vector<uint32_t> order;
+    int epoch = -1;
+    size_t pos = 0;
+    uint64_t rng = 0;
+};
+DataLoaderState dataloader_state(const DataLoader& dl);
+// Consistent on its own: order a permutation of 0..n-1, pos inside it, epoch -1 exactly when the order is
+// empty, a non-zero RNG state. false with a message otherwise.
+bool dataloader_state_valid(const DataLoaderState& s, std::string* err);
+// Puts dl where s says; fatal if s orders a different number of windows than dl's data has.
+void dataloader_restore(DataLoader* dl, const DataLoaderState& s);
+
 // Loads `path` (ids checked against vocab_size) and prepares (B, T) batches; fatal naming the file when
 // it holds fewer than B*T + 1 tokens.
 void dataloader_init(DataLoader* dl, const std::string& path, int vocab_size, int B, int T, bool shuffle,

@@ -4,6 +4,7 @@
 // vector-extension kernel for anything else. Blocking follows the usual BLIS scheme (Goto & van de
 // Geijn, 2008): B's KC x NC block in L2, its KC x NR micro-panel in L1 across the MR-row panels of A.
 #include "gemm.h"
+#include "simd.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -20,7 +21,6 @@
 
 namespace {
 
-typedef float v16 __attribute__((vector_size(64)));
 
 // Register tile per instruction set (overridable with -DGEMM_MR/-DGEMM_NV for experiments): 8 x 48 in
 // 24 zmm accumulators with AVX-512 (10-20% faster than 8 x 32 on the backward products here, and 48
@@ -72,27 +72,26 @@ inline float b_at(const float* B, int ldb, bool trans, int k, int j) {
 // In-register transposes for packing operands whose k runs along memory: each stage swaps the
 // off-diagonal b x b blocks of every 2b x 2b block (b = 8, 4, 2, 1), leaving row i holding column i.
 #define SHUF16(x, y, ...) __builtin_shufflevector(x, y, __VA_ARGS__)
-inline void transpose16(v16 r[16]) {
-    for (int i = 0; i < 16; i += 16)
-        for (int j = 0; j < 8; j++) {
-            v16 x = r[i + j], y = r[i + j + 8];
-            r[i + j] = SHUF16(x, y, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
-            r[i + j + 8] = SHUF16(x, y, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
-        }
+inline void transpose16(vf16 r[16]) {
+    for (int j = 0; j < 8; j++) {
+        vf16 x = r[j], y = r[j + 8];
+        r[j] = SHUF16(x, y, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
+        r[j + 8] = SHUF16(x, y, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+    }
     for (int i = 0; i < 16; i += 8)
         for (int j = 0; j < 4; j++) {
-            v16 x = r[i + j], y = r[i + j + 4];
+            vf16 x = r[i + j], y = r[i + j + 4];
             r[i + j] = SHUF16(x, y, 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27);
             r[i + j + 4] = SHUF16(x, y, 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31);
         }
     for (int i = 0; i < 16; i += 4)
         for (int j = 0; j < 2; j++) {
-            v16 x = r[i + j], y = r[i + j + 2];
+            vf16 x = r[i + j], y = r[i + j + 2];
             r[i + j] = SHUF16(x, y, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29);
             r[i + j + 2] = SHUF16(x, y, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
         }
     for (int i = 0; i < 16; i += 2) {
-        v16 x = r[i], y = r[i + 1];
+        vf16 x = r[i], y = r[i + 1];
         r[i] = SHUF16(x, y, 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30);
         r[i + 1] = SHUF16(x, y, 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31);
     }
@@ -101,10 +100,10 @@ inline void transpose16(v16 r[16]) {
 
 // dst[k * ld + c] = src[c * lds + k] for a 16 x 16 block (16 rows of src become 16 columns of dst).
 inline void transpose_block16(float* dst, size_t ld, const float* src, size_t lds) {
-    v16 r[16];
-    for (int c = 0; c < 16; c++) memcpy(&r[c], src + c * lds, sizeof(v16));
+    vf16 r[16];
+    for (int c = 0; c < 16; c++) memcpy(&r[c], src + c * lds, sizeof(vf16));
     transpose16(r);
-    for (int k = 0; k < 16; k++) memcpy(dst + k * ld, &r[k], sizeof(v16));
+    for (int k = 0; k < 16; k++) memcpy(dst + k * ld, &r[k], sizeof(vf16));
 }
 
 // Packs op(A)[i0:i0+mc, k0:k0+kc] as panels of MR rows, k-major within a panel, zero-padded.
@@ -116,9 +115,9 @@ void pack_a(float* dst, const float* A, int lda, bool trans, int i0, int mc, int
             if (rows == MR && MR <= 16) {
                 // transpose 16 k at a time through a 16 x 16 block whose first MR rows are this panel
                 for (; k + 16 <= kc; k += 16) {
-                    v16 r[16];
-                    for (int c = 0; c < MR; c++) memcpy(&r[c], A + (size_t)(i0 + p + c) * lda + k0 + k, sizeof(v16));
-                    for (int c = MR; c < 16; c++) r[c] = v16{};
+                    vf16 r[16];
+                    for (int c = 0; c < MR; c++) memcpy(&r[c], A + (size_t)(i0 + p + c) * lda + k0 + k, sizeof(vf16));
+                    for (int c = MR; c < 16; c++) r[c] = vf16{};
                     transpose16(r);
                     for (int kk = 0; kk < 16; kk++) memcpy(dst + (size_t)(k + kk) * MR, &r[kk], sizeof(float) * MR);
                 }
@@ -236,12 +235,12 @@ void micro_kernel(int kc, const float* a, const float* b, float* C, int ldc, int
 // Portable: GCC/Clang vector extensions, lowered to whatever vector unit the target has.
 void micro_kernel(int kc, const float* a, const float* b, float* C, int ldc, int rows, int cols, bool add) {
     const int NV = GEMM_NV;
-    v16 acc[MR][NV];
+    vf16 acc[MR][NV];
     for (int r = 0; r < MR; r++)
-        for (int v = 0; v < NV; v++) acc[r][v] = v16{};
+        for (int v = 0; v < NV; v++) acc[r][v] = vf16{};
     for (int k = 0; k < kc; k++) {
-        v16 bv[NV];
-        for (int v = 0; v < NV; v++) memcpy(&bv[v], b + (size_t)k * NR + 16 * v, sizeof(v16));
+        vf16 bv[NV];
+        for (int v = 0; v < NV; v++) memcpy(&bv[v], b + (size_t)k * NR + 16 * v, sizeof(vf16));
         for (int r = 0; r < MR; r++)
             for (int v = 0; v < NV; v++) acc[r][v] += a[k * MR + r] * bv[v];
     }

@@ -3,7 +3,6 @@
 
 #include <cmath>
 
-#include "tokenizer.h"
 #include "util.h"
 
 std::vector<int> generate(const GPT2& model, const std::vector<int>& prompt, const GenerateOptions& opts, Rng* rng,
@@ -34,7 +33,7 @@ std::vector<int> generate(const GPT2& model, const std::vector<int>& prompt, con
         int token = sampler_sample(logits.data(), cfg.vocab_size, opts.sampler, rng);
         out.push_back(token);
         on_token(token);
-        if (opts.stop_at_eot && token == kTokenizerEot) break;
+        if (token == opts.stop_token) break;
         if ((int)out.size() == opts.max_tokens) break;
         if (st.len == ctx) {
             s->context_full = true;

@@ -1,6 +1,6 @@
 // generate.h: autoregressive generation on the KV-cache path (infer.h) with the sampler (sampler.h).
-// Used by the `generate` command and by training's periodic samples. Stops at <|endoftext|> or after
-// max_tokens, or when the context is full (it does not slide the window).
+// Used by the `generate` command and by training's periodic samples. Stops at opts.stop_token, after
+// max_tokens, or when the context is full (it does not slide the window). Knows no tokenizer.
 #pragma once
 #include <functional>
 #include <vector>
@@ -13,7 +13,7 @@
 struct GenerateOptions {
     int max_tokens = 64;
     SamplerConfig sampler;
-    bool stop_at_eot = true;
+    int stop_token = -1;  // generation ends after this token (the tokenizer's <|endoftext|>); -1: never
 };
 
 struct GenerateStats {

@@ -31,6 +31,34 @@ std::vector<int> parse_ids(const std::string& text, const char* flag) {
     return ids;
 }
 
+// The prompt's ids from --prompt-ids, --prompt or --prompt-file (encoded with tok), or <|endoftext|>.
+std::vector<int> read_prompt(const CliArgs& args, Tokenizer* tok, const GPT2Config& cfg) {
+    std::vector<int> prompt;
+    if (args.has("prompt-ids")) {
+        prompt = parse_ids(args.str("prompt-ids"), "prompt-ids");
+        if (prompt.empty()) fatal("empty prompt (--prompt-ids): expected at least one token id");
+        for (int id : prompt)
+            if (id >= cfg.vocab_size)
+                fatal("token id %d out of range (--prompt-ids): expected 0..%d", id, cfg.vocab_size - 1);
+    } else if (args.has("prompt") || args.has("prompt-file")) {
+        const char* flag = args.has("prompt") ? "--prompt" : "--prompt-file";
+        std::string text;
+        if (args.has("prompt")) {
+            text = args.str("prompt");
+        } else {
+            text = text_read(args.str("prompt-file"), 64 << 20);
+        }
+        if (text.empty()) fatal("empty prompt (%s): expected some text, or no prompt to start from <|endoftext|>", flag);
+        prompt = tokenizer_encode(tok, text);
+        if ((int)prompt.size() > cfg.max_seq_len)
+            fatal("prompt too long (%s): %zu tokens, expected at most the model's context of %d", flag, prompt.size(),
+                  cfg.max_seq_len);
+    } else {
+        prompt = {kTokenizerEot};
+    }
+    return prompt;
+}
+
 }  // namespace
 
 int cmd_generate(int argc, char** argv) {
@@ -59,6 +87,7 @@ int cmd_generate(int argc, char** argv) {
     double temperature = args.number_in("temperature", 0, 1e6), top_p = args.number_in("top-p", 0, 1);
     if (!(top_p > 0 && top_p <= 1)) fatal("bad value for --top-p (generate): expected 0 < p <= 1, got %g", top_p);
     opts.max_tokens = (int)max_tokens;
+    opts.stop_token = kTokenizerEot;
     opts.sampler.temperature = (float)temperature;
     opts.sampler.top_k = (int)top_k;
     opts.sampler.top_p = (float)top_p;
@@ -72,30 +101,7 @@ int cmd_generate(int argc, char** argv) {
     Tokenizer tok;
     if (need_tokenizer)
         tokenizer_load_for_model(&tok, args.has("tokenizer") ? args.str("tokenizer") : "", model.cfg.vocab_size, "");
-    std::vector<int> prompt;
-    if (args.has("prompt-ids")) {
-        prompt = parse_ids(args.str("prompt-ids"), "prompt-ids");
-        if (prompt.empty()) fatal("empty prompt (--prompt-ids): expected at least one token id");
-        for (int id : prompt)
-            if (id >= model.cfg.vocab_size)
-                fatal("token id %d out of range (--prompt-ids): expected 0..%d", id, model.cfg.vocab_size - 1);
-    } else if (args.has("prompt") || args.has("prompt-file")) {
-        const char* flag = args.has("prompt") ? "--prompt" : "--prompt-file";
-        std::string text;
-        if (args.has("prompt")) {
-            text = args.str("prompt");
-        } else {
-            text = text_read(args.str("prompt-file"), 64 << 20);
-        }
-        if (text.empty()) fatal("empty prompt (%s): expected some text, or no prompt to start from <|endoftext|>", flag);
-        prompt = tokenizer_encode(&tok, text);
-        if ((int)prompt.size() > model.cfg.max_seq_len)
-            fatal("prompt too long (%s): %zu tokens, expected at most the model's context of %d", flag, prompt.size(),
-                  model.cfg.max_seq_len);
-    } else {
-        prompt = {kTokenizerEot};
-    }
-
+    const std::vector<int> prompt = read_prompt(args, &tok, model.cfg);
     Rng rng((uint64_t)args.integer_in("seed", 0, LLONG_MAX));
     for (long long sample = 0; sample < samples; sample++) {
         if (sample > 0) printf(ids_out ? "" : "\n---\n");

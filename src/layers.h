@@ -57,8 +57,8 @@ void residual_backward(float* da, float* db, const float* dout, size_t n);
 // targets may be null (probs only; losses untouched).
 float crossentropy_forward(float* losses, float* probs, const float* logits, const int* targets, int N, int V,
                            int Vp);
-// dlogits (N, Vp) = (probs - onehot(target)) * dloss, zero in the padding. This one kernel OVERWRITES
-// its gradient: it is the first writer of dlogits in the backward pass.
+// dlogits (N, Vp) = (probs - onehot(target)) * dloss, zero in the padding (overwrites: the only writer of
+// dlogits).
 void crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N, int V,
                            int Vp);
 

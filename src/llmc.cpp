@@ -2,6 +2,7 @@
 // (gpt2_build_from_checkpoint) for the header fields and tensor order.
 #include "llmc.h"
 
+#include <cassert>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -103,7 +104,7 @@ bool llmc_is_checkpoint_file(const std::string& path) {
 }
 
 void llmc_save(const GPT2& model, const std::string& path, int version) {
-    if (version != 3 && version != 5) fatal("internal: llm.c version %d", version);
+    assert((version == 3 || version == 5) && "llmc_save version");
     const GPT2Config& c = model.cfg;
     int32_t header[kHeaderInts] = {0};
     header[0] = kLlmcMagic, header[1] = version, header[2] = c.max_seq_len, header[3] = c.vocab_size;

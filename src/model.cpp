@@ -3,6 +3,7 @@
 #include "model.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <cstring>
 
@@ -15,13 +16,21 @@ void gpt2_build(GPT2* model, const GPT2Config& cfg, const char* where) {
     model->cfg = cfg;
     model->param_table = layout_params(cfg);
     model->num_params = layout_params_size(model->param_table);
-    memory_check(2.0 * sizeof(float) * model->num_params, std::string("parameters and gradients of ") + where,
-                 "use a smaller model");
+    memory_check(sizeof(float) * (double)model->num_params, std::string("parameters of ") + where, "use a smaller model");
     model->params.assign(model->num_params, 0.0f);
-    model->grads.assign(model->num_params, 0.0f);
     model->p = layout_param_views(cfg, model->params.data());
-    model->g = layout_param_views(cfg, model->grads.data());
+    model->grads.clear();
+    model->training = false;
     model->B = model->T = 0;
+}
+
+void gpt2_enable_training(GPT2* model) {
+    if (model->training) return;
+    memory_check(sizeof(float) * (double)model->num_params, "gradients", "use a smaller model");
+    model->grads.assign(model->num_params, 0.0f);
+    model->g = layout_param_views(model->cfg, model->grads.data());
+    model->training = true;
+    model->B = model->T = 0;  // the activations gain their gradients at the next forward
 }
 
 void gpt2_init_random(GPT2* model, uint64_t seed) {
@@ -50,13 +59,17 @@ void gpt2_alloc_acts(GPT2* model, int B, int T) {
     size_t n = layout_params_size(table);
     std::vector<float>().swap(model->acts);  // release the old size before checking for the new one
     std::vector<float>().swap(model->dacts);
-    memory_check(2.0 * sizeof(float) * n,
-                 "activations and their gradients for B=" + std::to_string(B) + ", T=" + std::to_string(T),
+    const int copies = model->training ? 2 : 1;  // activations, and their gradients when training
+    memory_check(copies * sizeof(float) * (double)n,
+                 std::string(model->training ? "activations and their gradients" : "activations") + " for B=" +
+                     std::to_string(B) + ", T=" + std::to_string(T),
                  "lower -B or -T");
     model->acts.assign(n, 0.0f);
-    model->dacts.assign(n, 0.0f);
     model->a = layout_act_views(model->cfg, B, T, model->acts.data());
-    model->da = layout_act_views(model->cfg, B, T, model->dacts.data());
+    if (model->training) {
+        model->dacts.assign(n, 0.0f);
+        model->da = layout_act_views(model->cfg, B, T, model->dacts.data());
+    }
     model->B = B;
     model->T = T;
 }
@@ -123,7 +136,7 @@ void gpt2_zero_grad(GPT2* model) {
 }
 
 void gpt2_backward(GPT2* model, float loss_scale) {
-    if (!model->have_targets) fatal("internal: gpt2_backward needs a forward pass with targets");
+    assert(model->training && model->have_targets && "gpt2_backward needs gpt2_enable_training and a forward with targets");
     const GPT2Config& cfg = model->cfg;
     const int B = model->B, T = model->T, N = B * T;
     const int C = cfg.channels, NH = cfg.num_heads, V = cfg.vocab_size, Vp = cfg.padded_vocab_size;

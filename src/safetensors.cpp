@@ -57,6 +57,43 @@ static bool header_length(const uint8_t* first8, size_t file_size, uint64_t* len
     return true;
 }
 
+// One tensor's header entry: dtype known, shape x dtype size equal to a byte span inside the data section.
+static bool parse_tensor_entry(const std::string& name, const Json& v, size_t data_start, size_t data_size,
+                               StTensor* t, std::string* err) {
+    t->name = name;
+    const Json* dtype = v.find("dtype");
+    const Json* shape = v.find("shape");
+    const Json* offsets = v.find("data_offsets");
+    if (!dtype || dtype->type != Json::STRING || !shape || shape->type != Json::ARRAY || !offsets ||
+        offsets->type != Json::ARRAY || offsets->items.size() != 2)
+        return parse_fail(err, "tensor " + name + ": expected dtype, shape and data_offsets [begin, end]");
+    t->dtype = dtype->str;
+    size_t esize = safetensors_dtype_size(t->dtype);
+    if (esize == 0) return parse_fail(err, "tensor " + name + ": unknown dtype " + t->dtype);
+    // numel * esize in 128 bits: each factor is < 2^63 and the product is capped at 2^64 before the next
+    unsigned __int128 bytes_needed = esize;
+    for (const Json& d : shape->items) {
+        if (d.type != Json::NUMBER || !d.is_integer || d.integer < 0)
+            return parse_fail(err, "tensor " + name + ": shape entries must be non-negative integers");
+        t->shape.push_back(d.integer);
+        bytes_needed *= (uint64_t)d.integer;
+        if (bytes_needed > (unsigned __int128)UINT64_MAX) return parse_fail(err, "tensor " + name + ": shape too large");
+    }
+    for (const Json& o : offsets->items)
+        if (o.type != Json::NUMBER || !o.is_integer || o.integer < 0)
+            return parse_fail(err, "tensor " + name + ": data_offsets must be non-negative integers");
+    uint64_t b = (uint64_t)offsets->items[0].integer, e = (uint64_t)offsets->items[1].integer;
+    if (b > e || e > data_size)
+        return parse_fail(err, "tensor " + name + ": data_offsets [" + std::to_string(b) + ", " + std::to_string(e) +
+                                   "] outside the data section of " + std::to_string(data_size) + " bytes");
+    if (bytes_needed != (unsigned __int128)(e - b))
+        return parse_fail(err, "tensor " + name + ": shape x dtype size does not match its byte span of " +
+                                   std::to_string(e - b));
+    t->begin = data_start + b;
+    t->end = data_start + e;
+    return true;
+}
+
 bool safetensors_parse_header(SafeTensors* st, const uint8_t* data, size_t n, size_t file_size, std::string* err) {
     st->tensors.clear();
     st->metadata.clear();
@@ -82,39 +119,7 @@ bool safetensors_parse_header(SafeTensors* st, const uint8_t* data, size_t n, si
             continue;
         }
         StTensor t;
-        t.name = name;
-        const Json* dtype = v.find("dtype");
-        const Json* shape = v.find("shape");
-        const Json* offsets = v.find("data_offsets");
-        if (!dtype || dtype->type != Json::STRING || !shape || shape->type != Json::ARRAY || !offsets ||
-            offsets->type != Json::ARRAY || offsets->items.size() != 2)
-            return parse_fail(err, "tensor " + name + ": expected dtype, shape and data_offsets [begin, end]");
-        t.dtype = dtype->str;
-        size_t esize = safetensors_dtype_size(t.dtype);
-        if (esize == 0) return parse_fail(err, "tensor " + name + ": unknown dtype " + t.dtype);
-        // numel * esize in 128 bits: each factor is < 2^63 and the product is capped at 2^64 before the next
-        unsigned __int128 bytes_needed = esize;
-        for (const Json& d : shape->items) {
-            if (d.type != Json::NUMBER || !d.is_integer || d.integer < 0)
-                return parse_fail(err, "tensor " + name + ": shape entries must be non-negative integers");
-            t.shape.push_back(d.integer);
-            bytes_needed *= (uint64_t)d.integer;
-            if (bytes_needed > (unsigned __int128)UINT64_MAX)
-                return parse_fail(err, "tensor " + name + ": shape too large");
-        }
-        for (const Json& o : offsets->items)
-            if (o.type != Json::NUMBER || !o.is_integer || o.integer < 0)
-                return parse_fail(err, "tensor " + name + ": data_offsets must be non-negative integers");
-        uint64_t b = (uint64_t)offsets->items[0].integer, e = (uint64_t)offsets->items[1].integer;
-        if (b > e || e > data_size)
-            return parse_fail(err, "tensor " + name + ": data_offsets [" + std::to_string(b) + ", " +
-                                       std::to_string(e) + "] outside the data section of " +
-                                       std::to_string(data_size) + " bytes");
-        if (bytes_needed != (unsigned __int128)(e - b))
-            return parse_fail(err, "tensor " + name + ": shape x dtype size does not match its byte span of " +
-                                       std::to_string(e - b));
-        t.begin = data_start + b;
-        t.end = data_start + e;
+        if (!parse_tensor_entry(name, v, data_start, data_size, &t, err)) return false;
         st->tensors.push_back(std::move(t));
     }
     // The format lays tensors end to end from the start of the data section to the end of the file, as the
@@ -275,7 +280,7 @@ void safetensors_write(const std::string& path, const std::vector<StWriteItem>& 
     std::vector<std::pair<const void*, size_t>> parts;
     for (const StWriteItem& it : items) {
         size_t esize = safetensors_dtype_size(it.dtype);
-        if (esize == 0) fatal("internal: unknown dtype %s for %s", it.dtype.c_str(), it.name.c_str());
+        assert(esize > 0 && "safetensors_write of an unknown dtype");
         size_t n = esize;
         std::string shape;
         for (size_t d = 0; d < it.shape.size(); d++) {

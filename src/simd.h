@@ -17,7 +17,6 @@
 typedef float vf16 __attribute__((vector_size(64)));
 typedef int vi16 __attribute__((vector_size(64)));
 typedef double vd8 __attribute__((vector_size(64)));
-typedef float vf8 __attribute__((vector_size(32)));
 
 const int kVecLen = 16;
 
@@ -42,12 +41,6 @@ inline float vf_reduce_max(vf16 v) {
     float m = v[0];
     for (int i = 1; i < kVecLen; i++) m = v[i] > m ? v[i] : m;
     return m;
-}
-// Sum of the 16 lanes in double, in a fixed order.
-inline double vf_reduce_add_double(vf16 v) {
-    double s = 0;
-    for (int i = 0; i < kVecLen; i++) s += v[i];
-    return s;
 }
 
 // lo, hi += the 16 lanes of x widened to double (sums of many floats without fp32 rounding drift).

@@ -79,7 +79,6 @@ float evaluate(GPT2* model, DataLoader* dl, size_t batches) {
 void print_sample(const GPT2& model, const Tokenizer& tok, int tokens, uint64_t seed) {
     GenerateOptions opts;
     opts.max_tokens = tokens;
-    opts.stop_at_eot = false;
     Rng rng(seed);
     TokenDecoder decoder(tok);
     printf("---- sample ----\n");
@@ -223,6 +222,211 @@ void build_model(GPT2* model, const CliArgs& args, const std::string& resume_dir
     gpt2_init_random(model, seed);
 }
 
+// Everything a run is given, read from the (merged) flags once.
+struct TrainOptions {
+    int B, T, steps, accum;
+    uint64_t seed;
+    AdamWConfig adamw;
+    float grad_clip, min_lr_frac;
+    int warmup;
+    bool cosine;
+    int val_every, val_batches, save_every, stop_after, sample_every, sample_tokens;
+    std::string resume_dir, out, plot_path, val_path;  // out: "" for none; val_path: "" for no validation
+    bool plot_in_out;                                   // loss.png saved into --out with each checkpoint
+};
+
+TrainOptions train_options(const CliArgs& args, const CliArgs& given, const std::string& resume_dir) {
+    TrainOptions o;
+    o.B = args.integer_in("batch", 1, 1 << 16), o.T = args.integer_in("tokens", 1, 1 << 20);
+    o.steps = args.integer_in("steps", 0, 1 << 30), o.accum = args.integer_in("grad-accum", 1, 1 << 16);
+    o.seed = (uint64_t)args.integer_in("seed", 0, LLONG_MAX);
+    o.adamw.lr = (float)args.number_in("lr", 0, 10);
+    o.adamw.beta1 = (float)args.number_in("beta1", 0, 0.999999);
+    o.adamw.beta2 = (float)args.number_in("beta2", 0, 0.999999);
+    o.adamw.eps = (float)args.number_in("eps", 0, 1);
+    if (o.adamw.eps <= 0)  // the padded vocabulary rows have zero moments: 0 / (0 + eps) must stay 0
+        fatal("bad value for --eps (train): expected > 0, got %g", o.adamw.eps);
+    o.adamw.weight_decay = (float)args.number_in("weight-decay", 0, 10);
+    o.grad_clip = (float)args.number_in("grad-clip", 0, 1e9), o.min_lr_frac = (float)args.number_in("min-lr-frac", 0, 1);
+    o.warmup = args.integer_in("warmup", 0, 1 << 30);
+    const std::string schedule = args.str("lr-schedule");
+    if (schedule != "cosine" && schedule != "constant")
+        fatal("bad value for --lr-schedule (train): expected cosine or constant, got '%s'", schedule.c_str());
+    o.cosine = schedule == "cosine";
+    o.val_every = args.integer_in("val-every", 0, 1 << 30), o.val_batches = args.integer_in("val-batches", 1, 1 << 20);
+    o.save_every = args.integer_in("save-every", 0, 1 << 30), o.stop_after = args.integer_in("stop-after", 0, 1 << 30);
+    o.sample_every = args.integer_in("sample-every", 0, 1 << 30);
+    o.sample_tokens = args.integer_in("sample-tokens", 0, 1 << 20);
+    o.resume_dir = resume_dir;
+    // A resumed run saves where it resumed from unless --out says otherwise.
+    o.out = given.has("out") ? path_strip_slashes(given.str("out")) : resume_dir;
+    o.plot_in_out = !args.has("plot") && !o.out.empty();
+    o.plot_path = args.has("plot") ? args.str("plot") : "";
+    if (o.save_every > 0 && o.out.empty()) fatal("missing flag --out (train): --save-every needs a directory to save to");
+    // The default val file belongs to the default train file; custom training data validates only on --val.
+    const std::string val = args.has("val") ? args.str("val") : args.has("train") ? "" : args.str("val");
+    o.val_path = o.val_every > 0 ? val : "";
+    return o;
+}
+
+// The flags of a resumed run: its stored ones with those given now on top, refusing a change to one that
+// shapes the model or the data order. Reads the train state into *resume.
+CliArgs resume_args(const CliArgs& given, const std::string& resume_dir, TrainState* resume) {
+    if (resume_dir.empty()) fatal("empty value for --resume (train): expected a checkpoint directory");
+    if (given.has("model")) fatal("conflicting flags (train): --resume continues its own model; drop --model");
+    dir_recover_interrupted(resume_dir, train_dir_is_checkpoint);
+    train_state_read(resume, resume_dir);
+    std::vector<std::pair<std::string, std::string>> stored;
+    for (const auto& kv : resume->flags)
+        if (kv.first != "model" && !is_per_invocation(kv.first)) stored.push_back(kv);
+    for (const char* name : kFixedOnResume)
+        for (const auto& kv : stored)
+            if (kv.first == name && given.has(name) && given.str(name) != kv.second)
+                fatal("bad value for --%s (train): a resumed run keeps %s, got %s", name, kv.second.c_str(),
+                      given.str(name).c_str());
+    return cli_merge_stored(given, stored, resume->path);
+}
+
+// The step lines: one updating line on a terminal, one line per step otherwise.
+struct Progress {
+    bool tty = isatty(STDOUT_FILENO), open = false;
+    double ms_sum = 0;
+    int count = 0;
+    void step(int step, int steps, double loss, float lr, float norm, double ms, double tokens) {
+        ms_sum += ms, count++;
+        if (tty) {
+            printf("\rstep %d/%d | loss %.4f | %.0f tok/s | ETA %s\033[K", step, steps, loss, tokens / (ms / 1e3),
+                   format_duration(ms_sum / count * (steps - step) / 1e3).c_str());
+            open = true;
+        } else {
+            printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms\n", step, steps, loss, lr, norm, ms);
+        }
+        fflush(stdout);
+    }
+    void close() {  // before any other line
+        if (open) printf("\n");
+        open = false;
+    }
+};
+
+// A run in progress: the model, its optimizer, data, history and outputs.
+struct Trainer {
+    TrainOptions o;
+    CliArgs args;
+    GPT2 model;
+    AdamW opt;
+    DataLoader train_dl, val_dl;
+    size_t val_n = 0;
+    LossHistory history;
+    LogFile log;
+    Tokenizer tok;
+    Progress progress;
+    bool saved = false;
+};
+
+// The tokenizer for samples. Samples are on by default, so only a tokenizer asked for by flag must exist
+// and fit the model; otherwise training goes on without samples and says so.
+void load_sampler(Trainer* t, const CliArgs& given) {
+    const GPT2Config& cfg = t->model.cfg;
+    const std::string dir = t->args.has("tokenizer") ? t->args.str("tokenizer") : tokenizer_default_dir();
+    memory_check(infer_memory_bytes(cfg, std::min(cfg.max_seq_len, 1 + t->o.sample_tokens), 1),
+                 "samples of --sample-tokens " + std::to_string(t->o.sample_tokens), "lower --sample-tokens");
+    const bool asked = given.has("sample-tokens") || given.has("tokenizer");
+    if (!tokenizer_files_present(dir)) {
+        printf("note: no tokenizer files in %s (encoder.json + vocab.bpe): training without samples; set "
+               "--tokenizer or GPT2_DATA_DIR to see them\n", dir.c_str());
+        t->o.sample_tokens = 0;
+    } else if (asked) {
+        tokenizer_load_for_model(&t->tok, dir, cfg.vocab_size, "--sample-tokens 0 trains without samples");
+    } else if (tokenizer_load(&t->tok, dir), t->tok.vocab_size != cfg.vocab_size) {
+        printf("note: the tokenizer in %s has %d tokens, the model %d: training without samples\n", dir.c_str(),
+               t->tok.vocab_size, cfg.vocab_size);
+        t->o.sample_tokens = 0;
+    }
+}
+
+// The data: the training file in a seeded order, the validation file in order.
+void load_data(Trainer* t) {
+    const TrainOptions& o = t->o;
+    dataloader_init(&t->train_dl, t->args.str("train"), t->model.cfg.vocab_size, o.B, o.T, true, o.seed);
+    if (o.val_path.empty()) return;
+    dataloader_init(&t->val_dl, o.val_path, t->model.cfg.vocab_size, o.B, o.T, false, o.seed);
+    t->val_n = std::min((size_t)o.val_batches, dataloader_num_batches(t->val_dl));
+}
+
+struct StepStats {
+    double loss;
+    float norm, lr, ms;
+};
+
+// One optimizer step: grad-accum micro-batches (batch, forward, backward), the gradient norm, clipping
+// and AdamW. A non-finite loss or norm stops the run before the update touches the parameters.
+StepStats train_step(Trainer* t, int step) {
+    const TrainOptions& o = t->o;
+    const double t0 = time_now_s();
+    gpt2_zero_grad(&t->model);
+    double loss = 0;
+    for (int micro = 0; micro < o.accum; micro++) {
+        dataloader_next(&t->train_dl);
+        loss += gpt2_forward(&t->model, t->train_dl.inputs.data(), t->train_dl.targets.data(), o.B, o.T) / o.accum;
+        gpt2_backward(&t->model, 1.0f / o.accum);
+    }
+    const float norm = optimizer_grad_norm(t->model);
+    if (!std::isfinite(loss) || !std::isfinite(norm))
+        fatal("%s is %g at step %d: training diverged; the last checkpoint (if any) is kept",
+              std::isfinite(loss) ? "gradient norm" : "loss", std::isfinite(loss) ? norm : loss, step + 1);
+    const float lr = lr_schedule(step, o.steps, o.adamw.lr, o.warmup, o.min_lr_frac, o.cosine);
+    adamw_update(&t->opt, &t->model, o.adamw, lr, optimizer_clip_factor(norm, o.grad_clip));  // clipping folded in
+    return {loss, norm, lr, (float)((time_now_s() - t0) * 1e3)};
+}
+
+void validate(Trainer* t, int step) {
+    const float val_loss = evaluate(&t->model, &t->val_dl, t->val_n);
+    if (!std::isfinite(val_loss))
+        fatal("val loss is %g at step %d: training diverged; the last checkpoint (if any) is kept", val_loss, step);
+    t->progress.close();
+    printf("step %5d/%d | val loss %.6f\n", step, t->o.steps, val_loss);
+    t->history.val.push_back({step, val_loss});
+    if (!t->o.plot_path.empty()) plot_losses(t->o.plot_path, t->history.train, t->history.val);
+    t->log.line("{\"step\":%d,\"val_loss\":%.6f}\n", step, val_loss);
+}
+
+void save(Trainer* t, int step) {
+    const LossHistory& h = t->history;
+    train_state_save(t->o.out, t->model, t->opt, t->train_dl, step, run_flags(t->args, t->o.val_path), h,
+                     [&](const std::string& staging) {
+                         if (t->o.plot_in_out) plot_losses(path_join(staging, "loss.png"), h.train, h.val);
+                     });
+    t->saved = true;
+    t->progress.close();
+    printf("saved %s at step %d\n", t->o.out.c_str(), step);
+}
+
+// Runs steps first_step+1.. until --steps, --stop-after or a stop signal; returns the last step done.
+int train_loop(Trainer* t, int first_step) {
+    const TrainOptions& o = t->o;
+    int step = first_step;
+    while (step < o.steps && !(step == first_step && g_stop_signal)) {
+        const StepStats s = train_step(t, step);
+        step++;
+        t->history.train.push_back({step, (float)s.loss});
+        t->progress.step(step, o.steps, s.loss, s.lr, s.norm, s.ms, (double)o.B * o.T * o.accum);
+        t->log.line("{\"step\":%d,\"loss\":%.6f,\"lr\":%.6e,\"norm\":%.6f,\"ms\":%.3f}\n", step, s.loss, s.lr, s.norm,
+                    s.ms);
+        const bool last = step == o.steps || (o.stop_after > 0 && step - first_step == o.stop_after) || g_stop_signal;
+        if (!o.val_path.empty() && (step % o.val_every == 0 || last)) validate(t, step);
+        if (!o.out.empty() && ((o.save_every > 0 && step % o.save_every == 0) || last)) save(t, step);
+        // after the save, so a sample that fails cannot cost the run
+        if (o.sample_tokens > 0 && !g_stop_signal && ((o.sample_every > 0 && step % o.sample_every == 0) || last)) {
+            t->progress.close();
+            print_sample(t->model, t->tok, o.sample_tokens, o.seed + step);
+        }
+        if (last) break;
+    }
+    t->progress.close();
+    return step;
+}
+
 }  // namespace
 
 int cmd_train(int argc, char** argv) {
@@ -235,191 +439,49 @@ int cmd_train(int argc, char** argv) {
     // released, nothing saved); from then on the step finishes and the run saves.
     g_stop_signal = 0;
     for (int sig : {SIGINT, SIGTERM, SIGHUP}) signal(sig, on_stop_signal);
-    CliArgs args = given;
+    Trainer t;
     TrainState resume;
     const std::string resume_dir = given.has("resume") ? path_strip_slashes(given.str("resume")) : "";
-    if (given.has("resume")) {
-        if (resume_dir.empty()) fatal("empty value for --resume (train): expected a checkpoint directory");
-        if (given.has("model")) fatal("conflicting flags (train): --resume continues its own model; drop --model");
-        dir_recover_interrupted(resume_dir, train_dir_is_checkpoint);
-        train_state_read(&resume, resume_dir);
-        std::vector<std::pair<std::string, std::string>> stored;
-        for (const auto& kv : resume.flags)
-            if (kv.first != "model" && !is_per_invocation(kv.first)) stored.push_back(kv);
-        for (const char* name : kFixedOnResume)
-            for (const auto& kv : stored)
-                if (kv.first == name && given.has(name) && given.str(name) != kv.second)
-                    fatal("bad value for --%s (train): a resumed run keeps %s, got %s", name, kv.second.c_str(),
-                          given.str(name).c_str());
-        args = cli_merge_stored(given, stored, resume.path);
-    }
-    const int B = args.integer_in("batch", 1, 1 << 16), T = args.integer_in("tokens", 1, 1 << 20);
-    const int steps = args.integer_in("steps", 0, 1 << 30), accum = args.integer_in("grad-accum", 1, 1 << 16);
-    const uint64_t seed = (uint64_t)args.integer_in("seed", 0, LLONG_MAX);
-    AdamWConfig opt_cfg;
-    opt_cfg.lr = (float)args.number_in("lr", 0, 10);
-    opt_cfg.beta1 = (float)args.number_in("beta1", 0, 0.999999);
-    opt_cfg.beta2 = (float)args.number_in("beta2", 0, 0.999999);
-    opt_cfg.eps = (float)args.number_in("eps", 0, 1);
-    if (opt_cfg.eps <= 0)  // the padded vocabulary rows have zero moments: 0 / (0 + eps) must stay 0
-        fatal("bad value for --eps (train): expected > 0, got %g", opt_cfg.eps);
-    opt_cfg.weight_decay = (float)args.number_in("weight-decay", 0, 10);
-    const float grad_clip = (float)args.number_in("grad-clip", 0, 1e9), min_lr_frac = (float)args.number_in("min-lr-frac", 0, 1);
-    const int warmup = args.integer_in("warmup", 0, 1 << 30);
-    const std::string schedule = args.str("lr-schedule");
-    if (schedule != "cosine" && schedule != "constant")
-        fatal("bad value for --lr-schedule (train): expected cosine or constant, got '%s'", schedule.c_str());
-    const int val_every = args.integer_in("val-every", 0, 1 << 30), val_batches = args.integer_in("val-batches", 1, 1 << 20);
-    const int save_every = args.integer_in("save-every", 0, 1 << 30), stop_after = args.integer_in("stop-after", 0, 1 << 30);
-    const int sample_every = args.integer_in("sample-every", 0, 1 << 30);
-    int sample_tokens = args.integer_in("sample-tokens", 0, 1 << 20);
+    t.args = given.has("resume") ? resume_args(given, resume_dir, &resume) : given;
+    t.o = train_options(t.args, given, resume_dir);
+    const TrainOptions& o = t.o;
 
     // Outputs are checked, and --out locked, before anything is computed: a run that cannot save fails now.
-    // A resumed run saves where it resumed from unless --out says otherwise.
-    const std::string out = given.has("out") ? path_strip_slashes(given.str("out")) : resume_dir;
-    if (!out.empty() || given.has("out")) train_dir_check(out, given.has("out") ? "--out" : "--resume");
-    std::unique_ptr<PathLock> out_lock;
-    if (!out.empty()) out_lock.reset(new PathLock(out, "--out"));
-    const bool plot_in_out = !args.has("plot") && !out.empty();  // the plot lives in the checkpoint directory
-    const std::string plot_path = args.has("plot") ? args.str("plot") : "";
-    if (args.has("plot")) check_plot_path(plot_path);
-    if (save_every > 0 && out.empty()) fatal("missing flag --out (train): --save-every needs a directory to save to");
-    LogFile log;
-    if (args.has("log")) log.open(args.str("log"));
+    if (!o.out.empty() || given.has("out")) train_dir_check(o.out, given.has("out") ? "--out" : "--resume");
+    std::unique_ptr<PathLock> out_lock(o.out.empty() ? nullptr : new PathLock(o.out, "--out"));
+    if (!o.plot_path.empty() || t.args.has("plot")) check_plot_path(o.plot_path);
+    if (t.args.has("log")) t.log.open(t.args.str("log"));
 
-    GPT2 model;
-    build_model(&model, args, resume_dir, B, T, seed);
-    const GPT2Config& cfg = model.cfg;
+    build_model(&t.model, t.args, resume_dir, o.B, o.T, o.seed);
+    gpt2_enable_training(&t.model);
+    const GPT2Config& cfg = t.model.cfg;
     printf("model: %d layers, %d heads, %d channels, context %d, vocab %d: %.2fM parameters\n", cfg.num_layers,
            cfg.num_heads, cfg.channels, cfg.max_seq_len, cfg.vocab_size, gpt2_num_real_params(cfg) / 1e6);
-
-    DataLoader train_dl, val_dl;
-    dataloader_init(&train_dl, args.str("train"), cfg.vocab_size, B, T, true, seed);
-    // The default val file belongs to the default train file; custom training data validates only on --val.
-    const std::string val_path = args.has("val") ? args.str("val") : args.has("train") ? "" : args.str("val");
-    const bool do_val = val_every > 0 && !val_path.empty();
-    size_t val_n = 0;
-    if (do_val) {
-        dataloader_init(&val_dl, val_path, cfg.vocab_size, B, T, false, seed);
-        val_n = std::min((size_t)val_batches, dataloader_num_batches(val_dl));
-    }
-    AdamW opt;
-    LossHistory history;
+    load_data(&t);
     int first_step = 0;
     if (!resume_dir.empty()) {
-        train_state_restore(resume, model, &opt, &train_dl, &history);
+        train_state_restore(resume, t.model, &t.opt, &t.train_dl, &t.history);
         first_step = resume.step;
         printf("resumed %s at step %d\n", resume_dir.c_str(), first_step);
     }
-    printf("data: %zu train tokens; %s; %d steps of %d x %d x %d tokens\n", train_dl.tokens.size(),
-           do_val ? (std::to_string(val_dl.tokens.size()) + " val tokens").c_str() : "no validation", steps, accum, B, T);
+    printf("data: %zu train tokens; %s; %d steps of %d x %d x %d tokens\n", t.train_dl.tokens.size(),
+           o.val_path.empty() ? "no validation" : (std::to_string(t.val_dl.tokens.size()) + " val tokens").c_str(),
+           o.steps, o.accum, o.B, o.T);
+    if (o.sample_tokens > 0) load_sampler(&t, given);  // before training, so a bad tokenizer fails fast
 
-    Tokenizer tok;
-    if (sample_tokens > 0) {  // load before training so a corrupt tokenizer fails fast; missing files only skip samples
-        const std::string dir = args.has("tokenizer") ? args.str("tokenizer") : tokenizer_default_dir();
-        memory_check(infer_memory_bytes(cfg, std::min(cfg.max_seq_len, 1 + sample_tokens), 1),
-                     "samples of --sample-tokens " + std::to_string(sample_tokens), "lower --sample-tokens");
-        // Samples are on by default, so only a tokenizer asked for by flag must exist and fit the model.
-        const bool asked = given.has("sample-tokens") || given.has("tokenizer");
-        if (!tokenizer_files_present(dir)) {
-            printf("note: no tokenizer files in %s (encoder.json + vocab.bpe): training without samples; set "
-                   "--tokenizer or GPT2_DATA_DIR to see them\n", dir.c_str());
-            sample_tokens = 0;
-        } else if (asked) {
-            tokenizer_load_for_model(&tok, dir, cfg.vocab_size, "--sample-tokens 0 trains without samples");
-        } else if (tokenizer_load(&tok, dir), tok.vocab_size != cfg.vocab_size) {
-            printf("note: the tokenizer in %s has %d tokens, the model %d: training without samples\n", dir.c_str(),
-                   tok.vocab_size, cfg.vocab_size);
-            sample_tokens = 0;
-        }
-    }
-    bool saved = false;
-    const auto save = [&](int step) {
-        train_state_save(out, model, opt, train_dl, step, run_flags(args, do_val ? val_path : ""), history,
-                         plot_in_out ? "loss.png" : "");
-        saved = true;
-    };
-    if (first_step >= steps) {  // nothing to train: a fresh run still saves what was asked for
-        if (!resume_dir.empty()) {
-            printf("nothing to do: %s is at step %d of %d\n", resume_dir.c_str(), first_step, steps);
-        } else if (!out.empty()) {
-            save(first_step);
-            printf("saved %s at step %d\n", out.c_str(), first_step);
-        }
-        log.close();
+    if (first_step >= o.steps) {  // nothing to train: a fresh run still saves what was asked for
+        if (!resume_dir.empty()) printf("nothing to do: %s is at step %d of %d\n", resume_dir.c_str(), first_step, o.steps);
+        else if (!o.out.empty()) save(&t, first_step);
+        t.log.close();
         return 0;
     }
-
-    const bool tty = isatty(STDOUT_FILENO);
-    double ms_sum = 0;
-    int ms_count = 0;
-    bool progress_open = false;  // the terminal's updating line needs a newline before any other line
-    auto close_progress = [&] {
-        if (progress_open) printf("\n");
-        progress_open = false;
-    };
-    int step = first_step;
-    while (step < steps && !(step == first_step && g_stop_signal)) {
-        double t0 = time_now_s();
-        gpt2_zero_grad(&model);
-        double loss = 0;
-        for (int micro = 0; micro < accum; micro++) {
-            dataloader_next(&train_dl);
-            loss += gpt2_forward(&model, train_dl.inputs.data(), train_dl.targets.data(), B, T) / accum;
-            gpt2_backward(&model, 1.0f / accum);
-        }
-        float norm = optimizer_grad_norm(model);
-        if (!std::isfinite(loss) || !std::isfinite(norm))
-            fatal("%s is %g at step %d: training diverged; the last checkpoint (if any) is kept",
-                  std::isfinite(loss) ? "gradient norm" : "loss", std::isfinite(loss) ? norm : loss, step + 1);
-        float lr = lr_schedule(step, steps, opt_cfg.lr, warmup, min_lr_frac, schedule == "cosine");
-        adamw_update(&opt, &model, opt_cfg, lr, optimizer_clip_factor(norm, grad_clip));  // clipping folded in
-        step++;
-        double ms = (time_now_s() - t0) * 1e3;
-        ms_sum += ms, ms_count++;
-        history.train.push_back({step, (float)loss});
-        if (tty) {  // one updating line: step/total, loss, tokens/s, ETA
-            double avg = ms_sum / ms_count;
-            printf("\rstep %d/%d | loss %.4f | %.0f tok/s | ETA %s\033[K", step, steps, loss,
-                   (double)B * T * accum / (ms / 1e3), format_duration(avg * (steps - step) / 1e3).c_str());
-            progress_open = true;
-        } else {
-            printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms\n", step, steps, loss, lr, norm, ms);
-        }
-        fflush(stdout);
-        log.line("{\"step\":%d,\"loss\":%.6f,\"lr\":%.6e,\"norm\":%.6f,\"ms\":%.3f}\n", step, loss, lr, norm, ms);
-        const bool last = step == steps || (stop_after > 0 && step - first_step == stop_after) || g_stop_signal;
-        if (do_val && (step % val_every == 0 || last)) {
-            float val_loss = evaluate(&model, &val_dl, val_n);
-            if (!std::isfinite(val_loss))
-                fatal("val loss is %g at step %d: training diverged; the last checkpoint (if any) is kept", val_loss, step);
-            close_progress();
-            printf("step %5d/%d | val loss %.6f\n", step, steps, val_loss);
-            history.val.push_back({step, val_loss});
-            if (!plot_path.empty()) plot_losses(plot_path, history.train, history.val);
-            log.line("{\"step\":%d,\"val_loss\":%.6f}\n", step, val_loss);
-        }
-        if (!out.empty() && ((save_every > 0 && step % save_every == 0) || last)) {
-            save(step);
-            close_progress();
-            printf("saved %s at step %d\n", out.c_str(), step);
-        }
-        // after the save, so a sample that fails cannot cost the run
-        if (sample_tokens > 0 && !g_stop_signal && ((sample_every > 0 && step % sample_every == 0) || last)) {
-            close_progress();
-            print_sample(model, tok, sample_tokens, seed + step);
-        }
-        if (last) break;
-    }
-    log.close();
-    close_progress();
+    const int step = train_loop(&t, first_step);
+    t.log.close();
     for (int sig : {SIGINT, SIGTERM, SIGHUP}) signal(sig, SIG_DFL);
-    if (g_stop_signal) {
-        const char* name = g_stop_signal == SIGINT ? "SIGINT" : g_stop_signal == SIGTERM ? "SIGTERM" : "SIGHUP";
-        fprintf(stderr, "interrupted at step %d by %s%s\n", step, name, saved ? (", saved " + out).c_str() : "");
-        return 128 + g_stop_signal;
-    }
-    return 0;
+    if (!g_stop_signal) return 0;
+    const char* name = g_stop_signal == SIGINT ? "SIGINT" : g_stop_signal == SIGTERM ? "SIGTERM" : "SIGHUP";
+    fprintf(stderr, "interrupted at step %d by %s%s\n", step, name, t.saved ? (", saved " + o.out).c_str() : "");
+    return 128 + g_stop_signal;
 }
 
 static const std::vector<CliFlag> kEvalFlags = {

@@ -11,7 +11,6 @@
 
 #include "checkpoint.h"
 #include "json.h"
-#include "plot.h"
 #include "util.h"
 
 namespace {
@@ -142,7 +141,7 @@ std::string train_state_data_hash(const DataLoader& dl) {
 
 void train_state_save(const std::string& dir, const GPT2& model, const AdamW& opt, const DataLoader& dl, int step,
                       const std::vector<std::pair<std::string, std::string>>& run_flags, const LossHistory& history,
-                      const std::string& plot_name) {
+                      const std::function<void(const std::string& staging)>& extra) {
     std::vector<float> zeros;
     if (opt.m.empty()) zeros.assign(model.num_params, 0.0f);
     const float* m = opt.m.empty() ? zeros.data() : opt.m.data();
@@ -157,25 +156,26 @@ void train_state_save(const std::string& dir, const GPT2& model, const AdamW& op
     flags += "]";
     checkpoint_check_finite(model, dir, ("not saving step " + std::to_string(step) + ": training diverged").c_str());
     std::vector<float> train_hist = history_flat(history.train), val_hist = history_flat(history.val);
+    const DataLoaderState loader = dataloader_state(dl);
     dir_publish(dir, train_dir_is_ours, [&](const std::string& staging) {
         checkpoint_save_hf(model, staging);
         safetensors_write(path_join(staging, kStateFile),
                           {{"adamw.m", "F32", {(int64_t)model.num_params}, m},
                            {"adamw.v", "F32", {(int64_t)model.num_params}, v},
-                           {"loader.order", "U32", {(int64_t)dl.order.size()}, dl.order.data()},
+                           {"loader.order", "U32", {(int64_t)loader.order.size()}, loader.order.data()},
                            {"history.train", "F32", {(int64_t)history.train.size(), 2}, train_hist.data()},
                            {"history.val", "F32", {(int64_t)history.val.size(), 2}, val_hist.data()}},
                           {{"format", kFormat},
                            {"step", std::to_string(step)},
                            {"adamw.step", std::to_string(opt.step)},
-                           {"loader.epoch", std::to_string(dl.epoch)},
-                           {"loader.pos", std::to_string(dl.pos)},
-                           {"loader.rng", std::to_string(dl.rng.state)},
+                           {"loader.epoch", std::to_string(loader.epoch)},
+                           {"loader.pos", std::to_string(loader.pos)},
+                           {"loader.rng", std::to_string(loader.rng)},
                            {"params.fnv1a", train_state_params_hash(model)},
                            {"data.fnv1a", train_state_data_hash(dl)},
                            {"model.geometry", geometry_of(model.cfg)},
                            {"flags", flags}});
-        if (!plot_name.empty()) plot_losses(path_join(staging, plot_name), history.train, history.val);
+        extra(staging);
     });
 }
 
@@ -199,7 +199,7 @@ bool train_state_parse(const SafeTensors& st, TrainState* ts, std::string* err) 
         !meta_int(st, "loader.epoch", -1, kMaxSteps, &epoch, err) || !meta_int(st, "loader.pos", 0, 1ll << 32, &pos, err))
         return false;
     if (adamw_step != step) return fail(err, "adamw.step differs from step");
-    ts->step = (int)step, ts->epoch = (int)epoch, ts->pos = (size_t)pos;
+    ts->step = (int)step, ts->loader.epoch = (int)epoch, ts->loader.pos = (size_t)pos;
 
     std::string rng = st.meta("loader.rng");
     char* end = nullptr;
@@ -207,7 +207,7 @@ bool train_state_parse(const SafeTensors& st, TrainState* ts, std::string* err) 
     unsigned long long r = strtoull(rng.c_str(), &end, 10);
     if (rng.empty() || rng[0] < '0' || rng[0] > '9' || *end || errno || r == 0)
         return fail(err, "metadata \"loader.rng\" is '" + rng.substr(0, 40) + "', expected a non-zero 64-bit integer");
-    ts->rng = r;
+    ts->loader.rng = r;
 
     const StTensor* m = tensor_of(st, "adamw.m", "F32", 0, err);
     const StTensor* v = m ? tensor_of(st, "adamw.v", "F32", 0, err) : nullptr;
@@ -221,16 +221,10 @@ bool train_state_parse(const SafeTensors& st, TrainState* ts, std::string* err) 
 
     const StTensor* order = tensor_of(st, "loader.order", "U32", 0, err);
     if (!order) return false;
-    ts->order.resize(order->numel());
-    if (!ts->order.empty()) memcpy(ts->order.data(), st.bytes.data() + order->begin, order->numel() * 4);
-    std::vector<bool> seen(ts->order.size(), false);
-    for (uint32_t w : ts->order) {
-        if (w >= seen.size() || seen[w]) return fail(err, "loader.order is not a permutation of the windows");
-        seen[w] = true;
-    }
-    if (ts->pos > ts->order.size()) return fail(err, "loader.pos past the end of loader.order");
-    if (ts->order.empty() != (ts->epoch < 0) || (ts->order.empty() && ts->pos != 0))
-        return fail(err, "loader.epoch, loader.pos and loader.order disagree");
+    DataLoaderState& dl = ts->loader;
+    dl.order.resize(order->numel());
+    if (!dl.order.empty()) memcpy(dl.order.data(), st.bytes.data() + order->begin, order->numel() * 4);
+    if (!dataloader_state_valid(dl, err)) return false;
 
     if (!parse_history(st, "history.train", ts->step, &ts->history.train, err) ||
         !parse_history(st, "history.val", ts->step, &ts->history.val, err))
@@ -264,18 +258,15 @@ void train_state_restore(const TrainState& ts, const GPT2& model, AdamW* opt, Da
     if (!ts.geometry.empty() && ts.geometry != geometry_of(model.cfg))
         fatal("model changed since the checkpoint (%s): the train state has %s, config.json says %s", path,
               ts.geometry.c_str(), geometry_of(model.cfg).c_str());
-    if (!ts.order.empty() && ts.order.size() != dl->num_windows)
-        fatal("training data changed (%s): the train state orders %zu windows, %s holds %zu", path, ts.order.size(),
-              dl->path.c_str(), dl->num_windows);
+    if (!ts.loader.order.empty() && ts.loader.order.size() != dl->num_windows)
+        fatal("training data changed (%s): the train state orders %zu windows, %s holds %zu", path,
+              ts.loader.order.size(), dl->path.c_str(), dl->num_windows);
     if (!ts.data_hash.empty() && ts.data_hash != train_state_data_hash(*dl))
         fatal("training data changed (%s): %s hashes to %s, the run was trained on %s", path, dl->path.c_str(),
               train_state_data_hash(*dl).c_str(), ts.data_hash.c_str());
     opt->m = ts.m;
     opt->v = ts.v;
     opt->step = ts.step;
-    dl->order = ts.order;
-    dl->epoch = ts.epoch;
-    dl->pos = ts.pos;
-    dl->rng.state = ts.rng;
+    dataloader_restore(dl, ts.loader);
     *history = ts.history;
 }

@@ -5,6 +5,7 @@
 // leaves the previous checkpoint intact; files in it that gpt2 did not write stay where they are.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,10 +27,7 @@ struct TrainState {
     std::vector<std::pair<std::string, std::string>> flags;  // (name, value) as the run was given them
     int step = 0;                                             // optimizer steps done
     std::vector<float> m, v;                                  // AdamW moments
-    std::vector<uint32_t> order;                              // loader: a permutation of the windows
-    int epoch = -1;
-    size_t pos = 0;
-    uint64_t rng = 0;
+    DataLoaderState loader;                                   // order: a permutation of the windows
     LossHistory history;
     std::string params_hash, data_hash, geometry;  // data_hash and geometry are empty in format 1 files
 };
@@ -42,11 +40,12 @@ bool train_dir_is_checkpoint(const std::string& dir);
 // directory that is not a training checkpoint; restores a replacement interrupted between its two
 // renames. `flag` names the flag in errors.
 void train_dir_check(const std::string& dir, const char* flag);
-// Writes dir (model, train state, and the loss plot `plot_name` unless empty) after `step` steps. fatal,
-// leaving the previous checkpoint as it was, if anything is not finite or a write fails.
+// Writes dir (model, train state, and whatever `extra` writes into the staging directory it is given,
+// e.g. the loss plot) after `step` steps. fatal, leaving the previous checkpoint as it was, if anything is
+// not finite or a write fails.
 void train_state_save(const std::string& dir, const GPT2& model, const AdamW& opt, const DataLoader& dl, int step,
                       const std::vector<std::pair<std::string, std::string>>& run_flags, const LossHistory& history,
-                      const std::string& plot_name);
+                      const std::function<void(const std::string& staging)>& extra);
 // Validates a parsed train_state.safetensors on its own: format, ranges, a permutation for the loader's
 // order, finite moments and history. false with a one-line message otherwise.
 bool train_state_parse(const SafeTensors& st, TrainState* ts, std::string* err);

@@ -19,7 +19,7 @@ BENCH(decode_124m) {
     GenerateOptions opts;
     opts.max_tokens = 64;
     opts.sampler.temperature = 0;
-    opts.stop_at_eot = false;
+    opts.stop_token = -1;
     std::vector<double> tps, prompt_tps;
     for (int rep = 0; rep < 4; rep++) {
         Rng rng(1);

@@ -70,6 +70,7 @@ struct StepTimes {
 StepTimes bench_step(int B, int T, int steps) {
     GPT2 model;
     gpt2_build(&model, config_make(1024, 50257, 12, 12, 768), "bench");
+    gpt2_enable_training(&model);
     gpt2_init_random(&model, 1);
     Rng rng(2);
     std::vector<int> x(B * T), y(B * T);

@@ -134,6 +134,7 @@ TEST(token_files_and_batches) {
 TEST(adamw_matches_the_formula) {
     GPT2 model;
     gpt2_build(&model, config_make(4, 8, 1, 1, 4), "test");
+    gpt2_enable_training(&model);
     for (size_t i = 0; i < model.num_params; i++) {
         model.params[i] = 0.1f * (float)((i * 7) % 13) - 0.6f;
         model.grads[i] = 0.01f * (float)((i * 5) % 11) - 0.05f;
@@ -165,6 +166,7 @@ TEST(adamw_matches_the_formula) {
 TEST(grad_clipping_and_lr_schedule) {
     GPT2 model;
     gpt2_build(&model, config_make(4, 8, 1, 1, 4), "test");
+    gpt2_enable_training(&model);
     for (float& g : model.grads) g = 1.0f;
     float norm = optimizer_clip_grads(&model, 2.0f);
     CHECK_NEAR(norm, std::sqrt((double)model.num_params), 1e-3);
@@ -201,7 +203,9 @@ TEST(half_and_bfloat_narrow_to_nearest_even) {
 TEST(clipping_folded_into_adamw_equals_clipping_first) {
     GPT2 a, b;
     gpt2_build(&a, config_make(4, 8, 1, 1, 4), "test");
+    gpt2_enable_training(&a);
     gpt2_build(&b, config_make(4, 8, 1, 1, 4), "test");
+    gpt2_enable_training(&b);
     for (size_t i = 0; i < a.num_params; i++) {
         a.params[i] = b.params[i] = 0.01f * (float)((i * 7) % 13);
         a.grads[i] = b.grads[i] = 0.3f * (float)((i * 5) % 11) - 1.5f;  // norm far above 1

@@ -18,12 +18,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (err.empty()) abort();  // a rejection always says why
         return 0;
     }
-    std::vector<bool> seen(ts.order.size(), false);
-    for (uint32_t w : ts.order) {
-        if (w >= ts.order.size() || seen[w]) abort();
+    const DataLoaderState& dl = ts.loader;
+    std::vector<bool> seen(dl.order.size(), false);
+    for (uint32_t w : dl.order) {
+        if (w >= dl.order.size() || seen[w]) abort();
         seen[w] = true;
     }
-    if (ts.pos > ts.order.size() || ts.m.size() != ts.v.size() || ts.rng == 0 || ts.step < 0) abort();
+    if (dl.pos > dl.order.size() || ts.m.size() != ts.v.size() || dl.rng == 0 || ts.step < 0) abort();
     for (const auto& p : ts.history.train)
         if (p.first < 1 || p.first > ts.step) abort();
     return 0;

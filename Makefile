@@ -5,7 +5,7 @@
 
 CXX      ?= g++
 CXXFLAGS ?= -O3 -march=native
-CXXFLAGS += -std=c++17 -Wall -Wextra -Wno-unused-parameter -MMD -MP
+CXXFLAGS += -std=c++17 -Wall -Wextra -Wno-unused-parameter -MMD -MP -Isrc
 LDFLAGS  ?=
 BUILD    := build
 BIN      ?= gpt2
@@ -15,7 +15,7 @@ SAN := 1
 endif
 ifeq ($(SAN),1)
 CXXFLAGS := -std=c++17 -O1 -g -march=native -fno-omit-frame-pointer -fsanitize=address,undefined \
-            -fno-sanitize-recover=undefined -Wall -Wextra -Wno-unused-parameter -MMD -MP
+            -fno-sanitize-recover=undefined -Wall -Wextra -Wno-unused-parameter -MMD -MP -Isrc
 LDFLAGS  += -fsanitize=address,undefined
 BUILD    := build/san
 BIN      := build/san/gpt2
@@ -26,8 +26,8 @@ LDFLAGS  += -fopenmp
 BUILD    := $(BUILD)/omp
 endif
 
-SRC       := $(wildcard src/*.cpp)
-LIB_OBJ   := $(patsubst src/%.cpp,$(BUILD)/%.o,$(filter-out src/main.cpp,$(SRC)))
+SRC       := $(wildcard src/*/*.cpp)
+LIB_OBJ   := $(patsubst src/%.cpp,$(BUILD)/%.o,$(filter-out src/cli/main.cpp,$(SRC)))
 TEST_SRC  := $(filter-out tests/bench%.cpp,$(wildcard tests/*.cpp))
 TEST_OBJ  := $(patsubst tests/%.cpp,$(BUILD)/tests/%.o,$(TEST_SRC))
 BENCH_SRC := $(wildcard tests/bench*.cpp)
@@ -36,7 +36,7 @@ BENCH_OBJ := $(patsubst tests/%.cpp,$(BUILD)/tests/%.o,$(BENCH_SRC))
 .PHONY: all test test-ref check bench data format clean
 all: $(BIN)
 
-$(BIN): $(BUILD)/main.o $(LIB_OBJ)
+$(BIN): $(BUILD)/cli/main.o $(LIB_OBJ)
 	$(CXX) -o $@ $^ $(LDFLAGS)
 
 $(BUILD)/run_tests: $(TEST_OBJ) $(LIB_OBJ)
@@ -51,7 +51,7 @@ $(BUILD)/%.o: src/%.cpp
 
 $(BUILD)/tests/%.o: tests/%.cpp
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -Isrc -c $< -o $@
+	$(CXX) $(CXXFLAGS) -c $< -o $@
 
 test: $(BIN) $(BUILD)/run_tests
 	GPT2=./$(BIN) bash tests/run.sh --unit $(BUILD)/run_tests 'tests/cli_*.sh'
@@ -89,7 +89,7 @@ data: gpt2
 	bash scripts/prepare_data.sh
 
 format:
-	clang-format -i src/*.cpp src/*.h tests/*.cpp tests/*.h
+	clang-format -i src/*/*.cpp src/*/*.h tests/*.cpp tests/*.h tests/fuzz/*.cpp
 
 clean:
 	rm -rf build gpt2
@@ -101,11 +101,13 @@ FUZZ_CXX     ?= clang++
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD   := build/fuzz
 FUZZ_FLAGS   := -std=c++17 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
-                -fno-sanitize-recover=undefined -Wall -Wextra -Wno-unused-parameter -MMD -MP
+                -fno-sanitize-recover=undefined -Wall -Wextra -Wno-unused-parameter -MMD -MP -Isrc
 FUZZ_TARGETS := safetensors json tokenfile tokenizer llmc train_state
-FUZZ_LIB_OBJ := $(patsubst %,$(FUZZ_BUILD)/%.o,json safetensors tokenfile tokenizer unicode_tables util \
-                  llmc layout config train_state checkpoint model dataloader plot layernorm matmul gemm \
-                  attention gelu residual crossentropy encoder optimizer)
+FUZZ_LIB_OBJ := $(patsubst %,$(FUZZ_BUILD)/%.o,base/json base/safetensors base/util io/tokenfile \
+                  io/llmc io/checkpoint io/dataloader text/tokenizer text/unicode_tables model/layout \
+                  model/config model/model train/train_state train/plot train/optimizer kernels/layernorm \
+                  kernels/matmul kernels/gemm kernels/attention kernels/gelu kernels/residual \
+                  kernels/crossentropy kernels/encoder)
 FUZZ_BINS    := $(patsubst %,$(FUZZ_BUILD)/fuzz_%,$(FUZZ_TARGETS))
 
 .PHONY: fuzz fuzz-build
@@ -119,6 +121,6 @@ $(FUZZ_BUILD)/%.o: src/%.cpp
 	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.cpp $(FUZZ_LIB_OBJ)
-	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer -Isrc $< $(FUZZ_LIB_OBJ) -o $@
+	$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer $< $(FUZZ_LIB_OBJ) -o $@
 
 -include $(shell find build -name '*.d' 2>/dev/null)

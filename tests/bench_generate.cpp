@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "bench.h"
-#include "generate.h"
-#include "model.h"
-#include "util.h"
+#include "model/generate.h"
+#include "model/model.h"
+#include "base/util.h"
 
 BENCH(decode_124m) {
     GPT2 model;

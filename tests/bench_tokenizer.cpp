@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "bench.h"
-#include "tokenizer.h"
-#include "util.h"
+#include "text/tokenizer.h"
+#include "base/util.h"
 
 static std::string find_shakespeare() {
     const char* env = getenv("GPT2_DATA_DIR");

@@ -11,11 +11,11 @@
 #endif
 
 #include "bench.h"
-#include "gemm.h"
-#include "model.h"
-#include "optimizer.h"
-#include "rng.h"
-#include "util.h"
+#include "kernels/gemm.h"
+#include "model/model.h"
+#include "train/optimizer.h"
+#include "base/rng.h"
+#include "base/util.h"
 
 namespace {
 

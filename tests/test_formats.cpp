@@ -7,13 +7,13 @@
 #include <string>
 #include <vector>
 
-#include "dataloader.h"
-#include "json.h"
-#include "model.h"
-#include "optimizer.h"
-#include "safetensors.h"
+#include "io/dataloader.h"
+#include "base/json.h"
+#include "model/model.h"
+#include "train/optimizer.h"
+#include "base/safetensors.h"
 #include "test.h"
-#include "tokenfile.h"
+#include "io/tokenfile.h"
 
 namespace {
 

@@ -4,11 +4,11 @@
 #include <cstdio>
 #include <vector>
 
-#include "checkpoint.h"
-#include "generate.h"
-#include "infer.h"
-#include "model.h"
-#include "sampler.h"
+#include "io/checkpoint.h"
+#include "model/generate.h"
+#include "model/infer.h"
+#include "model/model.h"
+#include "model/sampler.h"
 #include "test.h"
 
 namespace {

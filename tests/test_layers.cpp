@@ -11,10 +11,10 @@
 #include <functional>
 #include <vector>
 
-#include "gemm.h"
-#include "layers.h"
-#include "rng.h"
-#include "safetensors.h"
+#include "kernels/gemm.h"
+#include "kernels/layers.h"
+#include "base/rng.h"
+#include "base/safetensors.h"
 #include "test.h"
 
 namespace {

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "plot.h"
+#include "train/plot.h"
 #include "test.h"
-#include "util.h"
+#include "base/util.h"
 
 namespace {
 

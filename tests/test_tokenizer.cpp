@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "test.h"
-#include "tokenizer.h"
-#include "util.h"
+#include "text/tokenizer.h"
+#include "base/util.h"
 
 static Tokenizer* tokenizer_for_tests() {
     static Tokenizer tok;

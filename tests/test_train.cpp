@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "model.h"
+#include "model/model.h"
 #include "test.h"
 
 namespace {

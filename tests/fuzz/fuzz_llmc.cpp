@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "layout.h"
-#include "llmc.h"
+#include "model/layout.h"
+#include "io/llmc.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::vector<uint8_t> bytes(data, data + size);

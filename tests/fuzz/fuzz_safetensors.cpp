@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "safetensors.h"
+#include "base/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     SafeTensors st;

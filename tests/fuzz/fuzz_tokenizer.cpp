@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "tokenizer.h"
+#include "text/tokenizer.h"
 
 static Tokenizer g_tok;
 

@@ -1,0 +1,133 @@
+// generate_cmd.cpp: the `generate` command: prompt in, streamed text (or ids) out, timings on stderr.
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "io/checkpoint.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "model/generate.h"
+#include "text/tokenizer.h"
+#include "base/util.h"
+
+namespace {
+
+std::vector<int> parse_ids(const std::string& text, const char* flag) {
+    std::vector<int> ids;
+    const char* p = text.c_str();
+    while (*p) {
+        while (*p == ' ' || *p == ',' || *p == '\n' || *p == '\t') p++;
+        if (!*p) break;
+        char* end = nullptr;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 0 || v > (1 << 30))
+            fatal("malformed value for --%s (generate): expected space-separated token ids, got '%s'", flag, p);
+        ids.push_back((int)v);
+        p = end;
+    }
+    return ids;
+}
+
+// The prompt's ids from --prompt-ids, --prompt or --prompt-file (encoded with tok), or <|endoftext|>.
+std::vector<int> read_prompt(const CliArgs& args, Tokenizer* tok, const GPT2Config& cfg) {
+    std::vector<int> prompt;
+    if (args.has("prompt-ids")) {
+        prompt = parse_ids(args.str("prompt-ids"), "prompt-ids");
+        if (prompt.empty()) fatal("empty prompt (--prompt-ids): expected at least one token id");
+        for (int id : prompt)
+            if (id >= cfg.vocab_size)
+                fatal("token id %d out of range (--prompt-ids): expected 0..%d", id, cfg.vocab_size - 1);
+    } else if (args.has("prompt") || args.has("prompt-file")) {
+        const char* flag = args.has("prompt") ? "--prompt" : "--prompt-file";
+        std::string text;
+        if (args.has("prompt")) {
+            text = args.str("prompt");
+        } else {
+            text = text_read(args.str("prompt-file"), 64 << 20);
+        }
+        if (text.empty()) fatal("empty prompt (%s): expected some text, or no prompt to start from <|endoftext|>", flag);
+        prompt = tokenizer_encode(tok, text);
+        if ((int)prompt.size() > cfg.max_seq_len)
+            fatal("prompt too long (%s): %zu tokens, expected at most the model's context of %d", flag, prompt.size(),
+                  cfg.max_seq_len);
+    } else {
+        prompt = {kTokenizerEot};
+    }
+    return prompt;
+}
+
+}  // namespace
+
+int cmd_generate(int argc, char** argv) {
+    static const std::vector<CliFlag> flags = {
+        {"model", "", "", "checkpoint to sample from"},
+        {"tokenizer", "", "", "directory with encoder.json + vocab.bpe (default: $GPT2_DATA_DIR/gpt2 or data/gpt2)"},
+        {"prompt", "", "", "prompt text (default: start from <|endoftext|>)"},
+        {"prompt-file", "", "", "read the prompt text from this file"},
+        {"prompt-ids", "", "", "prompt as space-separated token ids instead of text"},
+        {"max-tokens", "n", "64", "new tokens to generate at most"},
+        {"temperature", "", "1.0", "softmax temperature; 0 is greedy"},
+        {"top-k", "", "50", "keep the k most likely tokens; 0 disables"},
+        {"top-p", "", "1.0", "keep the smallest set whose probability reaches p; 1 disables"},
+        {"seed", "", "1337", "seed of the sampler"},
+        {"num-samples", "", "1", "independent samples from the same prompt"},
+        {"ids", "", "", "print generated token ids on one line instead of text", true},
+        kCliHeadsFlag,
+    };
+    CliArgs args = cli_parse(argc, argv, "generate", "gpt2 generate --model PATH [--prompt TEXT] [flags]",
+                             "Samples text with a KV cache. Generation stops at <|endoftext|>, after --max-tokens, "
+                             "or when the model's context is full (the window does not slide).",
+                             flags, false);
+    GenerateOptions opts;
+    long long max_tokens = args.integer_in("max-tokens", 1, 1 << 20), top_k = args.integer_in("top-k", 0, 1 << 30);
+    long long samples = args.integer_in("num-samples", 1, 10000);
+    double temperature = args.number_in("temperature", 0, 1e6), top_p = args.number_in("top-p", 0, 1);
+    if (!(top_p > 0 && top_p <= 1)) fatal("bad value for --top-p (generate): expected 0 < p <= 1, got %g", top_p);
+    opts.max_tokens = (int)max_tokens;
+    opts.stop_token = kTokenizerEot;
+    opts.sampler.temperature = (float)temperature;
+    opts.sampler.top_k = (int)top_k;
+    opts.sampler.top_p = (float)top_p;
+    int prompt_sources = args.has("prompt") + args.has("prompt-file") + args.has("prompt-ids");
+    if (prompt_sources > 1) fatal("conflicting flags (generate): give one of --prompt, --prompt-file, --prompt-ids");
+    const bool ids_out = args.on("ids");
+    const bool need_tokenizer = !ids_out || args.has("prompt") || args.has("prompt-file");
+
+    GPT2 model;
+    checkpoint_load(&model, args.str("model"), cli_heads(args));
+    Tokenizer tok;
+    if (need_tokenizer)
+        tokenizer_load_for_model(&tok, args.has("tokenizer") ? args.str("tokenizer") : "", model.cfg.vocab_size, "");
+    const std::vector<int> prompt = read_prompt(args, &tok, model.cfg);
+    Rng rng((uint64_t)args.integer_in("seed", 0, LLONG_MAX));
+    for (long long sample = 0; sample < samples; sample++) {
+        if (sample > 0) printf(ids_out ? "" : "\n---\n");
+        TokenDecoder decoder(tok);
+        std::vector<int> shown;
+        GenerateStats stats;
+        generate(model, prompt, opts, &rng,
+                 [&](int id) {
+                     if (ids_out) {
+                         printf(shown.empty() ? "%d" : " %d", id);
+                     } else if (id != kTokenizerEot) {
+                         fputs(decoder.push(id).c_str(), stdout);
+                     }
+                     shown.push_back(id);
+                     if (fflush(stdout) != 0) fatal("cannot write standard output: %s", strerror(errno));
+                 },
+                 &stats);
+        if (!ids_out) fputs(decoder.flush().c_str(), stdout);
+        printf("\n");
+        fflush(stdout);
+        if (stats.context_full)
+            fprintf(stderr, "stopped: the model's context of %d tokens is full\n", model.cfg.max_seq_len);
+        fprintf(stderr, "prompt: %d tokens in %.3f s (%.1f tok/s)\n", stats.prompt_tokens, stats.prompt_s,
+                stats.prompt_tokens / std::max(stats.prompt_s, 1e-9));
+        fprintf(stderr, "%d tokens in %.3f s (%.1f tok/s)\n", stats.new_tokens, stats.decode_s,
+                stats.new_tokens / std::max(stats.decode_s, 1e-9));
+    }
+    return 0;
+}

@@ -1,0 +1,73 @@
+// main.cpp: dispatches `gpt2 <command>` to the command's entry point and prints top-level usage.
+// No math lives here.
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "base/util.h"
+
+struct Command {
+    const char* name;
+    int (*run)(int, char**);
+    const char* about;
+};
+
+static const Command kCommands[] = {
+    {"train", cmd_train, "train GPT-2 from scratch or from a checkpoint on token files"},
+    {"eval", cmd_eval, "mean loss of a checkpoint over consecutive windows of a token file"},
+    {"generate", cmd_generate, "sample text from a checkpoint (KV cache, temperature, top-k, top-p)"},
+    {"tokenize", cmd_tokenize, "encode text to GPT-2 token ids or token files"},
+    {"compare", cmd_compare, "check forward, backward and AdamW against a PyTorch reference dump"},
+    {"info", cmd_info, "print a checkpoint's format, geometry, parameter count and dtype"},
+    {"export", cmd_export, "convert a checkpoint between HuggingFace and llm.c formats"},
+};
+
+static void print_usage() {
+    printf("usage: gpt2 <command> [flags]    (gpt2 <command> --help for its flags)\n\ncommands:\n");
+    for (const Command& c : kCommands) printf("  %-10s %s\n", c.name, c.about);
+}
+
+// An allocation that fails anyway (memory_check guards the large ones) ends with one error line, not an
+// abort.
+static void on_out_of_memory() { fatal("out of memory: an allocation failed; expected a smaller model, batch or input"); }
+
+// Output the command printed but could not write (a full disk, a closed pipe) is an error too.
+static int finish(int rc) {
+    errno = 0;
+    const bool flush_failed = fflush(stdout) != 0;
+    const int err = errno;
+    if (flush_failed || ferror(stdout)) {
+        fprintf(stderr, "error: cannot write standard output: %s\n",
+                flush_failed && err ? strerror(err) : "an earlier write failed");
+        return rc ? rc : 1;
+    }
+    return rc;
+}
+
+int main(int argc, char** argv) {
+    std::set_new_handler(on_out_of_memory);
+    // Past a file-size limit, or into a closed pipe, a write fails (EFBIG, EPIPE) and is reported with one
+    // error line instead of a silent kill; train still saves before it reports.
+    signal(SIGXFSZ, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN);
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        print_usage();
+        if (argc < 2) fatal("missing command: expected one of the commands above");
+        return 0;
+    }
+    std::string name = argv[1];
+    std::string best;
+    int best_d = 1 << 30;
+    for (const Command& c : kCommands) {
+        if (name == c.name) return finish(c.run(argc - 2, argv + 2));
+        int d = cli_edit_distance(name, c.name);
+        if (d < best_d) best_d = d, best = c.name;
+    }
+    if (best_d <= 3) fatal_hint("did you mean `gpt2 " + best + "`?", "unknown command '%s'", name.c_str());
+    fatal_hint("run `gpt2 --help` for the list of commands", "unknown command '%s'", name.c_str());
+}

@@ -1,0 +1,520 @@
+// train_cmd.cpp: the `train` and `eval` commands: the training loop (data, AdamW, schedule, clipping,
+// gradient accumulation, validation, logging) around the model of model.h.
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <csignal>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "io/checkpoint.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "io/dataloader.h"
+#include "model/generate.h"
+#include "model/infer.h"
+#include "model/model.h"
+#include "train/optimizer.h"
+#include "train/plot.h"
+#include "text/tokenizer.h"
+#include "train/train_state.h"
+#include "base/util.h"
+
+namespace {
+
+const std::vector<CliFlag> kTrainFlags = {
+    {"train", "", "data/tinyshakespeare/train.bin", "training token file (llm.c format)"},
+    {"val", "", "data/tinyshakespeare/val.bin", "validation token file (default only with the default --train); \"\" skips"},
+    {"model", "", "", "start from this checkpoint instead of a random init"},
+    {"layers", "", "4", "layers of a from-scratch model"},
+    {"heads", "", "4", "attention heads of a from-scratch model"},
+    {"channels", "", "256", "channels (embedding size) of a from-scratch model"},
+    {"seq-len", "", "256", "maximum context (positions) of a from-scratch model"},
+    {"vocab", "", "50257", "vocabulary size of a from-scratch model"},
+    {"batch", "B", "8", "sequences per micro-batch"},
+    {"tokens", "T", "64", "tokens per sequence"},
+    {"steps", "n", "200", "optimizer steps"},
+    {"grad-accum", "", "1", "micro-batches per optimizer step"},
+    {"lr", "", "1e-3", "peak learning rate"},
+    {"warmup", "", "10", "linear warmup steps"},
+    {"min-lr-frac", "", "0.1", "final learning rate as a fraction of --lr (cosine schedule)"},
+    {"lr-schedule", "", "cosine", "cosine or constant"},
+    {"beta1", "", "0.9", "AdamW beta1"},
+    {"beta2", "", "0.95", "AdamW beta2"},
+    {"eps", "", "1e-8", "AdamW epsilon"},
+    {"weight-decay", "", "0.1", "AdamW decoupled weight decay (2-D weights only)"},
+    {"grad-clip", "", "1.0", "clip the global gradient norm to this; 0 disables"},
+    {"seed", "", "1337", "seed for init and data order"},
+    {"val-every", "", "50", "validate every N steps (and after the last); 0 disables"},
+    {"val-batches", "", "8", "validation batches"},
+    {"log", "", "", "append one JSON line per step and per validation to this file"},
+    {"out", "", "", "checkpoint directory: HuggingFace-layout model + train_state.safetensors"},
+    {"save-every", "", "0", "save to --out every N steps (always after the last step); 0: only at the end"},
+    {"stop-after", "", "0", "stop (and save) after N steps of this run, keeping the --steps schedule; 0: run to --steps"},
+    {"resume", "", "", "continue exactly from a checkpoint directory written by --out"},
+    {"plot", "", "", "loss plot PNG (800x500), refreshed at each validation (default: loss.png in --out, with each save)"},
+    {"sample-every", "", "0", "print a generated sample every N steps; 0: only after the last step"},
+    {"sample-tokens", "", "64", "tokens per sample; 0 disables samples (and the tokenizer)"},
+    {"tokenizer", "", "", "tokenizer directory for samples (default: $GPT2_DATA_DIR/gpt2 or data/gpt2)"},
+};
+
+// Mean loss over the first `batches` consecutive batches of dl.
+float evaluate(GPT2* model, DataLoader* dl, size_t batches) {
+    double sum = 0;
+    for (size_t i = 0; i < batches; i++) {
+        dataloader_batch_at(dl, i);
+        sum += gpt2_forward(model, dl->inputs.data(), dl->targets.data(), dl->B, dl->T);
+    }
+    return (float)(sum / batches);
+}
+
+// Prints a sample from <|endoftext|> with the generator's defaults (temperature 1, top-k 50). It runs for
+// the full length, showing a further <|endoftext|> as a blank line, so a young model's early end of text
+// does not cut the sample short.
+void print_sample(const GPT2& model, const Tokenizer& tok, int tokens, uint64_t seed) {
+    GenerateOptions opts;
+    opts.max_tokens = tokens;
+    Rng rng(seed);
+    TokenDecoder decoder(tok);
+    printf("---- sample ----\n");
+    generate(model, {kTokenizerEot}, opts, &rng,
+             [&](int id) {
+                 fputs(id == kTokenizerEot ? (decoder.flush() + "\n\n").c_str() : decoder.push(id).c_str(), stdout);
+             },
+             nullptr);
+    printf("%s\n----------------\n", decoder.flush().c_str());
+    fflush(stdout);
+}
+
+// Flags a resumed run must keep: they shape the model or the data order (the data's content is checked by
+// hash, so the file may move).
+const char* const kFixedOnResume[] = {"batch", "tokens", "grad-accum", "seed", "model",
+                                      "layers", "heads", "channels", "seq-len", "vocab"};
+// Flags that belong to one invocation, not to the run: a resumed run never inherits them.
+const char* const kPerInvocation[] = {"out", "resume", "stop-after", "log", "plot"};
+
+bool is_per_invocation(const std::string& name) {
+    for (const char* n : kPerInvocation)
+        if (name == n) return true;
+    return false;
+}
+
+// The signal that asked the run to stop (SIGINT, SIGTERM or SIGHUP), 0 while none has.
+volatile sig_atomic_t g_stop_signal = 0;
+void on_stop_signal(int sig) {
+    g_stop_signal = sig;
+    signal(sig, SIG_DFL);  // a second one ends the process at once
+}
+
+// The flags a checkpoint records: those given but the per-invocation ones, the effective values of the
+// ones a resumed run must keep (defaults included, so a resume can tell a change), and the resolved
+// validation file.
+std::vector<std::pair<std::string, std::string>> run_flags(const CliArgs& args, const std::string& val_path) {
+    std::vector<std::pair<std::string, std::string>> flags;
+    for (size_t i = 0; i < args.names.size(); i++)
+        if (!is_per_invocation(args.names[i]) && args.names[i] != "val") flags.push_back({args.names[i], args.values[i]});
+    for (const char* name : kFixedOnResume)
+        if (!args.has(name) && std::string(name) != "model") flags.push_back({name, args.str(name)});
+    flags.push_back({"val", val_path});
+    return flags;
+}
+
+// Prints what training will allocate and stops before allocating if the machine does not have it.
+void check_memory(const GPT2Config& cfg, int B, int T) {
+    const double mib = 1024.0 * 1024.0;
+    size_t params = layout_params_size(layout_params(cfg)) * sizeof(float);
+    size_t acts = layout_params_size(layout_acts(cfg, B, T)) * sizeof(float);
+    double total = 4.0 * params + 2.0 * acts;  // params, grads, AdamW m and v; activations and their gradients
+    printf("memory: %.0f MiB (parameters, gradients and AdamW state %.0f MiB, activations %.0f MiB)\n", total / mib,
+           4 * params / mib, 2 * acts / mib);
+    memory_check(total, "train", "lower -B or -T, or train a smaller model");
+}
+
+// Checks --plot before the first step: its directory exists and an existing file there is a PNG.
+void check_plot_path(const std::string& path) {
+    if (path.empty()) fatal("empty value for --plot (train): expected a PNG path");
+    if (dir_exists(path)) fatal("bad value for --plot (train): %s is a directory, expected a PNG path", path.c_str());
+    if (!dir_exists(path_parent(path)))
+        fatal("bad value for --plot (train): directory %s does not exist", path_parent(path).c_str());
+    if (access(path.c_str(), F_OK) != 0) return;
+    static const uint8_t kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    uint8_t head[8] = {0};
+    FILE* f = fopen(path.c_str(), "rb");
+    bool png = f && fread(head, 1, 8, f) == 8 && memcmp(head, kPng, 8) == 0;
+    if (f) fclose(f);
+    if (!png)
+        fatal_hint("choose a new path; gpt2 replaces only PNG files", "bad value for --plot (train): %s exists and is "
+                   "not a PNG", path.c_str());
+}
+
+// Appends to --log, checking every write: a log that cannot be written stops the run.
+struct LogFile {
+    FILE* f = nullptr;
+    std::string path;
+    void open(const std::string& p) {
+        path = p;
+        if (p.empty()) fatal("empty value for --log (train): expected a file path");
+        // appending to a file of another kind (a token file, a checkpoint, the user's notes) would corrupt it
+        if (file_exists(p)) {
+            FILE* in = fopen(p.c_str(), "rb");
+            int first = in ? fgetc(in) : EOF, last = EOF;
+            if (in && first != EOF && fseek(in, -1, SEEK_END) == 0) last = fgetc(in);
+            if (in) fclose(in);
+            if (first != EOF && (first != '{' || last != '\n'))
+                fatal_hint("choose a new path; --log appends only to a JSON-lines log",
+                           "bad value for --log (train): %s exists and is not a JSON-lines log", p.c_str());
+        }
+        f = fopen(p.c_str(), "a");
+        if (!f) fatal("cannot open log file (--log %s): %s", p.c_str(), strerror(errno));
+    }
+    void line(const char* fmt, ...) __attribute__((format(printf, 2, 3))) {
+        if (!f) return;
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vfprintf(f, fmt, ap);
+        va_end(ap);
+        if (n < 0 || fflush(f) != 0) fatal("cannot write log file (--log %s): %s", path.c_str(), strerror(errno));
+    }
+    void close() {
+        if (f && fclose(f) != 0) {
+            f = nullptr;
+            fatal("cannot write log file (--log %s): %s", path.c_str(), strerror(errno));
+        }
+        f = nullptr;
+    }
+};
+
+std::string format_duration(double s) {
+    char buf[32];
+    int t = (int)(s + 0.5);
+    if (t >= 3600) snprintf(buf, sizeof(buf), "%dh%02dm", t / 3600, t / 60 % 60);
+    else snprintf(buf, sizeof(buf), "%dm%02ds", t / 60, t % 60);
+    return buf;
+}
+
+// The model a run trains: the checkpoint it resumes, --model, or a random init from the geometry flags.
+// Memory is checked before anything large is allocated.
+void build_model(GPT2* model, const CliArgs& args, const std::string& resume_dir, int B, int T, uint64_t seed) {
+    if (!resume_dir.empty() || args.has("model")) {
+        const std::string path = resume_dir.empty() ? args.str("model") : resume_dir;
+        CheckpointInfo info;
+        const int heads = args.has("model") && args.has("heads") ? cli_heads(args) : 0;  // for a bare .safetensors
+        GPT2Config cfg = checkpoint_inspect(path, heads, &info);
+        if (T > cfg.max_seq_len)
+            fatal("bad value for -T (train): expected <= %d (the model's context), got %d", cfg.max_seq_len, T);
+        check_memory(cfg, B, T);
+        checkpoint_load(model, path, heads);
+        return;
+    }
+    GPT2Config cfg = config_make(args.integer_in("seq-len", 1, 1 << 20), args.integer_in("vocab", 1, 65536),
+                                 args.integer_in("layers", 1, 1000), args.integer_in("heads", 1, 65536),
+                                 args.integer_in("channels", 1, 65536));
+    config_validate(cfg, "train flags");
+    if (T > cfg.max_seq_len)
+        fatal("bad value for -T (train): expected <= --seq-len %d (the model's context), got %d", cfg.max_seq_len, T);
+    check_memory(cfg, B, T);
+    gpt2_build(model, cfg, "train flags");
+    gpt2_init_random(model, seed);
+}
+
+// Everything a run is given, read from the (merged) flags once.
+struct TrainOptions {
+    int B, T, steps, accum;
+    uint64_t seed;
+    AdamWConfig adamw;
+    float grad_clip, min_lr_frac;
+    int warmup;
+    bool cosine;
+    int val_every, val_batches, save_every, stop_after, sample_every, sample_tokens;
+    std::string resume_dir, out, plot_path, val_path;  // out: "" for none; val_path: "" for no validation
+    bool plot_in_out;                                   // loss.png saved into --out with each checkpoint
+};
+
+TrainOptions train_options(const CliArgs& args, const CliArgs& given, const std::string& resume_dir) {
+    TrainOptions o;
+    o.B = args.integer_in("batch", 1, 1 << 16), o.T = args.integer_in("tokens", 1, 1 << 20);
+    o.steps = args.integer_in("steps", 0, 1 << 30), o.accum = args.integer_in("grad-accum", 1, 1 << 16);
+    o.seed = (uint64_t)args.integer_in("seed", 0, LLONG_MAX);
+    o.adamw.lr = (float)args.number_in("lr", 0, 10);
+    o.adamw.beta1 = (float)args.number_in("beta1", 0, 0.999999);
+    o.adamw.beta2 = (float)args.number_in("beta2", 0, 0.999999);
+    o.adamw.eps = (float)args.number_in("eps", 0, 1);
+    if (o.adamw.eps <= 0)  // the padded vocabulary rows have zero moments: 0 / (0 + eps) must stay 0
+        fatal("bad value for --eps (train): expected > 0, got %g", o.adamw.eps);
+    o.adamw.weight_decay = (float)args.number_in("weight-decay", 0, 10);
+    o.grad_clip = (float)args.number_in("grad-clip", 0, 1e9), o.min_lr_frac = (float)args.number_in("min-lr-frac", 0, 1);
+    o.warmup = args.integer_in("warmup", 0, 1 << 30);
+    const std::string schedule = args.str("lr-schedule");
+    if (schedule != "cosine" && schedule != "constant")
+        fatal("bad value for --lr-schedule (train): expected cosine or constant, got '%s'", schedule.c_str());
+    o.cosine = schedule == "cosine";
+    o.val_every = args.integer_in("val-every", 0, 1 << 30), o.val_batches = args.integer_in("val-batches", 1, 1 << 20);
+    o.save_every = args.integer_in("save-every", 0, 1 << 30), o.stop_after = args.integer_in("stop-after", 0, 1 << 30);
+    o.sample_every = args.integer_in("sample-every", 0, 1 << 30);
+    o.sample_tokens = args.integer_in("sample-tokens", 0, 1 << 20);
+    o.resume_dir = resume_dir;
+    // A resumed run saves where it resumed from unless --out says otherwise.
+    o.out = given.has("out") ? path_strip_slashes(given.str("out")) : resume_dir;
+    o.plot_in_out = !args.has("plot") && !o.out.empty();
+    o.plot_path = args.has("plot") ? args.str("plot") : "";
+    if (o.save_every > 0 && o.out.empty()) fatal("missing flag --out (train): --save-every needs a directory to save to");
+    // The default val file belongs to the default train file; custom training data validates only on --val.
+    const std::string val = args.has("val") ? args.str("val") : args.has("train") ? "" : args.str("val");
+    o.val_path = o.val_every > 0 ? val : "";
+    return o;
+}
+
+// The flags of a resumed run: its stored ones with those given now on top, refusing a change to one that
+// shapes the model or the data order. Reads the train state into *resume.
+CliArgs resume_args(const CliArgs& given, const std::string& resume_dir, TrainState* resume) {
+    if (resume_dir.empty()) fatal("empty value for --resume (train): expected a checkpoint directory");
+    if (given.has("model")) fatal("conflicting flags (train): --resume continues its own model; drop --model");
+    dir_recover_interrupted(resume_dir, train_dir_is_checkpoint);
+    train_state_read(resume, resume_dir);
+    std::vector<std::pair<std::string, std::string>> stored;
+    for (const auto& kv : resume->flags)
+        if (kv.first != "model" && !is_per_invocation(kv.first)) stored.push_back(kv);
+    for (const char* name : kFixedOnResume)
+        for (const auto& kv : stored)
+            if (kv.first == name && given.has(name) && given.str(name) != kv.second)
+                fatal("bad value for --%s (train): a resumed run keeps %s, got %s", name, kv.second.c_str(),
+                      given.str(name).c_str());
+    return cli_merge_stored(given, stored, resume->path);
+}
+
+// The step lines: one updating line on a terminal, one line per step otherwise.
+struct Progress {
+    bool tty = isatty(STDOUT_FILENO), open = false;
+    double ms_sum = 0;
+    int count = 0;
+    void step(int step, int steps, double loss, float lr, float norm, double ms, double tokens) {
+        ms_sum += ms, count++;
+        if (tty) {
+            printf("\rstep %d/%d | loss %.4f | %.0f tok/s | ETA %s\033[K", step, steps, loss, tokens / (ms / 1e3),
+                   format_duration(ms_sum / count * (steps - step) / 1e3).c_str());
+            open = true;
+        } else {
+            printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms\n", step, steps, loss, lr, norm, ms);
+        }
+        fflush(stdout);
+    }
+    void close() {  // before any other line
+        if (open) printf("\n");
+        open = false;
+    }
+};
+
+// A run in progress: the model, its optimizer, data, history and outputs.
+struct Trainer {
+    TrainOptions o;
+    CliArgs args;
+    GPT2 model;
+    AdamW opt;
+    DataLoader train_dl, val_dl;
+    size_t val_n = 0;
+    LossHistory history;
+    LogFile log;
+    Tokenizer tok;
+    Progress progress;
+    bool saved = false;
+};
+
+// The tokenizer for samples. Samples are on by default, so only a tokenizer asked for by flag must exist
+// and fit the model; otherwise training goes on without samples and says so.
+void load_sampler(Trainer* t, const CliArgs& given) {
+    const GPT2Config& cfg = t->model.cfg;
+    const std::string dir = t->args.has("tokenizer") ? t->args.str("tokenizer") : tokenizer_default_dir();
+    memory_check(infer_memory_bytes(cfg, std::min(cfg.max_seq_len, 1 + t->o.sample_tokens), 1),
+                 "samples of --sample-tokens " + std::to_string(t->o.sample_tokens), "lower --sample-tokens");
+    const bool asked = given.has("sample-tokens") || given.has("tokenizer");
+    if (!tokenizer_files_present(dir)) {
+        printf("note: no tokenizer files in %s (encoder.json + vocab.bpe): training without samples; set "
+               "--tokenizer or GPT2_DATA_DIR to see them\n", dir.c_str());
+        t->o.sample_tokens = 0;
+    } else if (asked) {
+        tokenizer_load_for_model(&t->tok, dir, cfg.vocab_size, "--sample-tokens 0 trains without samples");
+    } else if (tokenizer_load(&t->tok, dir), t->tok.vocab_size != cfg.vocab_size) {
+        printf("note: the tokenizer in %s has %d tokens, the model %d: training without samples\n", dir.c_str(),
+               t->tok.vocab_size, cfg.vocab_size);
+        t->o.sample_tokens = 0;
+    }
+}
+
+// The data: the training file in a seeded order, the validation file in order.
+void load_data(Trainer* t) {
+    const TrainOptions& o = t->o;
+    dataloader_init(&t->train_dl, t->args.str("train"), t->model.cfg.vocab_size, o.B, o.T, true, o.seed);
+    if (o.val_path.empty()) return;
+    dataloader_init(&t->val_dl, o.val_path, t->model.cfg.vocab_size, o.B, o.T, false, o.seed);
+    t->val_n = std::min((size_t)o.val_batches, dataloader_num_batches(t->val_dl));
+}
+
+struct StepStats {
+    double loss;
+    float norm, lr, ms;
+};
+
+// One optimizer step: grad-accum micro-batches (batch, forward, backward), the gradient norm, clipping
+// and AdamW. A non-finite loss or norm stops the run before the update touches the parameters.
+StepStats train_step(Trainer* t, int step) {
+    const TrainOptions& o = t->o;
+    const double t0 = time_now_s();
+    gpt2_zero_grad(&t->model);
+    double loss = 0;
+    for (int micro = 0; micro < o.accum; micro++) {
+        dataloader_next(&t->train_dl);
+        loss += gpt2_forward(&t->model, t->train_dl.inputs.data(), t->train_dl.targets.data(), o.B, o.T) / o.accum;
+        gpt2_backward(&t->model, 1.0f / o.accum);
+    }
+    const float norm = optimizer_grad_norm(t->model);
+    if (!std::isfinite(loss) || !std::isfinite(norm))
+        fatal("%s is %g at step %d: training diverged; the last checkpoint (if any) is kept",
+              std::isfinite(loss) ? "gradient norm" : "loss", std::isfinite(loss) ? norm : loss, step + 1);
+    const float lr = lr_schedule(step, o.steps, o.adamw.lr, o.warmup, o.min_lr_frac, o.cosine);
+    adamw_update(&t->opt, &t->model, o.adamw, lr, optimizer_clip_factor(norm, o.grad_clip));  // clipping folded in
+    return {loss, norm, lr, (float)((time_now_s() - t0) * 1e3)};
+}
+
+void validate(Trainer* t, int step) {
+    const float val_loss = evaluate(&t->model, &t->val_dl, t->val_n);
+    if (!std::isfinite(val_loss))
+        fatal("val loss is %g at step %d: training diverged; the last checkpoint (if any) is kept", val_loss, step);
+    t->progress.close();
+    printf("step %5d/%d | val loss %.6f\n", step, t->o.steps, val_loss);
+    t->history.val.push_back({step, val_loss});
+    if (!t->o.plot_path.empty()) plot_losses(t->o.plot_path, t->history.train, t->history.val);
+    t->log.line("{\"step\":%d,\"val_loss\":%.6f}\n", step, val_loss);
+}
+
+void save(Trainer* t, int step) {
+    const LossHistory& h = t->history;
+    train_state_save(t->o.out, t->model, t->opt, t->train_dl, step, run_flags(t->args, t->o.val_path), h,
+                     [&](const std::string& staging) {
+                         if (t->o.plot_in_out) plot_losses(path_join(staging, "loss.png"), h.train, h.val);
+                     });
+    t->saved = true;
+    t->progress.close();
+    printf("saved %s at step %d\n", t->o.out.c_str(), step);
+}
+
+// Runs steps first_step+1.. until --steps, --stop-after or a stop signal; returns the last step done.
+int train_loop(Trainer* t, int first_step) {
+    const TrainOptions& o = t->o;
+    int step = first_step;
+    while (step < o.steps && !(step == first_step && g_stop_signal)) {
+        const StepStats s = train_step(t, step);
+        step++;
+        t->history.train.push_back({step, (float)s.loss});
+        t->progress.step(step, o.steps, s.loss, s.lr, s.norm, s.ms, (double)o.B * o.T * o.accum);
+        t->log.line("{\"step\":%d,\"loss\":%.6f,\"lr\":%.6e,\"norm\":%.6f,\"ms\":%.3f}\n", step, s.loss, s.lr, s.norm,
+                    s.ms);
+        const bool last = step == o.steps || (o.stop_after > 0 && step - first_step == o.stop_after) || g_stop_signal;
+        if (!o.val_path.empty() && (step % o.val_every == 0 || last)) validate(t, step);
+        if (!o.out.empty() && ((o.save_every > 0 && step % o.save_every == 0) || last)) save(t, step);
+        // after the save, so a sample that fails cannot cost the run
+        if (o.sample_tokens > 0 && !g_stop_signal && ((o.sample_every > 0 && step % o.sample_every == 0) || last)) {
+            t->progress.close();
+            print_sample(t->model, t->tok, o.sample_tokens, o.seed + step);
+        }
+        if (last) break;
+    }
+    t->progress.close();
+    return step;
+}
+
+}  // namespace
+
+int cmd_train(int argc, char** argv) {
+    const CliArgs given = cli_parse(argc, argv, "train", "gpt2 train [flags]",
+                                    "Trains GPT-2 on a token file with AdamW, from scratch, from --model, or "
+                                    "continuing exactly from --resume. Ctrl-C, SIGTERM and SIGHUP finish the step, "
+                                    "save to --out and exit 128 + the signal.",
+                                    kTrainFlags, false);
+    // Stop signals are caught from the start: before the first step they end the run cleanly (lock
+    // released, nothing saved); from then on the step finishes and the run saves.
+    g_stop_signal = 0;
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) signal(sig, on_stop_signal);
+    Trainer t;
+    TrainState resume;
+    const std::string resume_dir = given.has("resume") ? path_strip_slashes(given.str("resume")) : "";
+    t.args = given.has("resume") ? resume_args(given, resume_dir, &resume) : given;
+    t.o = train_options(t.args, given, resume_dir);
+    const TrainOptions& o = t.o;
+
+    // Outputs are checked, and --out locked, before anything is computed: a run that cannot save fails now.
+    if (!o.out.empty() || given.has("out")) train_dir_check(o.out, given.has("out") ? "--out" : "--resume");
+    std::unique_ptr<PathLock> out_lock(o.out.empty() ? nullptr : new PathLock(o.out, "--out"));
+    if (!o.plot_path.empty() || t.args.has("plot")) check_plot_path(o.plot_path);
+    if (t.args.has("log")) t.log.open(t.args.str("log"));
+
+    build_model(&t.model, t.args, resume_dir, o.B, o.T, o.seed);
+    gpt2_enable_training(&t.model);
+    const GPT2Config& cfg = t.model.cfg;
+    printf("model: %d layers, %d heads, %d channels, context %d, vocab %d: %.2fM parameters\n", cfg.num_layers,
+           cfg.num_heads, cfg.channels, cfg.max_seq_len, cfg.vocab_size, gpt2_num_real_params(cfg) / 1e6);
+    load_data(&t);
+    int first_step = 0;
+    if (!resume_dir.empty()) {
+        train_state_restore(resume, t.model, &t.opt, &t.train_dl, &t.history);
+        first_step = resume.step;
+        printf("resumed %s at step %d\n", resume_dir.c_str(), first_step);
+    }
+    printf("data: %zu train tokens; %s; %d steps of %d x %d x %d tokens\n", t.train_dl.tokens.size(),
+           o.val_path.empty() ? "no validation" : (std::to_string(t.val_dl.tokens.size()) + " val tokens").c_str(),
+           o.steps, o.accum, o.B, o.T);
+    if (o.sample_tokens > 0) load_sampler(&t, given);  // before training, so a bad tokenizer fails fast
+
+    if (first_step >= o.steps) {  // nothing to train: a fresh run still saves what was asked for
+        if (!resume_dir.empty()) printf("nothing to do: %s is at step %d of %d\n", resume_dir.c_str(), first_step, o.steps);
+        else if (!o.out.empty()) save(&t, first_step);
+        t.log.close();
+        return 0;
+    }
+    const int step = train_loop(&t, first_step);
+    t.log.close();
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) signal(sig, SIG_DFL);
+    if (!g_stop_signal) return 0;
+    const char* name = g_stop_signal == SIGINT ? "SIGINT" : g_stop_signal == SIGTERM ? "SIGTERM" : "SIGHUP";
+    fprintf(stderr, "interrupted at step %d by %s%s\n", step, name, t.saved ? (", saved " + o.out).c_str() : "");
+    return 128 + g_stop_signal;
+}
+
+static const std::vector<CliFlag> kEvalFlags = {
+    {"model", "", "", "checkpoint to evaluate"},
+    {"data", "", "", "token file (llm.c format)"},
+    {"batch", "B", "4", "sequences per batch"},
+    {"tokens", "T", "64", "tokens per sequence"},
+    {"batches", "n", "0", "batches to average; 0 means every whole batch in the file"},
+    kCliHeadsFlag,
+};
+
+int cmd_eval(int argc, char** argv) {
+    CliArgs args = cli_parse(argc, argv, "eval", "gpt2 eval --model PATH --data FILE [-B b] [-T t] [--batches n]",
+                             "Prints the mean loss over the first n consecutive (B, T+1) windows from token 0.",
+                             kEvalFlags, false);
+    const int B = args.integer_in("batch", 1, 1 << 16), T = args.integer_in("tokens", 1, 1 << 20);
+    const int batches = args.integer_in("batches", 0, 1 << 30);
+    GPT2 model;
+    checkpoint_load(&model, args.str("model"), cli_heads(args));
+    if (T > model.cfg.max_seq_len)
+        fatal("bad value for -T (eval): expected <= %d (the model's context), got %d", model.cfg.max_seq_len, T);
+    DataLoader dl;
+    dataloader_init(&dl, args.str("data"), model.cfg.vocab_size, B, T, false, 0);
+    size_t available = dataloader_num_batches(dl);
+    if ((size_t)batches > available)
+        fatal("too few tokens in %s for --batches %d: it holds %zu batches of B=%d, T=%d", args.str("data").c_str(),
+              batches, available, B, T);
+    size_t n = batches ? (size_t)batches : available;
+    float loss = evaluate(&model, &dl, n);
+    if (!std::isfinite(loss))
+        fatal("loss is %g on %s: the model's weights or activations overflow; expected a finite loss",
+              loss, args.str("data").c_str());
+    printf("batches %zu of %d x %d tokens\n", n, B, T);
+    printf("loss %.6f\n", loss);
+    return 0;
+}

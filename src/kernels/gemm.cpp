@@ -1,0 +1,353 @@
+// gemm.cpp: packed, cache-blocked fp32 matrix multiply (see gemm.h). The micro-kernel keeps an
+// MR x NR tile of C in registers and streams packed panels of A (MR rows) and B (NR columns); it is
+// written with AVX-512 or AVX2 intrinsics, chosen at compile time from the target (-march), with a
+// vector-extension kernel for anything else. Blocking follows the usual BLIS scheme (Goto & van de
+// Geijn, 2008): B's KC x NC block in L2, its KC x NR micro-panel in L1 across the MR-row panels of A.
+#include "kernels/gemm.h"
+#include "kernels/simd.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#if defined(__AVX512F__) || defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace {
+
+
+// Register tile per instruction set (overridable with -DGEMM_MR/-DGEMM_NV for experiments): 8 x 48 in
+// 24 zmm accumulators with AVX-512 (10-20% faster than 8 x 32 on the backward products here, and 48
+// divides every GPT-2 width: 768, 2304, 3072, 50304); 6 x 16 in 12 ymm with AVX2; 4 x 16 elsewhere.
+#if defined(__AVX512F__)
+#define GEMM_ISA_MR 8
+#define GEMM_ISA_NV 3
+#elif defined(__AVX2__) && defined(__FMA__)
+#define GEMM_ISA_MR 6
+#define GEMM_ISA_NV 1
+#else
+#define GEMM_ISA_MR 4
+#define GEMM_ISA_NV 1
+#endif
+#ifndef GEMM_MR
+#define GEMM_MR GEMM_ISA_MR
+#endif
+#ifndef GEMM_NV
+#define GEMM_NV GEMM_ISA_NV
+#endif
+const int MR = GEMM_MR;       // rows of the register tile
+const int NR = 16 * GEMM_NV;  // columns of the register tile: GEMM_NV 16-float vectors
+const int KC = 256;            // depth of one packed panel pair (B's KC x NR micro-panel: 48 KiB, in L1/L2)
+const int MC = 128 / MR * MR;  // rows of A packed at once (MC x KC floats, in L2)
+const int NC = 1024 / NR * NR; // columns of B packed at once (KC x NC floats = 1 MiB, in L2)
+// When C is far larger than L2 (the lm_head's logits, 51 MB at B=4 T=64) every extra pass over K
+// re-reads and re-writes it from memory; such products take the whole of a K <= KC_DEEP in one pass,
+// with a narrower B block to keep it in L2.
+const int KC_DEEP = 768;
+const int NC_DEEP = 256 / NR * NR;
+const size_t DEEP_MIN_C = (size_t)4 << 20;  // floats of C (16 MB)
+
+struct Blocking {
+    int kc, nc;
+};
+// Depends on the shape only, never on the thread count: the K split decides the summation order.
+Blocking choose_blocking(int M, int N, int K) {
+    if ((size_t)M * N >= DEEP_MIN_C && K > KC && K <= KC_DEEP) return {K, NC_DEEP};
+    return {KC, NC};
+}
+
+inline float a_at(const float* A, int lda, bool trans, int i, int k) {
+    return trans ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
+}
+inline float b_at(const float* B, int ldb, bool trans, int k, int j) {
+    return trans ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
+}
+
+// In-register transposes for packing operands whose k runs along memory: each stage swaps the
+// off-diagonal b x b blocks of every 2b x 2b block (b = 8, 4, 2, 1), leaving row i holding column i.
+#define SHUF16(x, y, ...) __builtin_shufflevector(x, y, __VA_ARGS__)
+inline void transpose16(vf16 r[16]) {
+    for (int j = 0; j < 8; j++) {
+        vf16 x = r[j], y = r[j + 8];
+        r[j] = SHUF16(x, y, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
+        r[j + 8] = SHUF16(x, y, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+    }
+    for (int i = 0; i < 16; i += 8)
+        for (int j = 0; j < 4; j++) {
+            vf16 x = r[i + j], y = r[i + j + 4];
+            r[i + j] = SHUF16(x, y, 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27);
+            r[i + j + 4] = SHUF16(x, y, 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31);
+        }
+    for (int i = 0; i < 16; i += 4)
+        for (int j = 0; j < 2; j++) {
+            vf16 x = r[i + j], y = r[i + j + 2];
+            r[i + j] = SHUF16(x, y, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29);
+            r[i + j + 2] = SHUF16(x, y, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
+        }
+    for (int i = 0; i < 16; i += 2) {
+        vf16 x = r[i], y = r[i + 1];
+        r[i] = SHUF16(x, y, 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30);
+        r[i + 1] = SHUF16(x, y, 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31);
+    }
+}
+#undef SHUF16
+
+// dst[k * ld + c] = src[c * lds + k] for a 16 x 16 block (16 rows of src become 16 columns of dst).
+inline void transpose_block16(float* dst, size_t ld, const float* src, size_t lds) {
+    vf16 r[16];
+    for (int c = 0; c < 16; c++) memcpy(&r[c], src + c * lds, sizeof(vf16));
+    transpose16(r);
+    for (int k = 0; k < 16; k++) memcpy(dst + k * ld, &r[k], sizeof(vf16));
+}
+
+// Packs op(A)[i0:i0+mc, k0:k0+kc] as panels of MR rows, k-major within a panel, zero-padded.
+void pack_a(float* dst, const float* A, int lda, bool trans, int i0, int mc, int k0, int kc) {
+    for (int p = 0; p < mc; p += MR) {
+        int rows = std::min(MR, mc - p);
+        if (!trans) {
+            int k = 0;
+            if (rows == MR && MR <= 16) {
+                // transpose 16 k at a time through a 16 x 16 block whose first MR rows are this panel
+                for (; k + 16 <= kc; k += 16) {
+                    vf16 r[16];
+                    for (int c = 0; c < MR; c++) memcpy(&r[c], A + (size_t)(i0 + p + c) * lda + k0 + k, sizeof(vf16));
+                    for (int c = MR; c < 16; c++) r[c] = vf16{};
+                    transpose16(r);
+                    for (int kk = 0; kk < 16; kk++) memcpy(dst + (size_t)(k + kk) * MR, &r[kk], sizeof(float) * MR);
+                }
+            }
+            for (int r = 0; r < MR; r++) {
+                const float* src = r < rows ? A + (size_t)(i0 + p + r) * lda + k0 : nullptr;
+                for (int kk = k; kk < kc; kk++) dst[kk * MR + r] = src ? src[kk] : 0.0f;
+            }
+        } else {
+            for (int k = 0; k < kc; k++) {
+                const float* src = A + (size_t)(k0 + k) * lda + i0 + p;
+                if (rows == MR) {
+                    memcpy(dst + k * MR, src, sizeof(float) * MR);
+                    continue;
+                }
+                for (int r = 0; r < MR; r++) dst[k * MR + r] = r < rows ? src[r] : 0.0f;
+            }
+        }
+        dst += (size_t)MR * kc;
+    }
+}
+
+// Packs op(B)[k0:k0+kc, j0:j0+nc] as panels of NR columns, k-major within a panel, zero-padded.
+void pack_b(float* dst, const float* B, int ldb, bool trans, int k0, int kc, int j0, int nc) {
+    for (int q = 0; q < nc; q += NR) {
+        int cols = std::min(NR, nc - q);
+        if (!trans) {
+            for (int k = 0; k < kc; k++) {
+                const float* src = B + (size_t)(k0 + k) * ldb + j0 + q;
+                float* d = dst + (size_t)k * NR;
+                if (cols == NR) {
+                    memcpy(d, src, sizeof(float) * NR);
+                    continue;
+                }
+                for (int c = 0; c < NR; c++) d[c] = c < cols ? src[c] : 0.0f;
+            }
+        } else {
+            int k = 0;
+            if (cols == NR && NR % 16 == 0)
+                for (; k + 16 <= kc; k += 16) {
+                    for (int c = 0; c < NR; c += 16)
+                        transpose_block16(dst + (size_t)k * NR + c, NR, B + (size_t)(j0 + q + c) * ldb + k0 + k, ldb);
+                    // the next panel's NR rows are NR separate streams (the lm_head's weights come from
+                    // DRAM): fetch their lines one transpose ahead
+                    if (q + 2 * NR <= nc)
+                        for (int c = 0; c < NR; c++)
+                            __builtin_prefetch(B + (size_t)(j0 + q + NR + c) * ldb + k0 + k);
+                }
+            for (int c = 0; c < NR; c++) {
+                const float* src = c < cols ? B + (size_t)(j0 + q + c) * ldb + k0 : nullptr;
+                for (int kk = k; kk < kc; kk++) dst[(size_t)kk * NR + c] = src ? src[kk] : 0.0f;
+            }
+        }
+        dst += (size_t)NR * kc;
+    }
+}
+
+#if defined(__AVX512F__)
+// C[0:rows, 0:cols] (+)= packed A panel (MR x kc) * packed B panel (kc x NR), AVX-512: MR x NR/16
+// accumulators stay in zmm registers; each k broadcasts MR values of A against NR/16 vectors of B.
+void micro_kernel(int kc, const float* a, const float* b, float* C, int ldc, int rows, int cols, bool add) {
+    const int NV = GEMM_NV;
+    __m512 acc[MR][NV];
+    for (int r = 0; r < MR; r++)
+        for (int v = 0; v < NV; v++) acc[r][v] = _mm512_setzero_ps();
+    for (int k = 0; k < kc; k++) {
+        __m512 bv[NV];
+        for (int v = 0; v < NV; v++) bv[v] = _mm512_load_ps(b + (size_t)k * NR + 16 * v);
+        for (int r = 0; r < MR; r++) {
+            __m512 av = _mm512_set1_ps(a[k * MR + r]);
+            for (int v = 0; v < NV; v++) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+        }
+    }
+    if (rows == MR && cols == NR) {
+        for (int r = 0; r < MR; r++)
+            for (int v = 0; v < NV; v++) {
+                float* c = C + (size_t)r * ldc + 16 * v;
+                __m512 x = add ? _mm512_add_ps(acc[r][v], _mm512_loadu_ps(c)) : acc[r][v];
+                _mm512_storeu_ps(c, x);
+            }
+        return;
+    }
+    for (int r = 0; r < rows; r++)
+        for (int v = 0; v < NV && 16 * v < cols; v++) {
+            int n = std::min(16, cols - 16 * v);
+            __mmask16 m = (__mmask16)((1u << n) - 1);
+            float* c = C + (size_t)r * ldc + 16 * v;
+            __m512 x = add ? _mm512_add_ps(acc[r][v], _mm512_maskz_loadu_ps(m, c)) : acc[r][v];
+            _mm512_mask_storeu_ps(c, m, x);
+        }
+}
+#elif defined(__AVX2__) && defined(__FMA__)
+// The same with AVX2: MR x NR/8 ymm accumulators.
+void micro_kernel(int kc, const float* a, const float* b, float* C, int ldc, int rows, int cols, bool add) {
+    const int NV = 2 * GEMM_NV;
+    __m256 acc[MR][NV];
+    for (int r = 0; r < MR; r++)
+        for (int v = 0; v < NV; v++) acc[r][v] = _mm256_setzero_ps();
+    for (int k = 0; k < kc; k++) {
+        __m256 bv[NV];
+        for (int v = 0; v < NV; v++) bv[v] = _mm256_load_ps(b + (size_t)k * NR + 8 * v);
+        for (int r = 0; r < MR; r++) {
+            __m256 av = _mm256_broadcast_ss(a + k * MR + r);
+            for (int v = 0; v < NV; v++) acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);
+        }
+    }
+    for (int r = 0; r < rows; r++) {
+        float tile[NR];
+        for (int v = 0; v < NV; v++) _mm256_storeu_ps(tile + 8 * v, acc[r][v]);
+        float* c = C + (size_t)r * ldc;
+        for (int j = 0; j < cols; j++) c[j] = add ? c[j] + tile[j] : tile[j];
+    }
+}
+#else
+// Portable: GCC/Clang vector extensions, lowered to whatever vector unit the target has.
+void micro_kernel(int kc, const float* a, const float* b, float* C, int ldc, int rows, int cols, bool add) {
+    const int NV = GEMM_NV;
+    vf16 acc[MR][NV];
+    for (int r = 0; r < MR; r++)
+        for (int v = 0; v < NV; v++) acc[r][v] = vf16{};
+    for (int k = 0; k < kc; k++) {
+        vf16 bv[NV];
+        for (int v = 0; v < NV; v++) memcpy(&bv[v], b + (size_t)k * NR + 16 * v, sizeof(vf16));
+        for (int r = 0; r < MR; r++)
+            for (int v = 0; v < NV; v++) acc[r][v] += a[k * MR + r] * bv[v];
+    }
+    for (int r = 0; r < rows; r++) {
+        float tile[NR];
+        memcpy(tile, acc[r], sizeof(tile));
+        float* c = C + (size_t)r * ldc;
+        for (int j = 0; j < cols; j++) c[j] = add ? c[j] + tile[j] : tile[j];
+    }
+}
+#endif
+
+// One thread's block C[i0:i1, j0:j1].
+void gemm_block(Blocking blk, int i0, int i1, int j0, int j1, int K, const float* A, int lda, bool transA, const float* B,
+                int ldb, bool transB, float* C, int ldc, bool accumulate, float* pa, float* pb) {
+    for (int jc = j0; jc < j1; jc += blk.nc) {
+        int nc = std::min(blk.nc, j1 - jc);
+        for (int pc = 0; pc < K; pc += blk.kc) {
+            int kc = std::min(blk.kc, K - pc);
+            bool add = accumulate || pc > 0;
+            pack_b(pb, B, ldb, transB, pc, kc, jc, nc);
+            for (int ic = i0; ic < i1; ic += MC) {
+                int mc = std::min(MC, i1 - ic);
+                pack_a(pa, A, lda, transA, ic, mc, pc, kc);
+                for (int jr = 0; jr < nc; jr += NR)
+                    for (int ir = 0; ir < mc; ir += MR)
+                        micro_kernel(kc, pa + (size_t)ir * kc, pb + (size_t)jr * kc,
+                                     C + (size_t)(ic + ir) * ldc + jc + jr, ldc, std::min(MR, mc - ir),
+                                     std::min(NR, nc - jr), add);
+            }
+        }
+    }
+}
+
+// Per-thread packing buffers, allocated on a thread's first gemm and kept: a fresh 1 MiB allocation per
+// call came back from the kernel as page faults on every small product.
+struct PackBuffers {
+    float* a = nullptr;
+    float* b = nullptr;
+    PackBuffers() {
+        a = static_cast<float*>(aligned_alloc(64, sizeof(float) * MC * std::max(KC, KC_DEEP)));
+        b = static_cast<float*>(aligned_alloc(64, sizeof(float) * std::max(KC * NC, KC_DEEP * NC_DEEP)));
+    }
+    ~PackBuffers() {
+        free(a);
+        free(b);
+    }
+};
+
+PackBuffers& pack_buffers() {
+    static thread_local PackBuffers buffers;
+    return buffers;
+}
+
+bool gemm_trivial(int M, int N, int K, float* C, int ldc, bool accumulate) {
+    if (M <= 0 || N <= 0) return true;
+    if (K > 0) return false;
+    if (!accumulate)
+        for (int i = 0; i < M; i++) memset(C + (size_t)i * ldc, 0, sizeof(float) * N);
+    return true;
+}
+
+}  // namespace
+
+void gemm(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB, float* C,
+          int ldc, bool accumulate) {
+    if (gemm_trivial(M, N, K, C, ldc, accumulate)) return;
+#pragma omp parallel
+    {
+        int nt = 1, tid = 0;
+#ifdef _OPENMP
+        nt = omp_get_num_threads();
+        tid = omp_get_thread_num();
+#endif
+        // Split the longer side of C into nt slabs aligned to the register tile.
+        int i0 = 0, i1 = M, j0 = 0, j1 = N;
+        if (M >= N) {
+            int tiles = (M + MR - 1) / MR;
+            i0 = std::min(M, tiles * tid / nt * MR);
+            i1 = std::min(M, tiles * (tid + 1) / nt * MR);
+        } else {
+            int tiles = (N + NR - 1) / NR;
+            j0 = std::min(N, tiles * tid / nt * NR);
+            j1 = std::min(N, tiles * (tid + 1) / nt * NR);
+        }
+        if (i0 < i1 && j0 < j1) {
+            PackBuffers& buf = pack_buffers();
+            gemm_block(choose_blocking(M, N, K), i0, i1, j0, j1, K, A, lda, transA, B, ldb, transB, C, ldc, accumulate, buf.a, buf.b);
+        }
+    }
+}
+
+void gemm_serial(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB,
+                 float* C, int ldc, bool accumulate) {
+    if (gemm_trivial(M, N, K, C, ldc, accumulate)) return;
+    PackBuffers& buf = pack_buffers();
+    gemm_block(choose_blocking(M, N, K), 0, M, 0, N, K, A, lda, transA, B, ldb, transB, C, ldc, accumulate, buf.a, buf.b);
+}
+
+void gemm_ref(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB,
+              float* C, int ldc, bool accumulate) {
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double sum = 0;
+            for (int k = 0; k < K; k++)
+                sum += (double)a_at(A, lda, transA, i, k) * b_at(B, ldb, transB, k, j);
+            float* c = C + (size_t)i * ldc + j;
+            *c = accumulate ? *c + (float)sum : (float)sum;
+        }
+}

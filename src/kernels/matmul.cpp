@@ -1,0 +1,53 @@
+// matmul.cpp: the linear layer, out = inp W^T + b, and its backward, on top of gemm (gemm.h).
+// Weights are (OC, IC) as in llm.c (HuggingFace's Conv1D stores them transposed; checkpoint.cpp
+// converts). See layers.h for shapes.
+#include "kernels/gemm.h"
+#include "kernels/layers.h"
+#include "kernels/simd.h"
+
+// out (OC) = W (OC, IC) x (IC) + b for one row: every weight is read once, so it is a memory-bound dot
+// product per output (decoding's case), not a packed gemm.
+static void matvec_forward(float* out, const float* x, const float* W, const float* b, int IC, int OC) {
+#pragma omp parallel for schedule(static)
+    for (int j = 0; j < OC; j++) {
+        const float* w = W + (size_t)j * IC;
+        vf16 acc0 = vf16{}, acc1 = vf16{};
+        int i = 0;
+        for (; i + 32 <= IC; i += 32) {
+            acc0 += vf_load(w + i) * vf_load(x + i);
+            acc1 += vf_load(w + i + 16) * vf_load(x + i + 16);
+        }
+        vf16 acc = acc0 + acc1;
+        float sum = 0;
+        for (int l = 0; l < kVecLen; l++) sum += acc[l];
+        for (; i < IC; i++) sum += w[i] * x[i];
+        out[j] = b ? sum + b[j] : sum;
+    }
+}
+
+void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int IC, int OC) {
+    if (N == 1) return matvec_forward(out, inp, weight, bias, IC, OC);
+    gemm(N, OC, IC, inp, IC, false, weight, IC, true, out, OC, false);
+    if (!bias) return;
+#pragma omp parallel for
+    for (int i = 0; i < N; i++) {
+        float* o = out + (size_t)i * OC;
+        for (int j = 0; j < OC; j++) o[j] += bias[j];
+    }
+}
+
+void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                     const float* weight, int N, int IC, int OC) {
+    gemm(N, IC, OC, dout, OC, false, weight, IC, false, dinp, IC, false);    // dinp = dout W
+    gemm(OC, IC, N, dout, OC, true, inp, IC, false, dweight, IC, true);      // dW += dout^T inp
+    if (!dbias) return;
+    const int chunk = 256;
+#pragma omp parallel for
+    for (int j0 = 0; j0 < OC; j0 += chunk) {
+        int j1 = j0 + chunk < OC ? j0 + chunk : OC;
+        for (int i = 0; i < N; i++) {
+            const float* d = dout + (size_t)i * OC;
+            for (int j = j0; j < j1; j++) dbias[j] += d[j];
+        }
+    }
+}

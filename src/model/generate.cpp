@@ -1,0 +1,47 @@
+// generate.cpp: see generate.h.
+#include "model/generate.h"
+
+#include <cmath>
+
+#include "base/util.h"
+
+std::vector<int> generate(const GPT2& model, const std::vector<int>& prompt, const GenerateOptions& opts, Rng* rng,
+                          const std::function<void(int)>& on_token, GenerateStats* stats) {
+    const GPT2Config& cfg = model.cfg;
+    const int ctx = cfg.max_seq_len;
+    if (prompt.empty()) fatal("empty prompt: expected at least one token");
+    if ((int)prompt.size() > ctx)
+        fatal("prompt too long: %zu tokens, expected at most the model's context of %d", prompt.size(), ctx);
+    GenerateStats local;
+    GenerateStats* s = stats ? stats : &local;
+    *s = GenerateStats();
+    InferState st;
+    infer_init(&st, model, std::min(ctx, (int)prompt.size() + opts.max_tokens), (int)prompt.size());
+    std::vector<float> logits(cfg.padded_vocab_size);
+    double t0 = time_now_s();
+    infer_forward(&st, model, prompt.data(), (int)prompt.size(), logits.data(), false);
+    s->prompt_tokens = (int)prompt.size();
+    s->prompt_s = time_now_s() - t0;
+
+    std::vector<int> out;
+    t0 = time_now_s();
+    while ((int)out.size() < opts.max_tokens) {
+        for (int v = 0; v < cfg.vocab_size; v++)
+            if (!std::isfinite(logits[v]))
+                fatal("non-finite logits at position %d: logit %d is %g; the model's weights or activations "
+                      "overflow", st.len, v, logits[v]);
+        int token = sampler_sample(logits.data(), cfg.vocab_size, opts.sampler, rng);
+        out.push_back(token);
+        on_token(token);
+        if (token == opts.stop_token) break;
+        if ((int)out.size() == opts.max_tokens) break;
+        if (st.len == ctx) {
+            s->context_full = true;
+            break;
+        }
+        infer_forward(&st, model, &token, 1, logits.data(), false);
+    }
+    s->new_tokens = (int)out.size();
+    s->decode_s = time_now_s() - t0;
+    return out;
+}

@@ -1,0 +1,185 @@
+// layout.cpp: see layout.h. The tables and the views are built from the same ordered lists, so a
+// tensor added to one cannot be missing from the other.
+#include "model/layout.h"
+
+#include <cassert>
+
+namespace {
+
+struct TableBuilder {
+    std::vector<TensorInfo> table;
+    size_t offset = 0;
+    TensorInfo& add(const std::string& name, size_t rows, size_t cols, bool decay) {
+        TensorInfo t;
+        t.name = name, t.offset = offset, t.rows = rows, t.cols = cols, t.decay = decay;
+        table.push_back(t);
+        offset += table.back().numel();
+        return table.back();
+    }
+};
+
+// Parameters outside the blocks.
+TensorInfo& add_param(TableBuilder* tb, const char* name, size_t rows, size_t cols, bool decay, const char* hf_name,
+                      TensorInit init) {
+    TensorInfo& t = tb->add(name, rows, cols, decay);
+    t.hf_name = hf_name, t.init = init;
+    return t;
+}
+
+}  // namespace
+
+const LayerTensorSpec kLayerTensors[12] = {
+    {"ln1w", &LayerParams::ln1w, 1, 0, false, "ln_1.weight", false, TensorInit::kOne},
+    {"ln1b", &LayerParams::ln1b, 1, 0, false, "ln_1.bias", false, TensorInit::kZero},
+    {"qkvw", &LayerParams::qkvw, 3, 1, true, "attn.c_attn.weight", true, TensorInit::kNormal},
+    {"qkvb", &LayerParams::qkvb, 3, 0, false, "attn.c_attn.bias", false, TensorInit::kZero},
+    {"attprojw", &LayerParams::attprojw, 1, 1, true, "attn.c_proj.weight", true, TensorInit::kResidualNormal},
+    {"attprojb", &LayerParams::attprojb, 1, 0, false, "attn.c_proj.bias", false, TensorInit::kZero},
+    {"ln2w", &LayerParams::ln2w, 1, 0, false, "ln_2.weight", false, TensorInit::kOne},
+    {"ln2b", &LayerParams::ln2b, 1, 0, false, "ln_2.bias", false, TensorInit::kZero},
+    {"fcw", &LayerParams::fcw, 4, 1, true, "mlp.c_fc.weight", true, TensorInit::kNormal},
+    {"fcb", &LayerParams::fcb, 4, 0, false, "mlp.c_fc.bias", false, TensorInit::kZero},
+    {"fcprojw", &LayerParams::fcprojw, 1, 4, true, "mlp.c_proj.weight", true, TensorInit::kResidualNormal},
+    {"fcprojb", &LayerParams::fcprojb, 1, 0, false, "mlp.c_proj.bias", false, TensorInit::kZero},
+};
+static_assert(sizeof(LayerParams) == sizeof(kLayerTensors) / sizeof(kLayerTensors[0]) * sizeof(float*),
+              "every LayerParams view has a row in kLayerTensors");
+
+std::vector<TensorInfo> layout_params(const GPT2Config& cfg) {
+    const size_t C = cfg.channels;
+    TableBuilder tb;
+    add_param(&tb, "wte", cfg.padded_vocab_size, C, true, "wte.weight", TensorInit::kNormal);
+    add_param(&tb, "wpe", cfg.max_seq_len, C, true, "wpe.weight", TensorInit::kNormal);
+    for (int l = 0; l < cfg.num_layers; l++)
+        for (int k = 0; k < 12; k++) {
+            const LayerTensorSpec& s = kLayerTensors[k];
+            const std::string h = "h." + std::to_string(l) + ".";
+            TensorInfo& t = tb.add(h + s.name, s.rows_per_c * C, s.cols_per_c * C, s.decay);
+            t.hf_name = h + s.hf_suffix, t.hf_transposed = s.hf_transposed, t.init = s.init;
+            t.layer = l, t.slot = k;
+        }
+    add_param(&tb, "lnfw", C, 0, false, "ln_f.weight", TensorInit::kOne);
+    add_param(&tb, "lnfb", C, 0, false, "ln_f.bias", TensorInit::kZero);
+    return tb.table;
+}
+
+std::vector<size_t> layout_llmc_order(const std::vector<TensorInfo>& table) {
+    std::vector<size_t> order;
+    for (size_t i = 0; i < table.size(); i++)  // wte, wpe
+        if (table[i].layer < 0 && (table[i].name == "wte" || table[i].name == "wpe")) order.push_back(i);
+    for (int k = 0; k < 12; k++)
+        for (size_t i = 0; i < table.size(); i++)
+            if (table[i].slot == k) order.push_back(i);
+    for (size_t i = 0; i < table.size(); i++)  // lnfw, lnfb
+        if (table[i].layer < 0 && table[i].name != "wte" && table[i].name != "wpe") order.push_back(i);
+    assert(order.size() == table.size());
+    return order;
+}
+
+size_t layout_params_size(const std::vector<TensorInfo>& table) {
+    return table.empty() ? 0 : table.back().offset + table.back().numel();
+}
+
+ParamViews layout_param_views(const GPT2Config& cfg, float* base) {
+    ParamViews v;
+    v.layers.resize(cfg.num_layers);
+    for (const TensorInfo& t : layout_params(cfg)) {
+        float* at = base + t.offset;
+        if (t.layer >= 0) v.layers[t.layer].*kLayerTensors[t.slot].view = at;
+        else if (t.name == "wte") v.wte = at;
+        else if (t.name == "wpe") v.wpe = at;
+        else if (t.name == "lnfw") v.lnfw = at;
+        else v.lnfb = at;
+    }
+    return v;
+}
+
+namespace {
+
+// Per-layer activations in LayerActs order: rows are N = B*T unless `is_att`.
+struct LayerActShape {
+    const char* name;
+    float* LayerActs::*view;
+    size_t cols_per_c;  // 0: one float per row (mean/rstd)
+    bool is_att;        // (B, NH, T)
+};
+const LayerActShape kLayerActs[] = {
+    {"ln1", &LayerActs::ln1, 1, false},
+    {"ln1_mean", &LayerActs::ln1_mean, 0, false},
+    {"ln1_rstd", &LayerActs::ln1_rstd, 0, false},
+    {"qkv", &LayerActs::qkv, 3, false},
+    {"atty", &LayerActs::atty, 1, false},
+    {"att_lse", &LayerActs::att_lse, 0, true},
+    {"attproj", &LayerActs::attproj, 1, false},
+    {"residual2", &LayerActs::residual2, 1, false},
+    {"ln2", &LayerActs::ln2, 1, false},
+    {"ln2_mean", &LayerActs::ln2_mean, 0, false},
+    {"ln2_rstd", &LayerActs::ln2_rstd, 0, false},
+    {"fch", &LayerActs::fch, 4, false},
+    {"fch_gelu", &LayerActs::fch_gelu, 4, false},
+    {"fcproj", &LayerActs::fcproj, 1, false},
+    {"residual3", &LayerActs::residual3, 1, false},
+};
+static_assert(sizeof(LayerActs) == sizeof(kLayerActs) / sizeof(kLayerActs[0]) * sizeof(float*),
+              "every LayerActs view has a row in kLayerActs");
+
+}  // namespace
+
+namespace {
+
+void add_layer_acts(TableBuilder* tb, const std::string& prefix, const GPT2Config& cfg, int B, int T) {
+    const size_t C = cfg.channels, N = (size_t)B * T;
+    for (const LayerActShape& s : kLayerActs) {
+        if (s.is_att) tb->add(prefix + s.name, (size_t)B * cfg.num_heads * T, 0, false);
+        else tb->add(prefix + s.name, N, s.cols_per_c * C, false);
+    }
+}
+
+LayerActs layer_act_views(const std::vector<TensorInfo>& table, size_t* i, float* base) {
+    LayerActs la;
+    for (const LayerActShape& s : kLayerActs) la.*s.view = base + table[(*i)++].offset;
+    return la;
+}
+
+}  // namespace
+
+std::vector<TensorInfo> layout_acts(const GPT2Config& cfg, int B, int T) {
+    const size_t C = cfg.channels, N = (size_t)B * T;
+    TableBuilder tb;
+    tb.add("encoded", N, C, false);
+    for (int l = 0; l < cfg.num_layers; l++) add_layer_acts(&tb, "h." + std::to_string(l) + ".", cfg, B, T);
+    tb.add("lnf", N, C, false);
+    tb.add("lnf_mean", N, 0, false);
+    tb.add("lnf_rstd", N, 0, false);
+    tb.add("logits", N, cfg.padded_vocab_size, false);
+    tb.add("probs", N, cfg.padded_vocab_size, false);
+    tb.add("losses", N, 0, false);
+    return tb.table;
+}
+
+ActViews layout_act_views(const GPT2Config& cfg, int B, int T, float* base) {
+    std::vector<TensorInfo> table = layout_acts(cfg, B, T);
+    ActViews v;
+    size_t i = 0;
+    v.encoded = base + table[i++].offset;
+    for (int l = 0; l < cfg.num_layers; l++) v.layers.push_back(layer_act_views(table, &i, base));
+    v.lnf = base + table[i++].offset;
+    v.lnf_mean = base + table[i++].offset;
+    v.lnf_rstd = base + table[i++].offset;
+    v.logits = base + table[i++].offset;
+    v.probs = base + table[i++].offset;
+    v.losses = base + table[i++].offset;
+    assert(i == table.size());
+    return v;
+}
+
+std::vector<TensorInfo> layout_layer_acts(const GPT2Config& cfg, int B, int T) {
+    TableBuilder tb;
+    add_layer_acts(&tb, "", cfg, B, T);
+    return tb.table;
+}
+
+LayerActs layout_layer_act_views(const GPT2Config& cfg, int B, int T, float* base) {
+    size_t i = 0;
+    return layer_act_views(layout_layer_acts(cfg, B, T), &i, base);
+}

@@ -1,0 +1,178 @@
+// model.cpp: GPT-2 forward and backward as one call per layer; see model.h. gpt2_backward lists the
+// forward's calls in reverse so the two can be read side by side.
+#include "model/model.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/layers.h"
+#include "base/rng.h"
+#include "base/util.h"
+
+void gpt2_build(GPT2* model, const GPT2Config& cfg, const char* where) {
+    config_validate(cfg, where);
+    model->cfg = cfg;
+    model->param_table = layout_params(cfg);
+    model->num_params = layout_params_size(model->param_table);
+    memory_check(sizeof(float) * (double)model->num_params, std::string("parameters of ") + where, "use a smaller model");
+    model->params.assign(model->num_params, 0.0f);
+    model->p = layout_param_views(cfg, model->params.data());
+    model->grads.clear();
+    model->training = false;
+    model->B = model->T = 0;
+}
+
+void gpt2_enable_training(GPT2* model) {
+    if (model->training) return;
+    memory_check(sizeof(float) * (double)model->num_params, "gradients", "use a smaller model");
+    model->grads.assign(model->num_params, 0.0f);
+    model->g = layout_param_views(model->cfg, model->grads.data());
+    model->training = true;
+    model->B = model->T = 0;  // the activations gain their gradients at the next forward
+}
+
+void gpt2_init_random(GPT2* model, uint64_t seed) {
+    const GPT2Config& cfg = model->cfg;
+    Rng rng(seed);
+    const float std_resid = 0.02f / sqrtf(2.0f * cfg.num_layers);
+    for (const TensorInfo& t : model->param_table) {
+        float* w = model->params.data() + t.offset;
+        size_t n = t.numel();
+        if (t.name == "wte") n = (size_t)cfg.vocab_size * cfg.channels;  // padded rows stay zero
+        const float std = t.init == TensorInit::kResidualNormal ? std_resid : 0.02f;
+        for (size_t i = 0; i < n; i++) {
+            if (t.init == TensorInit::kNormal || t.init == TensorInit::kResidualNormal) w[i] = std * rng.normal();
+            else w[i] = t.init == TensorInit::kOne ? 1.0f : 0.0f;
+        }
+    }
+}
+
+void gpt2_alloc_acts(GPT2* model, int B, int T) {
+    if (B == model->B && T == model->T) return;
+    if (B < 1 || T < 1) fatal("bad batch shape: expected B >= 1 and T >= 1, got B=%d T=%d", B, T);
+    if (T > model->cfg.max_seq_len)
+        fatal("sequence length too long (-T): expected <= %d (the model's context), got %d", model->cfg.max_seq_len,
+              T);
+    std::vector<TensorInfo> table = layout_acts(model->cfg, B, T);
+    size_t n = layout_params_size(table);
+    std::vector<float>().swap(model->acts);  // release the old size before checking for the new one
+    std::vector<float>().swap(model->dacts);
+    const int copies = model->training ? 2 : 1;  // activations, and their gradients when training
+    memory_check(copies * sizeof(float) * (double)n,
+                 std::string(model->training ? "activations and their gradients" : "activations") + " for B=" +
+                     std::to_string(B) + ", T=" + std::to_string(T),
+                 "lower -B or -T");
+    model->acts.assign(n, 0.0f);
+    model->a = layout_act_views(model->cfg, B, T, model->acts.data());
+    if (model->training) {
+        model->dacts.assign(n, 0.0f);
+        model->da = layout_act_views(model->cfg, B, T, model->dacts.data());
+    }
+    model->B = B;
+    model->T = T;
+}
+
+void block_forward(const LayerActs& la, const float* x, const LayerParams& lp, int B, int T, int C, int NH,
+                   const KvLayer* kv) {
+    const int N = B * T;
+    // x = x + attn(ln_1(x))
+    layernorm_forward(la.ln1, la.ln1_mean, la.ln1_rstd, x, lp.ln1w, lp.ln1b, N, C);
+    matmul_forward(la.qkv, la.ln1, lp.qkvw, lp.qkvb, N, C, 3 * C);
+    if (!kv) {
+        attention_forward(la.atty, la.att_lse, la.qkv, B, T, C, NH);
+    } else {
+        for (int i = 0; i < N; i++) {  // this step's keys and values join the cache
+            memcpy(kv->k + (size_t)(kv->p0 + i) * C, la.qkv + (size_t)i * 3 * C + C, C * sizeof(float));
+            memcpy(kv->v + (size_t)(kv->p0 + i) * C, la.qkv + (size_t)i * 3 * C + 2 * C, C * sizeof(float));
+        }
+        attention_forward_cached(la.atty, la.att_lse, la.qkv, kv->k, kv->v, N, kv->p0, C, NH);
+    }
+    matmul_forward(la.attproj, la.atty, lp.attprojw, lp.attprojb, N, C, C);
+    residual_forward(la.residual2, x, la.attproj, (size_t)N * C);
+    // x = x + mlp(ln_2(x))
+    layernorm_forward(la.ln2, la.ln2_mean, la.ln2_rstd, la.residual2, lp.ln2w, lp.ln2b, N, C);
+    matmul_forward(la.fch, la.ln2, lp.fcw, lp.fcb, N, C, 4 * C);
+    gelu_forward(la.fch_gelu, la.fch, (size_t)N * 4 * C);
+    matmul_forward(la.fcproj, la.fch_gelu, lp.fcprojw, lp.fcprojb, N, 4 * C, C);
+    residual_forward(la.residual3, la.residual2, la.fcproj, (size_t)N * C);
+}
+
+float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int T) {
+    const GPT2Config& cfg = model->cfg;
+    const int C = cfg.channels, NH = cfg.num_heads, V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
+    const int N = B * T;
+    gpt2_alloc_acts(model, B, T);
+    for (int i = 0; i < N; i++) {
+        if (inputs[i] < 0 || inputs[i] >= V) fatal("input token %d at position %d: expected 0..%d", inputs[i], i, V - 1);
+        if (targets && (targets[i] < 0 || targets[i] >= V))
+            fatal("target token %d at position %d: expected 0..%d", targets[i], i, V - 1);
+    }
+    model->inputs.assign(inputs, inputs + N);
+    model->have_targets = targets != nullptr;
+    if (targets) model->targets.assign(targets, targets + N);
+    const ParamViews& p = model->p;
+    const ActViews& a = model->a;
+
+    encoder_forward(a.encoded, inputs, p.wte, p.wpe, B, T, C);
+    const float* x = a.encoded;  // (N, C) the residual stream
+    for (int l = 0; l < cfg.num_layers; l++) {
+        block_forward(a.layers[l], x, p.layers[l], B, T, C, NH, nullptr);
+        x = a.layers[l].residual3;
+    }
+    layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, x, p.lnfw, p.lnfb, N, C);
+    matmul_forward(a.logits, a.lnf, p.wte, nullptr, N, C, Vp);  // lm_head tied to wte
+    model->mean_loss = crossentropy_forward(a.losses, a.probs, a.logits, targets, N, V, Vp);
+    return targets ? model->mean_loss : 0.0f;
+}
+
+void gpt2_zero_grad(GPT2* model) {
+    // 500 MB at 124M: one memset per thread over contiguous slices, not one thread for all of it.
+    float* g = model->grads.data();
+    const long n = (long)model->grads.size(), chunk = 1 << 20;
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < n; i += chunk) memset(g + i, 0, sizeof(float) * std::min(chunk, n - i));
+}
+
+void gpt2_backward(GPT2* model, float loss_scale) {
+    assert(model->training && model->have_targets && "gpt2_backward needs gpt2_enable_training and a forward with targets");
+    const GPT2Config& cfg = model->cfg;
+    const int B = model->B, T = model->T, N = B * T;
+    const int C = cfg.channels, NH = cfg.num_heads, V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
+    const ParamViews &p = model->p, &g = model->g;
+    const ActViews &a = model->a, &da = model->da;
+    // Activation gradients are overwritten by their one writer (layers.h) except where layernorm_backward
+    // adds onto the residual stream: that stream's first writer is the final LayerNorm's backward.
+    const int last = cfg.num_layers - 1;
+    memset(da.layers[last].residual3, 0, sizeof(float) * N * C);
+    crossentropy_backward(da.logits, a.probs, model->targets.data(), loss_scale / N, N, V, Vp);
+    matmul_backward(da.lnf, g.wte, nullptr, da.logits, a.lnf, p.wte, N, C, Vp);
+    layernorm_backward(da.layers[last].residual3, g.lnfw, g.lnfb, da.lnf, a.layers[last].residual3, p.lnfw,
+                       a.lnf_mean, a.lnf_rstd, N, C);
+    for (int l = last; l >= 0; l--) {
+        const LayerParams &lp = p.layers[l], &lg = g.layers[l];
+        const LayerActs &la = a.layers[l], &lda = da.layers[l];
+        const float* x = l == 0 ? a.encoded : a.layers[l - 1].residual3;  // this block's input
+        float* dx = l == 0 ? da.encoded : da.layers[l - 1].residual3;
+        // x = x + mlp(ln_2(x)), backwards
+        residual_backward(lda.residual2, lda.fcproj, lda.residual3, (size_t)N * C);
+        matmul_backward(lda.fch_gelu, lg.fcprojw, lg.fcprojb, lda.fcproj, la.fch_gelu, lp.fcprojw, N, 4 * C, C);
+        gelu_backward(lda.fch, la.fch, lda.fch_gelu, (size_t)N * 4 * C);
+        matmul_backward(lda.ln2, lg.fcw, lg.fcb, lda.fch, la.ln2, lp.fcw, N, C, 4 * C);
+        layernorm_backward(lda.residual2, lg.ln2w, lg.ln2b, lda.ln2, la.residual2, lp.ln2w, la.ln2_mean,
+                           la.ln2_rstd, N, C);
+        // x = x + attn(ln_1(x)), backwards
+        residual_backward(dx, lda.attproj, lda.residual2, (size_t)N * C);
+        matmul_backward(lda.atty, lg.attprojw, lg.attprojb, lda.attproj, la.atty, lp.attprojw, N, C, C);
+        attention_backward(lda.qkv, lda.atty, la.qkv, la.att_lse, B, T, C, NH);
+        matmul_backward(lda.ln1, lg.qkvw, lg.qkvb, lda.qkv, la.ln1, lp.qkvw, N, C, 3 * C);
+        layernorm_backward(dx, lg.ln1w, lg.ln1b, lda.ln1, x, lp.ln1w, la.ln1_mean, la.ln1_rstd, N, C);
+    }
+    encoder_backward(g.wte, g.wpe, da.encoded, model->inputs.data(), B, T, C);
+}
+
+size_t gpt2_num_real_params(const GPT2Config& cfg) {
+    size_t n = layout_params_size(layout_params(cfg));
+    return n - (size_t)(cfg.padded_vocab_size - cfg.vocab_size) * cfg.channels;
+}

@@ -1,0 +1,58 @@
+// model.h: GPT-2 (pre-norm transformer, tied lm_head) over one flat parameter buffer and one flat
+// activation buffer; forward, backward and zero-grad. Training policy (optimizer, data) lives elsewhere.
+// Reference: Radford et al. 2019 (GPT-2); nanoGPT's model.py for the block structure.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "model/config.h"
+#include "model/layout.h"
+
+struct GPT2 {
+    GPT2Config cfg;
+    std::vector<TensorInfo> param_table;
+    size_t num_params = 0;  // floats in the parameter buffer (padded vocabulary included)
+    std::vector<float> params, grads;  // grads (and dacts) only after gpt2_enable_training
+    ParamViews p, g;  // views into params and grads
+    bool training = false;
+    int B = 0, T = 0;  // batch the activations are sized for
+    std::vector<float> acts, dacts;
+    ActViews a, da;
+    std::vector<int> inputs, targets;  // (B, T) of the last forward
+    bool have_targets = false;
+    float mean_loss = 0;
+};
+
+// One layer's KV cache for inference: keys and values (max positions, C) each; the block appends the
+// rows of positions p0.. and attends over 0..p0+i.
+struct KvLayer {
+    float* k;
+    float* v;
+    int p0;
+};
+
+// One transformer block, the only copy of its diagram: la.residual3 = x + attn(ln_1(x)), then
+// + mlp(ln_2(.)), over B sequences of T positions (x (B*T, C)). Without a cache, attention runs over the
+// batch itself (training, eval) and la keeps everything the backward needs; with one (B = 1), this
+// step's keys and values are appended to it first. x may be la.residual3 (read before it is written).
+void block_forward(const LayerActs& la, const float* x, const LayerParams& lp, int B, int T, int C, int NH,
+                   const KvLayer* kv);
+// Allocates zeroed parameters for cfg (validated; fatal names `where` if bad). Inference needs nothing more.
+void gpt2_build(GPT2* model, const GPT2Config& cfg, const char* where);
+// Adds what training needs: parameter gradients, and activation gradients from the next forward on.
+void gpt2_enable_training(GPT2* model);
+// GPT-2 init: weights N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)), biases 0, LayerNorm 1/0,
+// padded wte rows 0.
+void gpt2_init_random(GPT2* model, uint64_t seed);
+// Sizes the activation buffers for (B, T); a no-op when already that size. fatal if T > max_seq_len.
+void gpt2_alloc_acts(GPT2* model, int B, int T);
+// Forward over inputs (B, T); with targets (B, T) also the loss, returned (else returns 0).
+// Token ids must be < vocab_size (checked; fatal otherwise).
+float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int T);
+void gpt2_zero_grad(GPT2* model);
+// Accumulates d(loss * loss_scale)/dparams into grads; needs gpt2_enable_training and a forward with
+// targets first.
+// loss_scale is 1/grad_accum when accumulating micro-batches.
+void gpt2_backward(GPT2* model, float loss_scale);
+// Parameters that matter to a user: wte counts only the real vocabulary.
+size_t gpt2_num_real_params(const GPT2Config& cfg);

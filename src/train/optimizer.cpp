@@ -1,0 +1,105 @@
+// optimizer.cpp: see optimizer.h.
+#include "train/optimizer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/simd.h"
+
+float optimizer_grad_norm(const GPT2& model) {
+    // Fixed chunks summed in double lanes, then the chunk sums in order: the result does not depend on
+    // the thread count.
+    const size_t n = model.grads.size(), chunk = 1 << 16;
+    const long nchunks = (long)((n + chunk - 1) / chunk);
+    std::vector<double> partial(nchunks);
+    const float* g = model.grads.data();
+#pragma omp parallel for schedule(static)
+    for (long c = 0; c < nchunks; c++) {
+        size_t i = c * chunk, end = std::min(n, i + chunk);
+        vd8 acc0{}, acc1{};
+        for (; i + kVecLen <= end; i += kVecLen) {
+            vf16 x = vf_load(g + i);
+            vd8 lo = __builtin_convertvector(__builtin_shufflevector(x, x, 0, 1, 2, 3, 4, 5, 6, 7), vd8);
+            vd8 hi = __builtin_convertvector(__builtin_shufflevector(x, x, 8, 9, 10, 11, 12, 13, 14, 15), vd8);
+            acc0 += lo * lo;
+            acc1 += hi * hi;
+        }
+        double s = 0;
+        for (int k = 0; k < 8; k++) s += acc0[k] + acc1[k];
+        for (; i < end; i++) s += (double)g[i] * g[i];
+        partial[c] = s;
+    }
+    double sum = 0;
+    for (double s : partial) sum += s;
+    return (float)std::sqrt(sum);
+}
+
+float optimizer_clip_factor(float norm, float max_norm) {
+    if (max_norm <= 0) return 1.0f;
+    float factor = max_norm / (norm + 1e-6f);
+    return factor < 1.0f ? factor : 1.0f;
+}
+
+float optimizer_clip_grads(GPT2* model, float max_norm) {
+    float norm = optimizer_grad_norm(*model);
+    float factor = optimizer_clip_factor(norm, max_norm);
+    if (factor == 1.0f) return norm;
+    float* g = model->grads.data();
+    const long n = (long)model->grads.size();
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < n; i++) g[i] *= factor;
+    return norm;
+}
+
+void adamw_update(AdamW* opt, GPT2* model, const AdamWConfig& cfg, float lr, float grad_scale) {
+    if (opt->m.size() != model->params.size()) {
+        opt->m.assign(model->params.size(), 0.0f);
+        opt->v.assign(model->params.size(), 0.0f);
+        opt->step = 0;
+    }
+    opt->step++;
+    const float b1 = cfg.beta1, b2 = cfg.beta2;
+    const float step_size = lr / (1.0f - powf(b1, (float)opt->step));
+    const float bc2_sqrt = sqrtf(1.0f - powf(b2, (float)opt->step));
+    // One streaming pass: each element is read and written once, in 16-float vectors.
+    auto update = [&](float* w, const float* g, float* m, float* v, float decay, int n) {
+        const bool full = n == kVecLen;  // constant-folded in the main loop: plain vector loads there
+        vf16 gs = (full ? vf_load(g) : vf_load_partial(g, n)) * grad_scale;
+        vf16 mv = b1 * (full ? vf_load(m) : vf_load_partial(m, n)) + (1.0f - b1) * gs;
+        vf16 vv = b2 * (full ? vf_load(v) : vf_load_partial(v, n)) + (1.0f - b2) * gs * gs;
+        vf16 denom = vf_sqrt(vv) / bc2_sqrt + cfg.eps;
+        vf16 wv = (full ? vf_load(w) : vf_load_partial(w, n)) * decay - step_size * mv / denom;
+        if (full) {
+            vf_store(m, mv), vf_store(v, vv), vf_store(w, wv);
+        } else {
+            vf_store_partial(m, mv, n), vf_store_partial(v, vv, n), vf_store_partial(w, wv, n);
+        }
+    };
+#pragma omp parallel
+    for (const TensorInfo& t : model->param_table) {
+        float* w = model->params.data() + t.offset;
+        const float* g = model->grads.data() + t.offset;
+        float* m = opt->m.data() + t.offset;
+        float* v = opt->v.data() + t.offset;
+        const float decay = t.decay ? 1.0f - lr * cfg.weight_decay : 1.0f;
+        const long nv = (long)(t.numel() / kVecLen);
+#pragma omp for schedule(static) nowait
+        for (long i = 0; i < nv; i++) {
+            size_t o = (size_t)i * kVecLen;
+            update(w + o, g + o, m + o, v + o, decay, kVecLen);
+        }
+        int rest = (int)(t.numel() - (size_t)nv * kVecLen);
+        size_t o = (size_t)nv * kVecLen;
+#pragma omp single nowait
+        if (rest) update(w + o, g + o, m + o, v + o, decay, rest);
+    }
+}
+
+float lr_schedule(int step, int total, float lr, int warmup, float min_lr_frac, bool cosine) {
+    if (step < warmup) return lr * (float)(step + 1) / (float)warmup;
+    if (!cosine || total <= warmup) return lr;
+    float progress = (float)(step - warmup) / (float)(total - warmup);
+    if (progress > 1.0f) progress = 1.0f;
+    float min_lr = lr * min_lr_frac;
+    return min_lr + 0.5f * (lr - min_lr) * (1.0f + cosf(3.14159265358979f * progress));
+}

@@ -1,0 +1,275 @@
+// plot.cpp: see plot.h. A tiny software rasteriser: filled rectangles, square-brush lines (Bresenham),
+// filled discs, and text from stb_easy_font, whose glyphs are axis-aligned quads and so are filled as
+// rectangles (rotated a quarter turn for the y-axis label). No anti-aliasing: series keep their exact
+// colours, which the tests rely on. Reference: stb_easy_font.h and stb_image_write.h (libstb-dev).
+#include "train/plot.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "base/util.h"
+
+// stb headers trip -Wall -Wextra (unused static helpers, missing initialisers); they are not ours.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#pragma GCC diagnostic ignored "-Wsign-compare"
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#include <stb/stb_easy_font.h>
+// The one definition of stb_image_write in the project. No stdio: every PNG goes through
+// file_write_atomic.
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#define STBI_WRITE_NO_STDIO
+#include <stb/stb_image_write.h>
+#pragma GCC diagnostic pop
+
+namespace {
+
+struct Rgb {
+    uint8_t r, g, b;
+};
+const Rgb kBlack = {0, 0, 0};
+const Rgb kGrid = {225, 225, 225};
+const Rgb kTrain = {kPlotTrainRgb[0], kPlotTrainRgb[1], kPlotTrainRgb[2]};
+const Rgb kVal = {kPlotValRgb[0], kPlotValRgb[1], kPlotValRgb[2]};
+
+struct Canvas {
+    int w, h;
+    std::vector<uint8_t> rgb;  // (h, w, 3)
+
+    Canvas(int w_, int h_) : w(w_), h(h_), rgb((size_t)w_ * h_ * 3, 255) {}
+    void set(int x, int y, Rgb c) {
+        if (x < 0 || y < 0 || x >= w || y >= h) return;
+        uint8_t* p = &rgb[((size_t)y * w + x) * 3];
+        p[0] = c.r, p[1] = c.g, p[2] = c.b;
+    }
+    // Fills [x0, x1) x [y0, y1), clipped to the canvas.
+    void fill_rect(int x0, int y0, int x1, int y1, Rgb c) {
+        x0 = std::max(x0, 0), y0 = std::max(y0, 0);
+        x1 = std::min(x1, w), y1 = std::min(y1, h);
+        for (int y = y0; y < y1; y++)
+            for (int x = x0; x < x1; x++) set(x, y, c);
+    }
+    // A line with a square brush `thick` pixels wide (1 = plain Bresenham).
+    void line(int x0, int y0, int x1, int y1, int thick, Rgb c) {
+        int lo = -(thick - 1) / 2, hi = lo + thick;
+        int dx = std::abs(x1 - x0), dy = -std::abs(y1 - y0);
+        int sx = x0 < x1 ? 1 : -1, sy = y0 < y1 ? 1 : -1;
+        int e = dx + dy;
+        for (;;) {
+            fill_rect(x0 + lo, y0 + lo, x0 + hi, y0 + hi, c);
+            if (x0 == x1 && y0 == y1) break;
+            int e2 = 2 * e;
+            if (e2 >= dy) e += dy, x0 += sx;
+            if (e2 <= dx) e += dx, y0 += sy;
+        }
+    }
+    void disc(int cx, int cy, int r, Rgb c) {
+        for (int y = -r; y <= r; y++)
+            for (int x = -r; x <= r; x++)
+                if (x * x + y * y <= r * r + r) set(cx + x, cy + y, c);
+    }
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// Text. stb_easy_font lays glyphs out in font units (digits are 7 units tall, advance about 6); we scale
+// each unit to `scale` pixels.
+
+const int kGlyphHeight = 7;
+
+int text_width(const std::string& s, int scale) {
+    std::string copy = s;  // stb_easy_font takes char*
+    return stb_easy_font_width(&copy[0]) * scale;
+}
+
+// Draws `s` (printable ASCII only) with its top-left corner at (x, y). With `upward`, the text is turned a
+// quarter turn counterclockwise and reads bottom to top; (x, y) is then its bottom-left corner.
+void draw_text(Canvas* cv, int x, int y, const std::string& s, int scale, Rgb c, bool upward = false) {
+    std::string copy;
+    for (char ch : s) copy += (ch >= 32 && ch < 127) ? ch : '?';
+    // 16 bytes per vertex, 4 vertices per quad; glyphs use at most ~20 quads.
+    std::vector<float> vbuf(copy.size() * 32 * 16 + 16);
+    int quads = stb_easy_font_print(0, 0, &copy[0], nullptr, vbuf.data(), (int)(vbuf.size() * sizeof(float)));
+    for (int q = 0; q < quads; q++) {
+        const float* v = &vbuf[(size_t)q * 16];  // vertices 0 and 2 are opposite corners
+        int u0 = (int)std::lround(std::min(v[0], v[8])), u1 = (int)std::lround(std::max(v[0], v[8]));
+        int w0 = (int)std::lround(std::min(v[1], v[9])), w1 = (int)std::lround(std::max(v[1], v[9]));
+        if (!upward)
+            cv->fill_rect(x + u0 * scale, y + w0 * scale, x + u1 * scale, y + w1 * scale, c);
+        else  // font (u, w) -> pixel (x + w, y - u)
+            cv->fill_rect(x + w0 * scale, y - u1 * scale + 1, x + w1 * scale, y - u0 * scale + 1, c);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Axes.
+
+struct Axis {
+    double lo, hi, step;  // drawn range and tick spacing; ticks at lo, lo + step, ..., hi
+    int decimals;         // for tick labels
+    int ticks() const { return (int)std::lround((hi - lo) / step) + 1; }
+    std::string label(int i) const {
+        double v = lo + i * step;
+        if (std::fabs(v) < step * 1e-6) v = 0;  // no "-0.00"
+        char buf[64];
+        if (std::max(std::fabs(lo), std::fabs(hi)) >= 1e7)
+            snprintf(buf, sizeof(buf), "%.3g", v);  // keep labels short
+        else
+            snprintf(buf, sizeof(buf), "%.*f", decimals, v);
+        return buf;
+    }
+};
+
+// 1, 2 or 5 x 10^k, the smallest at least span / intervals.
+double nice_step(double span, int intervals) {
+    double raw = span / intervals;
+    double mag = std::pow(10.0, std::floor(std::log10(raw)));
+    double f = raw / mag;
+    return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * mag;
+}
+
+// An axis covering [lo, hi] (lo < hi) with about `intervals` ticks on round numbers. integer_ticks keeps
+// the spacing a whole number (steps).
+Axis axis_make(double lo, double hi, int intervals, bool integer_ticks) {
+    Axis a;
+    a.step = nice_step(hi - lo, intervals);
+    if (integer_ticks) a.step = std::max(1.0, std::round(a.step));
+    a.lo = std::floor(lo / a.step) * a.step;
+    a.hi = std::ceil(hi / a.step) * a.step;
+    if (a.hi <= a.lo) a.hi = a.lo + a.step;
+    a.decimals = integer_ticks ? 0 : std::max(0, (int)-std::floor(std::log10(a.step) + 1e-9));
+    return a;
+}
+
+// Range of the finite points of both series: steps in [*xlo, *xhi], losses in [*ylo, *yhi]. False if none.
+bool data_range(const std::vector<std::pair<int, float>>& a, const std::vector<std::pair<int, float>>& b,
+                double* xlo, double* xhi, double* ylo, double* yhi) {
+    bool any = false;
+    for (const auto* s : {&a, &b})
+        for (const auto& p : *s) {
+            if (!std::isfinite(p.second)) continue;
+            if (!any) *xlo = *xhi = p.first, *ylo = *yhi = p.second, any = true;
+            *xlo = std::min(*xlo, (double)p.first), *xhi = std::max(*xhi, (double)p.first);
+            *ylo = std::min(*ylo, (double)p.second), *yhi = std::max(*yhi, (double)p.second);
+        }
+    return any;
+}
+
+}  // namespace
+
+std::vector<uint8_t> plot_render(const std::vector<std::pair<int, float>>& train,
+                                 const std::vector<std::pair<int, float>>& val, int width, int height) {
+    assert(width >= 100 && height >= 100 && width <= 16384 && height <= 16384);
+    Canvas cv(width, height);
+    const int s = std::max(1, std::min(width / 400, height / 250));  // pixels per font unit
+    const int glyph_h = kGlyphHeight * s, tick_len = 5, pad = 8;
+
+    // Data ranges; a flat or single-valued range is widened so the scale never divides by zero.
+    double xlo = 0, xhi = 1, ylo = 0, yhi = 1;
+    if (data_range(train, val, &xlo, &xhi, &ylo, &yhi)) {
+        if (xhi == xlo) xlo = std::max(0.0, xlo - 1), xhi = xlo + 2;
+        double mag = std::max({1.0, std::fabs(ylo), std::fabs(yhi)});
+        if (yhi - ylo < 1e-4 * mag) {
+            double mid = 0.5 * (ylo + yhi), half = std::max(0.05, 0.05 * std::fabs(mid));
+            ylo = mid - half, yhi = mid + half;
+        } else {
+            double margin = 0.05 * (yhi - ylo);
+            ylo -= margin, yhi += margin;
+        }
+    }
+
+    // Layout: y tick labels and the rotated "loss" on the left, x tick labels and "step" below, the legend
+    // above. Axes first get a provisional y axis to size the left margin.
+    Axis ya = axis_make(ylo, yhi, 5, false);
+    int ylabel_w = 0;
+    for (int i = 0; i < ya.ticks(); i++) ylabel_w = std::max(ylabel_w, text_width(ya.label(i), s));
+    const int left = pad + glyph_h + 2 * pad + ylabel_w + tick_len + 4;
+    const int top = pad + glyph_h + 2 * pad;
+    const int bottom = tick_len + 6 + glyph_h + 2 * pad + glyph_h + pad;
+    // Room on the right for half of the last x tick label, which is centred on the axis end.
+    Axis xa = axis_make(xlo, xhi, 6, true);
+    const int right = std::max(3 * pad, text_width(xa.label(xa.ticks() - 1), s) / 2 + 4);
+    const int px0 = left, px1 = std::max(left + 1, width - right);
+    const int py0 = top, py1 = std::max(top + 1, height - bottom);
+
+    // Fewer x ticks until the widest label fits between neighbours.
+    for (int intervals = 6; intervals >= 1; intervals--) {
+        xa = axis_make(xlo, xhi, intervals, true);
+        int widest = 0;
+        for (int i = 0; i < xa.ticks(); i++) widest = std::max(widest, text_width(xa.label(i), s));
+        if (xa.ticks() <= 1 || (double)(px1 - px0) / (xa.ticks() - 1) >= widest + 2 * pad) break;
+    }
+
+    auto to_px = [&](double x) { return px0 + (int)std::lround((x - xa.lo) / (xa.hi - xa.lo) * (px1 - px0)); };
+    auto to_py = [&](double y) { return py1 - (int)std::lround((y - ya.lo) / (ya.hi - ya.lo) * (py1 - py0)); };
+
+    // Grid, then series, then axes on top.
+    for (int i = 0; i < xa.ticks(); i++) {
+        int x = to_px(xa.lo + i * xa.step);
+        cv.line(x, py0, x, py1, 1, kGrid);
+    }
+    for (int i = 0; i < ya.ticks(); i++) {
+        int y = to_py(ya.lo + i * ya.step);
+        cv.line(px0, y, px1, y, 1, kGrid);
+    }
+
+    // A non-finite value breaks the line; a point with no finite neighbour gets a dot so it still shows.
+    auto draw_series = [&](const std::vector<std::pair<int, float>>& pts, int thick, int marker, Rgb c) {
+        auto finite = [&](size_t i) { return i < pts.size() && std::isfinite(pts[i].second); };
+        for (size_t i = 0; i < pts.size(); i++) {
+            if (!finite(i)) continue;
+            int x = to_px(pts[i].first), y = to_py(pts[i].second);
+            if (finite(i + 1)) cv.line(x, y, to_px(pts[i + 1].first), to_py(pts[i + 1].second), thick, c);
+            bool lone = !finite(i + 1) && (i == 0 || !finite(i - 1));
+            if (marker > 0 || lone) cv.disc(x, y, std::max(marker, 2), c);
+        }
+    };
+    draw_series(train, 1, 0, kTrain);
+    draw_series(val, 3, 3 + s, kVal);
+
+    cv.line(px0, py0, px0, py1, 1, kBlack);  // y axis
+    cv.line(px0, py1, px1, py1, 1, kBlack);  // x axis
+    for (int i = 0; i < xa.ticks(); i++) {
+        int x = to_px(xa.lo + i * xa.step);
+        cv.line(x, py1, x, py1 + tick_len, 1, kBlack);
+        std::string t = xa.label(i);
+        draw_text(&cv, x - text_width(t, s) / 2, py1 + tick_len + 6, t, s, kBlack);
+    }
+    for (int i = 0; i < ya.ticks(); i++) {
+        int y = to_py(ya.lo + i * ya.step);
+        cv.line(px0 - tick_len, y, px0, y, 1, kBlack);
+        std::string t = ya.label(i);
+        draw_text(&cv, px0 - tick_len - 4 - text_width(t, s), y - glyph_h / 2, t, s, kBlack);
+    }
+    draw_text(&cv, (px0 + px1 - text_width("step", s)) / 2, py1 + tick_len + 6 + glyph_h + 2 * pad, "step", s,
+              kBlack);
+    draw_text(&cv, pad, (py0 + py1 + text_width("loss", s)) / 2, "loss", s, kBlack, true);
+
+    // Legend, right-aligned above the plot: a line sample, then the name, per series.
+    const int sample_w = 10 * s + 14, ly = pad + glyph_h / 2;
+    int lx = px1 - (sample_w + 6 + text_width("train", s) + 3 * pad + sample_w + 6 + text_width("val", s));
+    cv.line(lx, ly, lx + sample_w, ly, 1, kTrain);
+    draw_text(&cv, lx + sample_w + 6, pad, "train", s, kBlack);
+    lx += sample_w + 6 + text_width("train", s) + 3 * pad;
+    cv.line(lx, ly, lx + sample_w, ly, 3, kVal);
+    cv.disc(lx + sample_w / 2, ly, 3 + s, kVal);
+    draw_text(&cv, lx + sample_w + 6, pad, "val", s, kBlack);
+    return cv.rgb;
+}
+
+static void png_append(void* ctx, void* data, int size) {
+    auto* out = (std::vector<uint8_t>*)ctx;
+    out->insert(out->end(), (const uint8_t*)data, (const uint8_t*)data + size);
+}
+
+void plot_losses(const std::string& path, const std::vector<std::pair<int, float>>& train,
+                 const std::vector<std::pair<int, float>>& val, int width, int height) {
+    std::vector<uint8_t> rgb = plot_render(train, val, width, height);
+    std::vector<uint8_t> png;
+    if (!stbi_write_png_to_func(png_append, &png, width, height, 3, rgb.data(), width * 3))
+        fatal("cannot encode the loss plot (%s): stb_image_write failed", path.c_str());
+    file_write_atomic(path, png.data(), png.size());
+}

@@ -1,0 +1,272 @@
+// train_state.cpp: see train_state.h.
+#include "train/train_state.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "io/checkpoint.h"
+#include "base/json.h"
+#include "base/util.h"
+
+namespace {
+
+const char* const kFormat = "gpt2.cpp train state 2";
+const char* const kFormatV1 = "gpt2.cpp train state 1";  // before the data hash and the geometry
+const char* const kStateFile = "train_state.safetensors";
+const int kMaxSteps = 1 << 30;
+
+std::string hex64(uint64_t h) {
+    char buf[32];
+    snprintf(buf, sizeof(buf), "%016llx", (unsigned long long)h);
+    return buf;
+}
+
+uint64_t fnv1a(const void* data, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    const uint8_t* p = static_cast<const uint8_t*>(data);
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+std::string geometry_of(const GPT2Config& c) {
+    return "layers " + std::to_string(c.num_layers) + ", heads " + std::to_string(c.num_heads) + ", channels " +
+           std::to_string(c.channels) + ", context " + std::to_string(c.max_seq_len) + ", vocab " +
+           std::to_string(c.vocab_size);
+}
+
+std::vector<float> history_flat(const std::vector<std::pair<int, float>>& h) {
+    std::vector<float> out;
+    for (const auto& p : h) out.push_back((float)p.first), out.push_back(p.second);
+    return out;
+}
+
+bool fail(std::string* err, const std::string& msg) {
+    *err = msg;
+    return false;
+}
+
+// Strict decimal integer metadata within [lo, hi].
+bool meta_int(const SafeTensors& st, const char* key, long long lo, long long hi, long long* out, std::string* err) {
+    std::string v = st.meta(key);
+    char* end = nullptr;
+    errno = 0;
+    long long x = strtoll(v.c_str(), &end, 10);
+    if (v.empty() || *end || errno || x < lo || x > hi)
+        return fail(err, std::string("metadata \"") + key + "\" is '" + v.substr(0, 40) + "', expected an integer in " +
+                             std::to_string(lo) + ".." + std::to_string(hi));
+    *out = x;
+    return true;
+}
+
+// A 1-D (or, with cols > 0, (n, cols)) tensor of `dtype`.
+const StTensor* tensor_of(const SafeTensors& st, const char* name, const char* dtype, int64_t cols, std::string* err) {
+    const StTensor* t = st.find(name);
+    bool ok = t && t->dtype == dtype && (cols > 0 ? t->shape.size() == 2 && t->shape[1] == cols : t->shape.size() == 1);
+    if (!ok) fail(err, std::string("expected tensor ") + name + " as " + dtype + (cols > 0 ? " (n, 2)" : " (n,)"));
+    return ok ? t : nullptr;
+}
+
+bool parse_history(const SafeTensors& st, const char* name, int step, std::vector<std::pair<int, float>>* out,
+                   std::string* err) {
+    const StTensor* t = tensor_of(st, name, "F32", 2, err);
+    if (!t) return false;
+    std::vector<float> flat = safetensors_read_f32(st, *t);
+    for (size_t i = 0; i + 1 < flat.size(); i += 2) {
+        float s = flat[i], loss = flat[i + 1];
+        if (!(s >= 1 && s <= step && s == std::floor(s)) || !std::isfinite(loss))
+            return fail(err, std::string(name) + " entry " + std::to_string(i / 2) +
+                                 ": expected a step in 1..step and a finite loss");
+        out->push_back({(int)s, loss});
+    }
+    return true;
+}
+
+}  // namespace
+
+bool train_dir_is_ours(const std::string& name) {
+    for (const char* ours : {"config.json", "model.safetensors", kStateFile, "loss.png", kStagingMarker}) {
+        if (name == ours) return true;
+        if (path_is_staged_temp(name) && name.compare(0, strlen(ours) + 5, std::string(ours) + ".tmp.") == 0)
+            return true;
+    }
+    return false;
+}
+
+bool train_dir_is_checkpoint(const std::string& dir) {
+    const std::string path = path_join(dir, kStateFile);
+    if (path_is_symlink(path) || !file_exists(path)) return false;
+    FILE* f = fopen(path.c_str(), "rb");
+    if (!f) return false;
+    std::vector<uint8_t> head(1 << 16);  // the format key comes first in the header we write
+    head.resize(fread(head.data(), 1, head.size(), f));
+    fseek(f, 0, SEEK_END);
+    const long size = ftell(f);
+    fclose(f);
+    SafeTensors st;
+    std::string err;
+    if (size < 0 || !safetensors_parse_header(&st, head.data(), head.size(), (size_t)size, &err)) return false;
+    return st.meta("format") == kFormat || st.meta("format") == kFormatV1;
+}
+
+void train_dir_check(const std::string& dir, const char* flag) {
+    if (dir.empty()) fatal("empty value for %s (train): expected a directory path", flag);
+    if (path_is_symlink(dir))
+        fatal_hint("give the directory it points to", "bad value for %s (train): %s is a symbolic link, expected a directory",
+                   flag, dir.c_str());
+    dir_recover_interrupted(dir, train_dir_is_checkpoint);
+    if (!dir_exists(dir)) {
+        if (access(dir.c_str(), F_OK) == 0)
+            fatal("bad value for %s (train): %s exists and is not a directory", flag, dir.c_str());
+        return;
+    }
+    std::vector<std::string> entries = dir_entries(dir);
+    if (!entries.empty() && !train_dir_is_checkpoint(dir))
+        fatal_hint("choose a new or empty directory; gpt2 replaces only checkpoints it wrote",
+                   "bad value for %s (train): %s holds %s and is not a checkpoint written by `gpt2 train`", flag,
+                   dir.c_str(), entries[0].c_str());
+}
+
+std::string train_state_params_hash(const GPT2& model) {
+    return hex64(fnv1a(model.params.data(), model.params.size() * sizeof(float)));
+}
+
+std::string train_state_data_hash(const DataLoader& dl) {
+    return hex64(fnv1a(dl.tokens.data(), dl.tokens.size() * sizeof(uint16_t)));
+}
+
+void train_state_save(const std::string& dir, const GPT2& model, const AdamW& opt, const DataLoader& dl, int step,
+                      const std::vector<std::pair<std::string, std::string>>& run_flags, const LossHistory& history,
+                      const std::function<void(const std::string& staging)>& extra) {
+    std::vector<float> zeros;
+    if (opt.m.empty()) zeros.assign(model.num_params, 0.0f);
+    const float* m = opt.m.empty() ? zeros.data() : opt.m.data();
+    const float* v = opt.v.empty() ? zeros.data() : opt.v.data();
+    for (const auto& [name, x] : {std::pair<const char*, const float*>{"AdamW m", m}, {"AdamW v", v}})
+        for (size_t i = 0; i < model.num_params; i++)
+            if (!std::isfinite(x[i]))
+                fatal("not saving %s at step %d: %s holds a non-finite value at %zu", dir.c_str(), step, name, i);
+    std::string flags = "[";
+    for (const auto& kv : run_flags)
+        flags += (flags.size() > 1 ? "," : "") + std::string("[") + json_escape(kv.first) + "," + json_escape(kv.second) + "]";
+    flags += "]";
+    checkpoint_check_finite(model, dir, ("not saving step " + std::to_string(step) + ": training diverged").c_str());
+    std::vector<float> train_hist = history_flat(history.train), val_hist = history_flat(history.val);
+    const DataLoaderState loader = dataloader_state(dl);
+    dir_publish(dir, train_dir_is_ours, [&](const std::string& staging) {
+        checkpoint_save_hf(model, staging);
+        safetensors_write(path_join(staging, kStateFile),
+                          {{"adamw.m", "F32", {(int64_t)model.num_params}, m},
+                           {"adamw.v", "F32", {(int64_t)model.num_params}, v},
+                           {"loader.order", "U32", {(int64_t)loader.order.size()}, loader.order.data()},
+                           {"history.train", "F32", {(int64_t)history.train.size(), 2}, train_hist.data()},
+                           {"history.val", "F32", {(int64_t)history.val.size(), 2}, val_hist.data()}},
+                          {{"format", kFormat},
+                           {"step", std::to_string(step)},
+                           {"adamw.step", std::to_string(opt.step)},
+                           {"loader.epoch", std::to_string(loader.epoch)},
+                           {"loader.pos", std::to_string(loader.pos)},
+                           {"loader.rng", std::to_string(loader.rng)},
+                           {"params.fnv1a", train_state_params_hash(model)},
+                           {"data.fnv1a", train_state_data_hash(dl)},
+                           {"model.geometry", geometry_of(model.cfg)},
+                           {"flags", flags}});
+        extra(staging);
+    });
+}
+
+bool train_state_parse(const SafeTensors& st, TrainState* ts, std::string* err) {
+    *ts = TrainState();
+    ts->path = st.path;
+    const std::string format = st.meta("format");
+    const bool v1 = format == kFormatV1;
+    if (format != kFormat && !v1) return fail(err, std::string("expected format \"") + kFormat + "\"");
+    Json flags;
+    std::string jerr, text = st.meta("flags");
+    if (!json_parse(text.data(), text.size(), &flags, &jerr) || flags.type != Json::ARRAY)
+        return fail(err, "flags are not a JSON array");
+    for (const Json& f : flags.items) {
+        if (f.type != Json::ARRAY || f.items.size() != 2 || f.items[0].type != Json::STRING || f.items[1].type != Json::STRING)
+            return fail(err, "expected [name, value] pairs in flags");
+        ts->flags.push_back({f.items[0].str, f.items[1].str});
+    }
+    long long step, adamw_step, epoch, pos;
+    if (!meta_int(st, "step", 0, kMaxSteps, &step, err) || !meta_int(st, "adamw.step", 0, kMaxSteps, &adamw_step, err) ||
+        !meta_int(st, "loader.epoch", -1, kMaxSteps, &epoch, err) || !meta_int(st, "loader.pos", 0, 1ll << 32, &pos, err))
+        return false;
+    if (adamw_step != step) return fail(err, "adamw.step differs from step");
+    ts->step = (int)step, ts->loader.epoch = (int)epoch, ts->loader.pos = (size_t)pos;
+
+    std::string rng = st.meta("loader.rng");
+    char* end = nullptr;
+    errno = 0;
+    unsigned long long r = strtoull(rng.c_str(), &end, 10);
+    if (rng.empty() || rng[0] < '0' || rng[0] > '9' || *end || errno || r == 0)
+        return fail(err, "metadata \"loader.rng\" is '" + rng.substr(0, 40) + "', expected a non-zero 64-bit integer");
+    ts->loader.rng = r;
+
+    const StTensor* m = tensor_of(st, "adamw.m", "F32", 0, err);
+    const StTensor* v = m ? tensor_of(st, "adamw.v", "F32", 0, err) : nullptr;
+    if (!v) return false;
+    if (m->numel() != v->numel()) return fail(err, "adamw.m and adamw.v differ in size");
+    ts->m = safetensors_read_f32(st, *m);
+    ts->v = safetensors_read_f32(st, *v);
+    for (size_t i = 0; i < ts->m.size(); i++)
+        if (!std::isfinite(ts->m[i]) || !std::isfinite(ts->v[i]) || ts->v[i] < 0)
+            return fail(err, "AdamW moments at " + std::to_string(i) + ": expected finite values and v >= 0");
+
+    const StTensor* order = tensor_of(st, "loader.order", "U32", 0, err);
+    if (!order) return false;
+    DataLoaderState& dl = ts->loader;
+    dl.order.resize(order->numel());
+    if (!dl.order.empty()) memcpy(dl.order.data(), st.bytes.data() + order->begin, order->numel() * 4);
+    if (!dataloader_state_valid(dl, err)) return false;
+
+    if (!parse_history(st, "history.train", ts->step, &ts->history.train, err) ||
+        !parse_history(st, "history.val", ts->step, &ts->history.val, err))
+        return false;
+    ts->params_hash = st.meta("params.fnv1a");
+    if (ts->params_hash.size() != 16) return fail(err, "metadata \"params.fnv1a\": expected 16 hex digits");
+    ts->data_hash = st.meta("data.fnv1a");
+    ts->geometry = st.meta("model.geometry");
+    if (!v1 && (ts->data_hash.size() != 16 || ts->geometry.empty()))
+        return fail(err, "expected metadata \"data.fnv1a\" and \"model.geometry\"");
+    return true;
+}
+
+void train_state_read(TrainState* ts, const std::string& dir) {
+    std::string path = path_join(dir, kStateFile), err;
+    if (!file_exists(path)) fatal("missing %s: expected a checkpoint directory written by `gpt2 train --out`", path.c_str());
+    SafeTensors st;
+    safetensors_load(&st, path);
+    if (!train_state_parse(st, ts, &err)) fatal("bad train state (%s): %s", path.c_str(), err.c_str());
+}
+
+void train_state_restore(const TrainState& ts, const GPT2& model, AdamW* opt, DataLoader* dl, LossHistory* history) {
+    const char* path = ts.path.c_str();
+    if (ts.m.size() != model.num_params)
+        fatal("train state does not belong to this model (%s): expected AdamW moments of %zu values, got %zu", path,
+              model.num_params, ts.m.size());
+    std::string hash = train_state_params_hash(model);
+    if (ts.params_hash != hash)
+        fatal("train state does not belong to this model (%s): parameter hash %s, expected %s", path, hash.c_str(),
+              ts.params_hash.c_str());
+    if (!ts.geometry.empty() && ts.geometry != geometry_of(model.cfg))
+        fatal("model changed since the checkpoint (%s): the train state has %s, config.json says %s", path,
+              ts.geometry.c_str(), geometry_of(model.cfg).c_str());
+    if (!ts.loader.order.empty() && ts.loader.order.size() != dl->num_windows)
+        fatal("training data changed (%s): the train state orders %zu windows, %s holds %zu", path,
+              ts.loader.order.size(), dl->path.c_str(), dl->num_windows);
+    if (!ts.data_hash.empty() && ts.data_hash != train_state_data_hash(*dl))
+        fatal("training data changed (%s): %s hashes to %s, the run was trained on %s", path, dl->path.c_str(),
+              train_state_data_hash(*dl).c_str(), ts.data_hash.c_str());
+    opt->m = ts.m;
+    opt->v = ts.v;
+    opt->step = ts.step;
+    dataloader_restore(dl, ts.loader);
+    *history = ts.history;
+}

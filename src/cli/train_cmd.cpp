@@ -1,29 +1,24 @@
-// train_cmd.cpp: the `train` and `eval` commands: the training loop (data, AdamW, schedule, clipping,
-// gradient accumulation, validation, logging) around the model of model.h.
+// train_cmd.cpp: the `train` and `eval` commands: options from flags (and from a checkpoint's stored flags
+// on --resume), the checks on outputs and memory before anything is computed, then the run itself
+// (train/trainer.h).
 #include <unistd.h>
 
-#include <cerrno>
 #include <climits>
 #include <cmath>
-#include <csignal>
-#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
 
-#include "io/checkpoint.h"
+#include "base/util.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "io/checkpoint.h"
 #include "io/dataloader.h"
-#include "model/generate.h"
 #include "model/infer.h"
 #include "model/model.h"
-#include "train/optimizer.h"
-#include "train/plot.h"
 #include "text/tokenizer.h"
-#include "train/train_state.h"
-#include "base/util.h"
+#include "train/trainer.h"
 
 namespace {
 
@@ -63,34 +58,6 @@ const std::vector<CliFlag> kTrainFlags = {
     {"tokenizer", "", "", "tokenizer directory for samples (default: $GPT2_DATA_DIR/gpt2 or data/gpt2)"},
 };
 
-// Mean loss over the first `batches` consecutive batches of dl.
-float evaluate(GPT2* model, DataLoader* dl, size_t batches) {
-    double sum = 0;
-    for (size_t i = 0; i < batches; i++) {
-        dataloader_batch_at(dl, i);
-        sum += gpt2_forward(model, dl->inputs.data(), dl->targets.data(), dl->B, dl->T);
-    }
-    return (float)(sum / batches);
-}
-
-// Prints a sample from <|endoftext|> with the generator's defaults (temperature 1, top-k 50). It runs for
-// the full length, showing a further <|endoftext|> as a blank line, so a young model's early end of text
-// does not cut the sample short.
-void print_sample(const GPT2& model, const Tokenizer& tok, int tokens, uint64_t seed) {
-    GenerateOptions opts;
-    opts.max_tokens = tokens;
-    Rng rng(seed);
-    TokenDecoder decoder(tok);
-    printf("---- sample ----\n");
-    generate(model, {kTokenizerEot}, opts, &rng,
-             [&](int id) {
-                 fputs(id == kTokenizerEot ? (decoder.flush() + "\n\n").c_str() : decoder.push(id).c_str(), stdout);
-             },
-             nullptr);
-    printf("%s\n----------------\n", decoder.flush().c_str());
-    fflush(stdout);
-}
-
 // Flags a resumed run must keep: they shape the model or the data order (the data's content is checked by
 // hash, so the file may move).
 const char* const kFixedOnResume[] = {"batch", "tokens", "grad-accum", "seed", "model",
@@ -102,13 +69,6 @@ bool is_per_invocation(const std::string& name) {
     for (const char* n : kPerInvocation)
         if (name == n) return true;
     return false;
-}
-
-// The signal that asked the run to stop (SIGINT, SIGTERM or SIGHUP), 0 while none has.
-volatile sig_atomic_t g_stop_signal = 0;
-void on_stop_signal(int sig) {
-    g_stop_signal = sig;
-    signal(sig, SIG_DFL);  // a second one ends the process at once
 }
 
 // The flags a checkpoint records: those given but the per-invocation ones, the effective values of the
@@ -152,51 +112,6 @@ void check_plot_path(const std::string& path) {
                    "not a PNG", path.c_str());
 }
 
-// Appends to --log, checking every write: a log that cannot be written stops the run.
-struct LogFile {
-    FILE* f = nullptr;
-    std::string path;
-    void open(const std::string& p) {
-        path = p;
-        if (p.empty()) fatal("empty value for --log (train): expected a file path");
-        // appending to a file of another kind (a token file, a checkpoint, the user's notes) would corrupt it
-        if (file_exists(p)) {
-            FILE* in = fopen(p.c_str(), "rb");
-            int first = in ? fgetc(in) : EOF, last = EOF;
-            if (in && first != EOF && fseek(in, -1, SEEK_END) == 0) last = fgetc(in);
-            if (in) fclose(in);
-            if (first != EOF && (first != '{' || last != '\n'))
-                fatal_hint("choose a new path; --log appends only to a JSON-lines log",
-                           "bad value for --log (train): %s exists and is not a JSON-lines log", p.c_str());
-        }
-        f = fopen(p.c_str(), "a");
-        if (!f) fatal("cannot open log file (--log %s): %s", p.c_str(), strerror(errno));
-    }
-    void line(const char* fmt, ...) __attribute__((format(printf, 2, 3))) {
-        if (!f) return;
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vfprintf(f, fmt, ap);
-        va_end(ap);
-        if (n < 0 || fflush(f) != 0) fatal("cannot write log file (--log %s): %s", path.c_str(), strerror(errno));
-    }
-    void close() {
-        if (f && fclose(f) != 0) {
-            f = nullptr;
-            fatal("cannot write log file (--log %s): %s", path.c_str(), strerror(errno));
-        }
-        f = nullptr;
-    }
-};
-
-std::string format_duration(double s) {
-    char buf[32];
-    int t = (int)(s + 0.5);
-    if (t >= 3600) snprintf(buf, sizeof(buf), "%dh%02dm", t / 3600, t / 60 % 60);
-    else snprintf(buf, sizeof(buf), "%dm%02ds", t / 60, t % 60);
-    return buf;
-}
-
 // The model a run trains: the checkpoint it resumes, --model, or a random init from the geometry flags.
 // Memory is checked before anything large is allocated.
 void build_model(GPT2* model, const CliArgs& args, const std::string& resume_dir, int B, int T, uint64_t seed) {
@@ -222,19 +137,6 @@ void build_model(GPT2* model, const CliArgs& args, const std::string& resume_dir
     gpt2_init_random(model, seed);
 }
 
-// Everything a run is given, read from the (merged) flags once.
-struct TrainOptions {
-    int B, T, steps, accum;
-    uint64_t seed;
-    AdamWConfig adamw;
-    float grad_clip, min_lr_frac;
-    int warmup;
-    bool cosine;
-    int val_every, val_batches, save_every, stop_after, sample_every, sample_tokens;
-    std::string resume_dir, out, plot_path, val_path;  // out: "" for none; val_path: "" for no validation
-    bool plot_in_out;                                   // loss.png saved into --out with each checkpoint
-};
-
 TrainOptions train_options(const CliArgs& args, const CliArgs& given, const std::string& resume_dir) {
     TrainOptions o;
     o.B = args.integer_in("batch", 1, 1 << 16), o.T = args.integer_in("tokens", 1, 1 << 20);
@@ -257,6 +159,7 @@ TrainOptions train_options(const CliArgs& args, const CliArgs& given, const std:
     o.save_every = args.integer_in("save-every", 0, 1 << 30), o.stop_after = args.integer_in("stop-after", 0, 1 << 30);
     o.sample_every = args.integer_in("sample-every", 0, 1 << 30);
     o.sample_tokens = args.integer_in("sample-tokens", 0, 1 << 20);
+    o.train_path = args.str("train");
     o.resume_dir = resume_dir;
     // A resumed run saves where it resumed from unless --out says otherwise.
     o.out = given.has("out") ? path_strip_slashes(given.str("out")) : resume_dir;
@@ -287,48 +190,11 @@ CliArgs resume_args(const CliArgs& given, const std::string& resume_dir, TrainSt
     return cli_merge_stored(given, stored, resume->path);
 }
 
-// The step lines: one updating line on a terminal, one line per step otherwise.
-struct Progress {
-    bool tty = isatty(STDOUT_FILENO), open = false;
-    double ms_sum = 0;
-    int count = 0;
-    void step(int step, int steps, double loss, float lr, float norm, double ms, double tokens) {
-        ms_sum += ms, count++;
-        if (tty) {
-            printf("\rstep %d/%d | loss %.4f | %.0f tok/s | ETA %s\033[K", step, steps, loss, tokens / (ms / 1e3),
-                   format_duration(ms_sum / count * (steps - step) / 1e3).c_str());
-            open = true;
-        } else {
-            printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms\n", step, steps, loss, lr, norm, ms);
-        }
-        fflush(stdout);
-    }
-    void close() {  // before any other line
-        if (open) printf("\n");
-        open = false;
-    }
-};
-
-// A run in progress: the model, its optimizer, data, history and outputs.
-struct Trainer {
-    TrainOptions o;
-    CliArgs args;
-    GPT2 model;
-    AdamW opt;
-    DataLoader train_dl, val_dl;
-    size_t val_n = 0;
-    LossHistory history;
-    LogFile log;
-    Tokenizer tok;
-    Progress progress;
-    bool saved = false;
-};
-
 // The tokenizer for samples. Samples are on by default, so only a tokenizer asked for by flag must exist
 // and fit the model; otherwise training goes on without samples and says so.
-void load_sampler(Trainer* t, const CliArgs& given) {
+void load_sampler(Trainer* t, const CliArgs& args, const CliArgs& given) {
     const GPT2Config& cfg = t->model.cfg;
-    const std::string dir = t->args.has("tokenizer") ? t->args.str("tokenizer") : tokenizer_default_dir();
+    const std::string dir = args.has("tokenizer") ? args.str("tokenizer") : tokenizer_default_dir();
     memory_check(infer_memory_bytes(cfg, std::min(cfg.max_seq_len, 1 + t->o.sample_tokens), 1),
                  "samples of --sample-tokens " + std::to_string(t->o.sample_tokens), "lower --sample-tokens");
     const bool asked = given.has("sample-tokens") || given.has("tokenizer");
@@ -345,88 +211,6 @@ void load_sampler(Trainer* t, const CliArgs& given) {
     }
 }
 
-// The data: the training file in a seeded order, the validation file in order.
-void load_data(Trainer* t) {
-    const TrainOptions& o = t->o;
-    dataloader_init(&t->train_dl, t->args.str("train"), t->model.cfg.vocab_size, o.B, o.T, true, o.seed);
-    if (o.val_path.empty()) return;
-    dataloader_init(&t->val_dl, o.val_path, t->model.cfg.vocab_size, o.B, o.T, false, o.seed);
-    t->val_n = std::min((size_t)o.val_batches, dataloader_num_batches(t->val_dl));
-}
-
-struct StepStats {
-    double loss;
-    float norm, lr, ms;
-};
-
-// One optimizer step: grad-accum micro-batches (batch, forward, backward), the gradient norm, clipping
-// and AdamW. A non-finite loss or norm stops the run before the update touches the parameters.
-StepStats train_step(Trainer* t, int step) {
-    const TrainOptions& o = t->o;
-    const double t0 = time_now_s();
-    gpt2_zero_grad(&t->model);
-    double loss = 0;
-    for (int micro = 0; micro < o.accum; micro++) {
-        dataloader_next(&t->train_dl);
-        loss += gpt2_forward(&t->model, t->train_dl.inputs.data(), t->train_dl.targets.data(), o.B, o.T) / o.accum;
-        gpt2_backward(&t->model, 1.0f / o.accum);
-    }
-    const float norm = optimizer_grad_norm(t->model);
-    if (!std::isfinite(loss) || !std::isfinite(norm))
-        fatal("%s is %g at step %d: training diverged; the last checkpoint (if any) is kept",
-              std::isfinite(loss) ? "gradient norm" : "loss", std::isfinite(loss) ? norm : loss, step + 1);
-    const float lr = lr_schedule(step, o.steps, o.adamw.lr, o.warmup, o.min_lr_frac, o.cosine);
-    adamw_update(&t->opt, &t->model, o.adamw, lr, optimizer_clip_factor(norm, o.grad_clip));  // clipping folded in
-    return {loss, norm, lr, (float)((time_now_s() - t0) * 1e3)};
-}
-
-void validate(Trainer* t, int step) {
-    const float val_loss = evaluate(&t->model, &t->val_dl, t->val_n);
-    if (!std::isfinite(val_loss))
-        fatal("val loss is %g at step %d: training diverged; the last checkpoint (if any) is kept", val_loss, step);
-    t->progress.close();
-    printf("step %5d/%d | val loss %.6f\n", step, t->o.steps, val_loss);
-    t->history.val.push_back({step, val_loss});
-    if (!t->o.plot_path.empty()) plot_losses(t->o.plot_path, t->history.train, t->history.val);
-    t->log.line("{\"step\":%d,\"val_loss\":%.6f}\n", step, val_loss);
-}
-
-void save(Trainer* t, int step) {
-    const LossHistory& h = t->history;
-    train_state_save(t->o.out, t->model, t->opt, t->train_dl, step, run_flags(t->args, t->o.val_path), h,
-                     [&](const std::string& staging) {
-                         if (t->o.plot_in_out) plot_losses(path_join(staging, "loss.png"), h.train, h.val);
-                     });
-    t->saved = true;
-    t->progress.close();
-    printf("saved %s at step %d\n", t->o.out.c_str(), step);
-}
-
-// Runs steps first_step+1.. until --steps, --stop-after or a stop signal; returns the last step done.
-int train_loop(Trainer* t, int first_step) {
-    const TrainOptions& o = t->o;
-    int step = first_step;
-    while (step < o.steps && !(step == first_step && g_stop_signal)) {
-        const StepStats s = train_step(t, step);
-        step++;
-        t->history.train.push_back({step, (float)s.loss});
-        t->progress.step(step, o.steps, s.loss, s.lr, s.norm, s.ms, (double)o.B * o.T * o.accum);
-        t->log.line("{\"step\":%d,\"loss\":%.6f,\"lr\":%.6e,\"norm\":%.6f,\"ms\":%.3f}\n", step, s.loss, s.lr, s.norm,
-                    s.ms);
-        const bool last = step == o.steps || (o.stop_after > 0 && step - first_step == o.stop_after) || g_stop_signal;
-        if (!o.val_path.empty() && (step % o.val_every == 0 || last)) validate(t, step);
-        if (!o.out.empty() && ((o.save_every > 0 && step % o.save_every == 0) || last)) save(t, step);
-        // after the save, so a sample that fails cannot cost the run
-        if (o.sample_tokens > 0 && !g_stop_signal && ((o.sample_every > 0 && step % o.sample_every == 0) || last)) {
-            t->progress.close();
-            print_sample(t->model, t->tok, o.sample_tokens, o.seed + step);
-        }
-        if (last) break;
-    }
-    t->progress.close();
-    return step;
-}
-
 }  // namespace
 
 int cmd_train(int argc, char** argv) {
@@ -437,27 +221,27 @@ int cmd_train(int argc, char** argv) {
                                     kTrainFlags, false);
     // Stop signals are caught from the start: before the first step they end the run cleanly (lock
     // released, nothing saved); from then on the step finishes and the run saves.
-    g_stop_signal = 0;
-    for (int sig : {SIGINT, SIGTERM, SIGHUP}) signal(sig, on_stop_signal);
+    trainer_catch_stop_signals(true);
     Trainer t;
     TrainState resume;
     const std::string resume_dir = given.has("resume") ? path_strip_slashes(given.str("resume")) : "";
-    t.args = given.has("resume") ? resume_args(given, resume_dir, &resume) : given;
-    t.o = train_options(t.args, given, resume_dir);
+    const CliArgs args = given.has("resume") ? resume_args(given, resume_dir, &resume) : given;
+    t.o = train_options(args, given, resume_dir);
+    t.run_flags = run_flags(args, t.o.val_path);
     const TrainOptions& o = t.o;
 
     // Outputs are checked, and --out locked, before anything is computed: a run that cannot save fails now.
     if (!o.out.empty() || given.has("out")) train_dir_check(o.out, given.has("out") ? "--out" : "--resume");
     std::unique_ptr<PathLock> out_lock(o.out.empty() ? nullptr : new PathLock(o.out, "--out"));
-    if (!o.plot_path.empty() || t.args.has("plot")) check_plot_path(o.plot_path);
-    if (t.args.has("log")) t.log.open(t.args.str("log"));
+    if (args.has("plot")) check_plot_path(o.plot_path);
+    if (args.has("log")) t.log.open(args.str("log"));
 
-    build_model(&t.model, t.args, resume_dir, o.B, o.T, o.seed);
+    build_model(&t.model, args, resume_dir, o.B, o.T, o.seed);
     gpt2_enable_training(&t.model);
     const GPT2Config& cfg = t.model.cfg;
     printf("model: %d layers, %d heads, %d channels, context %d, vocab %d: %.2fM parameters\n", cfg.num_layers,
            cfg.num_heads, cfg.channels, cfg.max_seq_len, cfg.vocab_size, gpt2_num_real_params(cfg) / 1e6);
-    load_data(&t);
+    trainer_load_data(&t);
     int first_step = 0;
     if (!resume_dir.empty()) {
         train_state_restore(resume, t.model, &t.opt, &t.train_dl, &t.history);
@@ -467,17 +251,17 @@ int cmd_train(int argc, char** argv) {
     printf("data: %zu train tokens; %s; %d steps of %d x %d x %d tokens\n", t.train_dl.tokens.size(),
            o.val_path.empty() ? "no validation" : (std::to_string(t.val_dl.tokens.size()) + " val tokens").c_str(),
            o.steps, o.accum, o.B, o.T);
-    if (o.sample_tokens > 0) load_sampler(&t, given);  // before training, so a bad tokenizer fails fast
+    if (o.sample_tokens > 0) load_sampler(&t, args, given);  // before training, so a bad tokenizer fails fast
 
     if (first_step >= o.steps) {  // nothing to train: a fresh run still saves what was asked for
         if (!resume_dir.empty()) printf("nothing to do: %s is at step %d of %d\n", resume_dir.c_str(), first_step, o.steps);
-        else if (!o.out.empty()) save(&t, first_step);
+        else if (!o.out.empty()) trainer_save(&t, first_step);
         t.log.close();
         return 0;
     }
-    const int step = train_loop(&t, first_step);
+    const int step = trainer_run(&t, first_step);
     t.log.close();
-    for (int sig : {SIGINT, SIGTERM, SIGHUP}) signal(sig, SIG_DFL);
+    trainer_catch_stop_signals(false);
     if (!g_stop_signal) return 0;
     const char* name = g_stop_signal == SIGINT ? "SIGINT" : g_stop_signal == SIGTERM ? "SIGTERM" : "SIGHUP";
     fprintf(stderr, "interrupted at step %d by %s%s\n", step, name, t.saved ? (", saved " + o.out).c_str() : "");
@@ -510,7 +294,7 @@ int cmd_eval(int argc, char** argv) {
         fatal("too few tokens in %s for --batches %d: it holds %zu batches of B=%d, T=%d", args.str("data").c_str(),
               batches, available, B, T);
     size_t n = batches ? (size_t)batches : available;
-    float loss = evaluate(&model, &dl, n);
+    float loss = trainer_evaluate(&model, &dl, n);
     if (!std::isfinite(loss))
         fatal("loss is %g on %s: the model's weights or activations overflow; expected a finite loss",
               loss, args.str("data").c_str());

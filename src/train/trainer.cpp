@@ -1,0 +1,199 @@
+// trainer.cpp: see trainer.h.
+#include "train/trainer.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdarg>
+#include <cstring>
+
+#include "base/util.h"
+#include "model/generate.h"
+#include "train/plot.h"
+
+volatile sig_atomic_t g_stop_signal = 0;
+
+namespace {
+
+void on_stop_signal(int sig) {
+    g_stop_signal = sig;
+    signal(sig, SIG_DFL);  // a second one ends the process at once
+}
+
+std::string format_duration(double s) {
+    char buf[32];
+    int t = (int)(s + 0.5);
+    if (t >= 3600) snprintf(buf, sizeof(buf), "%dh%02dm", t / 3600, t / 60 % 60);
+    else snprintf(buf, sizeof(buf), "%dm%02ds", t / 60, t % 60);
+    return buf;
+}
+
+
+// Prints a sample from <|endoftext|> with the generator's defaults (temperature 1, top-k 50). It runs for
+// the full length, showing a further <|endoftext|> as a blank line, so a young model's early end of text
+// does not cut the sample short.
+void print_sample(const GPT2& model, const Tokenizer& tok, int tokens, uint64_t seed) {
+    GenerateOptions opts;
+    opts.max_tokens = tokens;
+    Rng rng(seed);
+    TokenDecoder decoder(tok);
+    printf("---- sample ----\n");
+    generate(model, {kTokenizerEot}, opts, &rng,
+             [&](int id) {
+                 fputs(id == kTokenizerEot ? (decoder.flush() + "\n\n").c_str() : decoder.push(id).c_str(), stdout);
+             },
+             nullptr);
+    printf("%s\n----------------\n", decoder.flush().c_str());
+    fflush(stdout);
+}
+
+
+struct StepStats {
+    double loss;
+    float norm, lr, ms;
+};
+
+// One optimizer step: grad-accum micro-batches (batch, forward, backward), the gradient norm, clipping
+// and AdamW. A non-finite loss or norm stops the run before the update touches the parameters.
+StepStats train_step(Trainer* t, int step) {
+    const TrainOptions& o = t->o;
+    const double t0 = time_now_s();
+    gpt2_zero_grad(&t->model);
+    double loss = 0;
+    for (int micro = 0; micro < o.accum; micro++) {
+        dataloader_next(&t->train_dl);
+        loss += gpt2_forward(&t->model, t->train_dl.inputs.data(), t->train_dl.targets.data(), o.B, o.T) / o.accum;
+        gpt2_backward(&t->model, 1.0f / o.accum);
+    }
+    const float norm = optimizer_grad_norm(t->model);
+    if (!std::isfinite(loss) || !std::isfinite(norm))
+        fatal("%s is %g at step %d: training diverged; the last checkpoint (if any) is kept",
+              std::isfinite(loss) ? "gradient norm" : "loss", std::isfinite(loss) ? norm : loss, step + 1);
+    const float lr = lr_schedule(step, o.steps, o.adamw.lr, o.warmup, o.min_lr_frac, o.cosine);
+    adamw_update(&t->opt, &t->model, o.adamw, lr, optimizer_clip_factor(norm, o.grad_clip));  // clipping folded in
+    return {loss, norm, lr, (float)((time_now_s() - t0) * 1e3)};
+}
+
+void validate(Trainer* t, int step) {
+    const float val_loss = trainer_evaluate(&t->model, &t->val_dl, t->val_n);
+    if (!std::isfinite(val_loss))
+        fatal("val loss is %g at step %d: training diverged; the last checkpoint (if any) is kept", val_loss, step);
+    t->progress.close();
+    printf("step %5d/%d | val loss %.6f\n", step, t->o.steps, val_loss);
+    t->history.val.push_back({step, val_loss});
+    if (!t->o.plot_path.empty()) plot_losses(t->o.plot_path, t->history.train, t->history.val);
+    t->log.line("{\"step\":%d,\"val_loss\":%.6f}\n", step, val_loss);
+}
+
+}  // namespace
+
+void LogFile::open(const std::string& p) {
+    path = p;
+    if (p.empty()) fatal("empty value for --log (train): expected a file path");
+    // appending to a file of another kind (a token file, a checkpoint, the user's notes) would corrupt it
+    if (file_exists(p)) {
+        FILE* in = fopen(p.c_str(), "rb");
+        int first = in ? fgetc(in) : EOF, last = EOF;
+        if (in && first != EOF && fseek(in, -1, SEEK_END) == 0) last = fgetc(in);
+        if (in) fclose(in);
+        if (first != EOF && (first != '{' || last != '\n'))
+            fatal_hint("choose a new path; --log appends only to a JSON-lines log",
+                       "bad value for --log (train): %s exists and is not a JSON-lines log", p.c_str());
+    }
+    f = fopen(p.c_str(), "a");
+    if (!f) fatal("cannot open log file (--log %s): %s", p.c_str(), strerror(errno));
+}
+
+void LogFile::line(const char* fmt, ...) {
+    if (!f) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vfprintf(f, fmt, ap);
+    va_end(ap);
+    if (n < 0 || fflush(f) != 0) fatal("cannot write log file (--log %s): %s", path.c_str(), strerror(errno));
+}
+
+void LogFile::close() {
+    if (f && fclose(f) != 0) {
+        f = nullptr;
+        fatal("cannot write log file (--log %s): %s", path.c_str(), strerror(errno));
+    }
+    f = nullptr;
+}
+
+void Progress::step(int step, int steps, double loss, float lr, float norm, double ms, double tokens) {
+    ms_sum += ms, count++;
+    if (tty) {
+        printf("\rstep %d/%d | loss %.4f | %.0f tok/s | ETA %s\033[K", step, steps, loss, tokens / (ms / 1e3),
+               format_duration(ms_sum / count * (steps - step) / 1e3).c_str());
+        open = true;
+    } else {
+        printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms\n", step, steps, loss, lr, norm, ms);
+    }
+    fflush(stdout);
+}
+
+void Progress::close() {
+    if (open) printf("\n");
+    open = false;
+}
+
+void trainer_catch_stop_signals(bool on) {
+    if (on) g_stop_signal = 0;
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) signal(sig, on ? on_stop_signal : SIG_DFL);
+}
+
+float trainer_evaluate(GPT2* model, DataLoader* dl, size_t batches) {
+    double sum = 0;
+    for (size_t i = 0; i < batches; i++) {
+        dataloader_batch_at(dl, i);
+        sum += gpt2_forward(model, dl->inputs.data(), dl->targets.data(), dl->B, dl->T);
+    }
+    return (float)(sum / batches);
+}
+
+
+void trainer_load_data(Trainer* t) {
+    const TrainOptions& o = t->o;
+    dataloader_init(&t->train_dl, o.train_path, t->model.cfg.vocab_size, o.B, o.T, true, o.seed);
+    if (o.val_path.empty()) return;
+    dataloader_init(&t->val_dl, o.val_path, t->model.cfg.vocab_size, o.B, o.T, false, o.seed);
+    t->val_n = std::min((size_t)o.val_batches, dataloader_num_batches(t->val_dl));
+}
+
+
+
+void trainer_save(Trainer* t, int step) {
+    const LossHistory& h = t->history;
+    train_state_save(t->o.out, t->model, t->opt, t->train_dl, step, t->run_flags, h,
+                     [&](const std::string& staging) {
+                         if (t->o.plot_in_out) plot_losses(path_join(staging, "loss.png"), h.train, h.val);
+                     });
+    t->saved = true;
+    t->progress.close();
+    printf("saved %s at step %d\n", t->o.out.c_str(), step);
+}
+
+int trainer_run(Trainer* t, int first_step) {
+    const TrainOptions& o = t->o;
+    int step = first_step;
+    while (step < o.steps && !(step == first_step && g_stop_signal)) {
+        const StepStats s = train_step(t, step);
+        step++;
+        t->history.train.push_back({step, (float)s.loss});
+        t->progress.step(step, o.steps, s.loss, s.lr, s.norm, s.ms, (double)o.B * o.T * o.accum);
+        t->log.line("{\"step\":%d,\"loss\":%.6f,\"lr\":%.6e,\"norm\":%.6f,\"ms\":%.3f}\n", step, s.loss, s.lr, s.norm,
+                    s.ms);
+        const bool last = step == o.steps || (o.stop_after > 0 && step - first_step == o.stop_after) || g_stop_signal;
+        if (!o.val_path.empty() && (step % o.val_every == 0 || last)) validate(t, step);
+        if (!o.out.empty() && ((o.save_every > 0 && step % o.save_every == 0) || last)) trainer_save(t, step);
+        // after the save, so a sample that fails cannot cost the run
+        if (o.sample_tokens > 0 && !g_stop_signal && ((o.sample_every > 0 && step % o.sample_every == 0) || last)) {
+            t->progress.close();
+            print_sample(t->model, t->tok, o.sample_tokens, o.seed + step);
+        }
+        if (last) break;
+    }
+    t->progress.close();
+    return step;
+}
+

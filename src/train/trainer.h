@@ -1,0 +1,82 @@
+// trainer.h: a training run in progress: the model, AdamW, data, loss history and outputs, and the loop
+// that advances it one optimizer step at a time (batch, forward, backward, norm, clip, update, log, then
+// validate / save / sample when due). Building the options from flags and resuming a checkpoint's flags
+// belong to the command (cli/train_cmd.cpp); this knows no flags.
+#pragma once
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <unistd.h>
+#include <utility>
+#include <vector>
+
+#include "io/dataloader.h"
+#include "model/model.h"
+#include "text/tokenizer.h"
+#include "train/optimizer.h"
+#include "train/train_state.h"
+
+// Everything a run is given, read from the (merged) flags once.
+struct TrainOptions {
+    int B, T, steps, accum;
+    uint64_t seed;
+    AdamWConfig adamw;
+    float grad_clip, min_lr_frac;
+    int warmup;
+    bool cosine;
+    int val_every, val_batches, save_every, stop_after, sample_every, sample_tokens;
+    std::string train_path, resume_dir, out, plot_path, val_path;  // out: "" for none; val_path: "" for none
+    bool plot_in_out;                                   // loss.png saved into --out with each checkpoint
+};
+
+
+// Appends to --log, checking every write: a log that cannot be written stops the run.
+struct LogFile {
+    FILE* f = nullptr;
+    std::string path;
+    void open(const std::string& p);  // refuses an existing file that is not a JSON-lines log
+    void line(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+    void close();
+};
+
+
+// The step lines: one updating line on a terminal, one line per step otherwise.
+struct Progress {
+    bool tty = isatty(STDOUT_FILENO), open = false;
+    double ms_sum = 0;
+    int count = 0;
+    void step(int step, int steps, double loss, float lr, float norm, double ms, double tokens);
+    void close();  // before any other line
+};
+
+
+// A run in progress: the model, its optimizer, data, history and outputs.
+struct Trainer {
+    TrainOptions o;
+    std::vector<std::pair<std::string, std::string>> run_flags;  // what the checkpoint records
+    GPT2 model;
+    AdamW opt;
+    DataLoader train_dl, val_dl;
+    size_t val_n = 0;
+    LossHistory history;
+    LogFile log;
+    Tokenizer tok;
+    Progress progress;
+    bool saved = false;
+};
+
+
+// The signal that asked the run to stop (SIGINT, SIGTERM or SIGHUP), 0 while none has; after
+// trainer_catch_stop_signals, the first one lands here and a second one ends the process at once.
+extern volatile sig_atomic_t g_stop_signal;
+void trainer_catch_stop_signals(bool on);
+
+// Mean loss over the first `batches` consecutive batches of dl.
+float trainer_evaluate(GPT2* model, DataLoader* dl, size_t batches);
+// Opens the training data (seeded order) and the validation data (in order) of t->o.
+void trainer_load_data(Trainer* t);
+// Saves t->o.out after `step` steps (with the loss plot when t->o.plot_in_out) and says so.
+void trainer_save(Trainer* t, int step);
+// Runs steps first_step+1.. until --steps, --stop-after or a stop signal; returns the last step done.
+int trainer_run(Trainer* t, int first_step);

@@ -14,7 +14,7 @@ struct BenchRegistrar {
     BenchRegistrar(const char* name, void (*fn)()) { bench_registry().push_back({name, fn}); }
 };
 
-#define BENCH(name)                                                   \
-    static void bench_##name();                                       \
+#define BENCH(name)                                                    \
+    static void bench_##name();                                        \
     static BenchRegistrar bench_registrar_##name(#name, bench_##name); \
     static void bench_##name()

@@ -5,10 +5,10 @@
 #include <cstdio>
 #include <vector>
 
+#include "base/util.h"
 #include "bench.h"
 #include "model/generate.h"
 #include "model/model.h"
-#include "base/util.h"
 
 BENCH(decode_124m) {
     GPT2 model;
@@ -24,7 +24,8 @@ BENCH(decode_124m) {
     for (int rep = 0; rep < 4; rep++) {
         Rng rng(1);
         GenerateStats st;
-        generate(model, prompt, opts, &rng, [](int) {}, &st);
+        generate(
+            model, prompt, opts, &rng, [](int) {}, &st);
         if (rep == 0) continue;  // warm-up
         tps.push_back(st.new_tokens / st.decode_s);
         prompt_tps.push_back(st.prompt_tokens / st.prompt_s);
@@ -32,7 +33,8 @@ BENCH(decode_124m) {
     std::sort(tps.begin(), tps.end());
     std::sort(prompt_tps.begin(), prompt_tps.end());
     const double gb_per_token = (double)model.num_params * sizeof(float) / 1e9;
-    printf("decode 124M fp32, 64-token prompt: %.1f tok/s (median of %zu runs of 64 tokens; %.0f GB/s of weights), "
-           "prompt %.0f tok/s\n", tps[tps.size() / 2], tps.size(), tps[tps.size() / 2] * gb_per_token,
-           prompt_tps[prompt_tps.size() / 2]);
+    printf(
+        "decode 124M fp32, 64-token prompt: %.1f tok/s (median of %zu runs of 64 tokens; %.0f GB/s of weights), "
+        "prompt %.0f tok/s\n",
+        tps[tps.size() / 2], tps.size(), tps[tps.size() / 2] * gb_per_token, prompt_tps[prompt_tps.size() / 2]);
 }

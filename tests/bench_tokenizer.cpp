@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "base/util.h"
 #include "bench.h"
 #include "text/tokenizer.h"
-#include "base/util.h"
 
 static std::string find_shakespeare() {
     const char* env = getenv("GPT2_DATA_DIR");

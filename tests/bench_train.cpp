@@ -10,12 +10,12 @@
 #include <omp.h>
 #endif
 
+#include "base/rng.h"
+#include "base/util.h"
 #include "bench.h"
 #include "kernels/gemm.h"
 #include "model/model.h"
 #include "train/optimizer.h"
-#include "base/rng.h"
-#include "base/util.h"
 
 namespace {
 
@@ -52,7 +52,7 @@ double measure_peak_gflops() {
 // FLOPs of one training step (forward + backward), counting the matmuls and attention's two products.
 double step_flops(const GPT2Config& c, int B, int T) {
     double N = (double)B * T, C = c.channels, L = c.num_layers, Vp = c.padded_vocab_size;
-    double linear = L * (C * 3 * C + C * C + C * 4 * C + 4 * C * C) + C * Vp;  // IC*OC summed
+    double linear = L * (C * 3 * C + C * C + C * 4 * C + 4 * C * C) + C * Vp;           // IC*OC summed
     double attn = L * 2.0 * B * c.num_heads * (T * (T + 1) / 2.0) * (C / c.num_heads);  // QK^T and AV MACs
     return 3.0 * 2.0 * (N * linear + attn);  // forward 2 FLOP/MAC, backward twice the forward
 }
@@ -91,8 +91,8 @@ StepTimes bench_step(int B, int T, int steps) {
         if (s < 2) continue;  // warm-up
         fwd.push_back(t1 - t0), bwd.push_back(t2 - t1), upd.push_back(t3 - t2), total.push_back(t3 - t0);
     }
-    return {B, T, steps, median(total), median(fwd), median(bwd), median(upd),
-            step_flops(model.cfg, B, T) / median(total) / 1e9};
+    return {B,           T,           steps,       median(total),
+            median(fwd), median(bwd), median(upd), step_flops(model.cfg, B, T) / median(total) / 1e9};
 }
 
 // GFLOP/s of the three products of one linear layer (N rows, IC -> OC) as matmul.cpp calls them.
@@ -112,8 +112,8 @@ void bench_linear(const char* name, int N, int IC, int OC) {
         }
         t[which] = median(times);
     }
-    printf("  %-8s N=%d IC=%d OC=%d: forward %.1f ms %.0f GFLOP/s, dinp %.1f ms %.0f, dweight %.1f ms %.0f\n", name,
-           N, IC, OC, t[0] * 1e3, flops / t[0] / 1e9, t[1] * 1e3, flops / t[1] / 1e9, t[2] * 1e3, flops / t[2] / 1e9);
+    printf("  %-8s N=%d IC=%d OC=%d: forward %.1f ms %.0f GFLOP/s, dinp %.1f ms %.0f, dweight %.1f ms %.0f\n", name, N,
+           IC, OC, t[0] * 1e3, flops / t[0] / 1e9, t[1] * 1e3, flops / t[1] / 1e9, t[2] * 1e3, flops / t[2] / 1e9);
     fflush(stdout);
 }
 
@@ -142,7 +142,8 @@ BENCH(train_step_124m) {
     printf("peak (register-only FMA loop, %d threads): %.1f GFLOP/s (before %.1f, after %.1f)\n", threads, peak,
            peak_before, peak_after);
     for (const StepTimes& r : runs)
-        printf("124M B=%d T=%d: %.0f ms/step (forward %.0f, backward %.0f, update %.0f; median of %d) "
-               "%.1f GFLOP/s = %.0f%% of peak\n",
-               r.B, r.T, r.total * 1e3, r.fwd * 1e3, r.bwd * 1e3, r.upd * 1e3, r.steps, r.gflops, 100 * r.gflops / peak);
+        printf(
+            "124M B=%d T=%d: %.0f ms/step (forward %.0f, backward %.0f, update %.0f; median of %d) "
+            "%.1f GFLOP/s = %.0f%% of peak\n",
+            r.B, r.T, r.total * 1e3, r.fwd * 1e3, r.bwd * 1e3, r.upd * 1e3, r.steps, r.gflops, 100 * r.gflops / peak);
 }

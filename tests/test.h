@@ -19,27 +19,27 @@ struct TestRegistrar {
     TestRegistrar(const char* name, void (*fn)()) { test_registry().push_back({name, fn}); }
 };
 
-#define TEST(name)                                              \
-    static void test_##name();                                  \
+#define TEST(name)                                                  \
+    static void test_##name();                                      \
     static TestRegistrar test_registrar_##name(#name, test_##name); \
     static void test_##name()
 
-#define CHECK(cond)                                                          \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            g_test_failures++;                                               \
+#define CHECK(cond)                                                                    \
+    do {                                                                               \
+        if (!(cond)) {                                                                 \
+            g_test_failures++;                                                         \
             fprintf(stderr, "  %s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-        }                                                                    \
+        }                                                                              \
     } while (0)
 
-#define CHECK_NEAR(a, b, tol)                                                                  \
-    do {                                                                                       \
-        double check_a_ = (a), check_b_ = (b);                                                 \
-        if (!(std::fabs(check_a_ - check_b_) <= (tol))) {                                      \
-            g_test_failures++;                                                                 \
-            fprintf(stderr, "  %s:%d: CHECK_NEAR failed: %s = %.9g, %s = %.9g, tol %.3g\n", __FILE__, \
-                    __LINE__, #a, check_a_, #b, check_b_, (double)(tol));                      \
-        }                                                                                      \
+#define CHECK_NEAR(a, b, tol)                                                                                       \
+    do {                                                                                                            \
+        double check_a_ = (a), check_b_ = (b);                                                                      \
+        if (!(std::fabs(check_a_ - check_b_) <= (tol))) {                                                           \
+            g_test_failures++;                                                                                      \
+            fprintf(stderr, "  %s:%d: CHECK_NEAR failed: %s = %.9g, %s = %.9g, tol %.3g\n", __FILE__, __LINE__, #a, \
+                    check_a_, #b, check_b_, (double)(tol));                                                         \
+        }                                                                                                           \
     } while (0)
 
 // Path of a file under tests/ (tests run from the repo root).

@@ -7,13 +7,13 @@
 #include <string>
 #include <vector>
 
-#include "io/dataloader.h"
 #include "base/json.h"
-#include "model/model.h"
-#include "train/optimizer.h"
 #include "base/safetensors.h"
-#include "test.h"
+#include "io/dataloader.h"
 #include "io/tokenfile.h"
+#include "model/model.h"
+#include "test.h"
+#include "train/optimizer.h"
 
 namespace {
 
@@ -50,8 +50,8 @@ TEST(json_parses_and_rejects) {
     CHECK(j.find("a")->items[0].is_integer && j.find("a")->items[0].integer == 1);
     CHECK(!j.find("a")->items[1].is_integer && j.find("a")->items[1].number == -2500);
     CHECK(j.find("a")->items[4].str == "x\xc3\xa9\xf0\x9f\x98\x80");
-    const char* bad[] = {"", "{", "[1,]", "{\"a\" 1}", "\"abc", "\"\\ud800\"", "01", "1.", "tru", "[1] x",
-                         "\"\\x\"", "{\"a\":1,}"};
+    const char* bad[] = {"",   "{",  "[1,]", "{\"a\" 1}", "\"abc",   "\"\\ud800\"",
+                         "01", "1.", "tru",  "[1] x",     "\"\\x\"", "{\"a\":1,}"};
     for (const char* s : bad) CHECK(!parses(s));
     CHECK(!parses(std::string(100, '[') + std::string(100, ']')));  // deeper than the limit
     CHECK(parses(std::string(60, '[') + std::string(60, ']')));
@@ -78,19 +78,21 @@ TEST(safetensors_round_trip) {
 TEST(safetensors_rejects_corrupt_headers) {
     const std::string good = "{\"t\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
     CHECK(st_ok(st_image(good, 8)));
-    CHECK(!st_ok(std::vector<uint8_t>(5, 0)));                             // shorter than the length field
-    CHECK(!st_ok(st_image(good, 8, 1u << 30)));                             // header length past the end
-    CHECK(!st_ok(st_image(good, 4)));                                       // data truncated
-    CHECK(!st_ok(st_image("{\"t\":{\"dtype\":\"F32\",", 8)));              // bad JSON
-    CHECK(!st_ok(st_image("[1,2]", 0)));                                    // not an object
-    CHECK(!st_ok(st_image("{\"t\":{\"dtype\":\"F8\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8)));   // dtype
+    CHECK(!st_ok(std::vector<uint8_t>(5, 0)));                 // shorter than the length field
+    CHECK(!st_ok(st_image(good, 8, 1u << 30)));                // header length past the end
+    CHECK(!st_ok(st_image(good, 4)));                          // data truncated
+    CHECK(!st_ok(st_image("{\"t\":{\"dtype\":\"F32\",", 8)));  // bad JSON
+    CHECK(!st_ok(st_image("[1,2]", 0)));                       // not an object
+    CHECK(!st_ok(st_image("{\"t\":{\"dtype\":\"F8\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8)));    // dtype
     CHECK(!st_ok(st_image("{\"t\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", 12)));  // size
     CHECK(!st_ok(st_image("{\"t\":{\"dtype\":\"F32\",\"shape\":[-2],\"data_offsets\":[0,8]}}", 8)));
     CHECK(!st_ok(st_image("{\"t\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,0]}}", 8)));
     CHECK(!st_ok(st_image("{\"t\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0]}}", 8)));
     CHECK(!st_ok(st_image("{\"t\":{\"dtype\":\"F32\",\"shape\":[4611686018427387904,4],\"data_offsets\":[0,8]}}", 8)));
-    CHECK(!st_ok(st_image("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-                          "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", 12)));  // overlap
+    CHECK(
+        !st_ok(st_image("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                        "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}",
+                        12)));                                   // overlap
     CHECK(!st_ok(st_image("{\"__metadata__\":{\"x\":1}}", 0)));  // metadata values are strings
 }
 
@@ -186,11 +188,11 @@ TEST(half_and_bfloat_narrow_to_nearest_even) {
         if (std::isnan(f)) continue;
         mismatches += f32_to_fp16(f) != h;
     }
-    CHECK(mismatches == 0);  // every half survives widen + narrow
-    CHECK(f32_to_fp16(1.0f + std::ldexp(1.0f, -11)) == 0x3C00);   // tie to even: down
+    CHECK(mismatches == 0);                                          // every half survives widen + narrow
+    CHECK(f32_to_fp16(1.0f + std::ldexp(1.0f, -11)) == 0x3C00);      // tie to even: down
     CHECK(f32_to_fp16(1.0f + 3 * std::ldexp(1.0f, -11)) == 0x3C02);  // tie to even: up
     CHECK(f32_to_fp16(65520.0f) == 0x7C00 && f32_to_fp16(65519.0f) == 0x7BFF);
-    CHECK(f32_to_fp16(std::ldexp(1.0f, -25)) == 0x0000);           // half the smallest subnormal: to even (0)
+    CHECK(f32_to_fp16(std::ldexp(1.0f, -25)) == 0x0000);  // half the smallest subnormal: to even (0)
     CHECK(f32_to_fp16(std::ldexp(1.5f, -25)) == 0x0001);
     CHECK(f32_to_bf16(1.0f) == 0x3F80 && f32_to_bf16(1.0f + std::ldexp(1.0f, -8)) == 0x3F80);
     CHECK(f32_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8)) == 0x3F82);

@@ -114,7 +114,8 @@ TEST(generation_seeds_and_greedy) {
         opts.sampler.temperature = temperature;
         opts.sampler.top_k = top_k;
         Rng rng(seed);
-        return generate(model, {5, 6}, opts, &rng, [](int) {}, nullptr);
+        return generate(
+            model, {5, 6}, opts, &rng, [](int) {}, nullptr);
     };
     CHECK(run(1, 1.5f, 0) == run(1, 1.5f, 0));
     CHECK(run(1, 1.5f, 0) != run(2, 1.5f, 0));

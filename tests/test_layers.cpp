@@ -11,10 +11,10 @@
 #include <functional>
 #include <vector>
 
-#include "kernels/gemm.h"
-#include "kernels/layers.h"
 #include "base/rng.h"
 #include "base/safetensors.h"
+#include "kernels/gemm.h"
+#include "kernels/layers.h"
 #include "test.h"
 
 namespace {
@@ -110,7 +110,8 @@ TEST(layernorm_backward_matches_finite_differences) {
         return dot(out, proj);
     };
     loss();
-    layernorm_backward(dx.data(), dw.data(), db.data(), proj.data(), x.data(), w.data(), mean.data(), rstd.data(), N, C);
+    layernorm_backward(dx.data(), dw.data(), db.data(), proj.data(), x.data(), w.data(), mean.data(), rstd.data(), N,
+                       C);
     CHECK(fd_error(x, dx, loss, 1, 1e-3f) < kFdTol);
     CHECK(fd_error(w, dw, loss) < kFdTol);
     CHECK(fd_error(b, db, loss) < kFdTol);
@@ -202,7 +203,9 @@ TEST(crossentropy_matches_finite_differences_and_ignores_padding) {
     std::vector<int> targets = {0, 10, 5, 5};
     for (int i = 0; i < N; i++)
         for (int v = V; v < Vp; v++) logits[i * Vp + v] = 1e4f;  // would dominate if it leaked into softmax
-    auto loss = [&] { return (double)crossentropy_forward(losses.data(), probs.data(), logits.data(), targets.data(), N, V, Vp); };
+    auto loss = [&] {
+        return (double)crossentropy_forward(losses.data(), probs.data(), logits.data(), targets.data(), N, V, Vp);
+    };
     double l = loss();
     double expected = 0;
     for (int i = 0; i < N; i++) {

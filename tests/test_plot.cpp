@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "train/plot.h"
-#include "test.h"
 #include "base/util.h"
+#include "test.h"
+#include "train/plot.h"
 
 namespace {
 
@@ -41,7 +41,8 @@ int count_ink(const std::vector<uint8_t>& img) {
 
 Series decaying(int n, int every, float start) {
     Series s;
-    for (int i = 0; i < n; i += every) s.push_back({i, start * std::exp(-i / 300.0f) + 2.0f + 0.1f * std::sin(i * 0.3f)});
+    for (int i = 0; i < n; i += every)
+        s.push_back({i, start * std::exp(-i / 300.0f) + 2.0f + 0.1f * std::sin(i * 0.3f)});
     return s;
 }
 
@@ -97,15 +98,15 @@ TEST(plot_edge_cases) {
     const int w = 400, h = 300;
     const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
     std::vector<Series> cases_train = {
-        {},                                             // nothing at all: empty axes
-        {{0, 3.5f}},                                    // a single point
-        {{0, 2.0f}, {1, 2.0f}, {2, 2.0f}},              // constant loss
-        {{0, nan}, {1, inf}, {2, -inf}},                // nothing finite
+        {},                                                     // nothing at all: empty axes
+        {{0, 3.5f}},                                            // a single point
+        {{0, 2.0f}, {1, 2.0f}, {2, 2.0f}},                      // constant loss
+        {{0, nan}, {1, inf}, {2, -inf}},                        // nothing finite
         {{0, 5.0f}, {1, nan}, {2, 4.0f}, {3, inf}, {4, 3.0f}},  // gaps
-        {{0, 1e30f}, {1, -1e30f}, {2, 0.0f}},           // huge range
-        {{5, 0.0f}, {5, 0.0f}},                         // repeated step, zero loss
-        {{0, 3.0f}, {1, 3.0000002f}},                   // flat to float precision
-        {{2000000000, 1.0f}, {-2000000000, 2.0f}},      // extreme steps
+        {{0, 1e30f}, {1, -1e30f}, {2, 0.0f}},                   // huge range
+        {{5, 0.0f}, {5, 0.0f}},                                 // repeated step, zero loss
+        {{0, 3.0f}, {1, 3.0000002f}},                           // flat to float precision
+        {{2000000000, 1.0f}, {-2000000000, 2.0f}},              // extreme steps
     };
     for (size_t i = 0; i < cases_train.size(); i++) {
         std::vector<uint8_t> img = plot_render(cases_train[i], {}, w, h);

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "base/util.h"
 #include "test.h"
 #include "text/tokenizer.h"
-#include "base/util.h"
 
 static Tokenizer* tokenizer_for_tests() {
     static Tokenizer tok;
@@ -28,8 +28,10 @@ static Tokenizer* tokenizer_for_tests() {
             state = 1;
         } else {
             state = -1;
-            fprintf(stderr, "  tokenizer files not found in %s: set GPT2_DATA_DIR (to the directory holding "
-                            "gpt2/encoder.json) or run `make data`\n", dir.c_str());
+            fprintf(stderr,
+                    "  tokenizer files not found in %s: set GPT2_DATA_DIR (to the directory holding "
+                    "gpt2/encoder.json) or run `make data`\n",
+                    dir.c_str());
         }
     }
     return state == 1 ? &tok : nullptr;
@@ -81,8 +83,11 @@ static bool utf8_complete(const std::string& s) {
     size_t n = s.size(), i = 0;
     while (i < n) {
         uint8_t b = p[i];
-        size_t need = b < 0x80 ? 1 : (b >= 0xC2 && b <= 0xDF) ? 2 : (b >= 0xE0 && b <= 0xEF) ? 3
-                                    : (b >= 0xF0 && b <= 0xF4) ? 4 : 0;
+        size_t need = b < 0x80                   ? 1
+                      : (b >= 0xC2 && b <= 0xDF) ? 2
+                      : (b >= 0xE0 && b <= 0xEF) ? 3
+                      : (b >= 0xF0 && b <= 0xF4) ? 4
+                                                 : 0;
         if (need == 0 || i + need > n) return false;
         for (size_t k = 1; k < need; k++)
             if ((p[i + k] & 0xC0) != 0x80) return false;
@@ -126,7 +131,8 @@ TEST(tokenizer_fixtures_match_reference) {
         std::string text = read_text(test_path("fixtures/tokenizer/" + name + ".in"));
         std::vector<int> want = parse_ids(read_text(test_path("fixtures/tokenizer/" + name + ".ids")));
         std::vector<int> got = tokenizer_encode(tok, text);
-        if (got != want) fprintf(stderr, "  fixture %s: %zu ids, expected %zu\n", name.c_str(), got.size(), want.size());
+        if (got != want)
+            fprintf(stderr, "  fixture %s: %zu ids, expected %zu\n", name.c_str(), got.size(), want.size());
         CHECK(got == want);
         CHECK(tokenizer_decode(*tok, got) == text);
     }
@@ -159,9 +165,30 @@ TEST(tokenizer_known_ids) {
 TEST(tokenizer_round_trips_random_bytes) {
     REQUIRE_TOKENIZER(tok);
     std::mt19937 rng(20240520);
-    const char* samples[] = {"a", "Z", " ", "  ", "\t", "\n", "'", "'s", "7", ".", "é", "ß", "Ω", "ж", "中",
-                             "日", "한", "\xe2\x80\x8d", "\xc2\xa0", "\xe3\x80\x80", "\xf0\x9f\x98\x80",
-                             "\xf0\x9f\x87\xba", "\xcc\x81", "\xd9\xa3"};
+    const char* samples[] = {"a",
+                             "Z",
+                             " ",
+                             "  ",
+                             "\t",
+                             "\n",
+                             "'",
+                             "'s",
+                             "7",
+                             ".",
+                             "é",
+                             "ß",
+                             "Ω",
+                             "ж",
+                             "中",
+                             "日",
+                             "한",
+                             "\xe2\x80\x8d",
+                             "\xc2\xa0",
+                             "\xe3\x80\x80",
+                             "\xf0\x9f\x98\x80",
+                             "\xf0\x9f\x87\xba",
+                             "\xcc\x81",
+                             "\xd9\xa3"};
     const int n_samples = sizeof(samples) / sizeof(samples[0]);
     int cases = 0;
     for (int c = 0; c < 1500; c++) {
@@ -187,7 +214,8 @@ TEST(tokenizer_round_trips_random_bytes) {
 
 TEST(tokenizer_streaming_decoder) {
     REQUIRE_TOKENIZER(tok);
-    std::string text = "漢字の鬱憑 🫠🧑‍🤝‍🧑 Ωμέγα ژ 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 ꙮ 龘龘 Ǳ";
+    std::string text =
+        "漢字の鬱憑 🫠🧑‍🤝‍🧑 Ωμέγα ژ 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 ꙮ 龘龘 Ǳ";
     std::vector<int> ids = tokenizer_encode(tok, text);
     TokenDecoder dec(*tok);
     std::string streamed;
@@ -253,16 +281,22 @@ TEST(tokenizer_pretokenize_pieces) {
     CHECK(pieces("naïve café") == (Pieces{"naïve", " café"}));
     CHECK(pieces("e\xcc\x81") == (Pieces{"e", "\xcc\x81"}));  // a combining mark (Mn) is not a letter
     // U+00A0 and U+3000 are whitespace, but only U+0020 can prefix a word.
-    CHECK(pieces("a\xc2\xa0" "b") == (Pieces{"a", "\xc2\xa0", "b"}));
-    CHECK(pieces("a \xe3\x80\x80" "b") == (Pieces{"a", " ", "\xe3\x80\x80", "b"}));
-    CHECK(pieces("a\x1c" "b") == (Pieces{"a", "\x1c", "b"}));  // U+001C is isspace() but not \s
+    CHECK(pieces("a\xc2\xa0"
+                 "b") == (Pieces{"a", "\xc2\xa0", "b"}));
+    CHECK(pieces("a \xe3\x80\x80"
+                 "b") == (Pieces{"a", " ", "\xe3\x80\x80", "b"}));
+    CHECK(pieces("a\x1c"
+                 "b") == (Pieces{"a", "\x1c", "b"}));  // U+001C is isspace() but not \s
     // Invalid bytes are single "other" characters: they join punctuation runs, split words.
-    CHECK(pieces("a\xff" "b") == (Pieces{"a", "\xff", "b"}));
+    CHECK(pieces("a\xff"
+                 "b") == (Pieces{"a", "\xff", "b"}));
     CHECK(pieces(" \xff\x80!") == (Pieces{" \xff\x80!"}));
-    CHECK(pieces("\xe2\x82" "a") == (Pieces{"\xe2\x82", "a"}));
+    CHECK(pieces("\xe2\x82"
+                 "a") == (Pieces{"\xe2\x82", "a"}));
     CHECK(pieces("\xed\xa0\x80") == (Pieces{"\xed\xa0\x80"}));
     CHECK(pieces("x \xc3") == (Pieces{"x", " \xc3"}));
-    CHECK(pieces("\xf0\x9f\x98\x80" "x") == (Pieces{"\xf0\x9f\x98\x80", "x"}));
+    CHECK(pieces("\xf0\x9f\x98\x80"
+                 "x") == (Pieces{"\xf0\x9f\x98\x80", "x"}));
     CHECK(pieces("𝔘𝔫 x") == (Pieces{"𝔘𝔫", " x"}));  // letters above the BMP
 }
 

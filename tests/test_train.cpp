@@ -44,8 +44,8 @@ TEST(grad_accumulation_equals_one_larger_batch) {
     }
     // Equal up to fp32 summation order (the batch sums rows in one pass, accumulation in k): a wrong
     // scale or a micro-batch left out would be off by O(1).
-    printf("    grad accumulation vs one batch: max |diff| / max |ref| = %.2e, loss %.7f vs %.7f\n",
-           max_diff / max_ref, acc_loss, big_loss);
+    printf("    grad accumulation vs one batch: max |diff| / max |ref| = %.2e, loss %.7f vs %.7f\n", max_diff / max_ref,
+           acc_loss, big_loss);
     CHECK(max_ref > 0);
     CHECK(max_diff / max_ref <= 1e-6);
     CHECK_NEAR(acc_loss, big_loss, 1e-6);

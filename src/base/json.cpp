@@ -116,7 +116,8 @@ struct Parser {
         if (p < end && *p == '-') p++;
         if (p >= end || !(*p >= '0' && *p <= '9')) return fail("expected digit");
         if (*p == '0') p++;
-        else while (p < end && *p >= '0' && *p <= '9') p++;
+        else
+            while (p < end && *p >= '0' && *p <= '9') p++;
         if (p < end && *p == '.') {
             integral = false;
             p++;

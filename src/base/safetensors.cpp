@@ -32,8 +32,8 @@ std::string SafeTensors::meta(const std::string& key) const {
 
 size_t safetensors_dtype_size(const std::string& dtype) {
     static const std::pair<const char*, size_t> kSizes[] = {
-        {"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8}, {"I32", 4}, {"I16", 2},
-        {"I8", 1},  {"U8", 1},  {"BOOL", 1}, {"U16", 2}, {"U32", 4}, {"U64", 8},
+        {"F64", 8}, {"F32", 4}, {"F16", 2},  {"BF16", 2}, {"I64", 8}, {"I32", 4}, {"I16", 2},
+        {"I8", 1},  {"U8", 1},  {"BOOL", 1}, {"U16", 2},  {"U32", 4}, {"U64", 8},
     };
     for (const auto& s : kSizes)
         if (dtype == s.first) return s.second;
@@ -58,8 +58,8 @@ static bool header_length(const uint8_t* first8, size_t file_size, uint64_t* len
 }
 
 // One tensor's header entry: dtype known, shape x dtype size equal to a byte span inside the data section.
-static bool parse_tensor_entry(const std::string& name, const Json& v, size_t data_start, size_t data_size,
-                               StTensor* t, std::string* err) {
+static bool parse_tensor_entry(const std::string& name, const Json& v, size_t data_start, size_t data_size, StTensor* t,
+                               std::string* err) {
     t->name = name;
     const Json* dtype = v.find("dtype");
     const Json* shape = v.find("shape");
@@ -77,7 +77,8 @@ static bool parse_tensor_entry(const std::string& name, const Json& v, size_t da
             return parse_fail(err, "tensor " + name + ": shape entries must be non-negative integers");
         t->shape.push_back(d.integer);
         bytes_needed *= (uint64_t)d.integer;
-        if (bytes_needed > (unsigned __int128)UINT64_MAX) return parse_fail(err, "tensor " + name + ": shape too large");
+        if (bytes_needed > (unsigned __int128)UINT64_MAX)
+            return parse_fail(err, "tensor " + name + ": shape too large");
     }
     for (const Json& o : offsets->items)
         if (o.type != Json::NUMBER || !o.is_integer || o.integer < 0)
@@ -87,8 +88,8 @@ static bool parse_tensor_entry(const std::string& name, const Json& v, size_t da
         return parse_fail(err, "tensor " + name + ": data_offsets [" + std::to_string(b) + ", " + std::to_string(e) +
                                    "] outside the data section of " + std::to_string(data_size) + " bytes");
     if (bytes_needed != (unsigned __int128)(e - b))
-        return parse_fail(err, "tensor " + name + ": shape x dtype size does not match its byte span of " +
-                                   std::to_string(e - b));
+        return parse_fail(
+            err, "tensor " + name + ": shape x dtype size does not match its byte span of " + std::to_string(e - b));
     t->begin = data_start + b;
     t->end = data_start + e;
     return true;
@@ -155,7 +156,8 @@ void safetensors_load(SafeTensors* st, const std::string& path, bool header_only
     st->path = path;
     st->bytes.clear();
     if (!header_only) {
-        if (!safetensors_parse(st, file_read(path), &err)) fatal("corrupt safetensors file (%s): %s", path.c_str(), err.c_str());
+        if (!safetensors_parse(st, file_read(path), &err))
+            fatal("corrupt safetensors file (%s): %s", path.c_str(), err.c_str());
         return;
     }
     FILE* f = fopen(path.c_str(), "rb");
@@ -224,11 +226,11 @@ uint16_t f32_to_fp16(float x) {
     const uint16_t sign = (uint16_t)((bits >> 16) & 0x8000);
     const uint32_t abs = bits & 0x7FFFFFFFu;
     if (abs >= 0x7F800000u) return sign | (abs > 0x7F800000u ? 0x7E00 : 0x7C00);  // NaN, Inf
-    if (abs >= 0x477FF000u) return sign | 0x7C00;  // rounds past 65504: overflow to Inf
+    if (abs >= 0x477FF000u) return sign | 0x7C00;                                 // rounds past 65504: overflow to Inf
     int exp = (int)(abs >> 23) - 127 + 15;
     uint32_t mant = (abs & 0x7FFFFF) | 0x800000;  // with the implicit bit
     int shift = exp >= 1 ? 13 : 13 + (1 - exp);   // subnormals lose more bits
-    if (shift > 24) return sign;                    // below half the smallest subnormal
+    if (shift > 24) return sign;                  // below half the smallest subnormal
     uint32_t half = mant >> shift, rest = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
     if (rest > mid || (rest == mid && (half & 1))) half++;  // to nearest even; may carry into the exponent
     if (exp >= 1) return sign | (uint16_t)((((uint32_t)exp << 10) + half - 0x400));

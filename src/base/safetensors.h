@@ -19,8 +19,8 @@ struct StTensor {
 
 struct SafeTensors {
     std::string path;
-    std::vector<uint8_t> bytes;  // the whole file; empty when only the header was read
-    std::vector<StTensor> tensors;  // in header order
+    std::vector<uint8_t> bytes;                                 // the whole file; empty when only the header was read
+    std::vector<StTensor> tensors;                              // in header order
     std::vector<std::pair<std::string, std::string>> metadata;  // "__metadata__"
 
     const StTensor* find(const std::string& name) const;

@@ -3,10 +3,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <sys/file.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -192,9 +191,7 @@ void file_write_atomic(const std::string& path, const std::vector<std::pair<cons
     file_publish(file_write_staged(path, parts), path);
 }
 
-void file_write_atomic(const std::string& path, const void* data, size_t n) {
-    file_write_atomic(path, {{data, n}});
-}
+void file_write_atomic(const std::string& path, const void* data, size_t n) { file_write_atomic(path, {{data, n}}); }
 
 void dir_fsync(const std::string& dir) {
     int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY);
@@ -316,8 +313,9 @@ PathLock::PathLock(const std::string& target, const char* flag)
         if (fd >= 0) close(fd);
         bool pid_file = n >= 0 && strspn(text, "0123456789\n") == (size_t)n;
         if (!pid_file)
-            fatal_hint("move it away or choose another output", "cannot lock %s (%s): %s exists and is not a gpt2 lock file",
-                       target.c_str(), flag, path_.c_str());
+            fatal_hint("move it away or choose another output",
+                       "cannot lock %s (%s): %s exists and is not a gpt2 lock file", target.c_str(), flag,
+                       path_.c_str());
     }
     for (int attempt = 0; attempt < 100; attempt++) {
         fd_ = open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
@@ -370,7 +368,8 @@ void dir_publish(const std::string& dir, const std::function<bool(const std::str
     }
     const std::string staging = dir + ".saving." + std::to_string(getpid());
     dir_clear_staging(staging, dir, ours);
-    if (path_exists_no_follow(staging)) fatal("cannot stage %s: %s exists and gpt2 did not make it", dir.c_str(), staging.c_str());
+    if (path_exists_no_follow(staging))
+        fatal("cannot stage %s: %s exists and gpt2 did not make it", dir.c_str(), staging.c_str());
     if (mkdir(staging.c_str(), 0755) != 0) fatal("cannot create directory %s: %s", staging.c_str(), strerror(errno));
     // The marker names a directory as this program's staging, so only such directories are ever cleared. It
     // goes into `dir` too before the swap, so the old contents carry it out.

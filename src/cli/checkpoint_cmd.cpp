@@ -4,11 +4,11 @@
 
 #include <cstdio>
 
-#include "io/checkpoint.h"
+#include "base/util.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "io/checkpoint.h"
 #include "io/llmc.h"
-#include "base/util.h"
 
 int cmd_info(int argc, char** argv) {
     static const std::vector<CliFlag> flags = {{"model", "", "", "checkpoint to describe"}, kCliHeadsFlag};
@@ -32,19 +32,25 @@ int cmd_export(int argc, char** argv) {
         {"dtype", "", "f32", "f32, f16 (hf only) or bf16; narrowing rounds to nearest even"},
         kCliHeadsFlag,
     };
-    CliArgs args = cli_parse(argc, argv, "export", "gpt2 export --model PATH --out PATH [--format hf|llmc] [--dtype f32]",
-                             "Converts a checkpoint between HuggingFace's layout and llm.c's format.", flags, false);
+    CliArgs args =
+        cli_parse(argc, argv, "export", "gpt2 export --model PATH --out PATH [--format hf|llmc] [--dtype f32]",
+                  "Converts a checkpoint between HuggingFace's layout and llm.c's format.", flags, false);
     const std::string format = args.str("format"), dtype = args.str("dtype"), out = args.str("out");
-    if (format != "hf" && format != "llmc") fatal("bad value for --format (export): expected hf or llmc, got '%s'", format.c_str());
+    if (format != "hf" && format != "llmc")
+        fatal("bad value for --format (export): expected hf or llmc, got '%s'", format.c_str());
     if (dtype != "f32" && dtype != "f16" && dtype != "bf16")
         fatal("bad value for --dtype (export): expected f32, f16 or bf16, got '%s'", dtype.c_str());
-    if (format == "llmc" && dtype == "f16") fatal("bad value for --dtype (export): llm.c files are f32 (v3) or bf16 (v5)");
+    if (format == "llmc" && dtype == "f16")
+        fatal("bad value for --dtype (export): llm.c files are f32 (v3) or bf16 (v5)");
     if (format == "llmc") {  // checked before the model is read: a file is replaced only by its own kind
         if (out.empty()) fatal("empty value for --out (export): expected a file path");
-        if (dir_exists(out)) fatal("bad value for --out (export): %s is a directory, expected a file path for llmc", out.c_str());
+        if (dir_exists(out))
+            fatal("bad value for --out (export): %s is a directory, expected a file path for llmc", out.c_str());
         if (access(out.c_str(), F_OK) == 0 && !llmc_is_checkpoint_file(out))
-            fatal_hint("choose a new path; gpt2 replaces only llm.c checkpoints", "bad value for --out (export): %s "
-                       "exists and is not an llm.c checkpoint", out.c_str());
+            fatal_hint("choose a new path; gpt2 replaces only llm.c checkpoints",
+                       "bad value for --out (export): %s "
+                       "exists and is not an llm.c checkpoint",
+                       out.c_str());
     }
     GPT2 model;
     checkpoint_load(&model, args.str("model"), cli_heads(args));

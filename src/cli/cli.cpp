@@ -24,8 +24,7 @@ int cli_edit_distance(const std::string& a, const std::string& b) {
     return prev[b.size()];
 }
 
-void cli_print_help(const char* command, const char* usage, const char* about,
-                    const std::vector<CliFlag>& flags) {
+void cli_print_help(const char* command, const char* usage, const char* about, const std::vector<CliFlag>& flags) {
     printf("usage: %s\n%s\n", usage, about);
     if (flags.empty()) return;
     printf("\nflags of %s:\n", command);
@@ -35,7 +34,8 @@ void cli_print_help(const char* command, const char* usage, const char* about,
         if (!f.is_switch) left += " X";
         std::string def;
         if (f.is_switch) def = "";
-        else if (f.default_value) def = std::string(" (default: ") + (f.default_value[0] ? f.default_value : "none") + ")";
+        else if (f.default_value)
+            def = std::string(" (default: ") + (f.default_value[0] ? f.default_value : "none") + ")";
         printf("%-26s %s%s\n", left.c_str(), f.help, def.c_str());
     }
 }
@@ -61,8 +61,8 @@ CliArgs cli_parse(int argc, char** argv, const char* command, const char* usage,
         bool is_short = !is_long && a.size() >= 2 && a[0] == '-' && !(a[1] >= '0' && a[1] <= '9') && a[1] != '.';
         if (!is_long && !is_short) {
             if (!allow_positional)
-                fatal("unexpected argument '%s' (%s): expected only flags; see `gpt2 %s --help`", a.c_str(),
-                      command, command);
+                fatal("unexpected argument '%s' (%s): expected only flags; see `gpt2 %s --help`", a.c_str(), command,
+                      command);
             args.positional.push_back(a);
             continue;
         }
@@ -84,8 +84,8 @@ CliArgs cli_parse(int argc, char** argv, const char* command, const char* usage,
             }
             std::string shown = (is_long ? "--" : "-") + name;
             if (!best.empty() && best_d <= 3)
-                fatal_hint("did you mean --" + best + "?", "unknown flag %s (%s): see `gpt2 %s --help`",
-                           shown.c_str(), command, command);
+                fatal_hint("did you mean --" + best + "?", "unknown flag %s (%s): see `gpt2 %s --help`", shown.c_str(),
+                           command, command);
             fatal("unknown flag %s (%s): see `gpt2 %s --help`", shown.c_str(), command, command);
         }
         if (f->is_switch) {
@@ -150,7 +150,9 @@ CliArgs cli_merge_stored(const CliArgs& given, const std::vector<std::pair<std::
     merged.values.clear();
     for (const auto& kv : stored) {
         const CliFlag* f = find_flag(given.flags, kv.first, false);
-        if (!f) fatal("bad train state (%s): unknown flag --%s for %s", where.c_str(), kv.first.c_str(), given.command.c_str());
+        if (!f)
+            fatal("bad train state (%s): unknown flag --%s for %s", where.c_str(), kv.first.c_str(),
+                  given.command.c_str());
         if (f->is_switch && !kv.second.empty())
             fatal("bad train state (%s): flag --%s takes no value", where.c_str(), kv.first.c_str());
         merged.names.push_back(kv.first);

@@ -7,8 +7,8 @@
 #include <vector>
 
 struct CliFlag {
-    const char* name;        // long name without dashes, e.g. "seq-len"
-    const char* short_name;  // one letter without dash, or "" for none
+    const char* name;           // long name without dashes, e.g. "seq-len"
+    const char* short_name;     // one letter without dash, or "" for none
     const char* default_value;  // used when not given; nullptr or "": none, and str() of it is "missing flag"
     const char* help;
     bool is_switch = false;  // takes no value
@@ -47,7 +47,6 @@ CliArgs cli_merge_stored(const CliArgs& given, const std::vector<std::pair<std::
 // synopsis line, `about` one sentence.
 CliArgs cli_parse(int argc, char** argv, const char* command, const char* usage, const char* about,
                   const std::vector<CliFlag>& flags, bool allow_positional);
-void cli_print_help(const char* command, const char* usage, const char* about,
-                    const std::vector<CliFlag>& flags);
+void cli_print_help(const char* command, const char* usage, const char* about, const std::vector<CliFlag>& flags);
 // Levenshtein distance, for suggestions.
 int cli_edit_distance(const std::string& a, const std::string& b);

@@ -6,13 +6,13 @@
 #include <cstdio>
 #include <string>
 
-#include "io/checkpoint.h"
-#include "cli/cli.h"
-#include "cli/commands.h"
-#include "model/model.h"
-#include "train/optimizer.h"
 #include "base/safetensors.h"
 #include "base/util.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "io/checkpoint.h"
+#include "model/model.h"
+#include "train/optimizer.h"
 
 namespace {
 
@@ -77,8 +77,7 @@ int cmd_compare(int argc, char** argv) {
     safetensors_load(&ref, args.str("ref"));
     const GPT2Config& cfg = model.cfg;
     const StTensor& xt = need(ref, "x");
-    if (xt.shape.size() != 2 || xt.dtype != "I32")
-        fatal("bad tensor x in %s: expected I32 (B, T)", ref.path.c_str());
+    if (xt.shape.size() != 2 || xt.dtype != "I32") fatal("bad tensor x in %s: expected I32 (B, T)", ref.path.c_str());
     const int B = (int)xt.shape[0], T = (int)xt.shape[1], V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
     std::vector<float> xf = safetensors_read_f32(ref, xt), yf = safetensors_read_f32(ref, need(ref, "y"));
     if (yf.size() != xf.size()) fatal("bad tensor y in %s: expected the shape of x", ref.path.c_str());
@@ -91,7 +90,8 @@ int cmd_compare(int argc, char** argv) {
     std::vector<float> ref_logits = safetensors_read_f32(ref, lt);
     report.line("logits", rel_error(model.a.logits, ref_logits.data(), (size_t)B * T, V, Vp), kRelBar, "rel");
     const StTensor& ref_loss = need(ref, "loss");
-    if (ref_loss.numel() != 1) fatal("bad tensor loss in %s: expected one value, got %zu", ref.path.c_str(), ref_loss.numel());
+    if (ref_loss.numel() != 1)
+        fatal("bad tensor loss in %s: expected one value, got %zu", ref.path.c_str(), ref_loss.numel());
     report.line("loss", std::fabs(loss - safetensors_read_f32(ref, ref_loss)[0]), kLossBar, "abs");
 
     gpt2_zero_grad(&model);
@@ -107,7 +107,8 @@ int cmd_compare(int argc, char** argv) {
 
     // AdamW steps on the same batch: losses[i] is the loss before update i+1.
     std::vector<float> ref_losses = safetensors_read_f32(ref, need(ref, "losses"));
-    if (ref_losses.empty()) fatal("bad tensor losses in %s: expected the losses of at least one AdamW step", ref.path.c_str());
+    if (ref_losses.empty())
+        fatal("bad tensor losses in %s: expected the losses of at least one AdamW step", ref.path.c_str());
     long long adamw_steps = args.integer_in("adamw-steps", -1, 1 << 20);
     if (adamw_steps > (long long)ref_losses.size())
         fatal("bad value for --adamw-steps (compare): expected -1..%zu, got %lld", ref_losses.size(), adamw_steps);

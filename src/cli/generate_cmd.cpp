@@ -6,12 +6,12 @@
 #include <cstring>
 #include <string>
 
-#include "io/checkpoint.h"
+#include "base/util.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "io/checkpoint.h"
 #include "model/generate.h"
 #include "text/tokenizer.h"
-#include "base/util.h"
 
 namespace {
 
@@ -48,7 +48,8 @@ std::vector<int> read_prompt(const CliArgs& args, Tokenizer* tok, const GPT2Conf
         } else {
             text = text_read(args.str("prompt-file"), 64 << 20);
         }
-        if (text.empty()) fatal("empty prompt (%s): expected some text, or no prompt to start from <|endoftext|>", flag);
+        if (text.empty())
+            fatal("empty prompt (%s): expected some text, or no prompt to start from <|endoftext|>", flag);
         prompt = tokenizer_encode(tok, text);
         if ((int)prompt.size() > cfg.max_seq_len)
             fatal("prompt too long (%s): %zu tokens, expected at most the model's context of %d", flag, prompt.size(),
@@ -108,17 +109,18 @@ int cmd_generate(int argc, char** argv) {
         TokenDecoder decoder(tok);
         std::vector<int> shown;
         GenerateStats stats;
-        generate(model, prompt, opts, &rng,
-                 [&](int id) {
-                     if (ids_out) {
-                         printf(shown.empty() ? "%d" : " %d", id);
-                     } else if (id != kTokenizerEot) {
-                         fputs(decoder.push(id).c_str(), stdout);
-                     }
-                     shown.push_back(id);
-                     if (fflush(stdout) != 0) fatal("cannot write standard output: %s", strerror(errno));
-                 },
-                 &stats);
+        generate(
+            model, prompt, opts, &rng,
+            [&](int id) {
+                if (ids_out) {
+                    printf(shown.empty() ? "%d" : " %d", id);
+                } else if (id != kTokenizerEot) {
+                    fputs(decoder.push(id).c_str(), stdout);
+                }
+                shown.push_back(id);
+                if (fflush(stdout) != 0) fatal("cannot write standard output: %s", strerror(errno));
+            },
+            &stats);
         if (!ids_out) fputs(decoder.flush().c_str(), stdout);
         printf("\n");
         fflush(stdout);

@@ -7,9 +7,9 @@
 #include <new>
 #include <string>
 
+#include "base/util.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
-#include "base/util.h"
 
 struct Command {
     const char* name;
@@ -34,7 +34,9 @@ static void print_usage() {
 
 // An allocation that fails anyway (memory_check guards the large ones) ends with one error line, not an
 // abort.
-static void on_out_of_memory() { fatal("out of memory: an allocation failed; expected a smaller model, batch or input"); }
+static void on_out_of_memory() {
+    fatal("out of memory: an allocation failed; expected a smaller model, batch or input");
+}
 
 // Output the command printed but could not write (a full disk, a closed pipe) is an error too.
 static int finish(int rc) {

@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "base/util.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "io/tokenfile.h"
 #include "text/tokenizer.h"
-#include "base/util.h"
 
 // Text from a file, a pipe or stdin. Encoding holds the text and about as many bytes again in ids, so
 // more than a quarter of the available memory is refused rather than read until the machine runs out.
@@ -66,10 +66,12 @@ int cmd_tokenize(int argc, char** argv) {
          "split the text after every \"\\n\\n\" and put <|endoftext|> before each section (llm.c layout)", true},
         {"tokenizer", "", default_dir.c_str(), "directory with encoder.json + vocab.bpe (or vocab.json + merges.txt)"},
     };
-    const char* usage = "gpt2 tokenize [--tokenizer DIR] (--ids | -o PREFIX [--val-tokens N]) "
-                        "[--split-on-blank-lines] FILE";
-    const char* about = "Encodes FILE (- for stdin) with the GPT-2 tokenizer; the text <|endoftext|> in FILE is "
-                        "ordinary text.";
+    const char* usage =
+        "gpt2 tokenize [--tokenizer DIR] (--ids | -o PREFIX [--val-tokens N]) "
+        "[--split-on-blank-lines] FILE";
+    const char* about =
+        "Encodes FILE (- for stdin) with the GPT-2 tokenizer; the text <|endoftext|> in FILE is "
+        "ordinary text.";
     CliArgs args = cli_parse(argc, argv, "tokenize", usage, about, flags, true);
 
     if (args.positional.empty()) fatal("missing input file (tokenize): expected FILE, or - for stdin");
@@ -101,8 +103,8 @@ int cmd_tokenize(int argc, char** argv) {
         return 0;
     }
     if ((long long)ids.size() <= val_tokens)
-        fatal("too few tokens for --val-tokens %lld (%s): expected more than %lld, got %zu", val_tokens,
-              input_name, val_tokens, ids.size());
+        fatal("too few tokens for --val-tokens %lld (%s): expected more than %lld, got %zu", val_tokens, input_name,
+              val_tokens, ids.size());
     std::string train_path, val_path;
     if (prefix.back() == '/') {
         dir_create(prefix.substr(0, prefix.size() - 1));
@@ -116,8 +118,10 @@ int cmd_tokenize(int argc, char** argv) {
     }
     for (const std::string& path : {val_path, train_path})
         if (access(path.c_str(), F_OK) == 0 && !tokenfile_is_token_file(path))
-            fatal_hint("choose another -o PREFIX; gpt2 replaces only token files", "bad value for --output "
-                       "(tokenize): %s exists and is not a token file", path.c_str());
+            fatal_hint("choose another -o PREFIX; gpt2 replaces only token files",
+                       "bad value for --output "
+                       "(tokenize): %s exists and is not a token file",
+                       path.c_str());
     // both files are staged before either is published, so a failure leaves the old pair as it was
     std::vector<int> val(ids.begin(), ids.begin() + val_tokens), train(ids.begin() + val_tokens, ids.end());
     std::string val_staged = tokenfile_stage(val_path, val);

@@ -24,7 +24,8 @@ namespace {
 
 const std::vector<CliFlag> kTrainFlags = {
     {"train", "", "data/tinyshakespeare/train.bin", "training token file (llm.c format)"},
-    {"val", "", "data/tinyshakespeare/val.bin", "validation token file (default only with the default --train); \"\" skips"},
+    {"val", "", "data/tinyshakespeare/val.bin",
+     "validation token file (default only with the default --train); \"\" skips"},
     {"model", "", "", "start from this checkpoint instead of a random init"},
     {"layers", "", "4", "layers of a from-scratch model"},
     {"heads", "", "4", "attention heads of a from-scratch model"},
@@ -50,9 +51,11 @@ const std::vector<CliFlag> kTrainFlags = {
     {"log", "", "", "append one JSON line per step and per validation to this file"},
     {"out", "", "", "checkpoint directory: HuggingFace-layout model + train_state.safetensors"},
     {"save-every", "", "0", "save to --out every N steps (always after the last step); 0: only at the end"},
-    {"stop-after", "", "0", "stop (and save) after N steps of this run, keeping the --steps schedule; 0: run to --steps"},
+    {"stop-after", "", "0",
+     "stop (and save) after N steps of this run, keeping the --steps schedule; 0: run to --steps"},
     {"resume", "", "", "continue exactly from a checkpoint directory written by --out"},
-    {"plot", "", "", "loss plot PNG (800x500), refreshed at each validation (default: loss.png in --out, with each save)"},
+    {"plot", "", "",
+     "loss plot PNG (800x500), refreshed at each validation (default: loss.png in --out, with each save)"},
     {"sample-every", "", "0", "print a generated sample every N steps; 0: only after the last step"},
     {"sample-tokens", "", "64", "tokens per sample; 0 disables samples (and the tokenizer)"},
     {"tokenizer", "", "", "tokenizer directory for samples (default: $GPT2_DATA_DIR/gpt2 or data/gpt2)"},
@@ -60,8 +63,8 @@ const std::vector<CliFlag> kTrainFlags = {
 
 // Flags a resumed run must keep: they shape the model or the data order (the data's content is checked by
 // hash, so the file may move).
-const char* const kFixedOnResume[] = {"batch", "tokens", "grad-accum", "seed", "model",
-                                      "layers", "heads", "channels", "seq-len", "vocab"};
+const char* const kFixedOnResume[] = {"batch",  "tokens", "grad-accum", "seed",    "model",
+                                      "layers", "heads",  "channels",   "seq-len", "vocab"};
 // Flags that belong to one invocation, not to the run: a resumed run never inherits them.
 const char* const kPerInvocation[] = {"out", "resume", "stop-after", "log", "plot"};
 
@@ -77,7 +80,8 @@ bool is_per_invocation(const std::string& name) {
 std::vector<std::pair<std::string, std::string>> run_flags(const CliArgs& args, const std::string& val_path) {
     std::vector<std::pair<std::string, std::string>> flags;
     for (size_t i = 0; i < args.names.size(); i++)
-        if (!is_per_invocation(args.names[i]) && args.names[i] != "val") flags.push_back({args.names[i], args.values[i]});
+        if (!is_per_invocation(args.names[i]) && args.names[i] != "val")
+            flags.push_back({args.names[i], args.values[i]});
     for (const char* name : kFixedOnResume)
         if (!args.has(name) && std::string(name) != "model") flags.push_back({name, args.str(name)});
     flags.push_back({"val", val_path});
@@ -108,8 +112,10 @@ void check_plot_path(const std::string& path) {
     bool png = f && fread(head, 1, 8, f) == 8 && memcmp(head, kPng, 8) == 0;
     if (f) fclose(f);
     if (!png)
-        fatal_hint("choose a new path; gpt2 replaces only PNG files", "bad value for --plot (train): %s exists and is "
-                   "not a PNG", path.c_str());
+        fatal_hint("choose a new path; gpt2 replaces only PNG files",
+                   "bad value for --plot (train): %s exists and is "
+                   "not a PNG",
+                   path.c_str());
 }
 
 // The model a run trains: the checkpoint it resumes, --model, or a random init from the geometry flags.
@@ -149,7 +155,8 @@ TrainOptions train_options(const CliArgs& args, const CliArgs& given, const std:
     if (o.adamw.eps <= 0)  // the padded vocabulary rows have zero moments: 0 / (0 + eps) must stay 0
         fatal("bad value for --eps (train): expected > 0, got %g", o.adamw.eps);
     o.adamw.weight_decay = (float)args.number_in("weight-decay", 0, 10);
-    o.grad_clip = (float)args.number_in("grad-clip", 0, 1e9), o.min_lr_frac = (float)args.number_in("min-lr-frac", 0, 1);
+    o.grad_clip = (float)args.number_in("grad-clip", 0, 1e9),
+    o.min_lr_frac = (float)args.number_in("min-lr-frac", 0, 1);
     o.warmup = args.integer_in("warmup", 0, 1 << 30);
     const std::string schedule = args.str("lr-schedule");
     if (schedule != "cosine" && schedule != "constant")
@@ -165,7 +172,8 @@ TrainOptions train_options(const CliArgs& args, const CliArgs& given, const std:
     o.out = given.has("out") ? path_strip_slashes(given.str("out")) : resume_dir;
     o.plot_in_out = !args.has("plot") && !o.out.empty();
     o.plot_path = args.has("plot") ? args.str("plot") : "";
-    if (o.save_every > 0 && o.out.empty()) fatal("missing flag --out (train): --save-every needs a directory to save to");
+    if (o.save_every > 0 && o.out.empty())
+        fatal("missing flag --out (train): --save-every needs a directory to save to");
     // The default val file belongs to the default train file; custom training data validates only on --val.
     const std::string val = args.has("val") ? args.str("val") : args.has("train") ? "" : args.str("val");
     o.val_path = o.val_every > 0 ? val : "";
@@ -199,8 +207,10 @@ void load_sampler(Trainer* t, const CliArgs& args, const CliArgs& given) {
                  "samples of --sample-tokens " + std::to_string(t->o.sample_tokens), "lower --sample-tokens");
     const bool asked = given.has("sample-tokens") || given.has("tokenizer");
     if (!tokenizer_files_present(dir)) {
-        printf("note: no tokenizer files in %s (encoder.json + vocab.bpe): training without samples; set "
-               "--tokenizer or GPT2_DATA_DIR to see them\n", dir.c_str());
+        printf(
+            "note: no tokenizer files in %s (encoder.json + vocab.bpe): training without samples; set "
+            "--tokenizer or GPT2_DATA_DIR to see them\n",
+            dir.c_str());
         t->o.sample_tokens = 0;
     } else if (asked) {
         tokenizer_load_for_model(&t->tok, dir, cfg.vocab_size, "--sample-tokens 0 trains without samples");
@@ -254,7 +264,8 @@ int cmd_train(int argc, char** argv) {
     if (o.sample_tokens > 0) load_sampler(&t, args, given);  // before training, so a bad tokenizer fails fast
 
     if (first_step >= o.steps) {  // nothing to train: a fresh run still saves what was asked for
-        if (!resume_dir.empty()) printf("nothing to do: %s is at step %d of %d\n", resume_dir.c_str(), first_step, o.steps);
+        if (!resume_dir.empty())
+            printf("nothing to do: %s is at step %d of %d\n", resume_dir.c_str(), first_step, o.steps);
         else if (!o.out.empty()) trainer_save(&t, first_step);
         t.log.close();
         return 0;
@@ -296,8 +307,8 @@ int cmd_eval(int argc, char** argv) {
     size_t n = batches ? (size_t)batches : available;
     float loss = trainer_evaluate(&model, &dl, n);
     if (!std::isfinite(loss))
-        fatal("loss is %g on %s: the model's weights or activations overflow; expected a finite loss",
-              loss, args.str("data").c_str());
+        fatal("loss is %g on %s: the model's weights or activations overflow; expected a finite loss", loss,
+              args.str("data").c_str());
     printf("batches %zu of %d x %d tokens\n", n, B, T);
     printf("loss %.6f\n", loss);
     return 0;

@@ -1,19 +1,19 @@
 // checkpoint.cpp: see checkpoint.h. Name mapping follows transformers' modeling_gpt2.py (GPT2Model).
 #include "io/checkpoint.h"
 
-#include <cassert>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 
 #include "base/json.h"
-#include "io/llmc.h"
 #include "base/util.h"
+#include "io/llmc.h"
 
 namespace {
 
@@ -59,7 +59,9 @@ void check_config_math(const Json& root, const std::string& path, int channels) 
     const struct {
         const char* key;
         bool want;
-    } flags[] = {{"tie_word_embeddings", true}, {"scale_attn_weights", true}, {"scale_attn_by_inverse_layer_idx", false},
+    } flags[] = {{"tie_word_embeddings", true},
+                 {"scale_attn_weights", true},
+                 {"scale_attn_by_inverse_layer_idx", false},
                  {"add_cross_attention", false}};
     for (const auto& f : flags)
         if (const Json* v = root.find(f.key))
@@ -85,9 +87,10 @@ GPT2Config checkpoint_read_hf_config(const std::string& path) {
     if (!json_parse(reinterpret_cast<const char*>(bytes.data()), bytes.size(), &root, &err))
         fatal("malformed JSON in %s: %s", path.c_str(), err.c_str());
     if (root.type != Json::OBJECT) fatal("bad config (%s): expected a JSON object", path.c_str());
-    GPT2Config cfg = config_make(config_int(root, "n_positions", "n_ctx", path), config_int(root, "vocab_size", nullptr, path),
-                                 config_int(root, "n_layer", nullptr, path), config_int(root, "n_head", nullptr, path),
-                                 config_int(root, "n_embd", nullptr, path));
+    GPT2Config cfg =
+        config_make(config_int(root, "n_positions", "n_ctx", path), config_int(root, "vocab_size", nullptr, path),
+                    config_int(root, "n_layer", nullptr, path), config_int(root, "n_head", nullptr, path),
+                    config_int(root, "n_embd", nullptr, path));
     config_validate(cfg, path.c_str());
     check_config_math(root, path, cfg.channels);
     return cfg;
@@ -98,7 +101,8 @@ void checkpoint_unpack_hf(const SafeTensors& st, const std::string& prefix, cons
         std::string name = prefix + t.hf_name;
         const StTensor* s = st.find(name);
         std::vector<int64_t> want = hf_shape(t, cfg);
-        if (!s) fatal("missing tensor %s in %s: expected shape %s", name.c_str(), st.path.c_str(), shape_str(want).c_str());
+        if (!s)
+            fatal("missing tensor %s in %s: expected shape %s", name.c_str(), st.path.c_str(), shape_str(want).c_str());
         if (s->shape != want)
             fatal("shape mismatch for tensor %s in %s: expected %s, got %s", name.c_str(), st.path.c_str(),
                   shape_str(want).c_str(), shape_str(s->shape).c_str());
@@ -126,7 +130,8 @@ std::string check_hf_header(const SafeTensors& st, const std::string& prefix, co
         std::string name = prefix + t.hf_name;
         const StTensor* s = st.find(name);
         std::vector<int64_t> want = hf_shape(t, cfg);
-        if (!s) fatal("missing tensor %s in %s: expected shape %s", name.c_str(), st.path.c_str(), shape_str(want).c_str());
+        if (!s)
+            fatal("missing tensor %s in %s: expected shape %s", name.c_str(), st.path.c_str(), shape_str(want).c_str());
         if (s->shape != want)
             fatal("shape mismatch for tensor %s in %s: expected %s, got %s", name.c_str(), st.path.c_str(),
                   shape_str(want).c_str(), shape_str(s->shape).c_str());
@@ -215,7 +220,8 @@ GPT2Config open_checkpoint(const std::string& path, int heads_override, Checkpoi
                   config_path.c_str());
         GPT2Config cfg = checkpoint_read_hf_config(config_path);
         if (heads_override > 0 && heads_override != cfg.num_heads)
-            fatal("conflicting head count (--heads %d): %s says %d", heads_override, config_path.c_str(), cfg.num_heads);
+            fatal("conflicting head count (--heads %d): %s says %d", heads_override, config_path.c_str(),
+                  cfg.num_heads);
         SafeTensors st;
         safetensors_load(&st, st_path, !model);
         info->format = "huggingface";
@@ -255,8 +261,10 @@ GPT2Config open_checkpoint(const std::string& path, int heads_override, Checkpoi
         else info->dtype = check_hf_header(st, hf_prefix(st), cfg);
         return cfg;
     }
-    fatal("unrecognised checkpoint (%s): expected a HuggingFace directory, a .safetensors file or an llm.c .bin "
-          "(magic %d)", path.c_str(), kLlmcMagic);
+    fatal(
+        "unrecognised checkpoint (%s): expected a HuggingFace directory, a .safetensors file or an llm.c .bin "
+        "(magic %d)",
+        path.c_str(), kLlmcMagic);
 }
 
 }  // namespace
@@ -284,7 +292,7 @@ void checkpoint_save_hf(const GPT2& model, const std::string& dir, const std::st
     const GPT2Config& cfg = model.cfg;
     assert((dtype == "F32" || dtype == "F16" || dtype == "BF16") && "checkpoint_save_hf dtype");
     checkpoint_check_finite(model, dir, "not saving non-finite weights");
-    std::vector<std::vector<float>> transposed;   // keep converted copies alive until written
+    std::vector<std::vector<float>> transposed;  // keep converted copies alive until written
     std::vector<std::vector<uint16_t>> narrowed;
     std::vector<StWriteItem> items;
     for (const TensorInfo& t : model.param_table) {
@@ -328,7 +336,8 @@ namespace {
 
 bool export_is_ours(const std::string& name) {
     for (const char* ours : {"config.json", "model.safetensors", kStagingMarker})
-        if (name == ours || (path_is_staged_temp(name) && name.compare(0, strlen(ours) + 5, std::string(ours) + ".tmp.") == 0))
+        if (name == ours ||
+            (path_is_staged_temp(name) && name.compare(0, strlen(ours) + 5, std::string(ours) + ".tmp.") == 0))
             return true;
     return false;
 }
@@ -343,8 +352,10 @@ void checkpoint_export_hf(const GPT2& model, const std::string& out, const std::
     if (dir_exists(dir)) {
         std::vector<std::string> entries = dir_entries(dir);
         if (file_exists(path_join(dir, "train_state.safetensors")))
-            fatal_hint("export to a new directory", "bad value for --out (export): %s is a training checkpoint; "
-                       "replacing its model would make it unresumable", dir.c_str());
+            fatal_hint("export to a new directory",
+                       "bad value for --out (export): %s is a training checkpoint; "
+                       "replacing its model would make it unresumable",
+                       dir.c_str());
         bool ours = true;
         for (const std::string& e : entries) ours = ours && export_is_ours(e);
         if (ours && !entries.empty()) {
@@ -363,4 +374,3 @@ void checkpoint_export_hf(const GPT2& model, const std::string& out, const std::
     PathLock lock(dir, "--out");
     dir_publish(dir, export_is_ours, [&](const std::string& staging) { checkpoint_save_hf(model, staging, dtype); });
 }
-

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "model/model.h"
 #include "base/safetensors.h"
+#include "model/model.h"
 
 // Reads config.json (n_embd, n_head, n_layer, n_positions, vocab_size); fatal naming the file if bad.
 GPT2Config checkpoint_read_hf_config(const std::string& path);

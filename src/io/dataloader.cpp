@@ -1,8 +1,8 @@
 // dataloader.cpp: see dataloader.h.
 #include "io/dataloader.h"
 
-#include "io/tokenfile.h"
 #include "base/util.h"
+#include "io/tokenfile.h"
 
 void dataloader_init(DataLoader* dl, const std::string& path, int vocab_size, int B, int T, bool shuffle,
                      uint64_t seed) {
@@ -40,7 +40,8 @@ void dataloader_next(DataLoader* dl) {
         dl->order.resize(dl->num_windows);
         for (size_t i = 0; i < dl->num_windows; i++) dl->order[i] = (uint32_t)i;
         if (dl->shuffle)  // Fisher-Yates
-            for (size_t i = dl->num_windows - 1; i > 0; i--) std::swap(dl->order[i], dl->order[dl->rng.below((uint32_t)i + 1)]);
+            for (size_t i = dl->num_windows - 1; i > 0; i--)
+                std::swap(dl->order[i], dl->order[dl->rng.below((uint32_t)i + 1)]);
         dl->pos = 0;
     }
     load_windows(dl, dl->order.data() + dl->pos);

@@ -115,7 +115,8 @@ void llmc_save(const GPT2& model, const std::string& path, int version) {
     for_each_run(model.param_table, [&](size_t offset, size_t count) {
         const float* src = model.params.data() + offset;
         for (size_t i = 0; i < count; i++)
-            if (!std::isfinite(src[i])) fatal("not saving non-finite weights (%s): parameter %zu is %g", path.c_str(), offset + i, src[i]);
+            if (!std::isfinite(src[i]))
+                fatal("not saving non-finite weights (%s): parameter %zu is %g", path.c_str(), offset + i, src[i]);
         if (esize == 4) {
             memcpy(dst, src, count * 4);
         } else {

@@ -57,26 +57,25 @@ bool tokenfile_parse(const uint8_t* data, size_t n, int vocab_size, const std::s
     int32_t header[3];
     memcpy(header, data, sizeof(header));
     if (header[0] != kTokenFileMagic)
-        return tokenfile_fail(err, "bad magic in token file (%s) at offset 0: expected %d, got %d", w,
-                              kTokenFileMagic, header[0]);
+        return tokenfile_fail(err, "bad magic in token file (%s) at offset 0: expected %d, got %d", w, kTokenFileMagic,
+                              header[0]);
     if (header[1] != kTokenFileVersion)
         return tokenfile_fail(err, "unsupported token file version (%s) at offset 4: expected %d, got %d", w,
                               kTokenFileVersion, header[1]);
     size_t payload = n - header_bytes;
     if (payload % 2 != 0)
-        return tokenfile_fail(err,
-                              "odd byte count in token file (%s): %zu bytes after the header, expected uint16 tokens",
-                              w, payload);
+        return tokenfile_fail(
+            err, "odd byte count in token file (%s): %zu bytes after the header, expected uint16 tokens", w, payload);
     if (header[2] < 0 || (size_t)header[2] != payload / 2)
         return tokenfile_fail(err,
-                              "token count mismatch in token file (%s) at offset 8: header says %d, file holds %zu",
-                              w, header[2], payload / 2);
+                              "token count mismatch in token file (%s) at offset 8: header says %d, file holds %zu", w,
+                              header[2], payload / 2);
     std::vector<uint16_t> tokens(payload / 2);
     if (!tokens.empty()) memcpy(tokens.data(), data + header_bytes, payload);
     for (size_t i = 0; i < tokens.size(); i++)
         if ((int)tokens[i] >= vocab_size)
-            return tokenfile_fail(err, "token id %d out of range in %s at byte offset %zu: expected < %d", tokens[i],
-                                  w, header_bytes + 2 * i, vocab_size);
+            return tokenfile_fail(err, "token id %d out of range in %s at byte offset %zu: expected < %d", tokens[i], w,
+                                  header_bytes + 2 * i, vocab_size);
     *out = std::move(tokens);
     return true;
 }

@@ -42,7 +42,8 @@ void block_lse(float* lse, const float* S, int t0, int rows, int tn, float scale
         for (; j < n; j++) mx = s[j] * scale > mx ? s[j] * scale : mx;
         const vf16 vmx = vf_set(mx);
         vd8 lo{}, hi{};
-        for (j = 0; j + kVecLen <= n; j += kVecLen) vf_accumulate_double(&lo, &hi, vf_exp(vf_load(s + j) * scale - vmx));
+        for (j = 0; j + kVecLen <= n; j += kVecLen)
+            vf_accumulate_double(&lo, &hi, vf_exp(vf_load(s + j) * scale - vmx));
         double sum = vd_reduce_add(lo, hi);
         if (j < n) {
             vf16 e = vf_exp(vf_load_partial(s + j, n - j) * scale - vmx);
@@ -68,8 +69,8 @@ void block_probs(float* S, const float* lse, int t0, int rows, int tn, float sca
 // One head's attention for `rows` queries at positions t0..t0+rows-1 (q: the first one, rows q_row floats
 // apart) over the keys and values of positions 0..t0+rows-1 (k, v: position 0, rows kv_row apart):
 // out (rows x HS, rows out_row apart) and lse (rows) (both overwritten).
-void attend_block(float* out, size_t out_row, float* lse, const float* q, size_t q_row, const float* k,
-                  const float* v, size_t kv_row, int t0, int rows, int HS, float scale) {
+void attend_block(float* out, size_t out_row, float* lse, const float* q, size_t q_row, const float* k, const float* v,
+                  size_t kv_row, int t0, int rows, int HS, float scale) {
     const int tn = t0 + rows;
     std::vector<float>& P = scratch(0);
     if (P.size() < (size_t)kQBlock * tn) P.resize((size_t)kQBlock * tn);
@@ -96,8 +97,8 @@ void attention_forward(float* out, float* lse, const float* qkv, int B, int T, i
             }
 }
 
-void attention_forward_cached(float* out, float* lse, const float* qkv, const float* kcache, const float* vcache,
-                              int n, int p0, int C, int NH) {
+void attention_forward_cached(float* out, float* lse, const float* qkv, const float* kcache, const float* vcache, int n,
+                              int p0, int C, int NH) {
     const int HS = C / NH, nblocks = (n + kQBlock - 1) / kQBlock;
     const float scale = 1.0f / sqrtf((float)HS);
     const size_t row = 3 * (size_t)C;
@@ -136,7 +137,8 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
                 block_scores(P.data(), q + (size_t)t0 * row, row, q + C, row, rows, tn, HS);
                 block_probs(P.data(), lse + ((size_t)b * NH + h) * T + t0, t0, rows, tn, scale);
                 // through out = P V: dP = dout V^T, dV += P^T dout
-                gemm_serial(rows, tn, HS, d + (size_t)t0 * C, C, false, q + 2 * C, (int)row, true, dP.data(), tn, false);
+                gemm_serial(rows, tn, HS, d + (size_t)t0 * C, C, false, q + 2 * C, (int)row, true, dP.data(), tn,
+                            false);
                 gemm_serial(tn, HS, rows, P.data(), tn, true, d + (size_t)t0 * C, C, false, dq + 2 * C, (int)row, true);
                 // through the softmax: dS = P (dP - sum_j P dP) * scale (zero above the diagonal, as P)
                 for (int r = 0; r < rows; r++) {

@@ -42,8 +42,7 @@ float row_max(const float* z, int V) {
 
 }  // namespace
 
-float crossentropy_forward(float* losses, float* probs, const float* logits, const int* targets, int N, int V,
-                           int Vp) {
+float crossentropy_forward(float* losses, float* probs, const float* logits, const int* targets, int N, int V, int Vp) {
     // Per-row losses first, then one sum in row order: the mean does not depend on the thread count.
     std::vector<float> row_loss(targets ? N : 0);
 #pragma omp parallel for schedule(static)
@@ -69,8 +68,7 @@ float crossentropy_forward(float* losses, float* probs, const float* logits, con
     return (float)(total / N);
 }
 
-void crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N, int V,
-                           int Vp) {
+void crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N, int V, int Vp) {
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < N; i++) {
         const float* p = probs + (size_t)i * Vp;

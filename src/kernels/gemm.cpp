@@ -4,12 +4,13 @@
 // vector-extension kernel for anything else. Blocking follows the usual BLIS scheme (Goto & van de
 // Geijn, 2008): B's KC x NC block in L2, its KC x NR micro-panel in L1 across the MR-row panels of A.
 #include "kernels/gemm.h"
-#include "kernels/simd.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+
+#include "kernels/simd.h"
 
 #if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
@@ -20,7 +21,6 @@
 #endif
 
 namespace {
-
 
 // Register tile per instruction set (overridable with -DGEMM_MR/-DGEMM_NV for experiments): 8 x 48 in
 // 24 zmm accumulators with AVX-512 (10-20% faster than 8 x 32 on the backward products here, and 48
@@ -41,11 +41,11 @@ namespace {
 #ifndef GEMM_NV
 #define GEMM_NV GEMM_ISA_NV
 #endif
-const int MR = GEMM_MR;       // rows of the register tile
-const int NR = 16 * GEMM_NV;  // columns of the register tile: GEMM_NV 16-float vectors
-const int KC = 256;            // depth of one packed panel pair (B's KC x NR micro-panel: 48 KiB, in L1/L2)
-const int MC = 128 / MR * MR;  // rows of A packed at once (MC x KC floats, in L2)
-const int NC = 1024 / NR * NR; // columns of B packed at once (KC x NC floats = 1 MiB, in L2)
+const int MR = GEMM_MR;         // rows of the register tile
+const int NR = 16 * GEMM_NV;    // columns of the register tile: GEMM_NV 16-float vectors
+const int KC = 256;             // depth of one packed panel pair (B's KC x NR micro-panel: 48 KiB, in L1/L2)
+const int MC = 128 / MR * MR;   // rows of A packed at once (MC x KC floats, in L2)
+const int NC = 1024 / NR * NR;  // columns of B packed at once (KC x NC floats = 1 MiB, in L2)
 // When C is far larger than L2 (the lm_head's logits, 51 MB at B=4 T=64) every extra pass over K
 // re-reads and re-writes it from memory; such products take the whole of a K <= KC_DEEP in one pass,
 // with a narrower B block to keep it in L2.
@@ -163,8 +163,7 @@ void pack_b(float* dst, const float* B, int ldb, bool trans, int k0, int kc, int
                     // the next panel's NR rows are NR separate streams (the lm_head's weights come from
                     // DRAM): fetch their lines one transpose ahead
                     if (q + 2 * NR <= nc)
-                        for (int c = 0; c < NR; c++)
-                            __builtin_prefetch(B + (size_t)(j0 + q + NR + c) * ldb + k0 + k);
+                        for (int c = 0; c < NR; c++) __builtin_prefetch(B + (size_t)(j0 + q + NR + c) * ldb + k0 + k);
                 }
             for (int c = 0; c < NR; c++) {
                 const float* src = c < cols ? B + (size_t)(j0 + q + c) * ldb + k0 : nullptr;
@@ -254,8 +253,8 @@ void micro_kernel(int kc, const float* a, const float* b, float* C, int ldc, int
 #endif
 
 // One thread's block C[i0:i1, j0:j1].
-void gemm_block(Blocking blk, int i0, int i1, int j0, int j1, int K, const float* A, int lda, bool transA, const float* B,
-                int ldb, bool transB, float* C, int ldc, bool accumulate, float* pa, float* pb) {
+void gemm_block(Blocking blk, int i0, int i1, int j0, int j1, int K, const float* A, int lda, bool transA,
+                const float* B, int ldb, bool transB, float* C, int ldc, bool accumulate, float* pa, float* pb) {
     for (int jc = j0; jc < j1; jc += blk.nc) {
         int nc = std::min(blk.nc, j1 - jc);
         for (int pc = 0; pc < K; pc += blk.kc) {
@@ -328,7 +327,8 @@ void gemm(int M, int N, int K, const float* A, int lda, bool transA, const float
         }
         if (i0 < i1 && j0 < j1) {
             PackBuffers& buf = pack_buffers();
-            gemm_block(choose_blocking(M, N, K), i0, i1, j0, j1, K, A, lda, transA, B, ldb, transB, C, ldc, accumulate, buf.a, buf.b);
+            gemm_block(choose_blocking(M, N, K), i0, i1, j0, j1, K, A, lda, transA, B, ldb, transB, C, ldc, accumulate,
+                       buf.a, buf.b);
         }
     }
 }
@@ -337,16 +337,16 @@ void gemm_serial(int M, int N, int K, const float* A, int lda, bool transA, cons
                  float* C, int ldc, bool accumulate) {
     if (gemm_trivial(M, N, K, C, ldc, accumulate)) return;
     PackBuffers& buf = pack_buffers();
-    gemm_block(choose_blocking(M, N, K), 0, M, 0, N, K, A, lda, transA, B, ldb, transB, C, ldc, accumulate, buf.a, buf.b);
+    gemm_block(choose_blocking(M, N, K), 0, M, 0, N, K, A, lda, transA, B, ldb, transB, C, ldc, accumulate, buf.a,
+               buf.b);
 }
 
-void gemm_ref(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB,
-              float* C, int ldc, bool accumulate) {
+void gemm_ref(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB, float* C,
+              int ldc, bool accumulate) {
     for (int i = 0; i < M; i++)
         for (int j = 0; j < N; j++) {
             double sum = 0;
-            for (int k = 0; k < K; k++)
-                sum += (double)a_at(A, lda, transA, i, k) * b_at(B, ldb, transB, k, j);
+            for (int k = 0; k < K; k++) sum += (double)a_at(A, lda, transA, i, k) * b_at(B, ldb, transB, k, j);
             float* c = C + (size_t)i * ldc + j;
             *c = accumulate ? *c + (float)sum : (float)sum;
         }

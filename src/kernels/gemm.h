@@ -11,5 +11,5 @@ void gemm(int M, int N, int K, const float* A, int lda, bool transA, const float
           int ldc, bool accumulate);
 void gemm_serial(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB,
                  float* C, int ldc, bool accumulate);
-void gemm_ref(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB,
-              float* C, int ldc, bool accumulate);
+void gemm_ref(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB, float* C,
+              int ldc, bool accumulate);

@@ -5,8 +5,8 @@
 
 #include "kernels/layers.h"
 
-void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
-                       const float* bias, int N, int C) {
+void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
+                       int N, int C) {
     const double eps = 1e-5;
 #pragma omp parallel for
     for (int i = 0; i < N; i++) {

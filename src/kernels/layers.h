@@ -16,8 +16,8 @@ void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* to
 
 // out (N, C) = (inp - mean) * rstd * weight + bias, eps 1e-5, population variance (overwrites out,
 // mean (N), rstd (N)).
-void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
-                       const float* bias, int N, int C);
+void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
+                       int N, int C);
 // dinp (N, C), dweight (C), dbias (C) += ; reads the mean/rstd cache.
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                         const float* weight, const float* mean, const float* rstd, int N, int C);
@@ -36,8 +36,8 @@ void attention_forward(float* out, float* lse, const float* qkv, int B, int T, i
 // The same attention for n new rows of one sequence at positions p0..p0+n-1 over a KV cache: qkv (n, 3C)
 // holds their q (k and v are already in the cache); kcache, vcache (>= p0+n, C) hold positions 0..p0+n-1.
 // out (n, C) and lse (NH, n) are overwritten. Same blocks and arithmetic as attention_forward.
-void attention_forward_cached(float* out, float* lse, const float* qkv, const float* kcache, const float* vcache,
-                              int n, int p0, int C, int NH);
+void attention_forward_cached(float* out, float* lse, const float* qkv, const float* kcache, const float* vcache, int n,
+                              int p0, int C, int NH);
 // dqkv (N, 3C) = from dout (N, C) (overwrites), recomputing the probabilities from qkv and lse.
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* lse, int B, int T, int C,
                         int NH);
@@ -55,12 +55,10 @@ void residual_backward(float* da, float* db, const float* dout, size_t n);
 // probs (N, Vp) = softmax over the first V logits of each row, zero beyond; losses (N) = -log
 // probs[target] (overwrites). Returns the mean loss over the N rows, summed in double.
 // targets may be null (probs only; losses untouched).
-float crossentropy_forward(float* losses, float* probs, const float* logits, const int* targets, int N, int V,
-                           int Vp);
+float crossentropy_forward(float* losses, float* probs, const float* logits, const int* targets, int N, int V, int Vp);
 // dlogits (N, Vp) = (probs - onehot(target)) * dloss, zero in the padding (overwrites: the only writer of
 // dlogits).
-void crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N, int V,
-                           int Vp);
+void crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N, int V, int Vp);
 
 // Plain scalar references of the vectorised kernels above, same contracts; the tests compare against them.
 void gelu_forward_ref(float* out, const float* inp, size_t n);

@@ -38,8 +38,8 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
 
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const float* weight, int N, int IC, int OC) {
-    gemm(N, IC, OC, dout, OC, false, weight, IC, false, dinp, IC, false);    // dinp = dout W
-    gemm(OC, IC, N, dout, OC, true, inp, IC, false, dweight, IC, true);      // dW += dout^T inp
+    gemm(N, IC, OC, dout, OC, false, weight, IC, false, dinp, IC, false);  // dinp = dout W
+    gemm(OC, IC, N, dout, OC, true, inp, IC, false, dweight, IC, true);    // dW += dout^T inp
     if (!dbias) return;
     const int chunk = 256;
 #pragma omp parallel for

@@ -92,4 +92,3 @@ inline vf16 vf_exp(vf16 x) {
     e = x > hi ? vf_set(__builtin_inff()) : e;
     return e;
 }
-

@@ -28,8 +28,10 @@ std::vector<int> generate(const GPT2& model, const std::vector<int>& prompt, con
     while ((int)out.size() < opts.max_tokens) {
         for (int v = 0; v < cfg.vocab_size; v++)
             if (!std::isfinite(logits[v]))
-                fatal("non-finite logits at position %d: logit %d is %g; the model's weights or activations "
-                      "overflow", st.len, v, logits[v]);
+                fatal(
+                    "non-finite logits at position %d: logit %d is %g; the model's weights or activations "
+                    "overflow",
+                    st.len, v, logits[v]);
         int token = sampler_sample(logits.data(), cfg.vocab_size, opts.sampler, rng);
         out.push_back(token);
         on_token(token);

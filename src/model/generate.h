@@ -5,9 +5,9 @@
 #include <functional>
 #include <vector>
 
+#include "base/rng.h"
 #include "model/infer.h"
 #include "model/model.h"
-#include "base/rng.h"
 #include "model/sampler.h"
 
 struct GenerateOptions {

@@ -1,8 +1,8 @@
 // infer.cpp: see infer.h. Shapes: n new rows, C channels, positions p0..p0+n-1 with p0 = st->len.
 #include "model/infer.h"
 
-#include "kernels/layers.h"
 #include "base/util.h"
+#include "kernels/layers.h"
 
 double infer_memory_bytes(const GPT2Config& cfg, int max_len, int max_rows) {
     const double C = cfg.channels;

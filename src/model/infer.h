@@ -9,9 +9,9 @@
 #include "model/model.h"
 
 struct InferState {
-    int max_len = 0;   // positions the cache holds (<= the model's context)
-    int max_rows = 0;  // positions one infer_forward call may add (the prompt's length)
-    int len = 0;       // positions filled
+    int max_len = 0;          // positions the cache holds (<= the model's context)
+    int max_rows = 0;         // positions one infer_forward call may add (the prompt's length)
+    int len = 0;              // positions filled
     std::vector<float> k, v;  // (L, max_len, C) cached keys and values
     // scratch for up to max_rows rows: the embedding, one block's activations (layout_layer_acts), and the
     // final LayerNorm with its mean and rstd

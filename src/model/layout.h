@@ -20,12 +20,12 @@ struct TensorInfo {
     std::string name;
     size_t offset = 0;
     size_t rows = 0, cols = 0;
-    bool decay = false;     // AdamW weight decay applies (the 2-D tensors, as nanoGPT does)
-    std::string hf_name;    // HuggingFace's name without prefix ("h.3.attn.c_attn.weight")
+    bool decay = false;          // AdamW weight decay applies (the 2-D tensors, as nanoGPT does)
+    std::string hf_name;         // HuggingFace's name without prefix ("h.3.attn.c_attn.weight")
     bool hf_transposed = false;  // HuggingFace's Conv1D stores it (in, out)
     TensorInit init = TensorInit::kZero;
-    int layer = -1;         // block index, -1 outside the blocks
-    int slot = -1;          // index of a block tensor in kLayerTensors
+    int layer = -1;  // block index, -1 outside the blocks
+    int slot = -1;   // index of a block tensor in kLayerTensors
     size_t numel() const { return cols ? rows * cols : rows; }
 };
 

@@ -7,16 +7,17 @@
 #include <cmath>
 #include <cstring>
 
-#include "kernels/layers.h"
 #include "base/rng.h"
 #include "base/util.h"
+#include "kernels/layers.h"
 
 void gpt2_build(GPT2* model, const GPT2Config& cfg, const char* where) {
     config_validate(cfg, where);
     model->cfg = cfg;
     model->param_table = layout_params(cfg);
     model->num_params = layout_params_size(model->param_table);
-    memory_check(sizeof(float) * (double)model->num_params, std::string("parameters of ") + where, "use a smaller model");
+    memory_check(sizeof(float) * (double)model->num_params, std::string("parameters of ") + where,
+                 "use a smaller model");
     model->params.assign(model->num_params, 0.0f);
     model->p = layout_param_views(cfg, model->params.data());
     model->grads.clear();
@@ -53,16 +54,15 @@ void gpt2_alloc_acts(GPT2* model, int B, int T) {
     if (B == model->B && T == model->T) return;
     if (B < 1 || T < 1) fatal("bad batch shape: expected B >= 1 and T >= 1, got B=%d T=%d", B, T);
     if (T > model->cfg.max_seq_len)
-        fatal("sequence length too long (-T): expected <= %d (the model's context), got %d", model->cfg.max_seq_len,
-              T);
+        fatal("sequence length too long (-T): expected <= %d (the model's context), got %d", model->cfg.max_seq_len, T);
     std::vector<TensorInfo> table = layout_acts(model->cfg, B, T);
     size_t n = layout_params_size(table);
     std::vector<float>().swap(model->acts);  // release the old size before checking for the new one
     std::vector<float>().swap(model->dacts);
     const int copies = model->training ? 2 : 1;  // activations, and their gradients when training
     memory_check(copies * sizeof(float) * (double)n,
-                 std::string(model->training ? "activations and their gradients" : "activations") + " for B=" +
-                     std::to_string(B) + ", T=" + std::to_string(T),
+                 std::string(model->training ? "activations and their gradients" : "activations") +
+                     " for B=" + std::to_string(B) + ", T=" + std::to_string(T),
                  "lower -B or -T");
     model->acts.assign(n, 0.0f);
     model->a = layout_act_views(model->cfg, B, T, model->acts.data());
@@ -105,7 +105,8 @@ float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, in
     const int N = B * T;
     gpt2_alloc_acts(model, B, T);
     for (int i = 0; i < N; i++) {
-        if (inputs[i] < 0 || inputs[i] >= V) fatal("input token %d at position %d: expected 0..%d", inputs[i], i, V - 1);
+        if (inputs[i] < 0 || inputs[i] >= V)
+            fatal("input token %d at position %d: expected 0..%d", inputs[i], i, V - 1);
         if (targets && (targets[i] < 0 || targets[i] >= V))
             fatal("target token %d at position %d: expected 0..%d", targets[i], i, V - 1);
     }
@@ -136,7 +137,8 @@ void gpt2_zero_grad(GPT2* model) {
 }
 
 void gpt2_backward(GPT2* model, float loss_scale) {
-    assert(model->training && model->have_targets && "gpt2_backward needs gpt2_enable_training and a forward with targets");
+    assert(model->training && model->have_targets &&
+           "gpt2_backward needs gpt2_enable_training and a forward with targets");
     const GPT2Config& cfg = model->cfg;
     const int B = model->B, T = model->T, N = B * T;
     const int C = cfg.channels, NH = cfg.num_heads, V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
@@ -148,8 +150,8 @@ void gpt2_backward(GPT2* model, float loss_scale) {
     memset(da.layers[last].residual3, 0, sizeof(float) * N * C);
     crossentropy_backward(da.logits, a.probs, model->targets.data(), loss_scale / N, N, V, Vp);
     matmul_backward(da.lnf, g.wte, nullptr, da.logits, a.lnf, p.wte, N, C, Vp);
-    layernorm_backward(da.layers[last].residual3, g.lnfw, g.lnfb, da.lnf, a.layers[last].residual3, p.lnfw,
-                       a.lnf_mean, a.lnf_rstd, N, C);
+    layernorm_backward(da.layers[last].residual3, g.lnfw, g.lnfb, da.lnf, a.layers[last].residual3, p.lnfw, a.lnf_mean,
+                       a.lnf_rstd, N, C);
     for (int l = last; l >= 0; l--) {
         const LayerParams &lp = p.layers[l], &lg = g.layers[l];
         const LayerActs &la = a.layers[l], &lda = da.layers[l];
@@ -160,8 +162,8 @@ void gpt2_backward(GPT2* model, float loss_scale) {
         matmul_backward(lda.fch_gelu, lg.fcprojw, lg.fcprojb, lda.fcproj, la.fch_gelu, lp.fcprojw, N, 4 * C, C);
         gelu_backward(lda.fch, la.fch, lda.fch_gelu, (size_t)N * 4 * C);
         matmul_backward(lda.ln2, lg.fcw, lg.fcb, lda.fch, la.ln2, lp.fcw, N, C, 4 * C);
-        layernorm_backward(lda.residual2, lg.ln2w, lg.ln2b, lda.ln2, la.residual2, lp.ln2w, la.ln2_mean,
-                           la.ln2_rstd, N, C);
+        layernorm_backward(lda.residual2, lg.ln2w, lg.ln2b, lda.ln2, la.residual2, lp.ln2w, la.ln2_mean, la.ln2_rstd, N,
+                           C);
         // x = x + attn(ln_1(x)), backwards
         residual_backward(dx, lda.attproj, lda.residual2, (size_t)N * C);
         matmul_backward(lda.atty, lg.attprojw, lg.attprojb, lda.attproj, la.atty, lp.attprojw, N, C, C);

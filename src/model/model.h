@@ -11,9 +11,9 @@
 struct GPT2 {
     GPT2Config cfg;
     std::vector<TensorInfo> param_table;
-    size_t num_params = 0;  // floats in the parameter buffer (padded vocabulary included)
+    size_t num_params = 0;             // floats in the parameter buffer (padded vocabulary included)
     std::vector<float> params, grads;  // grads (and dacts) only after gpt2_enable_training
-    ParamViews p, g;  // views into params and grads
+    ParamViews p, g;                   // views into params and grads
     bool training = false;
     int B = 0, T = 0;  // batch the activations are sized for
     std::vector<float> acts, dacts;

@@ -23,7 +23,8 @@ std::vector<std::pair<int, double>> sampler_distribution(const float* logits, in
     if (cfg.top_k > 0 && cfg.top_k < V) {
         std::nth_element(items.begin(), items.begin() + (cfg.top_k - 1), items.end(), by_logit);
         double kth = items[cfg.top_k - 1].second;
-        keep = std::partition(items.begin(), items.end(), [kth](const std::pair<int, double>& x) { return x.second >= kth; }) -
+        keep = std::partition(items.begin(), items.end(),
+                              [kth](const std::pair<int, double>& x) { return x.second >= kth; }) -
                items.begin();
     }
     items.resize(keep);

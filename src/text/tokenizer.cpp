@@ -10,8 +10,8 @@
 #include <functional>
 
 #include "base/json.h"
-#include "text/unicode_tables.h"
 #include "base/util.h"
+#include "text/unicode_tables.h"
 
 // ---------------------------------------------------------------------------------------------------
 // Character classes and UTF-8
@@ -41,8 +41,7 @@ const ClassTable& class_table() {
 }
 
 bool in_ranges(const UnicodeRange* r, size_t n, uint32_t cp) {
-    const UnicodeRange* it =
-        std::upper_bound(r, r + n, cp, [](uint32_t x, const UnicodeRange& u) { return x < u.lo; });
+    const UnicodeRange* it = std::upper_bound(r, r + n, cp, [](uint32_t x, const UnicodeRange& u) { return x < u.lo; });
     return it != r && cp <= (it - 1)->hi;
 }
 
@@ -216,18 +215,17 @@ void load_vocab(Tokenizer* tok, const std::string& path, const ByteSpelling& spe
     for (const auto& m : root.members) {
         const Json& v = m.second;
         if (v.type != Json::NUMBER || !v.is_integer || v.integer < 0 || (size_t)v.integer >= n)
-            fatal("bad id for token '%s' (%s): expected an integer in 0..%zu", printable(m.first).c_str(),
-                  path.c_str(), n - 1);
+            fatal("bad id for token '%s' (%s): expected an integer in 0..%zu", printable(m.first).c_str(), path.c_str(),
+                  n - 1);
         int id = (int)v.integer;
         if (seen[id]) fatal("duplicate id %d (%s): expected each id once", id, path.c_str());
         if (!spelling.decode(m.first, &bytes))
-            fatal("bad token spelling '%s' (%s): expected GPT-2's byte-to-character map",
-                  printable(m.first).c_str(), path.c_str());
+            fatal("bad token spelling '%s' (%s): expected GPT-2's byte-to-character map", printable(m.first).c_str(),
+                  path.c_str());
         seen[id] = true;
         tok->token_bytes[id] = bytes;
         if (!ids_by_bytes->emplace(bytes, id).second)
-            fatal("duplicate token '%s' (%s): expected each token once", printable(m.first).c_str(),
-                  path.c_str());
+            fatal("duplicate token '%s' (%s): expected each token once", printable(m.first).c_str(), path.c_str());
     }
     tok->vocab_size = (int)n;
     auto eot = ids_by_bytes->find("<|endoftext|>");
@@ -264,21 +262,25 @@ void load_merges(Tokenizer* tok, const std::string& path, const ByteSpelling& sp
         if (line.empty() || (line_no == 1 && line.rfind("#version", 0) == 0)) continue;
         size_t sp = line.find(' ');
         if (sp == std::string::npos || sp == 0 || sp + 1 == line.size() || line.find(' ', sp + 1) != std::string::npos)
-            fatal("malformed merge (%s) at line %d: expected two tokens separated by one space, got '%s'",
-                  path.c_str(), line_no, printable(line).c_str());
+            fatal("malformed merge (%s) at line %d: expected two tokens separated by one space, got '%s'", path.c_str(),
+                  line_no, printable(line).c_str());
         if (!spelling.decode(line.substr(0, sp), &left) || !spelling.decode(line.substr(sp + 1), &right))
-            fatal("bad token spelling (%s) at line %d: expected GPT-2's byte-to-character map, got '%s'",
-                  path.c_str(), line_no, printable(line).c_str());
+            fatal("bad token spelling (%s) at line %d: expected GPT-2's byte-to-character map, got '%s'", path.c_str(),
+                  line_no, printable(line).c_str());
         auto l = ids_by_bytes.find(left), r = ids_by_bytes.find(right), m = ids_by_bytes.find(left + right);
         if (l == ids_by_bytes.end() || r == ids_by_bytes.end() || m == ids_by_bytes.end())
-            fatal("merge not in vocabulary (%s) at line %d: expected both tokens and their concatenation "
-                  "in the vocabulary, got '%s'", path.c_str(), line_no, printable(line).c_str());
+            fatal(
+                "merge not in vocabulary (%s) at line %d: expected both tokens and their concatenation "
+                "in the vocabulary, got '%s'",
+                path.c_str(), line_no, printable(line).c_str());
         if (!ready(l->second) || !ready(r->second))
-            fatal("merge out of order (%s) at line %d: expected its tokens to be made by earlier lines, got "
-                  "'%s'", path.c_str(), line_no, printable(line).c_str());
+            fatal(
+                "merge out of order (%s) at line %d: expected its tokens to be made by earlier lines, got "
+                "'%s'",
+                path.c_str(), line_no, printable(line).c_str());
         if (made_at[m->second] >= 0)
-            fatal("token made twice (%s) at line %d: expected one rule per token, got '%s'", path.c_str(),
-                  line_no, printable(line).c_str());
+            fatal("token made twice (%s) at line %d: expected one rule per token, got '%s'", path.c_str(), line_no,
+                  printable(line).c_str());
         uint64_t key = ((uint64_t)(uint32_t)l->second << 32) | (uint32_t)r->second;
         if (!tok->merges.emplace(key, TokenizerMerge{rank, m->second}).second)
             fatal("duplicate merge (%s) at line %d: '%s'", path.c_str(), line_no, printable(line).c_str());
@@ -407,8 +409,10 @@ std::string tokenizer_default_dir() {
 void tokenizer_load(Tokenizer* tok, const std::string& dir) {
     const char* hint = "set GPT2_DATA_DIR to the directory holding gpt2/, pass --tokenizer DIR, or run `make data`";
     if (!dir_exists(dir))
-        fatal_hint(hint, "tokenizer directory not found (%s): expected encoder.json + vocab.bpe or "
-                         "vocab.json + merges.txt", dir.c_str());
+        fatal_hint(hint,
+                   "tokenizer directory not found (%s): expected encoder.json + vocab.bpe or "
+                   "vocab.json + merges.txt",
+                   dir.c_str());
     std::string vocab_path, merges_path;
     if (file_exists(path_join(dir, "encoder.json"))) {
         vocab_path = path_join(dir, "encoder.json");
@@ -417,8 +421,10 @@ void tokenizer_load(Tokenizer* tok, const std::string& dir) {
         vocab_path = path_join(dir, "vocab.json");
         merges_path = path_join(dir, "merges.txt");
     } else {
-        fatal_hint(hint, "tokenizer files not found (%s): expected encoder.json + vocab.bpe or vocab.json + "
-                         "merges.txt", dir.c_str());
+        fatal_hint(hint,
+                   "tokenizer files not found (%s): expected encoder.json + vocab.bpe or vocab.json + "
+                   "merges.txt",
+                   dir.c_str());
     }
     if (!file_exists(merges_path))
         fatal_hint(hint, "tokenizer merges not found (%s): expected it beside %s", merges_path.c_str(),

@@ -20,8 +20,8 @@ struct TokenizerMerge {
 struct Tokenizer {
     std::string dir;
     int vocab_size = 0;
-    std::vector<std::string> token_bytes;  // id -> raw bytes
-    int byte_ids[256] = {0};               // single-byte tokens
+    std::vector<std::string> token_bytes;                 // id -> raw bytes
+    int byte_ids[256] = {0};                              // single-byte tokens
     std::unordered_map<uint64_t, TokenizerMerge> merges;  // key (left << 32) | right
     // Pieces already encoded; bounded (cleared when it grows past a limit) so huge inputs cannot
     // exhaust memory.

@@ -97,8 +97,7 @@ void draw_text(Canvas* cv, int x, int y, const std::string& s, int scale, Rgb c,
         const float* v = &vbuf[(size_t)q * 16];  // vertices 0 and 2 are opposite corners
         int u0 = (int)std::lround(std::min(v[0], v[8])), u1 = (int)std::lround(std::max(v[0], v[8]));
         int w0 = (int)std::lround(std::min(v[1], v[9])), w1 = (int)std::lround(std::max(v[1], v[9]));
-        if (!upward)
-            cv->fill_rect(x + u0 * scale, y + w0 * scale, x + u1 * scale, y + w1 * scale, c);
+        if (!upward) cv->fill_rect(x + u0 * scale, y + w0 * scale, x + u1 * scale, y + w1 * scale, c);
         else  // font (u, w) -> pixel (x + w, y - u)
             cv->fill_rect(x + w0 * scale, y - u1 * scale + 1, x + w1 * scale, y - u0 * scale + 1, c);
     }
@@ -115,10 +114,8 @@ struct Axis {
         double v = lo + i * step;
         if (std::fabs(v) < step * 1e-6) v = 0;  // no "-0.00"
         char buf[64];
-        if (std::max(std::fabs(lo), std::fabs(hi)) >= 1e7)
-            snprintf(buf, sizeof(buf), "%.3g", v);  // keep labels short
-        else
-            snprintf(buf, sizeof(buf), "%.*f", decimals, v);
+        if (std::max(std::fabs(lo), std::fabs(hi)) >= 1e7) snprintf(buf, sizeof(buf), "%.3g", v);  // keep labels short
+        else snprintf(buf, sizeof(buf), "%.*f", decimals, v);
         return buf;
     }
 };
@@ -145,8 +142,8 @@ Axis axis_make(double lo, double hi, int intervals, bool integer_ticks) {
 }
 
 // Range of the finite points of both series: steps in [*xlo, *xhi], losses in [*ylo, *yhi]. False if none.
-bool data_range(const std::vector<std::pair<int, float>>& a, const std::vector<std::pair<int, float>>& b,
-                double* xlo, double* xhi, double* ylo, double* yhi) {
+bool data_range(const std::vector<std::pair<int, float>>& a, const std::vector<std::pair<int, float>>& b, double* xlo,
+                double* xhi, double* ylo, double* yhi) {
     bool any = false;
     for (const auto* s : {&a, &b})
         for (const auto& p : *s) {
@@ -244,8 +241,7 @@ std::vector<uint8_t> plot_render(const std::vector<std::pair<int, float>>& train
         std::string t = ya.label(i);
         draw_text(&cv, px0 - tick_len - 4 - text_width(t, s), y - glyph_h / 2, t, s, kBlack);
     }
-    draw_text(&cv, (px0 + px1 - text_width("step", s)) / 2, py1 + tick_len + 6 + glyph_h + 2 * pad, "step", s,
-              kBlack);
+    draw_text(&cv, (px0 + px1 - text_width("step", s)) / 2, py1 + tick_len + 6 + glyph_h + 2 * pad, "step", s, kBlack);
     draw_text(&cv, pad, (py0 + py1 + text_width("loss", s)) / 2, "loss", s, kBlack, true);
 
     // Legend, right-aligned above the plot: a line sample, then the name, per series.

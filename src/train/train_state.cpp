@@ -9,9 +9,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "io/checkpoint.h"
 #include "base/json.h"
 #include "base/util.h"
+#include "io/checkpoint.h"
 
 namespace {
 
@@ -116,8 +116,8 @@ bool train_dir_is_checkpoint(const std::string& dir) {
 void train_dir_check(const std::string& dir, const char* flag) {
     if (dir.empty()) fatal("empty value for %s (train): expected a directory path", flag);
     if (path_is_symlink(dir))
-        fatal_hint("give the directory it points to", "bad value for %s (train): %s is a symbolic link, expected a directory",
-                   flag, dir.c_str());
+        fatal_hint("give the directory it points to",
+                   "bad value for %s (train): %s is a symbolic link, expected a directory", flag, dir.c_str());
     dir_recover_interrupted(dir, train_dir_is_checkpoint);
     if (!dir_exists(dir)) {
         if (access(dir.c_str(), F_OK) == 0)
@@ -152,7 +152,8 @@ void train_state_save(const std::string& dir, const GPT2& model, const AdamW& op
                 fatal("not saving %s at step %d: %s holds a non-finite value at %zu", dir.c_str(), step, name, i);
     std::string flags = "[";
     for (const auto& kv : run_flags)
-        flags += (flags.size() > 1 ? "," : "") + std::string("[") + json_escape(kv.first) + "," + json_escape(kv.second) + "]";
+        flags += (flags.size() > 1 ? "," : "") + std::string("[") + json_escape(kv.first) + "," +
+                 json_escape(kv.second) + "]";
     flags += "]";
     checkpoint_check_finite(model, dir, ("not saving step " + std::to_string(step) + ": training diverged").c_str());
     std::vector<float> train_hist = history_flat(history.train), val_hist = history_flat(history.val);
@@ -190,13 +191,16 @@ bool train_state_parse(const SafeTensors& st, TrainState* ts, std::string* err) 
     if (!json_parse(text.data(), text.size(), &flags, &jerr) || flags.type != Json::ARRAY)
         return fail(err, "flags are not a JSON array");
     for (const Json& f : flags.items) {
-        if (f.type != Json::ARRAY || f.items.size() != 2 || f.items[0].type != Json::STRING || f.items[1].type != Json::STRING)
+        if (f.type != Json::ARRAY || f.items.size() != 2 || f.items[0].type != Json::STRING ||
+            f.items[1].type != Json::STRING)
             return fail(err, "expected [name, value] pairs in flags");
         ts->flags.push_back({f.items[0].str, f.items[1].str});
     }
     long long step, adamw_step, epoch, pos;
-    if (!meta_int(st, "step", 0, kMaxSteps, &step, err) || !meta_int(st, "adamw.step", 0, kMaxSteps, &adamw_step, err) ||
-        !meta_int(st, "loader.epoch", -1, kMaxSteps, &epoch, err) || !meta_int(st, "loader.pos", 0, 1ll << 32, &pos, err))
+    if (!meta_int(st, "step", 0, kMaxSteps, &step, err) ||
+        !meta_int(st, "adamw.step", 0, kMaxSteps, &adamw_step, err) ||
+        !meta_int(st, "loader.epoch", -1, kMaxSteps, &epoch, err) ||
+        !meta_int(st, "loader.pos", 0, 1ll << 32, &pos, err))
         return false;
     if (adamw_step != step) return fail(err, "adamw.step differs from step");
     ts->step = (int)step, ts->loader.epoch = (int)epoch, ts->loader.pos = (size_t)pos;
@@ -240,7 +244,8 @@ bool train_state_parse(const SafeTensors& st, TrainState* ts, std::string* err) 
 
 void train_state_read(TrainState* ts, const std::string& dir) {
     std::string path = path_join(dir, kStateFile), err;
-    if (!file_exists(path)) fatal("missing %s: expected a checkpoint directory written by `gpt2 train --out`", path.c_str());
+    if (!file_exists(path))
+        fatal("missing %s: expected a checkpoint directory written by `gpt2 train --out`", path.c_str());
     SafeTensors st;
     safetensors_load(&st, path);
     if (!train_state_parse(st, ts, &err)) fatal("bad train state (%s): %s", path.c_str(), err.c_str());

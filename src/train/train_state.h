@@ -10,10 +10,10 @@
 #include <utility>
 #include <vector>
 
+#include "base/safetensors.h"
 #include "io/dataloader.h"
 #include "model/model.h"
 #include "train/optimizer.h"
-#include "base/safetensors.h"
 
 // Losses so far, (step, loss), for the plot; kept in the train state so a resumed run plots it all.
 struct LossHistory {
@@ -25,9 +25,9 @@ struct LossHistory {
 struct TrainState {
     std::string path;
     std::vector<std::pair<std::string, std::string>> flags;  // (name, value) as the run was given them
-    int step = 0;                                             // optimizer steps done
-    std::vector<float> m, v;                                  // AdamW moments
-    DataLoaderState loader;                                   // order: a permutation of the windows
+    int step = 0;                                            // optimizer steps done
+    std::vector<float> m, v;                                 // AdamW moments
+    DataLoaderState loader;                                  // order: a permutation of the windows
     LossHistory history;
     std::string params_hash, data_hash, geometry;  // data_hash and geometry are empty in format 1 files
 };

@@ -27,7 +27,6 @@ std::string format_duration(double s) {
     return buf;
 }
 
-
 // Prints a sample from <|endoftext|> with the generator's defaults (temperature 1, top-k 50). It runs for
 // the full length, showing a further <|endoftext|> as a blank line, so a young model's early end of text
 // does not cut the sample short.
@@ -37,15 +36,15 @@ void print_sample(const GPT2& model, const Tokenizer& tok, int tokens, uint64_t 
     Rng rng(seed);
     TokenDecoder decoder(tok);
     printf("---- sample ----\n");
-    generate(model, {kTokenizerEot}, opts, &rng,
-             [&](int id) {
-                 fputs(id == kTokenizerEot ? (decoder.flush() + "\n\n").c_str() : decoder.push(id).c_str(), stdout);
-             },
-             nullptr);
+    generate(
+        model, {kTokenizerEot}, opts, &rng,
+        [&](int id) {
+            fputs(id == kTokenizerEot ? (decoder.flush() + "\n\n").c_str() : decoder.push(id).c_str(), stdout);
+        },
+        nullptr);
     printf("%s\n----------------\n", decoder.flush().c_str());
     fflush(stdout);
 }
-
 
 struct StepStats {
     double loss;
@@ -151,7 +150,6 @@ float trainer_evaluate(GPT2* model, DataLoader* dl, size_t batches) {
     return (float)(sum / batches);
 }
 
-
 void trainer_load_data(Trainer* t) {
     const TrainOptions& o = t->o;
     dataloader_init(&t->train_dl, o.train_path, t->model.cfg.vocab_size, o.B, o.T, true, o.seed);
@@ -160,14 +158,11 @@ void trainer_load_data(Trainer* t) {
     t->val_n = std::min((size_t)o.val_batches, dataloader_num_batches(t->val_dl));
 }
 
-
-
 void trainer_save(Trainer* t, int step) {
     const LossHistory& h = t->history;
-    train_state_save(t->o.out, t->model, t->opt, t->train_dl, step, t->run_flags, h,
-                     [&](const std::string& staging) {
-                         if (t->o.plot_in_out) plot_losses(path_join(staging, "loss.png"), h.train, h.val);
-                     });
+    train_state_save(t->o.out, t->model, t->opt, t->train_dl, step, t->run_flags, h, [&](const std::string& staging) {
+        if (t->o.plot_in_out) plot_losses(path_join(staging, "loss.png"), h.train, h.val);
+    });
     t->saved = true;
     t->progress.close();
     printf("saved %s at step %d\n", t->o.out.c_str(), step);
@@ -196,4 +191,3 @@ int trainer_run(Trainer* t, int first_step) {
     t->progress.close();
     return step;
 }
-

@@ -3,11 +3,12 @@
 // validate / save / sample when due). Building the options from flags and resuming a checkpoint's flags
 // belong to the command (cli/train_cmd.cpp); this knows no flags.
 #pragma once
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <string>
-#include <unistd.h>
 #include <utility>
 #include <vector>
 
@@ -27,9 +28,8 @@ struct TrainOptions {
     bool cosine;
     int val_every, val_batches, save_every, stop_after, sample_every, sample_tokens;
     std::string train_path, resume_dir, out, plot_path, val_path;  // out: "" for none; val_path: "" for none
-    bool plot_in_out;                                   // loss.png saved into --out with each checkpoint
+    bool plot_in_out;                                              // loss.png saved into --out with each checkpoint
 };
-
 
 // Appends to --log, checking every write: a log that cannot be written stops the run.
 struct LogFile {
@@ -40,7 +40,6 @@ struct LogFile {
     void close();
 };
 
-
 // The step lines: one updating line on a terminal, one line per step otherwise.
 struct Progress {
     bool tty = isatty(STDOUT_FILENO), open = false;
@@ -49,7 +48,6 @@ struct Progress {
     void step(int step, int steps, double loss, float lr, float norm, double ms, double tokens);
     void close();  // before any other line
 };
-
 
 // A run in progress: the model, its optimizer, data, history and outputs.
 struct Trainer {
@@ -65,7 +63,6 @@ struct Trainer {
     Progress progress;
     bool saved = false;
 };
-
 
 // The signal that asked the run to stop (SIGINT, SIGTERM or SIGHUP), 0 while none has; after
 // trainer_catch_stop_signals, the first one lands here and a second one ends the process at once.

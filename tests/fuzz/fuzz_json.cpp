@@ -13,28 +13,27 @@ static void check_string_roundtrip(const std::string& s) {
     std::string quoted = json_escape(s);
     Json back;
     std::string err;
-    if (!json_parse(quoted.data(), quoted.size(), &back, &err) || back.type != Json::STRING || back.str != s)
-        abort();
+    if (!json_parse(quoted.data(), quoted.size(), &back, &err) || back.type != Json::STRING || back.str != s) abort();
 }
 
 static void walk(const Json& j, int depth) {
     if (depth > 10000) abort();  // the parser's depth limit must hold
     switch (j.type) {
-    case Json::STRING: check_string_roundtrip(j.str); break;
-    case Json::ARRAY:
-        for (const Json& item : j.items) walk(item, depth + 1);
-        break;
-    case Json::OBJECT:
-        for (const auto& m : j.members) {
-            check_string_roundtrip(m.first);
-            if (j.find(m.first) == nullptr) abort();
-            walk(m.second, depth + 1);
-        }
-        break;
-    case Json::NUMBER:
-        if (j.is_integer && (double)j.integer != j.number) abort();
-        break;
-    default: break;
+        case Json::STRING: check_string_roundtrip(j.str); break;
+        case Json::ARRAY:
+            for (const Json& item : j.items) walk(item, depth + 1);
+            break;
+        case Json::OBJECT:
+            for (const auto& m : j.members) {
+                check_string_roundtrip(m.first);
+                if (j.find(m.first) == nullptr) abort();
+                walk(m.second, depth + 1);
+            }
+            break;
+        case Json::NUMBER:
+            if (j.is_integer && (double)j.integer != j.number) abort();
+            break;
+        default: break;
     }
 }
 

@@ -1,7 +1,9 @@
 // safetensors.cpp: see safetensors.h. Format reference: huggingface/safetensors README.
 #include "base/safetensors.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cassert>
@@ -237,35 +239,75 @@ uint16_t f32_to_fp16(float x) {
     return sign | (uint16_t)half;
 }
 
-std::vector<float> safetensors_read_f32(const SafeTensors& st, const StTensor& t) {
-    assert(st.bytes.size() >= t.end && "safetensors_read_f32 on a header-only load");
-    size_t n = t.numel();
-    std::vector<float> out(n);
-    const uint8_t* src = st.bytes.data() + t.begin;
-    if (t.dtype == "F32") {
-        if (n) memcpy(out.data(), src, n * 4);
-    } else if (t.dtype == "F16" || t.dtype == "BF16") {
+namespace {
+
+// n values of `dtype` at src widened to fp32 as PyTorch does; false for a dtype it cannot read.
+bool widen(const uint8_t* src, const std::string& dtype, size_t n, float* out) {
+    if (dtype == "F32") {
+        if (n) memcpy(out, src, n * 4);
+    } else if (dtype == "F16" || dtype == "BF16") {
         for (size_t i = 0; i < n; i++) {
             uint16_t h;
             memcpy(&h, src + 2 * i, 2);
-            out[i] = t.dtype == "F16" ? fp16_to_f32(h) : bf16_to_f32(h);
+            out[i] = dtype == "F16" ? fp16_to_f32(h) : bf16_to_f32(h);
         }
-    } else if (t.dtype == "F64") {
+    } else if (dtype == "F64") {
         for (size_t i = 0; i < n; i++) {
             double d;
             memcpy(&d, src + 8 * i, 8);
             out[i] = (float)d;
         }
-    } else if (t.dtype == "I32") {
+    } else if (dtype == "I32") {
         for (size_t i = 0; i < n; i++) {
             int32_t v;
             memcpy(&v, src + 4 * i, 4);
             out[i] = (float)v;
         }
     } else {
-        fatal("unsupported dtype for tensor %s (%s): expected F32, F16, BF16, F64 or I32, got %s", t.name.c_str(),
-              st.path.c_str(), t.dtype.c_str());
+        return false;
     }
+    return true;
+}
+
+}  // namespace
+
+void safetensors_read_into(const SafeTensors& st, const StTensor& t, float* out) {
+    const size_t n = t.numel(), esize = safetensors_dtype_size(t.dtype);
+    const char* fmt = "unsupported dtype for tensor %s (%s): expected F32, F16, BF16, F64 or I32, got %s";
+    if (!st.bytes.empty()) {
+        assert(st.bytes.size() >= t.end && "tensor span inside the loaded image");
+        if (!widen(st.bytes.data() + t.begin, t.dtype, n, out)) fatal(fmt, t.name.c_str(), st.path.c_str(), t.dtype.c_str());
+        return;
+    }
+    // Header-only load: the tensor comes from the file in chunks, straight into `out`, so loading a model
+    // holds the parameters once rather than the file as well.
+    if (!widen(nullptr, t.dtype, 0, out)) fatal(fmt, t.name.c_str(), st.path.c_str(), t.dtype.c_str());
+    int fd = open(st.path.c_str(), O_RDONLY);
+    if (fd < 0) fatal("cannot open %s: %s", st.path.c_str(), strerror(errno));
+    std::vector<uint8_t> chunk(t.dtype == "F32" ? 0 : (size_t)1 << 20);
+    const size_t per_chunk = t.dtype == "F32" ? n : chunk.size() / esize;
+    for (size_t done = 0; done < n;) {
+        const size_t count = std::min(per_chunk, n - done), bytes = count * esize;
+        uint8_t* dst = t.dtype == "F32" ? reinterpret_cast<uint8_t*>(out + done) : chunk.data();
+        for (size_t got = 0; got < bytes;) {
+            ssize_t r = pread(fd, dst + got, bytes - got, (off_t)(t.begin + done * esize + got));
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) {
+                close(fd);
+                fatal("cannot read tensor %s from %s: %s", t.name.c_str(), st.path.c_str(),
+                      r == 0 ? "the file is shorter than its header says" : strerror(errno));
+            }
+            got += (size_t)r;
+        }
+        if (t.dtype != "F32") widen(chunk.data(), t.dtype, count, out + done);
+        done += count;
+    }
+    close(fd);
+}
+
+std::vector<float> safetensors_read_f32(const SafeTensors& st, const StTensor& t) {
+    std::vector<float> out(t.numel());
+    safetensors_read_into(st, t, out.data());
     return out;
 }
 

@@ -38,8 +38,11 @@ bool safetensors_parse_header(SafeTensors* st, const uint8_t* data, size_t n, si
 // file on any defect.
 void safetensors_load(SafeTensors* st, const std::string& path, bool header_only = false);
 // A tensor's values as fp32, converting F16 and BF16 as PyTorch does (exact widening); also accepts
-// F64 (rounded) and I32. fatal for other dtypes, naming the tensor.
+// F64 (rounded) and I32. fatal for other dtypes, naming the tensor. After a header-only load the values
+// come from the file (a short read is fatal).
 std::vector<float> safetensors_read_f32(const SafeTensors& st, const StTensor& t);
+// The same into out (numel floats), without a temporary: F32 is read straight into it.
+void safetensors_read_into(const SafeTensors& st, const StTensor& t, float* out);
 
 struct StWriteItem {
     std::string name;

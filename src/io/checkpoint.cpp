@@ -106,13 +106,13 @@ void checkpoint_unpack_hf(const SafeTensors& st, const std::string& prefix, cons
         if (s->shape != want)
             fatal("shape mismatch for tensor %s in %s: expected %s, got %s", name.c_str(), st.path.c_str(),
                   shape_str(want).c_str(), shape_str(s->shape).c_str());
-        std::vector<float> src = safetensors_read_f32(st, *s);
         float* dst = base + t.offset;
         if (!t.hf_transposed) {
-            memcpy(dst, src.data(), src.size() * sizeof(float));
+            safetensors_read_into(st, *s, dst);
             continue;
         }
-        const size_t rows = t.rows, cols = t.cols;  // ours (rows, cols) = theirs transposed
+        std::vector<float> src = safetensors_read_f32(st, *s);  // one matrix at a time
+        const size_t rows = t.rows, cols = t.cols;              // ours (rows, cols) = theirs transposed
         for (size_t r = 0; r < rows; r++)
             for (size_t c = 0; c < cols; c++) dst[r * cols + c] = src[c * rows + r];
     }
@@ -223,7 +223,7 @@ GPT2Config open_checkpoint(const std::string& path, int heads_override, Checkpoi
             fatal("conflicting head count (--heads %d): %s says %d", heads_override, config_path.c_str(),
                   cfg.num_heads);
         SafeTensors st;
-        safetensors_load(&st, st_path, !model);
+        safetensors_load(&st, st_path, true);  // tensors are read from the file into the model
         info->format = "huggingface";
         if (model) load_from_safetensors(model, cfg, st, config_path.c_str(), info);
         else info->dtype = check_hf_header(st, hf_prefix(st), cfg);
@@ -243,18 +243,15 @@ GPT2Config open_checkpoint(const std::string& path, int heads_override, Checkpoi
         info->format = "llm.c v" + std::to_string(version);
         info->dtype = version == 3 ? "F32" : "BF16";
         if (model) {
-            std::vector<float> params;
-            if (!llmc_parse(file_read(path), &cfg, &params, &version, &err))
-                fatal("corrupt llm.c checkpoint (%s): %s", path.c_str(), err.c_str());
             gpt2_build(model, cfg, path.c_str());
-            memcpy(model->params.data(), params.data(), params.size() * sizeof(float));
+            llmc_read_params(path, cfg, version, model->params.data());
         }
         return cfg;
     }
     // safetensors: an 8-byte little-endian length and a JSON object
     if (head.size() >= 9 && head[8] == '{') {
         SafeTensors st;
-        safetensors_load(&st, path, !model);
+        safetensors_load(&st, path, true);
         GPT2Config cfg = infer_config(st, heads_override);
         info->format = "safetensors";
         if (model) load_from_safetensors(model, cfg, st, path.c_str(), info);

@@ -2,7 +2,9 @@
 // (gpt2_build_from_checkpoint) for the header fields and tensor order.
 #include "io/llmc.h"
 
+#include <algorithm>
 #include <cassert>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -92,6 +94,27 @@ bool llmc_parse(const std::vector<uint8_t>& bytes, GPT2Config* cfg, std::vector<
     });
     *cfg = c;
     return true;
+}
+
+void llmc_read_params(const std::string& path, const GPT2Config& cfg, int version, float* params) {
+    FILE* f = fopen(path.c_str(), "rb");
+    if (!f || fseek(f, kHeaderInts * 4, SEEK_SET) != 0) fatal("cannot open %s: %s", path.c_str(), strerror(errno));
+    std::vector<uint16_t> chunk(version == 5 ? (size_t)1 << 20 : 0);
+    bool ok = true;
+    for_each_run(layout_params(cfg), [&](size_t offset, size_t count) {
+        float* dst = params + offset;
+        if (version == 3) {  // fp32 goes straight into place
+            ok = ok && fread(dst, 4, count, f) == count;
+            return;
+        }
+        for (size_t done = 0; ok && done < count; done += chunk.size()) {
+            const size_t n = std::min(chunk.size(), count - done);
+            ok = fread(chunk.data(), 2, n, f) == n;
+            for (size_t i = 0; ok && i < n; i++) dst[done + i] = bf16_to_f32(chunk[i]);
+        }
+    });
+    fclose(f);
+    if (!ok) fatal("cannot read %s: the file is shorter than its header says", path.c_str());
 }
 
 bool llmc_is_checkpoint_file(const std::string& path) {

@@ -21,6 +21,9 @@ bool llmc_parse(const std::vector<uint8_t>& bytes, GPT2Config* cfg, std::vector<
 // size the geometry implies), without reading parameters.
 bool llmc_parse_header(const uint8_t* data, size_t n, size_t file_size, GPT2Config* cfg, int* version,
                        std::string* err);
+// Reads the parameters of a file whose header llmc_parse_header accepted (cfg, version) from the file
+// straight into params (layout_params order), so loading holds them once.
+void llmc_read_params(const std::string& path, const GPT2Config& cfg, int version, float* params);
 // True when `path` is a regular file that starts with llm.c's model magic (export may replace it).
 bool llmc_is_checkpoint_file(const std::string& path);
 // Writes version 3 (fp32) or 5 (bf16, rounded to nearest even) atomically; fatal if a weight is

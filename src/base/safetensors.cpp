@@ -276,7 +276,8 @@ void safetensors_read_into(const SafeTensors& st, const StTensor& t, float* out)
     const char* fmt = "unsupported dtype for tensor %s (%s): expected F32, F16, BF16, F64 or I32, got %s";
     if (!st.bytes.empty()) {
         assert(st.bytes.size() >= t.end && "tensor span inside the loaded image");
-        if (!widen(st.bytes.data() + t.begin, t.dtype, n, out)) fatal(fmt, t.name.c_str(), st.path.c_str(), t.dtype.c_str());
+        if (!widen(st.bytes.data() + t.begin, t.dtype, n, out))
+            fatal(fmt, t.name.c_str(), st.path.c_str(), t.dtype.c_str());
         return;
     }
     // Header-only load: the tensor comes from the file in chunks, straight into `out`, so loading a model

@@ -74,10 +74,28 @@ void attend_block(float* out, size_t out_row, float* lse, const float* q, size_t
     const int tn = t0 + rows;
     std::vector<float>& P = scratch(0);
     if (P.size() < (size_t)kQBlock * tn) P.resize((size_t)kQBlock * tn);
-    block_scores(P.data(), q, q_row, k, kv_row, rows, tn, HS);
+    if (rows > 1) {
+        block_scores(P.data(), q, q_row, k, kv_row, rows, tn, HS);
+    } else {  // one query (decoding): plain dot products; packing operands for gemm would cost more
+        for (int j = 0; j < tn; j++) {
+            const float* kj = k + (size_t)j * kv_row;
+            float d = 0;
+            for (int c = 0; c < HS; c++) d += q[c] * kj[c];
+            P[j] = d;
+        }
+    }
     block_lse(lse, P.data(), t0, rows, tn, scale);
     block_probs(P.data(), lse, t0, rows, tn, scale);
-    gemm_serial(rows, HS, tn, P.data(), tn, false, v, (int)kv_row, false, out, (int)out_row, false);  // P V
+    if (rows > 1) {
+        gemm_serial(rows, HS, tn, P.data(), tn, false, v, (int)kv_row, false, out, (int)out_row, false);  // P V
+        return;
+    }
+    for (int c = 0; c < HS; c++) out[c] = 0;
+    for (int j = 0; j < tn; j++) {
+        const float* vj = v + (size_t)j * kv_row;
+        const float p = P[j];
+        for (int c = 0; c < HS; c++) out[c] += p * vj[c];
+    }
 }
 
 }  // namespace

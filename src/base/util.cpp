@@ -231,7 +231,13 @@ bool path_exists_no_follow(const std::string& path) {
 
 void dir_clear_staging(const std::string& staging, const std::string& dir,
                        const std::function<bool(const std::string&)>& ours) {
-    if (path_is_symlink(staging) || !dir_exists(staging) || !file_exists(path_join(staging, kStagingMarker))) return;
+    if (path_is_symlink(staging) || !dir_exists(staging)) return;
+    if (!file_exists(path_join(staging, kStagingMarker))) {
+        // A run killed between mkdir and writing the marker leaves an empty directory; removing an empty
+        // directory loses nothing, anything else unmarked is not ours.
+        if (dir_entries(staging).empty()) rmdir(staging.c_str());
+        return;
+    }
     std::vector<std::string> kept;
     for (const std::string& name : dir_entries(staging)) {
         const std::string path = path_join(staging, name);
@@ -373,10 +379,14 @@ void dir_publish(const std::string& dir, const std::function<bool(const std::str
     if (mkdir(staging.c_str(), 0755) != 0) fatal("cannot create directory %s: %s", staging.c_str(), strerror(errno));
     // The marker names a directory as this program's staging, so only such directories are ever cleared. It
     // goes into `dir` too before the swap, so the old contents carry it out.
-    file_write_atomic(path_join(staging, kStagingMarker), "", 0);
+    const auto mark = [](const std::string& in) {  // an empty file: nothing to write half, so no temporary
+        int fd = open(path_join(in, kStagingMarker).c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW, 0644);
+        if (fd < 0 || close(fd) != 0) fatal("cannot create %s in %s: %s", kStagingMarker, in.c_str(), strerror(errno));
+    };
+    mark(staging);
     FatalCleanup cleanup([&] { dir_clear_staging(staging, dir, ours); });
     write(staging);
-    if (dir_exists(dir)) file_write_atomic(path_join(dir, kStagingMarker), "", 0);
+    if (dir_exists(dir)) mark(dir);
     dir_replace_atomic(staging, dir);
     unlink(path_join(dir, kStagingMarker).c_str());
     dir_clear_staging(staging, dir, ours);  // the old checkpoint goes; files gpt2 did not write move back

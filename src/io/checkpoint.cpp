@@ -96,16 +96,22 @@ GPT2Config checkpoint_read_hf_config(const std::string& path) {
     return cfg;
 }
 
+// The stored tensor for one of ours: fatal naming it if it is missing or not in HuggingFace's shape.
+static const StTensor& find_hf_tensor(const SafeTensors& st, const std::string& prefix, const TensorInfo& t,
+                                      const GPT2Config& cfg) {
+    const std::string name = prefix + t.hf_name;
+    const StTensor* s = st.find(name);
+    const std::vector<int64_t> want = hf_shape(t, cfg);
+    if (!s) fatal("missing tensor %s in %s: expected shape %s", name.c_str(), st.path.c_str(), shape_str(want).c_str());
+    if (s->shape != want)
+        fatal("shape mismatch for tensor %s in %s: expected %s, got %s", name.c_str(), st.path.c_str(),
+              shape_str(want).c_str(), shape_str(s->shape).c_str());
+    return *s;
+}
+
 void checkpoint_unpack_hf(const SafeTensors& st, const std::string& prefix, const GPT2Config& cfg, float* base) {
     for (const TensorInfo& t : layout_params(cfg)) {
-        std::string name = prefix + t.hf_name;
-        const StTensor* s = st.find(name);
-        std::vector<int64_t> want = hf_shape(t, cfg);
-        if (!s)
-            fatal("missing tensor %s in %s: expected shape %s", name.c_str(), st.path.c_str(), shape_str(want).c_str());
-        if (s->shape != want)
-            fatal("shape mismatch for tensor %s in %s: expected %s, got %s", name.c_str(), st.path.c_str(),
-                  shape_str(want).c_str(), shape_str(s->shape).c_str());
+        const StTensor* s = &find_hf_tensor(st, prefix, t, cfg);
         float* dst = base + t.offset;
         if (!t.hf_transposed) {
             safetensors_read_into(st, *s, dst);
@@ -127,15 +133,8 @@ std::string check_hf_header(const SafeTensors& st, const std::string& prefix, co
     const std::vector<TensorInfo> table = layout_params(cfg);
     std::string dtype;
     for (const TensorInfo& t : table) {
-        std::string name = prefix + t.hf_name;
-        const StTensor* s = st.find(name);
-        std::vector<int64_t> want = hf_shape(t, cfg);
-        if (!s)
-            fatal("missing tensor %s in %s: expected shape %s", name.c_str(), st.path.c_str(), shape_str(want).c_str());
-        if (s->shape != want)
-            fatal("shape mismatch for tensor %s in %s: expected %s, got %s", name.c_str(), st.path.c_str(),
-                  shape_str(want).c_str(), shape_str(s->shape).c_str());
-        dtype = dtype.empty() || dtype == s->dtype ? s->dtype : "mixed";
+        const StTensor& s = find_hf_tensor(st, prefix, t, cfg);
+        dtype = dtype.empty() || dtype == s.dtype ? s.dtype : "mixed";
     }
     for (const StTensor& s : st.tensors) {
         bool ok = s.name.compare(0, prefix.size(), prefix) == 0 && is_attention_buffer(s.name.substr(prefix.size()));

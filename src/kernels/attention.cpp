@@ -27,7 +27,13 @@ std::vector<float>& scratch(int which) {
 // S (rows, tn) = q k^T for a block of queries of one head against keys 0..tn; q points at the block's
 // first query and k at key 0, their rows q_row and k_row floats apart. Unscaled.
 void block_scores(float* S, const float* q, size_t q_row, const float* k, size_t k_row, int rows, int tn, int HS) {
-    gemm_serial(rows, tn, HS, q, (int)q_row, false, k, (int)k_row, true, S, tn, false);
+    if (rows > 1) return gemm_serial(rows, tn, HS, q, (int)q_row, false, k, (int)k_row, true, S, tn, false);
+    for (int j = 0; j < tn; j++) {  // one query (decoding): packing operands for gemm would cost more
+        const float* kj = k + (size_t)j * k_row;
+        float d = 0;
+        for (int c = 0; c < HS; c++) d += q[c] * kj[c];
+        S[j] = d;
+    }
 }
 
 // lse[r] = log sum_{j <= t0 + r} exp(S[r][j] * scale), the sum in double lanes.
@@ -74,16 +80,7 @@ void attend_block(float* out, size_t out_row, float* lse, const float* q, size_t
     const int tn = t0 + rows;
     std::vector<float>& P = scratch(0);
     if (P.size() < (size_t)kQBlock * tn) P.resize((size_t)kQBlock * tn);
-    if (rows > 1) {
-        block_scores(P.data(), q, q_row, k, kv_row, rows, tn, HS);
-    } else {  // one query (decoding): plain dot products; packing operands for gemm would cost more
-        for (int j = 0; j < tn; j++) {
-            const float* kj = k + (size_t)j * kv_row;
-            float d = 0;
-            for (int c = 0; c < HS; c++) d += q[c] * kj[c];
-            P[j] = d;
-        }
-    }
+    block_scores(P.data(), q, q_row, k, kv_row, rows, tn, HS);
     block_lse(lse, P.data(), t0, rows, tn, scale);
     block_probs(P.data(), lse, t0, rows, tn, scale);
     if (rows > 1) {

@@ -290,4 +290,18 @@ done
 "$GPT2" train --resume $T/rt/k9 --stop-after 1 >/dev/null 2>&1
 check "after 12 kill -9 during saves, the user's file is back in the checkpoint" test "$(cat $T/rt/k9/NOTES.md 2>/dev/null)" = mine
 check "... and no staging directory is left" test -z "$(ls -d $T/rt/k9.saving.* 2>/dev/null)"
+# --- a review pass: a plot inside --out, a fallback replacement's leftovers, an unmovable entry, lock files ---
+cp -r $T/ck $T/rv && rm -f $T/rv/NOTES.md
+check_error "--plot inside --out is refused (every save would swap it out)" "is inside --out" \
+    "$GPT2" train --resume $T/rv --steps 13 --plot $T/rv/loss.png
+cp -r $T/rv $T/rv.old.3999999 && touch $T/rv.old.3999999/.gpt2-staging && echo mine >$T/rv.old.3999999/notes.txt
+"$GPT2" train --resume $T/rv --steps 13 >/dev/null 2>&1
+check "the old half of a killed two-rename save is cleared, the user's file moved back" \
+    bash -c "test \"\$(cat $T/rv/notes.txt 2>/dev/null)\" = mine && test ! -e $T/rv.old.3999999"
+mv $T/rv/config.json $T/rv-target && ln -s $T/rv-target $T/rv/config.json && before=$(sum $T/rv-target)
+check "an entry a save cannot move back does not stop the next save" "$GPT2" train --resume $T/rv --steps 16 --save-every 1
+check "... and the user's link target is untouched" test "$(sum $T/rv-target)" = "$before"
+printf 12345 >$T/rv2.lock
+check_error "a digits-only file at DIR.lock without the lock's newline is refused" "not a gpt2 lock file" \
+    "$GPT2" train $tiny --steps 2 --out $T/rv2
 summary

@@ -170,6 +170,7 @@ void safetensors_load(SafeTensors* st, const std::string& path, bool header_only
         fatal("not a regular file (%s): expected a file whose size is known before reading", path.c_str());
     }
     const size_t file_size = (size_t)info.st_size;
+    st->file_dev = info.st_dev, st->file_ino = info.st_ino, st->file_size = file_size;
     std::vector<uint8_t> head(8, 0);
     uint64_t len = 0;
     bool ok = fread(head.data(), 1, 8, f) == std::min<size_t>(8, file_size) &&
@@ -285,6 +286,12 @@ void safetensors_read_into(const SafeTensors& st, const StTensor& t, float* out)
     if (!widen(nullptr, t.dtype, 0, out)) fatal(fmt, t.name.c_str(), st.path.c_str(), t.dtype.c_str());
     int fd = open(st.path.c_str(), O_RDONLY);
     if (fd < 0) fatal("cannot open %s: %s", st.path.c_str(), strerror(errno));
+    struct stat now;  // a checkpoint replaced while loading must not give a model made of two files
+    if (fstat(fd, &now) != 0 || (uint64_t)now.st_dev != st.file_dev || (uint64_t)now.st_ino != st.file_ino ||
+        (uint64_t)now.st_size != st.file_size) {
+        close(fd);
+        fatal("file changed while loading (%s): expected the file its header was read from", st.path.c_str());
+    }
     std::vector<uint8_t> chunk(t.dtype == "F32" ? 0 : (size_t)1 << 20);
     const size_t per_chunk = t.dtype == "F32" ? n : chunk.size() / esize;
     for (size_t done = 0; done < n;) {

@@ -20,6 +20,7 @@ struct StTensor {
 struct SafeTensors {
     std::string path;
     std::vector<uint8_t> bytes;                                 // the whole file; empty when only the header was read
+    uint64_t file_dev = 0, file_ino = 0, file_size = 0;         // the file the header came from (header-only loads)
     std::vector<StTensor> tensors;                              // in header order
     std::vector<std::pair<std::string, std::string>> metadata;  // "__metadata__"
 

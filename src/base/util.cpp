@@ -317,7 +317,9 @@ PathLock::PathLock(const std::string& target, const char* flag)
         int fd = S_ISREG(st.st_mode) ? open(path_.c_str(), O_RDONLY | O_NOFOLLOW) : -1;
         ssize_t n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
         if (fd >= 0) close(fd);
-        bool pid_file = n >= 0 && strspn(text, "0123456789\n") == (size_t)n;
+        // empty (a lock being created) or one pid line, as PathLock writes it
+        bool pid_file =
+            n == 0 || (n > 1 && n < 16 && text[n - 1] == '\n' && strspn(text, "0123456789") == (size_t)n - 1);
         if (!pid_file)
             fatal_hint("move it away or choose another output",
                        "cannot lock %s (%s): %s exists and is not a gpt2 lock file", target.c_str(), flag,
@@ -363,17 +365,31 @@ void PathLock::release() {
 
 PathLock::~PathLock() { release(); }
 
-void dir_publish(const std::string& dir, const std::function<bool(const std::string&)>& ours,
-                 const std::function<void(const std::string& staging)>& write) {
+void dir_clear_dead_staging(const std::string& dir, const std::function<bool(const std::string&)>& ours) {
     const std::string parent = path_parent(dir);
     const std::string base = dir.substr(dir.find_last_of('/') == std::string::npos ? 0 : dir.find_last_of('/') + 1);
-    dir_create(parent);
-    for (const std::string& name : dir_entries(parent)) {  // staging left by killed processes
-        long pid = suffix_pid(name, base + ".saving.");
+    if (!dir_exists(parent)) return;
+    for (const std::string& name : dir_entries(parent)) {  // left by killed processes: staging, and the
+        long pid = suffix_pid(name, base + ".saving.");    // old contents of a two-rename replacement
+        if (pid <= 0 && dir_exists(dir)) pid = suffix_pid(name, base + ".old.");
         if (pid > 0 && pid != getpid() && !pid_alive(pid)) dir_clear_staging(path_join(parent, name), dir, ours);
     }
+}
+
+void dir_publish(const std::string& dir, const std::function<bool(const std::string&)>& ours,
+                 const std::function<void(const std::string& staging)>& write) {
+    dir_create(path_parent(dir));
+    dir_clear_dead_staging(dir, ours);
     const std::string staging = dir + ".saving." + std::to_string(getpid());
     dir_clear_staging(staging, dir, ours);
+    if (dir_exists(staging) && file_exists(path_join(staging, kStagingMarker))) {
+        // an earlier save of this run kept something it could not move back: set it aside, unmarked
+        const std::string kept = dir + ".kept." + std::to_string(getpid()) + "." + std::to_string((long)time_now_s());
+        unlink(path_join(staging, kStagingMarker).c_str());
+        if (rename(staging.c_str(), kept.c_str()) != 0)
+            fatal("cannot set aside %s: %s", staging.c_str(), strerror(errno));
+        fprintf(stderr, "note: moved %s to %s\n", staging.c_str(), kept.c_str());
+    }
     if (path_exists_no_follow(staging))
         fatal("cannot stage %s: %s exists and gpt2 did not make it", dir.c_str(), staging.c_str());
     if (mkdir(staging.c_str(), 0755) != 0) fatal("cannot create directory %s: %s", staging.c_str(), strerror(errno));

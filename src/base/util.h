@@ -66,6 +66,9 @@ bool dir_recover_interrupted(const std::string& dir, const std::function<bool(co
 // deletes only what it wrote.
 void dir_clear_staging(const std::string& staging, const std::string& dir,
                        const std::function<bool(const std::string&)>& ours);
+// Clears what killed processes left beside `dir`: their staging directories, and the old contents a
+// two-rename replacement had set aside (when `dir` itself exists), moving files gpt2 did not write back in.
+void dir_clear_dead_staging(const std::string& dir, const std::function<bool(const std::string&)>& ours);
 // The file that marks dir_publish's staging directories; outputs treat it as one of their own names.
 const char* const kStagingMarker = ".gpt2-staging";
 // Entry names of a directory (no . or ..); fatal naming it if unreadable.

@@ -1,6 +1,7 @@
 // train_cmd.cpp: the `train` and `eval` commands: options from flags (and from a checkpoint's stored flags
 // on --resume), the checks on outputs and memory before anything is computed, then the run itself
 // (train/trainer.h).
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <climits>
@@ -100,8 +101,13 @@ void check_memory(const GPT2Config& cfg, int B, int T) {
 }
 
 // Checks --plot before the first step: its directory exists and an existing file there is a PNG.
-void check_plot_path(const std::string& path) {
+void check_plot_path(const std::string& path, const std::string& out) {
     if (path.empty()) fatal("empty value for --plot (train): expected a PNG path");
+    struct stat in_dir, out_dir;  // a plot inside --out would be swapped out by every save
+    if (!out.empty() && stat(path_parent(path).c_str(), &in_dir) == 0 && stat(out.c_str(), &out_dir) == 0 &&
+        in_dir.st_dev == out_dir.st_dev && in_dir.st_ino == out_dir.st_ino)
+        fatal_hint("leave --plot out: the plot is saved into --out with every checkpoint",
+                   "bad value for --plot (train): %s is inside --out %s", path.c_str(), out.c_str());
     if (dir_exists(path)) fatal("bad value for --plot (train): %s is a directory, expected a PNG path", path.c_str());
     if (!dir_exists(path_parent(path)))
         fatal("bad value for --plot (train): directory %s does not exist", path_parent(path).c_str());
@@ -243,7 +249,8 @@ int cmd_train(int argc, char** argv) {
     // Outputs are checked, and --out locked, before anything is computed: a run that cannot save fails now.
     if (!o.out.empty() || given.has("out")) train_dir_check(o.out, given.has("out") ? "--out" : "--resume");
     std::unique_ptr<PathLock> out_lock(o.out.empty() ? nullptr : new PathLock(o.out, "--out"));
-    if (args.has("plot")) check_plot_path(o.plot_path);
+    if (!o.out.empty()) dir_clear_dead_staging(o.out, train_dir_is_ours);  // before anything opens files in it
+    if (args.has("plot")) check_plot_path(o.plot_path, o.out);
     if (args.has("log")) t.log.open(args.str("log"));
 
     build_model(&t.model, args, resume_dir, o.B, o.T, o.seed);
@@ -254,7 +261,7 @@ int cmd_train(int argc, char** argv) {
     trainer_load_data(&t);
     int first_step = 0;
     if (!resume_dir.empty()) {
-        train_state_restore(resume, t.model, &t.opt, &t.train_dl, &t.history);
+        train_state_restore(&resume, t.model, &t.opt, &t.train_dl, &t.history);  // moves the moments out
         first_step = resume.step;
         printf("resumed %s at step %d\n", resume_dir.c_str(), first_step);
     }
@@ -264,9 +271,9 @@ int cmd_train(int argc, char** argv) {
     if (o.sample_tokens > 0) load_sampler(&t, args, given);  // before training, so a bad tokenizer fails fast
 
     if (first_step >= o.steps) {  // nothing to train: a fresh run still saves what was asked for
-        if (!resume_dir.empty())
+        if (!o.out.empty() && o.out != resume_dir) trainer_save(&t, first_step);  // what --out asked for
+        else if (!resume_dir.empty())
             printf("nothing to do: %s is at step %d of %d\n", resume_dir.c_str(), first_step, o.steps);
-        else if (!o.out.empty()) trainer_save(&t, first_step);
         t.log.close();
         return 0;
     }

@@ -193,7 +193,7 @@ GPT2Config infer_config(const SafeTensors& st, int heads_override) {
 namespace {
 
 // The first bytes of a regular file (up to n) and its size; fatal naming the file otherwise.
-std::vector<uint8_t> file_head(const std::string& path, size_t n, size_t* file_size) {
+std::vector<uint8_t> file_head(const std::string& path, size_t n, size_t* file_size, uint64_t* file_ino) {
     FILE* f = fopen(path.c_str(), "rb");
     if (!f) fatal("cannot open %s: %s", path.c_str(), strerror(errno));
     struct stat st;
@@ -202,6 +202,7 @@ std::vector<uint8_t> file_head(const std::string& path, size_t n, size_t* file_s
         fatal("not a regular file (%s): expected a file whose size is known before reading", path.c_str());
     }
     *file_size = (size_t)st.st_size;
+    *file_ino = (uint64_t)st.st_ino;
     std::vector<uint8_t> head(std::min(n, *file_size));
     bool ok = fread(head.data(), 1, head.size(), f) == head.size();
     fclose(f);
@@ -232,7 +233,8 @@ GPT2Config open_checkpoint(const std::string& path, int heads_override, Checkpoi
         fatal("checkpoint not found (%s): expected a HuggingFace directory, a .safetensors file or an llm.c .bin",
               path.c_str());
     size_t file_size = 0;
-    std::vector<uint8_t> head = file_head(path, 1024, &file_size);
+    uint64_t file_ino = 0;
+    std::vector<uint8_t> head = file_head(path, 1024, &file_size, &file_ino);
     if (llmc_detect(head.data(), head.size())) {
         GPT2Config cfg;
         int version = 0;
@@ -243,7 +245,7 @@ GPT2Config open_checkpoint(const std::string& path, int heads_override, Checkpoi
         info->dtype = version == 3 ? "F32" : "BF16";
         if (model) {
             gpt2_build(model, cfg, path.c_str());
-            llmc_read_params(path, cfg, version, model->params.data());
+            llmc_read_params(path, cfg, version, file_ino, model->params.data());
         }
         return cfg;
     }

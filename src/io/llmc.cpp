@@ -2,6 +2,8 @@
 // (gpt2_build_from_checkpoint) for the header fields and tensor order.
 #include "io/llmc.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cassert>
 #include <cerrno>
@@ -96,9 +98,15 @@ bool llmc_parse(const std::vector<uint8_t>& bytes, GPT2Config* cfg, std::vector<
     return true;
 }
 
-void llmc_read_params(const std::string& path, const GPT2Config& cfg, int version, float* params) {
+void llmc_read_params(const std::string& path, const GPT2Config& cfg, int version, uint64_t file_ino, float* params) {
     FILE* f = fopen(path.c_str(), "rb");
     if (!f || fseek(f, kHeaderInts * 4, SEEK_SET) != 0) fatal("cannot open %s: %s", path.c_str(), strerror(errno));
+    struct stat now;  // a file replaced since its header was read must not give a model made of two files
+    const size_t want = kHeaderInts * 4 + layout_params_size(layout_params(cfg)) * (version == 3 ? 4 : 2);
+    if (fstat(fileno(f), &now) != 0 || (uint64_t)now.st_ino != file_ino || (size_t)now.st_size != want) {
+        fclose(f);
+        fatal("file changed while loading (%s): expected the file its header was read from", path.c_str());
+    }
     std::vector<uint16_t> chunk(version == 5 ? (size_t)1 << 20 : 0);
     bool ok = true;
     for_each_run(layout_params(cfg), [&](size_t offset, size_t count) {

@@ -23,7 +23,8 @@ bool llmc_parse_header(const uint8_t* data, size_t n, size_t file_size, GPT2Conf
                        std::string* err);
 // Reads the parameters of a file whose header llmc_parse_header accepted (cfg, version) from the file
 // straight into params (layout_params order), so loading holds them once.
-void llmc_read_params(const std::string& path, const GPT2Config& cfg, int version, float* params);
+// fatal if the file is no longer the one (inode file_ino) whose header was read.
+void llmc_read_params(const std::string& path, const GPT2Config& cfg, int version, uint64_t file_ino, float* params);
 // True when `path` is a regular file that starts with llm.c's model magic (export may replace it).
 bool llmc_is_checkpoint_file(const std::string& path);
 // Writes version 3 (fp32) or 5 (bf16, rounded to nearest even) atomically; fatal if a weight is

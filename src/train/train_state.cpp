@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "base/json.h"
 #include "base/util.h"
@@ -251,7 +252,8 @@ void train_state_read(TrainState* ts, const std::string& dir) {
     if (!train_state_parse(st, ts, &err)) fatal("bad train state (%s): %s", path.c_str(), err.c_str());
 }
 
-void train_state_restore(const TrainState& ts, const GPT2& model, AdamW* opt, DataLoader* dl, LossHistory* history) {
+void train_state_restore(TrainState* state, const GPT2& model, AdamW* opt, DataLoader* dl, LossHistory* history) {
+    TrainState& ts = *state;
     const char* path = ts.path.c_str();
     if (ts.m.size() != model.num_params)
         fatal("train state does not belong to this model (%s): expected AdamW moments of %zu values, got %zu", path,
@@ -269,8 +271,8 @@ void train_state_restore(const TrainState& ts, const GPT2& model, AdamW* opt, Da
     if (!ts.data_hash.empty() && ts.data_hash != train_state_data_hash(*dl))
         fatal("training data changed (%s): %s hashes to %s, the run was trained on %s", path, dl->path.c_str(),
               train_state_data_hash(*dl).c_str(), ts.data_hash.c_str());
-    opt->m = ts.m;
-    opt->v = ts.v;
+    opt->m = std::move(ts.m);  // no second copy of the moments for the rest of the run
+    opt->v = std::move(ts.v);
     opt->step = ts.step;
     dataloader_restore(dl, ts.loader);
     *history = ts.history;

@@ -51,9 +51,9 @@ void train_state_save(const std::string& dir, const GPT2& model, const AdamW& op
 bool train_state_parse(const SafeTensors& st, TrainState* ts, std::string* err);
 // Reads and parses dir/train_state.safetensors; fatal naming the file if missing or malformed.
 void train_state_read(TrainState* ts, const std::string& dir);
-// Restores AdamW, the data loader and the history; fatal if the state does not belong to `model`
+// Restores AdamW (moving the moments out of *ts), the data loader and the history; fatal if the state does not belong to `model`
 // (parameters, geometry) or to the loader's data (window count, content hash).
-void train_state_restore(const TrainState& ts, const GPT2& model, AdamW* opt, DataLoader* dl, LossHistory* history);
+void train_state_restore(TrainState* ts, const GPT2& model, AdamW* opt, DataLoader* dl, LossHistory* history);
 // FNV-1a hash of a model's parameters or a loader's tokens, as the train state records them (16 hex digits).
 std::string train_state_params_hash(const GPT2& model);
 std::string train_state_data_hash(const DataLoader& dl);

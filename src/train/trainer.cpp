@@ -178,8 +178,9 @@ int trainer_run(Trainer* t, int first_step) {
         t->progress.step(step, o.steps, s.loss, s.lr, s.norm, s.ms, (double)o.B * o.T * o.accum);
         t->log.line("{\"step\":%d,\"loss\":%.6f,\"lr\":%.6e,\"norm\":%.6f,\"ms\":%.3f}\n", step, s.loss, s.lr, s.norm,
                     s.ms);
-        const bool last = step == o.steps || (o.stop_after > 0 && step - first_step == o.stop_after) || g_stop_signal;
+        bool last = step == o.steps || (o.stop_after > 0 && step - first_step == o.stop_after) || g_stop_signal;
         if (!o.val_path.empty() && (step % o.val_every == 0 || last)) validate(t, step);
+        last = last || g_stop_signal;  // a signal during validation saves at this step, not the next
         if (!o.out.empty() && ((o.save_every > 0 && step % o.save_every == 0) || last)) trainer_save(t, step);
         // after the save, so a sample that fails cannot cost the run
         if (o.sample_tokens > 0 && !g_stop_signal && ((o.sample_every > 0 && step % o.sample_every == 0) || last)) {

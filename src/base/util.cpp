@@ -218,6 +218,25 @@ bool path_is_symlink(const std::string& path) {
     return lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
 }
 
+bool name_is_ours(const std::string& name, std::initializer_list<const char*> ours) {
+    if (name == kStagingMarker) return true;
+    for (const char* n : ours)
+        if (name == n || (path_is_staged_temp(name) && name.compare(0, strlen(n) + 5, std::string(n) + ".tmp.") == 0))
+            return true;
+    return false;
+}
+
+std::vector<uint8_t> file_head_bytes(const std::string& path, size_t n) {
+    std::vector<uint8_t> head;
+    if (!file_exists(path)) return head;
+    FILE* f = fopen(path.c_str(), "rb");
+    if (!f) return head;
+    head.resize(n);
+    head.resize(fread(head.data(), 1, n, f));
+    fclose(f);
+    return head;
+}
+
 bool path_is_staged_temp(const std::string& name) {
     size_t at = name.rfind(".tmp.");
     if (at == std::string::npos || at == 0 || at + 5 == name.size()) return false;
@@ -293,7 +312,7 @@ bool dir_recover_interrupted(const std::string& dir, const std::function<bool(co
     if (dir_exists(dir) || path_is_symlink(dir)) return false;
     const std::string parent = path_parent(dir);
     if (!dir_exists(parent)) return false;
-    const std::string base = dir.substr(dir.find_last_of('/') == std::string::npos ? 0 : dir.find_last_of('/') + 1);
+    const std::string base = path_base(dir);
     for (const std::string& name : dir_entries(parent)) {
         long pid = suffix_pid(name, base + ".old.");
         std::string old = path_join(parent, name);
@@ -367,7 +386,7 @@ PathLock::~PathLock() { release(); }
 
 void dir_clear_dead_staging(const std::string& dir, const std::function<bool(const std::string&)>& ours) {
     const std::string parent = path_parent(dir);
-    const std::string base = dir.substr(dir.find_last_of('/') == std::string::npos ? 0 : dir.find_last_of('/') + 1);
+    const std::string base = path_base(dir);
     if (!dir_exists(parent)) return;
     for (const std::string& name : dir_entries(parent)) {  // left by killed processes: staging, and the
         long pid = suffix_pid(name, base + ".saving.");    // old contents of a two-rename replacement
@@ -418,6 +437,12 @@ std::string path_strip_slashes(const std::string& path) {
     size_t end = path.find_last_not_of('/');
     if (end == std::string::npos) return path.empty() ? path : "/";
     return path.substr(0, end + 1);
+}
+
+std::string path_base(const std::string& path) {
+    std::string p = path_strip_slashes(path);
+    size_t slash = p.find_last_of('/');
+    return slash == std::string::npos || p == "/" ? p : p.substr(slash + 1);
 }
 
 std::string path_parent(const std::string& path) {

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,12 @@ void dir_fsync(const std::string& dir);
 bool path_is_symlink(const std::string& path);
 // True for a name file_write_atomic leaves only when killed mid-write: `<base>.tmp.<digits>`.
 bool path_is_staged_temp(const std::string& name);
+// True when `name` is one of `ours`, a staged temporary of one of them, or kStagingMarker: the entries an
+// output directory may hold that its writer may replace or remove.
+bool name_is_ours(const std::string& name, std::initializer_list<const char*> ours);
+// Up to n leading bytes of a regular file; empty when it is not one or cannot be read (for recognising a
+// file's kind before replacing it).
+std::vector<uint8_t> file_head_bytes(const std::string& path, size_t n);
 
 // An exclusive lock on `target` (a file or directory about to be written), held through `target.lock`
 // beside it until the object is destroyed or the process exits. The directories it creates for it are
@@ -109,4 +116,6 @@ std::string path_join(const std::string& a, const std::string& b);
 std::string path_strip_slashes(const std::string& path);
 // The directory holding `path`: "a/b" -> "a", "b" -> ".", "/b" -> "/".
 std::string path_parent(const std::string& path);
+// The last component: "a/b" -> "b", "b/" -> "b".
+std::string path_base(const std::string& path);
 double time_now_s();  // monotonic seconds

@@ -113,11 +113,8 @@ void check_plot_path(const std::string& path, const std::string& out) {
         fatal("bad value for --plot (train): directory %s does not exist", path_parent(path).c_str());
     if (access(path.c_str(), F_OK) != 0) return;
     static const uint8_t kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-    uint8_t head[8] = {0};
-    FILE* f = fopen(path.c_str(), "rb");
-    bool png = f && fread(head, 1, 8, f) == 8 && memcmp(head, kPng, 8) == 0;
-    if (f) fclose(f);
-    if (!png)
+    const std::vector<uint8_t> head = file_head_bytes(path, 8);
+    if (head.size() != 8 || memcmp(head.data(), kPng, 8) != 0)
         fatal_hint("choose a new path; gpt2 replaces only PNG files",
                    "bad value for --plot (train): %s exists and is "
                    "not a PNG",

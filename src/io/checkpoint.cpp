@@ -332,13 +332,7 @@ void checkpoint_save_hf(const GPT2& model, const std::string& dir, const std::st
 
 namespace {
 
-bool export_is_ours(const std::string& name) {
-    for (const char* ours : {"config.json", "model.safetensors", kStagingMarker})
-        if (name == ours ||
-            (path_is_staged_temp(name) && name.compare(0, strlen(ours) + 5, std::string(ours) + ".tmp.") == 0))
-            return true;
-    return false;
-}
+bool export_is_ours(const std::string& name) { return name_is_ours(name, {"config.json", "model.safetensors"}); }
 
 }  // namespace
 

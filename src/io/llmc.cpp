@@ -126,12 +126,8 @@ void llmc_read_params(const std::string& path, const GPT2Config& cfg, int versio
 }
 
 bool llmc_is_checkpoint_file(const std::string& path) {
-    if (!file_exists(path)) return false;
-    FILE* f = fopen(path.c_str(), "rb");
-    uint8_t magic[4];
-    bool ok = f && fread(magic, 1, 4, f) == 4 && llmc_detect(magic, 4);
-    if (f) fclose(f);
-    return ok;
+    const std::vector<uint8_t> head = file_head_bytes(path, 4);
+    return llmc_detect(head.data(), head.size());
 }
 
 void llmc_save(const GPT2& model, const std::string& path, int version) {

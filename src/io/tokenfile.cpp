@@ -26,12 +26,10 @@ void tokenfile_write(const std::string& path, const std::vector<int>& tokens) {
 }
 
 bool tokenfile_is_token_file(const std::string& path) {
-    if (!file_exists(path)) return false;
-    FILE* f = fopen(path.c_str(), "rb");
+    const std::vector<uint8_t> head = file_head_bytes(path, 4);
     int32_t magic = 0;
-    bool ok = f && fread(&magic, 4, 1, f) == 1 && magic == kTokenFileMagic;
-    if (f) fclose(f);
-    return ok;
+    if (head.size() == 4) memcpy(&magic, head.data(), 4);
+    return magic == kTokenFileMagic;
 }
 
 // Formats like printf into *err and returns false, so each check below is one line.

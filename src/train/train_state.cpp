@@ -1,6 +1,7 @@
 // train_state.cpp: see train_state.h.
 #include "train/train_state.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -90,27 +91,18 @@ bool parse_history(const SafeTensors& st, const char* name, int step, std::vecto
 }  // namespace
 
 bool train_dir_is_ours(const std::string& name) {
-    for (const char* ours : {"config.json", "model.safetensors", kStateFile, "loss.png", kStagingMarker}) {
-        if (name == ours) return true;
-        if (path_is_staged_temp(name) && name.compare(0, strlen(ours) + 5, std::string(ours) + ".tmp.") == 0)
-            return true;
-    }
-    return false;
+    return name_is_ours(name, {"config.json", "model.safetensors", kStateFile, "loss.png"});
 }
 
 bool train_dir_is_checkpoint(const std::string& dir) {
     const std::string path = path_join(dir, kStateFile);
-    if (path_is_symlink(path) || !file_exists(path)) return false;
-    FILE* f = fopen(path.c_str(), "rb");
-    if (!f) return false;
-    std::vector<uint8_t> head(1 << 16);  // the format key comes first in the header we write
-    head.resize(fread(head.data(), 1, head.size(), f));
-    fseek(f, 0, SEEK_END);
-    const long size = ftell(f);
-    fclose(f);
+    struct stat info;
+    if (path_is_symlink(path) || stat(path.c_str(), &info) != 0) return false;
+    // the format key comes first in the header we write
+    const std::vector<uint8_t> head = file_head_bytes(path, 1 << 16);
     SafeTensors st;
     std::string err;
-    if (size < 0 || !safetensors_parse_header(&st, head.data(), head.size(), (size_t)size, &err)) return false;
+    if (!safetensors_parse_header(&st, head.data(), head.size(), (size_t)info.st_size, &err)) return false;
     return st.meta("format") == kFormat || st.meta("format") == kFormatV1;
 }
 

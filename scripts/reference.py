@@ -152,6 +152,8 @@ def reference_dump(path, params32, args, gen):
         step_loss.backward()
         opt.step()
     out["losses"] = np.array(losses, dtype=np.float32)
+    if args.llmc_dump_out:
+        write_llmc_state(args.llmc_dump_out, out, args)
     meta = {"lr": args.lr, "beta1": args.beta1, "beta2": args.beta2, "eps": args.eps,
             "weight_decay": args.weight_decay, "dtype": args.dtype, "torch": torch.__version__}
     safetensors_io.write(path, out, meta)
@@ -238,6 +240,26 @@ def write_llmc(path, params, args, version):
                 f.write(t.bfloat16().view(torch.int16).numpy().astype("<i2").tobytes())
 
 
+def write_llmc_state(path, out, args):
+    """llm.c's debug state (its train_gpt2.py write_state): 256 int32 header (magic 20240327, version 2, B, T),
+    x and y as int32, logits fp32 (B, T, V), the loss, then every gradient fp32 in llm.c's checkpoint order
+    with wte's padded to Vp rows with zeros. Written from the same values as our safetensors dump."""
+    Vp = (args.vocab + 127) // 128 * 128
+    header = np.zeros(256, dtype="<i4")
+    header[:4] = [20240327, 2, args.batch, args.tokens]
+    grads = llmc_order({k[len("grad."):]: torch.from_numpy(np.array(v, dtype=np.float32)) for k, v in out.items() if k.startswith("grad.")},
+                       args.layers)
+    grads[0] = torch.cat([grads[0], torch.zeros(Vp - args.vocab, args.channels)])
+    with open(path, "wb") as f:
+        f.write(header.tobytes())
+        for name in ["x", "y"]:
+            f.write(out[name].astype("<i4").tobytes())
+        f.write(out["logits"].astype("<f4").tobytes())
+        f.write(out["loss"].astype("<f4").tobytes())
+        for g in grads:
+            f.write(g.contiguous().view(-1).numpy().astype("<f4").tobytes())
+
+
 def write_formats(outdir, params, args):
     """The same random model in every format the loader reads, each converted by PyTorch, plus the fp32
     values PyTorch gets back from the narrow ones (the expected result of our widening)."""
@@ -306,6 +328,11 @@ def main():
     ap.add_argument("--model-in", help="use this HuggingFace-layout model instead of a random one")
     ap.add_argument("--formats-out", help="also write the model as llm.c v3/v5, F16, BF16 and variants here")
     ap.add_argument("--dump-out", help="reference dump file")
+    ap.add_argument("--llmc-dump-out", help="also write the dump in llm.c's debug-state format (with --dump-out)")
+    ap.add_argument("--llmc-model-out", help="also write the model as an llm.c version 3 (fp32) checkpoint")
+    ap.add_argument("--llmc-from-dump", metavar="DUMP",
+                    help="rewrite this safetensors dump in llm.c's format to --llmc-dump-out (geometry from "
+                         "--layers, --channels, --vocab) and exit")
     ap.add_argument("--layernorm-fixture", help="write the LayerNorm fixture here and exit")
     ap.add_argument("--markov-tokens", type=int,
                     help="write this many tokens (< --vocab) of a random Markov chain in which every token has two "
@@ -322,6 +349,10 @@ def main():
     gen = torch.Generator().manual_seed(args.seed)
     if args.layernorm_fixture:
         return layernorm_fixture(args.layernorm_fixture, gen)
+    if args.llmc_from_dump:
+        out = safetensors_io.read(args.llmc_from_dump)[0]
+        args.batch, args.tokens = out["x"].shape
+        return write_llmc_state(args.llmc_dump_out, out, args)
     if args.markov_tokens:
         succ = torch.randint(0, args.vocab, (args.vocab, 2), generator=gen)
         coins = torch.randint(0, 2, (args.markov_tokens,), generator=gen)
@@ -338,6 +369,8 @@ def main():
         ap.error("--model-out or --model-in is required")
     if args.formats_out:
         write_formats(args.formats_out, params, args)
+    if args.llmc_model_out:
+        write_llmc(args.llmc_model_out, params, args, 3)
     if args.dump_out:
         reference_dump(args.dump_out, params, args, gen)
     if args.greedy_prompt:

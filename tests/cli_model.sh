@@ -16,6 +16,57 @@ printf '\x00\x00\x80\x3f\x00\x00\x80\x3f' | dd of="$TEST_TMP/broken/model.safete
 rc=$?
 if [ $rc -eq 1 ] && tail -1 "$TEST_TMP/cmp" | grep -q '^FAIL$'; then pass "compare fails on a perturbed model"; else fail "compare fails on a perturbed model (exit $rc)"; fi
 
+# llm.c's reference dump (gpt2_124M_debug_state.bin's format): the committed dump.safetensors rewritten by
+# scripts/reference.py --llmc-from-dump. It must pass with the HuggingFace model and with its llm.c export.
+STATE=$FIX/llmc_debug_state.bin
+check "compare passes on llm.c's dump format (HuggingFace model)" "$GPT2" compare --model $FIX/model --ref $STATE
+grep -q '^reference: llm.c dump, B=2, T=16$' "$TEST_TMP/out" || fail "compare names the llm.c dump and its B, T"
+"$GPT2" export --model $FIX/model --out "$TEST_TMP/fix.bin" --format llmc >/dev/null
+check "compare passes on llm.c's dump format (llm.c model)" "$GPT2" compare --model "$TEST_TMP/fix.bin" --ref $STATE
+"$GPT2" compare --model "$TEST_TMP/broken" --ref $STATE >"$TEST_TMP/cmp" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && tail -1 "$TEST_TMP/cmp" | grep -q '^FAIL$'; then pass "compare with llm.c's dump fails on a perturbed model"; else fail "compare with llm.c's dump fails on a perturbed model (exit $rc)"; fi
+# --steps 3 on llm.c's dump prints the AdamW losses our own dump holds (the same PyTorch run).
+steps_match() {
+    "$GPT2" compare --model $FIX/model --ref $STATE --steps 3 | sed -n 's/^step \([0-9]\): loss \(.*\)$/\1 \2/p' >"$TEST_TMP/llmc_steps"
+    "$GPT2" compare --model $FIX/model --ref $FIX/dump.safetensors --steps 3 | grep -c 'adamw.loss.* ok$' | grep -qx 3 || return 1
+    [ "$(wc -l <"$TEST_TMP/llmc_steps")" = 3 ] || return 1
+    # the reference's losses, read from the safetensors dump: tensor "losses" (F32), with perl
+    perl -e 'open(F, "<", $ARGV[0]) or die; binmode F; read(F, $b, 8); my $n = unpack("Q<", $b); read(F, $h, $n);
+             $h =~ /"losses":\{[^}]*"data_offsets":\[(\d+),(\d+)\]/ or die; seek(F, 8 + $n + $1, 0); read(F, $d, $2 - $1);
+             my @l = unpack("f<*", $d); printf("%d %.6f\n", $_, $l[$_]) for 0 .. 2' $FIX/dump.safetensors >"$TEST_TMP/ref_steps"
+    cat "$TEST_TMP/llmc_steps" "$TEST_TMP/ref_steps"
+    awk 'NR == FNR { a[$1] = $2; next } { d = a[$1] - $2; if (d < 0) d = -d; if (!($1 in a) || d > 2e-6) bad = 1 } END { exit bad }' \
+        "$TEST_TMP/llmc_steps" "$TEST_TMP/ref_steps"
+}
+check "compare --steps 3 on llm.c's dump prints the reference's AdamW losses" steps_match
+
+# Corrupt or mismatched llm.c dumps: one line each, naming the file.
+L=$TEST_TMP/llmc
+mkdir -p "$L"
+poke_int() { printf "$(printf '\\x%02x\\x%02x\\x%02x\\x%02x' $(($3 & 255)) $(($3 >> 8 & 255)) $(($3 >> 16 & 255)) $(($3 >> 24 & 255)))" |
+    dd of="$1" bs=1 seek="$2" conv=notrunc status=none; }
+cp $STATE "$L/trunc.bin" && truncate -s -4 "$L/trunc.bin"
+check_error "compare refuses a truncated llm.c dump" "bad llm.c debug state .*trunc.bin: 800000 bytes, expected 800004.*truncated" \
+    "$GPT2" compare --model $FIX/model --ref "$L/trunc.bin"
+cp $STATE "$L/vp.bin" && head -c $((128 * 64 * 4)) /dev/zero >>"$L/vp.bin"
+check_error "compare refuses an llm.c dump padded to another Vp" "vp.bin: wte's gradient is padded to 1152 rows, expected the model's Vp 1024" \
+    "$GPT2" compare --model $FIX/model --ref "$L/vp.bin"
+cp $STATE "$L/t.bin" && poke_int "$L/t.bin" 12 33
+check_error "compare refuses an llm.c dump with T past the model's context" "t.bin: B 2, T 33; expected .*T <= 32" \
+    "$GPT2" compare --model $FIX/model --ref "$L/t.bin"
+cp $STATE "$L/v.bin" && poke_int "$L/v.bin" 4 1
+check_error "compare refuses an llm.c dump of another version" "v.bin: version 1, expected 2" \
+    "$GPT2" compare --model $FIX/model --ref "$L/v.bin"
+cp $STATE "$L/tok.bin" && poke_int "$L/tok.bin" 1024 1000
+check_error "compare refuses an llm.c dump with a token out of range" "tok.bin: token 1000 .* expected 0..999" \
+    "$GPT2" compare --model $FIX/model --ref "$L/tok.bin"
+cp $STATE "$L/nan.bin" && poke_int "$L/nan.bin" $((1024 + 2 * 32 * 4 + 8)) 2143289344
+check_error "compare refuses an llm.c dump with a NaN logit" "nan.bin: non-finite logit" \
+    "$GPT2" compare --model $FIX/model --ref "$L/nan.bin"
+check_error "compare --steps past our dump's losses" "bad value for --steps" \
+    "$GPT2" compare --model $FIX/model --ref $FIX/dump.safetensors --steps 11
+
 want=$(cut -d' ' -f2 $FIX/eval_loss.txt)
 got=$("$GPT2" eval --model $FIX/model --data $TOK -B 2 -T 16 --batches 5 | tail -1)
 if echo "$got" | grep -Eq '^loss [0-9]+\.[0-9]{6}$' && awk -v a="${got#loss }" -v b="$want" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-5) }'; then

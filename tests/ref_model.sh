@@ -2,12 +2,15 @@
 # ref_model.sh (make test-ref): regenerates reference models and dumps with PyTorch (scripts/reference.py)
 # and checks `gpt2 compare` and `gpt2 eval` against them:
 #   * tiny geometry, full 50257 vocabulary: logits, loss, every gradient and all 10 AdamW losses;
+#   * the same tiny reference in llm.c's debug-state format with an llm.c model: compare passes, and the
+#     10 AdamW losses it prints equal PyTorch's;
 #   * the full 124M geometry (12 layers, 768 channels, 12 heads, B=4, T=64): logits, loss, every gradient
 #     and the first 3 AdamW losses. Later steps are not asserted at 1e-5 because the trajectory itself is
 #     ill-conditioned there: on this dump PyTorch's own fp32 run departs from the float64 reference by
 #     1.3e-5 .. 7.5e-5 at steps 3..9, and perturbing the float64 gradients by 5e-7 of each tensor's max
 #     (the size of any fp32 implementation's error) moves those losses by up to 1.9e-4. Adam turns each
 #     near-zero gradient element into a full +-lr step whose sign is decided below fp32 resolution.
+#     The 124M reference also passes in llm.c's format (gpt2_124M_debug_state.bin with gpt2_124M.bin).
 #   * eval loss of a HuggingFace-layout checkpoint against the PyTorch model, within 1e-5;
 #   * the NO_OMP=1 build passes compare too.
 source "$(dirname "$0")/lib.sh"
@@ -16,15 +19,32 @@ REF="$PY scripts/reference.py"
 W=${GPT2_REF_DIR:-$TEST_TMP}
 
 $REF --layers 2 --heads 4 --channels 64 --vocab 50257 --seq-len 64 -B 2 -T 16 --seed 3 \
-    --model-out "$W/tiny/model" --dump-out "$W/tiny/dump.safetensors" >/dev/null
+    --model-out "$W/tiny/model" --dump-out "$W/tiny/dump.safetensors" \
+    --llmc-dump-out "$W/tiny/state.bin" --llmc-model-out "$W/tiny/model.bin" >/dev/null
 check "tiny full-vocab config: compare (all 10 AdamW steps)" "$GPT2" compare --model "$W/tiny/model" --ref "$W/tiny/dump.safetensors"
 cat "$TEST_TMP/out" | grep -E '^(logits|loss|adamw.loss\[9\])'
+# The same reference in llm.c's debug-state format, with the llm.c model: compare passes, and --steps 10
+# prints the 10 AdamW losses of the safetensors dump (PyTorch's torch.optim.AdamW) within 1e-5.
+llmc_steps() {
+    "$GPT2" compare --model "$W/tiny/model.bin" --ref "$W/tiny/state.bin" --steps 10 >"$TEST_TMP/llmc" || return 1
+    sed -n 's/^step \([0-9]*\): loss \(.*\)$/\2/p' "$TEST_TMP/llmc" >"$TEST_TMP/ours"
+    "$PY" -c 'import sys; sys.path.insert(0, "scripts"); import safetensors_io
+for v in safetensors_io.read(sys.argv[1])[0]["losses"]: print(repr(float(v)))' "$W/tiny/dump.safetensors" >"$TEST_TMP/theirs"
+    paste "$TEST_TMP/ours" "$TEST_TMP/theirs"
+    [ "$(wc -l <"$TEST_TMP/ours")" = 10 ] && awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > 1e-5) bad = 1 } END { exit bad }' \
+        <(paste "$TEST_TMP/ours" "$TEST_TMP/theirs")
+}
+check "tiny, llm.c dump and model: compare passes and prints PyTorch's 10 AdamW losses" llmc_steps
 
 $REF --layers 12 --heads 12 --channels 768 --vocab 50257 --seq-len 1024 -B 4 -T 64 --seed 0 \
-    --model-out "$W/124m/model" --dump-out "$W/124m/dump.safetensors" >/dev/null
+    --model-out "$W/124m/model" --dump-out "$W/124m/dump.safetensors" \
+    --llmc-dump-out "$W/124m/state.bin" --llmc-model-out "$W/124m/model.bin" >/dev/null
 check "124M geometry: compare (logits, loss, every gradient, 3 AdamW steps)" \
-    "$GPT2" compare --model "$W/124m/model" --ref "$W/124m/dump.safetensors" --adamw-steps 3
+    "$GPT2" compare --model "$W/124m/model" --ref "$W/124m/dump.safetensors" --steps 3
 sort -k3 -g "$TEST_TMP/out" | grep ' rel ' | tail -3
+check "124M geometry, llm.c's dump format and an llm.c model (gpt2_124M.bin's layout): compare" \
+    "$GPT2" compare --model "$W/124m/model.bin" --ref "$W/124m/state.bin"
+sort -k3 -g "$TEST_TMP/out" | grep ' rel ' | tail -2
 rm -rf "$W/124m"
 
 # eval on real text when the data is there (make data), else on a Markov-chain token file

@@ -1,7 +1,11 @@
-// compare_cmd.cpp: the `compare` command. Loads a model and a reference dump written by
-// scripts/reference.py (x, y, logits, loss, grad.<HF name> for every parameter, losses of AdamW steps)
-// and reports, per tensor, max |ours - ref| / max |ref|; loss values are compared in absolute terms.
-// Bars: 1e-5 for both, the project's parity bar for our fp32 against PyTorch's float64.
+// compare_cmd.cpp: the `compare` command. Loads a model and a reference dump, detected by its first bytes:
+//   * ours, written by scripts/reference.py (safetensors: x, y, logits, loss, grad.<HF name> for every
+//     parameter, the losses of AdamW steps on the same batch and the optimizer's settings);
+//   * llm.c's gpt2_124M_debug_state.bin (train_gpt2.py's write_state; io/llmc.h), which holds no AdamW
+//     trajectory: its losses are printed for the user to hold against test_gpt2.c's expected ones.
+// Reports, per tensor, max |ours - ref| / max |ref|; loss values are compared in absolute terms.
+// Bars: 1e-5 for both, the project's parity bar for our fp32 against PyTorch's float64 (PyTorch's fp32,
+// which llm.c's dump holds, is itself within a few 1e-6 of float64).
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -11,6 +15,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "io/checkpoint.h"
+#include "io/llmc.h"
 #include "model/model.h"
 #include "train/optimizer.h"
 
@@ -57,75 +62,124 @@ double meta_number(const SafeTensors& st, const char* key, double lo, double hi,
     return x;
 }
 
+// One batch and what PyTorch made of it, from either kind of dump.
+struct Reference {
+    std::string kind;  // "gpt2.cpp" or "llm.c"
+    int B = 0, T = 0;
+    std::vector<int> x, y;
+    std::vector<float> logits;  // (B, T, V)
+    float loss = 0;
+    std::vector<float> grads;   // our layout
+    std::vector<float> losses;  // AdamW trajectory; empty for llm.c's dumps
+    AdamWConfig adamw;
+};
+
+void load_ours(Reference* r, const std::string& path, const GPT2Config& cfg) {
+    SafeTensors ref;
+    safetensors_load(&ref, path);
+    r->kind = "gpt2.cpp";
+    const StTensor& xt = need(ref, "x");
+    if (xt.shape.size() != 2 || xt.dtype != "I32") fatal("bad tensor x in %s: expected I32 (B, T)", ref.path.c_str());
+    r->B = (int)xt.shape[0], r->T = (int)xt.shape[1];
+    if (r->T > cfg.max_seq_len)
+        fatal("bad tensor x in %s: T %d is past the model's context %d", ref.path.c_str(), r->T, cfg.max_seq_len);
+    std::vector<float> xf = safetensors_read_f32(ref, xt), yf = safetensors_read_f32(ref, need(ref, "y"));
+    if (yf.size() != xf.size()) fatal("bad tensor y in %s: expected the shape of x", ref.path.c_str());
+    r->x.assign(xf.begin(), xf.end()), r->y.assign(yf.begin(), yf.end());
+    const StTensor& lt = need(ref, "logits");
+    if (lt.numel() != xf.size() * cfg.vocab_size)
+        fatal("bad tensor logits in %s: expected (B, T, %d)", ref.path.c_str(), cfg.vocab_size);
+    r->logits = safetensors_read_f32(ref, lt);
+    const StTensor& ref_loss = need(ref, "loss");
+    if (ref_loss.numel() != 1)
+        fatal("bad tensor loss in %s: expected one value, got %zu", ref.path.c_str(), ref_loss.numel());
+    r->loss = safetensors_read_f32(ref, ref_loss)[0];
+    r->grads.assign(layout_params_size(layout_params(cfg)), 0.0f);
+    checkpoint_unpack_hf(ref, "grad.", cfg, r->grads.data());
+    r->losses = safetensors_read_f32(ref, need(ref, "losses"));
+    if (r->losses.empty())
+        fatal("bad tensor losses in %s: expected the losses of at least one AdamW step", ref.path.c_str());
+    r->adamw.lr = (float)meta_number(ref, "lr", 0, 10, true);
+    r->adamw.beta1 = (float)meta_number(ref, "beta1", 0, 0.999999, false);
+    r->adamw.beta2 = (float)meta_number(ref, "beta2", 0, 0.999999, false);
+    r->adamw.eps = (float)meta_number(ref, "eps", 0, 1, true);
+    r->adamw.weight_decay = (float)meta_number(ref, "weight_decay", 0, 10, false);
+}
+
+void load_llmc(Reference* r, const std::string& path, const GPT2Config& cfg) {
+    LlmcState st;
+    llmc_state_load(path, cfg, &st);
+    r->kind = "llm.c";
+    r->B = st.B, r->T = st.T;
+    r->x = std::move(st.x), r->y = std::move(st.y), r->logits = std::move(st.logits), r->grads = std::move(st.grads);
+    r->loss = st.loss;
+    r->adamw.lr = 1e-4f;  // test_gpt2.c's settings
+    r->adamw.weight_decay = 0.01f;
+}
+
 }  // namespace
 
 int cmd_compare(int argc, char** argv) {
     static const std::vector<CliFlag> flags = {
         {"model", "", "", "checkpoint the reference was made from"},
-        {"ref", "", "", "reference dump (safetensors) from scripts/reference.py"},
-        {"adamw-steps", "", "-1", "compare only the first N AdamW losses of the dump; -1 for all"},
+        {"ref", "", "", "reference dump: scripts/reference.py's (safetensors) or llm.c's gpt2_124M_debug_state.bin"},
+        {"steps", "", "-1",
+         "AdamW steps on the dump's batch. Ours: compared with its losses (-1: all it holds). llm.c's: printed, "
+         "with test_gpt2.c's settings (lr 1e-4, betas 0.9/0.999, eps 1e-8, weight decay 0.01; -1: none)"},
         kCliHeadsFlag,
     };
-    CliArgs args = cli_parse(argc, argv, "compare", "gpt2 compare --model PATH --ref DUMP",
+    CliArgs args = cli_parse(argc, argv, "compare", "gpt2 compare --model PATH --ref DUMP [--steps n]",
                              "Compares logits, loss, every gradient and the losses of AdamW steps with a PyTorch "
                              "reference; exits 1 on FAIL.",
                              flags, false);
     GPT2 model;
     checkpoint_load(&model, args.str("model"), cli_heads(args));
-    gpt2_enable_training(&model);
-    SafeTensors ref;
-    safetensors_load(&ref, args.str("ref"));
     const GPT2Config& cfg = model.cfg;
-    const StTensor& xt = need(ref, "x");
-    if (xt.shape.size() != 2 || xt.dtype != "I32") fatal("bad tensor x in %s: expected I32 (B, T)", ref.path.c_str());
-    const int B = (int)xt.shape[0], T = (int)xt.shape[1], V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
-    std::vector<float> xf = safetensors_read_f32(ref, xt), yf = safetensors_read_f32(ref, need(ref, "y"));
-    if (yf.size() != xf.size()) fatal("bad tensor y in %s: expected the shape of x", ref.path.c_str());
-    std::vector<int> x(xf.begin(), xf.end()), y(yf.begin(), yf.end());
+    const std::string ref_path = args.str("ref");
+    const std::vector<uint8_t> head = file_head_bytes(ref_path, 4);
+    Reference ref;
+    if (llmc_state_detect(head.data(), head.size())) load_llmc(&ref, ref_path, cfg);
+    else load_ours(&ref, ref_path, cfg);
+    gpt2_enable_training(&model);
+    const int B = ref.B, T = ref.T, V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
+    printf("reference: %s dump, B=%d, T=%d\n", ref.kind.c_str(), B, T);
 
     Report report;
-    float loss = gpt2_forward(&model, x.data(), y.data(), B, T);
-    const StTensor& lt = need(ref, "logits");
-    if (lt.numel() != (size_t)B * T * V) fatal("bad tensor logits in %s: expected (B, T, %d)", ref.path.c_str(), V);
-    std::vector<float> ref_logits = safetensors_read_f32(ref, lt);
-    report.line("logits", rel_error(model.a.logits, ref_logits.data(), (size_t)B * T, V, Vp), kRelBar, "rel");
-    const StTensor& ref_loss = need(ref, "loss");
-    if (ref_loss.numel() != 1)
-        fatal("bad tensor loss in %s: expected one value, got %zu", ref.path.c_str(), ref_loss.numel());
-    report.line("loss", std::fabs(loss - safetensors_read_f32(ref, ref_loss)[0]), kLossBar, "abs");
-
+    float loss = gpt2_forward(&model, ref.x.data(), ref.y.data(), B, T);
+    report.line("logits", rel_error(model.a.logits, ref.logits.data(), (size_t)B * T, V, Vp), kRelBar, "rel");
+    report.line("loss", std::fabs(loss - ref.loss), kLossBar, "abs");
     gpt2_zero_grad(&model);
     gpt2_backward(&model, 1.0f);
-    std::vector<float> ref_grads(model.num_params, 0.0f);
-    checkpoint_unpack_hf(ref, "grad.", cfg, ref_grads.data());
     for (const TensorInfo& t : model.param_table) {
         size_t rows = t.name == "wte" ? (size_t)V : t.rows, cols = t.cols ? t.cols : 1;
         report.line("grad." + t.hf_name,
-                    rel_error(model.grads.data() + t.offset, ref_grads.data() + t.offset, rows, cols, cols), kRelBar,
+                    rel_error(model.grads.data() + t.offset, ref.grads.data() + t.offset, rows, cols, cols), kRelBar,
                     "rel");
     }
 
     // AdamW steps on the same batch: losses[i] is the loss before update i+1.
-    std::vector<float> ref_losses = safetensors_read_f32(ref, need(ref, "losses"));
-    if (ref_losses.empty())
-        fatal("bad tensor losses in %s: expected the losses of at least one AdamW step", ref.path.c_str());
-    long long adamw_steps = args.integer_in("adamw-steps", -1, 1 << 20);
-    if (adamw_steps > (long long)ref_losses.size())
-        fatal("bad value for --adamw-steps (compare): expected -1..%zu, got %lld", ref_losses.size(), adamw_steps);
-    if (adamw_steps >= 0) ref_losses.resize((size_t)adamw_steps);
-    AdamWConfig oc;
-    oc.lr = (float)meta_number(ref, "lr", 0, 10, true);
-    oc.beta1 = (float)meta_number(ref, "beta1", 0, 0.999999, false);
-    oc.beta2 = (float)meta_number(ref, "beta2", 0, 0.999999, false);
-    oc.eps = (float)meta_number(ref, "eps", 0, 1, true);
-    oc.weight_decay = (float)meta_number(ref, "weight_decay", 0, 10, false);
+    const bool ours = !ref.losses.empty();
+    const long long held = (long long)ref.losses.size(), steps_arg = args.integer_in("steps", -1, 1 << 20);
+    if (ours && steps_arg > held)
+        fatal("bad value for --steps (compare): expected -1..%lld (the AdamW losses %s holds), got %lld", held,
+              ref_path.c_str(), steps_arg);
+    const long long steps = steps_arg >= 0 ? steps_arg : ours ? held : 0;
+    if (!ours && steps)
+        printf(
+            "AdamW on the dump's batch, test_gpt2.c's settings; llm.c's dump holds no losses to compare, "
+            "test_gpt2.c lists the expected ones:\n");
     AdamW opt;
-    for (size_t i = 0; i < ref_losses.size(); i++) {
-        float step_loss = gpt2_forward(&model, x.data(), y.data(), B, T);
-        report.line("adamw.loss[" + std::to_string(i) + "]", std::fabs(step_loss - ref_losses[i]), kLossBar, "abs");
-        gpt2_zero_grad(&model);
-        gpt2_backward(&model, 1.0f);
-        adamw_update(&opt, &model, oc, oc.lr);
+    for (long long i = 0; i < steps; i++) {
+        float step_loss = i == 0 ? loss : gpt2_forward(&model, ref.x.data(), ref.y.data(), B, T);
+        if (i > 0) {
+            gpt2_zero_grad(&model);
+            gpt2_backward(&model, 1.0f);
+        }
+        if (ours)
+            report.line("adamw.loss[" + std::to_string(i) + "]", std::fabs(step_loss - ref.losses[i]), kLossBar, "abs");
+        else printf("step %lld: loss %f\n", i, step_loss);
+        if (!std::isfinite(step_loss)) fatal("loss is %g at AdamW step %lld: expected a finite loss", step_loss, i);
+        adamw_update(&opt, &model, ref.adamw, ref.adamw.lr);
     }
     printf("%s\n", report.failures ? "FAIL" : "PASS");
     return report.failures ? 1 : 0;

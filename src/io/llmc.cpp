@@ -158,3 +158,71 @@ void llmc_save(const GPT2& model, const std::string& path, int version) {
     });
     file_write_atomic(path, {{header, sizeof(header)}, {body.data(), body.size()}});
 }
+
+bool llmc_state_detect(const uint8_t* data, size_t n) {
+    int32_t magic;
+    if (n < 4) return false;
+    memcpy(&magic, data, 4);
+    return magic == kLlmcStateMagic;
+}
+
+void llmc_state_load(const std::string& path, const GPT2Config& cfg, LlmcState* st) {
+    const char* p = path.c_str();
+    FILE* f = fopen(p, "rb");
+    struct stat sb;
+    if (!f || fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        if (f) fclose(f);
+        fatal("cannot read llm.c debug state %s: %s", p, f ? "expected a regular file" : strerror(errno));
+    }
+    struct Closer {
+        FILE* f;
+        ~Closer() { fclose(f); }
+    } closer{f};
+    const size_t file_size = (size_t)sb.st_size;
+    int32_t h[kHeaderInts];
+    if (fread(h, 4, kHeaderInts, f) != kHeaderInts)
+        fatal("bad llm.c debug state %s: shorter than the 1024-byte header", p);
+    if (h[0] != kLlmcStateMagic) fatal("bad llm.c debug state %s: magic %d, expected %d", p, h[0], kLlmcStateMagic);
+    if (h[1] != 2)
+        fatal("bad llm.c debug state %s: version %d, expected 2 (re-run llm.c's train_gpt2.py to write it)", p, h[1]);
+    const int B = h[2], T = h[3];
+    if (B < 1 || B > (1 << 16) || T < 1 || T > cfg.max_seq_len)
+        fatal("bad llm.c debug state %s: B %d, T %d; expected B >= 1 and 1 <= T <= %d (the model's context)", p, B, T,
+              cfg.max_seq_len);
+    const size_t BT = (size_t)B * T, V = cfg.vocab_size, C = cfg.channels, Vp = cfg.padded_vocab_size;
+    const std::vector<TensorInfo> table = layout_params(cfg);
+    const size_t nparams = layout_params_size(table), fixed = kHeaderInts * 4 + 2 * BT * 4 + BT * V * 4 + 4;
+    const size_t want = fixed + nparams * 4;
+    if (file_size != want) {
+        // Name the likely cause: a wte gradient padded to another Vp, or a file cut short.
+        const size_t others = (nparams - Vp * C) * 4;
+        const size_t rest = file_size > fixed + others ? file_size - fixed - others : 0;
+        if (rest && rest % (4 * C) == 0 && rest / (4 * C) >= V)
+            fatal("bad llm.c debug state %s: wte's gradient is padded to %zu rows, expected the model's Vp %zu", p,
+                  rest / (4 * C), Vp);
+        fatal("bad llm.c debug state %s: %zu bytes, expected %zu for B=%d, T=%d and this model (V=%zu, Vp=%zu)%s", p,
+              file_size, want, B, T, V, Vp, file_size < want ? " (truncated?)" : "");
+    }
+    memory_check((double)BT * V * 4 + (double)nparams * 4, "the llm.c debug state " + path,
+                 "a dump of a smaller batch (B, T)");
+    st->B = B, st->T = T;
+    st->x.resize(BT), st->y.resize(BT), st->logits.resize(BT * V), st->grads.resize(nparams);
+    bool ok = fread(st->x.data(), 4, BT, f) == BT && fread(st->y.data(), 4, BT, f) == BT &&
+              fread(st->logits.data(), 4, BT * V, f) == BT * V && fread(&st->loss, 4, 1, f) == 1;
+    for_each_run(
+        table, [&](size_t offset, size_t count) { ok = ok && fread(st->grads.data() + offset, 4, count, f) == count; });
+    if (!ok) fatal("cannot read llm.c debug state %s: the file changed or is shorter than its size said", p);
+    for (size_t i = 0; i < BT; i++)
+        if (st->x[i] < 0 || (size_t)st->x[i] >= V || st->y[i] < 0 || (size_t)st->y[i] >= V)
+            fatal("bad llm.c debug state %s: token %d / target %d at position %zu, expected 0..%zu", p, st->x[i],
+                  st->y[i], i, V - 1);
+    for (size_t i = 0; i <= st->logits.size(); i++) {
+        const float v = i < st->logits.size() ? st->logits[i] : st->loss;
+        if (!std::isfinite(v)) fatal("bad llm.c debug state %s: non-finite logit or loss (%g)", p, v);
+    }
+    for (const TensorInfo& t : table)
+        for (size_t j = 0; j < t.numel(); j++)
+            if (!std::isfinite(st->grads[t.offset + j]))
+                fatal("bad llm.c debug state %s: non-finite gradient of %s (%g)", p, t.hf_name.c_str(),
+                      st->grads[t.offset + j]);
+}

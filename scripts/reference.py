@@ -192,6 +192,21 @@ def eval_loss(params32, args):
     return total / args.eval_batches
 
 
+def eval_loss_all(params32, args):
+    """Mean loss over every token of --eval-data after the first, each predicted once in consecutive windows
+    of --tokens positions from token 0 (the last one shorter), the definition of `gpt2 eval --batches all`."""
+    tokens = torch.from_numpy(read_tokens(args.eval_data))
+    p = {k: v.to(getattr(torch, args.dtype)) for k, v in params32.items()}
+    total = 0.0
+    with torch.no_grad():
+        for s in range(0, len(tokens) - 1, args.tokens):
+            e = min(s + args.tokens, len(tokens) - 1)
+            logits = gpt2_logits(p, tokens[None, s:e], args.layers, args.heads)
+            total += torch.nn.functional.cross_entropy(logits.view(-1, args.vocab), tokens[s + 1:e + 1],
+                                                       reduction="sum").item()
+    return total / (len(tokens) - 1)
+
+
 def greedy(params32, args):
     """Argmax continuation of --greedy-prompt by full forward passes (no cache) in --dtype. Also returns
     the smallest gap between the best and second-best logit along the way: a fixture is only meaningful
@@ -339,7 +354,7 @@ def main():
                          "possible successors (learnable data for training tests) to --tokens-out and exit")
     ap.add_argument("--tokens-out", help="token file for --random-tokens")
     ap.add_argument("--eval-data", help="token file: print the eval loss of the model over it")
-    ap.add_argument("--eval-batches", type=int, default=1)
+    ap.add_argument("--eval-batches", type=int, default=1, help="0: every token of the file (eval --batches all)")
     ap.add_argument("--eval-out", help="also write the `loss <value>` line to this file")
     ap.add_argument("--greedy-prompt", help="space-separated prompt ids: print the greedy continuation")
     ap.add_argument("--greedy-tokens", type=int, default=20)
@@ -382,7 +397,7 @@ def main():
             with open(args.greedy_out, "w") as f:
                 f.write(" ".join(map(str, ids)) + "\n")
     if args.eval_data:
-        line = f"loss {eval_loss(params, args):.9f}"
+        line = f"loss {(eval_loss(params, args) if args.eval_batches else eval_loss_all(params, args)):.9f}"
         print(f"reference eval over {args.eval_batches} batches: {line}")
         if args.eval_out:
             with open(args.eval_out, "w") as f:

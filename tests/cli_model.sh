@@ -133,6 +133,20 @@ check_error "missing flag value" "missing value for flag --data" "$GPT2" eval --
 check_error "T beyond the context" "expected <= 32" "$GPT2" eval --model $FIX/model --data $TOK -T 33
 check_error "tokens beyond the vocabulary" "out of range in .*tokens_v1000.bin" \
     "$GPT2" train --train $TOK --vocab 500 --layers 1 --heads 1 --channels 8 --steps 1 --sample-tokens 0
+# eval --batches all: every token after the first, once; the mean over all of them, with its perplexity.
+eval_all() {
+    "$GPT2" eval --model $FIX/model --data $TOK -B 2 -T 16 --batches all >"$TEST_TMP/all" || return 1
+    "$GPT2" eval --model $FIX/model --data $TOK -B 2 -T 16 --batches 93 >"$TEST_TMP/some" || return 1
+    cat "$TEST_TMP/all" "$TEST_TMP/some"
+    local n=$(od -An -t d4 -j 8 -N 4 $TOK | tr -d ' ')
+    grep -q "^tokens $((n - 1)) " "$TEST_TMP/all" || return 1
+    # perplexity = exp(loss); and the file's 2999 tokens are more than the 93 whole batches' 2976
+    awk '/^perplexity/ { p = $2 } /^loss/ { l = $2 } END { d = p / exp(l) - 1; if (d < 0) d = -d; exit !(l > 0 && d < 1e-4) }' "$TEST_TMP/all" &&
+        ! cmp -s <(tail -1 "$TEST_TMP/all") <(tail -1 "$TEST_TMP/some")
+}
+check "eval --batches all covers every token and prints perplexity" eval_all
+check_error "eval --batches 0" "bad value for --batches (eval): expected 1\.\." "$GPT2" eval --model $FIX/model --data $TOK --batches 0
+check_error "eval --batches nonsense" "expected a count of batches or .all., got 'x'" "$GPT2" eval --model $FIX/model --data $TOK --batches x
 check_error "eval batches beyond the data" "too few tokens" "$GPT2" eval --model $FIX/model --data $TOK -B 2 -T 16 --batches 1000
 cp -r $FIX/model "$TEST_TMP/trunc"
 head -c 5000 $FIX/model/model.safetensors >"$TEST_TMP/trunc/model.safetensors"

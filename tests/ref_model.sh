@@ -11,7 +11,8 @@
 #     (the size of any fp32 implementation's error) moves those losses by up to 1.9e-4. Adam turns each
 #     near-zero gradient element into a full +-lr step whose sign is decided below fp32 resolution.
 #     The 124M reference also passes in llm.c's format (gpt2_124M_debug_state.bin with gpt2_124M.bin).
-#   * eval loss of a HuggingFace-layout checkpoint against the PyTorch model, within 1e-5;
+#   * eval loss of a HuggingFace-layout checkpoint against the PyTorch model, within 1e-5, over 8 batches
+#     and over every token of the file (--batches all);
 #   * the NO_OMP=1 build passes compare too.
 source "$(dirname "$0")/lib.sh"
 PY=${PYTHON:-/usr/bin/python3}
@@ -56,6 +57,13 @@ want=$($REF --layers 2 --heads 4 --channels 64 --vocab 50257 --seq-len 64 -B 4 -
     --model-out "$W/tiny/model" --eval-data "$DATA" --eval-batches 8 | grep -o 'loss [0-9.]*' | cut -d' ' -f2)
 got=$("$GPT2" eval --model "$W/tiny/model" --data "$DATA" -B 4 -T 64 --batches 8 | tail -1 | cut -d' ' -f2)
 check "eval matches PyTorch within 1e-5 on $DATA ($got vs $want)" \
+    awk -v a="$got" -v b="$want" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1e-5) }'
+
+# eval --batches all: every token of the file, against the reference's windows of T (the last one shorter)
+want=$($REF --layers 2 --heads 4 --channels 64 --vocab 50257 --seq-len 64 -T 64 --seed 3 \
+    --model-out "$W/tiny/model" --eval-data "$DATA" --eval-batches 0 | grep -o 'loss [0-9.]*' | cut -d' ' -f2)
+got=$("$GPT2" eval --model "$W/tiny/model" --data "$DATA" -B 4 -T 64 --batches all | tail -1 | cut -d' ' -f2)
+check "eval --batches all matches PyTorch within 1e-5 on all of $DATA ($got vs $want)" \
     awk -v a="$got" -v b="$want" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1e-5) }'
 
 make -s NO_OMP=1 BIN=build/gpt2-noomp >/dev/null 2>&1

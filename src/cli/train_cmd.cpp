@@ -288,16 +288,22 @@ static const std::vector<CliFlag> kEvalFlags = {
     {"data", "", "", "token file (llm.c format)"},
     {"batch", "B", "4", "sequences per batch"},
     {"tokens", "T", "64", "tokens per sequence"},
-    {"batches", "n", "0", "batches to average; 0 means every whole batch in the file"},
+    {"batches", "n", "all", "batches of consecutive windows to average, or `all`: every token of the file"},
     kCliHeadsFlag,
 };
 
 int cmd_eval(int argc, char** argv) {
-    CliArgs args = cli_parse(argc, argv, "eval", "gpt2 eval --model PATH --data FILE [-B b] [-T t] [--batches n]",
-                             "Prints the mean loss over the first n consecutive (B, T+1) windows from token 0.",
+    CliArgs args = cli_parse(argc, argv, "eval", "gpt2 eval --model PATH --data FILE [-B b] [-T t] [--batches n|all]",
+                             "Prints the mean loss (and its perplexity) over the first n batches of consecutive "
+                             "(T+1)-token windows from token 0, or over every token of the file.",
                              kEvalFlags, false);
     const int B = args.integer_in("batch", 1, 1 << 16), T = args.integer_in("tokens", 1, 1 << 20);
-    const int batches = args.integer_in("batches", 0, 1 << 30);
+    const std::string batches_arg = args.str("batches");
+    const bool all = batches_arg == "all";
+    if (!all && batches_arg.find_first_not_of("0123456789") != std::string::npos)
+        fatal("malformed value for --batches (eval): expected a count of batches or `all`, got '%s'",
+              batches_arg.c_str());
+    const int batches = all ? 0 : args.integer_in("batches", 1, 1 << 30);
     GPT2 model;
     checkpoint_load(&model, args.str("model"), cli_heads(args));
     if (T > model.cfg.max_seq_len)
@@ -308,12 +314,19 @@ int cmd_eval(int argc, char** argv) {
     if ((size_t)batches > available)
         fatal("too few tokens in %s for --batches %d: it holds %zu batches of B=%d, T=%d", args.str("data").c_str(),
               batches, available, B, T);
-    size_t n = batches ? (size_t)batches : available;
-    float loss = trainer_evaluate(&model, &dl, n);
+    double loss;
+    if (all) {
+        size_t tokens = 0;
+        loss = trainer_evaluate_file(&model, &dl, &tokens);
+        printf("tokens %zu (all of %s after the first, each predicted once)\n", tokens, args.str("data").c_str());
+    } else {
+        loss = trainer_evaluate(&model, &dl, (size_t)batches);
+        printf("batches %d of %d x %d tokens\n", batches, B, T);
+    }
     if (!std::isfinite(loss))
         fatal("loss is %g on %s: the model's weights or activations overflow; expected a finite loss", loss,
               args.str("data").c_str());
-    printf("batches %zu of %d x %d tokens\n", n, B, T);
+    printf("perplexity %.4f\n", std::exp(loss));
     printf("loss %.6f\n", loss);
     return 0;
 }

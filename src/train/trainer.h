@@ -71,6 +71,9 @@ void trainer_catch_stop_signals(bool on);
 
 // Mean loss over the first `batches` consecutive batches of dl.
 float trainer_evaluate(GPT2* model, DataLoader* dl, size_t batches);
+// Mean loss over every token of dl's file after the first, each predicted once: the whole batches, then
+// the windows left over as one smaller batch, then the last partial window. *tokens gets the count.
+double trainer_evaluate_file(GPT2* model, DataLoader* dl, size_t* tokens);
 // Opens the training data (seeded order) and the validation data (in order) of t->o.
 void trainer_load_data(Trainer* t);
 // Saves t->o.out after `step` steps (with the loss plot when t->o.plot_in_out) and says so.

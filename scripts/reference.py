@@ -208,7 +208,8 @@ def eval_loss_all(params32, args):
 
 
 def greedy(params32, args):
-    """Argmax continuation of --greedy-prompt by full forward passes (no cache) in --dtype. Also returns
+    """Argmax continuation of --greedy-prompt by full forward passes (no cache) in --dtype; past the context
+    each pass sees the last --seq-len tokens, as nanoGPT's generate crops them. Also returns
     the smallest gap between the best and second-best logit along the way: a fixture is only meaningful
     when that gap is far above fp32 rounding."""
     p = {k: v.to(getattr(torch, args.dtype)) for k, v in params32.items()}
@@ -216,7 +217,7 @@ def greedy(params32, args):
     min_gap = float("inf")
     with torch.no_grad():
         for _ in range(args.greedy_tokens):
-            logits = gpt2_logits(p, torch.tensor([ids]), args.layers, args.heads)[0, -1]
+            logits = gpt2_logits(p, torch.tensor([ids[-args.seq_len:]]), args.layers, args.heads)[0, -1]
             top2 = torch.topk(logits, 2).values
             min_gap = min(min_gap, (top2[0] - top2[1]).item())
             ids.append(int(torch.argmax(logits)))

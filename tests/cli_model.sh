@@ -101,12 +101,25 @@ check "info describes the saved model" bash -c ""$GPT2" info --model '$TEST_TMP/
 TRAINED=tests/fixtures/trained_tiny
 check "greedy generation equals the PyTorch reference" \
     diff <("$GPT2" generate --model $TRAINED --prompt-ids 0 --temperature 0 --max-tokens 30 --ids 2>/dev/null) $TRAINED/greedy.txt
+# Past the context (32 here) the window slides as nanoGPT's does: 200 greedy tokens equal PyTorch's
+# continuation with each pass on the last 32 tokens (greedy_slide.txt, from reference.py --greedy-tokens 200).
+check "greedy generation past the context equals PyTorch's cropped-window continuation" \
+    diff <("$GPT2" generate --model $TRAINED --prompt-ids 0 --temperature 0 --max-tokens 200 --ids 2>"$TEST_TMP/slide_err") \
+    $TRAINED/greedy_slide.txt
+check "generate says why it stopped and how long the window slid" \
+    grep -qz 'stopped: --max-tokens 200 reached.context of 32 full: the window slid for the last 168 tokens' "$TEST_TMP/slide_err"
+# Sampled: 1000 tokens from a 3-token prompt; while the context is not full nothing changes, token for token.
+"$GPT2" generate --model $TRAINED --prompt-ids "1 2 3" --max-tokens 1000 --ids >"$TEST_TMP/g1000" 2>/dev/null
+"$GPT2" generate --model $TRAINED --prompt-ids "1 2 3" --max-tokens 29 --ids >"$TEST_TMP/g29" 2>/dev/null
+check "generate writes 1000 sampled tokens past a 32-token context" test "$(wc -w <"$TEST_TMP/g1000")" = 1000
+check "the first 29 of them (context not yet full) equal a 29-token run" \
+    test "$(cut -d' ' -f1-29 "$TEST_TMP/g1000")" = "$(cat "$TEST_TMP/g29")"
 "$GPT2" generate --model $TRAINED --prompt-ids 0 --max-tokens 8 --ids >/dev/null 2>"$TEST_TMP/gen_err"
 check "generate reports decode speed on stderr" grep -Eq '^8 tokens in [0-9.]+ s \([0-9.]+ tok/s\)$' "$TEST_TMP/gen_err"
 check "generate --num-samples prints one line of ids per sample" \
     test "$("$GPT2" generate --model $TRAINED --prompt-ids 0 --max-tokens 5 --num-samples 3 --ids 2>/dev/null | wc -l)" -eq 3
 "$GPT2" generate --model $TRAINED --prompt-ids "$(seq -s ' ' 1 30)" --max-tokens 10 --ids >/dev/null 2>"$TEST_TMP/ctx_err"
-check "generation stops when the context is full" grep -q "context of 32 tokens is full" "$TEST_TMP/ctx_err"
+check "a 30-token prompt with 10 more slides for the last 7" grep -q "the window slid for the last 7 tokens" "$TEST_TMP/ctx_err"
 check_error "prompt longer than the context" "prompt too long" "$GPT2" generate --model $TRAINED --prompt-ids "$(seq -s ' ' 1 40)" --ids
 check_error "prompt id beyond the vocabulary" "out of range (--prompt-ids)" "$GPT2" generate --model $TRAINED --prompt-ids "5 1000" --ids
 check_error "bad top-p" "expected 0..1, got 1.5" "$GPT2" generate --model $TRAINED --top-p 1.5 --ids

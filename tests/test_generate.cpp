@@ -122,3 +122,27 @@ TEST(generation_seeds_and_greedy) {
     CHECK(run(3, 1.0f, 1) == run(4, 0.0f, 50));  // top-k 1 is greedy
     CHECK(run(3, 1.0f, 1).size() == 24);
 }
+
+TEST(generation_stops_and_slides) {
+    GPT2 model;
+    checkpoint_load(&model, kTrained);  // context 32
+    GenerateOptions opts;
+    opts.max_tokens = 40;
+    opts.sampler.temperature = 0;
+    Rng rng(1);
+    GenerateStats stats;
+    const std::vector<int> greedy = generate(
+        model, {5, 6}, opts, &rng, [](int) {}, &stats);
+    CHECK(greedy.size() == 40);
+    CHECK(stats.stop == GenerateStop::kMaxTokens);
+    CHECK(stats.slides == 40 - (32 - 2) - 1);  // tokens predicted after the cache held 32 positions
+    // The same run asked to stop at its 10th token ends there, with that token, and says why.
+    opts.stop_token = greedy[9];
+    const std::vector<int> stopped = generate(
+        model, {5, 6}, opts, &rng, [](int) {}, &stats);
+    size_t first = 0;
+    while (greedy[first] != opts.stop_token) first++;
+    CHECK(stopped.size() == first + 1);
+    CHECK(stats.stop == GenerateStop::kStopToken);
+    CHECK(stats.slides == 0);
+}

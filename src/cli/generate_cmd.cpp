@@ -1,9 +1,12 @@
 // generate_cmd.cpp: the `generate` command: prompt in, streamed text (or ids) out, timings on stderr.
+#include <unistd.h>
+
 #include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
 #include <string>
 
 #include "base/util.h"
@@ -31,6 +34,15 @@ std::vector<int> parse_ids(const std::string& text, const char* flag) {
     return ids;
 }
 
+// Encodes a text prompt; "" when it fits the model's context, else why not (the caller decides).
+std::string encode_prompt(Tokenizer* tok, const std::string& text, const GPT2Config& cfg, std::vector<int>* prompt) {
+    *prompt = tokenizer_encode(tok, text);
+    if ((int)prompt->size() > cfg.max_seq_len)
+        return "prompt too long: " + std::to_string(prompt->size()) +
+               " tokens, expected at most the model's context of " + std::to_string(cfg.max_seq_len);
+    return "";
+}
+
 // The prompt's ids from --prompt-ids, --prompt or --prompt-file (encoded with tok), or <|endoftext|>.
 std::vector<int> read_prompt(const CliArgs& args, Tokenizer* tok, const GPT2Config& cfg) {
     std::vector<int> prompt;
@@ -42,22 +54,51 @@ std::vector<int> read_prompt(const CliArgs& args, Tokenizer* tok, const GPT2Conf
                 fatal("token id %d out of range (--prompt-ids): expected 0..%d", id, cfg.vocab_size - 1);
     } else if (args.has("prompt") || args.has("prompt-file")) {
         const char* flag = args.has("prompt") ? "--prompt" : "--prompt-file";
-        std::string text;
-        if (args.has("prompt")) {
-            text = args.str("prompt");
-        } else {
-            text = text_read(args.str("prompt-file"), 64 << 20);
-        }
+        std::string text = args.has("prompt") ? args.str("prompt") : text_read(args.str("prompt-file"), 64 << 20);
         if (text.empty())
             fatal("empty prompt (%s): expected some text, or no prompt to start from <|endoftext|>", flag);
-        prompt = tokenizer_encode(tok, text);
-        if ((int)prompt.size() > cfg.max_seq_len)
-            fatal("prompt too long (%s): %zu tokens, expected at most the model's context of %d", flag, prompt.size(),
-                  cfg.max_seq_len);
+        std::string err = encode_prompt(tok, text, cfg, &prompt);
+        if (!err.empty()) fatal("%s (%s)", err.c_str(), flag);
     } else {
         prompt = {kTokenizerEot};
     }
     return prompt;
+}
+
+// Generates `samples` continuations of prompt, streaming text (or ids) to stdout and a summary of each
+// (why it stopped, speed) to stderr.
+void run_samples(const GPT2& model, const Tokenizer& tok, const std::vector<int>& prompt, const GenerateOptions& opts,
+                 long long samples, bool ids_out, Rng* rng) {
+    for (long long sample = 0; sample < samples; sample++) {
+        if (sample > 0) printf(ids_out ? "" : "\n---\n");
+        TokenDecoder decoder(tok);
+        bool first = true;
+        GenerateStats stats;
+        generate(
+            model, prompt, opts, rng,
+            [&](int id) {
+                if (ids_out) {
+                    printf(first ? "%d" : " %d", id);
+                } else if (id != kTokenizerEot) {
+                    fputs(decoder.push(id).c_str(), stdout);
+                }
+                first = false;
+                if (fflush(stdout) != 0) fatal("cannot write standard output: %s", strerror(errno));
+            },
+            &stats);
+        if (!ids_out) fputs(decoder.flush().c_str(), stdout);
+        printf("\n");
+        if (fflush(stdout) != 0) fatal("cannot write standard output: %s", strerror(errno));
+        if (stats.stop == GenerateStop::kStopToken) fprintf(stderr, "stopped: <|endoftext|>\n");
+        else fprintf(stderr, "stopped: --max-tokens %d reached\n", opts.max_tokens);
+        if (stats.slides)
+            fprintf(stderr, "context of %d full: the window slid for the last %d tokens\n", model.cfg.max_seq_len,
+                    stats.slides);
+        fprintf(stderr, "prompt: %d tokens in %.3f s (%.1f tok/s)\n", stats.prompt_tokens, stats.prompt_s,
+                stats.prompt_tokens / std::max(stats.prompt_s, 1e-9));
+        fprintf(stderr, "%d tokens in %.3f s (%.1f tok/s)\n", stats.new_tokens, stats.decode_s,
+                stats.new_tokens / std::max(stats.decode_s, 1e-9));
+    }
 }
 
 }  // namespace
@@ -76,12 +117,15 @@ int cmd_generate(int argc, char** argv) {
         {"seed", "", "1337", "seed of the sampler"},
         {"num-samples", "", "1", "independent samples from the same prompt"},
         {"ids", "", "", "print generated token ids on one line instead of text", true},
+        {"interactive", "", "", "keep the model loaded and read one prompt per line from standard input", true},
         kCliHeadsFlag,
     };
-    CliArgs args = cli_parse(argc, argv, "generate", "gpt2 generate --model PATH [--prompt TEXT] [flags]",
-                             "Samples text with a KV cache. Generation stops at <|endoftext|>, after --max-tokens, "
-                             "or when the model's context is full (the window does not slide).",
-                             flags, false);
+    CliArgs args = cli_parse(
+        argc, argv, "generate", "gpt2 generate --model PATH [--prompt TEXT | --interactive] [flags]",
+        "Samples text with a KV cache. Generation stops at <|endoftext|> or after --max-tokens, which may exceed "
+        "the model's context: the window then slides as nanoGPT's does (each token sees the last maxT tokens), "
+        "and every token past the context costs a prefill of maxT tokens instead of one position.",
+        flags, false);
     GenerateOptions opts;
     long long max_tokens = args.integer_in("max-tokens", 1, 1 << 20), top_k = args.integer_in("top-k", 0, 1 << 30);
     long long samples = args.integer_in("num-samples", 1, 10000);
@@ -94,42 +138,41 @@ int cmd_generate(int argc, char** argv) {
     opts.sampler.top_p = (float)top_p;
     int prompt_sources = args.has("prompt") + args.has("prompt-file") + args.has("prompt-ids");
     if (prompt_sources > 1) fatal("conflicting flags (generate): give one of --prompt, --prompt-file, --prompt-ids");
+    const bool interactive = args.on("interactive");
+    if (interactive && prompt_sources)
+        fatal("conflicting flags (generate): --interactive reads its prompts from standard input, one per line");
     const bool ids_out = args.on("ids");
-    const bool need_tokenizer = !ids_out || args.has("prompt") || args.has("prompt-file");
+    const bool need_tokenizer = !ids_out || args.has("prompt") || args.has("prompt-file") || interactive;
 
     GPT2 model;
     checkpoint_load(&model, args.str("model"), cli_heads(args));
     Tokenizer tok;
     if (need_tokenizer)
         tokenizer_load_for_model(&tok, args.has("tokenizer") ? args.str("tokenizer") : "", model.cfg.vocab_size, "");
-    const std::vector<int> prompt = read_prompt(args, &tok, model.cfg);
     Rng rng((uint64_t)args.integer_in("seed", 0, LLONG_MAX));
-    for (long long sample = 0; sample < samples; sample++) {
-        if (sample > 0) printf(ids_out ? "" : "\n---\n");
-        TokenDecoder decoder(tok);
-        std::vector<int> shown;
-        GenerateStats stats;
-        generate(
-            model, prompt, opts, &rng,
-            [&](int id) {
-                if (ids_out) {
-                    printf(shown.empty() ? "%d" : " %d", id);
-                } else if (id != kTokenizerEot) {
-                    fputs(decoder.push(id).c_str(), stdout);
-                }
-                shown.push_back(id);
-                if (fflush(stdout) != 0) fatal("cannot write standard output: %s", strerror(errno));
-            },
-            &stats);
-        if (!ids_out) fputs(decoder.flush().c_str(), stdout);
-        printf("\n");
-        fflush(stdout);
-        if (stats.context_full)
-            fprintf(stderr, "stopped: the model's context of %d tokens is full\n", model.cfg.max_seq_len);
-        fprintf(stderr, "prompt: %d tokens in %.3f s (%.1f tok/s)\n", stats.prompt_tokens, stats.prompt_s,
-                stats.prompt_tokens / std::max(stats.prompt_s, 1e-9));
-        fprintf(stderr, "%d tokens in %.3f s (%.1f tok/s)\n", stats.new_tokens, stats.decode_s,
-                stats.new_tokens / std::max(stats.decode_s, 1e-9));
+    if (!interactive) {
+        run_samples(model, tok, read_prompt(args, &tok, model.cfg), opts, samples, ids_out, &rng);
+        return 0;
     }
+    // One prompt per line until end of input; a line that cannot run is reported and skipped.
+    const bool terminal = isatty(STDIN_FILENO);
+    int errors = 0;
+    std::string line;
+    for (;;) {
+        if (terminal) fputs("> ", stderr);
+        if (!std::getline(std::cin, line)) break;
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line.empty()) continue;
+        std::vector<int> prompt;
+        std::string err = encode_prompt(&tok, line, model.cfg, &prompt);
+        if (!err.empty()) {
+            fprintf(stderr, "error: %s (--interactive, line skipped)\n", err.c_str());
+            errors++;
+            continue;
+        }
+        run_samples(model, tok, prompt, opts, samples, ids_out, &rng);
+    }
+    if (std::cin.bad()) fatal("cannot read standard input (--interactive): %s", strerror(errno));
+    if (errors) fatal("%d prompt%s skipped (--interactive): see the lines above", errors, errors == 1 ? "" : "s");
     return 0;
 }

@@ -15,15 +15,17 @@ std::vector<int> generate(const GPT2& model, const std::vector<int>& prompt, con
     GenerateStats local;
     GenerateStats* s = stats ? stats : &local;
     *s = GenerateStats();
+    // The sequence can outgrow the context: the cache then holds it all and a slide re-prefills ctx rows.
+    const bool slides = (long long)prompt.size() + opts.max_tokens > ctx;
     InferState st;
-    infer_init(&st, model, std::min(ctx, (int)prompt.size() + opts.max_tokens), (int)prompt.size());
+    infer_init(&st, model, slides ? ctx : (int)prompt.size() + opts.max_tokens, slides ? ctx : (int)prompt.size());
     std::vector<float> logits(cfg.padded_vocab_size);
     double t0 = time_now_s();
     infer_forward(&st, model, prompt.data(), (int)prompt.size(), logits.data(), false);
     s->prompt_tokens = (int)prompt.size();
     s->prompt_s = time_now_s() - t0;
 
-    std::vector<int> out;
+    std::vector<int> out, seq = prompt;  // seq: everything so far, for the slides
     t0 = time_now_s();
     while ((int)out.size() < opts.max_tokens) {
         for (int v = 0; v < cfg.vocab_size; v++)
@@ -34,14 +36,20 @@ std::vector<int> generate(const GPT2& model, const std::vector<int>& prompt, con
                     st.len, v, logits[v]);
         int token = sampler_sample(logits.data(), cfg.vocab_size, opts.sampler, rng);
         out.push_back(token);
+        seq.push_back(token);
         on_token(token);
-        if (token == opts.stop_token) break;
-        if ((int)out.size() == opts.max_tokens) break;
-        if (st.len == ctx) {
-            s->context_full = true;
+        if (token == opts.stop_token) {
+            s->stop = GenerateStop::kStopToken;
             break;
         }
-        infer_forward(&st, model, &token, 1, logits.data(), false);
+        if ((int)out.size() == opts.max_tokens) break;
+        if (st.len < ctx) {
+            infer_forward(&st, model, &token, 1, logits.data(), false);
+        } else {  // slide: the last ctx tokens, from position 0 again
+            st.len = 0;
+            s->slides++;
+            infer_forward(&st, model, seq.data() + seq.size() - ctx, ctx, logits.data(), false);
+        }
     }
     s->new_tokens = (int)out.size();
     s->decode_s = time_now_s() - t0;

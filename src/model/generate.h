@@ -1,6 +1,8 @@
 // generate.h: autoregressive generation on the KV-cache path (infer.h) with the sampler (sampler.h).
-// Used by the `generate` command and by training's periodic samples. Stops at opts.stop_token, after
-// max_tokens, or when the context is full (it does not slide the window). Knows no tokenizer.
+// Used by the `generate` command and by training's periodic samples. Stops at opts.stop_token or after
+// max_tokens. Past the model's context the window slides as nanoGPT's does: each new token is predicted
+// from the last maxT tokens, which costs one maxT-token prefill per token (the cache's positions move).
+// Knows no tokenizer.
 #pragma once
 #include <functional>
 #include <vector>
@@ -16,12 +18,15 @@ struct GenerateOptions {
     int stop_token = -1;  // generation ends after this token (the tokenizer's <|endoftext|>); -1: never
 };
 
+enum class GenerateStop { kMaxTokens, kStopToken };
+
 struct GenerateStats {
     int prompt_tokens = 0;
     double prompt_s = 0;  // the batched prompt pass
     int new_tokens = 0;
-    double decode_s = 0;  // sampling plus the single-position passes
-    bool context_full = false;
+    double decode_s = 0;  // sampling plus the single-position passes and the slides
+    int slides = 0;       // tokens predicted from a re-prefilled window (past the context)
+    GenerateStop stop = GenerateStop::kMaxTokens;
 };
 
 // Generates after `prompt` (non-empty), calling on_token for each new token as soon as it is chosen.

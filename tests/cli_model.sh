@@ -114,6 +114,29 @@ check "generate says why it stopped and how long the window slid" \
 check "generate writes 1000 sampled tokens past a 32-token context" test "$(wc -w <"$TEST_TMP/g1000")" = 1000
 check "the first 29 of them (context not yet full) equal a 29-token run" \
     test "$(cut -d' ' -f1-29 "$TEST_TMP/g1000")" = "$(cat "$TEST_TMP/g29")"
+# generate --interactive: one prompt per line from stdin, the model loaded once. A 50257-token model
+# (train --steps 0 saves its random init) so that the GPT-2 tokenizer fits.
+if [ -n "${GPT2_DATA_DIR:-}" ]; then TOK_DIR=$GPT2_DATA_DIR/gpt2; else TOK_DIR=data/gpt2; fi
+"$GPT2" train --layers 1 --heads 2 --channels 16 --seq-len 16 --vocab 50257 --train $TOK --val "" -B 1 -T 8 \
+    --steps 0 --out "$TEST_TMP/v50257" >/dev/null 2>&1
+G=("$GPT2" generate --model "$TEST_TMP/v50257" --tokenizer "$TOK_DIR" --temperature 0 --max-tokens 6 --ids)
+interactive() {
+    printf 'To be, or not\n\nthat is the question\r\n' | "${G[@]}" --interactive >"$TEST_TMP/inter" 2>"$TEST_TMP/inter_err" || return 1
+    "${G[@]}" --prompt "To be, or not" >"$TEST_TMP/one" 2>/dev/null && "${G[@]}" --prompt "that is the question" >>"$TEST_TMP/one" 2>/dev/null
+    cat "$TEST_TMP/inter"
+    [ "$(grep -c '^stopped: ' "$TEST_TMP/inter_err")" = 2 ] && cmp "$TEST_TMP/inter" "$TEST_TMP/one"
+}
+check "generate --interactive answers each non-empty line as --prompt would" interactive
+long_line() {
+    { echo "hi"; printf 'word %.0s' $(seq 40); echo; echo "there"; } | "${G[@]}" --interactive >"$TEST_TMP/inter" 2>"$TEST_TMP/inter_err"
+    local rc=$?
+    cat "$TEST_TMP/inter_err"
+    [ $rc = 1 ] && [ "$(wc -l <"$TEST_TMP/inter")" = 2 ] && grep -q '^error: prompt too long: 41 tokens, expected at most the model.s context of 16 (--interactive, line skipped)' "$TEST_TMP/inter_err" &&
+        grep -q '^error: 1 prompt skipped (--interactive)' "$TEST_TMP/inter_err"
+}
+check "generate --interactive skips a line past the context with an error, goes on, and exits 1" long_line
+check_error "generate --interactive with --prompt" "conflicting flags (generate): --interactive reads" "${G[@]}" --interactive --prompt hi
+
 "$GPT2" generate --model $TRAINED --prompt-ids 0 --max-tokens 8 --ids >/dev/null 2>"$TEST_TMP/gen_err"
 check "generate reports decode speed on stderr" grep -Eq '^8 tokens in [0-9.]+ s \([0-9.]+ tok/s\)$' "$TEST_TMP/gen_err"
 check "generate --num-samples prints one line of ids per sample" \

@@ -13,6 +13,7 @@
 #     The 124M reference also passes in llm.c's format (gpt2_124M_debug_state.bin with gpt2_124M.bin).
 #   * eval loss of a HuggingFace-layout checkpoint against the PyTorch model, within 1e-5, over 8 batches
 #     and over every token of the file (--batches all);
+#   * greedy generation past the context against PyTorch's cropped-window continuation;
 #   * the NO_OMP=1 build passes compare too.
 source "$(dirname "$0")/lib.sh"
 PY=${PYTHON:-/usr/bin/python3}
@@ -65,6 +66,14 @@ want=$($REF --layers 2 --heads 4 --channels 64 --vocab 50257 --seq-len 64 -T 64 
 got=$("$GPT2" eval --model "$W/tiny/model" --data "$DATA" -B 4 -T 64 --batches all | tail -1 | cut -d' ' -f2)
 check "eval --batches all matches PyTorch within 1e-5 on all of $DATA ($got vs $want)" \
     awk -v a="$got" -v b="$want" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1e-5) }'
+
+# Generation past the context: PyTorch's greedy continuation, each pass on the last maxT tokens (nanoGPT's
+# crop), regenerated; it must equal ours and the committed fixture cli_model.sh uses.
+$REF --model-in tests/fixtures/trained_tiny --layers 2 --heads 2 --channels 32 --vocab 1000 --seq-len 32 \
+    --greedy-prompt 0 --greedy-tokens 200 --greedy-out "$W/greedy_slide.txt" >/dev/null
+check "greedy past the context: the reference regenerates greedy_slide.txt" cmp "$W/greedy_slide.txt" tests/fixtures/trained_tiny/greedy_slide.txt
+check "greedy past the context equals PyTorch's cropped-window continuation (200 tokens, context 32)" \
+    cmp <("$GPT2" generate --model tests/fixtures/trained_tiny --prompt-ids 0 --temperature 0 --max-tokens 200 --ids 2>/dev/null) "$W/greedy_slide.txt"
 
 make -s NO_OMP=1 BIN=build/gpt2-noomp >/dev/null 2>&1
 check "NO_OMP=1 build passes compare" build/gpt2-noomp compare --model "$W/tiny/model" --ref "$W/tiny/dump.safetensors"

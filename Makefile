@@ -1,5 +1,6 @@
 # gpt2.cpp build. `make` builds ./gpt2; `make test` runs the tests that need no Python; `make test-ref`
-# regenerates reference dumps with PyTorch and compares against them. Switches: NO_OMP=1 (no OpenMP),
+# regenerates reference dumps with PyTorch and compares against them, and the tokenizer against tiktoken
+# (node; `make node-deps` installs its npm packages). Switches: NO_OMP=1 (no OpenMP),
 # SAN=1 (AddressSanitizer + UBSan, objects in build/san), DEBUG=1 (same as SAN=1), BIN=path (where the
 # binary goes; default ./gpt2).
 
@@ -33,7 +34,7 @@ TEST_OBJ  := $(patsubst tests/%.cpp,$(BUILD)/tests/%.o,$(TEST_SRC))
 BENCH_SRC := $(wildcard tests/bench*.cpp)
 BENCH_OBJ := $(patsubst tests/%.cpp,$(BUILD)/tests/%.o,$(BENCH_SRC))
 
-.PHONY: all test test-ref check bench data format clean
+.PHONY: all test test-ref check bench data format clean node-deps
 all: $(BIN)
 
 $(BIN): $(BUILD)/cli/main.o $(LIB_OBJ)
@@ -58,6 +59,13 @@ test: $(BIN) $(BUILD)/run_tests
 
 test-ref: $(BIN)
 	GPT2=./$(BIN) bash tests/run.sh 'tests/ref_*.sh'
+
+# The npm packages of tests/node (tiktoken, the test oracle; Unicode data for the table generator), pinned by
+# its package-lock.json and installed by `npm ci` when the lock file changes. Needs node, npm and the npm
+# registry; test-ref uses them but does not install them (.ci/run does). The build never needs node.
+node-deps: tests/node/node_modules/.package-lock.json
+tests/node/node_modules/.package-lock.json: tests/node/package.json tests/node/package-lock.json
+	cd tests/node && npm ci --no-audit --no-fund
 
 # The C++ benchmarks, then the same training steps in PyTorch (scripts/bench_torch.py; OpenBLAS gets the
 # benchmark's thread count and torch's own ops one thread, PyTorch's fastest setting here: 2.0 s against

@@ -1,29 +1,30 @@
 #!/usr/bin/env python3
-"""bpe_reference.py: a plain Python GPT-2 byte-level BPE encoder, the reference the C++ tokenizer is tested against.
+"""bpe_reference.py: a plain Python GPT-2 byte-level BPE encoder, our reference for INVALID UTF-8 only.
 
-It follows the published algorithm (bytes mapped to printable characters, the GPT-2 regex pre-tokenizer run
-with the `regex` module, then the lowest-ranked merge applied repeatedly) and favours obviousness over speed.
-Invalid UTF-8 is decoded with errors='surrogateescape', so each invalid byte becomes one U+DC80..U+DCFF
-character, which the pattern sees as neither letter, number nor space -- the same class the C++ pre-tokenizer
-gives an invalid byte. It writes the committed fixtures (--fixtures); it does not decode.
+The tokenizer's oracle is OpenAI's tiktoken (tests/node/tiktoken_ids.mjs, `make test-ref`), but tiktoken takes
+JS strings, so it never sees invalid UTF-8; this script is the reference for those bytes. It follows the
+published algorithm (bytes mapped to printable characters, the GPT-2 regex pre-tokenizer run with the `regex`
+module, then the lowest-ranked merge applied repeatedly) and favours obviousness over speed. Invalid UTF-8 is
+decoded with errors='surrogateescape', so each invalid byte becomes one U+DC80..U+DCFF character, which the
+pattern sees as neither letter, number nor space -- the same class the C++ pre-tokenizer gives an invalid byte.
+Its letters and numbers are those of the installed `regex` module's Unicode version (Debian's: 15.0), not
+tiktoken's 16.0, so its inputs keep to characters every version agrees on: the invalid-UTF-8 fixtures and
+--random-text, whose valid characters come from a fixed list of long-standing ones.
 
   bpe_reference.py [--tokenizer DIR] FILE            print FILE's ids on one line, like `gpt2 tokenize --ids`
-  bpe_reference.py [--tokenizer DIR] --split-on-blank-lines FILE   the same in llm.c's document layout
-  bpe_reference.py [--tokenizer DIR] --counts N FILE  print `val V train T` of that layout, N val tokens
-  bpe_reference.py [--tokenizer DIR] --fixtures OUT   write OUT/<case>.in (raw bytes), OUT/<case>.ids, cases.txt
-  bpe_reference.py --random-text OUT [--seed S]      write ~200 KB of seeded random mixed text for differential tests
+  bpe_reference.py [--tokenizer DIR] --fixture-ids DIR   write DIR/<case>.ids for each case of DIR/cases.txt
+                     whose .in is not valid UTF-8 (tests/node/fixtures.mjs writes the rest)
+  bpe_reference.py --random-text OUT [--seed S]      write ~100 KB of seeded random text full of invalid UTF-8
 """
 import argparse
 import json
 import os
 import random
 import sys
-import unicodedata
 
 import regex
 
 PATTERN = regex.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
-EOT_TEXT = "<|endoftext|>"
 
 
 def byte_to_char_table():
@@ -51,8 +52,6 @@ class Encoder:
         self.rank = {pair: i for i, pair in enumerate(merges)}
         self.byte_char = byte_to_char_table()
         self.cache = {}
-        self.eot = self.vocab[EOT_TEXT]
-        self.warned = set()
 
     def merge_word(self, word):
         """word: tuple of symbols (strings). Applies merges until no adjacent pair has a rank."""
@@ -83,47 +82,13 @@ class Encoder:
             self.cache[piece_bytes] = [self.vocab[s] for s in self.merge_word(symbols)]
         return self.cache[piece_bytes]
 
-    def check_unicode_version(self, text):
-        """Warns once per character where `regex` (possibly newer Unicode) and unicodedata disagree."""
-        for ch in set(text):
-            if ord(ch) < 128 or ch in self.warned or 0xDC80 <= ord(ch) <= 0xDCFF:
-                continue
-            cat = unicodedata.category(ch)
-            if (regex.match(r"\p{L}", ch) is not None) != cat.startswith("L") or \
-               (regex.match(r"\p{N}", ch) is not None) != cat.startswith("N"):
-                self.warned.add(ch)
-                print(f"warning: U+{ord(ch):04X} is classified differently by regex {regex.__version__} and "
-                      f"unicodedata {unicodedata.unidata_version}; C++ follows unicodedata", file=sys.stderr)
-
     def encode(self, data):
         """data: bytes. The literal text <|endoftext|> is encoded as ordinary text."""
         text = data.decode("utf-8", errors="surrogateescape")
-        self.check_unicode_version(text)
         ids = []
         for piece in PATTERN.findall(text):
             ids.extend(self.encode_piece(piece.encode("utf-8", errors="surrogateescape")))
         return ids
-
-    def encode_documents(self, data):
-        """llm.c's tiny shakespeare layout: <|endoftext|> before the text and after every "\\n\\n"."""
-        ids = []
-        for section in split_keep(data, b"\n\n"):
-            ids.append(self.eot)
-            ids.extend(self.encode(section))
-        return ids
-
-
-def split_keep(data, sep):
-    """Splits after each non-overlapping sep, keeping it; the (possibly empty) remainder is the last part."""
-    parts = []
-    start = 0
-    while True:
-        i = data.find(sep, start)
-        if i < 0:
-            parts.append(data[start:])
-            return parts
-        parts.append(data[start:i + len(sep)])
-        start = i + len(sep)
 
 
 def find_files(directory):
@@ -140,109 +105,67 @@ def default_dir():
     return os.path.join(root, "gpt2") if root else os.path.join("data", "gpt2")
 
 
-SHAKESPEARE = (
-    "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n\n"
-    "First Citizen:\nYou are all resolved rather to die than to famish?\n\nAll:\nResolved. resolved.\n\n"
-    "First Citizen:\nFirst, you know Caius Marcius is chief enemy to the people.\n\n"
-    "All:\nWe know't, we know't.\n\n"
-    "First Citizen:\nLet us kill him, and we'll have corn at our own price.\nIs't a verdict?\n"
-)
+# Long-standing characters (letters, marks, numbers, punctuation, spaces, emoji of 2, 3 and 4 bytes) whose
+# classes no Unicode version since has changed, so any `regex` module agrees with tiktoken on them.
+STABLE_RANGES = [
+    (0x00C0, 0x00D6), (0x00D8, 0x00F6), (0x0391, 0x03A1), (0x03B1, 0x03C9), (0x0410, 0x044F), (0x05D0, 0x05EA),
+    (0x0660, 0x0669), (0x0300, 0x036F), (0x0905, 0x0939), (0x0966, 0x096F), (0x0E01, 0x0E30), (0x2000, 0x200B),
+    (0x2010, 0x2027), (0x3000, 0x3003), (0x4E00, 0x4EFF), (0xAC00, 0xACFF), (0x1F600, 0x1F64F), (0x1D400, 0x1D454),
+]
 
 
-def fixture_cases():
-    """(name, bytes) pairs; names are file names, so keep them [a-z0-9_]."""
-    u = lambda s: s.encode("utf-8")
-    long_word = "".join(chr(97 + (i * i * 7 + i * 3) % 26) for i in range(400))
-    return [
-        ("empty", b""),
-        ("ascii_prose", u("Hello world! This is a test of the GPT-2 tokenizer, isn't it? Yes: 100% sure.")),
-        ("contractions", u("it's we'll they're I've I'm you'd don't 'S I'M WE'LL 'Re x's 's'll'd''s ''t")),
-        ("digits", u("0 1 12 123 1234 3.14159 2024-05-20 1,000,000 12345678901234567890 x1y22z333")),
-        ("spaces_tabs_newlines", u("a  b   c\tb\t\tc\n\nd\n\n\ne\r\nf \n g")),
-        ("trailing_spaces", u("ends with spaces   ")),
-        ("three_newlines", u("\n\n\n")),
-        ("space_tab_newline_x", u(" \t\n x")),
-        ("whitespace_only", u("   \t \n")),
-        ("punctuation", u("Hello!!! What?!... (yes) [no] {maybe} --- ''' \"quoted\" @#$%^&* ~`|\\/<>")),
-        ("accented_latin", u("café naïve résumé Ångström déjà vu Œuvre façade Dvořák Łódź")),
-        ("greek", u("Καλημέρα κόσμε, ΑΒΓ αβγ ω")),
-        ("cyrillic", u("Привет, мир! Съешь же ещё этих мягких французских булок")),
-        ("cjk", u("你好，世界。日本語のテキスト、カタカナ 한국어 텍스트")),
-        ("emoji", u("I \u2764\ufe0f \U0001F355! \U0001F468\u200d\U0001F469\u200d\U0001F467\u200d\U0001F466 "
-                    "family \U0001F1FA\U0001F1F8\U0001F1EF\U0001F1F5 flags \U0001F44D\U0001F3FD ok")),
-        ("combining_marks", u("e\u0301 a\u0308 n\u0303o Z\u0351\u0352\u0353algo \u0915\u094d\u0937")),
-        ("other_numbers", u("\u0663\u0664\u0665 \u216b \u00bd \u00b2\u00b3 \u0967\u0968\u0969")),
-        ("unicode_whitespace", u("a\u00a0b  \u00a0c\u3000d \u3000 e\u2003f\u2028g\u0085h\x1c\x1di \u00a0")),
-        ("endoftext_literal", u("<|endoftext|>")),
-        ("endoftext_in_text", u("Hello<|endoftext|>world <|endoftext|> again")),
-        ("invalid_lone_continuation", b"lone \x80\xbf cont\x80inued \x80"),
-        ("invalid_truncated", b"trunc \xe2\x82 end \xf0\x9f\x98, two \xc3 x \xe2\x82"),
-        ("invalid_ff", b"\xff\xfe ff \xff x\xffy"),
-        ("invalid_overlong", b"overlong \xc0\xaf \xc1\xbf \xe0\x80\xaf \xf0\x80\x80\xaf"),
-        ("invalid_surrogates", b"surrogate \xed\xa0\x80\xed\xbf\xbf ok \xed\x9f\xbf"),
-        ("invalid_above_max", b"max \xf4\x8f\xbf\xbf above \xf4\x90\x80\x80 \xf5\x80"),
-        ("invalid_mixed_space", b"a \xff  \x80 \n\xfe\n \xc3"),
-        ("shakespeare", u(SHAKESPEARE)),
-        ("long_piece", u(long_word + " " * 300 + "x" + "\n" * 50 + "9" * 120)),
-    ]
-
-
-def random_text(seed, size=200_000):
-    """Words, numbers, punctuation and whitespace from many scripts, plus invalid UTF-8 bytes. Code points
-    are drawn only where `regex` and unicodedata agree, so the C++ tables (unicodedata) must match exactly."""
+def random_text(seed, size=100_000):
+    """Words, numbers, punctuation and whitespace mixed with invalid UTF-8 bytes: lone continuation bytes,
+    truncated and overlong sequences, surrogates, bytes above U+10FFFF, next to valid multi-byte characters."""
     rng = random.Random(seed)
-    agree = []
-    for cp in range(0x80, 0x30000):
-        ch = chr(cp)
-        cat = unicodedata.category(ch)
-        if cat in ("Cn", "Cs", "Co"):
-            continue
-        if (regex.match(r"\p{L}", ch) is not None) == cat.startswith("L") and \
-           (regex.match(r"\p{N}", ch) is not None) == cat.startswith("N"):
-            agree.append(ch.encode("utf-8"))
+    stable = [chr(cp).encode("utf-8") for lo, hi in STABLE_RANGES for cp in range(lo, hi + 1)]
     spaces = [b" ", b"  ", b"\t", b"\n", b"\n\n", b"\r\n", b" \n ", "\u00a0".encode(), "\u3000".encode(), b"\x0b"]
     ascii_words = [b"the", b"The", b"and", b"it's", b"we'll", b"I'M", b"'s", b"don't", b"x", b"hello", b"42",
                    b"3.14", b"1000000", b"!!", b"...", b"?!", b"(", b")", b"'", b'"', b"-", b"--", b"<|endoftext|>"]
+    invalid = [b"\x80", b"\xbf", b"\xc3", b"\xe2\x82", b"\xf0\x9f\x98", b"\xc0\xaf", b"\xe0\x80\xaf",
+               b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xf5", b"\xfe", b"\xff"]
     out = bytearray()
     while len(out) < size:
         r = rng.random()
-        if r < 0.35:
+        if r < 0.3:
             out += rng.choice(ascii_words)
-        elif r < 0.6:
+        elif r < 0.5:
             out += rng.choice(spaces)
-        elif r < 0.85:
+        elif r < 0.7:
             for _ in range(rng.randint(1, 6)):
-                out += rng.choice(agree)
-        elif r < 0.95:
+                out += rng.choice(stable)
+        elif r < 0.8:
             out += bytes(rng.randint(0x20, 0x7e) for _ in range(rng.randint(1, 5)))
+        elif r < 0.9:
+            out += rng.choice(invalid)
         else:
             out += bytes(rng.randint(0x80, 0xff) for _ in range(rng.randint(1, 3)))
     return bytes(out)
 
 
-def write_fixtures(enc, out_dir):
-    os.makedirs(out_dir, exist_ok=True)
-    names = []
-    for name, data in fixture_cases():
-        with open(os.path.join(out_dir, name + ".in"), "wb") as f:
-            f.write(data)
-        with open(os.path.join(out_dir, name + ".ids"), "w") as f:
+def write_fixture_ids(enc, fixture_dir):
+    """The .ids of the fixtures that are not valid UTF-8 (tiktoken cannot take them)."""
+    with open(os.path.join(fixture_dir, "cases.txt")) as f:
+        names = [line for line in f.read().split("\n") if line]
+    written = 0
+    for name in names:
+        with open(os.path.join(fixture_dir, name + ".in"), "rb") as f:
+            data = f.read()
+        try:
+            data.decode("utf-8")
+            continue
+        except UnicodeDecodeError:
+            pass
+        with open(os.path.join(fixture_dir, name + ".ids"), "w") as f:
             f.write(" ".join(str(i) for i in enc.encode(data)) + "\n")
-        names.append(name)
-    with open(os.path.join(out_dir, "cases.txt"), "w") as f:
-        f.write("\n".join(names) + "\n")
-    # Raw bytes (CR, invalid UTF-8) must reach the tests unchanged on every checkout.
-    with open(os.path.join(out_dir, ".gitattributes"), "w") as f:
-        f.write("* -text\n")
-    print(f"wrote {len(names)} cases to {out_dir}")
+        written += 1
+    print(f"wrote the ids of {written} invalid-UTF-8 cases of {len(names)} in {fixture_dir}")
 
 
 def main():
-    ap = argparse.ArgumentParser(description="reference GPT-2 BPE encoder")
+    ap = argparse.ArgumentParser(description="reference GPT-2 BPE encoder for invalid UTF-8")
     ap.add_argument("--tokenizer", default=default_dir())
-    ap.add_argument("--fixtures", metavar="OUT_DIR")
-    ap.add_argument("--split-on-blank-lines", action="store_true")
-    ap.add_argument("--counts", type=int, metavar="VAL_TOKENS")
+    ap.add_argument("--fixture-ids", metavar="DIR")
     ap.add_argument("--random-text", metavar="OUT")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("file", nargs="?")
@@ -252,18 +175,13 @@ def main():
             f.write(random_text(args.seed))
         return
     enc = Encoder(args.tokenizer)
-    if args.fixtures:
-        write_fixtures(enc, args.fixtures)
+    if args.fixture_ids:
+        write_fixture_ids(enc, args.fixture_ids)
         return
     if not args.file:
-        ap.error("expected FILE or --fixtures")
+        ap.error("expected FILE or --fixture-ids DIR")
     data = sys.stdin.buffer.read() if args.file == "-" else open(args.file, "rb").read()
-    if args.counts is not None:
-        ids = enc.encode_documents(data)
-        print(f"val {min(args.counts, len(ids))} train {max(0, len(ids) - args.counts)}")
-    else:
-        ids = enc.encode_documents(data) if args.split_on_blank_lines else enc.encode(data)
-        sys.stdout.write(" ".join(str(i) for i in ids) + "\n")
+    sys.stdout.write(" ".join(str(i) for i in enc.encode(data)) + "\n")
 
 
 if __name__ == "__main__":

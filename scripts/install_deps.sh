@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # install_deps.sh: the one list of Debian packages the project needs, used by scripts/quickstart.sh (build)
-# and .ci/run (test). Installs with apt, as root, only the packages dpkg does not report installed.
-# It does not build or test anything, and knows no other package manager: off Debian it only checks for
-# g++, make and the stb headers.
+# and .ci/run (test). Installs with apt, as root, only the packages dpkg reports neither installed nor
+# provided by an installed package. It does not build or test anything, and knows no other package manager
+# (npm packages are `make node-deps`'s): off Debian it only checks for g++, make and the stb headers.
 #   bash scripts/install_deps.sh build|test      install what is missing
 #   bash scripts/install_deps.sh --list build    print the set's packages on one line
 set -euo pipefail
@@ -11,15 +11,17 @@ die() { echo "error: $1" >&2; exit 1; }
 
 # build: ./gpt2 (g++ with OpenMP, stb headers) and `make data` (curl + certificates when downloading).
 build=(g++ make libstb-dev ca-certificates curl)
-# test: `make check` (PyTorch references, OpenBLAS for torch, clang + libFuzzer runtime for make fuzz).
-test=("${build[@]}" python3 python3-torch python3-numpy python3-regex libopenblas0-pthread clang libclang-rt-14-dev)
+# test: `make check` (PyTorch references, OpenBLAS for torch, clang + libFuzzer runtime for make fuzz, node and
+# npm for the tokenizer's oracle tiktoken, whose npm packages `make node-deps` installs).
+test=("${build[@]}" python3 python3-torch python3-numpy python3-regex libopenblas0-pthread clang libclang-rt-14-dev
+      nodejs npm)
 
 list=0 set=""
 for arg in "$@"; do
     case $arg in
         --list) list=1 ;;
         build|test) [ -z "$set" ] || die "more than one set ($set, $arg): expected one of build, test"; set=$arg ;;
-        -h|--help) sed -n '2,7s/^# \{0,1\}//p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,8s/^# \{0,1\}//p' "$0"; exit 0 ;;
         *) die "unknown argument ($arg): expected build, test or --list" ;;
     esac
 done
@@ -38,9 +40,16 @@ if ! command -v dpkg-query >/dev/null || ! command -v apt-get >/dev/null; then
     exit 0
 fi
 
+# provided NAME: an installed package provides NAME (e.g. NodeSource's nodejs provides npm and conflicts
+# with Debian's npm package, so asking apt for npm there would fail).
+provided() {
+    dpkg-query -W -f='${Status}\t${Provides}\n' 2>/dev/null | awk -F'\t' -v want="$1" '
+        $1 ~ / installed$/ { n = split($2, p, /, */); for (i = 1; i <= n; i++) { split(p[i], w, " "); if (w[1] == want) found = 1 } }
+        END { exit !found }'
+}
 missing=()
 for p in "${pkgs[@]}"; do
-    dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q ' installed$' || missing+=("$p")
+    dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q ' installed$' || provided "$p" || missing+=("$p")
 done
 [ ${#missing[@]} -gt 0 ] || exit 0
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# cli_tokenize.sh: `gpt2 tokenize` end to end: ids of every committed fixture (from
-# scripts/bpe_reference.py), stdin, token files written with -o, the llm.c document layout, and one-line
-# errors for bad input, flags and tokenizer files. Needs "$GPT2" and the tokenizer files (GPT2_DATA_DIR or
+# cli_tokenize.sh: `gpt2 tokenize` end to end: ids of every committed fixture (tiktoken's, or for invalid
+# UTF-8 scripts/bpe_reference.py's), stdin, token files written with -o, the llm.c document layout, and
+# one-line errors for bad input, flags and tokenizer files. Needs "$GPT2" and the tokenizer files (GPT2_DATA_DIR or
 # data/gpt2); it needs no Python.
 source "$(dirname "$0")/lib.sh"
 

@@ -1,6 +1,7 @@
-// test_tokenizer.cpp: GPT-2 tokenizer tests: the committed reference fixtures (written by
-// scripts/bpe_reference.py), round trips on random bytes, the streaming decoder, pre-tokenizer pieces and
-// HuggingFace file names. Needs the real tokenizer files from tokenizer_default_dir() and fails (never
+// test_tokenizer.cpp: GPT-2 tokenizer tests: the committed reference fixtures (ids from tiktoken, and from
+// scripts/bpe_reference.py for invalid UTF-8; written by tests/node/fixtures.mjs), round trips on random
+// bytes, the streaming decoder, pre-tokenizer pieces (Unicode 16.0 classes included) and HuggingFace file
+// names. Needs the real tokenizer files from tokenizer_default_dir() and fails (never
 // skips) without them. Corrupt-file errors are exercised by tests/cli_tokenize.sh.
 #include <sys/wait.h>
 #include <unistd.h>
@@ -298,6 +299,11 @@ TEST(tokenizer_pretokenize_pieces) {
     CHECK(pieces("\xf0\x9f\x98\x80"
                  "x") == (Pieces{"\xf0\x9f\x98\x80", "x"}));
     CHECK(pieces("𝔘𝔫 x") == (Pieces{"𝔘𝔫", " x"}));  // letters above the BMP
+    // Unicode 15.0 and 16.0 letters and digits (Kawi, Sunuwar, Garay, CJK Extension H): letter against
+    // number shows in the pieces, though rarely in the ids, so it is checked here.
+    CHECK(pieces("𑼄𑼅𑽐's") == (Pieces{"𑼄𑼅", "𑽐", "'s"}));
+    CHECK(pieces("x𱍐 1𑯰𑯀") == (Pieces{"x𱍐", " 1𑯰", "𑯀"}));
+    CHECK(pieces("𐵀𐵐7") == (Pieces{"𐵀", "𐵐", "7"}));
 }
 
 TEST(tokenizer_loads_huggingface_names) {

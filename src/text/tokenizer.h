@@ -3,7 +3,8 @@
 // decoder that only emits whole UTF-8 characters. encode treats the text `<|endoftext|>` as ordinary text
 // (like tiktoken's encode_ordinary); callers insert kTokenizerEot themselves. Invalid UTF-8 bytes are
 // encoded too: each is one pre-tokenizer character that is neither letter, number nor space.
-// Reference: OpenAI's gpt-2/src/encoder.py; scripts/bpe_reference.py is our Python twin used by tests.
+// Letters, numbers and spaces are Unicode 16.0's, as in OpenAI's tiktoken, which `make test-ref` checks we
+// match id for id (tests/ref_tokenizer.sh). Reference: OpenAI's gpt-2/src/encoder.py.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -16,7 +16,7 @@
 #include "cli/commands.h"
 #include "io/checkpoint.h"
 #include "io/dataloader.h"
-#include "model/infer.h"
+#include "model/generate.h"
 #include "model/model.h"
 #include "text/tokenizer.h"
 #include "train/trainer.h"
@@ -206,7 +206,7 @@ CliArgs resume_args(const CliArgs& given, const std::string& resume_dir, TrainSt
 void load_sampler(Trainer* t, const CliArgs& args, const CliArgs& given) {
     const GPT2Config& cfg = t->model.cfg;
     const std::string dir = args.has("tokenizer") ? args.str("tokenizer") : tokenizer_default_dir();
-    memory_check(infer_memory_bytes(cfg, std::min(cfg.max_seq_len, 1 + t->o.sample_tokens), 1),
+    memory_check(generate_memory_bytes(cfg, 1, std::max(1, t->o.sample_tokens)),
                  "samples of --sample-tokens " + std::to_string(t->o.sample_tokens), "lower --sample-tokens");
     const bool asked = given.has("sample-tokens") || given.has("tokenizer");
     if (!tokenizer_files_present(dir)) {

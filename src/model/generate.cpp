@@ -5,6 +5,23 @@
 
 #include "base/util.h"
 
+namespace {
+
+// The cache positions and the rows of the largest pass: a sliding sequence re-prefills whole windows.
+void generate_sizes(const GPT2Config& cfg, int prompt_tokens, int max_tokens, int* len, int* rows) {
+    const bool slides = (long long)prompt_tokens + max_tokens > cfg.max_seq_len;
+    *len = slides ? cfg.max_seq_len : prompt_tokens + max_tokens;
+    *rows = slides ? cfg.max_seq_len : prompt_tokens;
+}
+
+}  // namespace
+
+double generate_memory_bytes(const GPT2Config& cfg, int prompt_tokens, int max_tokens) {
+    int len, rows;
+    generate_sizes(cfg, prompt_tokens, max_tokens, &len, &rows);
+    return infer_memory_bytes(cfg, len, rows);
+}
+
 std::vector<int> generate(const GPT2& model, const std::vector<int>& prompt, const GenerateOptions& opts, Rng* rng,
                           const std::function<void(int)>& on_token, GenerateStats* stats) {
     const GPT2Config& cfg = model.cfg;
@@ -15,10 +32,10 @@ std::vector<int> generate(const GPT2& model, const std::vector<int>& prompt, con
     GenerateStats local;
     GenerateStats* s = stats ? stats : &local;
     *s = GenerateStats();
-    // The sequence can outgrow the context: the cache then holds it all and a slide re-prefills ctx rows.
-    const bool slides = (long long)prompt.size() + opts.max_tokens > ctx;
+    int len, rows;
+    generate_sizes(cfg, (int)prompt.size(), opts.max_tokens, &len, &rows);
     InferState st;
-    infer_init(&st, model, slides ? ctx : (int)prompt.size() + opts.max_tokens, slides ? ctx : (int)prompt.size());
+    infer_init(&st, model, len, rows);
     std::vector<float> logits(cfg.padded_vocab_size);
     double t0 = time_now_s();
     infer_forward(&st, model, prompt.data(), (int)prompt.size(), logits.data(), false);

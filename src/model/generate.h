@@ -29,6 +29,9 @@ struct GenerateStats {
     GenerateStop stop = GenerateStop::kMaxTokens;
 };
 
+// Bytes generate() allocates for a prompt of prompt_tokens and max_tokens new ones (the KV cache and the
+// scratch for the prompt's pass, or for a whole window when the sequence will slide).
+double generate_memory_bytes(const GPT2Config& cfg, int prompt_tokens, int max_tokens);
 // Generates after `prompt` (non-empty), calling on_token for each new token as soon as it is chosen.
 // Returns the new tokens. fatal if the prompt does not fit the model's context.
 std::vector<int> generate(const GPT2& model, const std::vector<int>& prompt, const GenerateOptions& opts, Rng* rng,

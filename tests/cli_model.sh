@@ -114,6 +114,11 @@ check "generate says why it stopped and how long the window slid" \
 check "generate writes 1000 sampled tokens past a 32-token context" test "$(wc -w <"$TEST_TMP/g1000")" = 1000
 check "the first 29 of them (context not yet full) equal a 29-token run" \
     test "$(cut -d' ' -f1-29 "$TEST_TMP/g1000")" = "$(cat "$TEST_TMP/g29")"
+# The quickstart's context (256) no longer caps a sample: 1000 tokens from a 256-context model (random init).
+"$GPT2" train --layers 1 --heads 2 --channels 16 --seq-len 256 --vocab 1000 --train $TOK --val "" -B 1 -T 8 \
+    --steps 0 --out "$TEST_TMP/ctx256" >/dev/null 2>&1
+check "a 256-context model generates 1000 tokens" \
+    test "$("$GPT2" generate --model "$TEST_TMP/ctx256" --prompt-ids 7 --max-tokens 1000 --ids 2>/dev/null | wc -w)" = 1000
 # generate --interactive: one prompt per line from stdin, the model loaded once. A 50257-token model
 # (train --steps 0 saves its random init) so that the GPT-2 tokenizer fits.
 if [ -n "${GPT2_DATA_DIR:-}" ]; then TOK_DIR=$GPT2_DATA_DIR/gpt2; else TOK_DIR=data/gpt2; fi

@@ -290,12 +290,20 @@ static const std::vector<CliFlag> kEvalFlags = {
     {"tokens", "T", "64", "tokens per sequence"},
     {"batches", "n", "0", "batches to average; 0 means every whole batch in the file"},
     kCliHeadsFlag,
+    {"hellaswag", "", "", "HellaSwag JSONL (hellaswag_val.jsonl) to score instead of --data: prints acc, acc_norm"},
+    {"hellaswag-batch", "", "4", "HellaSwag examples per forward pass (4 rows each)"},
+    {"hellaswag-scores", "", "", "write each HellaSwag example's candidate losses and choices here (JSON lines)"},
+    {"tokenizer", "", "", "tokenizer directory for --hellaswag (default: $GPT2_DATA_DIR/gpt2 or data/gpt2)"},
 };
 
 int cmd_eval(int argc, char** argv) {
-    CliArgs args = cli_parse(argc, argv, "eval", "gpt2 eval --model PATH --data FILE [-B b] [-T t] [--batches n]",
-                             "Prints the mean loss over the first n consecutive (B, T+1) windows from token 0.",
+    CliArgs args = cli_parse(argc, argv, "eval",
+                             "gpt2 eval --model PATH (--data FILE [-B b] [-T t] [--batches n] | --hellaswag FILE)",
+                             "Prints the mean loss over the first n consecutive (B, T+1) windows from token 0, or "
+                             "HellaSwag's acc and acc_norm (llm.c's completion-style scoring).",
                              kEvalFlags, false);
+    if (args.has("hellaswag")) return cmd_eval_hellaswag(args);
+    eval_check_hellaswag_flags(args);
     const int B = args.integer_in("batch", 1, 1 << 16), T = args.integer_in("tokens", 1, 1 << 20);
     const int batches = args.integer_in("batches", 0, 1 << 30);
     GPT2 model;

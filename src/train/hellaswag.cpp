@@ -95,42 +95,45 @@ std::string format_duration(double s) {
     return buf;
 }
 
-// One forward pass over examples ex[0..n): row 4i+j holds candidate j of example i, inputs its tokens but the
-// last, targets its tokens from the second on, padded with token 0 to the batch's longest candidate (the
-// attention is causal, so padding after a row's end never changes its earlier positions).
-void score_batch(GPT2* model, const HellaSwagExample* ex, int n, HellaSwagScore* out, const std::string& path,
-                 std::vector<int>* inputs, std::vector<int>* targets) {
+// One forward pass over examples all[idx[0..n)]: row 4i+j holds candidate j of the i-th, inputs its tokens
+// but the last, targets its tokens from the second on, padded with token 0 to the batch's longest candidate
+// (the attention is causal, so padding after a row's end never changes its earlier positions). Writes
+// out[idx[i]].
+void score_batch(GPT2* model, const HellaSwagExample* all, const size_t* idx, int n, HellaSwagScore* out,
+                 const std::string& path, std::vector<int>* inputs, std::vector<int>* targets) {
+    std::vector<const HellaSwagExample*> ex(n);
+    for (int i = 0; i < n; i++) ex[i] = &all[idx[i]];
     const int rows = n * kHellaSwagEndings;
     int T = 1;
     for (int i = 0; i < n; i++)
-        for (int j = 0; j < kHellaSwagEndings; j++) T = std::max(T, candidate_len(ex[i], j) - 1);
+        for (int j = 0; j < kHellaSwagEndings; j++) T = std::max(T, candidate_len(*ex[i], j) - 1);
     inputs->assign((size_t)rows * T, 0);
     targets->assign((size_t)rows * T, 0);
     for (int i = 0; i < n; i++) {
         for (int j = 0; j < kHellaSwagEndings; j++) {
             int* in = inputs->data() + (size_t)(i * kHellaSwagEndings + j) * T;
             int* tg = targets->data() + (size_t)(i * kHellaSwagEndings + j) * T;
-            std::vector<int> tokens = ex[i].ctx_ids;
-            tokens.insert(tokens.end(), ex[i].ending_ids[j].begin(), ex[i].ending_ids[j].end());
+            std::vector<int> tokens = ex[i]->ctx_ids;
+            tokens.insert(tokens.end(), ex[i]->ending_ids[j].begin(), ex[i]->ending_ids[j].end());
             for (size_t t = 0; t + 1 < tokens.size(); t++) in[t] = tokens[t], tg[t] = tokens[t + 1];
         }
     }
     gpt2_forward(model, inputs->data(), targets->data(), rows, T);
     const float* losses = model->a.losses;  // (rows, T)
     for (int i = 0; i < n; i++) {
-        HellaSwagScore& s = out[i];
-        const int nc = (int)ex[i].ctx_ids.size();
+        HellaSwagScore& s = out[idx[i]];
+        const int nc = (int)ex[i]->ctx_ids.size();
         for (int j = 0; j < kHellaSwagEndings; j++) {
             // ending token k sits at position nc + k and is predicted at position nc + k - 1
             const float* row = losses + (size_t)(i * kHellaSwagEndings + j) * T + (nc - 1);
-            const int ne = (int)ex[i].ending_ids[j].size();
+            const int ne = (int)ex[i]->ending_ids[j].size();
             double sum = 0;
             for (int k = 0; k < ne; k++) sum += row[k];
             if (!std::isfinite(sum))
                 fatal(
                     "loss is %g on ending %d (%s line %d): the model's weights or activations overflow; expected "
                     "a finite loss",
-                    sum, j, path.c_str(), ex[i].line);
+                    sum, j, path.c_str(), ex[i]->line);
             s.sum[j] = sum;
             s.mean[j] = sum / ne;
             if (s.sum[j] < s.sum[s.pred_sum]) s.pred_sum = j;
@@ -189,21 +192,28 @@ std::vector<HellaSwagScore> hellaswag_evaluate(GPT2* model, const std::vector<He
     const size_t total = examples.size();
     std::vector<HellaSwagScore> scores(total);
     std::vector<int> inputs, targets;
-    int longest = 2;
-    for (const HellaSwagExample& ex : examples)
-        for (int j = 0; j < kHellaSwagEndings; j++) longest = std::max(longest, candidate_len(ex, j));
+    // Batches are formed longest first, so a batch pads little (and the ETA errs long); scores land in file
+    // order.
+    std::vector<int> longest_of(total, 0);
+    std::vector<size_t> order(total);
+    for (size_t i = 0; i < total; i++) {
+        order[i] = i;
+        for (int j = 0; j < kHellaSwagEndings; j++)
+            longest_of[i] = std::max(longest_of[i], candidate_len(examples[i], j));
+    }
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return longest_of[a] > longest_of[b]; });
     // sized once for the largest batch; every batch then fits in it (model.h), whatever its own length
-    gpt2_alloc_acts(model, per_batch * kHellaSwagEndings, longest - 1);
+    gpt2_alloc_acts(model, per_batch * kHellaSwagEndings, longest_of[order[0]] - 1);
     const bool tty = isatty(STDERR_FILENO);
     const double t0 = time_now_s();
     size_t correct_sum = 0, correct_mean = 0;
     int tenths_shown = 0;
     for (size_t b = 0; b < total; b += per_batch) {
         const int n = (int)std::min((size_t)per_batch, total - b);
-        score_batch(model, &examples[b], n, &scores[b], path, &inputs, &targets);
-        for (size_t i = b; i < b + n; i++) {
-            correct_sum += scores[i].pred_sum == examples[i].label;
-            correct_mean += scores[i].pred_mean == examples[i].label;
+        score_batch(model, examples.data(), &order[b], n, scores.data(), path, &inputs, &targets);
+        for (size_t k = b; k < b + n; k++) {
+            correct_sum += scores[order[k]].pred_sum == examples[order[k]].label;
+            correct_mean += scores[order[k]].pred_mean == examples[order[k]].label;
         }
         const size_t done = b + n;
         const double s = time_now_s() - t0;

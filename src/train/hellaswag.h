@@ -36,7 +36,8 @@ std::vector<HellaSwagExample> hellaswag_read(const std::string& path);
 int hellaswag_tokenize(std::vector<HellaSwagExample>* examples, Tokenizer* tok, int max_len, const std::string& path);
 // Bytes the model's activations take for batches of `per_batch` examples of up to max_tokens tokens.
 double hellaswag_memory_bytes(const GPT2Config& cfg, int per_batch, int max_tokens);
-// Scores all examples, `per_batch` of them (4 rows each, padded to the longest) per forward pass, with a
-// progress line on stderr. fatal naming `path` and the line when a loss is not finite.
+// Scores all examples, `per_batch` of them (4 rows each, padded to the longest) per forward pass, batched in
+// order of length (the longest first) and returned in file order, with a progress line on stderr (its
+// running acc is over the examples done so far, in that order). fatal naming `path` and the line when a loss is not finite.
 std::vector<HellaSwagScore> hellaswag_evaluate(GPT2* model, const std::vector<HellaSwagExample>& examples,
                                                int per_batch, const std::string& path);

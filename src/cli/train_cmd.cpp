@@ -290,13 +290,21 @@ static const std::vector<CliFlag> kEvalFlags = {
     {"tokens", "T", "64", "tokens per sequence"},
     {"batches", "n", "all", "batches of consecutive windows to average, or `all`: every token of the file"},
     kCliHeadsFlag,
+    {"hellaswag", "", "", "HellaSwag JSONL (hellaswag_val.jsonl) to score instead of --data: prints acc, acc_norm"},
+    {"hellaswag-batch", "", "4", "HellaSwag examples per forward pass (4 rows each)"},
+    {"hellaswag-scores", "", "", "write each HellaSwag example's candidate losses and choices here (JSON lines)"},
+    {"tokenizer", "", "", "tokenizer directory for --hellaswag (default: $GPT2_DATA_DIR/gpt2 or data/gpt2)"},
 };
 
 int cmd_eval(int argc, char** argv) {
-    CliArgs args = cli_parse(argc, argv, "eval", "gpt2 eval --model PATH --data FILE [-B b] [-T t] [--batches n|all]",
-                             "Prints the mean loss (and its perplexity) over the first n batches of consecutive "
-                             "(T+1)-token windows from token 0, or over every token of the file.",
-                             kEvalFlags, false);
+    CliArgs args = cli_parse(
+        argc, argv, "eval", "gpt2 eval --model PATH (--data FILE [-B b] [-T t] [--batches n|all] | --hellaswag FILE)",
+        "Prints the mean loss (and its perplexity) over the first n batches of consecutive (T+1)-token windows from "
+        "token 0 or over every token of the file, or HellaSwag's acc and acc_norm (llm.c's completion-style "
+        "scoring).",
+        kEvalFlags, false);
+    if (args.has("hellaswag")) return cmd_eval_hellaswag(args);
+    eval_check_hellaswag_flags(args);
     const int B = args.integer_in("batch", 1, 1 << 16), T = args.integer_in("tokens", 1, 1 << 20);
     const std::string batches_arg = args.str("batches");
     const bool all = batches_arg == "all";

@@ -57,6 +57,14 @@ void gpt2_alloc_acts(GPT2* model, int B, int T) {
         fatal("sequence length too long (-T): expected <= %d (the model's context), got %d", model->cfg.max_seq_len, T);
     std::vector<TensorInfo> table = layout_acts(model->cfg, B, T);
     size_t n = layout_params_size(table);
+    if (!model->training && n <= model->acts.size()) {
+        // A smaller shape is laid out inside the buffer already there: every forward kernel overwrites its
+        // outputs, and refilling gigabytes with zeros (page faults included) can cost more than the forward.
+        model->a = layout_act_views(model->cfg, B, T, model->acts.data());
+        model->B = B;
+        model->T = T;
+        return;
+    }
     std::vector<float>().swap(model->acts);  // release the old size before checking for the new one
     std::vector<float>().swap(model->dacts);
     const int copies = model->training ? 2 : 1;  // activations, and their gradients when training

@@ -44,7 +44,9 @@ void gpt2_enable_training(GPT2* model);
 // GPT-2 init: weights N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)), biases 0, LayerNorm 1/0,
 // padded wte rows 0.
 void gpt2_init_random(GPT2* model, uint64_t seed);
-// Sizes the activation buffers for (B, T); a no-op when already that size. fatal if T > max_seq_len.
+// Sizes the activation buffers for (B, T); a no-op when already that size. Without training, a shape that fits
+// in the buffer already allocated reuses it (size it once for the largest shape to vary B and T freely).
+// fatal if T > max_seq_len.
 void gpt2_alloc_acts(GPT2* model, int B, int T);
 // Forward over inputs (B, T); with targets (B, T) also the loss, returned (else returns 0).
 // Token ids must be < vocab_size (checked; fatal otherwise).

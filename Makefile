@@ -1,7 +1,8 @@
 # gpt2.cpp build. `make` builds ./gpt2; `make test` runs the tests that need no Python; `make test-ref`
 # regenerates reference dumps with PyTorch and compares against them, and the tokenizer against tiktoken
 # (node; `make node-deps` installs its npm packages). Switches: NO_OMP=1 (no OpenMP),
-# SAN=1 (AddressSanitizer + UBSan, objects in build/san), DEBUG=1 (same as SAN=1), BIN=path (where the
+# SAN=1 (AddressSanitizer + UBSan, objects in build/san), DEBUG=1 (same as SAN=1), MPI=1 (OpenMPI's
+# mpicxx: `mpirun -np N ./gpt2 train ...` trains data-parallel; objects in build/mpi), BIN=path (where the
 # binary goes; default ./gpt2).
 
 CXX      ?= g++
@@ -21,6 +22,11 @@ LDFLAGS  += -fsanitize=address,undefined
 BUILD    := build/san
 BIN      := build/san/gpt2
 endif
+ifeq ($(MPI),1)
+CXX      := mpicxx
+CXXFLAGS += -DGPT2_MPI -DOMPI_SKIP_MPICXX  # the C API only
+BUILD    := $(BUILD)/mpi
+endif
 ifneq ($(NO_OMP),1)
 CXXFLAGS += -fopenmp
 LDFLAGS  += -fopenmp
@@ -34,7 +40,7 @@ TEST_OBJ  := $(patsubst tests/%.cpp,$(BUILD)/tests/%.o,$(TEST_SRC))
 BENCH_SRC := $(wildcard tests/bench*.cpp)
 BENCH_OBJ := $(patsubst tests/%.cpp,$(BUILD)/tests/%.o,$(BENCH_SRC))
 
-.PHONY: all test test-ref check bench data format clean node-deps
+.PHONY: all test test-ref test-mpi check bench data format clean node-deps
 all: $(BIN)
 
 $(BIN): $(BUILD)/cli/main.o $(LIB_OBJ)
@@ -74,6 +80,11 @@ tests/node/node_modules/.package-lock.json: tests/node/package.json tests/node/p
 # PYTHON=... picks the interpreter; BENCH_TORCH=0 skips PyTorch.
 PYTHON      ?= /usr/bin/python3
 BENCH_TORCH ?= 1
+
+# Data-parallel training under mpirun with the MPI=1 build (tests/mpi.sh; needs openmpi-bin, libopenmpi-dev).
+test-mpi:
+	$(MAKE) -s MPI=1 BIN=build/gpt2-mpi
+	GPT2_MPI=./build/gpt2-mpi bash tests/run.sh tests/mpi.sh
 
 check:
 	bash tests/check.sh

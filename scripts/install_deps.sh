@@ -12,9 +12,10 @@ die() { echo "error: $1" >&2; exit 1; }
 # build: ./gpt2 (g++ with OpenMP, stb headers) and `make data` (curl + certificates when downloading).
 build=(g++ make libstb-dev ca-certificates curl)
 # test: `make check` (PyTorch references, OpenBLAS for torch, clang + libFuzzer runtime for make fuzz, node and
-# npm for the tokenizer's oracle tiktoken, whose npm packages `make node-deps` installs).
+# npm for the tokenizer's oracle tiktoken, whose npm packages `make node-deps` installs, OpenMPI for make MPI=1
+# and its mpirun test).
 test=("${build[@]}" python3 python3-torch python3-numpy python3-regex libopenblas0-pthread clang libclang-rt-14-dev
-      nodejs npm)
+      nodejs npm openmpi-bin libopenmpi-dev)
 
 list=0 set=""
 for arg in "$@"; do

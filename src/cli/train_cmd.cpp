@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "base/dist.h"
 #include "base/util.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
@@ -235,20 +236,27 @@ int cmd_train(int argc, char** argv) {
     // Stop signals are caught from the start: before the first step they end the run cleanly (lock
     // released, nothing saved); from then on the step finishes and the run saves.
     trainer_catch_stop_signals(true);
+    dist_init(nullptr, nullptr);  // under mpirun: join the other ranks (make MPI=1); else one process
     Trainer t;
     TrainState resume;
     const std::string resume_dir = given.has("resume") ? path_strip_slashes(given.str("resume")) : "";
     const CliArgs args = given.has("resume") ? resume_args(given, resume_dir, &resume) : given;
     t.o = train_options(args, given, resume_dir);
     t.run_flags = run_flags(args, t.o.val_path);
+    if (dist_rank() != 0) {  // rank 0 alone prints, logs, plots, samples and saves
+        t.o.out.clear(), t.o.plot_path.clear();
+        t.o.plot_in_out = false, t.o.sample_tokens = 0;
+        if (!freopen("/dev/null", "w", stdout)) fatal("cannot open /dev/null for rank %d's output", dist_rank());
+    }
     const TrainOptions& o = t.o;
 
     // Outputs are checked, and --out locked, before anything is computed: a run that cannot save fails now.
-    if (!o.out.empty() || given.has("out")) train_dir_check(o.out, given.has("out") ? "--out" : "--resume");
+    if (!o.out.empty() || (given.has("out") && dist_rank() == 0))
+        train_dir_check(o.out, given.has("out") ? "--out" : "--resume");
     std::unique_ptr<PathLock> out_lock(o.out.empty() ? nullptr : new PathLock(o.out, "--out"));
     if (!o.out.empty()) dir_clear_dead_staging(o.out, train_dir_is_ours);  // before anything opens files in it
-    if (args.has("plot")) check_plot_path(o.plot_path, o.out);
-    if (args.has("log")) t.log.open(args.str("log"));
+    if (args.has("plot") && !o.plot_path.empty()) check_plot_path(o.plot_path, o.out);
+    if (args.has("log") && dist_rank() == 0) t.log.open(args.str("log"));
 
     build_model(&t.model, args, resume_dir, o.B, o.T, o.seed);
     gpt2_enable_training(&t.model);
@@ -265,6 +273,9 @@ int cmd_train(int argc, char** argv) {
     printf("data: %zu train tokens; %s; %d steps of %d x %d x %d tokens\n", t.train_dl.tokens.size(),
            o.val_path.empty() ? "no validation" : (std::to_string(t.val_dl.tokens.size()) + " val tokens").c_str(),
            o.steps, o.accum, o.B, o.T);
+    if (dist_world() > 1)
+        printf("data parallel: %d ranks x %d x %d x %d tokens = a global batch of %lld tokens per step\n", dist_world(),
+               o.accum, o.B, o.T, (long long)dist_world() * o.accum * o.B * o.T);
     if (o.sample_tokens > 0) load_sampler(&t, args, given);  // before training, so a bad tokenizer fails fast
 
     if (first_step >= o.steps) {  // nothing to train: a fresh run still saves what was asked for

@@ -35,7 +35,8 @@ static void load_windows(DataLoader* dl, const uint32_t* windows) {
 }
 
 void dataloader_next(DataLoader* dl) {
-    if (dl->epoch < 0 || dl->pos + dl->B > dl->order.size()) {
+    const size_t global = (size_t)dl->B * dl->world;  // this step's windows, over all ranks
+    if (dl->epoch < 0 || dl->pos + global > dl->order.size()) {
         dl->epoch++;
         dl->order.resize(dl->num_windows);
         for (size_t i = 0; i < dl->num_windows; i++) dl->order[i] = (uint32_t)i;
@@ -44,8 +45,8 @@ void dataloader_next(DataLoader* dl) {
                 std::swap(dl->order[i], dl->order[dl->rng.below((uint32_t)i + 1)]);
         dl->pos = 0;
     }
-    load_windows(dl, dl->order.data() + dl->pos);
-    dl->pos += dl->B;
+    load_windows(dl, dl->order.data() + dl->pos + (size_t)dl->rank * dl->B);  // this rank's B of them
+    dl->pos += global;
 }
 
 size_t dataloader_num_batches(const DataLoader& dl) { return dl.num_windows / dl.B; }

@@ -13,6 +13,7 @@ struct DataLoader {
     std::string path;
     std::vector<uint16_t> tokens;
     int B = 0, T = 0;
+    int rank = 0, world = 1;  // data parallel: a step takes world * B windows, this rank the rank-th B of them
     size_t num_windows = 0;
     bool shuffle = false;
     Rng rng;
@@ -41,7 +42,8 @@ void dataloader_restore(DataLoader* dl, const DataLoaderState& s);
 // it holds fewer than B*T + 1 tokens.
 void dataloader_init(DataLoader* dl, const std::string& path, int vocab_size, int B, int T, bool shuffle,
                      uint64_t seed);
-// Next training batch into inputs/targets (a new shuffled epoch begins when fewer than B windows remain).
+// Next training batch into inputs/targets: this rank's B windows of the step's world * B (a new shuffled
+// epoch begins when fewer than world * B windows remain).
 void dataloader_next(DataLoader* dl);
 // Batch `index` of consecutive windows from token 0 (windows index*B .. index*B + B - 1).
 void dataloader_batch_at(DataLoader* dl, size_t index);

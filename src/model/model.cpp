@@ -144,7 +144,7 @@ void gpt2_zero_grad(GPT2* model) {
     for (long i = 0; i < n; i += chunk) memset(g + i, 0, sizeof(float) * std::min(chunk, n - i));
 }
 
-void gpt2_backward(GPT2* model, float loss_scale) {
+void gpt2_backward(GPT2* model, float loss_scale, const std::function<void(int layer)>& layer_done) {
     assert(model->training && model->have_targets &&
            "gpt2_backward needs gpt2_enable_training and a forward with targets");
     const GPT2Config& cfg = model->cfg;
@@ -178,6 +178,7 @@ void gpt2_backward(GPT2* model, float loss_scale) {
         attention_backward(lda.qkv, lda.atty, la.qkv, la.att_lse, B, T, C, NH);
         matmul_backward(lda.ln1, lg.qkvw, lg.qkvb, lda.qkv, la.ln1, lp.qkvw, N, C, 3 * C);
         layernorm_backward(dx, lg.ln1w, lg.ln1b, lda.ln1, x, lp.ln1w, la.ln1_mean, la.ln1_rstd, N, C);
+        if (layer_done) layer_done(l);
     }
     encoder_backward(g.wte, g.wpe, da.encoded, model->inputs.data(), B, T, C);
 }

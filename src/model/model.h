@@ -3,6 +3,7 @@
 // Reference: Radford et al. 2019 (GPT-2); nanoGPT's model.py for the block structure.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "model/config.h"
@@ -54,7 +55,9 @@ float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, in
 void gpt2_zero_grad(GPT2* model);
 // Accumulates d(loss * loss_scale)/dparams into grads; needs gpt2_enable_training and a forward with
 // targets first.
-// loss_scale is 1/grad_accum when accumulating micro-batches.
-void gpt2_backward(GPT2* model, float loss_scale);
+// loss_scale is 1/grad_accum when accumulating micro-batches. layer_done(l), when given, is called as soon
+// as layer l's parameter gradients are final (layers in reverse order; wte, wpe and ln_f only at the end),
+// so they can be sent while earlier layers are still being computed.
+void gpt2_backward(GPT2* model, float loss_scale, const std::function<void(int layer)>& layer_done = nullptr);
 // Parameters that matter to a user: wte counts only the real vocabulary.
 size_t gpt2_num_real_params(const GPT2Config& cfg);

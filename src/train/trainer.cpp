@@ -1,11 +1,14 @@
 // trainer.cpp: see trainer.h.
 #include "train/trainer.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdarg>
+#include <cstdint>
 #include <cstring>
 
+#include "base/dist.h"
 #include "base/util.h"
 #include "model/generate.h"
 #include "train/plot.h"
@@ -51,17 +54,49 @@ struct StepStats {
     float norm, lr, ms;
 };
 
+// Spans [begin, end) of the flat gradient buffer summed across ranks: one per layer (a layer's tensors are
+// contiguous), then the tensors outside the layers (wte, wpe, ln_f).
+std::vector<std::pair<size_t, size_t>> grad_buckets(const GPT2& model) {
+    const int L = model.cfg.num_layers;
+    std::vector<std::pair<size_t, size_t>> b(L, {SIZE_MAX, 0});
+    for (const TensorInfo& t : model.param_table) {
+        if (t.layer < 0) continue;
+        b[t.layer].first = std::min(b[t.layer].first, t.offset);
+        b[t.layer].second = std::max(b[t.layer].second, t.offset + t.numel());
+    }
+    for (const TensorInfo& t : model.param_table)
+        if (t.layer < 0) b.push_back({t.offset, t.offset + t.numel()});
+    return b;
+}
+
 // One optimizer step: grad-accum micro-batches (batch, forward, backward), the gradient norm, clipping
-// and AdamW. A non-finite loss or norm stops the run before the update touches the parameters.
+// and AdamW. With several ranks each takes its share of the global batch; the gradients are summed across
+// ranks in per-layer buckets started while the backward goes on (last micro-batch only) and waited for
+// before the norm, and the loss and the stop signal are summed too, so every rank takes the same decision.
+// A non-finite loss or norm stops the run before the update touches the parameters.
 StepStats train_step(Trainer* t, int step) {
     const TrainOptions& o = t->o;
     const double t0 = time_now_s();
+    const int world = dist_world();
     gpt2_zero_grad(&t->model);
+    const std::vector<std::pair<size_t, size_t>> buckets = world > 1 ? grad_buckets(t->model) : decltype(buckets)();
+    float* grads = t->model.grads.data();
+    auto send_layer = [&](int l) { dist_sum_start(grads + buckets[l].first, buckets[l].second - buckets[l].first); };
     double loss = 0;
     for (int micro = 0; micro < o.accum; micro++) {
         dataloader_next(&t->train_dl);
         loss += gpt2_forward(&t->model, t->train_dl.inputs.data(), t->train_dl.targets.data(), o.B, o.T) / o.accum;
-        gpt2_backward(&t->model, 1.0f / o.accum);
+        const bool send = world > 1 && micro == o.accum - 1;
+        gpt2_backward(&t->model, 1.0f / ((float)o.accum * world), send ? send_layer : std::function<void(int)>());
+    }
+    if (world > 1) {
+        for (size_t i = t->model.cfg.num_layers; i < buckets.size(); i++)
+            dist_sum_start(grads + buckets[i].first, buckets[i].second - buckets[i].first);
+        double shared[3] = {loss, g_stop_signal ? 1.0 : 0.0, (double)g_stop_signal};
+        dist_sum(shared, 3);
+        loss = shared[0] / world;
+        if (shared[1] > 0 && !g_stop_signal) g_stop_signal = (int)(shared[2] / shared[1]);  // another rank's
+        dist_sum_wait();
     }
     const float norm = optimizer_grad_norm(t->model);
     if (!std::isfinite(loss) || !std::isfinite(norm))
@@ -73,7 +108,15 @@ StepStats train_step(Trainer* t, int step) {
 }
 
 void validate(Trainer* t, int step) {
-    const float val_loss = trainer_evaluate(&t->model, &t->val_dl, t->val_n);
+    // A validation batch is world * B windows, as a training step's: this rank takes the rank-th B of each.
+    const int world = dist_world();
+    double sum = 0;
+    for (size_t i = 0; i < t->val_n; i++) {
+        dataloader_batch_at(&t->val_dl, i * world + dist_rank());
+        sum += gpt2_forward(&t->model, t->val_dl.inputs.data(), t->val_dl.targets.data(), t->val_dl.B, t->val_dl.T);
+    }
+    dist_sum(&sum, 1);
+    const float val_loss = (float)(sum / ((double)t->val_n * world));
     if (!std::isfinite(val_loss))
         fatal("val loss is %g at step %d: training diverged; the last checkpoint (if any) is kept", val_loss, step);
     t->progress.close();
@@ -177,9 +220,17 @@ double trainer_evaluate_file(GPT2* model, DataLoader* dl, size_t* tokens) {
 void trainer_load_data(Trainer* t) {
     const TrainOptions& o = t->o;
     dataloader_init(&t->train_dl, o.train_path, t->model.cfg.vocab_size, o.B, o.T, true, o.seed);
+    t->train_dl.rank = dist_rank();
+    t->train_dl.world = dist_world();
+    if (t->train_dl.num_windows < (size_t)o.B * dist_world())
+        fatal("too few tokens in %s for %d ranks: expected at least %d windows of T=%d, got %zu", o.train_path.c_str(),
+              dist_world(), o.B * dist_world(), o.T, t->train_dl.num_windows);
     if (o.val_path.empty()) return;
     dataloader_init(&t->val_dl, o.val_path, t->model.cfg.vocab_size, o.B, o.T, false, o.seed);
-    t->val_n = std::min((size_t)o.val_batches, dataloader_num_batches(t->val_dl));
+    t->val_n = std::min((size_t)o.val_batches, dataloader_num_batches(t->val_dl) / dist_world());
+    if (dataloader_num_batches(t->val_dl) < (size_t)dist_world())
+        fatal("too few tokens in %s for %d ranks: expected at least %d windows of T=%d", o.val_path.c_str(),
+              dist_world(), o.B * dist_world(), o.T);
 }
 
 void trainer_save(Trainer* t, int step) {
@@ -199,7 +250,7 @@ int trainer_run(Trainer* t, int first_step) {
         const StepStats s = train_step(t, step);
         step++;
         t->history.train.push_back({step, (float)s.loss});
-        t->progress.step(step, o.steps, s.loss, s.lr, s.norm, s.ms, (double)o.B * o.T * o.accum);
+        t->progress.step(step, o.steps, s.loss, s.lr, s.norm, s.ms, (double)o.B * o.T * o.accum * dist_world());
         t->log.line("{\"step\":%d,\"loss\":%.6f,\"lr\":%.6e,\"norm\":%.6f,\"ms\":%.3f}\n", step, s.loss, s.lr, s.norm,
                     s.ms);
         bool last = step == o.steps || (o.stop_after > 0 && step - first_step == o.stop_after) || g_stop_signal;
@@ -214,5 +265,8 @@ int trainer_run(Trainer* t, int first_step) {
         if (last) break;
     }
     t->progress.close();
+    if (dist_world() > 1 && step > first_step)
+        printf("data parallel: %d ranks; %.1f ms per step waiting for the sums across ranks (rank 0)\n", dist_world(),
+               dist_take_wait_seconds() * 1e3 / (step - first_step));
     return step;
 }

@@ -5,6 +5,7 @@
 #     and saved models that agree to the same tolerance (but for the keys' bias, see st_rel);
 #   * a 2-rank run stopped at step 10 and resumed under mpirun continues exactly (same losses, same model);
 #   * rank 0 alone writes: the log and the checkpoint, once;
+#   * SIGTERM to one rank stops both after the same step, with rank 0's save;
 #   * a NaN on one rank only (it loads a poisoned copy of the model) stops both with one error line and
 #     keeps the last good checkpoint; a rank killed mid-run ends the job with a non-zero exit and the last
 #     checkpoint still loads.
@@ -95,4 +96,20 @@ wait $job
 rc=$?
 check "killing rank 1 ends the job with a non-zero exit (exit $rc)" bash -c "[ -n '$victim' ] && [ $rc != 0 ]"
 check "... and the last checkpoint loads" "$GPT2_MPI" eval --model $W/kill --data $TOK -B 2 -T 16 --batches 2
+
+# SIGTERM to one rank (mpirun's own Ctrl-C kills the ranks without a save): the stop is summed with the
+# loss, so both ranks stop after the same step, rank 0 saves there, and the job exits 128 + 15.
+"${MPIRUN[@]}" -np 2 "$GPT2_MPI" "${A[@]}" -B 2 --steps 100000 --save-every 1000 --out $W/term >$W/term.out 2>&1 &
+job=$!
+for _ in $(seq 6000); do grep -q 'step .*tok/s' $W/term.out 2>/dev/null && break; kill -0 $job 2>/dev/null || break; sleep 0.1; done
+victim=""
+for p in $(pgrep -f "gpt2.* train .*--out $W/term"); do
+    tr '\0' '\n' </proc/$p/environ 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1' && victim=$p
+done
+[ -n "$victim" ] && kill -TERM "$victim"
+wait $job
+rc=$?
+check "SIGTERM to rank 1: the job exits 143 after rank 0 saved (exit $rc)" \
+    eval '[ -n "$victim" ] && [ $rc = 143 ] && grep -q "^saved .*term at step" $W/term.out'
+check "... and the run resumes from there" "$GPT2_MPI" eval --model $W/term --data $TOK -B 2 -T 16 --batches 2
 summary

@@ -52,6 +52,7 @@ void print_sample(const GPT2& model, const Tokenizer& tok, int tokens, uint64_t 
 struct StepStats {
     double loss;
     float norm, lr, ms;
+    int stop;  // the stop signal the ranks agreed on during the step (share_stop_signal)
 };
 
 // Spans [begin, end) of the flat gradient buffer summed across ranks: one per layer (a layer's tensors are
@@ -67,6 +68,20 @@ std::vector<std::pair<size_t, size_t>> grad_buckets(const GPT2& model) {
     for (const TensorInfo& t : model.param_table)
         if (t.layer < 0) b.push_back({t.offset, t.offset + t.numel()});
     return b;
+}
+
+// The stop signal every rank acts on: with several ranks the stop flags are summed, so a signal that
+// reached one rank stops all of them after the same step (the others would wait for it in the next sum).
+// Every rank calls this at the same places, and decisions use its result, never g_stop_signal read later
+// (a signal arriving in between would send the ranks down different paths). One rank: g_stop_signal.
+int share_stop_signal() {
+    if (dist_world() == 1) return g_stop_signal;
+    const int mine = g_stop_signal;
+    double s[2] = {mine ? 1.0 : 0.0, (double)mine};
+    dist_sum(s, 2);
+    if (s[0] == 0) return 0;
+    if (!g_stop_signal) g_stop_signal = (int)(s[1] / s[0]);  // another rank's signal
+    return mine ? mine : (int)(s[1] / s[0]);
 }
 
 // One optimizer step: grad-accum micro-batches (batch, forward, backward), the gradient norm, clipping
@@ -92,19 +107,18 @@ StepStats train_step(Trainer* t, int step) {
     if (world > 1) {
         for (size_t i = t->model.cfg.num_layers; i < buckets.size(); i++)
             dist_sum_start(grads + buckets[i].first, buckets[i].second - buckets[i].first);
-        double shared[3] = {loss, g_stop_signal ? 1.0 : 0.0, (double)g_stop_signal};
-        dist_sum(shared, 3);
-        loss = shared[0] / world;
-        if (shared[1] > 0 && !g_stop_signal) g_stop_signal = (int)(shared[2] / shared[1]);  // another rank's
-        dist_sum_wait();
+        dist_sum(&loss, 1);
+        loss /= world;
     }
+    const int stop = share_stop_signal();
+    dist_sum_wait();  // every bucket summed before the norm
     const float norm = optimizer_grad_norm(t->model);
     if (!std::isfinite(loss) || !std::isfinite(norm))
         fatal("%s is %g at step %d: training diverged; the last checkpoint (if any) is kept",
               std::isfinite(loss) ? "gradient norm" : "loss", std::isfinite(loss) ? norm : loss, step + 1);
     const float lr = lr_schedule(step, o.steps, o.adamw.lr, o.warmup, o.min_lr_frac, o.cosine);
     adamw_update(&t->opt, &t->model, o.adamw, lr, optimizer_clip_factor(norm, o.grad_clip));  // clipping folded in
-    return {loss, norm, lr, (float)((time_now_s() - t0) * 1e3)};
+    return {loss, norm, lr, (float)((time_now_s() - t0) * 1e3), stop};
 }
 
 void validate(Trainer* t, int step) {
@@ -253,12 +267,13 @@ int trainer_run(Trainer* t, int first_step) {
         t->progress.step(step, o.steps, s.loss, s.lr, s.norm, s.ms, (double)o.B * o.T * o.accum * dist_world());
         t->log.line("{\"step\":%d,\"loss\":%.6f,\"lr\":%.6e,\"norm\":%.6f,\"ms\":%.3f}\n", step, s.loss, s.lr, s.norm,
                     s.ms);
-        bool last = step == o.steps || (o.stop_after > 0 && step - first_step == o.stop_after) || g_stop_signal;
+        bool last = step == o.steps || (o.stop_after > 0 && step - first_step == o.stop_after) || s.stop;
         if (!o.val_path.empty() && (step % o.val_every == 0 || last)) validate(t, step);
-        last = last || g_stop_signal;  // a signal during validation saves at this step, not the next
+        const int stop = share_stop_signal();
+        last = last || stop;  // a signal during validation saves at this step, not the next
         if (!o.out.empty() && ((o.save_every > 0 && step % o.save_every == 0) || last)) trainer_save(t, step);
         // after the save, so a sample that fails cannot cost the run
-        if (o.sample_tokens > 0 && !g_stop_signal && ((o.sample_every > 0 && step % o.sample_every == 0) || last)) {
+        if (o.sample_tokens > 0 && !stop && ((o.sample_every > 0 && step % o.sample_every == 0) || last)) {
             t->progress.close();
             print_sample(t->model, t->tok, o.sample_tokens, o.seed + step);
         }

@@ -235,11 +235,12 @@ void load_sampler(Trainer* t, const CliArgs& args, const CliArgs& given) {
 }  // namespace
 
 int cmd_train(int argc, char** argv) {
-    const CliArgs given = cli_parse(argc, argv, "train", "gpt2 train [flags]",
-                                    "Trains GPT-2 on a token file with AdamW, from scratch, from --model, or "
-                                    "continuing exactly from --resume. Ctrl-C, SIGTERM and SIGHUP finish the step, "
-                                    "save to --out and exit 128 + the signal.",
-                                    kTrainFlags, false);
+    const CliArgs given = cli_parse(
+        argc, argv, "train", "gpt2 train [flags]",
+        "Trains GPT-2 on token files (one, or a list or glob of shards) with AdamW, from scratch, from --model, or "
+        "continuing exactly from --resume. Ctrl-C, SIGTERM and SIGHUP finish the step, "
+        "save to --out and exit 128 + the signal.",
+        kTrainFlags, false);
     // Stop signals are caught from the start: before the first step they end the run cleanly (lock
     // released, nothing saved); from then on the step finishes and the run saves.
     trainer_catch_stop_signals(true);

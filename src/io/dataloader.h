@@ -2,7 +2,9 @@
 // each memory-mapped. Window i of a shard covers its tokens [i*T, i*T + T] (consecutive windows share one
 // token, as llm.c's loader reads them); a batch never spans two shards. Training batches follow llm.c's
 // shuffle: each epoch a seeded permutation of the shards, and within each shard a permutation of its
-// windows (with no shuffle, both in order). Evaluation reads each shard's consecutive windows from token 0.
+// windows (with no shuffle, both in order). llm.c permutes whole batches of B*T contiguous tokens; here the
+// unit is one window, as the single-file loader always had it. Evaluation reads each shard's consecutive
+// windows from token 0.
 // File validation lives in tokenfile.h. Reference: llm.c llmc/dataloader.h (read, not copied).
 #pragma once
 #include <cstdint>

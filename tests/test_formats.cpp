@@ -114,7 +114,7 @@ TEST(token_files_and_batches) {
     std::vector<uint16_t> back = tokenfile_read(path, 50);
     CHECK(back.size() == 25 && back[24] == (uint16_t)(24 * 3 % 50));
     DataLoader dl;
-    dataloader_init(&dl, path, 50, 2, 4, true, 7);
+    dataloader_init(&dl, path, "--train", 50, 2, 4, true, 7);
     unlink(path.c_str());
     CHECK(dl.num_windows == 6 && dataloader_num_batches(dl) == 3);
     dataloader_batch_at(&dl, 1);  // windows 2 and 3: tokens [8, 13) and [12, 17)
@@ -131,6 +131,112 @@ TEST(token_files_and_batches) {
                 if (dl.inputs[b * 4] == tokens[w * 4] && dl.inputs[b * 4 + 1] == tokens[w * 4 + 1]) seen[w]++;
     }
     for (int w = 0; w < 6; w++) CHECK(seen[w] == 1);
+}
+
+// Three shards of 41, 25 and 33 tokens whose ids are their global positions, so a window's first id names
+// its shard and window. With T=4: 10, 6 and 8 windows.
+std::vector<std::string> write_shards(std::vector<std::vector<int>>* shards) {
+    std::vector<std::string> paths;
+    int id = 0;
+    for (int n : {41, 25, 33}) {
+        std::vector<int> tokens;
+        for (int i = 0; i < n; i++) tokens.push_back(id++);
+        paths.push_back(tmp_path("shard_" + std::to_string(paths.size()) + ".bin"));
+        tokenfile_write(paths.back(), tokens);
+        shards->push_back(tokens);
+    }
+    return paths;
+}
+
+// The first id of each row of the current batch.
+std::vector<int> row_starts(const DataLoader& dl) {
+    std::vector<int> out;
+    for (int b = 0; b < dl.B; b++) out.push_back(dl.inputs[(size_t)b * dl.T]);
+    return out;
+}
+
+TEST(shards_shuffle_like_llmc) {
+    std::vector<std::vector<int>> tok;
+    const std::vector<std::string> paths = write_shards(&tok);
+    const std::string spec = paths[0] + "," + tmp_path("shard_[12].bin");  // a list and a glob
+    DataLoader a, b, c, seq;
+    dataloader_init(&a, spec, "--train", 1000, 2, 4, true, 7);
+    dataloader_init(&b, spec, "--train", 1000, 2, 4, true, 7);
+    dataloader_init(&c, spec, "--train", 1000, 2, 4, true, 8);
+    dataloader_init(&seq, spec, "--train", 1000, 2, 4, false, 7);
+    CHECK(a.shards.size() == 3 && a.num_windows == 24 && dataloader_num_tokens(a) == 99);
+    // 12 batches of 2 per epoch (every shard's windows divide by B); 3 epochs
+    bool differs = false, orders_differ = false;
+    std::vector<uint32_t> first_shard_order;
+    for (int epoch = 0; epoch < 3; epoch++) {
+        std::vector<int> seen(99, 0);
+        for (int i = 0; i < 12; i++) {
+            dataloader_next(&a), dataloader_next(&b), dataloader_next(&c), dataloader_next(&seq);
+            CHECK(a.inputs == b.inputs && a.targets == b.targets);  // same seed, same batches
+            differs = differs || a.inputs != c.inputs;
+            const std::vector<int> rows = row_starts(a);
+            for (int r : rows) seen[r]++;
+            // both rows come from one shard: the shard the loader says it is in
+            for (int r : rows)
+                CHECK(r >= tok[a.shard_order[a.shard_pos]][0] && r <= tok[a.shard_order[a.shard_pos]].back());
+            for (int t = 0; t < 4; t++) CHECK(a.targets[t] == a.inputs[t] + 1);
+            // in order: shards 0, 1, 2 and their windows from the first
+            const int k = i < 5 ? i : i < 8 ? i - 5 : i - 8, s = i < 5 ? 0 : i < 8 ? 1 : 2;
+            CHECK(row_starts(seq) == (std::vector<int>{tok[s][0] + 8 * k, tok[s][0] + 8 * k + 4}));
+        }
+        if (epoch == 0) first_shard_order = a.shard_order;
+        else orders_differ = orders_differ || a.shard_order != first_shard_order;
+        CHECK(a.epoch == epoch);
+        for (size_t s = 0; s < 3; s++)  // every window once per epoch, nothing else
+            for (int i = 0; i < (int)tok[s].size(); i++)
+                CHECK(seen[tok[s][i]] == ((i % 4 == 0 && i + 4 < (int)tok[s].size()) ? 1 : 0));
+    }
+    CHECK(differs);        // the seed matters
+    CHECK(orders_differ);  // the shard order is drawn again each epoch
+    // Data parallel: 2 ranks of B=2 read exactly what 1 rank of B=4 reads, rank 0 the first half.
+    DataLoader one, r0, r1;
+    r0.rank = 0, r0.world = 2, r1.rank = 1, r1.world = 2;
+    dataloader_init(&one, spec, "--train", 1000, 4, 4, true, 3);
+    dataloader_init(&r0, spec, "--train", 1000, 2, 4, true, 3);
+    dataloader_init(&r1, spec, "--train", 1000, 2, 4, true, 3);
+    for (int i = 0; i < 20; i++) {
+        dataloader_next(&one), dataloader_next(&r0), dataloader_next(&r1);
+        std::vector<int> both = r0.inputs;
+        both.insert(both.end(), r1.inputs.begin(), r1.inputs.end());
+        CHECK(both == one.inputs);
+    }
+    // evaluation batches go through each shard's consecutive windows in turn
+    CHECK(dataloader_num_batches(a) == 12);
+    dataloader_batch_at(&a, 6);  // shard 1, its second batch: windows 2 and 3
+    CHECK(row_starts(a) == (std::vector<int>{tok[1][8], tok[1][12]}));
+    for (const std::string& p : paths) unlink(p.c_str());
+}
+
+TEST(shard_fingerprints) {
+    std::vector<int> big(3 << 19), small(100);  // 3 MiB of tokens, then 200 bytes
+    for (size_t i = 0; i < big.size(); i++) big[i] = (int)(i % 50000);
+    for (size_t i = 0; i < small.size(); i++) small[i] = (int)i;
+    const std::string pb = tmp_path("fp_big.bin"), ps = tmp_path("fp_small.bin");
+    auto fp = [](const std::string& path, const std::vector<int>& tokens) {
+        tokenfile_write(path, tokens);
+        TokenShard s;
+        tokenfile_map(&s, path, 50257);
+        return tokenfile_fingerprint(s);
+    };
+    const std::string b0 = fp(pb, big), s0 = fp(ps, small);
+    CHECK(b0.size() == 16 && b0 != s0 && fp(pb, big) == b0);
+    std::vector<int> edit = big;
+    edit[5] = 7;  // the first MiB
+    CHECK(fp(pb, edit) != b0);
+    edit = big, edit.back() = 7;  // the last MiB
+    CHECK(fp(pb, edit) != b0);
+    edit = big, edit.pop_back();  // shorter
+    CHECK(fp(pb, edit) != b0);
+    edit = big, edit[big.size() / 2] = 7;  // the middle of a shard over 2 MiB: documented as missed
+    CHECK(fp(pb, edit) == b0);
+    edit = small, edit[50] = 0;  // a small shard is hashed whole
+    CHECK(fp(ps, edit) != s0);
+    unlink(pb.c_str()), unlink(ps.c_str());
 }
 
 TEST(adamw_matches_the_formula) {

@@ -25,9 +25,12 @@
 namespace {
 
 const std::vector<CliFlag> kTrainFlags = {
-    {"train", "", "data/tinyshakespeare/train.bin", "training token file (llm.c format)"},
+    {"train", "", "data/tinyshakespeare/train.bin",
+     "training token file(s), llm.c format: a path, a quoted glob ('data/*_train_*.bin') or a comma list"},
     {"val", "", "data/tinyshakespeare/val.bin",
-     "validation token file (default only with the default --train); \"\" skips"},
+     "validation token file(s), as --train (default only with the default --train); \"\" skips"},
+    {"no-shuffle", "", "", "read the training shards and their windows in order (default: llm.c's seeded shuffle)",
+     true},
     {"model", "", "", "start from this checkpoint instead of a random init"},
     {"layers", "", "4", "layers of a from-scratch model"},
     {"heads", "", "4", "attention heads of a from-scratch model"},
@@ -166,6 +169,7 @@ TrainOptions train_options(const CliArgs& args, const CliArgs& given, const std:
     if (schedule != "cosine" && schedule != "constant")
         fatal("bad value for --lr-schedule (train): expected cosine or constant, got '%s'", schedule.c_str());
     o.cosine = schedule == "cosine";
+    o.shuffle = !args.on("no-shuffle");
     o.val_every = args.integer_in("val-every", 0, 1 << 30), o.val_batches = args.integer_in("val-batches", 1, 1 << 20);
     o.save_every = args.integer_in("save-every", 0, 1 << 30), o.stop_after = args.integer_in("stop-after", 0, 1 << 30);
     o.sample_every = args.integer_in("sample-every", 0, 1 << 30);
@@ -199,6 +203,10 @@ CliArgs resume_args(const CliArgs& given, const std::string& resume_dir, TrainSt
             if (kv.first == name && given.has(name) && given.str(name) != kv.second)
                 fatal("bad value for --%s (train): a resumed run keeps %s, got %s", name, kv.second.c_str(),
                       given.str(name).c_str());
+    bool stored_no_shuffle = false;  // a switch is recorded only when given
+    for (const auto& kv : stored) stored_no_shuffle = stored_no_shuffle || kv.first == "no-shuffle";
+    if (given.on("no-shuffle") && !stored_no_shuffle)
+        fatal("bad value for --no-shuffle (train): a resumed run keeps its shuffled data order");
     return cli_merge_stored(given, stored, resume->path);
 }
 
@@ -228,11 +236,12 @@ void load_sampler(Trainer* t, const CliArgs& args, const CliArgs& given) {
 }  // namespace
 
 int cmd_train(int argc, char** argv) {
-    const CliArgs given = cli_parse(argc, argv, "train", "gpt2 train [flags]",
-                                    "Trains GPT-2 on a token file with AdamW, from scratch, from --model, or "
-                                    "continuing exactly from --resume. Ctrl-C, SIGTERM and SIGHUP finish the step, "
-                                    "save to --out and exit 128 + the signal.",
-                                    kTrainFlags, false);
+    const CliArgs given = cli_parse(
+        argc, argv, "train", "gpt2 train [flags]",
+        "Trains GPT-2 on token files (one, or a list or glob of shards) with AdamW, from scratch, from --model, or "
+        "continuing exactly from --resume. Ctrl-C, SIGTERM and SIGHUP finish the step, "
+        "save to --out and exit 128 + the signal.",
+        kTrainFlags, false);
     // Stop signals are caught from the start: before the first step they end the run cleanly (lock
     // released, nothing saved); from then on the step finishes and the run saves.
     trainer_catch_stop_signals(true);
@@ -270,8 +279,12 @@ int cmd_train(int argc, char** argv) {
         first_step = resume.step;
         printf("resumed %s at step %d\n", resume_dir.c_str(), first_step);
     }
-    printf("data: %zu train tokens; %s; %d steps of %d x %d x %d tokens\n", t.train_dl.tokens.size(),
-           o.val_path.empty() ? "no validation" : (std::to_string(t.val_dl.tokens.size()) + " val tokens").c_str(),
+    const auto count = [](const DataLoader& dl, const char* what) {
+        std::string s = std::to_string(dataloader_num_tokens(dl)) + " " + what + " tokens";
+        return dl.shards.size() > 1 ? s + " in " + std::to_string(dl.shards.size()) + " shards" : s;
+    };
+    printf("data: %s%s; %s; %d steps of %d x %d x %d tokens\n", count(t.train_dl, "train").c_str(),
+           o.shuffle ? "" : " (in order)", o.val_path.empty() ? "no validation" : count(t.val_dl, "val").c_str(),
            o.steps, o.accum, o.B, o.T);
     if (dist_world() > 1)
         printf("data parallel: %d ranks x %d x %d x %d tokens = a global batch of %lld tokens per step\n", dist_world(),
@@ -296,7 +309,7 @@ int cmd_train(int argc, char** argv) {
 
 static const std::vector<CliFlag> kEvalFlags = {
     {"model", "", "", "checkpoint to evaluate"},
-    {"data", "", "", "token file (llm.c format)"},
+    {"data", "", "", "token file(s), llm.c format: a path, a quoted glob or a comma list (shards in turn)"},
     {"batch", "B", "4", "sequences per batch"},
     {"tokens", "T", "64", "tokens per sequence"},
     {"batches", "n", "all", "batches of consecutive windows to average, or `all`: every token of the file"},
@@ -328,7 +341,7 @@ int cmd_eval(int argc, char** argv) {
     if (T > model.cfg.max_seq_len)
         fatal("bad value for -T (eval): expected <= %d (the model's context), got %d", model.cfg.max_seq_len, T);
     DataLoader dl;
-    dataloader_init(&dl, args.str("data"), model.cfg.vocab_size, B, T, false, 0);
+    dataloader_init(&dl, args.str("data"), "--data", model.cfg.vocab_size, B, T, false, 0);
     size_t available = dataloader_num_batches(dl);
     if ((size_t)batches > available)
         fatal("too few tokens in %s for --batches %d: it holds %zu batches of B=%d, T=%d", args.str("data").c_str(),

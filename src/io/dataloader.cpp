@@ -1,21 +1,57 @@
 // dataloader.cpp: see dataloader.h.
 #include "io/dataloader.h"
 
-#include "base/util.h"
-#include "io/tokenfile.h"
+#include <glob.h>
+#include <utility>
 
-void dataloader_init(DataLoader* dl, const std::string& path, int vocab_size, int B, int T, bool shuffle,
-                     uint64_t seed) {
-    dl->path = path;
-    dl->tokens = tokenfile_read(path, vocab_size);
+#include "base/util.h"
+
+std::vector<std::string> dataloader_expand(const std::string& spec, const char* flag) {
+    std::vector<std::string> paths;
+    size_t start = 0;
+    while (start <= spec.size()) {
+        size_t end = spec.find(',', start);
+        if (end == std::string::npos) end = spec.size();
+        const std::string item = spec.substr(start, end - start);
+        start = end + 1;
+        if (item.empty())
+            fatal("empty path in %s '%s': expected comma-separated token files or globs", flag, spec.c_str());
+        if (item.find_first_of("*?[") == std::string::npos) {
+            paths.push_back(item);  // a plain path: opening it reports what is wrong
+            continue;
+        }
+        glob_t g;
+        const int rc = glob(item.c_str(), 0, nullptr, &g);  // sorted by name
+        if (rc == GLOB_NOMATCH) fatal("no file matches %s '%s': expected at least one token file", flag, item.c_str());
+        if (rc != 0) fatal("cannot expand %s '%s': glob failed", flag, item.c_str());
+        for (size_t i = 0; i < g.gl_pathc; i++) paths.push_back(g.gl_pathv[i]);
+        globfree(&g);
+    }
+    return paths;
+}
+
+void dataloader_init(DataLoader* dl, const std::string& spec, const char* flag, int vocab_size, int B, int T,
+                     bool shuffle, uint64_t seed) {
+    dl->spec = spec;
+    dl->shards.clear();
     dl->B = B;
     dl->T = T;
-    size_t need = (size_t)B * T + 1;
-    if (dl->tokens.size() < need)
-        fatal("too few tokens in %s: expected at least B*T+1 = %zu, got %zu", path.c_str(), need, dl->tokens.size());
-    dl->num_windows = (dl->tokens.size() - 1) / T;
+    dl->num_windows = 0;
+    const size_t need = (size_t)dl->world * B * T + 1;
+    for (const std::string& path : dataloader_expand(spec, flag)) {
+        TokenShard shard;
+        tokenfile_map(&shard, path, vocab_size);
+        if (shard.num_tokens < need)
+            fatal("too few tokens in %s: expected at least %sB*T+1 = %zu, got %zu", path.c_str(),
+                  dl->world > 1 ? "world*" : "", need, shard.num_tokens);
+        dl->num_windows += (shard.num_tokens - 1) / T;
+        dl->shards.push_back(std::move(shard));
+    }
+    if (dl->shards.size() > UINT32_MAX) fatal("too many shards in %s '%s'", flag, spec.c_str());
     dl->shuffle = shuffle;
     dl->rng = Rng(seed);
+    dl->shard_order.clear();
+    dl->shard_pos = 0;
     dl->order.clear();
     dl->pos = 0;
     dl->epoch = -1;  // dataloader_next starts epoch 0
@@ -23,10 +59,18 @@ void dataloader_init(DataLoader* dl, const std::string& path, int vocab_size, in
     dl->targets.assign((size_t)B * T, 0);
 }
 
-static void load_windows(DataLoader* dl, const uint32_t* windows) {
+size_t dataloader_num_tokens(const DataLoader& dl) {
+    size_t n = 0;
+    for (const TokenShard& s : dl.shards) n += s.num_tokens;
+    return n;
+}
+
+size_t dataloader_shard_windows(const DataLoader& dl, size_t s) { return (dl.shards[s].num_tokens - 1) / dl.T; }
+
+static void load_windows(DataLoader* dl, const TokenShard& shard, const uint32_t* windows) {
     const int B = dl->B, T = dl->T;
     for (int b = 0; b < B; b++) {
-        const uint16_t* src = dl->tokens.data() + (size_t)windows[b] * T;
+        const uint16_t* src = shard.tokens + (size_t)windows[b] * T;
         for (int t = 0; t < T; t++) {
             dl->inputs[(size_t)b * T + t] = src[t];
             dl->targets[(size_t)b * T + t] = src[t + 1];
@@ -34,34 +78,54 @@ static void load_windows(DataLoader* dl, const uint32_t* windows) {
     }
 }
 
-void dataloader_next(DataLoader* dl) {
-    const size_t global = (size_t)dl->B * dl->world;  // this step's windows, over all ranks
-    if (dl->epoch < 0 || dl->pos + global > dl->order.size()) {
-        dl->epoch++;
-        dl->order.resize(dl->num_windows);
-        for (size_t i = 0; i < dl->num_windows; i++) dl->order[i] = (uint32_t)i;
-        if (dl->shuffle)  // Fisher-Yates
-            for (size_t i = dl->num_windows - 1; i > 0; i--)
-                std::swap(dl->order[i], dl->order[dl->rng.below((uint32_t)i + 1)]);
-        dl->pos = 0;
-    }
-    load_windows(dl, dl->order.data() + dl->pos + (size_t)dl->rank * dl->B);  // this rank's B of them
-    dl->pos += global;
+// 0..n-1, in a Fisher-Yates permutation when shuffling. One element draws nothing from the RNG, so a single
+// file's window orders are what they were before shards.
+static void make_order(std::vector<uint32_t>* order, size_t n, bool shuffle, Rng* rng) {
+    order->resize(n);
+    for (size_t i = 0; i < n; i++) (*order)[i] = (uint32_t)i;
+    if (shuffle)
+        for (size_t i = n - 1; i > 0; i--) std::swap((*order)[i], (*order)[rng->below((uint32_t)i + 1)]);
 }
 
-size_t dataloader_num_batches(const DataLoader& dl) { return dl.num_windows / dl.B; }
+void dataloader_next(DataLoader* dl) {
+    const size_t step = (size_t)dl->world * dl->B;
+    if (dl->epoch < 0 || dl->pos + step > dl->order.size()) {
+        // every shard holds >= step windows (dataloader_init), so one move always lands on a usable shard
+        if (dl->epoch < 0 || dl->shard_pos + 1 >= dl->shard_order.size()) {
+            dl->epoch++;
+            make_order(&dl->shard_order, dl->shards.size(), dl->shuffle, &dl->rng);
+            dl->shard_pos = 0;
+        } else {
+            dl->shard_pos++;
+        }
+        make_order(&dl->order, dataloader_shard_windows(*dl, dl->shard_order[dl->shard_pos]), dl->shuffle, &dl->rng);
+        dl->pos = 0;
+    }
+    load_windows(dl, dl->shards[dl->shard_order[dl->shard_pos]], dl->order.data() + dl->pos + (size_t)dl->rank * dl->B);
+    dl->pos += step;
+}
+
+size_t dataloader_num_batches(const DataLoader& dl) {
+    size_t n = 0;
+    for (size_t s = 0; s < dl.shards.size(); s++) n += dataloader_shard_windows(dl, s) / dl.B;
+    return n;
+}
 
 void dataloader_batch_at(DataLoader* dl, size_t index) {
     if (index >= dataloader_num_batches(*dl))
-        fatal("batch %zu out of range for %s: it holds %zu batches of B=%d, T=%d", index, dl->path.c_str(),
+        fatal("batch %zu out of range for %s: it holds %zu batches of B=%d, T=%d", index, dl->spec.c_str(),
               dataloader_num_batches(*dl), dl->B, dl->T);
+    size_t s = 0;
+    for (; index >= dataloader_shard_windows(*dl, s) / dl->B; s++) index -= dataloader_shard_windows(*dl, s) / dl->B;
     std::vector<uint32_t> windows(dl->B);
     for (int b = 0; b < dl->B; b++) windows[b] = (uint32_t)(index * dl->B + b);
-    load_windows(dl, windows.data());
+    load_windows(dl, dl->shards[s], windows.data());
 }
 
 DataLoaderState dataloader_state(const DataLoader& dl) {
     DataLoaderState s;
+    s.shard_order = dl.shard_order;
+    s.shard_pos = dl.shard_pos;
     s.order = dl.order;
     s.epoch = dl.epoch;
     s.pos = dl.pos;
@@ -69,23 +133,38 @@ DataLoaderState dataloader_state(const DataLoader& dl) {
     return s;
 }
 
-bool dataloader_state_valid(const DataLoaderState& s, std::string* err) {
-    std::vector<bool> seen(s.order.size(), false);
-    for (uint32_t w : s.order) {
-        if (w >= seen.size() || seen[w]) return *err = "loader.order is not a permutation of the windows", false;
+static bool is_permutation(const std::vector<uint32_t>& order) {
+    std::vector<bool> seen(order.size(), false);
+    for (uint32_t w : order) {
+        if (w >= seen.size() || seen[w]) return false;
         seen[w] = true;
     }
+    return true;
+}
+
+bool dataloader_state_valid(const DataLoaderState& s, std::string* err) {
+    if (!is_permutation(s.order)) return *err = "loader.order is not a permutation of the windows", false;
+    if (!is_permutation(s.shard_order)) return *err = "loader.shard_order is not a permutation of the shards", false;
     if (s.pos > s.order.size()) return *err = "loader.pos past the end of loader.order", false;
-    if (s.order.empty() != (s.epoch < 0) || (s.order.empty() && s.pos != 0))
-        return *err = "loader.epoch, loader.pos and loader.order disagree", false;
+    if (s.order.empty() != (s.epoch < 0) || s.shard_order.empty() != (s.epoch < 0) || (s.order.empty() && s.pos != 0) ||
+        (s.shard_order.empty() ? s.shard_pos != 0 : s.shard_pos >= s.shard_order.size()))
+        return *err = "loader.epoch, loader.pos, loader.shard_pos and the orders disagree", false;
     if (s.rng == 0) return *err = "loader.rng is 0, expected a non-zero state", false;
     return true;
 }
 
-void dataloader_restore(DataLoader* dl, const DataLoaderState& s) {
-    if (!s.order.empty() && s.order.size() != dl->num_windows)
-        fatal("data changed (%s): the saved order has %zu windows, the file %zu", dl->path.c_str(), s.order.size(),
-              dl->num_windows);
+void dataloader_restore(DataLoader* dl, const DataLoaderState& s, const std::string& where) {
+    if (!s.shard_order.empty()) {
+        if (s.shard_order.size() != dl->shards.size())
+            fatal("training data changed (%s): the train state orders %zu shards, %s holds %zu", where.c_str(),
+                  s.shard_order.size(), dl->spec.c_str(), dl->shards.size());
+        const size_t shard = s.shard_order[s.shard_pos], windows = dataloader_shard_windows(*dl, shard);
+        if (s.order.size() != windows)
+            fatal("training data changed (%s): the train state orders %zu windows of %s, it holds %zu", where.c_str(),
+                  s.order.size(), dl->shards[shard].path.c_str(), windows);
+    }
+    dl->shard_order = s.shard_order;
+    dl->shard_pos = s.shard_pos;
     dl->order = s.order;
     dl->epoch = s.epoch;
     dl->pos = s.pos;

@@ -1,51 +1,70 @@
-// dataloader.h: batches of (B, T+1) windows from a token file. Window i covers tokens
-// [i*T, i*T + T] (consecutive windows share one token, as llm.c's loader reads them). Training batches
-// visit the windows in an order shuffled per epoch with a seeded RNG; evaluation reads consecutive
-// windows from token 0. File validation lives in tokenfile.h.
+// dataloader.h: batches of (B, T+1) windows from one token file or a list/glob of shards (llm.c's format),
+// each memory-mapped. Window i of a shard covers its tokens [i*T, i*T + T] (consecutive windows share one
+// token, as llm.c's loader reads them); a batch never spans two shards. Training batches follow llm.c's
+// shuffle: each epoch a seeded permutation of the shards, and within each shard a permutation of its
+// windows (with no shuffle, both in order). llm.c permutes whole batches of B*T contiguous tokens; here the
+// unit is one window, as the single-file loader always had it. Evaluation reads each shard's consecutive
+// windows from token 0.
+// File validation lives in tokenfile.h. Reference: llm.c llmc/dataloader.h (read, not copied).
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "base/rng.h"
+#include "io/tokenfile.h"
 
 struct DataLoader {
-    std::string path;
-    std::vector<uint16_t> tokens;
+    std::string spec;  // the --train/--val value the shards came from, for messages
+    std::vector<TokenShard> shards;
     int B = 0, T = 0;
-    int rank = 0, world = 1;  // data parallel: a step takes world * B windows, this rank the rank-th B of them
-    size_t num_windows = 0;
+    // Data parallelism: a step consumes world * B windows of one shard; rank r takes the r-th group of B,
+    // so 2 ranks of B=2 see exactly the windows 1 rank of B=4 sees. 0 and 1 for a single process.
+    int rank = 0, world = 1;
+    size_t num_windows = 0;  // over all shards
     bool shuffle = false;
     Rng rng;
-    std::vector<uint32_t> order;  // window order of the current epoch
-    size_t pos = 0;               // next index into order
+    std::vector<uint32_t> shard_order;  // shard order of the current epoch
+    size_t shard_pos = 0;               // index into shard_order of the current shard
+    std::vector<uint32_t> order;        // window order within the current shard
+    size_t pos = 0;                     // next index into order
     int epoch = 0;
     std::vector<int> inputs, targets;  // (B, T) of the current batch
 };
 
-// Where a training loader is in its data, as a checkpoint keeps it: the epoch's window order, the next
-// position in it, and the RNG that shuffles the next epoch. An empty order means no batch was drawn yet.
+// Where a training loader is in its data, as a checkpoint keeps it: the epoch's shard order and the
+// current shard in it, that shard's window order and the next position in it, and the RNG that shuffles
+// what comes next. Empty orders mean no batch was drawn yet.
 struct DataLoaderState {
+    std::vector<uint32_t> shard_order;
+    size_t shard_pos = 0;
     std::vector<uint32_t> order;
     int epoch = -1;
     size_t pos = 0;
     uint64_t rng = 0;
 };
 DataLoaderState dataloader_state(const DataLoader& dl);
-// Consistent on its own: order a permutation of 0..n-1, pos inside it, epoch -1 exactly when the order is
-// empty, a non-zero RNG state. false with a message otherwise.
+// Consistent on its own: both orders permutations, positions inside them, epoch -1 exactly when the orders
+// are empty, a non-zero RNG state. false with a message otherwise.
 bool dataloader_state_valid(const DataLoaderState& s, std::string* err);
-// Puts dl where s says; fatal if s orders a different number of windows than dl's data has.
-void dataloader_restore(DataLoader* dl, const DataLoaderState& s);
+// Puts dl where s says; fatal (naming `where`, the train state) if s does not fit dl's shards.
+void dataloader_restore(DataLoader* dl, const DataLoaderState& s, const std::string& where);
 
-// Loads `path` (ids checked against vocab_size) and prepares (B, T) batches; fatal naming the file when
-// it holds fewer than B*T + 1 tokens.
-void dataloader_init(DataLoader* dl, const std::string& path, int vocab_size, int B, int T, bool shuffle,
-                     uint64_t seed);
-// Next training batch into inputs/targets: this rank's B windows of the step's world * B (a new shuffled
-// epoch begins when fewer than world * B windows remain).
+// The files `spec` names: comma-separated paths or glob patterns (a pattern's matches sorted by name, as
+// llm.c sorts them). fatal naming `flag` and the pattern when a pattern matches nothing.
+std::vector<std::string> dataloader_expand(const std::string& spec, const char* flag);
+// Maps the shards of `spec` (ids checked against vocab_size) and prepares (B, T) batches; fatal naming
+// the shard when one holds fewer than B*T + 1 tokens.
+void dataloader_init(DataLoader* dl, const std::string& spec, const char* flag, int vocab_size, int B, int T,
+                     bool shuffle, uint64_t seed);
+size_t dataloader_num_tokens(const DataLoader& dl);
+// Windows of shard s.
+size_t dataloader_shard_windows(const DataLoader& dl, size_t s);
+// Next training batch into inputs/targets: this rank's B windows of the next world*B in the current shard;
+// the next shard begins when fewer than world*B windows remain, a new epoch after the last shard.
 void dataloader_next(DataLoader* dl);
-// Batch `index` of consecutive windows from token 0 (windows index*B .. index*B + B - 1).
+// Batch `index` of consecutive windows, counting each shard's whole batches in turn (for one file: windows
+// index*B .. index*B + B - 1).
 void dataloader_batch_at(DataLoader* dl, size_t index);
-// Number of whole batches of consecutive windows.
+// Number of whole batches of consecutive windows, summed over shards.
 size_t dataloader_num_batches(const DataLoader& dl);

@@ -1,9 +1,16 @@
 // tokenfile.cpp: see tokenfile.h.
 #include "io/tokenfile.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "base/util.h"
 
@@ -45,9 +52,8 @@ __attribute__((format(printf, 2, 3))) static bool tokenfile_fail(std::string* er
     return false;
 }
 
-bool tokenfile_parse(const uint8_t* data, size_t n, int vocab_size, const std::string& where,
-                     std::vector<uint16_t>* out, std::string* err) {
-    const char* w = where.c_str();
+// The header checks of tokenfile_parse; *count gets the token count.
+static bool check_header(const uint8_t* data, size_t n, const char* w, size_t* count, std::string* err) {
     const size_t header_bytes = kTokenFileHeaderInts * sizeof(int32_t);
     if (n < header_bytes)
         return tokenfile_fail(err, "token file too short (%s): expected a %zu-byte header, got %zu bytes", w,
@@ -68,12 +74,28 @@ bool tokenfile_parse(const uint8_t* data, size_t n, int vocab_size, const std::s
         return tokenfile_fail(err,
                               "token count mismatch in token file (%s) at offset 8: header says %d, file holds %zu", w,
                               header[2], payload / 2);
-    std::vector<uint16_t> tokens(payload / 2);
-    if (!tokens.empty()) memcpy(tokens.data(), data + header_bytes, payload);
-    for (size_t i = 0; i < tokens.size(); i++)
+    *count = payload / 2;
+    return true;
+}
+
+static bool check_ids(const uint16_t* tokens, size_t n, int vocab_size, const char* w, std::string* err) {
+    uint16_t max = 0;  // one branch-free pass; the position is looked up only on failure
+    for (size_t i = 0; i < n; i++) max = tokens[i] > max ? tokens[i] : max;
+    if ((int)max < vocab_size) return true;
+    for (size_t i = 0; i < n; i++)
         if ((int)tokens[i] >= vocab_size)
             return tokenfile_fail(err, "token id %d out of range in %s at byte offset %zu: expected < %d", tokens[i], w,
-                                  header_bytes + 2 * i, vocab_size);
+                                  kTokenFileHeaderInts * sizeof(int32_t) + 2 * i, vocab_size);
+    return true;
+}
+
+bool tokenfile_parse(const uint8_t* data, size_t n, int vocab_size, const std::string& where,
+                     std::vector<uint16_t>* out, std::string* err) {
+    size_t count = 0;
+    if (!check_header(data, n, where.c_str(), &count, err)) return false;
+    std::vector<uint16_t> tokens(count);
+    if (count) memcpy(tokens.data(), data + kTokenFileHeaderInts * sizeof(int32_t), count * 2);
+    if (!check_ids(tokens.data(), count, vocab_size, where.c_str(), err)) return false;
     *out = std::move(tokens);
     return true;
 }
@@ -84,4 +106,75 @@ std::vector<uint16_t> tokenfile_read(const std::string& path, int vocab_size) {
     std::string err;
     if (!tokenfile_parse(bytes.data(), bytes.size(), vocab_size, path, &tokens, &err)) fatal("%s", err.c_str());
     return tokens;
+}
+
+TokenShard::TokenShard(TokenShard&& o) noexcept { *this = std::move(o); }
+
+TokenShard& TokenShard::operator=(TokenShard&& o) noexcept {
+    if (this != &o) {
+        if (map) munmap(map, map_bytes);
+        path = std::move(o.path), tokens = o.tokens, num_tokens = o.num_tokens, map = o.map, map_bytes = o.map_bytes;
+        o.tokens = nullptr, o.num_tokens = 0, o.map = nullptr, o.map_bytes = 0;
+    }
+    return *this;
+}
+
+TokenShard::~TokenShard() {
+    if (map) munmap(map, map_bytes);
+}
+
+void tokenfile_map(TokenShard* shard, const std::string& path, int vocab_size) {
+    const char* w = path.c_str();
+    int fd = open(w, O_RDONLY | O_NONBLOCK);  // non-blocking: opening a FIFO must not hang
+    if (fd < 0) fatal("cannot open %s: %s", w, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        fatal("not a regular file (%s): expected a token file", w);
+    }
+    const size_t n = (size_t)st.st_size;
+    const size_t header_bytes = kTokenFileHeaderInts * sizeof(int32_t);
+    if (n < header_bytes) {  // also keeps an empty file away from mmap
+        close(fd);
+        fatal("token file too short (%s): expected a %zu-byte header, got %zu bytes", w, header_bytes, n);
+    }
+    void* map = mmap(nullptr, n, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);  // the mapping keeps the file
+    if (map == MAP_FAILED) fatal("cannot map %s: %s", w, strerror(errno));
+    TokenShard s;
+    s.path = path, s.map = map, s.map_bytes = n;
+    std::string err;
+    size_t count = 0;
+    if (!check_header(static_cast<const uint8_t*>(map), n, w, &count, &err)) fatal("%s", err.c_str());
+    s.tokens = reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(map) + header_bytes);
+    s.num_tokens = count;
+    madvise(map, n, MADV_SEQUENTIAL);
+    if (!check_ids(s.tokens, count, vocab_size, w, &err)) fatal("%s", err.c_str());
+    // The pass above faulted every page in; drop them from this process (they stay in the page cache) and
+    // let batches fault in just the windows they read.
+    madvise(map, n, MADV_DONTNEED);
+    madvise(map, n, MADV_NORMAL);
+    *shard = std::move(s);
+}
+
+uint64_t fnv1a(const void* data, size_t n, uint64_t h) {
+    const uint8_t* p = static_cast<const uint8_t*>(data);
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+std::string tokenfile_fingerprint(const TokenShard& shard) {
+    const size_t edge = (size_t)1 << 19;  // tokens in 1 MiB
+    const uint64_t count = shard.num_tokens;
+    uint64_t h = fnv1a(&count, sizeof(count));
+    h = fnv1a(shard.map, kTokenFileHeaderInts * sizeof(int32_t), h);
+    if (shard.num_tokens <= 2 * edge) {
+        h = fnv1a(shard.tokens, shard.num_tokens * 2, h);
+    } else {
+        h = fnv1a(shard.tokens, edge * 2, h);
+        h = fnv1a(shard.tokens + shard.num_tokens - edge, edge * 2, h);
+    }
+    char buf[32];
+    snprintf(buf, sizeof(buf), "%016llx", (unsigned long long)h);
+    return buf;
 }

@@ -17,7 +17,8 @@
 
 namespace {
 
-const char* const kFormat = "gpt2.cpp train state 2";
+const char* const kFormat = "gpt2.cpp train state 3";
+const char* const kFormatV2 = "gpt2.cpp train state 2";  // one data file, hashed whole; no shard order
 const char* const kFormatV1 = "gpt2.cpp train state 1";  // before the data hash and the geometry
 const char* const kStateFile = "train_state.safetensors";
 const int kMaxSteps = 1 << 30;
@@ -26,13 +27,6 @@ std::string hex64(uint64_t h) {
     char buf[32];
     snprintf(buf, sizeof(buf), "%016llx", (unsigned long long)h);
     return buf;
-}
-
-uint64_t fnv1a(const void* data, size_t n) {
-    uint64_t h = 1469598103934665603ull;
-    const uint8_t* p = static_cast<const uint8_t*>(data);
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
-    return h;
 }
 
 std::string geometry_of(const GPT2Config& c) {
@@ -103,7 +97,7 @@ bool train_dir_is_checkpoint(const std::string& dir) {
     SafeTensors st;
     std::string err;
     if (!safetensors_parse_header(&st, head.data(), head.size(), (size_t)info.st_size, &err)) return false;
-    return st.meta("format") == kFormat || st.meta("format") == kFormatV1;
+    return st.meta("format") == kFormat || st.meta("format") == kFormatV2 || st.meta("format") == kFormatV1;
 }
 
 void train_dir_check(const std::string& dir, const char* flag) {
@@ -129,7 +123,21 @@ std::string train_state_params_hash(const GPT2& model) {
 }
 
 std::string train_state_data_hash(const DataLoader& dl) {
-    return hex64(fnv1a(dl.tokens.data(), dl.tokens.size() * sizeof(uint16_t)));
+    uint64_t h = kFnv1aInit;
+    for (const TokenShard& s : dl.shards) h = fnv1a(s.tokens, s.num_tokens * sizeof(uint16_t), h);
+    return hex64(h);
+}
+
+// Format 3 ties a run to its shards by their fingerprints (tokenfile_fingerprint) in order, hashed into
+// one value, rather than by every token: a resume of a 2 GB set reads 2 MiB per shard, not 2 GB. What it
+// catches and misses is what each shard's fingerprint does, plus any shard added, removed or reordered.
+std::string train_state_shards_hash(const DataLoader& dl) {
+    uint64_t h = kFnv1aInit;
+    for (const TokenShard& s : dl.shards) {
+        const std::string fp = tokenfile_fingerprint(s);
+        h = fnv1a(fp.data(), fp.size(), h);
+    }
+    return hex64(h);
 }
 
 void train_state_save(const std::string& dir, const GPT2& model, const AdamW& opt, const DataLoader& dl, int step,
@@ -153,22 +161,26 @@ void train_state_save(const std::string& dir, const GPT2& model, const AdamW& op
     const DataLoaderState loader = dataloader_state(dl);
     dir_publish(dir, train_dir_is_ours, [&](const std::string& staging) {
         checkpoint_save_hf(model, staging);
-        safetensors_write(path_join(staging, kStateFile),
-                          {{"adamw.m", "F32", {(int64_t)model.num_params}, m},
-                           {"adamw.v", "F32", {(int64_t)model.num_params}, v},
-                           {"loader.order", "U32", {(int64_t)loader.order.size()}, loader.order.data()},
-                           {"history.train", "F32", {(int64_t)history.train.size(), 2}, train_hist.data()},
-                           {"history.val", "F32", {(int64_t)history.val.size(), 2}, val_hist.data()}},
-                          {{"format", kFormat},
-                           {"step", std::to_string(step)},
-                           {"adamw.step", std::to_string(opt.step)},
-                           {"loader.epoch", std::to_string(loader.epoch)},
-                           {"loader.pos", std::to_string(loader.pos)},
-                           {"loader.rng", std::to_string(loader.rng)},
-                           {"params.fnv1a", train_state_params_hash(model)},
-                           {"data.fnv1a", train_state_data_hash(dl)},
-                           {"model.geometry", geometry_of(model.cfg)},
-                           {"flags", flags}});
+        safetensors_write(
+            path_join(staging, kStateFile),
+            {{"adamw.m", "F32", {(int64_t)model.num_params}, m},
+             {"adamw.v", "F32", {(int64_t)model.num_params}, v},
+             {"loader.order", "U32", {(int64_t)loader.order.size()}, loader.order.data()},
+             {"loader.shard_order", "U32", {(int64_t)loader.shard_order.size()}, loader.shard_order.data()},
+             {"history.train", "F32", {(int64_t)history.train.size(), 2}, train_hist.data()},
+             {"history.val", "F32", {(int64_t)history.val.size(), 2}, val_hist.data()}},
+            {{"format", kFormat},
+             {"step", std::to_string(step)},
+             {"adamw.step", std::to_string(opt.step)},
+             {"loader.epoch", std::to_string(loader.epoch)},
+             {"loader.pos", std::to_string(loader.pos)},
+             {"loader.shard_pos", std::to_string(loader.shard_pos)},
+             {"loader.rng", std::to_string(loader.rng)},
+             {"params.fnv1a", train_state_params_hash(model)},
+             {"data.shards", std::to_string(dl.shards.size())},
+             {"data.fingerprint", train_state_shards_hash(dl)},
+             {"model.geometry", geometry_of(model.cfg)},
+             {"flags", flags}});
         extra(staging);
     });
 }
@@ -177,8 +189,8 @@ bool train_state_parse(const SafeTensors& st, TrainState* ts, std::string* err) 
     *ts = TrainState();
     ts->path = st.path;
     const std::string format = st.meta("format");
-    const bool v1 = format == kFormatV1;
-    if (format != kFormat && !v1) return fail(err, std::string("expected format \"") + kFormat + "\"");
+    const bool v1 = format == kFormatV1, v2 = format == kFormatV2;
+    if (format != kFormat && !v1 && !v2) return fail(err, std::string("expected format \"") + kFormat + "\"");
     Json flags;
     std::string jerr, text = st.meta("flags");
     if (!json_parse(text.data(), text.size(), &flags, &jerr) || flags.type != Json::ARRAY)
@@ -221,6 +233,22 @@ bool train_state_parse(const SafeTensors& st, TrainState* ts, std::string* err) 
     DataLoaderState& dl = ts->loader;
     dl.order.resize(order->numel());
     if (!dl.order.empty()) memcpy(dl.order.data(), st.bytes.data() + order->begin, order->numel() * 4);
+    if (v1 || v2) {  // one file: a list of one shard
+        if (!dl.order.empty()) dl.shard_order = {0};
+    } else {
+        const StTensor* shard_order = tensor_of(st, "loader.shard_order", "U32", 0, err);
+        long long shard_pos, shards;
+        if (!shard_order || !meta_int(st, "loader.shard_pos", 0, 1ll << 32, &shard_pos, err) ||
+            !meta_int(st, "data.shards", 1, 1ll << 32, &shards, err))
+            return false;
+        dl.shard_pos = (size_t)shard_pos;
+        ts->data_shards = (size_t)shards;
+        dl.shard_order.resize(shard_order->numel());
+        if (!dl.shard_order.empty())
+            memcpy(dl.shard_order.data(), st.bytes.data() + shard_order->begin, shard_order->numel() * 4);
+        if (!dl.shard_order.empty() && dl.shard_order.size() != ts->data_shards)
+            return fail(err, "loader.shard_order and data.shards differ in the number of shards");
+    }
     if (!dataloader_state_valid(dl, err)) return false;
 
     if (!parse_history(st, "history.train", ts->step, &ts->history.train, err) ||
@@ -228,10 +256,12 @@ bool train_state_parse(const SafeTensors& st, TrainState* ts, std::string* err) 
         return false;
     ts->params_hash = st.meta("params.fnv1a");
     if (ts->params_hash.size() != 16) return fail(err, "metadata \"params.fnv1a\": expected 16 hex digits");
-    ts->data_hash = st.meta("data.fnv1a");
+    ts->data_hash = st.meta(v2 ? "data.fnv1a" : "data.fingerprint");
     ts->geometry = st.meta("model.geometry");
     if (!v1 && (ts->data_hash.size() != 16 || ts->geometry.empty()))
-        return fail(err, "expected metadata \"data.fnv1a\" and \"model.geometry\"");
+        return fail(err, std::string("expected metadata \"") + (v2 ? "data.fnv1a" : "data.fingerprint") +
+                             "\" and \"model.geometry\"");
+    ts->format = v1 ? 1 : v2 ? 2 : 3;
     return true;
 }
 
@@ -257,15 +287,27 @@ void train_state_restore(TrainState* state, const GPT2& model, AdamW* opt, DataL
     if (!ts.geometry.empty() && ts.geometry != geometry_of(model.cfg))
         fatal("model changed since the checkpoint (%s): the train state has %s, config.json says %s", path,
               ts.geometry.c_str(), geometry_of(model.cfg).c_str());
-    if (!ts.loader.order.empty() && ts.loader.order.size() != dl->num_windows)
-        fatal("training data changed (%s): the train state orders %zu windows, %s holds %zu", path,
-              ts.loader.order.size(), dl->path.c_str(), dl->num_windows);
-    if (!ts.data_hash.empty() && ts.data_hash != train_state_data_hash(*dl))
-        fatal("training data changed (%s): %s hashes to %s, the run was trained on %s", path, dl->path.c_str(),
-              train_state_data_hash(*dl).c_str(), ts.data_hash.c_str());
+    const char* spec = dl->spec.c_str();
+    if (ts.format < 3) {  // one file, hashed whole (format 2) or not at all (format 1)
+        if (dl->shards.size() != 1)
+            fatal("training data changed (%s): the run was trained on one file, %s names %zu", path, spec,
+                  dl->shards.size());
+        if (!ts.loader.order.empty() && ts.loader.order.size() != dl->num_windows)
+            fatal("training data changed (%s): the train state orders %zu windows, %s holds %zu", path,
+                  ts.loader.order.size(), spec, dl->num_windows);
+        if (!ts.data_hash.empty() && ts.data_hash != train_state_data_hash(*dl))
+            fatal("training data changed (%s): %s hashes to %s, the run was trained on %s", path, spec,
+                  train_state_data_hash(*dl).c_str(), ts.data_hash.c_str());
+    } else if (ts.data_shards != dl->shards.size()) {
+        fatal("training data changed (%s): the run was trained on %zu shards, %s names %zu", path, ts.data_shards, spec,
+              dl->shards.size());
+    } else if (ts.data_hash != train_state_shards_hash(*dl)) {
+        fatal("training data changed (%s): the shards of %s fingerprint to %s, the run was trained on %s", path, spec,
+              train_state_shards_hash(*dl).c_str(), ts.data_hash.c_str());
+    }
     opt->m = std::move(ts.m);  // no second copy of the moments for the rest of the run
     opt->v = std::move(ts.v);
     opt->step = ts.step;
-    dataloader_restore(dl, ts.loader);
+    dataloader_restore(dl, ts.loader, ts.path);
     *history = ts.history;
 }

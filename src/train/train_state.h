@@ -30,6 +30,8 @@ struct TrainState {
     DataLoaderState loader;                                  // order: a permutation of the windows
     LossHistory history;
     std::string params_hash, data_hash, geometry;  // data_hash and geometry are empty in format 1 files
+    int format = 3;                                // 1, 2: one data file; 3: shards
+    size_t data_shards = 1;                        // format 3: shards the run was trained on
 };
 
 // The files train writes into a checkpoint directory (and the temporary names they pass through).
@@ -54,6 +56,8 @@ void train_state_read(TrainState* ts, const std::string& dir);
 // Restores AdamW (moving the moments out of *ts), the data loader and the history; fatal if the state does not belong to `model`
 // (parameters, geometry) or to the loader's data (window count, content hash).
 void train_state_restore(TrainState* ts, const GPT2& model, AdamW* opt, DataLoader* dl, LossHistory* history);
-// FNV-1a hash of a model's parameters or a loader's tokens, as the train state records them (16 hex digits).
+// FNV-1a hash of a model's parameters or of all a loader's tokens (format 2's data hash), and the cheap
+// hash of the loader's shard fingerprints format 3 records, as 16 hex digits.
 std::string train_state_params_hash(const GPT2& model);
 std::string train_state_data_hash(const DataLoader& dl);
+std::string train_state_shards_hash(const DataLoader& dl);

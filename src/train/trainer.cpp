@@ -208,39 +208,42 @@ float trainer_evaluate(GPT2* model, DataLoader* dl, size_t batches) {
 }
 
 double trainer_evaluate_file(GPT2* model, DataLoader* dl, size_t* tokens) {
-    const size_t batches = dataloader_num_batches(*dl), T = dl->T;
+    const size_t T = dl->T;
     double sum = 0;  // of per-token losses
-    for (size_t i = 0; i < batches; i++) {
-        dataloader_batch_at(dl, i);
-        sum += (double)gpt2_forward(model, dl->inputs.data(), dl->targets.data(), dl->B, dl->T) * dl->B * T;
+    size_t batch = 0, predicted = 0;
+    for (size_t s = 0; s < dl->shards.size(); s++) {
+        const size_t batches = dataloader_shard_windows(*dl, s) / dl->B;
+        for (size_t i = 0; i < batches; i++) {
+            dataloader_batch_at(dl, batch++);
+            sum += (double)gpt2_forward(model, dl->inputs.data(), dl->targets.data(), dl->B, dl->T) * dl->B * T;
+        }
+        // What whole batches leave: windows first (one batch of fewer rows), then the tokens after them.
+        const uint16_t* tok = dl->shards[s].tokens;
+        size_t start = batches * dl->B * T;
+        const size_t n = dl->shards[s].num_tokens, rows = (n - 1 - start) / T, tail = n - 1 - start - rows * T;
+        std::vector<int> in, out;
+        const int shapes[2][2] = {{(int)rows, (int)T}, {1, (int)tail}};  // (B, T) of each
+        for (const auto& bt : shapes) {
+            const size_t len = (size_t)bt[0] * bt[1];
+            if (len == 0) continue;
+            in.assign(tok + start, tok + start + len);
+            out.assign(tok + start + 1, tok + start + len + 1);
+            sum += (double)gpt2_forward(model, in.data(), out.data(), bt[0], bt[1]) * len;
+            start += len;
+        }
+        predicted += n - 1;
     }
-    // What whole batches leave: windows first (one batch of fewer rows), then the tokens after them.
-    size_t start = batches * dl->B * T;
-    const size_t n = dl->tokens.size(), rows = (n - 1 - start) / T, tail = n - 1 - start - rows * T;
-    std::vector<int> in, out;
-    const int shapes[2][2] = {{(int)rows, (int)T}, {1, (int)tail}};  // (B, T) of each
-    for (const auto& bt : shapes) {
-        const size_t len = (size_t)bt[0] * bt[1];
-        if (len == 0) continue;
-        in.assign(dl->tokens.begin() + start, dl->tokens.begin() + start + len);
-        out.assign(dl->tokens.begin() + start + 1, dl->tokens.begin() + start + len + 1);
-        sum += (double)gpt2_forward(model, in.data(), out.data(), bt[0], bt[1]) * len;
-        start += len;
-    }
-    *tokens = n - 1;
-    return sum / (double)(n - 1);
+    *tokens = predicted;
+    return sum / (double)predicted;
 }
 
 void trainer_load_data(Trainer* t) {
     const TrainOptions& o = t->o;
-    dataloader_init(&t->train_dl, o.train_path, t->model.cfg.vocab_size, o.B, o.T, true, o.seed);
-    t->train_dl.rank = dist_rank();
+    t->train_dl.rank = dist_rank();  // before init, which checks each shard against world * B windows
     t->train_dl.world = dist_world();
-    if (t->train_dl.num_windows < (size_t)o.B * dist_world())
-        fatal("too few tokens in %s for %d ranks: expected at least %d windows of T=%d, got %zu", o.train_path.c_str(),
-              dist_world(), o.B * dist_world(), o.T, t->train_dl.num_windows);
+    dataloader_init(&t->train_dl, o.train_path, "--train", t->model.cfg.vocab_size, o.B, o.T, o.shuffle, o.seed);
     if (o.val_path.empty()) return;
-    dataloader_init(&t->val_dl, o.val_path, t->model.cfg.vocab_size, o.B, o.T, false, o.seed);
+    dataloader_init(&t->val_dl, o.val_path, "--val", t->model.cfg.vocab_size, o.B, o.T, false, o.seed);
     t->val_n = std::min((size_t)o.val_batches, dataloader_num_batches(t->val_dl) / dist_world());
     if (dataloader_num_batches(t->val_dl) < (size_t)dist_world())
         fatal("too few tokens in %s for %d ranks: expected at least %d windows of T=%d", o.val_path.c_str(),

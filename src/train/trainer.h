@@ -25,7 +25,7 @@ struct TrainOptions {
     AdamWConfig adamw;
     float grad_clip, min_lr_frac;
     int warmup;
-    bool cosine;
+    bool cosine, shuffle;  // shuffle: the training data's shard and window order (else sequential)
     int val_every, val_batches, save_every, stop_after, sample_every, sample_tokens;
     std::string train_path, resume_dir, out, plot_path, val_path;  // out: "" for none; val_path: "" for none
     bool plot_in_out;                                              // loss.png saved into --out with each checkpoint
@@ -71,8 +71,9 @@ void trainer_catch_stop_signals(bool on);
 
 // Mean loss over the first `batches` consecutive batches of dl.
 float trainer_evaluate(GPT2* model, DataLoader* dl, size_t batches);
-// Mean loss over every token of dl's file after the first, each predicted once: the whole batches, then
-// the windows left over as one smaller batch, then the last partial window. *tokens gets the count.
+// Mean loss over every token of each of dl's shards after its first, each predicted once: per shard, the
+// whole batches, then the windows left over as one smaller batch, then the last partial window. *tokens
+// gets the count.
 double trainer_evaluate_file(GPT2* model, DataLoader* dl, size_t* tokens);
 // Opens the training data (seeded order) and the validation data (in order) of t->o.
 void trainer_load_data(Trainer* t);

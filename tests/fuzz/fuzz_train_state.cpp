@@ -1,7 +1,7 @@
 // fuzz_train_state.cpp: libFuzzer target for the train state reader. Parses the bytes as a safetensors
 // image and, when that validates, as train_state.safetensors; an accepted state must be self-consistent
-// (a permutation for the loader's order, a position inside it, moments of one size, history steps in
-// range), so that restoring it can never index out of bounds.
+// (permutations for the loader's shard and window orders, positions inside them, moments of one size,
+// history steps in range), so that restoring it can never index out of bounds.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -24,6 +24,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (w >= dl.order.size() || seen[w]) abort();
         seen[w] = true;
     }
+    std::vector<bool> seen_shard(dl.shard_order.size(), false);
+    for (uint32_t s : dl.shard_order) {
+        if (s >= dl.shard_order.size() || seen_shard[s]) abort();
+        seen_shard[s] = true;
+    }
+    if (!dl.shard_order.empty() && (dl.shard_pos >= dl.shard_order.size() || dl.shard_order.size() != ts.data_shards))
+        abort();
     if (dl.pos > dl.order.size() || ts.m.size() != ts.v.size() || dl.rng == 0 || ts.step < 0) abort();
     for (const auto& p : ts.history.train)
         if (p.first < 1 || p.first > ts.step) abort();

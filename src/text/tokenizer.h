@@ -45,6 +45,11 @@ std::string tokenizer_decode(const Tokenizer& tok, const std::vector<int>& ids);
 bool tokenizer_files_present(const std::string& dir);
 // $GPT2_DATA_DIR/gpt2 when that variable is set and non-empty, else data/gpt2.
 std::string tokenizer_default_dir();
+// A place to cut text[0, n) so that encoding the two sides separately gives the ids of the whole: the
+// highest p in (lo, hi] (hi < n) where an ASCII whitespace byte follows a character that is not
+// whitespace. No pre-tokenizer piece spans such a point (pieces hold whitespace only before their
+// non-whitespace characters). 0 when there is none.
+size_t tokenizer_cut_before(const char* text, size_t n, size_t lo, size_t hi);
 // GPT-2's pre-tokenizer alone: the pieces BPE runs on, concatenating to `text`. For tests and debugging.
 std::vector<std::string> tokenizer_pretokenize(const std::string& text);
 

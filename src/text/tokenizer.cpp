@@ -344,7 +344,6 @@ void bpe_piece(Tokenizer* tok, const uint8_t* p, size_t n, std::vector<int>* out
     for (int i = 0; i >= 0; i = next[i]) out->push_back(ids[i]);
 }
 
-const size_t kCacheMaxEntries = 1 << 20;
 const size_t kCacheMaxPieceBytes = 256;  // longer pieces are rare and would bloat the cache
 
 void encode_piece(Tokenizer* tok, const uint8_t* p, size_t n, std::vector<int>* out) {
@@ -364,7 +363,7 @@ void encode_piece(Tokenizer* tok, const uint8_t* p, size_t n, std::vector<int>* 
     }
     size_t start = out->size();
     bpe_piece(tok, p, n, out);
-    if (tok->cache.size() >= kCacheMaxEntries) tok->cache.clear();
+    if (tok->cache.size() >= tok->cache_max_entries) tok->cache.clear();
     tok->cache.emplace(std::move(key), std::vector<int>(out->begin() + start, out->end()));
 }
 

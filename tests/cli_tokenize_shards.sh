@@ -161,6 +161,19 @@ printf '"just a string"\n' >"$T/bad4.jsonl"
 check_error "record that is not an object" "bad JSONL record ($T/bad4.jsonl) at line 1" \
     "$GPT2" tokenize --ids --jsonl-field text "$T/bad4.jsonl"
 
+# Memory bound: a stretch without a cut point, or a JSON line, longer than the limit is refused, naming it.
+head -c 3000 /dev/zero | tr '\0' 'a' >"$T/word.txt"
+check_error "no cut point within GPT2_TOKENIZE_MAX_UNSPLIT_BYTES" "no place to split the text ($T/word.txt)" \
+    env GPT2_TOKENIZE_CHUNK_BYTES=100 GPT2_TOKENIZE_MAX_UNSPLIT_BYTES=1000 "$GPT2" tokenize --ids "$T/word.txt"
+{ printf '{"text": "short"}\n{"text": "'; cat "$T/word.txt"; printf '"}\n'; } >"$T/long.jsonl"
+check_error "JSON line over GPT2_TOKENIZE_MAX_UNSPLIT_BYTES" "line too long ($T/long.jsonl) at line 2" \
+    env GPT2_TOKENIZE_MAX_UNSPLIT_BYTES=1000 "$GPT2" tokenize --ids --jsonl-field text "$T/long.jsonl"
+long_word_ok() {
+    GPT2_TOKENIZE_CHUNK_BYTES=100 "$GPT2" tokenize --ids "$T/word.txt" >"$T/word.chunked" &&
+        "$GPT2" tokenize --ids "$T/word.txt" >"$T/word.whole" && cmp "$T/word.chunked" "$T/word.whole"
+}
+check "a stretch without a cut point under the limit stays whole" long_word_ok
+
 # Flags.
 check_error "--val-tokens with shards" "conflicting flags --val-tokens" \
     "$GPT2" tokenize "$FIX/shakespeare.in" -o "$T/x/x" --shard-tokens 30 --val-tokens 5

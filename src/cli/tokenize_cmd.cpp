@@ -75,14 +75,15 @@ struct TokenizeProgress {
     }
 };
 
-// Testing knob: parts of this many bytes (default 256 KB), so small inputs exercise the cutting.
-size_t chunk_bytes_from_env() {
-    const char* v = getenv("GPT2_TOKENIZE_CHUNK_BYTES");
-    if (!v || !*v) return 256 << 10;
+// Testing knobs, so that small inputs exercise the cutting and its limit: GPT2_TOKENIZE_CHUNK_BYTES (parts
+// of about this many bytes) and GPT2_TOKENIZE_MAX_UNSPLIT_BYTES (longest stretch without a cut point).
+size_t bytes_from_env(const char* name, size_t fallback) {
+    const char* v = getenv(name);
+    if (!v || !*v) return fallback;
     char* end = nullptr;
     long long x = strtoll(v, &end, 10);
     if (*end || x < 1 || x > (1ll << 30))
-        fatal("bad value for GPT2_TOKENIZE_CHUNK_BYTES (tokenize): expected 1..%lld, got '%s'", 1ll << 30, v);
+        fatal("bad value for %s (tokenize): expected 1..%lld, got '%s'", name, 1ll << 30, v);
     return (size_t)x;
 }
 
@@ -153,7 +154,8 @@ int cmd_tokenize(int argc, char** argv) {
     opt.split_on_blank_lines = args.on("split-on-blank-lines");
     opt.jsonl_field = jsonl ? args.str("jsonl-field") : "";
     opt.eot = opt.split_on_blank_lines || jsonl || many_docs || sharded;
-    opt.chunk_bytes = chunk_bytes_from_env();
+    opt.chunk_bytes = bytes_from_env("GPT2_TOKENIZE_CHUNK_BYTES", opt.chunk_bytes);
+    opt.max_unsplit_bytes = bytes_from_env("GPT2_TOKENIZE_MAX_UNSPLIT_BYTES", opt.max_unsplit_bytes);
     std::vector<TextInput> inputs = text_inputs_expand(args.positional);
     const std::string input_name = args.positional.size() > 1  ? std::to_string(args.positional.size()) + " inputs"
                                    : args.positional[0] == "-" ? "stdin"

@@ -113,6 +113,10 @@ bool TextStream::read_more() {
     if (jsonl) {
         // One whole line per call while there is one; more bytes otherwise.
         size_t nl = line_buf_.find('\n', line_head_);
+        size_t pending = (nl == std::string::npos ? line_buf_.size() : nl) - line_head_;
+        if (pending > opt_.max_unsplit_bytes)
+            fatal("line too long (%s) at line %llu: expected JSON lines of at most %zu bytes", name_,
+                  (unsigned long long)line_number_ + 1, opt_.max_unsplit_bytes);
         if (nl != std::string::npos) {
             handle_line(line_buf_.data() + line_head_, nl - line_head_);
             line_head_ = nl + 1;
@@ -122,9 +126,6 @@ bool TextStream::read_more() {
             }
             return true;
         }
-        if (line_buf_.size() - line_head_ > opt_.max_unsplit_bytes)
-            fatal("line too long (%s) at line %llu: expected JSON lines of at most %zu MB", name_,
-                  (unsigned long long)line_number_ + 1, opt_.max_unsplit_bytes >> 20);
     }
     char buf[1 << 16];
     size_t want = jsonl ? sizeof(buf) : std::min(sizeof(buf), opt_.chunk_bytes);
@@ -214,8 +215,8 @@ void TextStream::split_ready() {
             if (doc_.size() - doc_head_ > opt_.max_unsplit_bytes)
                 fatal(
                     "no place to split the text (%s) at document byte %llu: expected whitespace after a "
-                    "non-space character at least every %zu MB",
-                    name_, (unsigned long long)doc_offset_, opt_.max_unsplit_bytes >> 20);
+                    "non-space character at least every %zu bytes",
+                    name_, (unsigned long long)doc_offset_, opt_.max_unsplit_bytes);
             break;
         }
         emit(doc_head_, cut);

@@ -6,7 +6,8 @@
 # whitespace, contractions and digits of all of Unicode, and every code point followed by 's. Invalid UTF-8,
 # which tiktoken cannot take, is compared with scripts/bpe_reference.py. The committed Unicode tables and
 # fixtures must regenerate unchanged, and llm.c's tiny shakespeare split be 32,768 val and 305,260 train
-# tokens. Needs ./gpt2, node with tests/node's npm packages (`make node-deps`), python3 with `regex`, and the
+# tokens. Tiny shakespeare as JSON lines, printed and as shards, must be tiktoken's ids in llm.c's
+# dev/data/fineweb.py layout. Needs ./gpt2, node with tests/node's npm packages (`make node-deps`), python3 with `regex`, and the
 # data (GPT2_DATA_DIR or data/).
 source "$(dirname "$0")/lib.sh"
 
@@ -132,5 +133,26 @@ llmc_split() {
     [ "$val" = 32768 ] && [ "$train" = 305260 ]
 }
 check "tiny shakespeare split: 32,768 val and 305,260 train tokens (as llm.c)" llmc_split
+
+# Tiny shakespeare's blank-line sections as JSON lines (other fields around the text, every other record with
+# \u escapes): --ids and the concatenated shards of 1-KB parts against tiktoken in fineweb.py's layout.
+"$PY" -c '
+import json, sys
+text = open(sys.argv[1], encoding="utf-8").read()
+with open(sys.argv[2], "w", encoding="utf-8") as out:
+    for i, section in enumerate(text.split("\n\n")):
+        out.write(json.dumps({"n": i, "text": section, "chars": len(section)}, ensure_ascii=i % 2 == 0) + "\n")
+' "$SHAKESPEARE" "$TEST_TMP/ts.jsonl"
+check "tiny shakespeare as JSON lines: C++ ids equal tiktoken's (fineweb.py layout)" \
+    same_ids shakespeare_jsonl "$TEST_TMP/ts.jsonl" tiktoken --jsonl-field text
+jsonl_shards() {
+    GPT2_TOKENIZE_CHUNK_BYTES=1024 "$GPT2" tokenize --tokenizer "$TOK_DIR" --jsonl-field text "$TEST_TMP/ts.jsonl" \
+        -o "$TEST_TMP/tsj/ts" --shard-tokens 100000 || return 1
+    local f
+    for f in "$TEST_TMP/tsj/ts_val_000000.bin" "$TEST_TMP/tsj"/ts_train_*.bin; do tail -c +1025 "$f"; done |
+        od -An -t u2 -v | tr -s ' \n' ' ' | sed 's/^ //; s/ $/\n/' >"$TEST_TMP/tsj.ids"
+    cmp "$TEST_TMP/tsj.ids" "$TEST_TMP/shakespeare_jsonl.tiktoken"
+}
+check "tiny shakespeare as JSON lines, shards of 100,000 tokens: concatenated ids equal tiktoken's" jsonl_shards
 
 summary

@@ -213,6 +213,60 @@ TEST(tokenizer_round_trips_random_bytes) {
     CHECK(cases == 1500);
 }
 
+// Every cut tokenizer_cut_before offers splits random text (letters, digits, marks, ASCII and Unicode
+// whitespace, contractions, invalid bytes) into halves whose ids concatenate to the whole's; and text with
+// no non-space-to-ASCII-space step has none.
+TEST(tokenizer_cut_points_keep_ids) {
+    REQUIRE_TOKENIZER(tok);
+    std::mt19937 rng(1313);
+    const char* samples[] = {"a",
+                             "Zq",
+                             " ",
+                             "  ",
+                             "\t",
+                             "\n",
+                             "\r\n",
+                             "'s",
+                             "'",
+                             "7",
+                             "42",
+                             ".",
+                             "é",
+                             "中",
+                             "\xc2\xa0",
+                             "\xe3\x80\x80",
+                             "\xe2\x80\xa8",
+                             "\xcc\x81",
+                             "\xf0\x9f\x98\x80",
+                             "\x85",
+                             "\xe2\x80"};
+    const int n_samples = sizeof(samples) / sizeof(samples[0]);
+    int cuts = 0, bad = 0;
+    for (int c = 0; c < 400 && !bad; c++) {
+        std::string s;
+        size_t len = 1 + rng() % 120;
+        while (s.size() < len) s += samples[rng() % n_samples];
+        const std::vector<int> whole = tokenizer_encode(tok, s);
+        for (size_t hi = s.size() - 1; hi > 0;) {
+            size_t p = tokenizer_cut_before(s.data(), s.size(), 0, hi);
+            if (p == 0) break;
+            std::vector<int> ids = tokenizer_encode(tok, s.substr(0, p)), right = tokenizer_encode(tok, s.substr(p));
+            ids.insert(ids.end(), right.begin(), right.end());
+            if (ids != whole) bad++;
+            cuts++;
+            hi = p - 1;
+        }
+    }
+    CHECK(bad == 0);
+    CHECK(cuts > 1000);
+    const std::string none[] = {"abc", "   ", "a\xc2\xa0 b", " \n\t", "\xe3\x80\x80\n"};
+    for (const std::string& t : none) CHECK(tokenizer_cut_before(t.data(), t.size(), 0, t.size() - 1) == 0);
+    const std::string two = "ab  cd\nx";
+    CHECK(tokenizer_cut_before(two.data(), two.size(), 0, two.size() - 1) == 6);
+    CHECK(tokenizer_cut_before(two.data(), two.size(), 0, 5) == 2);
+    CHECK(tokenizer_cut_before(two.data(), two.size(), 2, 5) == 0);
+}
+
 TEST(tokenizer_streaming_decoder) {
     REQUIRE_TOKENIZER(tok);
     std::string text =

@@ -1,136 +1,286 @@
-// tokenize_cmd.cpp: `gpt2 tokenize`: encode a text file (or stdin) with the GPT-2 tokenizer and either
-// print the ids or write llm.c token files (first N tokens to val, the rest to train). With
-// --split-on-blank-lines it lays documents out as llm.c's dev/data/tinyshakespeare.py does. It does not
-// shuffle, shard or stream: the whole text and its ids are held in memory.
+// tokenize_cmd.cpp: `gpt2 tokenize`: encode text with the GPT-2 tokenizer and print the ids, write a val/train
+// pair of llm.c token files, or write llm.c shards (`NAME_val_000000.bin`, `NAME_train_000001.bin`, ... as
+// llm.c's dev/data/fineweb.py names them). Input is streamed in parts (text_stream.h) that OpenMP threads
+// encode in parallel and the writer emits in input order, so memory stays bounded whatever the input size
+// and the output does not depend on the thread count. It does not shuffle.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "base/util.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "io/token_writer.h"
 #include "io/tokenfile.h"
+#include "text/text_stream.h"
 #include "text/tokenizer.h"
 
-// Text from a file, a pipe or stdin. Encoding holds the text and about as many bytes again in ids, so
-// more than a quarter of the available memory is refused rather than read until the machine runs out.
-static std::string read_input(const std::string& path) {
-    if (path != "-" && access(path.c_str(), F_OK) != 0)
-        fatal("input file not found (%s): expected a readable text file", path.c_str());
-    size_t avail = memory_available();
-    return text_read(path, avail ? avail / 4 : (size_t)1 << 34);
-}
+namespace {
 
-// <|endoftext|> before the text and after every "\n\n" (non-overlapping, left to right; a final empty
-// section still gets its EOT), which is what llm.c's `"<|endoftext|>" + text` followed by
-// `replace("\n\n", "\n\n<|endoftext|>")` produces. Unlike there, a literal `<|endoftext|>` already in the
-// text stays ordinary text. Returns the number of sections.
-static size_t encode_documents(Tokenizer* tok, const std::string& text, std::vector<int>* out) {
-    size_t start = 0, sections = 0;
-    for (;;) {
-        size_t sep = text.find("\n\n", start);
-        size_t end = sep == std::string::npos ? text.size() : sep + 2;
-        out->push_back(kTokenizerEot);
-        std::vector<int> ids = tokenizer_encode(tok, text.substr(start, end - start));
-        out->insert(out->end(), ids.begin(), ids.end());
-        sections++;
-        if (sep == std::string::npos) return sections;
-        start = end;
-    }
-}
-
-static void print_ids(const std::vector<int>& ids) {
+// Prints ids space-separated on one line as they come.
+struct IdsPrinter {
     std::string line;
-    line.reserve(ids.size() * 6 + 1);
-    char buf[16];
-    for (size_t i = 0; i < ids.size(); i++) {
-        int n = snprintf(buf, sizeof(buf), i ? " %d" : "%d", ids[i]);
-        line.append(buf, (size_t)n);
+    bool first = true;
+    void add(const std::vector<int>& ids) {
+        char buf[16];
+        for (int id : ids) {
+            int n = snprintf(buf, sizeof(buf), first ? "%d" : " %d", id);
+            line.append(buf, (size_t)n);
+            first = false;
+        }
+        if (line.size() > (1 << 20)) flush();
     }
-    line.push_back('\n');
-    fwrite(line.data(), 1, line.size(), stdout);
-    fflush(stdout);
+    void flush() {
+        fwrite(line.data(), 1, line.size(), stdout);
+        line.clear();
+    }
+    void finish() {
+        line.push_back('\n');
+        flush();
+        fflush(stdout);
+    }
+};
+
+// A progress line on stderr when it is a terminal: bytes, MB/s, tokens, and the ETA when the total is known.
+struct TokenizeProgress {
+    bool tty = isatty(STDERR_FILENO), shown = false;
+    double t0 = time_now_s(), last = 0;
+    void update(uint64_t bytes, int64_t total, int64_t tokens, bool force = false) {
+        double now = time_now_s();
+        if (!tty || (!force && now - last < 0.5)) return;
+        last = now;
+        double secs = now - t0, mb = (double)bytes / 1e6, rate = secs > 0 ? mb / secs : 0;
+        char eta[64] = "";
+        if (total > 0 && rate > 0) {
+            double left = ((double)total / 1e6 - mb) / rate;
+            if (left < 0) left = 0;
+            snprintf(eta, sizeof(eta), ", %.0f%%, ETA %dm%02ds", 100.0 * (double)bytes / (double)total,
+                     (int)(left / 60), (int)left % 60);
+        }
+        fprintf(stderr, "\rtokenize: %.1f MB, %.1f MB/s, %.2fM tokens%s   ", mb, rate, (double)tokens / 1e6, eta);
+        fflush(stderr);
+        shown = true;
+    }
+    void close() {
+        if (shown) fputc('\n', stderr);
+        shown = false;
+    }
+};
+
+// Testing knobs, so that small inputs exercise the cutting and its limit: GPT2_TOKENIZE_CHUNK_BYTES (parts
+// of about this many bytes) and GPT2_TOKENIZE_MAX_UNSPLIT_BYTES (longest stretch without a cut point).
+size_t bytes_from_env(const char* name, size_t fallback) {
+    const char* v = getenv(name);
+    if (!v || !*v) return fallback;
+    char* end = nullptr;
+    long long x = strtoll(v, &end, 10);
+    if (*end || x < 1 || x > (1ll << 30))
+        fatal("bad value for %s (tokenize): expected 1..%lld, got '%s'", name, 1ll << 30, v);
+    return (size_t)x;
 }
+
+bool is_directory(const std::string& path) {
+    struct stat st;
+    return path != "-" && stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::string shard_name(const std::string& prefix, int k) {
+    char suffix[32];
+    snprintf(suffix, sizeof(suffix), "%s_%06d.bin", k == 0 ? "val" : "train", k);
+    return prefix.back() == '/' ? prefix + suffix : prefix + "_" + suffix;
+}
+
+}  // namespace
 
 int cmd_tokenize(int argc, char** argv) {
     static const std::string default_dir = tokenizer_default_dir();
     const std::vector<CliFlag> flags = {
         {"ids", "", "", "print the ids on one line, space-separated", true},
         {"output", "o", nullptr,
-         "write PREFIX_train.bin and PREFIX_val.bin; a PREFIX ending in / writes PREFIX/train.bin and "
-         "PREFIX/val.bin"},
-        {"val-tokens", "", "32768", "number of leading tokens written to the val file (with -o)"},
+         "a single text file: write PREFIX_val.bin and PREFIX_train.bin (PREFIX ending in /: PREFIX/val.bin "
+         "and PREFIX/train.bin); sharded: PREFIX_val_000000.bin, PREFIX_train_000001.bin, ... (PREFIX/val_000000.bin, "
+         "... when it ends in /)"},
+        {"val-tokens", "", "32768", "number of leading tokens written to the val file (-o, a single text file)"},
+        {"shard-tokens", "", "100000000",
+         "write shards of N tokens, the first one val (llm.c's fineweb.py layout); implied by a directory, several "
+         "inputs or --jsonl-field"},
         {"split-on-blank-lines", "", "",
          "split the text after every \"\\n\\n\" and put <|endoftext|> before each section (llm.c layout)", true},
+        {"jsonl-field", "", "", "the inputs are JSON lines; each line's string field NAME is one document"},
         {"tokenizer", "", default_dir.c_str(), "directory with encoder.json + vocab.bpe (or vocab.json + merges.txt)"},
     };
     const char* usage =
-        "gpt2 tokenize [--tokenizer DIR] (--ids | -o PREFIX [--val-tokens N]) "
-        "[--split-on-blank-lines] FILE";
+        "gpt2 tokenize [--tokenizer DIR] (--ids | -o PREFIX [--val-tokens N | --shard-tokens N]) "
+        "[--split-on-blank-lines] [--jsonl-field NAME] INPUT...";
     const char* about =
-        "Encodes FILE (- for stdin) with the GPT-2 tokenizer; the text <|endoftext|> in FILE is "
-        "ordinary text.";
+        "Encodes each INPUT (a text file, a directory of them, or - for stdin) with the GPT-2 tokenizer, streaming "
+        "with bounded memory on all OpenMP threads. Documents are whole files, the sections between blank lines "
+        "(--split-on-blank-lines) or JSON lines (--jsonl-field), each preceded by <|endoftext|>; a single text "
+        "file without --split-on-blank-lines or --shard-tokens is encoded raw, with no <|endoftext|>. A directory "
+        "means its regular files not starting with '.', sorted by name; blank JSON lines are skipped. The text "
+        "<|endoftext|> in the input is ordinary text.";
     CliArgs args = cli_parse(argc, argv, "tokenize", usage, about, flags, true);
 
-    if (args.positional.empty()) fatal("missing input file (tokenize): expected FILE, or - for stdin");
-    if (args.positional.size() > 1)
-        fatal("too many input files (tokenize): expected one FILE, got %zu", args.positional.size());
+    if (args.positional.empty()) fatal("missing input file (tokenize): expected FILE, DIR or - for stdin");
     bool to_ids = args.on("ids"), to_files = args.has("output");
     if (to_ids == to_files)
         fatal("%s (tokenize): expected exactly one of --ids or -o PREFIX",
               to_ids ? "conflicting flags --ids and --output" : "missing output");
     if (to_ids && args.has("val-tokens")) fatal("flag --val-tokens needs -o PREFIX (tokenize): got --ids");
-    long long val_tokens = args.integer_in("val-tokens", 0, 1ll << 40);
+    if (to_ids && args.has("shard-tokens")) fatal("flag --shard-tokens needs -o PREFIX (tokenize): got --ids");
+    if (args.has("jsonl-field") && args.str("jsonl-field").empty())
+        fatal("empty value for --jsonl-field (tokenize): expected the name of a string field");
+    const bool jsonl = args.has("jsonl-field");
+    const bool many_docs = args.positional.size() > 1 || is_directory(args.positional[0]);
+    const bool sharded = to_files && (args.has("shard-tokens") || jsonl || many_docs);
+    if (sharded && args.has("val-tokens"))
+        fatal(
+            "conflicting flags --val-tokens and sharded output (tokenize): expected --shard-tokens N, whose first "
+            "shard is val, with a directory, several inputs, --jsonl-field or --shard-tokens");
+    const long long val_tokens = args.integer_in("val-tokens", 0, 1ll << 40);
+    const long long shard_tokens = args.integer_in("shard-tokens", 1, INT32_MAX);
     std::string prefix = to_files ? args.str("output") : "";
     if (to_files && prefix.empty()) fatal("empty value for --output (tokenize): expected a path prefix");
 
-    const std::string& input = args.positional[0];
-    const char* input_name = input == "-" ? "stdin" : input.c_str();
-    std::string text = read_input(input);
-    if (text.empty()) fatal("empty input (%s): expected at least one byte of text", input_name);
+    TextStreamOptions opt;
+    opt.split_on_blank_lines = args.on("split-on-blank-lines");
+    opt.jsonl_field = jsonl ? args.str("jsonl-field") : "";
+    opt.eot = opt.split_on_blank_lines || jsonl || many_docs || sharded;
+    opt.chunk_bytes = bytes_from_env("GPT2_TOKENIZE_CHUNK_BYTES", opt.chunk_bytes);
+    opt.max_unsplit_bytes = bytes_from_env("GPT2_TOKENIZE_MAX_UNSPLIT_BYTES", opt.max_unsplit_bytes);
+    std::vector<TextInput> inputs = text_inputs_expand(args.positional);
+    const std::string input_name = args.positional.size() > 1  ? std::to_string(args.positional.size()) + " inputs"
+                                   : args.positional[0] == "-" ? "stdin"
+                                                               : args.positional[0];
+    TextStream stream(inputs, opt);
 
     Tokenizer tok;
     tokenizer_load(&tok, args.str("tokenizer"));
-    std::vector<int> ids;
-    size_t sections = 1;
-    if (args.on("split-on-blank-lines")) sections = encode_documents(&tok, text, &ids);
-    else ids = tokenizer_encode(&tok, text);
+
+    // Outputs: the paths are checked before any work, and again as each file is opened.
+    std::string val_path, train_path;
+    std::unique_ptr<TokenFileWriter> writer;
+    if (to_files) {
+        std::string dir = prefix.back() == '/' ? prefix.substr(0, prefix.size() - 1) : path_parent(prefix);
+        if (!dir.empty() && dir != "." && dir != "/") dir_create(dir);
+        if (sharded) {
+            writer.reset(new TokenFileWriter([&](int k) { return shard_name(prefix, k); },
+                                             [&](int) { return (int64_t)shard_tokens; }, "--output (tokenize)", false));
+        } else {
+            val_path = prefix.back() == '/' ? prefix + "val.bin" : prefix + "_val.bin";
+            train_path = prefix.back() == '/' ? prefix + "train.bin" : prefix + "_train.bin";
+            writer.reset(new TokenFileWriter(
+                [&](int k) {
+                    if (k > 1)
+                        fatal("too many tokens for one train file (%s): expected at most %d; use --shard-tokens",
+                              input_name.c_str(), INT32_MAX);
+                    return k == 0 ? val_path : train_path;
+                },
+                [&](int k) { return k == 0 ? (int64_t)val_tokens : (int64_t)INT32_MAX; }, "--output (tokenize)", true));
+            if (val_tokens > INT32_MAX)
+                fatal("bad value for --val-tokens (tokenize): expected at most %d for one token file", INT32_MAX);
+        }
+        writer->check_replaceable(0);
+        writer->check_replaceable(1);
+    }
+
+    int threads = 1;
+#ifdef _OPENMP
+    threads = omp_get_max_threads();
+#endif
+    std::vector<Tokenizer> toks(threads, tok);
+    const size_t batch_bytes = 16 * (size_t)threads * opt.chunk_bytes;
+    const size_t batch_parts = 4096 * (size_t)threads;
+    std::vector<TextPart> batch;
+    std::vector<std::vector<int>> ids;
+    IdsPrinter printer;
+    TokenizeProgress progress;
+    int64_t tokens = 0;
+    bool checked_empty = false;
+    for (;;) {
+        batch.clear();
+        size_t bytes = 0;
+        TextPart part;
+        bool more = true;
+        while (batch.size() < batch_parts && bytes < batch_bytes && (more = stream.next(&part))) {
+            bytes += part.text.size();
+            batch.push_back(std::move(part));
+        }
+        if (!checked_empty && !more && stream.bytes_read() == 0)
+            fatal("empty input (%s): expected at least one byte of text", input_name.c_str());
+        checked_empty = true;
+        if (batch.empty()) break;
+        ids.resize(batch.size());
+#pragma omp parallel for schedule(dynamic, 1)
+        for (long i = 0; i < (long)batch.size(); i++) {
+            int t = 0;
+#ifdef _OPENMP
+            t = omp_get_thread_num();
+#endif
+            std::vector<int>& out = ids[(size_t)i];
+            out.clear();
+            if (batch[(size_t)i].starts_doc) out.push_back(kTokenizerEot);
+            std::vector<int> enc = tokenizer_encode(&toks[(size_t)t], batch[(size_t)i].text);
+            out.insert(out.end(), enc.begin(), enc.end());
+        }
+        for (const std::vector<int>& v : ids) {
+            if (to_ids) printer.add(v);
+            else writer->append(v.data(), v.size());
+            tokens += (int64_t)v.size();
+        }
+        ids.clear();
+        progress.update(stream.bytes_read(), stream.total_bytes(), tokens);
+    }
+    progress.update(stream.bytes_read(), stream.total_bytes(), tokens, true);
+    progress.close();
 
     if (to_ids) {
-        print_ids(ids);
+        printer.finish();
         return 0;
     }
-    if ((long long)ids.size() <= val_tokens)
-        fatal("too few tokens for --val-tokens %lld (%s): expected more than %lld, got %zu", val_tokens, input_name,
-              val_tokens, ids.size());
-    std::string train_path, val_path;
-    if (prefix.back() == '/') {
-        dir_create(prefix.substr(0, prefix.size() - 1));
-        train_path = prefix + "train.bin";
-        val_path = prefix + "val.bin";
-    } else {
-        size_t slash = prefix.find_last_of('/');
-        if (slash != std::string::npos && slash > 0) dir_create(prefix.substr(0, slash));
-        train_path = prefix + "_train.bin";
-        val_path = prefix + "_val.bin";
+    if (writer->files() < 2) {
+        if (sharded)
+            fatal(
+                "too few tokens for --shard-tokens %lld (%s): expected more than %lld so that a train shard "
+                "follows the val shard, got %lld",
+                shard_tokens, input_name.c_str(), shard_tokens, (long long)tokens);
+        fatal("too few tokens for --val-tokens %lld (%s): expected more than %lld, got %lld", val_tokens,
+              input_name.c_str(), val_tokens, (long long)tokens);
     }
-    for (const std::string& path : {val_path, train_path})
-        if (access(path.c_str(), F_OK) == 0 && !tokenfile_is_token_file(path))
-            fatal_hint("choose another -o PREFIX; gpt2 replaces only token files",
-                       "bad value for --output "
-                       "(tokenize): %s exists and is not a token file",
-                       path.c_str());
-    // both files are staged before either is published, so a failure leaves the old pair as it was
-    std::vector<int> val(ids.begin(), ids.begin() + val_tokens), train(ids.begin() + val_tokens, ids.end());
-    std::string val_staged = tokenfile_stage(val_path, val);
-    FatalCleanup cleanup([&] { unlink(val_staged.c_str()); });
-    std::string train_staged = tokenfile_stage(train_path, train);
-    file_publish(val_staged, val_path);
-    file_publish(train_staged, train_path);
-    printf("tokenized %s (%zu bytes, %zu section%s): %zu val tokens -> %s, %zu train tokens -> %s\n", input_name,
-           text.size(), sections, sections == 1 ? "" : "s", val.size(), val_path.c_str(), train.size(),
-           train_path.c_str());
+    const int64_t last_count = writer->tokens_in_current();
+    const int files = writer->finish();
+    const unsigned long long in_bytes = (unsigned long long)stream.bytes_read();
+    if (!sharded) {
+        size_t sections = opt.eot ? (size_t)stream.documents() : 1;
+        printf("tokenized %s (%llu bytes, %zu section%s): %lld val tokens -> %s, %lld train tokens -> %s\n",
+               input_name.c_str(), in_bytes, sections, sections == 1 ? "" : "s", val_tokens, val_path.c_str(),
+               (long long)(tokens - val_tokens), train_path.c_str());
+        return 0;
+    }
+    // Shards of an earlier, longer run would otherwise mix into a glob of this one's.
+    int stale = 0;
+    for (int k = files;; k++) {
+        std::string path = shard_name(prefix, k);
+        if (access(path.c_str(), F_OK) != 0 || !tokenfile_is_token_file(path)) break;
+        if (unlink(path.c_str()) == 0) stale++;
+    }
+    if (stale)
+        fprintf(stderr, "note: removed %d shard%s of an earlier run after %s\n", stale, stale == 1 ? "" : "s",
+                shard_name(prefix, files - 1).c_str());
+    printf(
+        "tokenized %s (%llu bytes, %llu documents, %d thread%s): %lld val tokens -> %s, %lld train tokens in "
+        "%d shard%s -> %s .. %s (last %lld)\n",
+        input_name.c_str(), in_bytes, (unsigned long long)stream.documents(), threads, threads == 1 ? "" : "s",
+        (long long)std::min<int64_t>(tokens, shard_tokens), shard_name(prefix, 0).c_str(),
+        (long long)(tokens - shard_tokens), files - 1, files == 2 ? "" : "s", shard_name(prefix, 1).c_str(),
+        shard_name(prefix, files - 1).c_str(), (long long)last_count);
     return 0;
 }

@@ -344,7 +344,6 @@ void bpe_piece(Tokenizer* tok, const uint8_t* p, size_t n, std::vector<int>* out
     for (int i = 0; i >= 0; i = next[i]) out->push_back(ids[i]);
 }
 
-const size_t kCacheMaxEntries = 1 << 20;
 const size_t kCacheMaxPieceBytes = 256;  // longer pieces are rare and would bloat the cache
 
 void encode_piece(Tokenizer* tok, const uint8_t* p, size_t n, std::vector<int>* out) {
@@ -364,7 +363,7 @@ void encode_piece(Tokenizer* tok, const uint8_t* p, size_t n, std::vector<int>* 
     }
     size_t start = out->size();
     bpe_piece(tok, p, n, out);
-    if (tok->cache.size() >= kCacheMaxEntries) tok->cache.clear();
+    if (tok->cache.size() >= tok->cache_max_entries) tok->cache.clear();
     tok->cache.emplace(std::move(key), std::vector<int>(out->begin() + start, out->end()));
 }
 
@@ -449,6 +448,27 @@ std::vector<int> tokenizer_encode(Tokenizer* tok, const std::string& text) {
         i = end;
     }
     return out;
+}
+
+size_t tokenizer_cut_before(const char* text, size_t n, size_t lo, size_t hi) {
+    const uint8_t* s = (const uint8_t*)text;
+    if (n == 0) return 0;
+    if (hi >= n) hi = n - 1;
+    for (size_t p = hi; p > lo; p--) {
+        uint8_t b = s[p];
+        if (b != ' ' && b != '\n' && b != '\t' && b != '\r' && b != '\v' && b != '\f') continue;
+        uint8_t a = s[p - 1];
+        if (a >= 0x21 && a <= 0x7E) return p;  // printable ASCII is never whitespace
+        // A multi-byte character ending at p: its lead byte starts a character wherever parsing began,
+        // because only 0x80..0xBF continue one.
+        for (size_t k = 2; k <= 4 && k <= p - lo; k++) {
+            size_t len;
+            if ((s[p - k] & 0xC0) == 0x80) continue;
+            if (char_at(s, n, p - k, &len) != kSpace && len == k) return p;
+            break;
+        }
+    }
+    return 0;
 }
 
 std::vector<std::string> tokenizer_pretokenize(const std::string& text) {

@@ -25,8 +25,10 @@ struct Tokenizer {
     int byte_ids[256] = {0};                              // single-byte tokens
     std::unordered_map<uint64_t, TokenizerMerge> merges;  // key (left << 32) | right
     // Pieces already encoded; bounded (cleared when it grows past a limit) so huge inputs cannot
-    // exhaust memory.
+    // exhaust memory. 65,536 pieces (about 8 MB) encoded a 60 MB Shakespeare-and-random-words corpus in
+    // 2.4 s of CPU against 4.0 s with 1M (140 MB, slower to fill and clear) and 2.9 s with 32K.
     std::unordered_map<std::string, std::vector<int>> cache;
+    size_t cache_max_entries = 1 << 16;
     // Scratch for the merge loop, reused across pieces to avoid allocations.
     std::vector<int> scratch_ids, scratch_next, scratch_prev;
     std::vector<uint64_t> scratch_heap;
@@ -45,6 +47,11 @@ std::string tokenizer_decode(const Tokenizer& tok, const std::vector<int>& ids);
 bool tokenizer_files_present(const std::string& dir);
 // $GPT2_DATA_DIR/gpt2 when that variable is set and non-empty, else data/gpt2.
 std::string tokenizer_default_dir();
+// A place to cut text[0, n) so that encoding the two sides separately gives the ids of the whole: the
+// highest p in (lo, hi] (hi < n) where an ASCII whitespace byte follows a character that is not
+// whitespace. No pre-tokenizer piece spans such a point (pieces hold whitespace only before their
+// non-whitespace characters). 0 when there is none.
+size_t tokenizer_cut_before(const char* text, size_t n, size_t lo, size_t hi);
 // GPT-2's pre-tokenizer alone: the pieces BPE runs on, concatenating to `text`. For tests and debugging.
 std::vector<std::string> tokenizer_pretokenize(const std::string& text);
 

@@ -8,6 +8,9 @@
 //        encode("<|endoftext|>" + text.replace("\n\n", "\n\n<|endoftext|>"), allowed_special="all");
 //        refused for a FILE that holds the text <|endoftext|> (llm.c would make it the special token,
 //        our `tokenize --split-on-blank-lines` keeps it text)
+//   node tests/node/tiktoken_ids.mjs --jsonl-field NAME FILE
+//        llm.c's dev/data/fineweb.py layout of JSON lines: for each non-blank line, <|endoftext|> followed by
+//        encode_ordinary(JSON.parse(line)[NAME])
 // FILE must be valid UTF-8 (a JS string cannot carry invalid bytes, so tiktoken never sees them; the
 // invalid-UTF-8 cases are scripts/bpe_reference.py's). A byte order mark is kept as text, as ours does.
 import { readFileSync } from "node:fs";
@@ -17,8 +20,10 @@ import { fail } from "./common.mjs";
 const args = process.argv.slice(2);
 const llmc = args[0] === "--split-on-blank-lines";
 if (llmc) args.shift();
+let jsonlField = null;
+if (args[0] === "--jsonl-field" && args.length > 1) jsonlField = args.splice(0, 2)[1];
 if (args.length !== 1 || args[0].startsWith("-"))
-    fail("usage: node tests/node/tiktoken_ids.mjs [--split-on-blank-lines] FILE");
+    fail("usage: node tests/node/tiktoken_ids.mjs [--split-on-blank-lines | --jsonl-field NAME] FILE");
 const file = args[0];
 
 let bytes;
@@ -44,7 +49,22 @@ try {
 }
 const enc = tiktoken.get_encoding("gpt2");
 let ids;
-if (llmc) {
+if (jsonlField !== null) {
+    ids = [];
+    const eot = enc.encode("<|endoftext|>", "all")[0];
+    text.split("\n").forEach((line, i) => {
+        if (line.trim() === "") return;
+        let doc;
+        try {
+            doc = JSON.parse(line)[jsonlField];
+        } catch (e) {
+            fail(`${file} line ${i + 1}: ${e.message}`);
+        }
+        if (typeof doc !== "string") fail(`${file} line ${i + 1}: field ${jsonlField} is not a string`);
+        ids.push(eot);
+        for (const id of enc.encode_ordinary(doc)) ids.push(id);
+    });
+} else if (llmc) {
     if (text.includes("<|endoftext|>"))
         fail(`${file} holds the text <|endoftext|>: llm.c's layout would encode it as the special token`);
     ids = enc.encode("<|endoftext|>" + text.replaceAll("\n\n", "\n\n<|endoftext|>"), "all");

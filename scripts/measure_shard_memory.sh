@@ -2,8 +2,9 @@
 # measure_shard_memory.sh: shows that training memory does not grow with the corpus. Trains the same model
 # for 20 steps on tiny shakespeare (one token file), on one shard, and on all of a generated ~1e9-token set
 # of 10 shards (about 2 GB, uniform random ids from /dev/urandom), sampling RssAnon and RssFile of
-# /proc/PID/status every 0.1 s, and prints each run's peaks. The one-shard run separates what grows with the
-# shard size (the current shard's window order, 4 bytes per T tokens) from what would grow with the corpus.
+# /proc/PID/status every 0.1 s, and prints each run's peaks. The one-shard run separates what could grow with
+# the shard size from what would grow with the corpus (a shard of more than 65,536 windows keeps no window
+# order list, so neither should).
 # The shards are deleted at the end (also on failure or Ctrl-C). Not part of CI: it needs ~2.2 GB of disk
 # and a few minutes. Run from the repository root:
 #   GPT2_DATA_DIR=/work/shared/data bash scripts/measure_shard_memory.sh [DIR]   (DIR: where the shards go)

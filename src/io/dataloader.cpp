@@ -53,6 +53,7 @@ void dataloader_init(DataLoader* dl, const std::string& spec, const char* flag, 
     dl->shard_order.clear();
     dl->shard_pos = 0;
     dl->order.clear();
+    dl->order_key = 0, dl->order_windows = 0;
     dl->pos = 0;
     dl->epoch = -1;  // dataloader_next starts epoch 0
     dl->inputs.assign((size_t)B * T, 0);
@@ -87,9 +88,36 @@ static void make_order(std::vector<uint32_t>* order, size_t n, bool shuffle, Rng
         for (size_t i = n - 1; i > 0; i--) std::swap((*order)[i], (*order)[rng->below((uint32_t)i + 1)]);
 }
 
+uint32_t dataloader_permute(uint64_t i, uint64_t n, uint64_t key) {
+    if (key == 0) return (uint32_t)i;
+    int h = 1;
+    while ((1ull << (2 * h)) < n) h++;
+    const uint64_t mask = (1ull << h) - 1;
+    uint64_t x = i;
+    do {  // at most 4 passes on average: n > 2^(2h) / 4
+        uint64_t l = x >> h, r = x & mask;
+        for (uint64_t round = 0; round < 4; round++) {
+            uint64_t z = r + key + round * 0x9E3779B97F4A7C15ull;  // splitmix64's finalizer as round function
+            z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+            z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+            const uint64_t next_l = r;
+            r = l ^ ((z ^ (z >> 31)) & mask);
+            l = next_l;
+        }
+        x = (l << h) | r;
+    } while (x >= n);
+    return (uint32_t)x;
+}
+
+// The current shard's window order: its length, and entry i.
+static size_t order_size(const DataLoader& dl) { return dl.order_windows ? dl.order_windows : dl.order.size(); }
+static uint32_t order_at(const DataLoader& dl, size_t i) {
+    return dl.order_windows ? dataloader_permute(i, dl.order_windows, dl.order_key) : dl.order[i];
+}
+
 void dataloader_next(DataLoader* dl) {
     const size_t step = (size_t)dl->world * dl->B;
-    if (dl->epoch < 0 || dl->pos + step > dl->order.size()) {
+    if (dl->epoch < 0 || dl->pos + step > order_size(*dl)) {
         // every shard holds >= step windows (dataloader_init), so one move always lands on a usable shard
         if (dl->epoch < 0 || dl->shard_pos + 1 >= dl->shard_order.size()) {
             dl->epoch++;
@@ -98,10 +126,20 @@ void dataloader_next(DataLoader* dl) {
         } else {
             dl->shard_pos++;
         }
-        make_order(&dl->order, dataloader_shard_windows(*dl, dl->shard_order[dl->shard_pos]), dl->shuffle, &dl->rng);
+        const size_t n = dataloader_shard_windows(*dl, dl->shard_order[dl->shard_pos]);
+        if (n <= kDataLoaderStoredOrder) {
+            make_order(&dl->order, n, dl->shuffle, &dl->rng);
+            dl->order_key = 0, dl->order_windows = 0;
+        } else {  // computed: two draws make the key (never 0 when shuffling)
+            std::vector<uint32_t>().swap(dl->order);
+            dl->order_key = dl->shuffle ? ((uint64_t)dl->rng.next_u32() << 32 | dl->rng.next_u32()) | 1 : 0;
+            dl->order_windows = n;
+        }
         dl->pos = 0;
     }
-    load_windows(dl, dl->shards[dl->shard_order[dl->shard_pos]], dl->order.data() + dl->pos + (size_t)dl->rank * dl->B);
+    std::vector<uint32_t> windows(dl->B);
+    for (int b = 0; b < dl->B; b++) windows[b] = order_at(*dl, dl->pos + (size_t)dl->rank * dl->B + b);
+    load_windows(dl, dl->shards[dl->shard_order[dl->shard_pos]], windows.data());
     dl->pos += step;
 }
 
@@ -127,6 +165,8 @@ DataLoaderState dataloader_state(const DataLoader& dl) {
     s.shard_order = dl.shard_order;
     s.shard_pos = dl.shard_pos;
     s.order = dl.order;
+    s.order_key = dl.order_key;
+    s.order_windows = dl.order_windows;
     s.epoch = dl.epoch;
     s.pos = dl.pos;
     s.rng = dl.rng.state;
@@ -145,8 +185,13 @@ static bool is_permutation(const std::vector<uint32_t>& order) {
 bool dataloader_state_valid(const DataLoaderState& s, std::string* err) {
     if (!is_permutation(s.order)) return *err = "loader.order is not a permutation of the windows", false;
     if (!is_permutation(s.shard_order)) return *err = "loader.shard_order is not a permutation of the shards", false;
-    if (s.pos > s.order.size()) return *err = "loader.pos past the end of loader.order", false;
-    if (s.order.empty() != (s.epoch < 0) || s.shard_order.empty() != (s.epoch < 0) || (s.order.empty() && s.pos != 0) ||
+    if (s.order_windows &&
+        (!s.order.empty() || s.order_windows <= kDataLoaderStoredOrder || s.order_windows > UINT32_MAX))
+        return *err = "loader.order_windows with a stored loader.order, or out of range", false;
+    if (!s.order_windows && s.order_key) return *err = "loader.order_key without loader.order_windows", false;
+    const size_t windows = s.order_windows ? s.order_windows : s.order.size();
+    if (s.pos > windows) return *err = "loader.pos past the end of loader.order", false;
+    if ((windows == 0) != (s.epoch < 0) || s.shard_order.empty() != (s.epoch < 0) || (windows == 0 && s.pos != 0) ||
         (s.shard_order.empty() ? s.shard_pos != 0 : s.shard_pos >= s.shard_order.size()))
         return *err = "loader.epoch, loader.pos, loader.shard_pos and the orders disagree", false;
     if (s.rng == 0) return *err = "loader.rng is 0, expected a non-zero state", false;
@@ -159,13 +204,16 @@ void dataloader_restore(DataLoader* dl, const DataLoaderState& s, const std::str
             fatal("training data changed (%s): the train state orders %zu shards, %s holds %zu", where.c_str(),
                   s.shard_order.size(), dl->spec.c_str(), dl->shards.size());
         const size_t shard = s.shard_order[s.shard_pos], windows = dataloader_shard_windows(*dl, shard);
-        if (s.order.size() != windows)
+        const size_t ordered = s.order_windows ? s.order_windows : s.order.size();
+        if (ordered != windows)
             fatal("training data changed (%s): the train state orders %zu windows of %s, it holds %zu", where.c_str(),
-                  s.order.size(), dl->shards[shard].path.c_str(), windows);
+                  ordered, dl->shards[shard].path.c_str(), windows);
     }
     dl->shard_order = s.shard_order;
     dl->shard_pos = s.shard_pos;
     dl->order = s.order;
+    dl->order_key = s.order_key;
+    dl->order_windows = s.order_windows;
     dl->epoch = s.epoch;
     dl->pos = s.pos;
     dl->rng.state = s.rng;

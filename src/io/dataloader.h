@@ -2,7 +2,8 @@
 // each memory-mapped. Window i of a shard covers its tokens [i*T, i*T + T] (consecutive windows share one
 // token, as llm.c's loader reads them); a batch never spans two shards. Training batches follow llm.c's
 // shuffle: each epoch a seeded permutation of the shards, and within each shard a permutation of its
-// windows (with no shuffle, both in order). llm.c permutes whole batches of B*T contiguous tokens; here the
+// windows (with no shuffle, both in order); a shard of more than kDataLoaderStoredOrder windows gets a
+// keyed permutation computed per batch instead of a stored one, so memory stays flat with shard size. llm.c permutes whole batches of B*T contiguous tokens; here the
 // unit is one window, as the single-file loader always had it. Evaluation reads each shard's consecutive
 // windows from token 0.
 // File validation lives in tokenfile.h. Reference: llm.c llmc/dataloader.h (read, not copied).
@@ -26,8 +27,13 @@ struct DataLoader {
     Rng rng;
     std::vector<uint32_t> shard_order;  // shard order of the current epoch
     size_t shard_pos = 0;               // index into shard_order of the current shard
-    std::vector<uint32_t> order;        // window order within the current shard
-    size_t pos = 0;                     // next index into order
+    std::vector<uint32_t> order;        // window order within the current shard, when stored (small shards)
+    // A shard of more than kDataLoaderStoredOrder windows keeps no order: window i of its epoch order is
+    // dataloader_permute(i, order_windows, order_key), so memory stays flat with shard size. order_key 0
+    // is the identity (no shuffle). order_windows is 0 while the order is stored.
+    uint64_t order_key = 0;
+    size_t order_windows = 0;
+    size_t pos = 0;  // next index into the order
     int epoch = 0;
     std::vector<int> inputs, targets;  // (B, T) of the current batch
 };
@@ -39,13 +45,20 @@ struct DataLoaderState {
     std::vector<uint32_t> shard_order;
     size_t shard_pos = 0;
     std::vector<uint32_t> order;
+    uint64_t order_key = 0;
+    size_t order_windows = 0;  // non-zero: a computed order of this many windows (order empty)
     int epoch = -1;
     size_t pos = 0;
     uint64_t rng = 0;
 };
+// Shards of up to this many windows keep their order as a list (256 KB at most); larger ones compute it.
+const size_t kDataLoaderStoredOrder = 65536;
+// A bijection of [0, n) chosen by key (n <= 2^32; key 0: the identity): a 4-round Feistel network on the
+// smallest 2^(2h) >= n, applied again until the value falls inside [0, n) (cycle walking).
+uint32_t dataloader_permute(uint64_t i, uint64_t n, uint64_t key);
 DataLoaderState dataloader_state(const DataLoader& dl);
-// Consistent on its own: both orders permutations, positions inside them, epoch -1 exactly when the orders
-// are empty, a non-zero RNG state. false with a message otherwise.
+// Consistent on its own: both orders permutations (or a computed window order), positions inside them,
+// epoch -1 exactly when there are no orders, a non-zero RNG state. false with a message otherwise.
 bool dataloader_state_valid(const DataLoaderState& s, std::string* err);
 // Puts dl where s says; fatal (naming `where`, the train state) if s does not fit dl's shards.
 void dataloader_restore(DataLoader* dl, const DataLoaderState& s, const std::string& where);

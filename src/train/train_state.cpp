@@ -175,6 +175,8 @@ void train_state_save(const std::string& dir, const GPT2& model, const AdamW& op
              {"loader.epoch", std::to_string(loader.epoch)},
              {"loader.pos", std::to_string(loader.pos)},
              {"loader.shard_pos", std::to_string(loader.shard_pos)},
+             {"loader.order_windows", std::to_string(loader.order_windows)},
+             {"loader.order_key", std::to_string(loader.order_key)},
              {"loader.rng", std::to_string(loader.rng)},
              {"params.fnv1a", train_state_params_hash(model)},
              {"data.shards", std::to_string(dl.shards.size())},
@@ -243,6 +245,20 @@ bool train_state_parse(const SafeTensors& st, TrainState* ts, std::string* err) 
             return false;
         dl.shard_pos = (size_t)shard_pos;
         ts->data_shards = (size_t)shards;
+        // a computed window order (a shard past kDataLoaderStoredOrder windows); absent before it existed
+        if (!st.meta("loader.order_windows").empty()) {
+            long long windows;
+            if (!meta_int(st, "loader.order_windows", 0, 1ll << 32, &windows, err)) return false;
+            dl.order_windows = (size_t)windows;
+            const std::string key = st.meta("loader.order_key");
+            char* end = nullptr;
+            errno = 0;
+            const unsigned long long k = strtoull(key.c_str(), &end, 10);
+            if (key.empty() || key[0] < '0' || key[0] > '9' || *end || errno)
+                return fail(err,
+                            "metadata \"loader.order_key\" is '" + key.substr(0, 40) + "', expected a 64-bit integer");
+            dl.order_key = k;
+        }
         dl.shard_order.resize(shard_order->numel());
         if (!dl.shard_order.empty())
             memcpy(dl.shard_order.data(), st.bytes.data() + shard_order->begin, shard_order->numel() * 4);

@@ -260,3 +260,15 @@ std::string json_escape(const std::string& s) {
     }
     return out + "\"";
 }
+
+const char* json_type_name(Json::Type type) {
+    switch (type) {
+        case Json::NUL: return "null";
+        case Json::BOOL: return "a boolean";
+        case Json::NUMBER: return "a number";
+        case Json::STRING: return "a string";
+        case Json::ARRAY: return "an array";
+        case Json::OBJECT: return "an object";
+    }
+    return "?";
+}

@@ -456,3 +456,11 @@ double time_now_s() {
     using namespace std::chrono;
     return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
+
+std::string format_duration(double s) {
+    char buf[32];
+    int t = (int)(s + 0.5);
+    if (t >= 3600) snprintf(buf, sizeof(buf), "%dh%02dm", t / 3600, t / 60 % 60);
+    else snprintf(buf, sizeof(buf), "%dm%02ds", t / 60, t % 60);
+    return buf;
+}

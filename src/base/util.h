@@ -119,3 +119,5 @@ std::string path_parent(const std::string& path);
 // The last component: "a/b" -> "b", "b/" -> "b".
 std::string path_base(const std::string& path);
 double time_now_s();  // monotonic seconds
+// "12m05s", or "3h07m" from an hour on: an ETA for progress lines.
+std::string format_duration(double seconds);

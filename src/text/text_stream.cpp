@@ -15,18 +15,6 @@ namespace {
 
 const size_t kReadBlock = 1 << 20;
 
-const char* json_type_name(Json::Type t) {
-    switch (t) {
-        case Json::NUL: return "null";
-        case Json::BOOL: return "a boolean";
-        case Json::NUMBER: return "a number";
-        case Json::STRING: return "a string";
-        case Json::ARRAY: return "an array";
-        case Json::OBJECT: return "an object";
-    }
-    return "?";
-}
-
 int64_t regular_size(int fd) {
     struct stat st;
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) return (int64_t)st.st_size;

@@ -26,18 +26,6 @@ namespace {
     fatal("%s (%s line %d): %s", what, path.c_str(), line, rest);
 }
 
-const char* json_type_name(const Json& j) {
-    switch (j.type) {
-        case Json::NUL: return "null";
-        case Json::BOOL: return "a boolean";
-        case Json::NUMBER: return "a number";
-        case Json::STRING: return "a string";
-        case Json::ARRAY: return "an array";
-        case Json::OBJECT: return "an object";
-    }
-    return "?";
-}
-
 const Json& require_field(const Json& obj, const char* key, const std::string& path, int line) {
     const Json* j = obj.find(key);
     if (!j) line_error("missing field", path, line, "expected \"%s\" (with ctx, endings and label)", key);
@@ -52,32 +40,32 @@ HellaSwagExample parse_example(const char* text, size_t n, const std::string& pa
         line_error("malformed JSON", path, line, "%s", err.c_str());
     }
     if (obj.type != Json::OBJECT)
-        line_error("bad HellaSwag example", path, line, "expected a JSON object, got %s", json_type_name(obj));
+        line_error("bad HellaSwag example", path, line, "expected a JSON object, got %s", json_type_name(obj.type));
     HellaSwagExample ex;
     ex.line = line;
     const Json& ctx = require_field(obj, "ctx", path, line);
     const Json& endings = require_field(obj, "endings", path, line);
     const Json& label = require_field(obj, "label", path, line);
     if (ctx.type != Json::STRING)
-        line_error("bad field \"ctx\"", path, line, "expected a string, got %s", json_type_name(ctx));
+        line_error("bad field \"ctx\"", path, line, "expected a string, got %s", json_type_name(ctx.type));
     // the first ending token is predicted from the last context token: there must be one
     if (ctx.str.empty()) line_error("bad field \"ctx\"", path, line, "expected text before the endings, got \"\"");
     ex.ctx = ctx.str;
     if (endings.type != Json::ARRAY)
         line_error("bad field \"endings\"", path, line, "expected an array of %d strings, got %s", kHellaSwagEndings,
-                   json_type_name(endings));
+                   json_type_name(endings.type));
     if (endings.items.size() != (size_t)kHellaSwagEndings)
         line_error("bad field \"endings\"", path, line, "expected %d strings, got %zu", kHellaSwagEndings,
                    endings.items.size());
     for (int j = 0; j < kHellaSwagEndings; j++) {
         if (endings.items[j].type != Json::STRING)
             line_error("bad field \"endings\"", path, line, "expected %d strings, got %s at index %d",
-                       kHellaSwagEndings, json_type_name(endings.items[j]), j);
+                       kHellaSwagEndings, json_type_name(endings.items[j].type), j);
         ex.endings[j] = endings.items[j].str;
     }
     if (label.type != Json::NUMBER || !label.is_integer)
         line_error("bad field \"label\"", path, line, "expected an integer 0..%d, got %s", kHellaSwagEndings - 1,
-                   label.type == Json::NUMBER ? "a fraction" : json_type_name(label));
+                   label.type == Json::NUMBER ? "a fraction" : json_type_name(label.type));
     if (label.integer < 0 || label.integer >= kHellaSwagEndings)
         line_error("bad field \"label\"", path, line, "expected 0..%d, got %lld", kHellaSwagEndings - 1,
                    (long long)label.integer);
@@ -86,14 +74,6 @@ HellaSwagExample parse_example(const char* text, size_t n, const std::string& pa
 }
 
 int candidate_len(const HellaSwagExample& ex, int j) { return (int)(ex.ctx_ids.size() + ex.ending_ids[j].size()); }
-
-std::string format_duration(double s) {
-    char buf[32];
-    int t = (int)(s + 0.5);
-    if (t >= 3600) snprintf(buf, sizeof(buf), "%dh%02dm", t / 3600, t / 60 % 60);
-    else snprintf(buf, sizeof(buf), "%dm%02ds", t / 60, t % 60);
-    return buf;
-}
 
 // One forward pass over examples all[idx[0..n)]: row 4i+j holds candidate j of the i-th, inputs its tokens
 // but the last, targets its tokens from the second on, padded with token 0 to the batch's longest candidate

@@ -22,14 +22,6 @@ void on_stop_signal(int sig) {
     signal(sig, SIG_DFL);  // a second one ends the process at once
 }
 
-std::string format_duration(double s) {
-    char buf[32];
-    int t = (int)(s + 0.5);
-    if (t >= 3600) snprintf(buf, sizeof(buf), "%dh%02dm", t / 3600, t / 60 % 60);
-    else snprintf(buf, sizeof(buf), "%dm%02ds", t / 60, t % 60);
-    return buf;
-}
-
 // Prints a sample from <|endoftext|> with the generator's defaults (temperature 1, top-k 50). It runs for
 // the full length, showing a further <|endoftext|> as a blank line, so a young model's early end of text
 // does not cut the sample short.
@@ -122,15 +114,7 @@ StepStats train_step(Trainer* t, int step) {
 }
 
 void validate(Trainer* t, int step) {
-    // A validation batch is world * B windows, as a training step's: this rank takes the rank-th B of each.
-    const int world = dist_world();
-    double sum = 0;
-    for (size_t i = 0; i < t->val_n; i++) {
-        dataloader_batch_at(&t->val_dl, i * world + dist_rank());
-        sum += gpt2_forward(&t->model, t->val_dl.inputs.data(), t->val_dl.targets.data(), t->val_dl.B, t->val_dl.T);
-    }
-    dist_sum(&sum, 1);
-    const float val_loss = (float)(sum / ((double)t->val_n * world));
+    const float val_loss = trainer_evaluate(&t->model, &t->val_dl, t->val_n);
     if (!std::isfinite(val_loss))
         fatal("val loss is %g at step %d: training diverged; the last checkpoint (if any) is kept", val_loss, step);
     t->progress.close();
@@ -199,12 +183,15 @@ void trainer_catch_stop_signals(bool on) {
 }
 
 float trainer_evaluate(GPT2* model, DataLoader* dl, size_t batches) {
+    // A batch is world * B windows, as a training step's: this rank takes the rank-th B of each.
+    const int world = dist_world();
     double sum = 0;
     for (size_t i = 0; i < batches; i++) {
-        dataloader_batch_at(dl, i);
+        dataloader_batch_at(dl, i * world + dist_rank());
         sum += gpt2_forward(model, dl->inputs.data(), dl->targets.data(), dl->B, dl->T);
     }
-    return (float)(sum / batches);
+    dist_sum(&sum, 1);
+    return (float)(sum / ((double)batches * world));
 }
 
 double trainer_evaluate_file(GPT2* model, DataLoader* dl, size_t* tokens) {

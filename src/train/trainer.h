@@ -69,7 +69,8 @@ struct Trainer {
 extern volatile sig_atomic_t g_stop_signal;
 void trainer_catch_stop_signals(bool on);
 
-// Mean loss over the first `batches` consecutive batches of dl.
+// Mean loss over the first `batches` consecutive batches of dl. With several ranks (base/dist.h) a batch is
+// world * B windows, this rank evaluating its B of each; every rank gets the shared mean.
 float trainer_evaluate(GPT2* model, DataLoader* dl, size_t batches);
 // Mean loss over every token of each of dl's shards after its first, each predicted once: per shard, the
 // whole batches, then the windows left over as one smaller batch, then the last partial window. *tokens

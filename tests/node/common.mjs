@@ -1,9 +1,23 @@
-// common.mjs: small helpers shared by the node tools in tests/node: one-line errors and a seeded PRNG.
+// common.mjs: small helpers shared by the node tools in tests/node: one-line errors, OpenAI's gpt2 encoding
+// from the npm package tiktoken, and a seeded PRNG.
 
 // Prints `error: MSG` on stderr and exits 1 (the project's convention for bad input).
 export function fail(msg) {
     process.stderr.write(`error: ${msg}\n`);
     process.exit(1);
+}
+
+// tiktoken's "gpt2" encoding (ranks built into the package: no download); one line if it is not installed.
+export async function gpt2Encoding() {
+    let tiktoken;
+    try {
+        tiktoken = await import("tiktoken");
+    } catch (e) {
+        if (e && e.code === "ERR_MODULE_NOT_FOUND")
+            fail("npm package tiktoken not installed: run `make node-deps` (npm ci in tests/node)");
+        throw e;
+    }
+    return tiktoken.get_encoding("gpt2");
 }
 
 // Seeded, deterministic random numbers (mulberry32: 32-bit state, integer arithmetic only, so every

@@ -9,7 +9,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
-import { fail } from "./common.mjs";
+import { fail, gpt2Encoding } from "./common.mjs";
 
 const out = process.argv[2];
 if (!out || process.argv.length > 3) fail("usage: node tests/node/fixtures.mjs OUT_DIR");
@@ -80,15 +80,7 @@ function cases() {
     ];
 }
 
-let tiktoken;
-try {
-    tiktoken = await import("tiktoken");
-} catch (e) {
-    if (e && e.code === "ERR_MODULE_NOT_FOUND")
-        fail("npm package tiktoken not installed: run `make node-deps` (npm ci in tests/node)");
-    throw e;
-}
-const enc = tiktoken.get_encoding("gpt2");
+const enc = await gpt2Encoding();
 const strict = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 mkdirSync(out, { recursive: true });
 const names = [];

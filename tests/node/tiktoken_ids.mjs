@@ -15,7 +15,7 @@
 // invalid-UTF-8 cases are scripts/bpe_reference.py's). A byte order mark is kept as text, as ours does.
 import { readFileSync } from "node:fs";
 
-import { fail } from "./common.mjs";
+import { fail, gpt2Encoding } from "./common.mjs";
 
 const args = process.argv.slice(2);
 const llmc = args[0] === "--split-on-blank-lines";
@@ -39,15 +39,7 @@ try {
     fail(`${file} is not valid UTF-8: tiktoken (JS strings) cannot encode invalid bytes`);
 }
 
-let tiktoken;
-try {
-    tiktoken = await import("tiktoken");
-} catch (e) {
-    if (e && e.code === "ERR_MODULE_NOT_FOUND")
-        fail("npm package tiktoken not installed: run `make node-deps` (npm ci in tests/node)");
-    throw e;
-}
-const enc = tiktoken.get_encoding("gpt2");
+const enc = await gpt2Encoding();
 let ids;
 if (jsonlField !== null) {
     ids = [];

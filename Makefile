@@ -76,7 +76,8 @@ tests/node/node_modules/.package-lock.json: tests/node/package.json tests/node/p
 # The C++ benchmarks, then the same training steps in PyTorch (scripts/bench_torch.py; OpenBLAS gets the
 # benchmark's thread count and torch's own ops one thread, PyTorch's fastest setting here: 2.0 s against
 # 2.6 s per B=4 T=64 step with torch's default, whose threads spin against OpenBLAS's on two cores)
-# and the ratio torch / ours per shape, then PyTorch's KV-cache decode (scripts/bench_torch_generate.py).
+# and the ratio torch / ours per shape; with AVX512_BF16, PyTorch's bf16 autocast steps against our bf16 ones;
+# then PyTorch's KV-cache decode (scripts/bench_torch_generate.py).
 # PYTHON=... picks the interpreter; BENCH_TORCH=0 skips PyTorch.
 PYTHON      ?= /usr/bin/python3
 BENCH_TORCH ?= 1
@@ -95,12 +96,18 @@ bench: $(BIN) $(BUILD)/run_bench
 	    threads=$$(sed -n 's/^peak (register-only FMA loop, \([0-9]*\) threads.*/\1/p' $(BUILD)/bench.out); \
 	    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=$${threads:-2} $(PYTHON) scripts/bench_torch.py --threads 1 \
 	        | tee $(BUILD)/bench_torch.out; \
-	    awk '/^124M B=.*ms\/step/ { ours[$$2 " " $$3] = $$4 } \
+	    if grep -q '^124M B=.* bf16:' $(BUILD)/bench.out; then \
+	        OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=$${threads:-2} $(PYTHON) scripts/bench_torch.py --threads 1 --autocast 4x64 8x256 \
+	            | tee -a $(BUILD)/bench_torch.out; \
+	    fi; \
+	    awk '/^124M B=.*ms\/step/ { k = $$2 " " $$3; if ($$4 == "bf16:") ours16[k] = $$5; else ours[k] = $$4 } \
 	         /^torch 124M B=.*ms\/step/ { k = $$3 " " $$4; if (k in ours) \
-	             printf "PyTorch / ours %s %s %.2fx (PyTorch %s ms, ours %s ms)\n", $$3, substr($$4, 1, length($$4) - 1), $$5 / ours[k], $$5, ours[k] }' \
+	             printf "PyTorch / ours fp32 %s %s %.2fx (PyTorch %s ms, ours %s ms)\n", $$3, substr($$4, 1, length($$4) - 1), $$5 / ours[k], $$5, ours[k] } \
+	         /^torch bf16 124M B=.*ms\/step/ { k = $$4 " " $$5; if (k in ours16) \
+	             printf "PyTorch autocast bf16 / ours bf16 %s %s %.2fx (PyTorch %s ms, ours %s ms)\n", $$4, substr($$5, 1, length($$5) - 1), $$6 / ours16[k], $$6, ours16[k] }' \
 	        $(BUILD)/bench.out $(BUILD)/bench_torch.out; \
 	    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=2 $(PYTHON) scripts/bench_torch_generate.py | tee -a $(BUILD)/bench_torch.out; \
-	    awk '/^decode 124M/ { ours = $$6 } /^torch decode/ { if (ours) printf "ours / PyTorch decode %.2fx (ours %s tok/s, PyTorch %s tok/s)\n", ours / $$3, ours, $$3 }' \
+	    awk '/^decode 124M fp32/ { ours = $$6 } /^torch decode/ { if (ours) printf "ours / PyTorch decode %.2fx (ours %s tok/s, PyTorch %s tok/s)\n", ours / $$3, ours, $$3 }' \
 	        $(BUILD)/bench.out $(BUILD)/bench_torch.out; \
 	fi
 

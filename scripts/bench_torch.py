@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """The training step of tests/bench_train.cpp in PyTorch, for `make bench`'s ratio: GPT-2 124M with
 random weights, one forward + backward + clip_grad_norm_ + AdamW step per iteration, fp32, on the same
-threads. Prints one line per shape, `torch 124M B=4 T=64: 3512 ms/step (median of 10)`. Not a reference
-for numerics (scripts/reference.py is); written from the math like it, no nn.Module zoo.
-usage: bench_torch.py [--threads N] [--steps N] [BxT ...]   (default shapes 4x64 8x256 1x1024)
+threads. Prints one line per shape, `torch 124M B=4 T=64: 3512 ms/step (median of 10)`; with --autocast the
+forward runs under torch.autocast("cpu", dtype=torch.bfloat16), PyTorch's bf16 mixed precision (fp32 weights
+and optimizer), and the lines read `torch bf16 124M ...`. Not a reference for numerics (scripts/reference.py
+is); written from the math like it, no nn.Module zoo.
+usage: bench_torch.py [--threads N] [--steps N] [--autocast] [BxT ...]   (default shapes 4x64 8x256 1x1024)
 """
 import argparse
 import math
@@ -55,6 +57,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=0, help="0: torch's default")
     ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--autocast", action="store_true", help="bf16 autocast for the forward")
     ap.add_argument("shapes", nargs="*", default=["4x64", "8x256", "1x1024"])
     args = ap.parse_args()
     if args.threads:
@@ -73,12 +76,15 @@ def main():
         for step in range(args.steps + 2):
             t0 = time.perf_counter()
             opt.zero_grad(set_to_none=False)
-            loss_fn(p, x, y).backward()
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.autocast):
+                loss = loss_fn(p, x, y)
+            loss.backward()
             torch.nn.utils.clip_grad_norm_(p.values(), 1.0)
             opt.step()
             if step >= 2:  # warm-up
                 times.append(time.perf_counter() - t0)
-        print(f"torch 124M B={B} T={T}: {statistics.median(times) * 1e3:.0f} ms/step "
+        kind = "torch bf16" if args.autocast else "torch"
+        print(f"{kind} 124M B={B} T={T}: {statistics.median(times) * 1e3:.0f} ms/step "
               f"(median of {args.steps}, {torch.get_num_threads()} threads)", flush=True)
 
 

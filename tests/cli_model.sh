@@ -75,6 +75,29 @@ else
     fail "eval loss matches the PyTorch reference within 1e-5 (got '$got', want $want)"
 fi
 
+# --precision bf16: bf16 matmuls pass compare's bf16 bars on the committed dump and fail them on the perturbed
+# model; eval's loss moves off fp32's by bf16 rounding (more than 1e-6, less than 5e-3 relative). Without
+# AVX512_BF16 the flag says so in one note and runs fp32.
+check_error "bad --precision" "bad value for --precision (eval): expected fp32 or bf16, got 'fp16'" \
+    "$GPT2" eval --model $FIX/model --data $TOK --precision fp16
+if grep -q avx512_bf16 /proc/cpuinfo; then
+    check "compare --precision bf16 passes on the committed tiny dump" \
+        "$GPT2" compare --model $FIX/model --ref $FIX/dump.safetensors --precision bf16
+    "$GPT2" compare --model "$TEST_TMP/broken" --ref $FIX/dump.safetensors --precision bf16 >"$TEST_TMP/cmp" 2>&1
+    rc=$?
+    if [ $rc -eq 1 ] && tail -1 "$TEST_TMP/cmp" | grep -q '^FAIL$'; then pass "compare --precision bf16 fails on a perturbed model"
+    else fail "compare --precision bf16 fails on a perturbed model (exit $rc)"; fi
+    got16=$("$GPT2" eval --model $FIX/model --data $TOK -B 2 -T 16 --batches 5 --precision bf16 | tail -1)
+    check "eval --precision bf16 moves the loss by bf16 rounding only ($got16 vs $got)" \
+        awk -v a="${got16#loss }" -v b="${got#loss }" 'BEGIN { d = (a - b) / b; if (d < 0) d = -d; exit !(d > 1e-6 && d < 5e-3) }'
+    a=$("$GPT2" generate --model tests/fixtures/trained_tiny --prompt-ids 0 --temperature 0 --max-tokens 40 --ids --precision bf16 2>/dev/null)
+    check "generate --precision bf16 decodes 40 tokens" test "$(echo $a | wc -w)" -eq 40
+else
+    "$GPT2" eval --model $FIX/model --data $TOK -B 2 -T 16 --batches 5 --precision bf16 >"$TEST_TMP/out" 2>"$TEST_TMP/err"
+    check "without AVX512_BF16, --precision bf16 notes it and runs fp32" \
+        bash -c "grep -q 'no AVX512_BF16' '$TEST_TMP/err' && [ \"\$(tail -1 '$TEST_TMP/out')\" = '$got' ]"
+fi
+
 # Train a small model from scratch on the fixture tokens: the loss must fall, the log must hold one JSON
 # line per step and per validation, the same seed must give the same losses, and the saved model loads.
 train() {

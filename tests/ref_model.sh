@@ -10,7 +10,8 @@
 #     1.3e-5 .. 7.5e-5 at steps 3..9, and perturbing the float64 gradients by 5e-7 of each tensor's max
 #     (the size of any fp32 implementation's error) moves those losses by up to 1.9e-4. Adam turns each
 #     near-zero gradient element into a full +-lr step whose sign is decided below fp32 resolution.
-#     The 124M reference also passes in llm.c's format (gpt2_124M_debug_state.bin with gpt2_124M.bin).
+#     The 124M reference also passes in llm.c's format (gpt2_124M_debug_state.bin with gpt2_124M.bin), and
+#     with --precision bf16 against the bf16 bars (compare_cmd.cpp) on a CPU with AVX512_BF16.
 #   * eval loss of a HuggingFace-layout checkpoint against the PyTorch model, within 1e-5, over 8 batches
 #     and over every token of the file (--batches all);
 #   * greedy generation past the context against PyTorch's cropped-window continuation;
@@ -47,6 +48,15 @@ sort -k3 -g "$TEST_TMP/out" | grep ' rel ' | tail -3
 check "124M geometry, llm.c's dump format and an llm.c model (gpt2_124M.bin's layout): compare" \
     "$GPT2" compare --model "$W/124m/model.bin" --ref "$W/124m/state.bin"
 sort -k3 -g "$TEST_TMP/out" | grep ' rel ' | tail -2
+# bf16 matmuls against the same float64 reference: every gradient at cosine >= 0.999, losses within 5e-3
+if grep -q avx512_bf16 /proc/cpuinfo; then
+    check "124M geometry, --precision bf16: compare (cosine >= 0.999, losses within 5e-3, 3 AdamW steps)" \
+        "$GPT2" compare --model "$W/124m/model" --ref "$W/124m/dump.safetensors" --steps 3 --precision bf16
+    sort -k3 -g "$TEST_TMP/out" | grep ' cos ' | head -3
+    grep -E '^(loss|adamw)' "$TEST_TMP/out"
+else
+    echo "skip 124M --precision bf16: this CPU has no AVX512_BF16"
+fi
 rm -rf "$W/124m"
 
 # eval on real text when the data is there (make data), else on a Markov-chain token file

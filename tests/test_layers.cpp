@@ -86,6 +86,92 @@ TEST(gemm_matches_reference_with_c_larger_than_cache) {
     CHECK(max_diff <= 1e-6 * (K + 10));
 }
 
+TEST(bf16_round_is_nearest_even_and_vector_matches_scalar) {
+    CHECK(bf16_round(1.0f) == 0x3F80);
+    CHECK(bf16_round(1.0f + 0x1p-8f) == 0x3F80);      // a tie: the even neighbour (down)
+    CHECK(bf16_round(1.0f + 3 * 0x1p-8f) == 0x3F82);  // a tie: the even neighbour (up)
+    CHECK(bf16_round(1.0f + 0x1p-8f + 0x1p-20f) == 0x3F81);
+    CHECK(bf16_round(-2.0f) == 0xC000);
+    CHECK(bf16_round(INFINITY) == 0x7F80);
+    CHECK(bf16_round(3.4e38f) == 0x7F80);  // past bf16's largest finite value: overflows to inf
+    CHECK(std::isnan(bf16_to_float(bf16_round(NAN))));
+    uint32_t nan_low = 0x7F800001;  // a NaN whose payload sits only in the bits rounding drops
+    float x;
+    memcpy(&x, &nan_low, 4);
+    CHECK(std::isnan(bf16_rounded(x)));
+    Rng rng(7);
+    int mismatches = 0;
+    for (int i = 0; i < 100000; i++) {
+        float v[16];
+        for (int l = 0; l < 16; l++) {
+            uint32_t u = rng.next_u32();
+            memcpy(&v[l], &u, 4);
+        }
+        vu16 r = vbf16_round(vf_load(v));
+        for (int l = 0; l < 16; l++) mismatches += r[l] != bf16_round(v[l]);
+    }
+    CHECK(mismatches == 0);
+}
+
+TEST(gemm_bf16_matches_its_reference_on_odd_shapes) {
+    if (!bf16_supported()) {
+        printf("  (skipped: this CPU has no AVX512_BF16)\n");
+        return;
+    }
+    struct Shape {
+        int M, N, K;
+    } shapes[] = {{1, 1, 1}, {7, 13, 1}, {37, 45, 300}, {256, 33, 17}, {9, 50257, 5}, {130, 70, 513}, {64, 96, 64}};
+    double worst = 0, fp32_gap = INFINITY;
+    for (const Shape& s : shapes)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++)
+                for (int acc = 0; acc < 2; acc++) {
+                    std::vector<float> A = randn((size_t)s.M * s.K, 1), B = randn((size_t)s.K * s.N, 2);
+                    std::vector<float> C = randn((size_t)s.M * s.N, 3), Cref = C, C32 = C;
+                    int lda = ta ? s.M : s.K, ldb = tb ? s.K : s.N;
+                    gemm(s.M, s.N, s.K, A.data(), lda, ta, B.data(), ldb, tb, C.data(), s.N, acc, Precision::kBf16);
+                    gemm_bf16_ref(s.M, s.N, s.K, A.data(), lda, ta, B.data(), ldb, tb, Cref.data(), s.N, acc);
+                    gemm_ref(s.M, s.N, s.K, A.data(), lda, ta, B.data(), ldb, tb, C32.data(), s.N, acc);
+                    double max_diff = 0, gap = 0;
+                    for (size_t i = 0; i < C.size(); i++) {
+                        max_diff = std::fmax(max_diff, std::fabs(C[i] - Cref[i]));
+                        gap = std::fmax(gap, std::fabs(C32[i] - Cref[i]));
+                    }
+                    // Same operands, exact products: only fp32 summation differs, as in the fp32 test.
+                    CHECK(max_diff <= 1e-6 * (s.K + 10));
+                    worst = std::fmax(worst, max_diff / (1e-6 * (s.K + 10)));
+                    if (s.K >= 64) fp32_gap = std::fmin(fp32_gap, gap / (1e-6 * (s.K + 10)));
+                }
+    // The bar must tell bf16 rounding from none: fp32 operands land far outside it (2^-9 relative per
+    // operand, ~sqrt(K) of them adding up).
+    CHECK(fp32_gap > 20);
+    printf("  worst bf16 gemm / bar %.3f; smallest fp32-vs-bf16 gap / bar %.0f\n", worst, fp32_gap);
+}
+
+TEST(matvec_bf16_matches_its_reference) {
+    if (!bf16_supported()) {
+        printf("  (skipped: this CPU has no AVX512_BF16)\n");
+        return;
+    }
+    for (int IC : {1, 31, 70, 768, 3072}) {
+        const int OC = 37;
+        std::vector<float> x = randn(IC, 1), W = randn((size_t)OC * IC, 2), b = randn(OC, 3);
+        std::vector<uint16_t> W16(W.size());
+        bf16_round_array(W16.data(), W.data(), W.size());
+        std::vector<float> out(OC), ref(OC), fp32(OC);
+        matvec_bf16(out.data(), x.data(), W16.data(), b.data(), IC, OC);
+        matvec_bf16_ref(ref.data(), x.data(), W16.data(), b.data(), IC, OC);
+        matmul_forward(fp32.data(), x.data(), W.data(), b.data(), 1, IC, OC);  // the unrounded product
+        double diff = 0, gap = 0;
+        for (int j = 0; j < OC; j++) {
+            diff = std::fmax(diff, std::fabs(out[j] - ref[j]));
+            gap = std::fmax(gap, std::fabs(fp32[j] - ref[j]));
+        }
+        CHECK(diff <= 1e-6 * (IC + 10));  // as gemm_bf16: only the fp32 summation order differs
+        if (IC >= 70) CHECK(gap > 20 * 1e-6 * (IC + 10));
+    }
+}
+
 TEST(encoder_backward_matches_finite_differences) {
     const int B = 2, T = 5, C = 6, V = 7;
     std::vector<int> tokens = {1, 3, 3, 0, 6, 3, 2, 1, 1, 5};  // repeats: rows of dwte collide
@@ -312,4 +398,24 @@ TEST(attention_fast_matches_reference) {
         attention_backward_ref(dref.data(), dout.data(), qkv.data(), lref.data(), s.B, s.T, s.C, s.NH);
         CHECK(rel_error(d, dref) <= 2e-6);
     }
+}
+
+TEST(attention_bf16_stays_close_to_fp32) {
+    // Attention's products through the bf16 gemm: the result moves by bf16's rounding (u = 2^-8), not more.
+    if (!bf16_supported()) {
+        printf("  (skipped: this CPU has no AVX512_BF16)\n");
+        return;
+    }
+    const int B = 2, T = 130, C = 128, NH = 2, N = B * T;
+    std::vector<float> qkv = randn((size_t)N * 3 * C, 11, 2.0f), dout = randn((size_t)N * C, 12);
+    std::vector<float> out((size_t)N * C), oref(out.size()), lse((size_t)B * NH * T), lref(lse.size());
+    attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH, Precision::kBf16);
+    attention_forward_ref(oref.data(), lref.data(), qkv.data(), B, T, C, NH);
+    std::vector<float> d(qkv.size()), dref(qkv.size());
+    attention_backward(d.data(), dout.data(), qkv.data(), lse.data(), B, T, C, NH, Precision::kBf16);
+    attention_backward_ref(dref.data(), dout.data(), qkv.data(), lref.data(), B, T, C, NH);
+    const double e_out = rel_error(out, oref), e_lse = rel_error(lse, lref), e_d = rel_error(d, dref);
+    printf("  bf16 attention vs fp32 reference: out %.2e, lse %.2e, dqkv %.2e\n", e_out, e_lse, e_d);
+    CHECK(e_out > 1e-4);  // it did round
+    CHECK(e_out < 3e-2 && e_lse < 3e-2 && e_d < 3e-2);
 }

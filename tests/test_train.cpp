@@ -7,6 +7,7 @@
 
 #include "model/model.h"
 #include "test.h"
+#include "train/optimizer.h"
 
 namespace {
 
@@ -62,4 +63,32 @@ TEST(inference_allocates_no_training_memory) {
     gpt2_forward(&model, x.data(), x.data(), 1, 8);
     CHECK(model.grads.size() == model.params.size());
     CHECK(model.dacts.size() == model.acts.size());
+}
+
+TEST(bf16_weight_copy_follows_every_adamw_update) {
+    if (!bf16_supported()) {
+        printf("  (skipped: this CPU has no AVX512_BF16)\n");
+        return;
+    }
+    GPT2 model = tiny_model();
+    gpt2_enable_training(&model);
+    gpt2_set_precision(&model, Precision::kBf16);
+    std::vector<int> x(16), y(16);
+    for (int i = 0; i < 16; i++) x[i] = (i * 7 + 3) % 50, y[i] = (i * 11 + 5) % 50;
+    AdamW opt;
+    AdamWConfig oc;
+    float first = 0, last = 0;
+    for (int step = 0; step < 5; step++) {
+        gpt2_zero_grad(&model);
+        last = gpt2_forward(&model, x.data(), y.data(), 2, 8);
+        if (step == 0) first = last;
+        gpt2_backward(&model, 1.0f);
+        adamw_update(&opt, &model, oc, 1e-2f);
+        int stale = 0;
+        for (size_t i = 0; i < model.params.size(); i++) stale += model.params16[i] != bf16_round(model.params[i]);
+        CHECK(stale == 0);
+    }
+    CHECK(last < first);  // bf16 training still learns the batch
+    gpt2_set_precision(&model, Precision::kFp32);
+    CHECK(model.params16.empty());
 }

@@ -143,6 +143,16 @@ double CliArgs::number_in(const char* name, double lo, double hi) const {
 
 int cli_heads(const CliArgs& args) { return (int)args.integer_in("heads", 0, 65536); }
 
+Precision cli_precision(const CliArgs& args) {
+    const std::string v = args.str("precision");
+    if (v != "fp32" && v != "bf16")
+        fatal("bad value for --precision (%s): expected fp32 or bf16, got '%s'", args.command.c_str(), v.c_str());
+    if (v == "fp32") return Precision::kFp32;
+    if (bf16_supported()) return Precision::kBf16;
+    fprintf(stderr, "note: --precision bf16: this CPU has no AVX512_BF16 (vdpbf16ps); running fp32\n");
+    return Precision::kFp32;
+}
+
 CliArgs cli_merge_stored(const CliArgs& given, const std::vector<std::pair<std::string, std::string>>& stored,
                          const std::string& where) {
     CliArgs merged = given;

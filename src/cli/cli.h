@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/bf16.h"
+
 struct CliFlag {
     const char* name;           // long name without dashes, e.g. "seq-len"
     const char* short_name;     // one letter without dash, or "" for none
@@ -36,6 +38,12 @@ struct CliArgs {
 const CliFlag kCliHeadsFlag = {"heads", "", "0", "heads of a bare .safetensors without config.json (0: channels/64)"};
 // The value of kCliHeadsFlag, range-checked.
 int cli_heads(const CliArgs& args);
+const CliFlag kCliPrecisionFlag = {
+    "precision", "", "fp32",
+    "fp32 (exact), or bf16: matmuls on bf16 operands with fp32 accumulation (needs AVX512_BF16; else fp32)"};
+// The value of kCliPrecisionFlag. bf16 on a CPU without AVX512_BF16 prints a one-line note on stderr and
+// returns fp32.
+Precision cli_precision(const CliArgs& args);
 
 // Flags a resumed run takes from its checkpoint: `stored` first, then the ones given now (later values
 // win). A stored name the command does not declare is fatal naming `where` (the train state file).

@@ -119,6 +119,7 @@ int cmd_generate(int argc, char** argv) {
         {"ids", "", "", "print generated token ids on one line instead of text", true},
         {"interactive", "", "", "keep the model loaded and read one prompt per line from standard input", true},
         kCliHeadsFlag,
+        kCliPrecisionFlag,
     };
     CliArgs args = cli_parse(
         argc, argv, "generate", "gpt2 generate --model PATH [--prompt TEXT | --interactive] [flags]",
@@ -146,6 +147,7 @@ int cmd_generate(int argc, char** argv) {
 
     GPT2 model;
     checkpoint_load(&model, args.str("model"), cli_heads(args));
+    gpt2_set_precision(&model, cli_precision(args));
     Tokenizer tok;
     if (need_tokenizer)
         tokenizer_load_for_model(&tok, args.has("tokenizer") ? args.str("tokenizer") : "", model.cfg.vocab_size, "");

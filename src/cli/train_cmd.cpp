@@ -64,6 +64,7 @@ const std::vector<CliFlag> kTrainFlags = {
     {"sample-every", "", "0", "print a generated sample every N steps; 0: only after the last step"},
     {"sample-tokens", "", "64", "tokens per sample; 0 disables samples (and the tokenizer)"},
     {"tokenizer", "", "", "tokenizer directory for samples (default: $GPT2_DATA_DIR/gpt2 or data/gpt2)"},
+    kCliPrecisionFlag,
 };
 
 // Flags a resumed run must keep: they shape the model or the data order (the data's content is checked by
@@ -279,6 +280,9 @@ int cmd_train(int argc, char** argv) {
         first_step = resume.step;
         printf("resumed %s at step %d\n", resume_dir.c_str(), first_step);
     }
+    gpt2_set_precision(&t.model, cli_precision(args));  // the weights are in place: bf16 copies them
+    if (t.model.precision == Precision::kBf16)
+        printf("precision: bf16 matmuls (fp32 accumulation), fp32 master weights and optimizer\n");
     const auto count = [](const DataLoader& dl, const char* what) {
         std::string s = std::to_string(dataloader_num_tokens(dl)) + " " + what + " tokens";
         return dl.shards.size() > 1 ? s + " in " + std::to_string(dl.shards.size()) + " shards" : s;
@@ -318,6 +322,7 @@ static const std::vector<CliFlag> kEvalFlags = {
     {"hellaswag-batch", "", "4", "HellaSwag examples per forward pass (4 rows each)"},
     {"hellaswag-scores", "", "", "write each HellaSwag example's candidate losses and choices here (JSON lines)"},
     {"tokenizer", "", "", "tokenizer directory for --hellaswag (default: $GPT2_DATA_DIR/gpt2 or data/gpt2)"},
+    kCliPrecisionFlag,
 };
 
 int cmd_eval(int argc, char** argv) {
@@ -338,6 +343,7 @@ int cmd_eval(int argc, char** argv) {
     const int batches = all ? 0 : args.integer_in("batches", 1, 1 << 30);
     GPT2 model;
     checkpoint_load(&model, args.str("model"), cli_heads(args));
+    gpt2_set_precision(&model, cli_precision(args));
     if (T > model.cfg.max_seq_len)
         fatal("bad value for -T (eval): expected <= %d (the model's context), got %d", model.cfg.max_seq_len, T);
     DataLoader dl;

@@ -6,13 +6,15 @@
 #include "kernels/gemm.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
+#include "kernels/bf16.h"
 #include "kernels/simd.h"
 
-#if defined(__AVX512F__) || defined(__AVX2__)
+#if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
@@ -174,22 +176,11 @@ void pack_b(float* dst, const float* B, int ldb, bool trans, int k0, int kc, int
     }
 }
 
-#if defined(__AVX512F__)
-// C[0:rows, 0:cols] (+)= packed A panel (MR x kc) * packed B panel (kc x NR), AVX-512: MR x NR/16
-// accumulators stay in zmm registers; each k broadcasts MR values of A against NR/16 vectors of B.
-void micro_kernel(int kc, const float* a, const float* b, float* C, int ldc, int rows, int cols, bool add) {
+#if defined(__x86_64__)
+// C[0:rows, 0:cols] = (or +=) an MR x NR tile held in MR x NR/16 zmm accumulators.
+__attribute__((target("avx512f"))) inline void store_tile(const __m512 (*acc)[GEMM_NV], float* C, int ldc, int rows,
+                                                          int cols, bool add) {
     const int NV = GEMM_NV;
-    __m512 acc[MR][NV];
-    for (int r = 0; r < MR; r++)
-        for (int v = 0; v < NV; v++) acc[r][v] = _mm512_setzero_ps();
-    for (int k = 0; k < kc; k++) {
-        __m512 bv[NV];
-        for (int v = 0; v < NV; v++) bv[v] = _mm512_load_ps(b + (size_t)k * NR + 16 * v);
-        for (int r = 0; r < MR; r++) {
-            __m512 av = _mm512_set1_ps(a[k * MR + r]);
-            for (int v = 0; v < NV; v++) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
-        }
-    }
     if (rows == MR && cols == NR) {
         for (int r = 0; r < MR; r++)
             for (int v = 0; v < NV; v++) {
@@ -207,6 +198,26 @@ void micro_kernel(int kc, const float* a, const float* b, float* C, int ldc, int
             __m512 x = add ? _mm512_add_ps(acc[r][v], _mm512_maskz_loadu_ps(m, c)) : acc[r][v];
             _mm512_mask_storeu_ps(c, m, x);
         }
+}
+#endif
+
+#if defined(__AVX512F__)
+// C[0:rows, 0:cols] (+)= packed A panel (MR x kc) * packed B panel (kc x NR), AVX-512: MR x NR/16
+// accumulators stay in zmm registers; each k broadcasts MR values of A against NR/16 vectors of B.
+void micro_kernel(int kc, const float* a, const float* b, float* C, int ldc, int rows, int cols, bool add) {
+    const int NV = GEMM_NV;
+    __m512 acc[MR][NV];
+    for (int r = 0; r < MR; r++)
+        for (int v = 0; v < NV; v++) acc[r][v] = _mm512_setzero_ps();
+    for (int k = 0; k < kc; k++) {
+        __m512 bv[NV];
+        for (int v = 0; v < NV; v++) bv[v] = _mm512_load_ps(b + (size_t)k * NR + 16 * v);
+        for (int r = 0; r < MR; r++) {
+            __m512 av = _mm512_set1_ps(a[k * MR + r]);
+            for (int v = 0; v < NV; v++) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+        }
+    }
+    store_tile(acc, C, ldc, rows, cols, add);
 }
 #elif defined(__AVX2__) && defined(__FMA__)
 // The same with AVX2: MR x NR/8 ymm accumulators.
@@ -252,23 +263,141 @@ void micro_kernel(int kc, const float* a, const float* b, float* C, int ldc, int
 }
 #endif
 
+// ---- bf16 operands (Precision::kBf16). vdpbf16ps multiplies pairs of bf16 values along k and adds both
+// products into one fp32 lane, so both packed operands hold k in pairs: 32-bit words (bf16 of k even,
+// bf16 of k odd << 16), A's panel as [k/2][MR] words and B's as [k/2][NR] words, an odd kc padded with a
+// zero. The operands are rounded (bf16_round) as they are packed, from fp32 sources.
+
+// Words of 32 consecutive floats: lane j = pair (p[2j], p[2j + 1]).
+inline vf16 pair_words(const float* p) {
+    vf16 lo = vf_load(p), hi = vf_load(p + 16);
+    vf16 even = __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    vf16 odd = __builtin_shufflevector(lo, hi, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    return (vf16)vbf16_pairs(even, odd);
+}
+
+inline uint32_t pair_word(float even, float odd) {
+    return (uint32_t)bf16_round(even) | (uint32_t)bf16_round(odd) << 16;
+}
+
+// Packs op(A)[i0:i0+mc, k0:k0+kc] as panels of MR rows of k-pair words, zero-padded.
+void pack_a_bf16(uint32_t* dst, const float* A, int lda, bool trans, int i0, int mc, int k0, int kc) {
+    const int kc2 = (kc + 1) / 2;
+    for (int p = 0; p < mc; p += MR) {
+        const int rows = std::min(MR, mc - p);
+        int k = 0;
+        if (!trans && rows == MR && MR <= 16) {
+            // 16 words (32 k) of each row, transposed so each k-pair's MR words are contiguous
+            for (; k + 32 <= kc; k += 32) {
+                vf16 r[16];
+                for (int c = 0; c < MR; c++) r[c] = pair_words(A + (size_t)(i0 + p + c) * lda + k0 + k);
+                for (int c = MR; c < 16; c++) r[c] = vf16{};
+                transpose16(r);
+                for (int kk = 0; kk < 16; kk++) memcpy(dst + (size_t)(k / 2 + kk) * MR, &r[kk], sizeof(float) * MR);
+            }
+        } else if (trans && rows == MR && MR <= 16) {
+            for (; k + 2 <= kc; k += 2) {  // rows k and k + 1 hold the panel's MR values side by side
+                const float* src = A + (size_t)(k0 + k) * lda + i0 + p;
+                vu16 w = vbf16_pairs(vf_load_partial(src, MR), vf_load_partial(src + lda, MR));
+                memcpy(dst + (size_t)(k / 2) * MR, &w, sizeof(uint32_t) * MR);
+            }
+        }
+        for (int k2 = k / 2; k2 < kc2; k2++)
+            for (int r = 0; r < MR; r++) {
+                const int i = i0 + p + r, ka = k0 + 2 * k2;
+                float even = r < rows ? a_at(A, lda, trans, i, ka) : 0.0f;
+                float odd = r < rows && 2 * k2 + 1 < kc ? a_at(A, lda, trans, i, ka + 1) : 0.0f;
+                dst[(size_t)k2 * MR + r] = pair_word(even, odd);
+            }
+        dst += (size_t)MR * kc2;
+    }
+}
+
+// Packs op(B)[k0:k0+kc, j0:j0+nc] as panels of NR columns of k-pair words, zero-padded.
+void pack_b_bf16(uint32_t* dst, const float* B, int ldb, bool trans, int k0, int kc, int j0, int nc) {
+    const int kc2 = (kc + 1) / 2;
+    for (int q = 0; q < nc; q += NR) {
+        const int cols = std::min(NR, nc - q);
+        int k = 0;
+        if (!trans && cols == NR && NR % 16 == 0) {
+            for (; k + 2 <= kc; k += 2) {  // rows k and k + 1, 16 columns at a time
+                const float* src = B + (size_t)(k0 + k) * ldb + j0 + q;
+                for (int c = 0; c < NR; c += 16) {
+                    vu16 w = vbf16_pairs(vf_load(src + c), vf_load(src + ldb + c));
+                    memcpy(dst + (size_t)(k / 2) * NR + c, &w, sizeof(w));
+                }
+            }
+        } else if (trans && cols == NR && NR % 16 == 0) {
+            for (; k + 32 <= kc; k += 32)
+                for (int c = 0; c < NR; c += 16) {  // 16 columns x 16 words, transposed
+                    vf16 r[16];
+                    for (int cc = 0; cc < 16; cc++) r[cc] = pair_words(B + (size_t)(j0 + q + c + cc) * ldb + k0 + k);
+                    transpose16(r);
+                    for (int kk = 0; kk < 16; kk++) memcpy(dst + (size_t)(k / 2 + kk) * NR + c, &r[kk], sizeof(vf16));
+                }
+        }
+        for (int k2 = k / 2; k2 < kc2; k2++)
+            for (int c = 0; c < NR; c++) {
+                const int j = j0 + q + c, kb = k0 + 2 * k2;
+                float even = c < cols ? b_at(B, ldb, trans, kb, j) : 0.0f;
+                float odd = c < cols && 2 * k2 + 1 < kc ? b_at(B, ldb, trans, kb + 1, j) : 0.0f;
+                dst[(size_t)k2 * NR + c] = pair_word(even, odd);
+            }
+        dst += (size_t)NR * kc2;
+    }
+}
+
+#if defined(__x86_64__)
+// The bf16 micro-kernel: as the fp32 one, but each step takes a pair of k, broadcasting one word of A
+// per row against NR/16 vectors of B words with vdpbf16ps (fp32 accumulation).
+__attribute__((target("avx512f,avx512bf16"))) void micro_kernel_bf16(int kc2, const uint32_t* a, const uint32_t* b,
+                                                                     float* C, int ldc, int rows, int cols, bool add) {
+    const int NV = GEMM_NV;
+    __m512 acc[MR][NV];
+    for (int r = 0; r < MR; r++)
+        for (int v = 0; v < NV; v++) acc[r][v] = _mm512_setzero_ps();
+    for (int k = 0; k < kc2; k++) {
+        __m512bh bv[NV];
+        for (int v = 0; v < NV; v++) bv[v] = (__m512bh)_mm512_load_si512(b + (size_t)k * NR + 16 * v);
+        for (int r = 0; r < MR; r++) {
+            __m512bh av = (__m512bh)_mm512_set1_epi32((int)a[k * MR + r]);
+            for (int v = 0; v < NV; v++) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], av, bv[v]);
+        }
+    }
+    store_tile(acc, C, ldc, rows, cols, add);
+}
+#else
+void micro_kernel_bf16(int, const uint32_t*, const uint32_t*, float*, int, int, int, bool) {
+    assert(!"bf16 gemm without AVX512_BF16");
+}
+#endif
+
 // One thread's block C[i0:i1, j0:j1].
 void gemm_block(Blocking blk, int i0, int i1, int j0, int j1, int K, const float* A, int lda, bool transA,
-                const float* B, int ldb, bool transB, float* C, int ldc, bool accumulate, float* pa, float* pb) {
+                const float* B, int ldb, bool transB, float* C, int ldc, bool accumulate, float* pa, float* pb,
+                Precision prec) {
+    const bool bf16 = prec == Precision::kBf16;
+    uint32_t *pa16 = reinterpret_cast<uint32_t*>(pa), *pb16 = reinterpret_cast<uint32_t*>(pb);
     for (int jc = j0; jc < j1; jc += blk.nc) {
         int nc = std::min(blk.nc, j1 - jc);
         for (int pc = 0; pc < K; pc += blk.kc) {
-            int kc = std::min(blk.kc, K - pc);
+            int kc = std::min(blk.kc, K - pc), kc2 = (kc + 1) / 2;
             bool add = accumulate || pc > 0;
-            pack_b(pb, B, ldb, transB, pc, kc, jc, nc);
+            if (bf16) pack_b_bf16(pb16, B, ldb, transB, pc, kc, jc, nc);
+            else pack_b(pb, B, ldb, transB, pc, kc, jc, nc);
             for (int ic = i0; ic < i1; ic += MC) {
                 int mc = std::min(MC, i1 - ic);
-                pack_a(pa, A, lda, transA, ic, mc, pc, kc);
+                if (bf16) pack_a_bf16(pa16, A, lda, transA, ic, mc, pc, kc);
+                else pack_a(pa, A, lda, transA, ic, mc, pc, kc);
                 for (int jr = 0; jr < nc; jr += NR)
-                    for (int ir = 0; ir < mc; ir += MR)
-                        micro_kernel(kc, pa + (size_t)ir * kc, pb + (size_t)jr * kc,
-                                     C + (size_t)(ic + ir) * ldc + jc + jr, ldc, std::min(MR, mc - ir),
-                                     std::min(NR, nc - jr), add);
+                    for (int ir = 0; ir < mc; ir += MR) {
+                        float* c = C + (size_t)(ic + ir) * ldc + jc + jr;
+                        const int rows = std::min(MR, mc - ir), cols = std::min(NR, nc - jr);
+                        if (bf16)
+                            micro_kernel_bf16(kc2, pa16 + (size_t)ir * kc2, pb16 + (size_t)jr * kc2, c, ldc, rows, cols,
+                                              add);
+                        else micro_kernel(kc, pa + (size_t)ir * kc, pb + (size_t)jr * kc, c, ldc, rows, cols, add);
+                    }
             }
         }
     }
@@ -305,8 +434,9 @@ bool gemm_trivial(int M, int N, int K, float* C, int ldc, bool accumulate) {
 }  // namespace
 
 void gemm(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB, float* C,
-          int ldc, bool accumulate) {
+          int ldc, bool accumulate, Precision prec) {
     if (gemm_trivial(M, N, K, C, ldc, accumulate)) return;
+    assert(prec == Precision::kFp32 || bf16_supported());
 #pragma omp parallel
     {
         int nt = 1, tid = 0;
@@ -328,17 +458,18 @@ void gemm(int M, int N, int K, const float* A, int lda, bool transA, const float
         if (i0 < i1 && j0 < j1) {
             PackBuffers& buf = pack_buffers();
             gemm_block(choose_blocking(M, N, K), i0, i1, j0, j1, K, A, lda, transA, B, ldb, transB, C, ldc, accumulate,
-                       buf.a, buf.b);
+                       buf.a, buf.b, prec);
         }
     }
 }
 
 void gemm_serial(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB,
-                 float* C, int ldc, bool accumulate) {
+                 float* C, int ldc, bool accumulate, Precision prec) {
     if (gemm_trivial(M, N, K, C, ldc, accumulate)) return;
+    assert(prec == Precision::kFp32 || bf16_supported());
     PackBuffers& buf = pack_buffers();
     gemm_block(choose_blocking(M, N, K), 0, M, 0, N, K, A, lda, transA, B, ldb, transB, C, ldc, accumulate, buf.a,
-               buf.b);
+               buf.b, prec);
 }
 
 void gemm_ref(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB, float* C,
@@ -350,4 +481,35 @@ void gemm_ref(int M, int N, int K, const float* A, int lda, bool transA, const f
             float* c = C + (size_t)i * ldc + j;
             *c = accumulate ? *c + (float)sum : (float)sum;
         }
+}
+
+void gemm_bf16_ref(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB,
+                   float* C, int ldc, bool accumulate) {
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double sum = 0;  // the products of bf16 values are exact; only the summation order differs
+            for (int k = 0; k < K; k++)
+                sum += (double)bf16_rounded(a_at(A, lda, transA, i, k)) * bf16_rounded(b_at(B, ldb, transB, k, j));
+            float* c = C + (size_t)i * ldc + j;
+            *c = accumulate ? *c + (float)sum : (float)sum;
+        }
+}
+
+bool bf16_supported() {
+#if defined(__x86_64__)
+    static const bool yes = __builtin_cpu_supports("avx512bf16");
+    return yes;
+#else
+    return false;
+#endif
+}
+
+void bf16_round_array(uint16_t* dst, const float* src, size_t n) {
+    const long nv = (long)(n / kVecLen);
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < nv; i++) {
+        vu16 r = vbf16_round(vf_load(src + i * kVecLen));
+        for (int l = 0; l < kVecLen; l++) dst[i * kVecLen + l] = (uint16_t)r[l];
+    }
+    for (size_t i = (size_t)nv * kVecLen; i < n; i++) dst[i] = bf16_round(src[i]);
 }

@@ -5,11 +5,17 @@
 // gemm_serial() is the same computation on the calling thread only, for callers that parallelise over
 // many small products themselves (attention); for a given shape it sums in the same order as gemm().
 // gemm_ref() is the plain triple loop the tests compare against.
+// Precision::kBf16 rounds both operands to bf16 (bf16.h) as they are packed and multiplies them with
+// AVX512_BF16's vdpbf16ps, accumulating in fp32; it needs bf16_supported(). gemm_bf16_ref() is its scalar
+// reference: the same rounding of the operands, the sum in double.
 #pragma once
+#include "kernels/bf16.h"
 
 void gemm(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB, float* C,
-          int ldc, bool accumulate);
+          int ldc, bool accumulate, Precision prec = Precision::kFp32);
 void gemm_serial(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB,
-                 float* C, int ldc, bool accumulate);
+                 float* C, int ldc, bool accumulate, Precision prec = Precision::kFp32);
 void gemm_ref(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB, float* C,
               int ldc, bool accumulate);
+void gemm_bf16_ref(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB,
+                   float* C, int ldc, bool accumulate);

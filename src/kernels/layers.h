@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/bf16.h"
+
 // out (N, C) = wte[tokens] + wpe[t] (overwrites). tokens (B, T).
 void encoder_forward(float* out, const int* tokens, const float* wte, const float* wpe, int B, int T, int C);
 // dwte (Vp, C), dwpe (maxT, C) += from dout (N, C).
@@ -22,25 +24,35 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                         const float* weight, const float* mean, const float* rstd, int N, int C);
 
-// out (N, OC) = inp (N, IC) weight^T + bias; weight (OC, IC), bias (OC) or null (overwrites).
-void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int IC, int OC);
+// The matmuls (and attention's products) take a Precision (bf16.h): kFp32, or kBf16 for bf16 operands with
+// fp32 accumulation (gemm.h), which needs bf16_supported().
+
+// out (N, OC) = inp (N, IC) weight^T + bias; weight (OC, IC), bias (OC) or null (overwrites). With kBf16 and
+// N = 1 (decoding), weight16 (OC, IC), the weight already rounded to bf16, is what is read, if given.
+void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int IC, int OC,
+                    Precision prec = Precision::kFp32, const uint16_t* weight16 = nullptr);
 // dinp (N, IC) = dout weight (overwrites); dweight (OC, IC) += dout^T inp; dbias (OC) += column sums of
 // dout (if non-null). dout (N, OC).
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                     const float* weight, int N, int IC, int OC);
+                     const float* weight, int N, int IC, int OC, Precision prec = Precision::kFp32);
+// out (OC) = bf16(W16 (OC, IC)) bf16(x (IC)) + b: the bf16 matrix-vector product of decoding, and its scalar
+// reference (x rounded to bf16, sums in double).
+void matvec_bf16(float* out, const float* x, const uint16_t* W16, const float* b, int IC, int OC);
+void matvec_bf16_ref(float* out, const float* x, const uint16_t* W16, const float* b, int IC, int OC);
 
 // Causal multi-head self-attention, HS = C / NH. qkv (N, 3C) holds q, k, v per row; out (N, C)
 // (overwrites); lse (B, NH, T) the log-sum-exp of each query's scaled scores (overwrites), all the
 // backward needs to rebuild the softmax: no (T, T) probabilities are stored.
-void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH);
+void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH,
+                       Precision prec = Precision::kFp32);
 // The same attention for n new rows of one sequence at positions p0..p0+n-1 over a KV cache: qkv (n, 3C)
 // holds their q (k and v are already in the cache); kcache, vcache (>= p0+n, C) hold positions 0..p0+n-1.
 // out (n, C) and lse (NH, n) are overwritten. Same blocks and arithmetic as attention_forward.
 void attention_forward_cached(float* out, float* lse, const float* qkv, const float* kcache, const float* vcache, int n,
-                              int p0, int C, int NH);
+                              int p0, int C, int NH, Precision prec = Precision::kFp32);
 // dqkv (N, 3C) = from dout (N, C) (overwrites), recomputing the probabilities from qkv and lse.
-void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* lse, int B, int T, int C,
-                        int NH);
+void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* lse, int B, int T, int C, int NH,
+                        Precision prec = Precision::kFp32);
 
 // GELU, tanh approximation: out (n) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (overwrites).
 void gelu_forward(float* out, const float* inp, size_t n);

@@ -1,9 +1,16 @@
 // matmul.cpp: the linear layer, out = inp W^T + b, and its backward, on top of gemm (gemm.h).
 // Weights are (OC, IC) as in llm.c (HuggingFace's Conv1D stores them transposed; checkpoint.cpp
 // converts). See layers.h for shapes.
+#include <cassert>
+#include <vector>
+
 #include "kernels/gemm.h"
 #include "kernels/layers.h"
 #include "kernels/simd.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 // out (OC) = W (OC, IC) x (IC) + b for one row: every weight is read once, so it is a memory-bound dot
 // product per output (decoding's case), not a packed gemm.
@@ -25,9 +32,55 @@ static void matvec_forward(float* out, const float* x, const float* W, const flo
     }
 }
 
-void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int IC, int OC) {
-    if (N == 1) return matvec_forward(out, inp, weight, bias, IC, OC);
-    gemm(N, OC, IC, inp, IC, false, weight, IC, true, out, OC, false);
+#if defined(__x86_64__)
+// The bf16 matrix-vector product: x is rounded to bf16 once; each output row's weights are streamed as
+// bf16 (half fp32's bytes: decoding is bound by them) into vdpbf16ps, four accumulators deep.
+__attribute__((target("avx512f,avx512bf16"))) static void matvec_bf16_avx512(float* out, const uint16_t* x16,
+                                                                             const uint16_t* W16, const float* b,
+                                                                             int IC, int OC) {
+#pragma omp parallel for schedule(static)
+    for (int j = 0; j < OC; j++) {
+        const uint16_t* w = W16 + (size_t)j * IC;
+        __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+        int i = 0;
+        for (; i + 128 <= IC; i += 128)
+            for (int u = 0; u < 4; u++)
+                acc[u] = _mm512_dpbf16_ps(acc[u], (__m512bh)_mm512_loadu_si512(w + i + 32 * u),
+                                          (__m512bh)_mm512_loadu_si512(x16 + i + 32 * u));
+        for (; i + 32 <= IC; i += 32)
+            acc[0] =
+                _mm512_dpbf16_ps(acc[0], (__m512bh)_mm512_loadu_si512(w + i), (__m512bh)_mm512_loadu_si512(x16 + i));
+        float lanes[16], sum = 0;  // (GCC 12's _mm512_reduce_add_ps trips a false uninitialised warning)
+        _mm512_storeu_ps(lanes, _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
+        for (int l = 0; l < 16; l++) sum += lanes[l];
+        for (; i < IC; i++) sum += bf16_to_float(w[i]) * bf16_to_float(x16[i]);
+        out[j] = b ? sum + b[j] : sum;
+    }
+}
+#endif
+
+void matvec_bf16(float* out, const float* x, const uint16_t* W16, const float* b, int IC, int OC) {
+    assert(bf16_supported());
+    std::vector<uint16_t> x16(IC);
+    for (int i = 0; i < IC; i++) x16[i] = bf16_round(x[i]);
+#if defined(__x86_64__)
+    matvec_bf16_avx512(out, x16.data(), W16, b, IC, OC);
+#endif
+}
+
+void matvec_bf16_ref(float* out, const float* x, const uint16_t* W16, const float* b, int IC, int OC) {
+    for (int j = 0; j < OC; j++) {
+        double sum = 0;
+        for (int i = 0; i < IC; i++) sum += (double)bf16_to_float(W16[(size_t)j * IC + i]) * bf16_rounded(x[i]);
+        out[j] = b ? (float)sum + b[j] : (float)sum;
+    }
+}
+
+void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int IC, int OC,
+                    Precision prec, const uint16_t* weight16) {
+    if (N == 1 && prec == Precision::kFp32) return matvec_forward(out, inp, weight, bias, IC, OC);
+    if (N == 1 && weight16) return matvec_bf16(out, inp, weight16, bias, IC, OC);
+    gemm(N, OC, IC, inp, IC, false, weight, IC, true, out, OC, false, prec);
     if (!bias) return;
 #pragma omp parallel for
     for (int i = 0; i < N; i++) {
@@ -37,9 +90,9 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
 }
 
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                     const float* weight, int N, int IC, int OC) {
-    gemm(N, IC, OC, dout, OC, false, weight, IC, false, dinp, IC, false);  // dinp = dout W
-    gemm(OC, IC, N, dout, OC, true, inp, IC, false, dweight, IC, true);    // dW += dout^T inp
+                     const float* weight, int N, int IC, int OC, Precision prec) {
+    gemm(N, IC, OC, dout, OC, false, weight, IC, false, dinp, IC, false, prec);  // dinp = dout W
+    gemm(OC, IC, N, dout, OC, true, inp, IC, false, dweight, IC, true, prec);    // dW += dout^T inp
     if (!dbias) return;
     const int chunk = 256;
 #pragma omp parallel for

@@ -33,7 +33,7 @@ void infer_init(InferState* st, const GPT2& model, int max_len, int max_rows) {
 
 void infer_forward(InferState* st, const GPT2& model, const int* tokens, int n, float* logits, bool all_logits) {
     const GPT2Config& cfg = model.cfg;
-    const int C = cfg.channels, NH = cfg.num_heads, p0 = st->len;
+    const int C = cfg.channels, p0 = st->len;
     if (n < 1 || p0 + n > st->max_len || n > st->max_rows)
         fatal("context full: %d + %d tokens exceed the cache of %d positions", p0, n, st->max_len);
     for (int i = 0; i < n; i++)
@@ -46,11 +46,12 @@ void infer_forward(InferState* st, const GPT2& model, const int* tokens, int n, 
     const float* x = st->x.data();
     for (int l = 0; l < cfg.num_layers; l++) {
         const KvLayer kv = {st->k.data() + (size_t)l * st->max_len * C, st->v.data() + (size_t)l * st->max_len * C, p0};
-        block_forward(la, x, p.layers[l], 1, n, C, NH, &kv);
+        block_forward(model, l, la, x, 1, n, &kv);
         x = la.residual3;
     }
     const int first = all_logits ? 0 : n - 1, rows = n - first;
     layernorm_forward(st->lnf.data(), st->mean.data(), st->rstd.data(), x + (size_t)first * C, p.lnfw, p.lnfb, rows, C);
-    matmul_forward(logits, st->lnf.data(), p.wte, nullptr, rows, C, cfg.padded_vocab_size);  // lm_head tied to wte
+    matmul_forward(logits, st->lnf.data(), p.wte, nullptr, rows, C, cfg.padded_vocab_size, model.precision,
+                   gpt2_bf16_view(model, p.wte));  // lm_head tied to wte
     st->len += n;
 }

@@ -82,34 +82,51 @@ void gpt2_alloc_acts(GPT2* model, int B, int T) {
     model->T = T;
 }
 
-void block_forward(const LayerActs& la, const float* x, const LayerParams& lp, int B, int T, int C, int NH,
-                   const KvLayer* kv) {
-    const int N = B * T;
+void gpt2_set_precision(GPT2* model, Precision prec) {
+    assert(prec == Precision::kFp32 || bf16_supported());
+    model->precision = prec;
+    if (prec == Precision::kFp32) return std::vector<uint16_t>().swap(model->params16);
+    model->params16.resize(model->params.size());
+    bf16_round_array(model->params16.data(), model->params.data(), model->params.size());
+}
+
+const uint16_t* gpt2_bf16_view(const GPT2& model, const float* w) {
+    if (model.params16.empty()) return nullptr;
+    return model.params16.data() + (w - model.params.data());
+}
+
+void block_forward(const GPT2& model, int l, const LayerActs& la, const float* x, int B, int T, const KvLayer* kv) {
+    const int N = B * T, C = model.cfg.channels, NH = model.cfg.num_heads;
+    const LayerParams& lp = model.p.layers[l];
+    const Precision prec = model.precision;
+    auto linear = [&](float* out, const float* inp, const float* w, const float* b, int IC, int OC) {
+        matmul_forward(out, inp, w, b, N, IC, OC, prec, gpt2_bf16_view(model, w));
+    };
     // x = x + attn(ln_1(x))
     layernorm_forward(la.ln1, la.ln1_mean, la.ln1_rstd, x, lp.ln1w, lp.ln1b, N, C);
-    matmul_forward(la.qkv, la.ln1, lp.qkvw, lp.qkvb, N, C, 3 * C);
+    linear(la.qkv, la.ln1, lp.qkvw, lp.qkvb, C, 3 * C);
     if (!kv) {
-        attention_forward(la.atty, la.att_lse, la.qkv, B, T, C, NH);
+        attention_forward(la.atty, la.att_lse, la.qkv, B, T, C, NH, prec);
     } else {
         for (int i = 0; i < N; i++) {  // this step's keys and values join the cache
             memcpy(kv->k + (size_t)(kv->p0 + i) * C, la.qkv + (size_t)i * 3 * C + C, C * sizeof(float));
             memcpy(kv->v + (size_t)(kv->p0 + i) * C, la.qkv + (size_t)i * 3 * C + 2 * C, C * sizeof(float));
         }
-        attention_forward_cached(la.atty, la.att_lse, la.qkv, kv->k, kv->v, N, kv->p0, C, NH);
+        attention_forward_cached(la.atty, la.att_lse, la.qkv, kv->k, kv->v, N, kv->p0, C, NH, prec);
     }
-    matmul_forward(la.attproj, la.atty, lp.attprojw, lp.attprojb, N, C, C);
+    linear(la.attproj, la.atty, lp.attprojw, lp.attprojb, C, C);
     residual_forward(la.residual2, x, la.attproj, (size_t)N * C);
     // x = x + mlp(ln_2(x))
     layernorm_forward(la.ln2, la.ln2_mean, la.ln2_rstd, la.residual2, lp.ln2w, lp.ln2b, N, C);
-    matmul_forward(la.fch, la.ln2, lp.fcw, lp.fcb, N, C, 4 * C);
+    linear(la.fch, la.ln2, lp.fcw, lp.fcb, C, 4 * C);
     gelu_forward(la.fch_gelu, la.fch, (size_t)N * 4 * C);
-    matmul_forward(la.fcproj, la.fch_gelu, lp.fcprojw, lp.fcprojb, N, 4 * C, C);
+    linear(la.fcproj, la.fch_gelu, lp.fcprojw, lp.fcprojb, 4 * C, C);
     residual_forward(la.residual3, la.residual2, la.fcproj, (size_t)N * C);
 }
 
 float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int T) {
     const GPT2Config& cfg = model->cfg;
-    const int C = cfg.channels, NH = cfg.num_heads, V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
+    const int C = cfg.channels, V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
     const int N = B * T;
     gpt2_alloc_acts(model, B, T);
     for (int i = 0; i < N; i++) {
@@ -127,11 +144,11 @@ float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, in
     encoder_forward(a.encoded, inputs, p.wte, p.wpe, B, T, C);
     const float* x = a.encoded;  // (N, C) the residual stream
     for (int l = 0; l < cfg.num_layers; l++) {
-        block_forward(a.layers[l], x, p.layers[l], B, T, C, NH, nullptr);
+        block_forward(*model, l, a.layers[l], x, B, T, nullptr);
         x = a.layers[l].residual3;
     }
     layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, x, p.lnfw, p.lnfb, N, C);
-    matmul_forward(a.logits, a.lnf, p.wte, nullptr, N, C, Vp);  // lm_head tied to wte
+    matmul_forward(a.logits, a.lnf, p.wte, nullptr, N, C, Vp, model->precision);  // lm_head tied to wte
     model->mean_loss = crossentropy_forward(a.losses, a.probs, a.logits, targets, N, V, Vp);
     return targets ? model->mean_loss : 0.0f;
 }
@@ -157,7 +174,8 @@ void gpt2_backward(GPT2* model, float loss_scale, const std::function<void(int l
     const int last = cfg.num_layers - 1;
     memset(da.layers[last].residual3, 0, sizeof(float) * N * C);
     crossentropy_backward(da.logits, a.probs, model->targets.data(), loss_scale / N, N, V, Vp);
-    matmul_backward(da.lnf, g.wte, nullptr, da.logits, a.lnf, p.wte, N, C, Vp);
+    const Precision prec = model->precision;
+    matmul_backward(da.lnf, g.wte, nullptr, da.logits, a.lnf, p.wte, N, C, Vp, prec);
     layernorm_backward(da.layers[last].residual3, g.lnfw, g.lnfb, da.lnf, a.layers[last].residual3, p.lnfw, a.lnf_mean,
                        a.lnf_rstd, N, C);
     for (int l = last; l >= 0; l--) {
@@ -167,16 +185,16 @@ void gpt2_backward(GPT2* model, float loss_scale, const std::function<void(int l
         float* dx = l == 0 ? da.encoded : da.layers[l - 1].residual3;
         // x = x + mlp(ln_2(x)), backwards
         residual_backward(lda.residual2, lda.fcproj, lda.residual3, (size_t)N * C);
-        matmul_backward(lda.fch_gelu, lg.fcprojw, lg.fcprojb, lda.fcproj, la.fch_gelu, lp.fcprojw, N, 4 * C, C);
+        matmul_backward(lda.fch_gelu, lg.fcprojw, lg.fcprojb, lda.fcproj, la.fch_gelu, lp.fcprojw, N, 4 * C, C, prec);
         gelu_backward(lda.fch, la.fch, lda.fch_gelu, (size_t)N * 4 * C);
-        matmul_backward(lda.ln2, lg.fcw, lg.fcb, lda.fch, la.ln2, lp.fcw, N, C, 4 * C);
+        matmul_backward(lda.ln2, lg.fcw, lg.fcb, lda.fch, la.ln2, lp.fcw, N, C, 4 * C, prec);
         layernorm_backward(lda.residual2, lg.ln2w, lg.ln2b, lda.ln2, la.residual2, lp.ln2w, la.ln2_mean, la.ln2_rstd, N,
                            C);
         // x = x + attn(ln_1(x)), backwards
         residual_backward(dx, lda.attproj, lda.residual2, (size_t)N * C);
-        matmul_backward(lda.atty, lg.attprojw, lg.attprojb, lda.attproj, la.atty, lp.attprojw, N, C, C);
-        attention_backward(lda.qkv, lda.atty, la.qkv, la.att_lse, B, T, C, NH);
-        matmul_backward(lda.ln1, lg.qkvw, lg.qkvb, lda.qkv, la.ln1, lp.qkvw, N, C, 3 * C);
+        matmul_backward(lda.atty, lg.attprojw, lg.attprojb, lda.attproj, la.atty, lp.attprojw, N, C, C, prec);
+        attention_backward(lda.qkv, lda.atty, la.qkv, la.att_lse, B, T, C, NH, prec);
+        matmul_backward(lda.ln1, lg.qkvw, lg.qkvb, lda.qkv, la.ln1, lp.qkvw, N, C, 3 * C, prec);
         layernorm_backward(dx, lg.ln1w, lg.ln1b, lda.ln1, x, lp.ln1w, la.ln1_mean, la.ln1_rstd, N, C);
         if (layer_done) layer_done(l);
     }

@@ -6,6 +6,7 @@
 #include <functional>
 #include <vector>
 
+#include "kernels/bf16.h"
 #include "model/config.h"
 #include "model/layout.h"
 
@@ -22,6 +23,8 @@ struct GPT2 {
     std::vector<int> inputs, targets;  // (B, T) of the last forward
     bool have_targets = false;
     float mean_loss = 0;
+    Precision precision = Precision::kFp32;  // how the matmuls run (gpt2_set_precision)
+    std::vector<uint16_t> params16;          // kBf16: params rounded to bf16, same layout; else empty
 };
 
 // One layer's KV cache for inference: keys and values (max positions, C) each; the block appends the
@@ -32,12 +35,19 @@ struct KvLayer {
     int p0;
 };
 
-// One transformer block, the only copy of its diagram: la.residual3 = x + attn(ln_1(x)), then
-// + mlp(ln_2(.)), over B sequences of T positions (x (B*T, C)). Without a cache, attention runs over the
-// batch itself (training, eval) and la keeps everything the backward needs; with one (B = 1), this
-// step's keys and values are appended to it first. x may be la.residual3 (read before it is written).
-void block_forward(const LayerActs& la, const float* x, const LayerParams& lp, int B, int T, int C, int NH,
-                   const KvLayer* kv);
+// Block l of the model, the only copy of its diagram: la.residual3 = x + attn(ln_1(x)), then
+// + mlp(ln_2(.)), over B sequences of T positions (x (B*T, C)), at the model's precision. Without a cache,
+// attention runs over the batch itself (training, eval) and la keeps everything the backward needs; with
+// one (B = 1), this step's keys and values are appended to it first. x may be la.residual3 (read before it
+// is written).
+void block_forward(const GPT2& model, int l, const LayerActs& la, const float* x, int B, int T, const KvLayer* kv);
+// Sets how the matmuls run: kFp32 (exact), or kBf16, bf16 operands with fp32 accumulation (kernels/gemm.h;
+// fp32 everywhere else: master weights, AdamW, LayerNorm statistics, softmax, residual stream, loss). kBf16
+// needs bf16_supported() (asserted) and fills params16 from params, so call it once the weights are in place
+// (loaded or initialised); adamw_update refreshes params16 in the same pass from then on.
+void gpt2_set_precision(GPT2* model, Precision prec);
+// The bf16 copy of a tensor of model.params (w points into it), or null when the model keeps none.
+const uint16_t* gpt2_bf16_view(const GPT2& model, const float* w);
 // Allocates zeroed parameters for cfg (validated; fatal names `where` if bad). Inference needs nothing more.
 void gpt2_build(GPT2* model, const GPT2Config& cfg, const char* where);
 // Adds what training needs: parameter gradients, and activation gradients from the next forward on.

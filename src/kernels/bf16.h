@@ -1,0 +1,43 @@
+// bf16.h: the bfloat16 format (fp32's sign, 8-bit exponent and top 7 mantissa bits) and the one rounding
+// every bf16 path uses: round to nearest, ties to even, NaN kept a (quiet) NaN. The scalar and the 16-lane
+// versions give the same bits; the tests check that. Products of two bf16 values are exact in fp32, so a
+// bf16 matmul differs from fp32 only by this rounding of its operands (and its fp32 summation order).
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/simd.h"
+
+enum class Precision { kFp32, kBf16 };
+
+inline uint16_t bf16_round(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof(u));
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((u >> 16) | 0x40);  // NaN: keep it quiet
+    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+inline float bf16_to_float(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float x;
+    memcpy(&x, &u, sizeof(x));
+    return x;
+}
+// x rounded to the nearest bf16, as a float.
+inline float bf16_rounded(float x) { return bf16_to_float(bf16_round(x)); }
+
+typedef unsigned int vu16 __attribute__((vector_size(64)));
+
+// bf16_round of 16 lanes, in the low 16 bits of each 32-bit lane.
+inline vu16 vbf16_round(vf16 x) {
+    vu16 u = (vu16)x;
+    vu16 r = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+    vu16 nan = (u >> 16) | 0x40u;
+    return (u & 0x7FFFFFFFu) > 0x7F800000u ? nan : r;
+}
+// Pairs for the bf16 dot-product layout: lane j = bf16(lo[j]) | bf16(hi[j]) << 16.
+inline vu16 vbf16_pairs(vf16 lo, vf16 hi) { return vbf16_round(lo) | (vbf16_round(hi) << 16); }
+
+// True when this CPU runs the AVX512_BF16 dot product (vdpbf16ps) that the bf16 kernels use.
+bool bf16_supported();
+// dst[i] = bf16_round(src[i]), n elements, in parallel.
+void bf16_round_array(uint16_t* dst, const float* src, size_t n);

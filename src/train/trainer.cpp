@@ -120,7 +120,7 @@ void validate(Trainer* t, int step) {
     t->progress.close();
     printf("step %5d/%d | val loss %.6f\n", step, t->o.steps, val_loss);
     t->history.val.push_back({step, val_loss});
-    if (!t->o.plot_path.empty()) plot_losses(t->o.plot_path, t->history.train, t->history.val);
+    if (!t->o.plot_path.empty()) plot_losses(t->o.plot_path, {{"", t->history.train, t->history.val}});
     t->log.line("{\"step\":%d,\"val_loss\":%.6f}\n", step, val_loss);
 }
 
@@ -240,7 +240,7 @@ void trainer_load_data(Trainer* t) {
 void trainer_save(Trainer* t, int step) {
     const LossHistory& h = t->history;
     train_state_save(t->o.out, t->model, t->opt, t->train_dl, step, t->run_flags, h, [&](const std::string& staging) {
-        if (t->o.plot_in_out) plot_losses(path_join(staging, "loss.png"), h.train, h.val);
+        if (t->o.plot_in_out) plot_losses(path_join(staging, "loss.png"), {{"", h.train, h.val}});
     });
     t->saved = true;
     t->progress.close();

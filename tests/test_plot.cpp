@@ -1,7 +1,7 @@
 // test_plot.cpp: the loss plot: a valid PNG of the stated size (signature and IHDR), written atomically,
 // with both series' colours present in the rendered image, each run of several in its own colour with its
 // own legend row, and no crash on the edge cases (empty series, one point, NaN/Inf, constant loss, huge
-// values).
+// values). Also log_read, which reads --log files back for `gpt2 plot`.
 #include <unistd.h>
 
 #include <cmath>
@@ -13,6 +13,7 @@
 #include "base/util.h"
 #include "test.h"
 #include "train/plot.h"
+#include "train/trainer.h"
 
 namespace {
 
@@ -189,4 +190,31 @@ TEST(plot_long_labels_stay_inside) {
     const uint8_t black[3] = {0, 0, 0};
     CHECK(count_rgb(img, w, black, 0, 0, 8, 38) == 0);   // nothing left of the legend's margin
     CHECK(count_rgb(img, w, black, 8, 0, w, 38) > 100);  // but the (cut) labels are there
+}
+
+TEST(log_read_points_sorted_last_wins) {
+    std::string path = plot_tmp("run.jsonl");
+    const std::string text =
+        "{\"step\":1,\"loss\":5.5,\"lr\":1e-3,\"norm\":1.0,\"ms\":2.0}\n"
+        "{\"step\":2,\"loss\":5.0,\"lr\":1e-3,\"norm\":1.0,\"ms\":2.0}\n"
+        "{\"step\":2,\"val_loss\":5.25}\n"
+        "\n"
+        "{\"step\":3,\"loss\":4.5}\n"
+        "{\"step\":2,\"loss\":4.75}\r\n"  // a resumed run repeats step 2: the later value stays
+        "{\"step\":0,\"loss\":6}";        // no final newline
+    file_write_atomic(path, text.data(), text.size());
+    LossHistory hist = log_read(path);
+    CHECK(hist.train.size() == 4);
+    if (hist.train.size() == 4) {
+        CHECK(hist.train[0].first == 0 && hist.train[0].second == 6.0f);
+        CHECK(hist.train[1].first == 1 && hist.train[1].second == 5.5f);
+        CHECK(hist.train[2].first == 2 && hist.train[2].second == 4.75f);
+        CHECK(hist.train[3].first == 3 && hist.train[3].second == 4.5f);
+    }
+    CHECK(hist.val.size() == 1 && hist.val[0].first == 2 && hist.val[0].second == 5.25f);
+    const std::string val_only = "{\"step\":50,\"val_loss\":3.5}\n{\"step\":100,\"val_loss\":3.25}\n";
+    file_write_atomic(path, val_only.data(), val_only.size());
+    hist = log_read(path);
+    CHECK(hist.train.empty() && hist.val.size() == 2);
+    unlink(path.c_str());
 }

@@ -1,6 +1,7 @@
 // test_plot.cpp: the loss plot: a valid PNG of the stated size (signature and IHDR), written atomically,
-// with both series' colours present in the rendered image, and no crash on the edge cases (empty series,
-// one point, NaN/Inf, constant loss, huge values).
+// with both series' colours present in the rendered image, each run of several in its own colour with its
+// own legend row, and no crash on the edge cases (empty series, one point, NaN/Inf, constant loss, huge
+// values). Also log_read, which reads --log files back for `gpt2 plot`.
 #include <unistd.h>
 
 #include <cmath>
@@ -12,6 +13,7 @@
 #include "base/util.h"
 #include "test.h"
 #include "train/plot.h"
+#include "train/trainer.h"
 
 namespace {
 
@@ -39,6 +41,9 @@ int count_ink(const std::vector<uint8_t>& img) {
     return n;
 }
 
+// One unlabelled run: the trainer's plot.
+std::vector<PlotRun> one_run(const Series& train, const Series& val) { return {{"", train, val}}; }
+
 Series decaying(int n, int every, float start) {
     Series s;
     for (int i = 0; i < n; i += every)
@@ -50,7 +55,7 @@ Series decaying(int n, int every, float start) {
 
 TEST(plot_png_signature_and_size) {
     std::string path = plot_tmp("loss.png");
-    plot_losses(path, decaying(1000, 1, 9.0f), decaying(1000, 50, 9.5f), 640, 400);
+    plot_losses(path, one_run(decaying(1000, 1, 9.0f), decaying(1000, 50, 9.5f)), 640, 400);
     std::vector<uint8_t> png = file_read(path);
     const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
     CHECK(png.size() > 33);
@@ -71,8 +76,8 @@ TEST(plot_png_signature_and_size) {
 
 TEST(plot_default_size_and_overwrite) {
     std::string path = plot_tmp("loss_default.png");
-    plot_losses(path, decaying(10, 1, 5.0f), {});
-    plot_losses(path, decaying(20, 1, 5.0f), decaying(20, 5, 5.0f));  // refreshed in place
+    plot_losses(path, one_run(decaying(10, 1, 5.0f), {}));
+    plot_losses(path, one_run(decaying(20, 1, 5.0f), decaying(20, 5, 5.0f)));  // refreshed in place
     std::vector<uint8_t> png = file_read(path);
     CHECK(png.size() > 24 && be32(&png[16]) == 800 && be32(&png[20]) == 500);
     unlink(path.c_str());
@@ -80,7 +85,7 @@ TEST(plot_default_size_and_overwrite) {
 
 TEST(plot_render_has_both_series) {
     const int w = 800, h = 500;
-    std::vector<uint8_t> img = plot_render(decaying(2000, 1, 8.0f), decaying(2000, 100, 8.5f), w, h);
+    std::vector<uint8_t> img = plot_render(one_run(decaying(2000, 1, 8.0f), decaying(2000, 100, 8.5f)), w, h);
     CHECK(img.size() == (size_t)w * h * 3);
     // The legend sits above y = 40; the curves are drawn below it.
     CHECK(count_rgb(img, w, kPlotTrainRgb, 0, 40, w, h) > 300);
@@ -109,14 +114,107 @@ TEST(plot_edge_cases) {
         {{2000000000, 1.0f}, {-2000000000, 2.0f}},              // extreme steps
     };
     for (size_t i = 0; i < cases_train.size(); i++) {
-        std::vector<uint8_t> img = plot_render(cases_train[i], {}, w, h);
+        std::vector<uint8_t> img = plot_render(one_run(cases_train[i], {}), w, h);
         CHECK(img.size() == (size_t)w * h * 3);
         CHECK(count_ink(img) > 500);  // axes and labels at least
-        std::vector<uint8_t> img2 = plot_render({}, cases_train[i], w, h);
+        std::vector<uint8_t> img2 = plot_render(one_run({}, cases_train[i]), w, h);
         CHECK(img2.size() == (size_t)w * h * 3);
     }
     // A lone finite point shows up.
-    std::vector<uint8_t> one = plot_render({{10, 3.0f}}, {{10, 3.2f}}, w, h);
+    std::vector<uint8_t> one = plot_render(one_run({{10, 3.0f}}, {{10, 3.2f}}), w, h);
     CHECK(count_rgb(one, w, kPlotTrainRgb, 0, 40, w, h) >= 1);
     CHECK(count_rgb(one, w, kPlotValRgb, 0, 40, w, h) > 10);
+}
+
+// At 800x500 the font scale is 2: glyphs 14 pixels tall, legend rows 22 pixels apart from y = 8.
+const int kRowTop = 8, kRowH = 22, kGlyphH = 14;
+
+TEST(plot_runs_each_in_own_colour) {
+    const int w = 800, h = 500;
+    const int n = kPlotMaxRuns;
+    std::vector<PlotRun> runs;
+    for (int r = 0; r < n; r++)
+        runs.push_back({"run" + std::to_string(r), decaying(2000, 1, 8.0f + r), decaying(2000, 100, 8.5f + r)});
+    std::vector<uint8_t> img = plot_render(runs, w, h);
+    CHECK(img.size() == (size_t)w * h * 3);
+    const int top = kRowTop + n * kRowH + 8;  // the plot area starts below the legend
+    for (int r = 0; r < n; r++) {
+        // Both curves of run r in its colour, and a legend sample of it in row r (not in other rows).
+        CHECK(count_rgb(img, w, kPlotPalette[r], 0, top, w, h) > 300);
+        const int y0 = kRowTop + r * kRowH;
+        CHECK(count_rgb(img, w, kPlotPalette[r], 0, y0, w, y0 + kGlyphH) > 20);
+        CHECK(count_rgb(img, w, kPlotPalette[r], 0, 0, w, y0) == 0);
+        CHECK(count_rgb(img, w, kPlotPalette[r], 0, y0 + kRowH, w, top - 8) == 0);
+    }
+}
+
+TEST(plot_runs_val_takes_run_colour) {
+    // With two runs, run 0's val curve is in run 0's colour (blue), not the single-run val orange, which is
+    // run 1's colour; run 1 here has train points only.
+    const int w = 800, h = 500;
+    std::vector<PlotRun> runs = {{"a", {}, decaying(2000, 100, 8.0f)}, {"b", decaying(2000, 1, 3.0f), {}}};
+    std::vector<uint8_t> img = plot_render(runs, w, h);
+    const int top = kRowTop + 2 * kRowH + 8;
+    CHECK(count_rgb(img, w, kPlotPalette[0], 0, top, w, h) > 300);
+    CHECK(count_rgb(img, w, kPlotPalette[1], 0, top, w, h) > 300);
+    // The val curve (top left, loss near 10) is blue: no orange in the plot's upper half.
+    CHECK(count_rgb(img, w, kPlotPalette[1], 0, top, w, (top + h) / 2 - 40) == 0);
+    CHECK(count_rgb(img, w, kPlotPalette[0], 0, top, w, (top + h) / 2 - 40) > 100);
+}
+
+TEST(plot_runs_with_nan_points) {
+    const int w = 800, h = 500;
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    Series gappy = decaying(2000, 1, 8.0f);
+    for (size_t i = 0; i < gappy.size(); i += 7) gappy[i].second = nan;
+    gappy[100].second = inf;
+    std::vector<PlotRun> runs = {{"fp32", decaying(2000, 1, 8.0f), decaying(2000, 100, 8.5f)},
+                                 {"bf16", gappy, {{0, nan}, {100, 7.0f}, {200, nan}, {300, 6.0f}, {400, 5.5f}}},
+                                 {"nothing", {{0, nan}, {1, inf}}, {}}};
+    std::vector<uint8_t> img = plot_render(runs, w, h);
+    CHECK(img.size() == (size_t)w * h * 3);
+    const int top = kRowTop + 3 * kRowH + 8;
+    CHECK(count_rgb(img, w, kPlotPalette[0], 0, top, w, h) > 300);
+    CHECK(count_rgb(img, w, kPlotPalette[1], 0, top, w, h) > 300);
+    // The run without a finite point draws no curve, but keeps its legend row.
+    CHECK(count_rgb(img, w, kPlotPalette[2], 0, top, w, h) == 0);
+    CHECK(count_rgb(img, w, kPlotPalette[2], 0, kRowTop + 2 * kRowH, w, kRowTop + 2 * kRowH + kGlyphH) > 10);
+}
+
+TEST(plot_long_labels_stay_inside) {
+    const int w = 400, h = 300;  // font scale 1: rows 15 pixels apart
+    const std::string long_label(200, 'x');
+    std::vector<PlotRun> runs = {{long_label, decaying(100, 1, 5.0f), decaying(100, 10, 5.0f)},
+                                 {"short", decaying(100, 1, 4.0f), {}}};
+    std::vector<uint8_t> img = plot_render(runs, w, h);
+    const uint8_t black[3] = {0, 0, 0};
+    CHECK(count_rgb(img, w, black, 0, 0, 8, 38) == 0);   // nothing left of the legend's margin
+    CHECK(count_rgb(img, w, black, 8, 0, w, 38) > 100);  // but the (cut) labels are there
+}
+
+TEST(log_read_points_sorted_last_wins) {
+    std::string path = plot_tmp("run.jsonl");
+    const std::string text =
+        "{\"step\":1,\"loss\":5.5,\"lr\":1e-3,\"norm\":1.0,\"ms\":2.0}\n"
+        "{\"step\":2,\"loss\":5.0,\"lr\":1e-3,\"norm\":1.0,\"ms\":2.0}\n"
+        "{\"step\":2,\"val_loss\":5.25}\n"
+        "\n"
+        "{\"step\":3,\"loss\":4.5}\n"
+        "{\"step\":2,\"loss\":4.75}\r\n"  // a resumed run repeats step 2: the later value stays
+        "{\"step\":0,\"loss\":6}";        // no final newline
+    file_write_atomic(path, text.data(), text.size());
+    LossHistory hist = log_read(path);
+    CHECK(hist.train.size() == 4);
+    if (hist.train.size() == 4) {
+        CHECK(hist.train[0].first == 0 && hist.train[0].second == 6.0f);
+        CHECK(hist.train[1].first == 1 && hist.train[1].second == 5.5f);
+        CHECK(hist.train[2].first == 2 && hist.train[2].second == 4.75f);
+        CHECK(hist.train[3].first == 3 && hist.train[3].second == 4.5f);
+    }
+    CHECK(hist.val.size() == 1 && hist.val[0].first == 2 && hist.val[0].second == 5.25f);
+    const std::string val_only = "{\"step\":50,\"val_loss\":3.5}\n{\"step\":100,\"val_loss\":3.25}\n";
+    file_write_atomic(path, val_only.data(), val_only.size());
+    hist = log_read(path);
+    CHECK(hist.train.empty() && hist.val.size() == 2);
+    unlink(path.c_str());
 }

@@ -25,6 +25,7 @@ static const Command kCommands[] = {
     {"compare", cmd_compare, "check forward, backward and AdamW against a PyTorch reference dump"},
     {"info", cmd_info, "print a checkpoint's format, geometry, parameter count and dtype"},
     {"export", cmd_export, "convert a checkpoint between HuggingFace and llm.c formats"},
+    {"plot", cmd_plot, "draw the loss of one or more train --log files on one PNG"},
 };
 
 static void print_usage() {

@@ -2,12 +2,10 @@
 // on --resume), the checks on outputs and memory before anything is computed, then the run itself
 // (train/trainer.h).
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <climits>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 #include <string>
 
@@ -20,6 +18,7 @@
 #include "model/generate.h"
 #include "model/model.h"
 #include "text/tokenizer.h"
+#include "train/plot.h"
 #include "train/trainer.h"
 
 namespace {
@@ -105,7 +104,7 @@ void check_memory(const GPT2Config& cfg, int B, int T) {
     memory_check(total, "train", "lower -B or -T, or train a smaller model");
 }
 
-// Checks --plot before the first step: its directory exists and an existing file there is a PNG.
+// Checks --plot before the first step: never inside --out, and a path plot_check_path accepts.
 void check_plot_path(const std::string& path, const std::string& out) {
     if (path.empty()) fatal("empty value for --plot (train): expected a PNG path");
     struct stat in_dir, out_dir;  // a plot inside --out would be swapped out by every save
@@ -113,17 +112,7 @@ void check_plot_path(const std::string& path, const std::string& out) {
         in_dir.st_dev == out_dir.st_dev && in_dir.st_ino == out_dir.st_ino)
         fatal_hint("leave --plot out: the plot is saved into --out with every checkpoint",
                    "bad value for --plot (train): %s is inside --out %s", path.c_str(), out.c_str());
-    if (dir_exists(path)) fatal("bad value for --plot (train): %s is a directory, expected a PNG path", path.c_str());
-    if (!dir_exists(path_parent(path)))
-        fatal("bad value for --plot (train): directory %s does not exist", path_parent(path).c_str());
-    if (access(path.c_str(), F_OK) != 0) return;
-    static const uint8_t kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-    const std::vector<uint8_t> head = file_head_bytes(path, 8);
-    if (head.size() != 8 || memcmp(head.data(), kPng, 8) != 0)
-        fatal_hint("choose a new path; gpt2 replaces only PNG files",
-                   "bad value for --plot (train): %s exists and is "
-                   "not a PNG",
-                   path.c_str());
+    plot_check_path(path, "--plot (train)");
 }
 
 // The model a run trains: the checkpoint it resumes, --model, or a random init from the geometry flags.

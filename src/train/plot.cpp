@@ -4,6 +4,8 @@
 // colours, which the tests rely on. Reference: stb_easy_font.h and stb_image_write.h (libstb-dev).
 #include "train/plot.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cassert>
 #include <cmath>
@@ -33,8 +35,8 @@ struct Rgb {
 };
 const Rgb kBlack = {0, 0, 0};
 const Rgb kGrid = {225, 225, 225};
-const Rgb kTrain = {kPlotTrainRgb[0], kPlotTrainRgb[1], kPlotTrainRgb[2]};
-const Rgb kVal = {kPlotValRgb[0], kPlotValRgb[1], kPlotValRgb[2]};
+
+Rgb rgb_of(const uint8_t c[3]) { return {c[0], c[1], c[2]}; }
 
 struct Canvas {
     int w, h;
@@ -141,32 +143,40 @@ Axis axis_make(double lo, double hi, int intervals, bool integer_ticks) {
     return a;
 }
 
-// Range of the finite points of both series: steps in [*xlo, *xhi], losses in [*ylo, *yhi]. False if none.
-bool data_range(const std::vector<std::pair<int, float>>& a, const std::vector<std::pair<int, float>>& b, double* xlo,
-                double* xhi, double* ylo, double* yhi) {
+// Range of the finite points of every series: steps in [*xlo, *xhi], losses in [*ylo, *yhi]. False if none.
+bool data_range(const std::vector<PlotRun>& runs, double* xlo, double* xhi, double* ylo, double* yhi) {
     bool any = false;
-    for (const auto* s : {&a, &b})
-        for (const auto& p : *s) {
-            if (!std::isfinite(p.second)) continue;
-            if (!any) *xlo = *xhi = p.first, *ylo = *yhi = p.second, any = true;
-            *xlo = std::min(*xlo, (double)p.first), *xhi = std::max(*xhi, (double)p.first);
-            *ylo = std::min(*ylo, (double)p.second), *yhi = std::max(*yhi, (double)p.second);
-        }
+    for (const PlotRun& run : runs)
+        for (const auto* s : {&run.train, &run.val})
+            for (const auto& p : *s) {
+                if (!std::isfinite(p.second)) continue;
+                if (!any) *xlo = *xhi = p.first, *ylo = *yhi = p.second, any = true;
+                *xlo = std::min(*xlo, (double)p.first), *xhi = std::max(*xhi, (double)p.first);
+                *ylo = std::min(*ylo, (double)p.second), *yhi = std::max(*yhi, (double)p.second);
+            }
     return any;
+}
+
+// `s` cut at the end (marked "..") until it is at most max_w pixels wide; "" if not even ".." fits.
+std::string text_fit(const std::string& s, int max_w, int scale) {
+    if (text_width(s, scale) <= max_w) return s;
+    std::string cut = s;
+    while (!cut.empty() && text_width(cut + "..", scale) > max_w) cut.pop_back();
+    return text_width(cut + "..", scale) <= max_w ? cut + ".." : "";
 }
 
 }  // namespace
 
-std::vector<uint8_t> plot_render(const std::vector<std::pair<int, float>>& train,
-                                 const std::vector<std::pair<int, float>>& val, int width, int height) {
+std::vector<uint8_t> plot_render(const std::vector<PlotRun>& runs, int width, int height) {
     assert(width >= 100 && height >= 100 && width <= 16384 && height <= 16384);
+    assert(runs.size() <= (size_t)kPlotMaxRuns);
     Canvas cv(width, height);
     const int s = std::max(1, std::min(width / 400, height / 250));  // pixels per font unit
     const int glyph_h = kGlyphHeight * s, tick_len = 5, pad = 8;
 
     // Data ranges; a flat or single-valued range is widened so the scale never divides by zero.
     double xlo = 0, xhi = 1, ylo = 0, yhi = 1;
-    if (data_range(train, val, &xlo, &xhi, &ylo, &yhi)) {
+    if (data_range(runs, &xlo, &xhi, &ylo, &yhi)) {
         if (xhi == xlo) xlo = std::max(0.0, xlo - 1), xhi = xlo + 2;
         double mag = std::max({1.0, std::fabs(ylo), std::fabs(yhi)});
         if (yhi - ylo < 1e-4 * mag) {
@@ -179,12 +189,13 @@ std::vector<uint8_t> plot_render(const std::vector<std::pair<int, float>>& train
     }
 
     // Layout: y tick labels and the rotated "loss" on the left, x tick labels and "step" below, the legend
-    // above. Axes first get a provisional y axis to size the left margin.
+    // above, one row per run. Axes first get a provisional y axis to size the left margin.
+    const int legend_rows = std::max(1, (int)runs.size()), row_h = glyph_h + pad;
     Axis ya = axis_make(ylo, yhi, 5, false);
     int ylabel_w = 0;
     for (int i = 0; i < ya.ticks(); i++) ylabel_w = std::max(ylabel_w, text_width(ya.label(i), s));
     const int left = pad + glyph_h + 2 * pad + ylabel_w + tick_len + 4;
-    const int top = pad + glyph_h + 2 * pad;
+    const int top = pad + legend_rows * row_h + pad;
     const int bottom = tick_len + 6 + glyph_h + 2 * pad + glyph_h + pad;
     // Room on the right for half of the last x tick label, which is centred on the axis end.
     Axis xa = axis_make(xlo, xhi, 6, true);
@@ -224,8 +235,13 @@ std::vector<uint8_t> plot_render(const std::vector<std::pair<int, float>>& train
             if (marker > 0 || lone) cv.disc(x, y, std::max(marker, 2), c);
         }
     };
-    draw_series(train, 1, 0, kTrain);
-    draw_series(val, 3, 3 + s, kVal);
+    // A single run keeps its two colours; with several, each run has one. Val curves go on top.
+    auto colour = [&](size_t run, bool val) {
+        if (runs.size() == 1) return rgb_of(val ? kPlotValRgb : kPlotTrainRgb);
+        return rgb_of(kPlotPalette[run]);
+    };
+    for (size_t r = 0; r < runs.size(); r++) draw_series(runs[r].train, 1, 0, colour(r, false));
+    for (size_t r = 0; r < runs.size(); r++) draw_series(runs[r].val, 3, 3 + s, colour(r, true));
 
     cv.line(px0, py0, px0, py1, 1, kBlack);  // y axis
     cv.line(px0, py1, px1, py1, 1, kBlack);  // x axis
@@ -244,15 +260,33 @@ std::vector<uint8_t> plot_render(const std::vector<std::pair<int, float>>& train
     draw_text(&cv, (px0 + px1 - text_width("step", s)) / 2, py1 + tick_len + 6 + glyph_h + 2 * pad, "step", s, kBlack);
     draw_text(&cv, pad, (py0 + py1 + text_width("loss", s)) / 2, "loss", s, kBlack, true);
 
-    // Legend, right-aligned above the plot: a line sample, then the name, per series.
-    const int sample_w = 10 * s + 14, ly = pad + glyph_h / 2;
-    int lx = px1 - (sample_w + 6 + text_width("train", s) + 3 * pad + sample_w + 6 + text_width("val", s));
-    cv.line(lx, ly, lx + sample_w, ly, 1, kTrain);
-    draw_text(&cv, lx + sample_w + 6, pad, "train", s, kBlack);
-    lx += sample_w + 6 + text_width("train", s) + 3 * pad;
-    cv.line(lx, ly, lx + sample_w, ly, 3, kVal);
-    cv.disc(lx + sample_w / 2, ly, 3 + s, kVal);
-    draw_text(&cv, lx + sample_w + 6, pad, "val", s, kBlack);
+    // Legend, right-aligned above the plot, one row per run: its label, then a line sample and the name of
+    // each series that has points. Columns line up across rows; labels too long for the width are cut.
+    const int sample_w = 10 * s + 14;
+    const int train_w = sample_w + 6 + text_width("train", s), val_w = sample_w + 6 + text_width("val", s);
+    const int entries_w = train_w + 3 * pad + val_w;
+    std::vector<std::string> labels;
+    int label_w = 0;
+    for (const PlotRun& run : runs) {
+        labels.push_back(text_fit(run.label, std::max(0, px1 - 4 * pad - entries_w), s));
+        label_w = std::max(label_w, text_width(labels.back(), s));
+    }
+    const int lx0 = px1 - entries_w - (label_w > 0 ? label_w + 3 * pad : 0);
+    for (size_t r = 0; r < runs.size(); r++) {
+        const int y = pad + (int)r * row_h, ly = y + glyph_h / 2;
+        draw_text(&cv, lx0, y, labels[r], s, kBlack);
+        int lx = px1 - entries_w;
+        if (!runs[r].train.empty()) {
+            cv.line(lx, ly, lx + sample_w, ly, 1, colour(r, false));
+            draw_text(&cv, lx + sample_w + 6, y, "train", s, kBlack);
+        }
+        lx += train_w + 3 * pad;
+        if (!runs[r].val.empty()) {
+            cv.line(lx, ly, lx + sample_w, ly, 3, colour(r, true));
+            cv.disc(lx + sample_w / 2, ly, 3 + s, colour(r, true));
+            draw_text(&cv, lx + sample_w + 6, y, "val", s, kBlack);
+        }
+    }
     return cv.rgb;
 }
 
@@ -261,11 +295,23 @@ static void png_append(void* ctx, void* data, int size) {
     out->insert(out->end(), (const uint8_t*)data, (const uint8_t*)data + size);
 }
 
-void plot_losses(const std::string& path, const std::vector<std::pair<int, float>>& train,
-                 const std::vector<std::pair<int, float>>& val, int width, int height) {
-    std::vector<uint8_t> rgb = plot_render(train, val, width, height);
+void plot_losses(const std::string& path, const std::vector<PlotRun>& runs, int width, int height) {
+    std::vector<uint8_t> rgb = plot_render(runs, width, height);
     std::vector<uint8_t> png;
     if (!stbi_write_png_to_func(png_append, &png, width, height, 3, rgb.data(), width * 3))
         fatal("cannot encode the loss plot (%s): stb_image_write failed", path.c_str());
     file_write_atomic(path, png.data(), png.size());
+}
+
+void plot_check_path(const std::string& path, const char* flag) {
+    if (path.empty()) fatal("empty value for %s: expected a PNG path", flag);
+    if (dir_exists(path)) fatal("bad value for %s: %s is a directory, expected a PNG path", flag, path.c_str());
+    if (!dir_exists(path_parent(path)))
+        fatal("bad value for %s: directory %s does not exist", flag, path_parent(path).c_str());
+    if (access(path.c_str(), F_OK) != 0) return;
+    static const uint8_t kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    const std::vector<uint8_t> head = file_head_bytes(path, 8);
+    if (head.size() != 8 || memcmp(head.data(), kPng, 8) != 0)
+        fatal_hint("choose a new path; gpt2 replaces only PNG files", "bad value for %s: %s exists and is not a PNG",
+                   flag, path.c_str());
 }

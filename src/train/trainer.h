@@ -40,6 +40,13 @@ struct LogFile {
     void close();
 };
 
+// Reads a --log file back: (step, loss) of the step lines and (step, val_loss) of the validation lines,
+// each sorted by step. Other fields are ignored and blank lines skipped. A step logged twice (a resumed run
+// repeats the steps after its checkpoint) keeps its later value. fatal naming the file and line for a line
+// that is not a JSON object with an integer "step" and a number "loss" or "val_loss", and naming the file
+// when it holds no points at all.
+LossHistory log_read(const std::string& path);
+
 // The step lines: one updating line on a terminal, one line per step otherwise.
 struct Progress {
     bool tty = isatty(STDOUT_FILENO), open = false;

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "base/threads.h"
 #include "base/util.h"
 
 namespace {
@@ -61,7 +62,10 @@ std::vector<int> generate(const GPT2& model, const std::vector<int>& prompt, con
         }
         if ((int)out.size() == opts.max_tokens) break;
         if (st.len < ctx) {
+            static ThreadTuner tuner;  // per process: it keeps what it learned across calls
+            tuner.begin();
             infer_forward(&st, model, &token, 1, logits.data(), false);
+            tuner.end();
         } else {  // slide: the last ctx tokens, from position 0 again
             st.len = 0;
             s->slides++;

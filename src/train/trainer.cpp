@@ -85,6 +85,7 @@ int share_stop_signal() {
 StepStats train_step(Trainer* t, int step) {
     const TrainOptions& o = t->o;
     const double t0 = time_now_s();
+    t->tuner.begin();  // all CPUs, or one when another process holds a CPU (base/threads.h)
     const int world = dist_world();
     gpt2_zero_grad(&t->model);
     const std::vector<std::pair<size_t, size_t>> buckets = world > 1 ? grad_buckets(t->model) : decltype(buckets)();
@@ -111,6 +112,7 @@ StepStats train_step(Trainer* t, int step) {
               std::isfinite(loss) ? "gradient norm" : "loss", std::isfinite(loss) ? norm : loss, step + 1);
     const float lr = lr_schedule(step, o.steps, o.adamw.lr, o.warmup, o.min_lr_frac, o.cosine);
     adamw_update(&t->opt, &t->model, o.adamw, lr, optimizer_clip_factor(norm, o.grad_clip));  // clipping folded in
+    t->tuner.end();
     return {loss, norm, lr, (float)((time_now_s() - t0) * 1e3), stop};
 }
 

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/threads.h"
 #include "io/dataloader.h"
 #include "model/model.h"
 #include "text/tokenizer.h"
@@ -69,6 +70,7 @@ struct Trainer {
     Tokenizer tok;
     Progress progress;
     bool saved = false;
+    ThreadTuner tuner;  // the team size of each step
 };
 
 // The signal that asked the run to stop (SIGINT, SIGTERM or SIGHUP), 0 while none has; after

@@ -140,13 +140,16 @@ int cmd_compare(int argc, char** argv) {
     Reference ref;
     if (llmc_state_detect(head.data(), head.size())) load_llmc(&ref, ref_path, cfg);
     else load_ours(&ref, ref_path, cfg);
-    gpt2_enable_training(&model);
     const int B = ref.B, T = ref.T, V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
     printf("reference: %s dump, B=%d, T=%d\n", ref.kind.c_str(), B, T);
 
     Report report;
-    float loss = gpt2_forward(&model, ref.x.data(), ref.y.data(), B, T);
+    // The logits first, from a forward of the model before training is enabled: a training forward with
+    // targets leaves dlogits in their place (model.h).
+    gpt2_forward(&model, ref.x.data(), nullptr, B, T);
     report.line("logits", rel_error(model.a.logits, ref.logits.data(), (size_t)B * T, V, Vp), kRelBar, "rel");
+    gpt2_enable_training(&model);
+    float loss = gpt2_forward(&model, ref.x.data(), ref.y.data(), B, T);
     report.line("loss", std::fabs(loss - ref.loss), kLossBar, "abs");
     gpt2_zero_grad(&model);
     gpt2_backward(&model, 1.0f);

@@ -6,6 +6,7 @@
 // rounding error is ~sqrt(outputs touched) * 2^-24 * |out| / h, below 1e-4 of the gradient's scale for
 // these sizes; we assert 1e-3 of the largest gradient element, which a wrong index, a missing term or a
 // sign error exceeds by orders of magnitude (checked by breaking kernels once).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -285,14 +286,16 @@ TEST(residual_backward_matches_finite_differences) {
 
 TEST(crossentropy_matches_finite_differences_and_ignores_padding) {
     const int N = 4, V = 11, Vp = 16;
-    std::vector<float> logits = randn(N * Vp, 1, 3.0f), probs(N * Vp), losses(N), dlogits(N * Vp, 7.0f);
+    std::vector<float> logits = randn(N * Vp, 1, 3.0f), losses(N), glosses(N);
     std::vector<int> targets = {0, 10, 5, 5};
     for (int i = 0; i < N; i++)
         for (int v = V; v < Vp; v++) logits[i * Vp + v] = 1e4f;  // would dominate if it leaked into softmax
-    auto loss = [&] {
-        return (double)crossentropy_forward(losses.data(), probs.data(), logits.data(), targets.data(), N, V, Vp);
+    const std::vector<float> saved = logits;
+    auto loss = [&] {  // without the gradient the logits are only read
+        return (double)crossentropy_fused(logits.data(), losses.data(), targets.data(), false, N, V, Vp);
     };
     double l = loss();
+    CHECK(logits == saved);
     double expected = 0;
     for (int i = 0; i < N; i++) {
         double z = 0;
@@ -300,9 +303,12 @@ TEST(crossentropy_matches_finite_differences_and_ignores_padding) {
         expected += std::log(z) - logits[i * Vp + targets[i]];
     }
     CHECK_NEAR(l, expected / N, 1e-5);
-    crossentropy_backward(dlogits.data(), probs.data(), targets.data(), 1.0f / N, N, V, Vp);
+    // with the gradient: the same losses, and the buffer turned into d(mean loss)/dlogits
+    std::vector<float> dlogits = logits;
+    float lg = crossentropy_fused(dlogits.data(), glosses.data(), targets.data(), true, N, V, Vp);
+    CHECK(lg == (float)l && glosses == losses);
     for (int i = 0; i < N; i++)
-        for (int v = V; v < Vp; v++) CHECK(dlogits[i * Vp + v] == 0.0f && probs[i * Vp + v] == 0.0f);
+        for (int v = V; v < Vp; v++) CHECK(dlogits[i * Vp + v] == 0.0f);
     // the loss is a mean in float; finite differences on the real columns only
     std::vector<float> real(N * V), dreal(N * V);
     for (int i = 0; i < N; i++)
@@ -313,6 +319,12 @@ TEST(crossentropy_matches_finite_differences_and_ignores_padding) {
         return loss();
     };
     CHECK(fd_error(real, dreal, loss_real, 1, 1e-2f) < kFdTol);
+    // the backward scales the gradient in place for micro-batches, and leaves it alone at scale 1
+    std::vector<float> scaled = dlogits;
+    crossentropy_backward(scaled.data(), 1.0f, N, Vp);
+    CHECK(scaled == dlogits);
+    crossentropy_backward(scaled.data(), 0.25f, N, Vp);
+    for (int i = 0; i < N * Vp; i++) CHECK(scaled[i] == dlogits[i] * 0.25f);
 }
 
 namespace {
@@ -350,14 +362,32 @@ TEST(crossentropy_fast_matches_reference_at_gpt2_vocab) {
     std::vector<float> logits = randn((size_t)N * Vp, 7, 4.0f);
     logits[5] = 80.0f;  // a dominant logit: other probabilities underflow
     std::vector<int> targets = {0, 50256, 123};
-    std::vector<float> probs((size_t)N * Vp), pref((size_t)N * Vp), losses(N), lref(N);
-    float mean = crossentropy_forward(losses.data(), probs.data(), logits.data(), targets.data(), N, V, Vp);
-    float mref = crossentropy_forward_ref(lref.data(), pref.data(), logits.data(), targets.data(), N, V, Vp);
-    CHECK_NEAR(mean, mref, 1e-6);
-    for (int i = 0; i < N; i++) CHECK_NEAR(losses[i], lref[i], 1e-6);
-    CHECK(rel_error(probs, pref) <= 1e-6);
-    for (int i = 0; i < N; i++)
-        for (int v = V; v < Vp; v++) CHECK(probs[(size_t)i * Vp + v] == 0.0f);
+    for (bool grad : {false, true}) {
+        std::vector<float> out = logits, ref = logits, losses(N), lref(N);
+        float mean = crossentropy_fused(out.data(), losses.data(), targets.data(), grad, N, V, Vp);
+        float mref = crossentropy_fused_ref(ref.data(), lref.data(), targets.data(), grad, N, V, Vp);
+        CHECK_NEAR(mean, mref, 1e-6);
+        for (int i = 0; i < N; i++) CHECK_NEAR(losses[i], lref[i], 1e-6);
+        if (!grad) {
+            CHECK(out == logits && ref == logits);
+            continue;
+        }
+        CHECK(rel_error(out, ref) <= 1e-6);
+        for (int i = 0; i < N; i++)
+            for (int v = V; v < Vp; v++) CHECK(out[(size_t)i * Vp + v] == 0.0f && ref[(size_t)i * Vp + v] == 0.0f);
+        // the reference itself: (softmax - onehot) / N in double, to fp32 rounding
+        std::vector<double> exact((size_t)N * Vp, 0.0);
+        for (int i = 0; i < N; i++) {
+            const float* z = logits.data() + (size_t)i * Vp;
+            double zmax = *std::max_element(z, z + V), sum = 0;
+            for (int v = 0; v < V; v++) sum += std::exp((double)z[v] - zmax);
+            for (int v = 0; v < V; v++) exact[(size_t)i * Vp + v] = std::exp((double)z[v] - zmax) / sum / N;
+            exact[(size_t)i * Vp + targets[i]] -= 1.0 / N;
+        }
+        double max_diff = 0;
+        for (size_t k = 0; k < exact.size(); k++) max_diff = std::fmax(max_diff, std::fabs(ref[k] - exact[k]));
+        CHECK(max_diff <= 1e-6 / N);
+    }
 }
 
 TEST(backward_kernels_overwrite_activation_gradients) {

@@ -1,6 +1,8 @@
 // test_train.cpp: training-loop invariants that the CLI tests can only see through exit codes: gradient
-// accumulation over k micro-batches equals one k-times larger batch, and inference allocates no
-// training memory.
+// accumulation over k micro-batches equals one k-times larger batch, inference allocates no training
+// memory, the fused classifier of a training forward (loss as in inference, dlogits in the logits'
+// buffer) and what the activation layouts hold.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <vector>
@@ -62,7 +64,64 @@ TEST(inference_allocates_no_training_memory) {
     gpt2_enable_training(&model);
     gpt2_forward(&model, x.data(), x.data(), 1, 8);
     CHECK(model.grads.size() == model.params.size());
-    CHECK(model.dacts.size() == model.acts.size());
+    // the gradients' layout: no logits, no caches
+    CHECK(model.dacts.size() == layout_params_size(layout_acts(model.cfg, 1, 8, true)));
+    CHECK(model.dacts.size() < model.acts.size());
+    CHECK(model.da.logits == nullptr && model.da.lnf_mean == nullptr && model.da.layers[0].att_lse == nullptr);
+}
+
+TEST(training_forward_fuses_the_classifier_backward) {
+    const int B = 2, T = 8, N = B * T;
+    std::vector<int> x(N), y(N);
+    for (int i = 0; i < N; i++) x[i] = (i * 7 + 3) % 50, y[i] = (i * 11 + 5) % 50;
+    GPT2 eval = tiny_model(), train = tiny_model();
+    const int V = eval.cfg.vocab_size, Vp = eval.cfg.padded_vocab_size;
+    CHECK(Vp > V);  // padding columns to check
+    // inference with targets: the loss, and the logits stay
+    const float eval_loss = gpt2_forward(&eval, x.data(), y.data(), B, T);
+    std::vector<float> logits(eval.a.logits, eval.a.logits + (size_t)N * Vp), losses(eval.a.losses, eval.a.losses + N);
+    gpt2_forward(&eval, x.data(), nullptr, B, T);
+    CHECK(std::equal(logits.begin(), logits.end(), eval.a.logits));
+    // a training model: the same logits without targets; with targets the same loss, and dlogits instead
+    gpt2_enable_training(&train);
+    gpt2_forward(&train, x.data(), nullptr, B, T);
+    CHECK(std::equal(logits.begin(), logits.end(), train.a.logits));
+    CHECK(gpt2_forward(&train, x.data(), y.data(), B, T) == eval_loss);
+    CHECK(std::equal(losses.begin(), losses.end(), train.a.losses));
+    double max_diff = 0;
+    for (int i = 0; i < N; i++) {
+        const float* z = logits.data() + (size_t)i * Vp;
+        const double zmax = *std::max_element(z, z + V);
+        double sum = 0;
+        for (int v = 0; v < V; v++) sum += std::exp(z[v] - zmax);
+        for (int v = 0; v < Vp; v++) {
+            double want = v < V ? (std::exp(z[v] - zmax) / sum - (v == y[i])) / N : 0.0;
+            max_diff = std::fmax(max_diff, std::fabs(train.a.logits[(size_t)i * Vp + v] - want));
+        }
+    }
+    CHECK(max_diff <= 1e-6 / N);
+    gpt2_zero_grad(&train);
+    gpt2_backward(&train, 1.0f);
+    CHECK(!train.dlogits_ready);  // consumed: a second backward needs a new forward
+}
+
+TEST(activation_layouts_hold_one_classifier_buffer) {
+    // GPT-2 124M at B=8, T=256: the forward layout holds one (N, Vp) tensor, the gradients' none.
+    const GPT2Config cfg = config_make(1024, 50257, 12, 12, 768);
+    const int B = 8, T = 256;
+    const size_t NVp = (size_t)B * T * cfg.padded_vocab_size;
+    const std::vector<TensorInfo> acts = layout_acts(cfg, B, T), dacts = layout_acts(cfg, B, T, true);
+    CHECK(std::count_if(acts.begin(), acts.end(), [&](const TensorInfo& t) { return t.numel() == NVp; }) == 1);
+    CHECK(std::none_of(dacts.begin(), dacts.end(), [&](const TensorInfo& t) { return t.numel() == NVp; }));
+    for (const TensorInfo& t : dacts) {
+        const std::string& n = t.name;
+        CHECK(n.find("mean") == std::string::npos && n.find("rstd") == std::string::npos &&
+              n.find("lse") == std::string::npos && n != "losses");
+    }
+    const size_t bytes = sizeof(float) * (layout_params_size(acts) + layout_params_size(dacts));
+    printf("    124M B=8 T=256: activations %.1f MB + their gradients %.1f MB = %.1f MB (logits %.1f MB)\n",
+           sizeof(float) * layout_params_size(acts) / 1e6, sizeof(float) * layout_params_size(dacts) / 1e6, bytes / 1e6,
+           sizeof(float) * NVp / 1e6);
 }
 
 TEST(bf16_weight_copy_follows_every_adamw_update) {

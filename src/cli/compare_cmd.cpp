@@ -175,12 +175,10 @@ int cmd_compare(int argc, char** argv) {
     Reference ref;
     if (llmc_state_detect(head.data(), head.size())) load_llmc(&ref, ref_path, cfg);
     else load_ours(&ref, ref_path, cfg);
-    gpt2_enable_training(&model);
     const int B = ref.B, T = ref.T, V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
     printf("reference: %s dump, B=%d, T=%d\n", ref.kind.c_str(), B, T);
 
     Report report;
-    float loss = gpt2_forward(&model, ref.x.data(), ref.y.data(), B, T);
     // fp32 against max relative error bars, bf16 against cosine and relative-loss bars (see the constants)
     auto tensor = [&](const std::string& name, const float* ours, const float* theirs, size_t rows, size_t cols,
                       size_t lda) {
@@ -191,7 +189,12 @@ int cmd_compare(int argc, char** argv) {
         if (bf16) report.line(name, std::fabs(ours - theirs) / std::fabs(theirs), kBf16LossBar, "rel");
         else report.line(name, std::fabs(ours - theirs), kLossBar, "abs");
     };
+    // The logits first, from a forward of the model before training is enabled: a training forward with
+    // targets leaves dlogits in their place (model.h).
+    gpt2_forward(&model, ref.x.data(), nullptr, B, T);
     tensor("logits", model.a.logits, ref.logits.data(), (size_t)B * T, V, Vp);
+    gpt2_enable_training(&model);
+    float loss = gpt2_forward(&model, ref.x.data(), ref.y.data(), B, T);
     loss_line("loss", loss, ref.loss);
     gpt2_zero_grad(&model);
     gpt2_backward(&model, 1.0f);

@@ -97,10 +97,12 @@ std::vector<std::pair<std::string, std::string>> run_flags(const CliArgs& args, 
 void check_memory(const GPT2Config& cfg, int B, int T) {
     const double mib = 1024.0 * 1024.0;
     size_t params = layout_params_size(layout_params(cfg)) * sizeof(float);
-    size_t acts = layout_params_size(layout_acts(cfg, B, T)) * sizeof(float);
-    double total = 4.0 * params + 2.0 * acts;  // params, grads, AdamW m and v; activations and their gradients
+    // activations and their gradients (layout.h: the gradients leave out the caches and the logits)
+    size_t acts =
+        (layout_params_size(layout_acts(cfg, B, T)) + layout_params_size(layout_acts(cfg, B, T, true))) * sizeof(float);
+    double total = 4.0 * params + acts;  // params, grads, AdamW m and v; activations
     printf("memory: %.0f MiB (parameters, gradients and AdamW state %.0f MiB, activations %.0f MiB)\n", total / mib,
-           4 * params / mib, 2 * acts / mib);
+           4 * params / mib, acts / mib);
     memory_check(total, "train", "lower -B or -T, or train a smaller model");
 }
 

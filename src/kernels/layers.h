@@ -64,19 +64,22 @@ void residual_forward(float* out, const float* a, const float* b, size_t n);
 // da, db (n) = dout (overwrites both).
 void residual_backward(float* da, float* db, const float* dout, size_t n);
 
-// probs (N, Vp) = softmax over the first V logits of each row, zero beyond; losses (N) = -log
-// probs[target] (overwrites). Returns the mean loss over the N rows, summed in double.
-// targets may be null (probs only; losses untouched).
-float crossentropy_forward(float* losses, float* probs, const float* logits, const int* targets, int N, int V, int Vp);
-// dlogits (N, Vp) = (probs - onehot(target)) * dloss, zero in the padding (overwrites: the only writer of
-// dlogits).
-void crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N, int V, int Vp);
+// The classifier's loss, fused with its gradient so that one (N, Vp) buffer serves both (no probabilities
+// are stored). logits (N, Vp) holds the lm_head's output on entry; targets (N) are < V. losses (N) =
+// -log softmax(row)[target], the softmax over the first V columns of the row (overwrites); returns their
+// mean, summed in row order in double (the same for any thread count).
+// grad false: logits is only read. grad true: each row of logits is OVERWRITTEN in place by
+// d(mean loss)/dlogits = (softmax - onehot(target)) / N, zero in the padding columns V..Vp, which
+// crossentropy_backward and the lm_head's matmul_backward then read as dlogits.
+float crossentropy_fused(float* logits, float* losses, const int* targets, bool grad, int N, int V, int Vp);
+// dlogits (N, Vp) *= loss_scale, in place (a no-op for 1): turns crossentropy_fused's d(mean loss)/dlogits
+// into d(loss * loss_scale)/dlogits for micro-batch accumulation. Call it once per fused forward.
+void crossentropy_backward(float* dlogits, float loss_scale, int N, int Vp);
 
 // Plain scalar references of the vectorised kernels above, same contracts; the tests compare against them.
 void gelu_forward_ref(float* out, const float* inp, size_t n);
 void gelu_backward_ref(float* dinp, const float* inp, const float* dout, size_t n);
-float crossentropy_forward_ref(float* losses, float* probs, const float* logits, const int* targets, int N, int V,
-                               int Vp);
+float crossentropy_fused_ref(float* logits, float* losses, const int* targets, bool grad, int N, int V, int Vp);
 void attention_forward_ref(float* out, float* lse, const float* qkv, int B, int T, int C, int NH);
 void attention_backward_ref(float* dqkv, const float* dout, const float* qkv, const float* lse, int B, int T, int C,
                             int NH);

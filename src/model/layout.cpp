@@ -102,23 +102,24 @@ struct LayerActShape {
     float* LayerActs::*view;
     size_t cols_per_c;  // 0: one float per row (mean/rstd)
     bool is_att;        // (B, NH, T)
+    bool cache;         // read by the backward, has no gradient: not in the gradient layout
 };
 const LayerActShape kLayerActs[] = {
-    {"ln1", &LayerActs::ln1, 1, false},
-    {"ln1_mean", &LayerActs::ln1_mean, 0, false},
-    {"ln1_rstd", &LayerActs::ln1_rstd, 0, false},
-    {"qkv", &LayerActs::qkv, 3, false},
-    {"atty", &LayerActs::atty, 1, false},
-    {"att_lse", &LayerActs::att_lse, 0, true},
-    {"attproj", &LayerActs::attproj, 1, false},
-    {"residual2", &LayerActs::residual2, 1, false},
-    {"ln2", &LayerActs::ln2, 1, false},
-    {"ln2_mean", &LayerActs::ln2_mean, 0, false},
-    {"ln2_rstd", &LayerActs::ln2_rstd, 0, false},
-    {"fch", &LayerActs::fch, 4, false},
-    {"fch_gelu", &LayerActs::fch_gelu, 4, false},
-    {"fcproj", &LayerActs::fcproj, 1, false},
-    {"residual3", &LayerActs::residual3, 1, false},
+    {"ln1", &LayerActs::ln1, 1, false, false},
+    {"ln1_mean", &LayerActs::ln1_mean, 0, false, true},
+    {"ln1_rstd", &LayerActs::ln1_rstd, 0, false, true},
+    {"qkv", &LayerActs::qkv, 3, false, false},
+    {"atty", &LayerActs::atty, 1, false, false},
+    {"att_lse", &LayerActs::att_lse, 0, true, true},
+    {"attproj", &LayerActs::attproj, 1, false, false},
+    {"residual2", &LayerActs::residual2, 1, false, false},
+    {"ln2", &LayerActs::ln2, 1, false, false},
+    {"ln2_mean", &LayerActs::ln2_mean, 0, false, true},
+    {"ln2_rstd", &LayerActs::ln2_rstd, 0, false, true},
+    {"fch", &LayerActs::fch, 4, false, false},
+    {"fch_gelu", &LayerActs::fch_gelu, 4, false, false},
+    {"fcproj", &LayerActs::fcproj, 1, false, false},
+    {"residual3", &LayerActs::residual3, 1, false, false},
 };
 static_assert(sizeof(LayerActs) == sizeof(kLayerActs) / sizeof(kLayerActs[0]) * sizeof(float*),
               "every LayerActs view has a row in kLayerActs");
@@ -127,59 +128,63 @@ static_assert(sizeof(LayerActs) == sizeof(kLayerActs) / sizeof(kLayerActs[0]) * 
 
 namespace {
 
-void add_layer_acts(TableBuilder* tb, const std::string& prefix, const GPT2Config& cfg, int B, int T) {
+void add_layer_acts(TableBuilder* tb, const std::string& prefix, const GPT2Config& cfg, int B, int T, bool gradients) {
     const size_t C = cfg.channels, N = (size_t)B * T;
     for (const LayerActShape& s : kLayerActs) {
+        if (gradients && s.cache) continue;
         if (s.is_att) tb->add(prefix + s.name, (size_t)B * cfg.num_heads * T, 0, false);
         else tb->add(prefix + s.name, N, s.cols_per_c * C, false);
     }
 }
 
-LayerActs layer_act_views(const std::vector<TensorInfo>& table, size_t* i, float* base) {
+LayerActs layer_act_views(const std::vector<TensorInfo>& table, size_t* i, float* base, bool gradients) {
     LayerActs la;
-    for (const LayerActShape& s : kLayerActs) la.*s.view = base + table[(*i)++].offset;
+    for (const LayerActShape& s : kLayerActs) la.*s.view = gradients && s.cache ? nullptr : base + table[(*i)++].offset;
     return la;
 }
 
 }  // namespace
 
-std::vector<TensorInfo> layout_acts(const GPT2Config& cfg, int B, int T) {
+std::vector<TensorInfo> layout_acts(const GPT2Config& cfg, int B, int T, bool gradients) {
     const size_t C = cfg.channels, N = (size_t)B * T;
     TableBuilder tb;
     tb.add("encoded", N, C, false);
-    for (int l = 0; l < cfg.num_layers; l++) add_layer_acts(&tb, "h." + std::to_string(l) + ".", cfg, B, T);
+    for (int l = 0; l < cfg.num_layers; l++) add_layer_acts(&tb, "h." + std::to_string(l) + ".", cfg, B, T, gradients);
     tb.add("lnf", N, C, false);
-    tb.add("lnf_mean", N, 0, false);
-    tb.add("lnf_rstd", N, 0, false);
-    tb.add("logits", N, cfg.padded_vocab_size, false);
-    tb.add("probs", N, cfg.padded_vocab_size, false);
-    tb.add("losses", N, 0, false);
+    if (!gradients) {
+        tb.add("lnf_mean", N, 0, false);
+        tb.add("lnf_rstd", N, 0, false);
+        tb.add("logits", N, cfg.padded_vocab_size, false);
+        tb.add("losses", N, 0, false);
+    }
     return tb.table;
 }
 
-ActViews layout_act_views(const GPT2Config& cfg, int B, int T, float* base) {
-    std::vector<TensorInfo> table = layout_acts(cfg, B, T);
+ActViews layout_act_views(const GPT2Config& cfg, int B, int T, float* base, bool gradients) {
+    std::vector<TensorInfo> table = layout_acts(cfg, B, T, gradients);
     ActViews v;
     size_t i = 0;
-    v.encoded = base + table[i++].offset;
-    for (int l = 0; l < cfg.num_layers; l++) v.layers.push_back(layer_act_views(table, &i, base));
-    v.lnf = base + table[i++].offset;
-    v.lnf_mean = base + table[i++].offset;
-    v.lnf_rstd = base + table[i++].offset;
-    v.logits = base + table[i++].offset;
-    v.probs = base + table[i++].offset;
-    v.losses = base + table[i++].offset;
+    auto next = [&]() { return base + table[i++].offset; };
+    v.encoded = next();
+    for (int l = 0; l < cfg.num_layers; l++) v.layers.push_back(layer_act_views(table, &i, base, gradients));
+    v.lnf = next();
+    if (!gradients) {
+        v.lnf_mean = next();
+        v.lnf_rstd = next();
+        v.logits = next();
+        v.losses = next();
+    }
     assert(i == table.size());
     return v;
 }
 
 std::vector<TensorInfo> layout_layer_acts(const GPT2Config& cfg, int B, int T) {
     TableBuilder tb;
-    add_layer_acts(&tb, "", cfg, B, T);
+    add_layer_acts(&tb, "", cfg, B, T, false);
     return tb.table;
 }
 
 LayerActs layout_layer_act_views(const GPT2Config& cfg, int B, int T, float* base) {
     size_t i = 0;
-    return layer_act_views(layout_layer_acts(cfg, B, T), &i, base);
+    return layer_act_views(layout_layer_acts(cfg, B, T), &i, base, false);
 }

@@ -84,18 +84,23 @@ struct LayerActs {
     float* residual3;            // (N, C) = residual2 + fcproj; the block's output
 };
 
+// The activations of a forward, and (gradients = true) the layout of their gradients, which leaves out
+// what has no gradient: the mean/rstd/lse caches, logits and losses (their views stay null).
 struct ActViews {
-    float* encoded;  // (N, C) wte[token] + wpe[t]
+    float* encoded = nullptr;  // (N, C) wte[token] + wpe[t]
     std::vector<LayerActs> layers;
-    float* lnf;                  // (N, C)
-    float *lnf_mean, *lnf_rstd;  // (N)
-    float* logits;               // (N, Vp)
-    float* probs;                // (N, Vp) softmax over the first V entries; the rest zero
-    float* losses;               // (N) per-position cross-entropy
+    float* lnf = nullptr;                            // (N, C)
+    float *lnf_mean = nullptr, *lnf_rstd = nullptr;  // (N)
+    // (N, Vp) the classifier's one buffer. After a forward without targets, or with targets on a model
+    // that is not training: the logits (the lm_head's output). After a forward with targets on a training
+    // model: d(mean loss)/dlogits in their place (crossentropy_fused), which gpt2_backward scales by its
+    // loss_scale and consumes; the logits themselves are gone.
+    float* logits = nullptr;
+    float* losses = nullptr;  // (N) per-position cross-entropy, after a forward with targets
 };
 
-std::vector<TensorInfo> layout_acts(const GPT2Config& cfg, int B, int T);
-ActViews layout_act_views(const GPT2Config& cfg, int B, int T, float* base);
+std::vector<TensorInfo> layout_acts(const GPT2Config& cfg, int B, int T, bool gradients = false);
+ActViews layout_act_views(const GPT2Config& cfg, int B, int T, float* base, bool gradients = false);
 // One block's activations alone: scratch that inference reuses for every layer.
 std::vector<TensorInfo> layout_layer_acts(const GPT2Config& cfg, int B, int T);
 LayerActs layout_layer_act_views(const GPT2Config& cfg, int B, int T, float* base);

@@ -67,16 +67,17 @@ void gpt2_alloc_acts(GPT2* model, int B, int T) {
     }
     std::vector<float>().swap(model->acts);  // release the old size before checking for the new one
     std::vector<float>().swap(model->dacts);
-    const int copies = model->training ? 2 : 1;  // activations, and their gradients when training
-    memory_check(copies * sizeof(float) * (double)n,
+    // activations, and their gradients when training (a smaller layout: no caches, no logits)
+    const size_t nd = model->training ? layout_params_size(layout_acts(model->cfg, B, T, true)) : 0;
+    memory_check(sizeof(float) * ((double)n + nd),
                  std::string(model->training ? "activations and their gradients" : "activations") +
                      " for B=" + std::to_string(B) + ", T=" + std::to_string(T),
                  "lower -B or -T");
     model->acts.assign(n, 0.0f);
     model->a = layout_act_views(model->cfg, B, T, model->acts.data());
     if (model->training) {
-        model->dacts.assign(n, 0.0f);
-        model->da = layout_act_views(model->cfg, B, T, model->dacts.data());
+        model->dacts.assign(nd, 0.0f);
+        model->da = layout_act_views(model->cfg, B, T, model->dacts.data(), true);
     }
     model->B = B;
     model->T = T;
@@ -136,8 +137,7 @@ float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, in
             fatal("target token %d at position %d: expected 0..%d", targets[i], i, V - 1);
     }
     model->inputs.assign(inputs, inputs + N);
-    model->have_targets = targets != nullptr;
-    if (targets) model->targets.assign(targets, targets + N);
+    model->dlogits_ready = false;
     const ParamViews& p = model->p;
     const ActViews& a = model->a;
 
@@ -149,8 +149,12 @@ float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, in
     }
     layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, x, p.lnfw, p.lnfb, N, C);
     matmul_forward(a.logits, a.lnf, p.wte, nullptr, N, C, Vp, model->precision);  // lm_head tied to wte
-    model->mean_loss = crossentropy_forward(a.losses, a.probs, a.logits, targets, N, V, Vp);
-    return targets ? model->mean_loss : 0.0f;
+    model->mean_loss = 0.0f;
+    if (!targets) return 0.0f;
+    // training: a.logits becomes d(mean loss)/dlogits in place, the backward's starting point
+    model->mean_loss = crossentropy_fused(a.logits, a.losses, targets, model->training, N, V, Vp);
+    model->dlogits_ready = model->training;
+    return model->mean_loss;
 }
 
 void gpt2_zero_grad(GPT2* model) {
@@ -162,20 +166,21 @@ void gpt2_zero_grad(GPT2* model) {
 }
 
 void gpt2_backward(GPT2* model, float loss_scale, const std::function<void(int layer)>& layer_done) {
-    assert(model->training && model->have_targets &&
-           "gpt2_backward needs gpt2_enable_training and a forward with targets");
+    assert(model->training && model->dlogits_ready &&
+           "gpt2_backward needs gpt2_enable_training and a forward with targets since the last backward");
     const GPT2Config& cfg = model->cfg;
     const int B = model->B, T = model->T, N = B * T;
-    const int C = cfg.channels, NH = cfg.num_heads, V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
+    const int C = cfg.channels, NH = cfg.num_heads, Vp = cfg.padded_vocab_size;
     const ParamViews &p = model->p, &g = model->g;
     const ActViews &a = model->a, &da = model->da;
     // Activation gradients are overwritten by their one writer (layers.h) except where layernorm_backward
     // adds onto the residual stream: that stream's first writer is the final LayerNorm's backward.
     const int last = cfg.num_layers - 1;
     memset(da.layers[last].residual3, 0, sizeof(float) * N * C);
-    crossentropy_backward(da.logits, a.probs, model->targets.data(), loss_scale / N, N, V, Vp);
+    crossentropy_backward(a.logits, loss_scale, N, Vp);  // a.logits holds dlogits (crossentropy_fused)
+    model->dlogits_ready = false;                        // scaled once: a second backward would rescale
     const Precision prec = model->precision;
-    matmul_backward(da.lnf, g.wte, nullptr, da.logits, a.lnf, p.wte, N, C, Vp, prec);
+    matmul_backward(da.lnf, g.wte, nullptr, a.logits, a.lnf, p.wte, N, C, Vp, prec);
     layernorm_backward(da.layers[last].residual3, g.lnfw, g.lnfb, da.lnf, a.layers[last].residual3, p.lnfw, a.lnf_mean,
                        a.lnf_rstd, N, C);
     for (int l = last; l >= 0; l--) {

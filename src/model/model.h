@@ -20,8 +20,8 @@ struct GPT2 {
     int B = 0, T = 0;  // batch the activations are sized for
     std::vector<float> acts, dacts;
     ActViews a, da;
-    std::vector<int> inputs, targets;  // (B, T) of the last forward
-    bool have_targets = false;
+    std::vector<int> inputs;     // (B, T) of the last forward
+    bool dlogits_ready = false;  // a.logits holds d(mean loss)/dlogits not yet used by a backward
     float mean_loss = 0;
     Precision precision = Precision::kFp32;  // how the matmuls run (gpt2_set_precision)
     std::vector<uint16_t> params16;          // kBf16: params rounded to bf16, same layout; else empty
@@ -59,12 +59,15 @@ void gpt2_init_random(GPT2* model, uint64_t seed);
 // in the buffer already allocated reuses it (size it once for the largest shape to vary B and T freely).
 // fatal if T > max_seq_len.
 void gpt2_alloc_acts(GPT2* model, int B, int T);
-// Forward over inputs (B, T); with targets (B, T) also the loss, returned (else returns 0).
-// Token ids must be < vocab_size (checked; fatal otherwise).
+// Forward over inputs (B, T); with targets (B, T) also the loss, returned (else returns 0), and the
+// per-position losses in a.losses. Token ids must be < vocab_size (checked; fatal otherwise).
+// a.logits then holds the logits, except after a forward with targets on a training model: there the
+// classifier is fused with its backward and a.logits holds d(mean loss)/dlogits (layout.h). To read the
+// logits of a training model, run a forward without targets.
 float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int T);
 void gpt2_zero_grad(GPT2* model);
 // Accumulates d(loss * loss_scale)/dparams into grads; needs gpt2_enable_training and a forward with
-// targets first.
+// targets first, one backward per such forward (it consumes a.logits' dlogits).
 // loss_scale is 1/grad_accum when accumulating micro-batches. layer_done(l), when given, is called as soon
 // as layer l's parameter gradients are final (layers in reverse order; wte, wpe and ln_f only at the end),
 // so they can be sent while earlier layers are still being computed.

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
+#include "base/threads.h"
 #include "model/model.h"
 #include "test.h"
 #include "train/optimizer.h"
@@ -150,4 +152,41 @@ TEST(bf16_weight_copy_follows_every_adamw_update) {
     CHECK(last < first);  // bf16 training still learns the batch
     gpt2_set_precision(&model, Precision::kFp32);
     CHECK(model.params16.empty());
+}
+
+TEST(thread_tuner_follows_the_faster_team_size) {
+    // Synthetic round times: all threads 10 ms and one 18 ms while idle; under load all threads 30 ms
+    // (a descheduled thread stalls every barrier) and one 18 ms. The tuner must settle on the faster one
+    // in each phase within a few rounds and spend few rounds on trials.
+    ThreadTuner tuner;
+    tuner.begin();
+    const int all = tuner.threads();
+    tuner.end_with(0.010);
+    if (all < 2 || getenv("OMP_NUM_THREADS")) {
+        printf("  (skipped: one thread, or OMP_NUM_THREADS set)\n");
+        return;
+    }
+    auto run = [&](int rounds, double t_all, double t_one, int* ones) {
+        *ones = 0;
+        int last = 0;
+        for (int r = 0; r < rounds; r++) {
+            tuner.begin();
+            last = tuner.threads();
+            *ones += last == 1;
+            tuner.end_with(last == 1 ? t_one : t_all);
+        }
+        return last;
+    };
+    int ones = 0;
+    CHECK(run(100, 0.010, 0.018, &ones) == all);
+    CHECK(ones <= 8);  // trials only
+    CHECK(run(100, 0.030, 0.018, &ones) == 1);
+    CHECK(ones >= 85);  // switched within a few rounds, trials of all threads rare
+    // Idle again: one thread cannot feel it in its own times; /proc/stat's idle CPU or the next trial can.
+    CHECK(run(300, 0.010, 0.018, &ones) == all);
+    CHECK(ones <= 150);
+    // The user's OMP_NUM_THREADS wins: no switching.
+    setenv("OMP_NUM_THREADS", "2", 1);
+    CHECK(run(50, 0.030, 0.018, &ones) == all && ones == 0);
+    unsetenv("OMP_NUM_THREADS");
 }

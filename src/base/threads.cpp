@@ -2,6 +2,7 @@
 #include "base/threads.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 
 #include "base/util.h"
@@ -9,6 +10,25 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+
+namespace {
+
+// Jiffies all CPUs spent idle (idle + iowait), and in all, since boot; false where /proc/stat is missing.
+bool cpu_jiffies(long long* idle, long long* total) {
+    FILE* f = fopen("/proc/stat", "r");
+    if (!f) return false;
+    long long v[8] = {0};
+    const int n = fscanf(f, "cpu %lld %lld %lld %lld %lld %lld %lld %lld", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                         &v[6], &v[7]);
+    fclose(f);
+    if (n < 5) return false;
+    *idle = v[3] + v[4];
+    *total = 0;
+    for (long long x : v) *total += x;
+    return true;
+}
+
+}  // namespace
 
 void ThreadTuner::begin() {
     t0_ = time_now_s();
@@ -25,13 +45,26 @@ void ThreadTuner::begin() {
 #endif
 }
 
-void ThreadTuner::end(double units) {
+void ThreadTuner::end(double units) { end_with((time_now_s() - t0_) / std::max(units, 1e-9)); }
+
+void ThreadTuner::end_with(double dt) {
     if (!active_) return;
 #ifdef _OPENMP
     omp_set_num_threads(all_);
 #endif
-    const double dt = (time_now_s() - t0_) / std::max(units, 1e-9);
     if (rounds_ == 1) return;  // first-touch page faults and cold caches: not representative
+    // On one thread: once a quarter of the machine's CPU time (over at least 20 jiffies) went idle, the
+    // other CPUs are free again.
+    long long idle, total;
+    if (choice_ == 1 && current_ == 1 && cpu_jiffies(&idle, &total)) {
+        if (idle_mark_ < 0) idle_mark_ = idle, total_mark_ = total;
+        if (total - total_mark_ >= 20) {
+            if (4 * (idle - idle_mark_) > total - total_mark_) next_trial_ = rounds_ + 1, gap_ = 4;
+            idle_mark_ = idle, total_mark_ = total;
+        }
+    } else {
+        idle_mark_ = -1;
+    }
     double& known = per_unit_[current_];
     if (current_ != choice_) {  // a trial: switch if clearly faster, else try again later and less often
         known = dt;
@@ -40,7 +73,13 @@ void ThreadTuner::end(double units) {
         next_trial_ = rounds_ + gap_;
         return;
     }
-    // The machine got busier (or idler): a round 30% off the usual prompts a trial at once.
-    if (known > 0 && (dt > 1.3 * known || dt < known / 1.3)) next_trial_ = rounds_ + 1, gap_ = 4;
-    known = known > 0 ? 0.7 * known + 0.3 * dt : dt;
+    // The machine got busier (or idler): two rounds in a row 30% off the usual (one alone is often noise
+    // on a shared machine) make the new usual, and prompt a trial at once.
+    off_ = known > 0 && (dt > 1.3 * known || dt < known / 1.3) ? off_ + 1 : 0;
+    if (off_ >= 2) {
+        known = dt, off_ = 0;
+        next_trial_ = rounds_ + 1, gap_ = 4;
+        return;
+    }
+    if (off_ == 0) known = known > 0 ? 0.7 * known + 0.3 * dt : dt;
 }

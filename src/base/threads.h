@@ -5,7 +5,9 @@
 // per training step and 2x per decoded token. Waiting passively instead fixes the loaded case but costs
 // 10-20% on an idle machine, where every region then starts with a wake-up. So the tuner keeps libgomp's
 // defaults and now and then times a round on the other team size, keeping the faster. The kernels sum in the
-// same order for any team size (gemm.h), so switching changes no result. It never overrides the user: with
+// same order for any team size (gemm.h), so switching changes no result. A slower round shows the machine
+// got busier; that it got idle again one thread cannot feel, so while on one thread the tuner reads the
+// machine's idle time (/proc/stat) and tries all threads once a CPU sits idle. It never overrides the user: with
 // OMP_NUM_THREADS set, or a team of one set by the caller, rounds run as set.
 #pragma once
 
@@ -15,6 +17,8 @@ public:
     void begin();
     // After it: records its time per unit of work (units: tokens, say) and restores the full team.
     void end(double units = 1);
+    // end() with the round's seconds per unit given (the tests' clock).
+    void end_with(double seconds_per_unit);
     int threads() const { return threads_; }  // the last round's team size
 
 private:
@@ -25,6 +29,8 @@ private:
     double per_unit_[2] = {0, 0};       // smoothed seconds per unit of each choice; 0: not measured
     long rounds_ = 0, next_trial_ = 3;  // round 1 warms up, round 2 times all threads, round 3 one
     long gap_ = 4;                      // rounds until the next trial of the other choice
+    int off_ = 0;                       // rounds in a row 30% off the usual time
     int threads_ = 1;
     double t0_ = 0;
+    long long idle_mark_ = -1, total_mark_ = 0;  // /proc/stat jiffies when one thread's rounds began
 };

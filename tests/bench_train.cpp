@@ -1,7 +1,9 @@
 // bench_train.cpp: ms per training step of GPT-2 124M with random weights (no files needed) at B=4 T=64,
 // B=8 T=256 and B=1 T=1024, split into forward, backward and update (grad norm + AdamW with the clip
 // folded in), with achieved GFLOP/s against a peak measured here by a register-only FMA loop on all
-// threads; and GFLOP/s of each matmul at B=4 T=64. Prints medians; asserts nothing (not a test).
+// threads; with AVX512_BF16 also the bf16 steps at B=4 T=64 and B=8 T=256 against a vdpbf16ps peak, and
+// their ratio to fp32's; and GFLOP/s of each matmul at B=4 T=64 at both precisions. Prints medians;
+// asserts nothing (not a test).
 #include <algorithm>
 #include <cstdio>
 #include <vector>
@@ -25,60 +27,50 @@ namespace {
 
 typedef float v16 __attribute__((vector_size(64)));
 
+const long kPeakIters = 20000000;
+
+// kPeakIters x 12 independent vector FMAs on 16 lanes that never touch memory: 32 FLOPs each.
+float fma_loop() {
+    v16 acc[12];
+    v16 a = v16{} + 1.0000001f, b = v16{} + 0.9999999f;
+    for (int i = 0; i < 12; i++) acc[i] = v16{} + (float)i;
+    for (long it = 0; it < kPeakIters; it++)
+        for (int i = 0; i < 12; i++) acc[i] = acc[i] * a + b;
+    float sink = 0;
+    for (int i = 0; i < 12; i++) sink += acc[i][0];
+    return sink;
+}
+
 #if defined(__x86_64__)
-// The same with vdpbf16ps: each instruction multiplies 16 pairs of bf16 values and adds both products into
-// 16 fp32 lanes, 64 FLOPs (an fp32 FMA on 16 lanes is 32).
-__attribute__((target("avx512f,avx512bf16"))) double measure_peak_bf16_gflops() {
-    const long iters = 20000000;
-    double best = 0;
-    for (int rep = 0; rep < 3; rep++) {
-        double t0 = time_now_s();
-        float sink = 0;
-#pragma omp parallel reduction(+ : sink)
-        {
-            __m512 acc[12];
-            __m512bh a = (__m512bh)_mm512_set1_epi32(0x3F803F80), b = (__m512bh)_mm512_set1_epi32(0x3F7F3F7F);
-            for (int i = 0; i < 12; i++) acc[i] = _mm512_set1_ps((float)i);
-            for (long it = 0; it < iters; it++)
-                for (int i = 0; i < 12; i++) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
-            float lanes[16];
-            for (int i = 0; i < 12; i++) _mm512_storeu_ps(lanes, acc[i]), sink += lanes[0];
-        }
-        double dt = time_now_s() - t0;
-        int threads = 1;
-#ifdef _OPENMP
-        threads = omp_get_max_threads();
-#endif
-        best = std::max(best, 64.0 * 12 * iters * threads / dt / 1e9);
-        if (sink == 12345.0f) printf(" ");
-    }
-    return best;
+// The same with vdpbf16ps: each multiplies 16 pairs of bf16 values and adds both products into 16 fp32
+// lanes, 64 FLOPs.
+__attribute__((target("avx512f,avx512bf16"))) float bf16_loop() {
+    __m512 acc[12];
+    __m512bh a = (__m512bh)_mm512_set1_epi32(0x3F803F80), b = (__m512bh)_mm512_set1_epi32(0x3F7F3F7F);
+    for (int i = 0; i < 12; i++) acc[i] = _mm512_set1_ps((float)i);
+    for (long it = 0; it < kPeakIters; it++)
+        for (int i = 0; i < 12; i++) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
+    float lanes[16], sink = 0;
+    for (int i = 0; i < 12; i++) _mm512_storeu_ps(lanes, acc[i]), sink += lanes[0];
+    return sink;
 }
 #endif
 
-// GFLOP/s of a loop of independent vector FMAs that never touches memory, summed over all threads.
-double measure_peak_gflops() {
-    const long iters = 20000000;
+// GFLOP/s of loop() (kPeakIters x 12 instructions of flops_per_instr) on every thread, summed over the
+// threads; the best of 3.
+double measure_peak_gflops(float (*loop)(), double flops_per_instr) {
     double best = 0;
     for (int rep = 0; rep < 3; rep++) {
         double t0 = time_now_s();
         float sink = 0;
 #pragma omp parallel reduction(+ : sink)
-        {
-            v16 acc[12];
-            v16 a = v16{} + 1.0000001f, b = v16{} + 0.9999999f;
-            for (int i = 0; i < 12; i++) acc[i] = v16{} + (float)i;
-            for (long it = 0; it < iters; it++)
-                for (int i = 0; i < 12; i++) acc[i] = acc[i] * a + b;
-            for (int i = 0; i < 12; i++) sink += acc[i][0];
-        }
+        sink += loop();
         double dt = time_now_s() - t0;
         int threads = 1;
 #ifdef _OPENMP
         threads = omp_get_max_threads();
 #endif
-        double flops = 2.0 * 16 * 12 * iters * threads;
-        best = std::max(best, flops / dt / 1e9);
+        best = std::max(best, flops_per_instr * 12 * kPeakIters * threads / dt / 1e9);
         if (sink == 12345.0f) printf(" ");  // keeps the loop alive
     }
     return best;
@@ -175,16 +167,16 @@ BENCH(train_step_124m) {
     // The machine may be shared: the peak is measured before and after the steps and the higher one
     // used, so a neighbour's burst during one measurement does not inflate the percentages.
     const bool bf16 = bf16_supported();
-    double peak_before = measure_peak_gflops(), peak16_before = 0, peak16_after = 0;
+    double peak_before = measure_peak_gflops(fma_loop, 32), peak16_before = 0, peak16_after = 0;
 #if defined(__x86_64__)
-    if (bf16) peak16_before = measure_peak_bf16_gflops();
+    if (bf16) peak16_before = measure_peak_gflops(bf16_loop, 64);
 #endif
     std::vector<StepTimes> runs = {bench_step(4, 64, 10), bench_step(8, 256, 10), bench_step(1, 1024, 10)};
     if (bf16)
         for (int i = 0; i < 2; i++) runs.push_back(bench_step(runs[i].B, runs[i].T, 10, Precision::kBf16));
-    double peak_after = measure_peak_gflops(), peak = std::max(peak_before, peak_after);
+    double peak_after = measure_peak_gflops(fma_loop, 32), peak = std::max(peak_before, peak_after);
 #if defined(__x86_64__)
-    if (bf16) peak16_after = measure_peak_bf16_gflops();
+    if (bf16) peak16_after = measure_peak_gflops(bf16_loop, 64);
 #endif
     const double peak16 = std::max(peak16_before, peak16_after);
     int threads = 1;

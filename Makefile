@@ -103,7 +103,7 @@ bench: $(BIN) $(BUILD)/run_bench
 	    awk '/^124M B=.*ms\/step/ { k = $$2 " " $$3; if ($$4 == "bf16:") ours16[k] = $$5; else ours[k] = $$4 } \
 	         /^torch 124M B=.*ms\/step/ { k = $$3 " " $$4; if (k in ours) \
 	             printf "PyTorch / ours fp32 %s %s %.2fx (PyTorch %s ms, ours %s ms)\n", $$3, substr($$4, 1, length($$4) - 1), $$5 / ours[k], $$5, ours[k] } \
-	         /^torch bf16 124M B=.*ms\/step/ { k = $$4 " " $$5; if (k in ours16) \
+	         /^torch bf16 124M B=.*ms\/step/ { k = $$4 " " substr($$5, 1, length($$5) - 1); if (k in ours16) \
 	             printf "PyTorch autocast bf16 / ours bf16 %s %s %.2fx (PyTorch %s ms, ours %s ms)\n", $$4, substr($$5, 1, length($$5) - 1), $$6 / ours16[k], $$6, ours16[k] }' \
 	        $(BUILD)/bench.out $(BUILD)/bench_torch.out; \
 	    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=2 $(PYTHON) scripts/bench_torch_generate.py | tee -a $(BUILD)/bench_torch.out; \

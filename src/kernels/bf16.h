@@ -34,6 +34,11 @@ inline vu16 vbf16_round(vf16 x) {
     vu16 nan = (u >> 16) | 0x40u;
     return (u & 0x7FFFFFFFu) > 0x7F800000u ? nan : r;
 }
+// dst[0..n) = bf16_round of the first n (<= 16) lanes of x.
+inline void vbf16_store(uint16_t* dst, vf16 x, int n) {
+    vu16 r = vbf16_round(x);
+    for (int l = 0; l < n; l++) dst[l] = (uint16_t)r[l];
+}
 // Pairs for the bf16 dot-product layout: lane j = bf16(lo[j]) | bf16(hi[j]) << 16.
 inline vu16 vbf16_pairs(vf16 lo, vf16 hi) { return vbf16_round(lo) | (vbf16_round(hi) << 16); }
 

@@ -507,9 +507,6 @@ bool bf16_supported() {
 void bf16_round_array(uint16_t* dst, const float* src, size_t n) {
     const long nv = (long)(n / kVecLen);
 #pragma omp parallel for schedule(static)
-    for (long i = 0; i < nv; i++) {
-        vu16 r = vbf16_round(vf_load(src + i * kVecLen));
-        for (int l = 0; l < kVecLen; l++) dst[i * kVecLen + l] = (uint16_t)r[l];
-    }
+    for (long i = 0; i < nv; i++) vbf16_store(dst + i * kVecLen, vf_load(src + i * kVecLen), kVecLen);
     for (size_t i = (size_t)nv * kVecLen; i < n; i++) dst[i] = bf16_round(src[i]);
 }

@@ -61,7 +61,8 @@ __attribute__((target("avx512f,avx512bf16"))) static void matvec_bf16_avx512(flo
 
 void matvec_bf16(float* out, const float* x, const uint16_t* W16, const float* b, int IC, int OC) {
     assert(bf16_supported());
-    std::vector<uint16_t> x16(IC);
+    static thread_local std::vector<uint16_t> x16;  // decoding calls this ~50 times a token: no allocation each
+    x16.resize(IC);
     for (int i = 0; i < IC; i++) x16[i] = bf16_round(x[i]);
 #if defined(__x86_64__)
     matvec_bf16_avx512(out, x16.data(), W16, b, IC, OC);

@@ -77,10 +77,7 @@ void adamw_update(AdamW* opt, GPT2* model, const AdamWConfig& cfg, float lr, flo
         } else {
             vf_store_partial(m, mv, n), vf_store_partial(v, vv, n), vf_store_partial(w, wv, n);
         }
-        if (w16) {
-            vu16 r = vbf16_round(wv);
-            for (int l = 0; l < n; l++) w16[l] = (uint16_t)r[l];
-        }
+        if (w16) vbf16_store(w16, wv, n);
     };
 #pragma omp parallel
     for (const TensorInfo& t : model->param_table) {

@@ -58,7 +58,7 @@ const double kFdTol = 1e-3;
 TEST(gemm_matches_reference_on_odd_shapes) {
     struct Shape {
         int M, N, K;
-    } shapes[] = {{1, 1, 1}, {7, 13, 1}, {37, 45, 300}, {256, 33, 17}, {9, 50257, 5}, {130, 70, 513}};
+    } shapes[] = {{1, 1, 1}, {7, 13, 1}, {37, 45, 300}, {256, 33, 17}, {9, 50257, 5}, {130, 70, 513}, {136, 2100, 264}};
     for (const Shape& s : shapes)
         for (int ta = 0; ta < 2; ta++)
             for (int tb = 0; tb < 2; tb++)
@@ -121,8 +121,10 @@ TEST(gemm_bf16_matches_its_reference_on_odd_shapes) {
     }
     struct Shape {
         int M, N, K;
-    } shapes[] = {{1, 1, 1}, {7, 13, 1}, {37, 45, 300}, {256, 33, 17}, {9, 50257, 5}, {130, 70, 513}, {64, 96, 64}};
+    } shapes[] = {{1, 1, 1},     {7, 13, 1},     {37, 45, 300}, {256, 33, 17},
+                  {9, 50257, 5}, {130, 70, 513}, {64, 96, 64},  {136, 2100, 264}};
     double worst = 0, fp32_gap = INFINITY;
+    long b16_mismatches = 0;
     for (const Shape& s : shapes)
         for (int ta = 0; ta < 2; ta++)
             for (int tb = 0; tb < 2; tb++)
@@ -131,6 +133,13 @@ TEST(gemm_bf16_matches_its_reference_on_odd_shapes) {
                     std::vector<float> C = randn((size_t)s.M * s.N, 3), Cref = C, C32 = C;
                     int lda = ta ? s.M : s.K, ldb = tb ? s.K : s.N;
                     gemm(s.M, s.N, s.K, A.data(), lda, ta, B.data(), ldb, tb, C.data(), s.N, acc, Precision::kBf16);
+                    // B given as its bf16 rounding (the model's weight copy): the very same result
+                    std::vector<uint16_t> B16(B.size());
+                    bf16_round_array(B16.data(), B.data(), B.size());
+                    std::vector<float> C16 = randn((size_t)s.M * s.N, 3);
+                    gemm(s.M, s.N, s.K, A.data(), lda, ta, B.data(), ldb, tb, C16.data(), s.N, acc, Precision::kBf16,
+                         B16.data());
+                    b16_mismatches += memcmp(C16.data(), C.data(), sizeof(float) * C.size()) != 0;
                     gemm_bf16_ref(s.M, s.N, s.K, A.data(), lda, ta, B.data(), ldb, tb, Cref.data(), s.N, acc);
                     gemm_ref(s.M, s.N, s.K, A.data(), lda, ta, B.data(), ldb, tb, C32.data(), s.N, acc);
                     double max_diff = 0, gap = 0;
@@ -146,6 +155,7 @@ TEST(gemm_bf16_matches_its_reference_on_odd_shapes) {
     // The bar must tell bf16 rounding from none: fp32 operands land far outside it (2^-9 relative per
     // operand, ~sqrt(K) of them adding up).
     CHECK(fp32_gap > 20);
+    CHECK(b16_mismatches == 0);
     printf("  worst bf16 gemm / bar %.3f; smallest fp32-vs-bf16 gap / bar %.0f\n", worst, fp32_gap);
 }
 

@@ -313,17 +313,42 @@ void pack_a_bf16(uint32_t* dst, const float* A, int lda, bool trans, int i0, int
     }
 }
 
+// B's source for the bf16 packing: fp32 values, rounded here, or their bf16 rounding already made (the
+// model's bf16 weight copy), read as is: half the bytes and no rounding, the same words.
+inline uint16_t bf16_bits(float x) { return bf16_round(x); }
+inline uint16_t bf16_bits(uint16_t h) { return h; }
+// Words of the 32 consecutive values at p: lane j = pair (p[2j], p[2j + 1]).
+inline vf16 words32(const float* p) { return pair_words(p); }
+inline vf16 words32(const uint16_t* p) {
+    vf16 v;
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+// Words of 16 columns of two rows: lane j = pair (p[j], p[ld + j]).
+inline vu16 row_pairs(const float* p, size_t ld) { return vbf16_pairs(vf_load(p), vf_load(p + ld)); }
+inline vu16 row_pairs(const uint16_t* p, size_t ld) {
+    typedef unsigned short vh16 __attribute__((vector_size(32)));
+    vh16 even, odd;
+    memcpy(&even, p, sizeof(even));
+    memcpy(&odd, p + ld, sizeof(odd));
+    return __builtin_convertvector(even, vu16) | (__builtin_convertvector(odd, vu16) << 16);
+}
+
 // Packs op(B)[k0:k0+kc, j0:j0+nc] as panels of NR columns of k-pair words, zero-padded.
-void pack_b_bf16(uint32_t* dst, const float* B, int ldb, bool trans, int k0, int kc, int j0, int nc) {
+template <typename T>
+void pack_b_bf16(uint32_t* dst, const T* B, int ldb, bool trans, int k0, int kc, int j0, int nc) {
     const int kc2 = (kc + 1) / 2;
+    auto at = [&](int k, int j) -> uint32_t {
+        return bf16_bits(trans ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j]);
+    };
     for (int q = 0; q < nc; q += NR) {
         const int cols = std::min(NR, nc - q);
         int k = 0;
         if (!trans && cols == NR && NR % 16 == 0) {
             for (; k + 2 <= kc; k += 2) {  // rows k and k + 1, 16 columns at a time
-                const float* src = B + (size_t)(k0 + k) * ldb + j0 + q;
+                const T* src = B + (size_t)(k0 + k) * ldb + j0 + q;
                 for (int c = 0; c < NR; c += 16) {
-                    vu16 w = vbf16_pairs(vf_load(src + c), vf_load(src + ldb + c));
+                    vu16 w = row_pairs(src + c, ldb);
                     memcpy(dst + (size_t)(k / 2) * NR + c, &w, sizeof(w));
                 }
             }
@@ -331,7 +356,7 @@ void pack_b_bf16(uint32_t* dst, const float* B, int ldb, bool trans, int k0, int
             for (; k + 32 <= kc; k += 32)
                 for (int c = 0; c < NR; c += 16) {  // 16 columns x 16 words, transposed
                     vf16 r[16];
-                    for (int cc = 0; cc < 16; cc++) r[cc] = pair_words(B + (size_t)(j0 + q + c + cc) * ldb + k0 + k);
+                    for (int cc = 0; cc < 16; cc++) r[cc] = words32(B + (size_t)(j0 + q + c + cc) * ldb + k0 + k);
                     transpose16(r);
                     for (int kk = 0; kk < 16; kk++) memcpy(dst + (size_t)(k / 2 + kk) * NR + c, &r[kk], sizeof(vf16));
                 }
@@ -339,9 +364,9 @@ void pack_b_bf16(uint32_t* dst, const float* B, int ldb, bool trans, int k0, int
         for (int k2 = k / 2; k2 < kc2; k2++)
             for (int c = 0; c < NR; c++) {
                 const int j = j0 + q + c, kb = k0 + 2 * k2;
-                float even = c < cols ? b_at(B, ldb, trans, kb, j) : 0.0f;
-                float odd = c < cols && 2 * k2 + 1 < kc ? b_at(B, ldb, trans, kb + 1, j) : 0.0f;
-                dst[(size_t)k2 * NR + c] = pair_word(even, odd);
+                uint32_t even = c < cols ? at(kb, j) : 0;
+                uint32_t odd = c < cols && 2 * k2 + 1 < kc ? at(kb + 1, j) : 0;
+                dst[(size_t)k2 * NR + c] = even | odd << 16;
             }
         dst += (size_t)NR * kc2;
     }
@@ -372,42 +397,13 @@ void micro_kernel_bf16(int, const uint32_t*, const uint32_t*, float*, int, int, 
 }
 #endif
 
-// One thread's block C[i0:i1, j0:j1].
-void gemm_block(Blocking blk, int i0, int i1, int j0, int j1, int K, const float* A, int lda, bool transA,
-                const float* B, int ldb, bool transB, float* C, int ldc, bool accumulate, float* pa, float* pb,
-                Precision prec) {
-    const bool bf16 = prec == Precision::kBf16;
-    uint32_t *pa16 = reinterpret_cast<uint32_t*>(pa), *pb16 = reinterpret_cast<uint32_t*>(pb);
-    for (int jc = j0; jc < j1; jc += blk.nc) {
-        int nc = std::min(blk.nc, j1 - jc);
-        for (int pc = 0; pc < K; pc += blk.kc) {
-            int kc = std::min(blk.kc, K - pc), kc2 = (kc + 1) / 2;
-            bool add = accumulate || pc > 0;
-            if (bf16) pack_b_bf16(pb16, B, ldb, transB, pc, kc, jc, nc);
-            else pack_b(pb, B, ldb, transB, pc, kc, jc, nc);
-            for (int ic = i0; ic < i1; ic += MC) {
-                int mc = std::min(MC, i1 - ic);
-                if (bf16) pack_a_bf16(pa16, A, lda, transA, ic, mc, pc, kc);
-                else pack_a(pa, A, lda, transA, ic, mc, pc, kc);
-                for (int jr = 0; jr < nc; jr += NR)
-                    for (int ir = 0; ir < mc; ir += MR) {
-                        float* c = C + (size_t)(ic + ir) * ldc + jc + jr;
-                        const int rows = std::min(MR, mc - ir), cols = std::min(NR, nc - jr);
-                        if (bf16)
-                            micro_kernel_bf16(kc2, pa16 + (size_t)ir * kc2, pb16 + (size_t)jr * kc2, c, ldc, rows, cols,
-                                              add);
-                        else micro_kernel(kc, pa + (size_t)ir * kc, pb + (size_t)jr * kc, c, ldc, rows, cols, add);
-                    }
-            }
-        }
-    }
-}
-
 // Per-thread packing buffers, allocated on a thread's first gemm and kept: a fresh 1 MiB allocation per
-// call came back from the kernel as page faults on every small product.
+// call came back from the kernel as page faults on every small product. `whole_a` holds all of a
+// thread's A slab packed at once (see gemm_block), grown to the largest slab seen.
 struct PackBuffers {
     float* a = nullptr;
     float* b = nullptr;
+    std::vector<float> whole_a;
     PackBuffers() {
         a = static_cast<float*>(aligned_alloc(64, sizeof(float) * MC * std::max(KC, KC_DEEP)));
         b = static_cast<float*>(aligned_alloc(64, sizeof(float) * std::max(KC * NC, KC_DEEP * NC_DEEP)));
@@ -423,6 +419,58 @@ PackBuffers& pack_buffers() {
     return buffers;
 }
 
+// A slab of at most this many elements is packed once per gemm rather than once per column block of C:
+// the lm_head's 256 x 768 input was packed ~100 times per thread, once per 240 of its 50,304 columns.
+const size_t WHOLE_A_MAX = (size_t)1 << 20;
+
+// One thread's block C[i0:i1, j0:j1]. B16, if given, is B's bf16 rounding, read instead of B under kBf16.
+void gemm_block(Blocking blk, int i0, int i1, int j0, int j1, int K, const float* A, int lda, bool transA,
+                const float* B, const uint16_t* B16, int ldb, bool transB, float* C, int ldc, bool accumulate,
+                PackBuffers& buf, Precision prec) {
+    const bool bf16 = prec == Precision::kBf16;
+    const int nic = (i1 - i0 + MC - 1) / MC, npc = (K + blk.kc - 1) / blk.kc;
+    const size_t a_block = (size_t)MC * blk.kc;  // floats of one packed (ic, pc) block, an upper bound
+    auto pack_a_block = [&](float* dst, int ic, int pc) {
+        const int mc = std::min(MC, i1 - ic), kc = std::min(blk.kc, K - pc);
+        if (bf16) pack_a_bf16(reinterpret_cast<uint32_t*>(dst), A, lda, transA, ic, mc, pc, kc);
+        else pack_a(dst, A, lda, transA, ic, mc, pc, kc);
+    };
+    const bool whole = j1 - j0 > blk.nc && (size_t)(i1 - i0) * K <= WHOLE_A_MAX;
+    if (whole) {
+        if (buf.whole_a.size() < a_block * nic * npc) buf.whole_a.resize(a_block * nic * npc);
+        for (int p = 0; p < npc; p++)
+            for (int i = 0; i < nic; i++)
+                pack_a_block(buf.whole_a.data() + a_block * (p * nic + i), i0 + i * MC, p * blk.kc);
+    }
+    uint32_t* pb16 = reinterpret_cast<uint32_t*>(buf.b);
+    for (int jc = j0; jc < j1; jc += blk.nc) {
+        int nc = std::min(blk.nc, j1 - jc);
+        for (int p = 0, pc = 0; pc < K; p++, pc += blk.kc) {
+            int kc = std::min(blk.kc, K - pc), kc2 = (kc + 1) / 2;
+            bool add = accumulate || pc > 0;
+            if (bf16 && B16) pack_b_bf16(pb16, B16, ldb, transB, pc, kc, jc, nc);
+            else if (bf16) pack_b_bf16(pb16, B, ldb, transB, pc, kc, jc, nc);
+            else pack_b(buf.b, B, ldb, transB, pc, kc, jc, nc);
+            for (int i = 0, ic = i0; ic < i1; i++, ic += MC) {
+                int mc = std::min(MC, i1 - ic);
+                float* pa = buf.a;
+                if (whole) pa = buf.whole_a.data() + a_block * (p * nic + i);
+                else pack_a_block(pa, ic, pc);
+                const uint32_t* pa16 = reinterpret_cast<const uint32_t*>(pa);
+                for (int jr = 0; jr < nc; jr += NR)
+                    for (int ir = 0; ir < mc; ir += MR) {
+                        float* c = C + (size_t)(ic + ir) * ldc + jc + jr;
+                        const int rows = std::min(MR, mc - ir), cols = std::min(NR, nc - jr);
+                        if (bf16)
+                            micro_kernel_bf16(kc2, pa16 + (size_t)ir * kc2, pb16 + (size_t)jr * kc2, c, ldc, rows, cols,
+                                              add);
+                        else micro_kernel(kc, pa + (size_t)ir * kc, buf.b + (size_t)jr * kc, c, ldc, rows, cols, add);
+                    }
+            }
+        }
+    }
+}
+
 bool gemm_trivial(int M, int N, int K, float* C, int ldc, bool accumulate) {
     if (M <= 0 || N <= 0) return true;
     if (K > 0) return false;
@@ -434,7 +482,7 @@ bool gemm_trivial(int M, int N, int K, float* C, int ldc, bool accumulate) {
 }  // namespace
 
 void gemm(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB, float* C,
-          int ldc, bool accumulate, Precision prec) {
+          int ldc, bool accumulate, Precision prec, const uint16_t* B16) {
     if (gemm_trivial(M, N, K, C, ldc, accumulate)) return;
     assert(prec == Precision::kFp32 || bf16_supported());
 #pragma omp parallel
@@ -456,9 +504,8 @@ void gemm(int M, int N, int K, const float* A, int lda, bool transA, const float
             j1 = std::min(N, tiles * (tid + 1) / nt * NR);
         }
         if (i0 < i1 && j0 < j1) {
-            PackBuffers& buf = pack_buffers();
-            gemm_block(choose_blocking(M, N, K), i0, i1, j0, j1, K, A, lda, transA, B, ldb, transB, C, ldc, accumulate,
-                       buf.a, buf.b, prec);
+            gemm_block(choose_blocking(M, N, K), i0, i1, j0, j1, K, A, lda, transA, B, B16, ldb, transB, C, ldc,
+                       accumulate, pack_buffers(), prec);
         }
     }
 }
@@ -467,9 +514,8 @@ void gemm_serial(int M, int N, int K, const float* A, int lda, bool transA, cons
                  float* C, int ldc, bool accumulate, Precision prec) {
     if (gemm_trivial(M, N, K, C, ldc, accumulate)) return;
     assert(prec == Precision::kFp32 || bf16_supported());
-    PackBuffers& buf = pack_buffers();
-    gemm_block(choose_blocking(M, N, K), 0, M, 0, N, K, A, lda, transA, B, ldb, transB, C, ldc, accumulate, buf.a,
-               buf.b, prec);
+    gemm_block(choose_blocking(M, N, K), 0, M, 0, N, K, A, lda, transA, B, nullptr, ldb, transB, C, ldc, accumulate,
+               pack_buffers(), prec);
 }
 
 void gemm_ref(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB, float* C,

@@ -7,12 +7,14 @@
 // gemm_ref() is the plain triple loop the tests compare against.
 // Precision::kBf16 rounds both operands to bf16 (bf16.h) as they are packed and multiplies them with
 // AVX512_BF16's vdpbf16ps, accumulating in fp32; it needs bf16_supported(). gemm_bf16_ref() is its scalar
-// reference: the same rounding of the operands, the sum in double.
+// reference: the same rounding of the operands, the sum in double. B16, if given, is B's bf16 rounding
+// (the same indexing; the model's bf16 weight copy): kBf16 reads it instead of rounding B, the same result
+// from half the bytes.
 #pragma once
 #include "kernels/bf16.h"
 
 void gemm(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB, float* C,
-          int ldc, bool accumulate, Precision prec = Precision::kFp32);
+          int ldc, bool accumulate, Precision prec = Precision::kFp32, const uint16_t* B16 = nullptr);
 void gemm_serial(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB,
                  float* C, int ldc, bool accumulate, Precision prec = Precision::kFp32);
 void gemm_ref(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB, float* C,

@@ -27,14 +27,15 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
 // The matmuls (and attention's products) take a Precision (bf16.h): kFp32, or kBf16 for bf16 operands with
 // fp32 accumulation (gemm.h), which needs bf16_supported().
 
-// out (N, OC) = inp (N, IC) weight^T + bias; weight (OC, IC), bias (OC) or null (overwrites). With kBf16 and
-// N = 1 (decoding), weight16 (OC, IC), the weight already rounded to bf16, is what is read, if given.
+// out (N, OC) = inp (N, IC) weight^T + bias; weight (OC, IC), bias (OC) or null (overwrites). With kBf16,
+// weight16 (OC, IC), the weight already rounded to bf16, is what is read, if given (the same result).
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int IC, int OC,
                     Precision prec = Precision::kFp32, const uint16_t* weight16 = nullptr);
 // dinp (N, IC) = dout weight (overwrites); dweight (OC, IC) += dout^T inp; dbias (OC) += column sums of
-// dout (if non-null). dout (N, OC).
+// dout (if non-null). dout (N, OC). weight16 as in matmul_forward.
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                     const float* weight, int N, int IC, int OC, Precision prec = Precision::kFp32);
+                     const float* weight, int N, int IC, int OC, Precision prec = Precision::kFp32,
+                     const uint16_t* weight16 = nullptr);
 // out (OC) = bf16(W16 (OC, IC)) bf16(x (IC)) + b: the bf16 matrix-vector product of decoding, and its scalar
 // reference (x rounded to bf16, sums in double).
 void matvec_bf16(float* out, const float* x, const uint16_t* W16, const float* b, int IC, int OC);

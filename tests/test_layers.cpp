@@ -12,6 +12,10 @@
 #include <functional>
 #include <vector>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "base/rng.h"
 #include "base/safetensors.h"
 #include "kernels/gemm.h"
@@ -25,6 +29,18 @@ std::vector<float> randn(size_t n, uint64_t seed, float scale = 1.0f) {
     std::vector<float> v(n);
     for (float& x : v) x = scale * rng.normal();
     return v;
+}
+
+// Runs f with an OpenMP team of `threads`, then restores the default.
+void with_threads(int threads, const std::function<void()>& f) {
+#ifdef _OPENMP
+    const int all = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    f();
+    omp_set_num_threads(all);
+#else
+    f();
+#endif
 }
 
 double dot(const std::vector<float>& a, const std::vector<float>& b) {
@@ -56,23 +72,35 @@ const double kFdTol = 1e-3;
 }  // namespace
 
 TEST(gemm_matches_reference_on_odd_shapes) {
+    // On 1, 2 and 3 threads (whole operands, chunks and slabs, gemm.cpp): the same bits from each, since
+    // every element is summed in the same order whichever thread computes it.
     struct Shape {
         int M, N, K;
-    } shapes[] = {{1, 1, 1}, {7, 13, 1}, {37, 45, 300}, {256, 33, 17}, {9, 50257, 5}, {130, 70, 513}, {136, 2100, 264}};
+    } shapes[] = {{1, 1, 1},     {7, 13, 1},     {37, 45, 300},    {256, 33, 17},
+                  {9, 50257, 5}, {130, 70, 513}, {136, 2100, 264}, {1100, 1050, 40}};
+    long team_mismatches = 0;
     for (const Shape& s : shapes)
         for (int ta = 0; ta < 2; ta++)
             for (int tb = 0; tb < 2; tb++)
                 for (int acc = 0; acc < 2; acc++) {
                     std::vector<float> A = randn((size_t)s.M * s.K, 1), B = randn((size_t)s.K * s.N, 2);
-                    std::vector<float> C = randn((size_t)s.M * s.N, 3), Cref = C;
+                    std::vector<float> C0 = randn((size_t)s.M * s.N, 3), Cref = C0, C1;
                     int lda = ta ? s.M : s.K, ldb = tb ? s.K : s.N;
-                    gemm(s.M, s.N, s.K, A.data(), lda, ta, B.data(), ldb, tb, C.data(), s.N, acc);
                     gemm_ref(s.M, s.N, s.K, A.data(), lda, ta, B.data(), ldb, tb, Cref.data(), s.N, acc);
-                    double max_diff = 0;
-                    for (size_t i = 0; i < C.size(); i++) max_diff = std::fmax(max_diff, std::fabs(C[i] - Cref[i]));
-                    // fp32 sums of K products of N(0,1) values: error ~ sqrt(K) * 2^-24 * sqrt(K)
-                    CHECK(max_diff <= 1e-6 * (s.K + 10));
+                    for (int threads : {1, 2, 3}) {
+                        std::vector<float> C = C0;
+                        with_threads(threads, [&] {
+                            gemm(s.M, s.N, s.K, A.data(), lda, ta, B.data(), ldb, tb, C.data(), s.N, acc);
+                        });
+                        double max_diff = 0;
+                        for (size_t i = 0; i < C.size(); i++) max_diff = std::fmax(max_diff, std::fabs(C[i] - Cref[i]));
+                        // fp32 sums of K products of N(0,1) values: error ~ sqrt(K) * 2^-24 * sqrt(K)
+                        CHECK(max_diff <= 1e-6 * (s.K + 10));
+                        if (threads == 1) C1 = C;
+                        else team_mismatches += memcmp(C.data(), C1.data(), sizeof(float) * C.size()) != 0;
+                    }
                 }
+    CHECK(team_mismatches == 0);
 }
 
 TEST(gemm_matches_reference_with_c_larger_than_cache) {
@@ -121,8 +149,8 @@ TEST(gemm_bf16_matches_its_reference_on_odd_shapes) {
     }
     struct Shape {
         int M, N, K;
-    } shapes[] = {{1, 1, 1},     {7, 13, 1},     {37, 45, 300}, {256, 33, 17},
-                  {9, 50257, 5}, {130, 70, 513}, {64, 96, 64},  {136, 2100, 264}};
+    } shapes[] = {{1, 1, 1},      {7, 13, 1},   {37, 45, 300},    {256, 33, 17},   {9, 50257, 5},
+                  {130, 70, 513}, {64, 96, 64}, {136, 2100, 264}, {1100, 1050, 40}};
     double worst = 0, fp32_gap = INFINITY;
     long b16_mismatches = 0;
     for (const Shape& s : shapes)

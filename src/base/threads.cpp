@@ -1,85 +1,105 @@
 // threads.cpp: see threads.h.
 #include "base/threads.h"
 
-#include <algorithm>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
-
-#include "base/util.h"
+#include <cstring>
+#include <sched.h>
 
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
+#include "base/util.h"
+
 namespace {
 
-// Jiffies all CPUs spent idle (idle + iowait), and in all, since boot; false where /proc/stat is missing.
-bool cpu_jiffies(long long* idle, long long* total) {
+// Ticks the CPUs in this process's affinity mask spent busy (everything but idle and iowait; steal is
+// busy: a hypervisor's neighbour) and in all, since boot, and how many CPUs that is; false where
+// /proc/stat or the mask cannot be read.
+bool cpu_ticks(long long* busy, long long* total, int* cpus) {
+    cpu_set_t mask;
+    if (sched_getaffinity(0, sizeof(mask), &mask) != 0) return false;
     FILE* f = fopen("/proc/stat", "r");
     if (!f) return false;
-    long long v[8] = {0};
-    const int n = fscanf(f, "cpu %lld %lld %lld %lld %lld %lld %lld %lld", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
-                         &v[6], &v[7]);
+    char line[512];
+    *busy = *total = 0;
+    *cpus = 0;
+    while (fgets(line, sizeof(line), f)) {
+        int cpu = -1, used = 0;
+        long long v[8] = {0};
+        if (strncmp(line, "cpu", 3) != 0 || line[3] < '0' || line[3] > '9') continue;  // the per-CPU lines
+        if (sscanf(line, "cpu%d %n", &cpu, &used) != 1 || cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &mask))
+            continue;
+        if (sscanf(line + used, "%lld %lld %lld %lld %lld %lld %lld %lld", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                   &v[6], &v[7]) < 5)
+            continue;
+        long long sum = 0;
+        for (long long x : v) sum += x;
+        *total += sum;
+        *busy += sum - v[3] - v[4];
+        (*cpus)++;
+    }
     fclose(f);
-    if (n < 5) return false;
-    *idle = v[3] + v[4];
-    *total = 0;
-    for (long long x : v) *total += x;
-    return true;
+    return *cpus > 0;
+}
+
+// CPU seconds this process has used, all threads, user and system.
+double self_cpu_s() {
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+    return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + 1e-6 * (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
 }  // namespace
 
 void ThreadTuner::begin() {
-    t0_ = time_now_s();
     active_ = false;
 #ifdef _OPENMP
     threads_ = omp_get_max_threads();
     if (threads_ == 1 || getenv("OMP_NUM_THREADS")) return;  // the user's (or the caller's) choice
     all_ = threads_;
     active_ = true;
-    rounds_++;
-    current_ = rounds_ == next_trial_ ? 1 - choice_ : choice_;
-    threads_ = current_ ? 1 : all_;
+    threads_ = team_ > 0 && team_ < all_ ? team_ : all_;
     omp_set_num_threads(threads_);
+    // After a pause (other work, or none) the window starts afresh: it should tell what the rounds met.
+    if (time_now_s() - last_end_ > kPause) mark();
 #endif
 }
 
-void ThreadTuner::end(double units) { end_with((time_now_s() - t0_) / std::max(units, 1e-9)); }
+void ThreadTuner::mark() {
+    long long busy, total;
+    int cpus;
+    if (!cpu_ticks(&busy, &total, &cpus)) return;
+    busy_mark_ = busy, total_mark_ = total, self_mark_ = self_cpu_s(), mark_time_ = time_now_s();
+}
 
-void ThreadTuner::end_with(double dt) {
+void ThreadTuner::end() {
     if (!active_) return;
 #ifdef _OPENMP
     omp_set_num_threads(all_);
 #endif
-    if (rounds_ == 1) return;  // first-touch page faults and cold caches: not representative
-    // On one thread: once a quarter of the machine's CPU time (over at least 20 jiffies) went idle, the
-    // other CPUs are free again.
-    long long idle, total;
-    if (choice_ == 1 && current_ == 1 && cpu_jiffies(&idle, &total)) {
-        if (idle_mark_ < 0) idle_mark_ = idle, total_mark_ = total;
-        if (total - total_mark_ >= 20) {
-            if (4 * (idle - idle_mark_) > total - total_mark_) next_trial_ = rounds_ + 1, gap_ = 4;
-            idle_mark_ = idle, total_mark_ = total;
-        }
-    } else {
-        idle_mark_ = -1;
+    last_end_ = time_now_s();
+    if (busy_mark_ >= 0 && last_end_ - mark_time_ < kMinWindow) return;  // not worth reading /proc/stat yet
+    long long busy, total;
+    int cpus;
+    if (!cpu_ticks(&busy, &total, &cpus)) return;
+    const double self = self_cpu_s();
+    if (busy_mark_ >= 0 && total - total_mark_ >= 20) {
+        const double ticks_per_s = (double)sysconf(_SC_CLK_TCK);
+        const double wall_ticks = (double)(total - total_mark_) / cpus;
+        const double others = ((double)(busy - busy_mark_) - (self - self_mark_) * ticks_per_s) / wall_ticks;
+        observe(others, cpus);
+    } else if (busy_mark_ >= 0) {
+        return;  // the window goes on
     }
-    double& known = per_unit_[current_];
-    if (current_ != choice_) {  // a trial: switch if clearly faster, else try again later and less often
-        known = dt;
-        if (dt < 0.95 * per_unit_[choice_]) choice_ = current_, gap_ = 4;
-        else gap_ = std::min(gap_ * 2, 128L);
-        next_trial_ = rounds_ + gap_;
-        return;
-    }
-    // The machine got busier (or idler): two rounds in a row 30% off the usual (one alone is often noise
-    // on a shared machine) make the new usual, and prompt a trial at once.
-    off_ = known > 0 && (dt > 1.3 * known || dt < known / 1.3) ? off_ + 1 : 0;
-    if (off_ >= 2) {
-        known = dt, off_ = 0;
-        next_trial_ = rounds_ + 1, gap_ = 4;
-        return;
-    }
-    if (off_ == 0) known = known > 0 ? 0.7 * known + 0.3 * dt : dt;
+    busy_mark_ = busy, total_mark_ = total, self_mark_ = self, mark_time_ = last_end_;
+}
+
+void ThreadTuner::observe(double others_cpus, int cpus) {
+    const int free_cpus = (int)(cpus - others_cpus + 0.5);
+    team_ = free_cpus < 1 ? 1 : free_cpus;
 }

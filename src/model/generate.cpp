@@ -38,8 +38,13 @@ std::vector<int> generate(const GPT2& model, const std::vector<int>& prompt, con
     InferState st;
     infer_init(&st, model, len, rows);
     std::vector<float> logits(cfg.padded_vocab_size);
+    // The team size of each forward, from the other processes' load (base/threads.h); per process, so what
+    // it measured carries across calls.
+    static ThreadTuner tuner;
     double t0 = time_now_s();
+    tuner.begin();
     infer_forward(&st, model, prompt.data(), (int)prompt.size(), logits.data(), false);
+    tuner.end();
     s->prompt_tokens = (int)prompt.size();
     s->prompt_s = time_now_s() - t0;
 
@@ -61,16 +66,15 @@ std::vector<int> generate(const GPT2& model, const std::vector<int>& prompt, con
             break;
         }
         if ((int)out.size() == opts.max_tokens) break;
+        tuner.begin();
         if (st.len < ctx) {
-            static ThreadTuner tuner;  // per process: it keeps what it learned across calls
-            tuner.begin();
             infer_forward(&st, model, &token, 1, logits.data(), false);
-            tuner.end();
         } else {  // slide: the last ctx tokens, from position 0 again
             st.len = 0;
             s->slides++;
             infer_forward(&st, model, seq.data() + seq.size() - ctx, ctx, logits.data(), false);
         }
+        tuner.end();
     }
     s->new_tokens = (int)out.size();
     s->decode_s = time_now_s() - t0;

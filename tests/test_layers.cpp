@@ -72,8 +72,8 @@ const double kFdTol = 1e-3;
 }  // namespace
 
 TEST(gemm_matches_reference_on_odd_shapes) {
-    // On 1, 2 and 3 threads (whole operands, chunks and slabs, gemm.cpp): the same bits from each, since
-    // every element is summed in the same order whichever thread computes it.
+    // On 1, 2 and 3 threads (slabs of C of different widths; A packed whole or per block): the same bits
+    // from each, since every element is summed in the same order whichever thread computes it.
     struct Shape {
         int M, N, K;
     } shapes[] = {{1, 1, 1},     {7, 13, 1},     {37, 45, 300},    {256, 33, 17},

@@ -6,7 +6,6 @@
 #include "kernels/gemm.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cassert>
 #include <cstdlib>
 #include <cstring>
@@ -398,29 +397,20 @@ void micro_kernel_bf16(int, const uint32_t*, const uint32_t*, float*, int, int, 
 }
 #endif
 
-// A 64-byte aligned float buffer that only grows.
-struct AlignedBuffer {
-    float* p = nullptr;
-    size_t n = 0;
-    float* get(size_t need) {
-        if (need > n) {
-            free(p);
-            p = static_cast<float*>(aligned_alloc(64, (need * sizeof(float) + 63) / 64 * 64));
-            n = need;
-        }
-        return p;
-    }
-    ~AlignedBuffer() { free(p); }
-};
-
 // Per-thread packing buffers, allocated on a thread's first gemm and kept: a fresh 1 MiB allocation per
-// call came back from the kernel as page faults on every small product. `whole` holds all of one operand
-// packed at once (see gemm), grown to the largest seen.
+// call came back from the kernel as page faults on every small product. `whole_a` holds all of a
+// thread's A slab packed at once (see gemm_block), grown to the largest slab seen.
 struct PackBuffers {
-    AlignedBuffer a, b, whole;
+    float* a = nullptr;
+    float* b = nullptr;
+    std::vector<float> whole_a;
     PackBuffers() {
-        a.get((size_t)MC * std::max(KC, KC_DEEP));
-        b.get(std::max((size_t)KC * NC, (size_t)KC_DEEP * NC_DEEP));
+        a = static_cast<float*>(aligned_alloc(64, sizeof(float) * MC * std::max(KC, KC_DEEP)));
+        b = static_cast<float*>(aligned_alloc(64, sizeof(float) * std::max(KC * NC, KC_DEEP * NC_DEEP)));
+    }
+    ~PackBuffers() {
+        free(a);
+        free(b);
     }
 };
 
@@ -429,126 +419,56 @@ PackBuffers& pack_buffers() {
     return buffers;
 }
 
-// One product's operands. B16, if given, is B's bf16 rounding, read instead of B under kBf16.
-struct Gemm {
-    int M, N, K;
-    const float* A;
-    int lda;
-    bool transA;
-    const float* B;
-    const uint16_t* B16;
-    int ldb;
-    bool transB;
-    float* C;
-    int ldc;
-    bool accumulate;
-    Precision prec;
-    Blocking blk;
-    int npc() const { return (K + blk.kc - 1) / blk.kc; }
-    size_t a_block() const { return (size_t)MC * blk.kc; }      // floats of a packed (ic, pc) block, at most
-    size_t b_block() const { return (size_t)blk.nc * blk.kc; }  // floats of a packed (jc, pc) block, at most
-};
+// A slab of at most this many elements is packed once per gemm rather than once per column block of C:
+// the lm_head's 256 x 768 input was packed ~100 times per thread, once per 240 of its 50,304 columns.
+const size_t WHOLE_A_MAX = (size_t)1 << 20;
 
-void pack_a_block(const Gemm& g, float* dst, int ic, int mc, int pc, int kc) {
-    if (g.prec == Precision::kBf16) pack_a_bf16(reinterpret_cast<uint32_t*>(dst), g.A, g.lda, g.transA, ic, mc, pc, kc);
-    else pack_a(dst, g.A, g.lda, g.transA, ic, mc, pc, kc);
-}
-
-void pack_b_block(const Gemm& g, float* dst, int jc, int nc, int pc, int kc) {
-    uint32_t* d16 = reinterpret_cast<uint32_t*>(dst);
-    if (g.prec == Precision::kBf16 && g.B16) pack_b_bf16(d16, g.B16, g.ldb, g.transB, pc, kc, jc, nc);
-    else if (g.prec == Precision::kBf16) pack_b_bf16(d16, g.B, g.ldb, g.transB, pc, kc, jc, nc);
-    else pack_b(dst, g.B, g.ldb, g.transB, pc, kc, jc, nc);
-}
-
-// All of op(A) packed, block (ic / MC, pc / kc) at whole + a_block * (pc / kc * row blocks + ic / MC).
-void pack_whole_a(const Gemm& g, float* whole) {
-    const int nic = (g.M + MC - 1) / MC;
-    for (int p = 0; p < g.npc(); p++)
-        for (int i = 0; i < nic; i++)
-            pack_a_block(g, whole + g.a_block() * (p * nic + i), i * MC, std::min(MC, g.M - i * MC), p * g.blk.kc,
-                         std::min(g.blk.kc, g.K - p * g.blk.kc));
-}
-
-// All of op(B) packed, block (jc / nc, pc / kc) at whole + b_block * (jc / nc * npc + pc / kc).
-void pack_whole_b(const Gemm& g, float* whole) {
-    const int njc = (g.N + g.blk.nc - 1) / g.blk.nc;
-    for (int jb = 0; jb < njc; jb++)
-        for (int p = 0; p < g.npc(); p++)
-            pack_b_block(g, whole + g.b_block() * (jb * g.npc() + p), jb * g.blk.nc,
-                         std::min(g.blk.nc, g.N - jb * g.blk.nc), p * g.blk.kc, std::min(g.blk.kc, g.K - p * g.blk.kc));
-}
-
-// C[i0:i1, j0:j1] on this thread. With whole_a (all of A packed: i0 is then 0) or whole_b (all of B: j0
-// is 0) the blocks come from there; otherwise each is packed here.
-void gemm_block(const Gemm& g, int i0, int i1, int j0, int j1, PackBuffers& buf, const float* whole_a,
-                const float* whole_b) {
-    const bool bf16 = g.prec == Precision::kBf16;
-    const int nic = (g.M + MC - 1) / MC, npc = g.npc();
-    for (int jc = j0; jc < j1; jc += g.blk.nc) {
-        const int nc = std::min(g.blk.nc, j1 - jc);
-        for (int p = 0, pc = 0; pc < g.K; p++, pc += g.blk.kc) {
-            const int kc = std::min(g.blk.kc, g.K - pc), kc2 = (kc + 1) / 2;
-            const bool add = g.accumulate || pc > 0;
-            const float* pb = buf.b.p;
-            if (whole_b) pb = whole_b + g.b_block() * (jc / g.blk.nc * npc + p);
-            else pack_b_block(g, buf.b.p, jc, nc, pc, kc);
-            for (int ic = i0; ic < i1; ic += MC) {
-                const int mc = std::min(MC, i1 - ic);
-                const float* pa = buf.a.p;
-                if (whole_a) pa = whole_a + g.a_block() * (p * nic + ic / MC);
-                else pack_a_block(g, buf.a.p, ic, mc, pc, kc);
-                const uint32_t *pa16 = reinterpret_cast<const uint32_t*>(pa),
-                               *pb16 = reinterpret_cast<const uint32_t*>(pb);
+// One thread's block C[i0:i1, j0:j1]. B16, if given, is B's bf16 rounding, read instead of B under kBf16.
+void gemm_block(Blocking blk, int i0, int i1, int j0, int j1, int K, const float* A, int lda, bool transA,
+                const float* B, const uint16_t* B16, int ldb, bool transB, float* C, int ldc, bool accumulate,
+                PackBuffers& buf, Precision prec) {
+    const bool bf16 = prec == Precision::kBf16;
+    const int nic = (i1 - i0 + MC - 1) / MC, npc = (K + blk.kc - 1) / blk.kc;
+    const size_t a_block = (size_t)MC * blk.kc;  // floats of one packed (ic, pc) block, an upper bound
+    auto pack_a_block = [&](float* dst, int ic, int pc) {
+        const int mc = std::min(MC, i1 - ic), kc = std::min(blk.kc, K - pc);
+        if (bf16) pack_a_bf16(reinterpret_cast<uint32_t*>(dst), A, lda, transA, ic, mc, pc, kc);
+        else pack_a(dst, A, lda, transA, ic, mc, pc, kc);
+    };
+    const bool whole = j1 - j0 > blk.nc && (size_t)(i1 - i0) * K <= WHOLE_A_MAX;
+    if (whole) {
+        if (buf.whole_a.size() < a_block * nic * npc) buf.whole_a.resize(a_block * nic * npc);
+        for (int p = 0; p < npc; p++)
+            for (int i = 0; i < nic; i++)
+                pack_a_block(buf.whole_a.data() + a_block * (p * nic + i), i0 + i * MC, p * blk.kc);
+    }
+    uint32_t* pb16 = reinterpret_cast<uint32_t*>(buf.b);
+    for (int jc = j0; jc < j1; jc += blk.nc) {
+        int nc = std::min(blk.nc, j1 - jc);
+        for (int p = 0, pc = 0; pc < K; p++, pc += blk.kc) {
+            int kc = std::min(blk.kc, K - pc), kc2 = (kc + 1) / 2;
+            bool add = accumulate || pc > 0;
+            if (bf16 && B16) pack_b_bf16(pb16, B16, ldb, transB, pc, kc, jc, nc);
+            else if (bf16) pack_b_bf16(pb16, B, ldb, transB, pc, kc, jc, nc);
+            else pack_b(buf.b, B, ldb, transB, pc, kc, jc, nc);
+            for (int i = 0, ic = i0; ic < i1; i++, ic += MC) {
+                int mc = std::min(MC, i1 - ic);
+                float* pa = buf.a;
+                if (whole) pa = buf.whole_a.data() + a_block * (p * nic + i);
+                else pack_a_block(pa, ic, pc);
+                const uint32_t* pa16 = reinterpret_cast<const uint32_t*>(pa);
                 for (int jr = 0; jr < nc; jr += NR)
                     for (int ir = 0; ir < mc; ir += MR) {
-                        float* c = g.C + (size_t)(ic + ir) * g.ldc + jc + jr;
+                        float* c = C + (size_t)(ic + ir) * ldc + jc + jr;
                         const int rows = std::min(MR, mc - ir), cols = std::min(NR, nc - jr);
                         if (bf16)
-                            micro_kernel_bf16(kc2, pa16 + (size_t)ir * kc2, pb16 + (size_t)jr * kc2, c, g.ldc, rows,
-                                              cols, add);
-                        else micro_kernel(kc, pa + (size_t)ir * kc, pb + (size_t)jr * kc, c, g.ldc, rows, cols, add);
+                            micro_kernel_bf16(kc2, pa16 + (size_t)ir * kc2, pb16 + (size_t)jr * kc2, c, ldc, rows, cols,
+                                              add);
+                        else micro_kernel(kc, pa + (size_t)ir * kc, buf.b + (size_t)jr * kc, c, ldc, rows, cols, add);
                     }
             }
         }
     }
-}
-
-// An operand of at most this many elements is packed whole, once per thread, rather than once per block
-// of C: the lm_head's 256 x 768 input was packed ~100 times per thread, once per 240 of its 50,304
-// columns. It also lets threads take the other side of C in small chunks from a shared counter: on a
-// shared machine one CPU is often slower than the other for a while (a neighbour on its sibling), and a
-// fixed half each left the faster thread spinning at the barrier for 5-10% of the step.
-const size_t WHOLE_MAX = (size_t)1 << 20;
-const int CHUNKS_PER_THREAD = 4;
-
-// Thread tid of nt: its share of C. The longer side of C is split; the shorter side's operand (A when
-// splitting columns) is packed whole when small, and then the split is into chunks handed out by *next.
-// Each C element is summed in the same order whoever computes it.
-void gemm_thread(const Gemm& g, int nt, int tid, std::atomic<int>* next) {
-    PackBuffers& buf = pack_buffers();
-    const bool split_n = g.M < g.N;
-    const int tiles = split_n ? (g.N + NR - 1) / NR : (g.M + MR - 1) / MR, tile = split_n ? NR : MR;
-    const int extent = split_n ? g.N : g.M;
-    const bool whole = (size_t)(split_n ? g.M : g.N) * g.K <= WHOLE_MAX && (nt > 1 || tiles * tile > g.blk.nc);
-    const float* packed = nullptr;
-    if (whole) {
-        float* w = buf.whole.get(split_n ? g.a_block() * ((g.M + MC - 1) / MC) * g.npc()
-                                         : g.b_block() * ((g.N + g.blk.nc - 1) / g.blk.nc) * g.npc());
-        if (split_n) pack_whole_a(g, w);
-        else pack_whole_b(g, w);
-        packed = w;
-    }
-    auto run = [&](int t0, int t1) {  // tiles [t0, t1) of the split side
-        const int lo = std::min(extent, t0 * tile), hi = std::min(extent, t1 * tile);
-        if (lo >= hi) return;
-        if (split_n) gemm_block(g, 0, g.M, lo, hi, buf, packed, nullptr);
-        else gemm_block(g, lo, hi, 0, g.N, buf, nullptr, packed);
-    };
-    if (!whole || nt == 1) return run(tiles * tid / nt, tiles * (tid + 1) / nt);
-    const int per_chunk = std::max(1, (tiles + nt * CHUNKS_PER_THREAD - 1) / (nt * CHUNKS_PER_THREAD));
-    for (int c = next->fetch_add(1); c * per_chunk < tiles; c = next->fetch_add(1))
-        run(c * per_chunk, (c + 1) * per_chunk);
 }
 
 bool gemm_trivial(int M, int N, int K, float* C, int ldc, bool accumulate) {
@@ -565,8 +485,6 @@ void gemm(int M, int N, int K, const float* A, int lda, bool transA, const float
           int ldc, bool accumulate, Precision prec, const uint16_t* B16) {
     if (gemm_trivial(M, N, K, C, ldc, accumulate)) return;
     assert(prec == Precision::kFp32 || bf16_supported());
-    const Gemm g{M, N, K, A, lda, transA, B, B16, ldb, transB, C, ldc, accumulate, prec, choose_blocking(M, N, K)};
-    std::atomic<int> next{0};
 #pragma omp parallel
     {
         int nt = 1, tid = 0;
@@ -574,7 +492,21 @@ void gemm(int M, int N, int K, const float* A, int lda, bool transA, const float
         nt = omp_get_num_threads();
         tid = omp_get_thread_num();
 #endif
-        gemm_thread(g, nt, tid, &next);
+        // Split the longer side of C into nt slabs aligned to the register tile.
+        int i0 = 0, i1 = M, j0 = 0, j1 = N;
+        if (M >= N) {
+            int tiles = (M + MR - 1) / MR;
+            i0 = std::min(M, tiles * tid / nt * MR);
+            i1 = std::min(M, tiles * (tid + 1) / nt * MR);
+        } else {
+            int tiles = (N + NR - 1) / NR;
+            j0 = std::min(N, tiles * tid / nt * NR);
+            j1 = std::min(N, tiles * (tid + 1) / nt * NR);
+        }
+        if (i0 < i1 && j0 < j1) {
+            gemm_block(choose_blocking(M, N, K), i0, i1, j0, j1, K, A, lda, transA, B, B16, ldb, transB, C, ldc,
+                       accumulate, pack_buffers(), prec);
+        }
     }
 }
 
@@ -582,8 +514,8 @@ void gemm_serial(int M, int N, int K, const float* A, int lda, bool transA, cons
                  float* C, int ldc, bool accumulate, Precision prec) {
     if (gemm_trivial(M, N, K, C, ldc, accumulate)) return;
     assert(prec == Precision::kFp32 || bf16_supported());
-    const Gemm g{M, N, K, A, lda, transA, B, nullptr, ldb, transB, C, ldc, accumulate, prec, choose_blocking(M, N, K)};
-    gemm_thread(g, 1, 0, nullptr);
+    gemm_block(choose_blocking(M, N, K), 0, M, 0, N, K, A, lda, transA, B, nullptr, ldb, transB, C, ldc, accumulate,
+               pack_buffers(), prec);
 }
 
 void gemm_ref(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB, float* C,

@@ -159,15 +159,20 @@ TEST(bf16_weight_copy_follows_every_adamw_update) {
     CHECK(model.params16.empty());
 }
 
+// A first round of the tuner: its full team, or 0 (the test is skipped) where it does not tune.
+static int tuner_team(ThreadTuner* tuner) {
+    tuner->begin();
+    const int all = tuner->threads();
+    tuner->end();
+    if (all >= 2 && !getenv("OMP_NUM_THREADS")) return all;
+    printf("  (skipped: one thread, or OMP_NUM_THREADS set)\n");
+    return 0;
+}
+
 TEST(thread_tuner_takes_one_thread_while_others_hold_a_cpu) {
     ThreadTuner tuner;
-    tuner.begin();
-    const int all = tuner.threads();
-    tuner.end();
-    if (all < 2 || getenv("OMP_NUM_THREADS")) {
-        printf("  (skipped: one thread, or OMP_NUM_THREADS set)\n");
-        return;
-    }
+    const int all = tuner_team(&tuner);
+    if (all == 0) return;
     auto next_round = [&] {
         tuner.begin();
         const int t = tuner.threads();
@@ -197,13 +202,8 @@ TEST(thread_tuner_takes_one_thread_while_others_hold_a_cpu) {
 TEST(thread_tuner_measures_a_busy_process) {
     // end() itself, against a real busy child: its windows must see about one CPU taken by others.
     ThreadTuner tuner;
-    tuner.begin();
-    const int all = tuner.threads();
-    tuner.end();
-    if (all < 2 || getenv("OMP_NUM_THREADS")) {
-        printf("  (skipped: one thread, or OMP_NUM_THREADS set)\n");
-        return;
-    }
+    const int all = tuner_team(&tuner);
+    if (all == 0) return;
     auto rounds = [&](double seconds) {  // rounds of ~10 ms of our own work for `seconds`; the last team size
         int last = 0;
         for (double t0 = time_now_s(); time_now_s() - t0 < seconds;) {

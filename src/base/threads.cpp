@@ -88,13 +88,11 @@ void ThreadTuner::end() {
     int cpus;
     if (!cpu_ticks(&busy, &total, &cpus)) return;
     const double self = self_cpu_s();
-    if (busy_mark_ >= 0 && total - total_mark_ >= 20) {
+    if (busy_mark_ >= 0) {
+        if (total - total_mark_ < 20) return;  // the window goes on
         const double ticks_per_s = (double)sysconf(_SC_CLK_TCK);
         const double wall_ticks = (double)(total - total_mark_) / cpus;
-        const double others = ((double)(busy - busy_mark_) - (self - self_mark_) * ticks_per_s) / wall_ticks;
-        observe(others, cpus);
-    } else if (busy_mark_ >= 0) {
-        return;  // the window goes on
+        observe(((double)(busy - busy_mark_) - (self - self_mark_) * ticks_per_s) / wall_ticks, cpus);
     }
     busy_mark_ = busy, total_mark_ = total, self_mark_ = self, mark_time_ = last_end_;
 }

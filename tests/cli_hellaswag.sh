@@ -86,7 +86,7 @@ bad "an empty ctx" 'bad field "ctx" (.*bad.jsonl line 2): expected text before t
 bad "label 4" 'bad field "label" (.*bad.jsonl line 2): expected 0..3, got 4' '{"ctx": "A dog.", "endings": ["a", "b", "c", "d"], "label": 4}'
 bad "label -1" 'bad field "label" (.*bad.jsonl line 2): expected 0..3, got -1' '{"ctx": "A dog.", "endings": ["a", "b", "c", "d"], "label": -1}'
 bad "label as a string" 'bad field "label" (.*bad.jsonl line 2): expected an integer 0..3, got a string' '{"ctx": "A dog.", "endings": ["a", "b", "c", "d"], "label": "1"}'
-bad "label 1.5" 'bad field "label" (.*bad.jsonl line 2): expected an integer 0..3, got a fraction' '{"ctx": "A dog.", "endings": ["a", "b", "c", "d"], "label": 1.5}'
+bad "label 1.5" 'bad field "label" (.*bad.jsonl line 2): expected a plain integer 0..3, got 1.5' '{"ctx": "A dog.", "endings": ["a", "b", "c", "d"], "label": 1.5}'
 : >"$TEST_TMP/empty.jsonl"
 check_error "an empty file" 'no examples in .*empty.jsonl' hs --hellaswag "$TEST_TMP/empty.jsonl"
 printf '\n  \n\n' >"$TEST_TMP/blank.jsonl"

@@ -184,15 +184,21 @@ for sig in TERM HUP; do
 done
 
 # --- 8. every write is checked ----------------------------------------------------------------------------
-check_error "--log /dev/full" "cannot write log file (--log /dev/full)" "$GPT2" train $tiny --steps 2 --log /dev/full
-check_error "tokenize --ids > /dev/full" "cannot write standard output" bash -c "exec '$GPT2' tokenize --tokenizer $TOK_DIR --ids $T/text.txt >/dev/full"
-check_error "train > /dev/full" "cannot write standard output" bash -c "exec '$GPT2' train $tiny --steps 2 >/dev/full"
+# A full disk is this test's own device node (the kernel's "full" device, 1:7), never /dev/full.
+mknod $T/full c 1 7
+check_error "--log past a file-size limit" "cannot write $T/full.jsonl (--log (train))" \
+    bash -c "ulimit -f 1; exec '$GPT2' train $tiny --steps 40 --log $T/full.jsonl >/dev/null"
+check_error "--log on a device node is refused before training" "full exists and is not a regular file" \
+    "$GPT2" train $tiny --steps 2 --log $T/full
+check "... and it is still a character device" test -c $T/full
+check_error "tokenize --ids > a full device" "cannot write standard output" bash -c "exec '$GPT2' tokenize --tokenizer $TOK_DIR --ids $T/text.txt >$T/full"
+check_error "train > a full device" "cannot write standard output" bash -c "exec '$GPT2' train $tiny --steps 2 >$T/full"
 
 # --- 9. outputs that come in sets are published together -----------------------------------------------------
 "$GPT2" tokenize --tokenizer $TOK_DIR --val-tokens 2 -o $T/pair $T/text.txt >/dev/null
 before=$(sum $T/pair_val.bin)
 rm $T/pair_train.bin && mkdir $T/pair_train.bin
-check_error "tokenize -o checks every output before writing any" "pair_train.bin exists and is not a token file" \
+check_error "tokenize -o checks every output before writing any" "pair_train.bin is a directory" \
     "$GPT2" tokenize --tokenizer $TOK_DIR --val-tokens 3 -o $T/pair $T/text.txt
 check "... so the old val file is as it was" test "$(sum $T/pair_val.bin)" = "$before"
 check_error "export refuses to replace a training checkpoint's model" "is a training checkpoint" \
@@ -202,7 +208,7 @@ check "export replaces its own export in one step" "$GPT2" export --model $FIX/m
 check "... leaving no staging directory" test -z "$(ls -d $T/exp.* 2>/dev/null)"
 check "... and the new dtype is there" bash -c "'$GPT2' info --model $T/exp | grep -q 'dtype: BF16'"
 # what the two-rename fallback leaves when killed between its renames: the marked old checkpoint only
-cp -r $T/ck $T/fallback && touch $T/fallback/.gpt2-staging && mv $T/fallback $T/fallback.old.99999999
+cp -r $T/ck $T/fallback && mark_staging $T/fallback && mv $T/fallback $T/fallback.old.99999999
 check "resume restores a checkpoint left as DIR.old.PID by a save killed between two renames" \
     bash -c "'$GPT2' train --resume $T/fallback --steps 12 2>&1 | grep -q 'restored $T/fallback'"
 
@@ -295,7 +301,7 @@ check "... and no staging directory is left" test -z "$(ls -d $T/rt/k9.saving.* 
 cp -r $T/ck $T/rv && rm -f $T/rv/NOTES.md
 check_error "--plot inside --out is refused (every save would swap it out)" "is inside --out" \
     "$GPT2" train --resume $T/rv --steps 13 --plot $T/rv/loss.png
-cp -r $T/rv $T/rv.old.3999999 && touch $T/rv.old.3999999/.gpt2-staging && echo mine >$T/rv.old.3999999/notes.txt
+cp -r $T/rv $T/rv.old.3999999 && mark_staging $T/rv.old.3999999 && echo mine >$T/rv.old.3999999/notes.txt
 "$GPT2" train --resume $T/rv --steps 13 >/dev/null 2>&1
 check "the old half of a killed two-rename save is cleared, the user's file moved back" \
     bash -c "test \"\$(cat $T/rv/notes.txt 2>/dev/null)\" = mine && test ! -e $T/rv.old.3999999"

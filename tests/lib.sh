@@ -31,6 +31,10 @@ check_error() {
     fi
 }
 
+# mark_staging DIR: puts gpt2's staging marker in DIR, as a save does before it swaps (the marker holds this
+# text, so a user's file of that name is not taken for it).
+mark_staging() { printf 'gpt2.cpp staging directory\n' >"$1/.gpt2-staging"; }
+
 summary() {
     echo "$TESTS_PASSED passed, $TESTS_FAILED failed"
     [ "$TESTS_FAILED" -eq 0 ]

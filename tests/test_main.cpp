@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/publish.h"
 #include "test.h"
 
 std::vector<TestCase>& test_registry() {
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
     for (const TestCase& t : test_registry()) {
         if (filter && !strstr(t.name, filter)) continue;
         g_test_failures = 0;
+        inputs_forget();  // each test is a run of its own: what an earlier one read is no input of this one
         t.fn();
         if (g_test_failures == 0) {
             passed++;

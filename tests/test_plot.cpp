@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/publish.h"
 #include "base/util.h"
 #include "test.h"
 #include "train/plot.h"
@@ -202,7 +203,8 @@ TEST(log_read_points_sorted_last_wins) {
         "{\"step\":3,\"loss\":4.5}\n"
         "{\"step\":2,\"loss\":4.75}\r\n"  // a resumed run repeats step 2: the later value stays
         "{\"step\":0,\"loss\":6}";        // no final newline
-    file_write_atomic(path, text.data(), text.size());
+    const OutputKind any = {"a test file", [](const std::string&) { return true; }};
+    output_write(path, "test", any, {{text.data(), text.size()}});
     LossHistory hist = log_read(path);
     CHECK(hist.train.size() == 4);
     if (hist.train.size() == 4) {
@@ -213,7 +215,8 @@ TEST(log_read_points_sorted_last_wins) {
     }
     CHECK(hist.val.size() == 1 && hist.val[0].first == 2 && hist.val[0].second == 5.25f);
     const std::string val_only = "{\"step\":50,\"val_loss\":3.5}\n{\"step\":100,\"val_loss\":3.25}\n";
-    file_write_atomic(path, val_only.data(), val_only.size());
+    inputs_forget();  // log_read made it an input; this test rewrites it
+    output_write(path, "test", any, {{val_only.data(), val_only.size()}});
     hist = log_read(path);
     CHECK(hist.train.empty() && hist.val.size() == 2);
     unlink(path.c_str());

@@ -68,6 +68,14 @@ void dist_sum(double* data, size_t n) {
     g_wait_s += time_now_s() - t0;
 }
 
+bool dist_agree(uint64_t value) {
+    if (g_world == 1) return true;
+    uint64_t lo = value, hi = value;
+    MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    return lo == hi;
+}
+
 double dist_take_wait_seconds() {
     const double s = g_wait_s;
     g_wait_s = 0;
@@ -82,6 +90,7 @@ int dist_world() { return 1; }
 void dist_sum_start(float*, size_t) {}
 void dist_sum_wait() {}
 void dist_sum(double*, size_t) {}
+bool dist_agree(uint64_t) { return true; }
 double dist_take_wait_seconds() { return 0; }
 
 #endif

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "base/json.h"
+#include "base/publish.h"
 #include "base/util.h"
 
 size_t StTensor::numel() const {
@@ -165,6 +166,7 @@ void safetensors_load(SafeTensors* st, const std::string& path, bool header_only
     FILE* f = fopen(path.c_str(), "rb");
     struct stat info;
     if (!f) fatal("cannot open %s: %s", path.c_str(), strerror(errno));
+    input_note_fd(fileno(f));
     if (fstat(fileno(f), &info) != 0 || !S_ISREG(info.st_mode)) {
         fclose(f);
         fatal("not a regular file (%s): expected a file whose size is known before reading", path.c_str());
@@ -350,5 +352,6 @@ void safetensors_write(const std::string& path, const std::vector<StWriteItem>& 
     uint8_t len[8];
     for (int i = 0; i < 8; i++) len[i] = (uint8_t)((uint64_t)header.size() >> (8 * i));
     parts.insert(parts.begin(), {{len, 8}, {header.data(), header.size()}});
-    file_write_atomic(path, parts);
+    static const OutputKind kNewFile = {"a new file", nullptr};  // written into fresh staging directories
+    output_write(path, "safetensors", kNewFile, parts);
 }

@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <memory>
 
+#include "base/publish.h"
 #include "base/util.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
@@ -42,24 +44,16 @@ int cmd_export(int argc, char** argv) {
         fatal("bad value for --dtype (export): expected f32, f16 or bf16, got '%s'", dtype.c_str());
     if (format == "llmc" && dtype == "f16")
         fatal("bad value for --dtype (export): llm.c files are f32 (v3) or bf16 (v5)");
+    std::unique_ptr<PathLock> lock;
     if (format == "llmc") {  // checked before the model is read: a file is replaced only by its own kind
-        if (out.empty()) fatal("empty value for --out (export): expected a file path");
-        if (dir_exists(out))
-            fatal("bad value for --out (export): %s is a directory, expected a file path for llmc", out.c_str());
-        if (access(out.c_str(), F_OK) == 0 && !llmc_is_checkpoint_file(out))
-            fatal_hint("choose a new path; gpt2 replaces only llm.c checkpoints",
-                       "bad value for --out (export): %s "
-                       "exists and is not an llm.c checkpoint",
-                       out.c_str());
+        input_note_path(args.str("model"));
+        output_check(out, "--out (export)", kLlmcKind);
+        lock.reset(new PathLock(out, "--out (export)"));
     }
     GPT2 model;
     checkpoint_load(&model, args.str("model"), cli_heads(args));
-    if (format == "hf") {
-        checkpoint_export_hf(model, out, dtype == "f32" ? "F32" : dtype == "f16" ? "F16" : "BF16");
-    } else {
-        PathLock lock(out, "--out");
-        llmc_save(model, out, dtype == "f32" ? 3 : 5);
-    }
+    if (format == "hf") checkpoint_export_hf(model, out, dtype == "f32" ? "F32" : dtype == "f16" ? "F16" : "BF16");
+    else llmc_save(model, out, dtype == "f32" ? 3 : 5, "--out (export)");
     printf("wrote %s (%s, %s)\n", out.c_str(), format.c_str(), dtype.c_str());
     return 0;
 }

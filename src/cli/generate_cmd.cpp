@@ -2,13 +2,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <iostream>
 #include <string>
 
+#include "base/stop.h"
 #include "base/util.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
@@ -65,11 +66,41 @@ std::vector<int> read_prompt(const CliArgs& args, Tokenizer* tok, const GPT2Conf
     return prompt;
 }
 
+// Reads one line of `in` into *line, without its newline; false at the end of input. A line longer than
+// max_bytes is read to its end and dropped (*too_long set, *line empty): memory stays bounded whatever the
+// input holds.
+bool read_line_bounded(FILE* in, size_t max_bytes, std::string* line, bool* too_long) {
+    line->clear();
+    *too_long = false;
+    char buf[1 << 16];
+    bool any = false;
+    while (fgets(buf, sizeof(buf), in)) {
+        any = true;
+        size_t n = strlen(buf);
+        const bool end = n > 0 && buf[n - 1] == '\n';
+        if (end) n--;
+        if (!*too_long && line->size() + n > max_bytes) *too_long = true, line->clear();
+        if (!*too_long) line->append(buf, n);
+        if (end) return true;
+    }
+    return any;
+}
+
+// The longest text that can still fit the model's context: each token is at most the tokenizer's longest
+// token in bytes, so a longer text has more tokens than the context holds (and 64 MiB at most, as
+// --prompt-file).
+size_t prompt_max_bytes(const Tokenizer& tok, const GPT2Config& cfg) {
+    size_t longest = 1;
+    for (const std::string& t : tok.token_bytes) longest = std::max(longest, t.size());
+    return std::min((size_t)64 << 20, longest * (size_t)cfg.max_seq_len);
+}
+
 // Generates `samples` continuations of prompt, streaming text (or ids) to stdout and a summary of each
 // (why it stopped, speed) to stderr.
 void run_samples(const GPT2& model, const Tokenizer& tok, const std::vector<int>& prompt, const GenerateOptions& opts,
                  long long samples, bool ids_out, Rng* rng) {
-    for (long long sample = 0; sample < samples; sample++) {
+    stop_catch(true);  // a stop signal ends the sample at hand (cmd_generate says so); at a prompt it ends the process
+    for (long long sample = 0; sample < samples && !stop_requested(); sample++) {
         if (sample > 0) printf(ids_out ? "" : "\n---\n");
         TokenDecoder decoder(tok);
         bool first = true;
@@ -89,6 +120,7 @@ void run_samples(const GPT2& model, const Tokenizer& tok, const std::vector<int>
         if (!ids_out) fputs(decoder.flush().c_str(), stdout);
         printf("\n");
         if (fflush(stdout) != 0) fatal("cannot write standard output: %s", strerror(errno));
+        if (stats.stop == GenerateStop::kCancelled) break;
         if (stats.stop == GenerateStop::kStopToken) fprintf(stderr, "stopped: <|endoftext|>\n");
         else fprintf(stderr, "stopped: --max-tokens %d reached\n", opts.max_tokens);
         if (stats.slides)
@@ -98,6 +130,11 @@ void run_samples(const GPT2& model, const Tokenizer& tok, const std::vector<int>
                 stats.prompt_tokens / std::max(stats.prompt_s, 1e-9));
         fprintf(stderr, "%d tokens in %.3f s (%.1f tok/s)\n", stats.new_tokens, stats.decode_s,
                 stats.new_tokens / std::max(stats.decode_s, 1e-9));
+    }
+    stop_catch(false);
+    if (const int sig = stop_requested()) {
+        fprintf(stderr, "interrupted by %s\n", stop_signal_name(sig));
+        exit(128 + sig);
     }
 }
 
@@ -134,6 +171,7 @@ int cmd_generate(int argc, char** argv) {
     if (!(top_p > 0 && top_p <= 1)) fatal("bad value for --top-p (generate): expected 0 < p <= 1, got %g", top_p);
     opts.max_tokens = (int)max_tokens;
     opts.stop_token = kTokenizerEot;
+    opts.cancelled = [] { return stop_requested() != 0; };
     opts.sampler.temperature = (float)temperature;
     opts.sampler.top_k = (int)top_k;
     opts.sampler.top_p = (float)top_p;
@@ -158,11 +196,21 @@ int cmd_generate(int argc, char** argv) {
     }
     // One prompt per line until end of input; a line that cannot run is reported and skipped.
     const bool terminal = isatty(STDIN_FILENO);
+    const size_t max_bytes = prompt_max_bytes(tok, model.cfg);
     int errors = 0;
     std::string line;
-    for (;;) {
+    bool too_long = false;
+    for (long long number = 1;; number++) {
         if (terminal) fputs("> ", stderr);
-        if (!std::getline(std::cin, line)) break;
+        if (!read_line_bounded(stdin, max_bytes, &line, &too_long)) break;
+        if (too_long) {
+            fprintf(stderr,
+                    "error: prompt too long (--interactive, line %lld skipped): more than %zu bytes, more tokens than "
+                    "the model's context of %d\n",
+                    number, max_bytes, model.cfg.max_seq_len);
+            errors++;
+            continue;
+        }
         if (!line.empty() && line.back() == '\r') line.pop_back();
         if (line.empty()) continue;
         std::vector<int> prompt;
@@ -174,7 +222,7 @@ int cmd_generate(int argc, char** argv) {
         }
         run_samples(model, tok, prompt, opts, samples, ids_out, &rng);
     }
-    if (std::cin.bad()) fatal("cannot read standard input (--interactive): %s", strerror(errno));
+    if (ferror(stdin)) fatal("cannot read standard input (--interactive): %s", strerror(errno));
     if (errors) fatal("%d prompt%s skipped (--interactive): see the lines above", errors, errors == 1 ? "" : "s");
     return 0;
 }

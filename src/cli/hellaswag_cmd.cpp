@@ -2,10 +2,13 @@
 // memory, scores them (train/hellaswag.h) and prints acc and acc_norm, optionally writing every example's
 // candidate losses. The flags themselves are declared in eval's table (train_cmd.cpp).
 #include <algorithm>
+#include <cstring>
+#include <memory>
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "base/publish.h"
 #include "base/util.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
@@ -18,6 +21,15 @@ namespace {
 
 const char* const kHellaSwagOnly[] = {"hellaswag-batch", "hellaswag-scores", "tokenizer"};
 const char* const kDataOnly[] = {"data", "batch", "tokens", "batches"};
+
+// A scores file gpt2 wrote: JSON lines starting with the example's line number (or an empty file).
+bool scores_is_ours(const std::string& path) {
+    static const char kStart[] = "{\"line\":";
+    const std::vector<uint8_t> head = file_head_bytes(path, sizeof(kStart) - 1);
+    return head.size() == sizeof(kStart) - 1 && memcmp(head.data(), kStart, head.size()) == 0;
+}
+
+const OutputKind kScoresKind = {"a HellaSwag scores file", scores_is_ours};
 
 // One JSON line per example: its file line, label, the four summed and mean losses and the two choices.
 std::string scores_jsonl(const std::vector<HellaSwagExample>& examples, const std::vector<HellaSwagScore>& scores) {
@@ -60,14 +72,15 @@ int cmd_eval_hellaswag(const CliArgs& args) {
     if (path.empty()) fatal("empty value for --hellaswag (eval): expected a HellaSwag JSONL file");
     const int per_batch = args.integer_in("hellaswag-batch", 1, 1 << 16);
     const std::string scores_path = args.has("hellaswag-scores") ? args.str("hellaswag-scores") : "";
+    std::unique_ptr<PathLock> scores_lock;
     if (args.has("hellaswag-scores")) {  // checked now, not after an hour of scoring
         if (scores_path.empty()) fatal("empty value for --hellaswag-scores (eval): expected a file path");
-        if (dir_exists(scores_path))
-            fatal("bad value for --hellaswag-scores (eval): %s is a directory, expected a file path",
-                  scores_path.c_str());
         if (!dir_exists(path_parent(scores_path)))
             fatal("bad value for --hellaswag-scores (eval): directory %s does not exist",
                   path_parent(scores_path).c_str());
+        input_note_path(path);
+        output_check(scores_path, "--hellaswag-scores (eval)", kScoresKind);
+        scores_lock.reset(new PathLock(scores_path, "--hellaswag-scores (eval)"));
     }
     if (args.has("tokenizer") && args.str("tokenizer").empty())
         fatal("empty value for --tokenizer (eval): expected a directory with encoder.json + vocab.bpe");
@@ -97,7 +110,7 @@ int cmd_eval_hellaswag(const CliArgs& args) {
     printf("acc_norm %.4f (%zu/%zu)\n", (double)correct_norm / n, correct_norm, n);
     if (!scores_path.empty()) {
         const std::string text = scores_jsonl(examples, scores);
-        file_write_atomic(scores_path, text.data(), text.size());
+        output_write(scores_path, "--hellaswag-scores (eval)", kScoresKind, {{text.data(), text.size()}});
     }
     return 0;
 }

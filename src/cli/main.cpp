@@ -1,12 +1,12 @@
 // main.cpp: dispatches `gpt2 <command>` to the command's entry point and prints top-level usage.
 // No math lives here.
 #include <cerrno>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <new>
 #include <string>
 
+#include "base/stop.h"
 #include "base/util.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
@@ -54,10 +54,7 @@ static int finish(int rc) {
 
 int main(int argc, char** argv) {
     std::set_new_handler(on_out_of_memory);
-    // Past a file-size limit, or into a closed pipe, a write fails (EFBIG, EPIPE) and is reported with one
-    // error line instead of a silent kill; train still saves before it reports.
-    signal(SIGXFSZ, SIG_IGN);
-    signal(SIGPIPE, SIG_IGN);
+    stop_install();  // signals: base/stop.h
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         print_usage();
         if (argc < 2) fatal("missing command: expected one of the commands above");

@@ -69,13 +69,14 @@ int cmd_plot(int argc, char** argv) {
                            labels[i].c_str());
     }
     plot_check_path(out, "--out (plot)");
+    PathLock lock(out, "--out (plot)");
 
     std::vector<PlotRun> runs;
     for (size_t i = 0; i < logs.size(); i++) {
         const LossHistory h = log_read(logs[i]);
         runs.push_back({labels[i], h.train, h.val});
     }
-    plot_losses(out, runs, width, height);
+    plot_losses(out, runs, width, height, "--out (plot)");
     size_t points = 0;
     for (const PlotRun& r : runs) points += r.train.size() + r.val.size();
     printf("wrote %s (%dx%d, %zu runs, %zu points)\n", out.c_str(), width, height, runs.size(), points);

@@ -15,6 +15,8 @@
 #include <omp.h>
 #endif
 
+#include "base/publish.h"
+#include "base/stop.h"
 #include "base/util.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
@@ -156,7 +158,17 @@ int cmd_tokenize(int argc, char** argv) {
     opt.eot = opt.split_on_blank_lines || jsonl || many_docs || sharded;
     opt.chunk_bytes = bytes_from_env("GPT2_TOKENIZE_CHUNK_BYTES", opt.chunk_bytes);
     opt.max_unsplit_bytes = bytes_from_env("GPT2_TOKENIZE_MAX_UNSPLIT_BYTES", opt.max_unsplit_bytes);
-    std::vector<TextInput> inputs = text_inputs_expand(args.positional);
+    // A directory's files that are token files or staged temporaries are outputs (of this command run
+    // before on the same directory, say), not text.
+    int skipped = 0;
+    std::vector<TextInput> inputs = text_inputs_expand(args.positional, [&](const std::string& path) {
+        const bool output = tokenfile_is_token_file(path) || path_is_staged_temp(path_base(path));
+        skipped += output;
+        return output;
+    });
+    if (skipped)
+        fprintf(stderr, "note: skipped %d token file%s and staged outputs in the input director%s (not text)\n",
+                skipped, skipped == 1 ? "" : "s", args.positional.size() == 1 ? "y" : "ies");
     const std::string input_name = args.positional.size() > 1  ? std::to_string(args.positional.size()) + " inputs"
                                    : args.positional[0] == "-" ? "stdin"
                                                                : args.positional[0];
@@ -168,9 +180,13 @@ int cmd_tokenize(int argc, char** argv) {
     // Outputs: the paths are checked before any work, and again as each file is opened.
     std::string val_path, train_path;
     std::unique_ptr<TokenFileWriter> writer;
+    std::unique_ptr<PathLock> lock;
+    std::unique_ptr<MadeDirs> made;
     if (to_files) {
-        std::string dir = prefix.back() == '/' ? prefix.substr(0, prefix.size() - 1) : path_parent(prefix);
-        if (!dir.empty() && dir != "." && dir != "/") dir_create(dir);
+        // PREFIX.lock (DIR.lock for DIR/) beside the outputs: one tokenize per prefix at a time
+        lock.reset(new PathLock(path_strip_slashes(prefix), "--output (tokenize)"));
+        const std::string dir = prefix.back() == '/' ? path_strip_slashes(prefix) : path_parent(prefix);
+        made.reset(new MadeDirs(dir));  // removed again if the command fails before writing into it
         if (sharded) {
             writer.reset(new TokenFileWriter([&](int k) { return shard_name(prefix, k); },
                                              [&](int) { return (int64_t)shard_tokens; }, "--output (tokenize)", false));
@@ -205,7 +221,18 @@ int cmd_tokenize(int argc, char** argv) {
     TokenizeProgress progress;
     int64_t tokens = 0;
     bool checked_empty = false;
+    stop_catch(true);  // a signal ends the loop after the batch at hand
     for (;;) {
+        if (const int sig = stop_requested()) {
+            progress.close();
+            const int published = to_files ? writer->published() : 0;
+            writer.reset();  // removes the staged file(s)
+            fprintf(stderr,
+                    "interrupted by %s: %d file%s published, the one being written removed; run the same command "
+                    "again to start over\n",
+                    stop_signal_name(sig), published, published == 1 ? "" : "s");
+            return 128 + sig;
+        }
         batch.clear();
         size_t bytes = 0;
         TextPart part;

@@ -10,6 +10,8 @@
 #include <string>
 
 #include "base/dist.h"
+#include "base/publish.h"
+#include "base/stop.h"
 #include "base/util.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
@@ -73,6 +75,17 @@ const char* const kFixedOnResume[] = {"batch",  "tokens", "grad-accum", "seed", 
 // Flags that belong to one invocation, not to the run: a resumed run never inherits them.
 const char* const kPerInvocation[] = {"out", "resume", "stop-after", "log", "plot"};
 
+// The run's rank count, kept in the checkpoint's flags (a resume must use as many).
+const char* const kRanksKey = "ranks";
+
+// Flag values equal as written, or as integers ("08" and "8").
+bool same_value(const std::string& a, const std::string& b) {
+    if (a == b) return true;
+    char *ea = nullptr, *eb = nullptr;
+    const long long x = strtoll(a.c_str(), &ea, 10), y = strtoll(b.c_str(), &eb, 10);
+    return !a.empty() && !b.empty() && !*ea && !*eb && x == y;
+}
+
 bool is_per_invocation(const std::string& name) {
     for (const char* n : kPerInvocation)
         if (name == n) return true;
@@ -90,6 +103,7 @@ std::vector<std::pair<std::string, std::string>> run_flags(const CliArgs& args, 
     for (const char* name : kFixedOnResume)
         if (!args.has(name) && std::string(name) != "model") flags.push_back({name, args.str(name)});
     flags.push_back({"val", val_path});
+    flags.push_back({kRanksKey, std::to_string(dist_world())});
     return flags;
 }
 
@@ -188,11 +202,20 @@ CliArgs resume_args(const CliArgs& given, const std::string& resume_dir, TrainSt
     dir_recover_interrupted(resume_dir, train_dir_is_checkpoint);
     train_state_read(resume, resume_dir);
     std::vector<std::pair<std::string, std::string>> stored;
-    for (const auto& kv : resume->flags)
+    for (const auto& kv : resume->flags) {
+        if (kv.first == kRanksKey) {  // the global batch and the data order depend on the rank count
+            if (!same_value(kv.second, std::to_string(dist_world())))
+                fatal_hint("resume with mpirun -np " + kv.second,
+                           "bad value for --resume (train): %s was trained on %s ranks, this run has %d; expected "
+                           "the same number of ranks",
+                           resume_dir.c_str(), kv.second.c_str(), dist_world());
+            continue;
+        }
         if (kv.first != "model" && !is_per_invocation(kv.first)) stored.push_back(kv);
+    }
     for (const char* name : kFixedOnResume)
         for (const auto& kv : stored)
-            if (kv.first == name && given.has(name) && given.str(name) != kv.second)
+            if (kv.first == name && given.has(name) && !same_value(given.str(name), kv.second))
                 fatal("bad value for --%s (train): a resumed run keeps %s, got %s", name, kv.second.c_str(),
                       given.str(name).c_str());
     bool stored_no_shuffle = false;  // a switch is recorded only when given
@@ -225,6 +248,32 @@ void load_sampler(Trainer* t, const CliArgs& args, const CliArgs& given) {
     }
 }
 
+// Every rank must run the same math on the same data: a rank started with other flags, another model or
+// other files would wait forever in a sum of another size, or train silently wrong. The ranks compare
+// digests of the flags that shape the run (their parsed values), of the model, and of the data.
+void check_ranks_agree(const Trainer& t) {
+    const TrainOptions& o = t.o;
+    char numbers[256];  // the parsed values, so that "08" and "8" agree
+    snprintf(numbers, sizeof(numbers), "%d %d %d %d %llu %a %a %a %a %a %a %a %d %d %d %d %d %d %d", o.B, o.T,
+             o.steps, o.accum, (unsigned long long)o.seed, o.adamw.lr, o.adamw.beta1, o.adamw.beta2, o.adamw.eps,
+             o.adamw.weight_decay, o.grad_clip, o.min_lr_frac, o.warmup, o.cosine, o.shuffle, o.val_every,
+             o.val_batches, o.stop_after, (int)t.model.precision);
+    std::string data;
+    for (const DataLoader* dl : {&t.train_dl, &t.val_dl})
+        for (const TokenShard& s : dl->shards) data += s.fingerprint + ";";
+    const GPT2Config& g = t.model.cfg;
+    const std::string model = std::to_string(g.num_layers) + " " + std::to_string(g.num_heads) + " " +
+                              std::to_string(g.channels) + " " + std::to_string(g.max_seq_len) + " " +
+                              std::to_string(g.vocab_size) + " " + train_state_params_hash(t.model);
+    const std::pair<const char*, std::string> parts[] = {
+        {"flags", numbers}, {"model (geometry and weights)", model}, {"training data", data}};
+    for (const auto& part : parts)
+        if (!dist_agree(fnv1a(part.second.data(), part.second.size())))
+            fatal_hint("start every rank with the same command line and files",
+                       "ranks disagree on the %s (rank %d of %d): expected every rank to train the same run",
+                       part.first, dist_rank(), dist_world());
+}
+
 }  // namespace
 
 int cmd_train(int argc, char** argv) {
@@ -236,28 +285,38 @@ int cmd_train(int argc, char** argv) {
         kTrainFlags, false);
     // Stop signals are caught from the start: before the first step they end the run cleanly (lock
     // released, nothing saved); from then on the step finishes and the run saves.
-    trainer_catch_stop_signals(true);
+    stop_catch(true);
     dist_init(nullptr, nullptr);  // under mpirun: join the other ranks (make MPI=1); else one process
     Trainer t;
     TrainState resume;
     const std::string resume_dir = given.has("resume") ? path_strip_slashes(given.str("resume")) : "";
+    // The checkpoint is locked before its train state is read: a save in progress is never read half-way.
+    std::unique_ptr<PathLock> resume_lock;
+    if (!resume_dir.empty() && dist_rank() == 0) resume_lock.reset(new PathLock(resume_dir, "--resume"));
     const CliArgs args = given.has("resume") ? resume_args(given, resume_dir, &resume) : given;
     t.o = train_options(args, given, resume_dir);
     t.run_flags = run_flags(args, t.o.val_path);
     if (dist_rank() != 0) {  // rank 0 alone prints, logs, plots, samples and saves
         t.o.out.clear(), t.o.plot_path.clear();
         t.o.plot_in_out = false, t.o.sample_tokens = 0;
-        if (!freopen("/dev/null", "w", stdout)) fatal("cannot open /dev/null for rank %d's output", dist_rank());
+        output_silence_stdout();
     }
     const TrainOptions& o = t.o;
 
     // Outputs are checked, and --out locked, before anything is computed: a run that cannot save fails now.
     if (!o.out.empty() || (given.has("out") && dist_rank() == 0))
         train_dir_check(o.out, given.has("out") ? "--out" : "--resume");
-    std::unique_ptr<PathLock> out_lock(o.out.empty() ? nullptr : new PathLock(o.out, "--out"));
+    std::unique_ptr<PathLock> out_lock(o.out.empty() || o.out == resume_dir ? nullptr : new PathLock(o.out, "--out"));
     if (!o.out.empty()) dir_clear_dead_staging(o.out, train_dir_is_ours);  // before anything opens files in it
-    if (args.has("plot") && !o.plot_path.empty()) check_plot_path(o.plot_path, o.out);
-    if (args.has("log") && dist_rank() == 0) t.log.open(args.str("log"));
+    std::unique_ptr<PathLock> plot_lock, log_lock;
+    if (args.has("plot") && !o.plot_path.empty()) {
+        check_plot_path(o.plot_path, o.out);
+        plot_lock.reset(new PathLock(o.plot_path, "--plot (train)"));
+    }
+    if (args.has("log") && dist_rank() == 0) {
+        log_lock.reset(new PathLock(args.str("log"), "--log (train)"));
+        t.log.open(args.str("log"), "--log (train)", kRunLogKind);
+    }
 
     build_model(&t.model, args, resume_dir, o.B, o.T, o.seed);
     gpt2_enable_training(&t.model);
@@ -286,6 +345,7 @@ int cmd_train(int argc, char** argv) {
                o.accum, o.B, o.T, (long long)dist_world() * o.accum * o.B * o.T);
     if (o.sample_tokens > 0) load_sampler(&t, args, given);  // before training, so a bad tokenizer fails fast
 
+    if (dist_world() > 1) check_ranks_agree(t);
     if (first_step >= o.steps) {  // nothing to train: a fresh run still saves what was asked for
         if (!o.out.empty() && o.out != resume_dir) trainer_save(&t, first_step);  // what --out asked for
         else if (!resume_dir.empty())
@@ -295,11 +355,15 @@ int cmd_train(int argc, char** argv) {
     }
     const int step = trainer_run(&t, first_step);
     t.log.close();
-    trainer_catch_stop_signals(false);
-    if (!g_stop_signal) return 0;
-    const char* name = g_stop_signal == SIGINT ? "SIGINT" : g_stop_signal == SIGTERM ? "SIGTERM" : "SIGHUP";
-    fprintf(stderr, "interrupted at step %d by %s%s\n", step, name, t.saved ? (", saved " + o.out).c_str() : "");
-    return 128 + g_stop_signal;
+    stop_catch(false);
+    const int sig = stop_requested();
+    if (!sig) return 0;
+    if (t.saved)
+        fprintf(stderr, "interrupted at step %d by %s, saved %s; continue with: gpt2 train --resume %s\n", step,
+                stop_signal_name(sig), o.out.c_str(), o.out.c_str());
+    else
+        fprintf(stderr, "interrupted at step %d by %s; nothing saved (no --out)\n", step, stop_signal_name(sig));
+    return 128 + sig;
 }
 
 static const std::vector<CliFlag> kEvalFlags = {

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "base/json.h"
+#include "base/publish.h"
 #include "base/util.h"
 #include "io/llmc.h"
 
@@ -196,6 +197,7 @@ namespace {
 std::vector<uint8_t> file_head(const std::string& path, size_t n, size_t* file_size, uint64_t* file_ino) {
     FILE* f = fopen(path.c_str(), "rb");
     if (!f) fatal("cannot open %s: %s", path.c_str(), strerror(errno));
+    input_note_fd(fileno(f));
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
         fclose(f);
@@ -327,7 +329,8 @@ void checkpoint_save_hf(const GPT2& model, const std::string& dir, const std::st
                      "  \"n_layer\": %d,\n  \"vocab_size\": %d,\n  \"bos_token_id\": 50256,\n"
                      "  \"eos_token_id\": 50256,\n  \"tie_word_embeddings\": true\n}\n",
                      cfg.max_seq_len, cfg.max_seq_len, cfg.channels, cfg.num_heads, cfg.num_layers, cfg.vocab_size);
-    file_write_atomic(path_join(dir, "config.json"), json, (size_t)n);
+    static const OutputKind kNewFile = {"a new file", nullptr};  // dir is a fresh staging directory
+    output_write(path_join(dir, "config.json"), "config.json", kNewFile, {{json, (size_t)n}});
 }
 
 namespace {

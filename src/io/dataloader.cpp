@@ -2,8 +2,11 @@
 #include "io/dataloader.h"
 
 #include <glob.h>
+
+#include <algorithm>
 #include <utility>
 
+#include "base/stop.h"
 #include "base/util.h"
 
 std::vector<std::string> dataloader_expand(const std::string& spec, const char* flag) {
@@ -36,6 +39,7 @@ void dataloader_init(DataLoader* dl, const std::string& spec, const char* flag, 
     dl->shards.clear();
     dl->B = B;
     dl->T = T;
+    dl->vocab_size = vocab_size;
     dl->num_windows = 0;
     const size_t need = (size_t)dl->world * B * T + 1;
     for (const std::string& path : dataloader_expand(spec, flag)) {
@@ -68,16 +72,46 @@ size_t dataloader_num_tokens(const DataLoader& dl) {
 
 size_t dataloader_shard_windows(const DataLoader& dl, size_t s) { return (dl.shards[s].num_tokens - 1) / dl.T; }
 
-static void load_windows(DataLoader* dl, const TokenShard& shard, const uint32_t* windows) {
+namespace {
+
+struct WindowCopy {
+    DataLoader* dl;
+    const TokenShard* shard;
+    const uint32_t* windows;
+    int bad_id = -1;  // an id >= vocab_size: the file changed since its check at open
+};
+
+void copy_windows(void* arg) {
+    WindowCopy* w = static_cast<WindowCopy*>(arg);
+    DataLoader* dl = w->dl;
     const int B = dl->B, T = dl->T;
     for (int b = 0; b < B; b++) {
-        const uint16_t* src = shard.tokens + (size_t)windows[b] * T;
+        const uint16_t* src = w->shard->tokens + (size_t)w->windows[b] * T;
         for (int t = 0; t < T; t++) {
             dl->inputs[(size_t)b * T + t] = src[t];
             dl->targets[(size_t)b * T + t] = src[t + 1];
+            if (src[t] >= dl->vocab_size || src[t + 1] >= dl->vocab_size)
+                w->bad_id = std::max<int>(src[t], src[t + 1]);
         }
     }
 }
+
+// Copies B windows of `shard` into the batch. The shard is mapped, so a file another process truncated
+// raises SIGBUS here (caught, stop.h), and one rewritten in place may hold ids it did not hold at open.
+bool load_windows(DataLoader* dl, const TokenShard& shard, const uint32_t* windows, std::string* err) {
+    WindowCopy w{dl, &shard, windows};
+    const char* hint = "expected token files to stay unchanged while gpt2 reads them";
+    if (!stop_guard_bus(copy_windows, &w))
+        *err = "token file changed during the run (" + shard.path + "): it is shorter than when it was opened; " + hint;
+    else if (w.bad_id >= 0)
+        *err = "token file changed during the run (" + shard.path + "): it now holds id " + std::to_string(w.bad_id) +
+               ", outside the vocabulary of " + std::to_string(dl->vocab_size) + " it was checked against; " + hint;
+    else
+        return true;
+    return false;
+}
+
+}  // namespace
 
 // 0..n-1, in a Fisher-Yates permutation when shuffling. One element draws nothing from the RNG, so a single
 // file's window orders are what they were before shards.
@@ -116,6 +150,12 @@ static uint32_t order_at(const DataLoader& dl, size_t i) {
 }
 
 void dataloader_next(DataLoader* dl) {
+    std::string err;
+    if (!dataloader_try_next(dl, &err)) fatal("%s", err.c_str());
+}
+
+bool dataloader_try_next(DataLoader* dl, std::string* err) {
+    const DataLoaderState before = dataloader_state(*dl);
     const size_t step = (size_t)dl->world * dl->B;
     if (dl->epoch < 0 || dl->pos + step > order_size(*dl)) {
         // every shard holds >= step windows (dataloader_init), so one move always lands on a usable shard
@@ -139,8 +179,12 @@ void dataloader_next(DataLoader* dl) {
     }
     std::vector<uint32_t> windows(dl->B);
     for (int b = 0; b < dl->B; b++) windows[b] = order_at(*dl, dl->pos + (size_t)dl->rank * dl->B + b);
-    load_windows(dl, dl->shards[dl->shard_order[dl->shard_pos]], windows.data());
+    if (!load_windows(dl, dl->shards[dl->shard_order[dl->shard_pos]], windows.data(), err)) {
+        dataloader_restore(dl, before, "");
+        return false;
+    }
     dl->pos += step;
+    return true;
 }
 
 size_t dataloader_num_batches(const DataLoader& dl) {
@@ -157,7 +201,8 @@ void dataloader_batch_at(DataLoader* dl, size_t index) {
     for (; index >= dataloader_shard_windows(*dl, s) / dl->B; s++) index -= dataloader_shard_windows(*dl, s) / dl->B;
     std::vector<uint32_t> windows(dl->B);
     for (int b = 0; b < dl->B; b++) windows[b] = (uint32_t)(index * dl->B + b);
-    load_windows(dl, dl->shards[s], windows.data());
+    std::string err;
+    if (!load_windows(dl, dl->shards[s], windows.data(), &err)) fatal("%s", err.c_str());
 }
 
 DataLoaderState dataloader_state(const DataLoader& dl) {

@@ -19,6 +19,7 @@ struct DataLoader {
     std::string spec;  // the --train/--val value the shards came from, for messages
     std::vector<TokenShard> shards;
     int B = 0, T = 0;
+    int vocab_size = 0;  // every id a batch takes is checked against it again (the file may change)
     // Data parallelism: a step consumes world * B windows of one shard; rank r takes the r-th group of B,
     // so 2 ranks of B=2 see exactly the windows 1 rank of B=4 sees. 0 and 1 for a single process.
     int rank = 0, world = 1;
@@ -75,9 +76,12 @@ size_t dataloader_num_tokens(const DataLoader& dl);
 size_t dataloader_shard_windows(const DataLoader& dl, size_t s);
 // Next training batch into inputs/targets: this rank's B windows of the next world*B in the current shard;
 // the next shard begins when fewer than world*B windows remain, a new epoch after the last shard.
+// A shard that changed under the run (shrunk: the read raises SIGBUS, caught; or an id now out of range)
+// is fatal naming it; dataloader_try_next returns false with that message instead, leaving dl as it was.
 void dataloader_next(DataLoader* dl);
+bool dataloader_try_next(DataLoader* dl, std::string* err);
 // Batch `index` of consecutive windows, counting each shard's whole batches in turn (for one file: windows
-// index*B .. index*B + B - 1).
+// index*B .. index*B + B - 1). A shard that changed is fatal, as for dataloader_next.
 void dataloader_batch_at(DataLoader* dl, size_t index);
 // Number of whole batches of consecutive windows, summed over shards.
 size_t dataloader_num_batches(const DataLoader& dl);

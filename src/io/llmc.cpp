@@ -101,6 +101,7 @@ bool llmc_parse(const std::vector<uint8_t>& bytes, GPT2Config* cfg, std::vector<
 void llmc_read_params(const std::string& path, const GPT2Config& cfg, int version, uint64_t file_ino, float* params) {
     FILE* f = fopen(path.c_str(), "rb");
     if (!f || fseek(f, kHeaderInts * 4, SEEK_SET) != 0) fatal("cannot open %s: %s", path.c_str(), strerror(errno));
+    input_note_fd(fileno(f));
     struct stat now;  // a file replaced since its header was read must not give a model made of two files
     const size_t want = kHeaderInts * 4 + layout_params_size(layout_params(cfg)) * (version == 3 ? 4 : 2);
     if (fstat(fileno(f), &now) != 0 || (uint64_t)now.st_ino != file_ino || (size_t)now.st_size != want) {
@@ -130,7 +131,9 @@ bool llmc_is_checkpoint_file(const std::string& path) {
     return llmc_detect(head.data(), head.size());
 }
 
-void llmc_save(const GPT2& model, const std::string& path, int version) {
+const OutputKind kLlmcKind = {"an llm.c checkpoint", llmc_is_checkpoint_file};
+
+void llmc_save(const GPT2& model, const std::string& path, int version, const char* flag) {
     assert((version == 3 || version == 5) && "llmc_save version");
     const GPT2Config& c = model.cfg;
     int32_t header[kHeaderInts] = {0};
@@ -156,7 +159,7 @@ void llmc_save(const GPT2& model, const std::string& path, int version) {
         }
         dst += count * esize;
     });
-    file_write_atomic(path, {{header, sizeof(header)}, {body.data(), body.size()}});
+    output_write(path, flag, kLlmcKind, {{header, sizeof(header)}, {body.data(), body.size()}});
 }
 
 bool llmc_state_detect(const uint8_t* data, size_t n) {

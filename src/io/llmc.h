@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "base/publish.h"
 #include "model/model.h"
 
 const int kLlmcMagic = 20240326;
@@ -38,6 +39,7 @@ bool llmc_parse_header(const uint8_t* data, size_t n, size_t file_size, GPT2Conf
 void llmc_read_params(const std::string& path, const GPT2Config& cfg, int version, uint64_t file_ino, float* params);
 // True when `path` is a regular file that starts with llm.c's model magic (export may replace it).
 bool llmc_is_checkpoint_file(const std::string& path);
+extern const OutputKind kLlmcKind;
 // True when the bytes start with the debug state's magic.
 bool llmc_state_detect(const uint8_t* data, size_t n);
 // Reads a debug state (header: magic, version 2, B, T; then x, y as int32, logits fp32 (B, T, V), the loss,
@@ -45,6 +47,6 @@ bool llmc_state_detect(const uint8_t* data, size_t n);
 // fatal, naming the file, on a size that does not match cfg (a wte padded to another Vp is named as
 // such), a T past cfg's context, a token out of range or a non-finite value.
 void llmc_state_load(const std::string& path, const GPT2Config& cfg, LlmcState* st);
-// Writes version 3 (fp32) or 5 (bf16, rounded to nearest even) atomically; fatal if a weight is
-// not finite in the written dtype.
-void llmc_save(const GPT2& model, const std::string& path, int version);
+// Writes version 3 (fp32) or 5 (bf16, rounded to nearest even) atomically, replacing only an llm.c
+// checkpoint (`flag` names the path in messages); fatal if a weight is not finite in the written dtype.
+void llmc_save(const GPT2& model, const std::string& path, int version, const char* flag);

@@ -12,9 +12,12 @@
 #include <cstring>
 #include <utility>
 
+#include "base/publish.h"
 #include "base/util.h"
 
-std::string tokenfile_stage(const std::string& path, const std::vector<int>& tokens) {
+const OutputKind kTokenFileKind = {"a token file", tokenfile_is_token_file};
+
+void tokenfile_write(const std::string& path, const std::vector<int>& tokens) {
     int32_t header[kTokenFileHeaderInts] = {0};
     header[0] = kTokenFileMagic;
     header[1] = kTokenFileVersion;
@@ -25,11 +28,8 @@ std::string tokenfile_stage(const std::string& path, const std::vector<int>& tok
             fatal("token %d at index %zu does not fit uint16 (%s)", tokens[i], i, path.c_str());
         data[i] = (uint16_t)tokens[i];
     }
-    return file_write_staged(path, {{header, sizeof(header)}, {data.data(), data.size() * sizeof(uint16_t)}});
-}
-
-void tokenfile_write(const std::string& path, const std::vector<int>& tokens) {
-    file_publish(tokenfile_stage(path, tokens), path);
+    output_write(path, "token file", kTokenFileKind,
+                 {{header, sizeof(header)}, {data.data(), data.size() * sizeof(uint16_t)}});
 }
 
 bool tokenfile_is_token_file(const std::string& path) {
@@ -113,7 +113,7 @@ TokenShard::TokenShard(TokenShard&& o) noexcept { *this = std::move(o); }
 TokenShard& TokenShard::operator=(TokenShard&& o) noexcept {
     if (this != &o) {
         if (map) munmap(map, map_bytes);
-        path = std::move(o.path), tokens = o.tokens, num_tokens = o.num_tokens, map = o.map, map_bytes = o.map_bytes;
+        path = std::move(o.path), fingerprint = std::move(o.fingerprint), tokens = o.tokens, num_tokens = o.num_tokens, map = o.map, map_bytes = o.map_bytes;
         o.tokens = nullptr, o.num_tokens = 0, o.map = nullptr, o.map_bytes = 0;
     }
     return *this;
@@ -127,6 +127,7 @@ void tokenfile_map(TokenShard* shard, const std::string& path, int vocab_size) {
     const char* w = path.c_str();
     int fd = open(w, O_RDONLY | O_NONBLOCK);  // non-blocking: opening a FIFO must not hang
     if (fd < 0) fatal("cannot open %s: %s", w, strerror(errno));
+    input_note_fd(fd);
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
@@ -150,6 +151,7 @@ void tokenfile_map(TokenShard* shard, const std::string& path, int vocab_size) {
     s.num_tokens = count;
     madvise(map, n, MADV_SEQUENTIAL);
     if (!check_ids(s.tokens, count, vocab_size, w, &err)) fatal("%s", err.c_str());
+    s.fingerprint = tokenfile_fingerprint(s);
     // The pass above faulted every page in; drop them from this process (they stay in the page cache) and
     // let batches fault in just the windows they read.
     madvise(map, n, MADV_DONTNEED);

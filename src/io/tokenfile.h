@@ -12,13 +12,12 @@ const int kTokenFileMagic = 20240520;
 const int kTokenFileVersion = 1;
 const int kTokenFileHeaderInts = 256;
 
-// Writes atomically; ids must be < 65536 (fatal otherwise, naming the path).
+// Writes atomically, replacing only a token file; ids must be < 65536 (fatal otherwise, naming the path).
 void tokenfile_write(const std::string& path, const std::vector<int>& tokens);
-// tokenfile_write's first half: writes and fsyncs a temporary beside `path` and returns its name, for
-// file_publish once every output of a command is staged.
-std::string tokenfile_stage(const std::string& path, const std::vector<int>& tokens);
 // True when `path` is a regular file starting with the token file magic (tokenize may replace it).
 bool tokenfile_is_token_file(const std::string& path);
+struct OutputKind;
+extern const OutputKind kTokenFileKind;  // publish.h: what token file outputs may replace
 // Validates a file image and copies its tokens to *out; false with the one-line message (naming `where`,
 // usually the path) on any defect: short header, magic, version, odd size, count, an id >= vocab_size.
 bool tokenfile_parse(const uint8_t* data, size_t n, int vocab_size, const std::string& where,
@@ -34,6 +33,7 @@ struct TokenShard {
     std::string path;
     const uint16_t* tokens = nullptr;  // (num_tokens,) inside the mapping
     size_t num_tokens = 0;
+    std::string fingerprint;  // tokenfile_fingerprint at open, while the pages were read anyway
     TokenShard() = default;
     TokenShard(TokenShard&& o) noexcept;
     TokenShard& operator=(TokenShard&& o) noexcept;

@@ -51,6 +51,10 @@ std::vector<int> generate(const GPT2& model, const std::vector<int>& prompt, con
     std::vector<int> out, seq = prompt;  // seq: everything so far, for the slides
     t0 = time_now_s();
     while ((int)out.size() < opts.max_tokens) {
+        if (opts.cancelled && opts.cancelled()) {
+            s->stop = GenerateStop::kCancelled;
+            break;
+        }
         for (int v = 0; v < cfg.vocab_size; v++)
             if (!std::isfinite(logits[v]))
                 fatal(

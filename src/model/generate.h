@@ -16,9 +16,10 @@ struct GenerateOptions {
     int max_tokens = 64;
     SamplerConfig sampler;
     int stop_token = -1;  // generation ends after this token (the tokenizer's <|endoftext|>); -1: never
+    std::function<bool()> cancelled;  // asked before each new token: true ends generation (a stop signal)
 };
 
-enum class GenerateStop { kMaxTokens, kStopToken };
+enum class GenerateStop { kMaxTokens, kStopToken, kCancelled };
 
 struct GenerateStats {
     int prompt_tokens = 0;

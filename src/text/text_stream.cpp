@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "base/json.h"
+#include "base/publish.h"
 #include "base/util.h"
 #include "text/tokenizer.h"
 
@@ -23,7 +24,8 @@ int64_t regular_size(int fd) {
 
 }  // namespace
 
-std::vector<TextInput> text_inputs_expand(const std::vector<std::string>& args) {
+std::vector<TextInput> text_inputs_expand(const std::vector<std::string>& args,
+                                          const std::function<bool(const std::string&)>& skip) {
     std::vector<TextInput> inputs;
     for (const std::string& arg : args) {
         if (arg == "-") {
@@ -34,6 +36,7 @@ std::vector<TextInput> text_inputs_expand(const std::vector<std::string>& args) 
         if (stat(arg.c_str(), &st) != 0)
             fatal("input file not found (%s): expected a text file, a directory or - for stdin", arg.c_str());
         if (!S_ISDIR(st.st_mode)) {
+            input_note_path(arg);
             inputs.push_back({arg, S_ISREG(st.st_mode) ? (int64_t)st.st_size : -1});
             continue;
         }
@@ -41,7 +44,9 @@ std::vector<TextInput> text_inputs_expand(const std::vector<std::string>& args) 
         for (const std::string& name : dir_entries(arg)) {
             if (name[0] == '.') continue;
             std::string path = path_join(arg, name);
-            if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) inputs.push_back({path, (int64_t)st.st_size});
+            if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || (skip && skip(path))) continue;
+            input_note_path(path);
+            inputs.push_back({path, (int64_t)st.st_size});
         }
         if (inputs.size() == before)
             fatal("no input files in directory (%s): expected regular files whose names do not start with '.'",
@@ -84,6 +89,7 @@ bool TextStream::open_next_input() {
         file_ = fopen(in.path.c_str(), "rb");
         name_ = in.path.c_str();
         if (!file_) fatal("cannot open input (%s): %s", name_, strerror(errno));
+        input_note_fd(fileno(file_));
     }
     line_buf_.clear();
     line_head_ = 0;

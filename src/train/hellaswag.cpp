@@ -63,9 +63,15 @@ HellaSwagExample parse_example(const char* text, size_t n, const std::string& pa
                        kHellaSwagEndings, json_type_name(endings.items[j].type), j);
         ex.endings[j] = endings.items[j].str;
     }
-    if (label.type != Json::NUMBER || !label.is_integer)
+    if (label.type != Json::NUMBER)
         line_error("bad field \"label\"", path, line, "expected an integer 0..%d, got %s", kHellaSwagEndings - 1,
-                   label.type == Json::NUMBER ? "a fraction" : json_type_name(label.type));
+                   json_type_name(label.type));
+    if (!label.is_integer)  // 1.0, 1e0, 2.5, or more digits than int64 holds: say which
+        line_error("bad field \"label\"", path, line, "expected a plain integer 0..%d, got %.17g%s", kHellaSwagEndings - 1,
+                   label.number,
+                   std::fabs(label.number) >= 9.2e18      ? " (beyond 64-bit integers)"
+                   : label.number == std::floor(label.number) ? " written with a decimal point or exponent"
+                                                              : "");
     if (label.integer < 0 || label.integer >= kHellaSwagEndings)
         line_error("bad field \"label\"", path, line, "expected 0..%d, got %lld", kHellaSwagEndings - 1,
                    (long long)label.integer);

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/publish.h"
 #include "base/util.h"
 
 // stb headers trip -Wall -Wextra (unused static helpers, missing initialisers); they are not ours.
@@ -21,8 +22,7 @@
 #pragma GCC diagnostic ignored "-Wsign-compare"
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 #include <stb/stb_easy_font.h>
-// The one definition of stb_image_write in the project. No stdio: every PNG goes through
-// file_write_atomic.
+// The one definition of stb_image_write in the project. No stdio: every PNG goes through publish.h.
 #define STB_IMAGE_WRITE_IMPLEMENTATION
 #define STBI_WRITE_NO_STDIO
 #include <stb/stb_image_write.h>
@@ -295,23 +295,25 @@ static void png_append(void* ctx, void* data, int size) {
     out->insert(out->end(), (const uint8_t*)data, (const uint8_t*)data + size);
 }
 
-void plot_losses(const std::string& path, const std::vector<PlotRun>& runs, int width, int height) {
+static bool png_is_ours(const std::string& path) {
+    static const uint8_t kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    const std::vector<uint8_t> head = file_head_bytes(path, 8);
+    return head.size() == 8 && memcmp(head.data(), kPng, 8) == 0;
+}
+
+const OutputKind kPngKind = {"a PNG", png_is_ours};
+
+void plot_losses(const std::string& path, const std::vector<PlotRun>& runs, int width, int height, const char* flag) {
     std::vector<uint8_t> rgb = plot_render(runs, width, height);
     std::vector<uint8_t> png;
     if (!stbi_write_png_to_func(png_append, &png, width, height, 3, rgb.data(), width * 3))
         fatal("cannot encode the loss plot (%s): stb_image_write failed", path.c_str());
-    file_write_atomic(path, png.data(), png.size());
+    output_write(path, flag, kPngKind, {{png.data(), png.size()}});
 }
 
 void plot_check_path(const std::string& path, const char* flag) {
     if (path.empty()) fatal("empty value for %s: expected a PNG path", flag);
-    if (dir_exists(path)) fatal("bad value for %s: %s is a directory, expected a PNG path", flag, path.c_str());
     if (!dir_exists(path_parent(path)))
         fatal("bad value for %s: directory %s does not exist", flag, path_parent(path).c_str());
-    if (access(path.c_str(), F_OK) != 0) return;
-    static const uint8_t kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-    const std::vector<uint8_t> head = file_head_bytes(path, 8);
-    if (head.size() != 8 || memcmp(head.data(), kPng, 8) != 0)
-        fatal_hint("choose a new path; gpt2 replaces only PNG files", "bad value for %s: %s exists and is not a PNG",
-                   flag, path.c_str());
+    output_check(path, flag, kPngKind);
 }

@@ -39,9 +39,11 @@ std::vector<uint8_t> plot_render(const std::vector<PlotRun>& runs, int width, in
 
 // Renders and writes a PNG to `path` atomically (never a half-written file); fatal naming `path` if the
 // write fails.
-void plot_losses(const std::string& path, const std::vector<PlotRun>& runs, int width = 800, int height = 500);
+// `flag` names the path in messages.
+void plot_losses(const std::string& path, const std::vector<PlotRun>& runs, int width = 800, int height = 500,
+                 const char* flag = "--plot");
 
-// Checks, before any work, that `path` may receive a plot: its directory exists, it is not a directory, and
-// a file already there is a PNG (gpt2 replaces only its own kind). `flag` names it in errors, e.g.
+// Checks, before any work, that `path` may receive a plot: its directory exists, and output_check accepts
+// it as a PNG (gpt2 replaces only its own kind: never a link, a device or another kind of file). `flag` names it in errors, e.g.
 // "--plot (train)".
 void plot_check_path(const std::string& path, const char* flag);

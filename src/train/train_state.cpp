@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "base/json.h"
+#include "base/publish.h"
 #include "base/util.h"
 #include "io/checkpoint.h"
 
@@ -134,8 +135,7 @@ std::string train_state_data_hash(const DataLoader& dl) {
 std::string train_state_shards_hash(const DataLoader& dl) {
     uint64_t h = kFnv1aInit;
     for (const TokenShard& s : dl.shards) {
-        const std::string fp = tokenfile_fingerprint(s);
-        h = fnv1a(fp.data(), fp.size(), h);
+        h = fnv1a(s.fingerprint.data(), s.fingerprint.size(), h);
     }
     return hex64(h);
 }

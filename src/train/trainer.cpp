@@ -7,21 +7,16 @@
 #include <cstdarg>
 #include <cstdint>
 #include <cstring>
+#include <cstdio>
 
 #include "base/dist.h"
 #include "base/json.h"
+#include "base/stop.h"
 #include "base/util.h"
 #include "model/generate.h"
 #include "train/plot.h"
 
-volatile sig_atomic_t g_stop_signal = 0;
-
 namespace {
-
-void on_stop_signal(int sig) {
-    g_stop_signal = sig;
-    signal(sig, SIG_DFL);  // a second one ends the process at once
-}
 
 // Prints a sample from <|endoftext|> with the generator's defaults (temperature 1, top-k 50). It runs for
 // the full length, showing a further <|endoftext|> as a blank line, so a young model's early end of text
@@ -29,6 +24,7 @@ void on_stop_signal(int sig) {
 void print_sample(const GPT2& model, const Tokenizer& tok, int tokens, uint64_t seed) {
     GenerateOptions opts;
     opts.max_tokens = tokens;
+    opts.cancelled = [] { return stop_requested() != 0; };  // a stop signal cuts a long sample short
     Rng rng(seed);
     TokenDecoder decoder(tok);
     printf("---- sample ----\n");
@@ -65,16 +61,24 @@ std::vector<std::pair<size_t, size_t>> grad_buckets(const GPT2& model) {
 
 // The stop signal every rank acts on: with several ranks the stop flags are summed, so a signal that
 // reached one rank stops all of them after the same step (the others would wait for it in the next sum).
-// Every rank calls this at the same places, and decisions use its result, never g_stop_signal read later
-// (a signal arriving in between would send the ranks down different paths). One rank: g_stop_signal.
+// Every rank calls this at the same places, and decisions use its result, never stop_requested() read
+// later (a signal arriving in between would send the ranks down different paths). One rank: stop_requested().
 int share_stop_signal() {
-    if (dist_world() == 1) return g_stop_signal;
-    const int mine = g_stop_signal;
+    if (dist_world() == 1) return stop_requested();
+    const int mine = stop_requested();
     double s[2] = {mine ? 1.0 : 0.0, (double)mine};
     dist_sum(s, 2);
     if (s[0] == 0) return 0;
-    if (!g_stop_signal) g_stop_signal = (int)(s[1] / s[0]);  // another rank's signal
+    stop_set((int)(s[1] / s[0]));  // another rank's signal
     return mine ? mine : (int)(s[1] / s[0]);
+}
+
+// The training data changed under the run (dataloader_try_next's message): the state before this step is
+// still whole, so save it when there is somewhere to (one process: with several, the other ranks wait in
+// a sum and fatal aborts them all), then stop.
+[[noreturn]] void fail_on_data(Trainer* t, int step, const std::string& err) {
+    if (!t->o.out.empty() && dist_world() == 1 && step > 0) trainer_save(t, step);
+    fatal("%s", err.c_str());
 }
 
 // One optimizer step: grad-accum micro-batches (batch, forward, backward), the gradient norm, clipping
@@ -92,8 +96,13 @@ StepStats train_step(Trainer* t, int step) {
     float* grads = t->model.grads.data();
     auto send_layer = [&](int l) { dist_sum_start(grads + buckets[l].first, buckets[l].second - buckets[l].first); };
     double loss = 0;
+    const DataLoaderState before = dataloader_state(t->train_dl);
+    std::string err;
     for (int micro = 0; micro < o.accum; micro++) {
-        dataloader_next(&t->train_dl);
+        if (!dataloader_try_next(&t->train_dl, &err)) {
+            dataloader_restore(&t->train_dl, before, "");  // earlier micro-batches of this step are undone too
+            fail_on_data(t, step, err);
+        }
         loss += gpt2_forward(&t->model, t->train_dl.inputs.data(), t->train_dl.targets.data(), o.B, o.T) / o.accum;
         const bool send = world > 1 && micro == o.accum - 1;
         gpt2_backward(&t->model, 1.0f / ((float)o.accum * world), send ? send_layer : std::function<void(int)>());
@@ -123,45 +132,26 @@ void validate(Trainer* t, int step) {
     t->progress.close();
     printf("step %5d/%d | val loss %.6f\n", step, t->o.steps, val_loss);
     t->history.val.push_back({step, val_loss});
-    if (!t->o.plot_path.empty()) plot_losses(t->o.plot_path, {{"", t->history.train, t->history.val}});
+    if (!t->o.plot_path.empty()) plot_losses(t->o.plot_path, {{"", t->history.train, t->history.val}}, 800, 500, "--plot (train)");
     t->log.line("{\"step\":%d,\"val_loss\":%.6f}\n", step, val_loss);
 }
 
 }  // namespace
 
-void LogFile::open(const std::string& p) {
-    path = p;
-    if (p.empty()) fatal("empty value for --log (train): expected a file path");
-    // appending to a file of another kind (a token file, a checkpoint, the user's notes) would corrupt it
-    if (file_exists(p)) {
-        FILE* in = fopen(p.c_str(), "rb");
-        int first = in ? fgetc(in) : EOF, last = EOF;
-        if (in && first != EOF && fseek(in, -1, SEEK_END) == 0) last = fgetc(in);
-        if (in) fclose(in);
-        if (first != EOF && (first != '{' || last != '\n'))
-            fatal_hint("choose a new path; --log appends only to a JSON-lines log",
-                       "bad value for --log (train): %s exists and is not a JSON-lines log", p.c_str());
-    }
-    f = fopen(p.c_str(), "a");
-    if (!f) fatal("cannot open log file (--log %s): %s", p.c_str(), strerror(errno));
+namespace {
+
+// A JSON-lines log as --log writes it: starts with '{' and ends with a newline (or is empty).
+bool run_log_is_ours(const std::string& path) {
+    FILE* in = fopen(path.c_str(), "rb");
+    int first = in ? fgetc(in) : EOF, last = EOF;
+    if (in && first != EOF && fseek(in, -1, SEEK_END) == 0) last = fgetc(in);
+    if (in) fclose(in);
+    return in && (first == EOF || (first == '{' && last == '\n'));
 }
 
-void LogFile::line(const char* fmt, ...) {
-    if (!f) return;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vfprintf(f, fmt, ap);
-    va_end(ap);
-    if (n < 0 || fflush(f) != 0) fatal("cannot write log file (--log %s): %s", path.c_str(), strerror(errno));
-}
+}  // namespace
 
-void LogFile::close() {
-    if (f && fclose(f) != 0) {
-        f = nullptr;
-        fatal("cannot write log file (--log %s): %s", path.c_str(), strerror(errno));
-    }
-    f = nullptr;
-}
+const OutputKind kRunLogKind = {"a JSON-lines log (train --log)", run_log_is_ours};
 
 namespace {
 
@@ -224,7 +214,11 @@ LossHistory log_read(const std::string& path) {
             if (j->type != Json::NUMBER)
                 log_line_error(j == loss ? "bad field \"loss\"" : "bad field \"val_loss\"", path, line,
                                "expected a number, got %s", json_type_name(j->type));
-            (j == loss ? h.train : h.val).push_back({(int)step->integer, (float)j->number});
+            const float value = (float)j->number;
+            if (!std::isfinite(value))  // 1e39 parses as a double but has no float, and no point on a plot
+                log_line_error(j == loss ? "bad field \"loss\"" : "bad field \"val_loss\"", path, line,
+                               "expected a finite number within float range, got %g", j->number);
+            (j == loss ? h.train : h.val).push_back({(int)step->integer, value});
         }
     }
     if (h.train.empty() && h.val.empty())
@@ -252,11 +246,6 @@ void Progress::step(int step, int steps, double loss, float lr, float norm, doub
 void Progress::close() {
     if (open) printf("\n");
     open = false;
-}
-
-void trainer_catch_stop_signals(bool on) {
-    if (on) g_stop_signal = 0;
-    for (int sig : {SIGINT, SIGTERM, SIGHUP}) signal(sig, on ? on_stop_signal : SIG_DFL);
 }
 
 float trainer_evaluate(GPT2* model, DataLoader* dl, size_t batches) {
@@ -327,7 +316,7 @@ void trainer_save(Trainer* t, int step) {
 int trainer_run(Trainer* t, int first_step) {
     const TrainOptions& o = t->o;
     int step = first_step;
-    while (step < o.steps && !(step == first_step && g_stop_signal)) {
+    while (step < o.steps && !(step == first_step && stop_requested())) {
         const StepStats s = train_step(t, step);
         step++;
         t->history.train.push_back({step, (float)s.loss});

@@ -5,13 +5,13 @@
 #pragma once
 #include <unistd.h>
 
-#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "base/publish.h"
 #include "base/threads.h"
 #include "io/dataloader.h"
 #include "model/model.h"
@@ -32,14 +32,8 @@ struct TrainOptions {
     bool plot_in_out;                                              // loss.png saved into --out with each checkpoint
 };
 
-// Appends to --log, checking every write: a log that cannot be written stops the run.
-struct LogFile {
-    FILE* f = nullptr;
-    std::string path;
-    void open(const std::string& p);  // refuses an existing file that is not a JSON-lines log
-    void line(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-    void close();
-};
+// What --log appends to: a missing file, or one holding JSON lines (starts with '{', ends with a newline).
+extern const OutputKind kRunLogKind;
 
 // Reads a --log file back: (step, loss) of the step lines and (step, val_loss) of the validation lines,
 // each sorted by step. Other fields are ignored and blank lines skipped. A step logged twice (a resumed run
@@ -66,17 +60,12 @@ struct Trainer {
     DataLoader train_dl, val_dl;
     size_t val_n = 0;
     LossHistory history;
-    LogFile log;
+    AppendFile log;  // --log; every write checked: a log that cannot be written stops the run
     Tokenizer tok;
     Progress progress;
     bool saved = false;
     ThreadTuner tuner;  // the team size of each step
 };
-
-// The signal that asked the run to stop (SIGINT, SIGTERM or SIGHUP), 0 while none has; after
-// trainer_catch_stop_signals, the first one lands here and a second one ends the process at once.
-extern volatile sig_atomic_t g_stop_signal;
-void trainer_catch_stop_signals(bool on);
 
 // Mean loss over the first `batches` consecutive batches of dl. With several ranks (base/dist.h) a batch is
 // world * B windows, this rank evaluating its B of each; every rank gets the shared mean.

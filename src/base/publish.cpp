@@ -1,0 +1,438 @@
+// publish.cpp: see publish.h. The only file in src/ that opens files for writing.
+#include "base/publish.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cassert>
+#include <cerrno>
+#include <csignal>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "base/stop.h"
+
+namespace {
+
+const char kMarkerText[] = "gpt2.cpp staging directory\n";
+
+std::vector<std::pair<dev_t, ino_t>>& input_ids() {
+    static std::vector<std::pair<dev_t, ino_t>> ids;
+    return ids;
+}
+
+bool path_exists_no_follow(const std::string& path) {
+    struct stat st;
+    return lstat(path.c_str(), &st) == 0;
+}
+
+// The pid in `<prefix><pid>` when `name` has that form, else 0.
+long suffix_pid(const std::string& name, const std::string& prefix) {
+    if (name.compare(0, prefix.size(), prefix) != 0 || name.size() == prefix.size()) return 0;
+    if (name.find_first_not_of("0123456789", prefix.size()) != std::string::npos) return 0;
+    return atol(name.c_str() + prefix.size());
+}
+
+bool pid_alive(long pid) { return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno != ESRCH); }
+
+void write_all(int fd, const void* data, size_t n, const std::string& path) {
+    const char* p = static_cast<const char*>(data);
+    while (n > 0) {
+        ssize_t w = ::write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) fatal("cannot write %s: %s", path.c_str(), strerror(w == 0 ? ENOSPC : errno));
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+// A staged temporary `tmp` that a dead writer of this kind left: a regular file (no link) that is empty
+// (killed before its first byte) or that the kind recognises.
+bool leftover_is_ours(const std::string& tmp, const OutputKind& kind) {
+    struct stat st;
+    if (lstat(tmp.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+    return st.st_size == 0 || (kind.is_ours && kind.is_ours(tmp));
+}
+
+// Removes `path.tmp.<pid>` files of dead processes that leftover_is_ours accepts.
+void clear_dead_temps(const std::string& path, const OutputKind& kind) {
+    const std::string parent = path_parent(path), prefix = path_base(path) + ".tmp.";
+    if (!dir_exists(parent)) return;
+    for (const std::string& name : dir_entries(parent)) {
+        const long pid = suffix_pid(name, prefix);
+        const std::string tmp = path_join(parent, name);
+        if (pid > 0 && pid != getpid() && !pid_alive(pid) && leftover_is_ours(tmp, kind) && unlink(tmp.c_str()) == 0)
+            fprintf(stderr, "note: removed %s, left by a gpt2 process that was killed\n", tmp.c_str());
+    }
+}
+
+// Creates an empty file exclusively; false when the name exists (any other failure is fatal).
+bool create_exclusive(const std::string& path, int* fd_out, int extra_flags = 0) {
+    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | extra_flags, 0644);
+    if (fd < 0 && errno == EEXIST) return false;
+    if (fd < 0) fatal("cannot create %s: %s", path.c_str(), strerror(errno));
+    *fd_out = fd;
+    return true;
+}
+
+}  // namespace
+
+void input_note_fd(int fd) {
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) input_ids().push_back({st.st_dev, st.st_ino});
+}
+
+void input_note_path(const std::string& path) {
+    struct stat st;
+    if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) input_ids().push_back({st.st_dev, st.st_ino});
+}
+
+void inputs_forget() { input_ids().clear(); }
+
+bool path_is_input(const std::string& path) {
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0) return false;
+    for (const auto& id : input_ids())
+        if (id.first == st.st_dev && id.second == st.st_ino) return true;
+    return false;
+}
+
+void output_check(const std::string& path, const char* flag, const OutputKind& kind) {
+    if (path.empty()) fatal("empty value for %s: expected a file path", flag);
+    struct stat st;
+    if (lstat(path.c_str(), &st) != 0) {
+        if (errno == ENOENT) return;
+        fatal("cannot check %s (%s): %s", path.c_str(), flag, strerror(errno));
+    }
+    if (S_ISLNK(st.st_mode))
+        fatal_hint("give a new path, or the path the link points to",
+                   "bad value for %s: %s is a symbolic link; gpt2 does not write through links", flag, path.c_str());
+    if (S_ISDIR(st.st_mode)) fatal("bad value for %s: %s is a directory, expected a file path", flag, path.c_str());
+    if (!S_ISREG(st.st_mode))
+        fatal("bad value for %s: %s exists and is not a regular file (a device, FIFO or socket); expected %s path",
+              flag, path.c_str(), kind.what);
+    if (path_is_input(path))
+        fatal("bad value for %s: %s is an input of this run; expected a different output path", flag, path.c_str());
+    if (!kind.is_ours || !kind.is_ours(path))
+        fatal_hint(std::string("choose a new path; gpt2 replaces only ") + kind.what + " it wrote",
+                   "bad value for %s: %s exists and is not %s", flag, path.c_str(), kind.what);
+}
+
+OutputFile::OutputFile(std::string path, const char* flag, const OutputKind& kind)
+    : path_(std::move(path)), flag_(flag), kind_(kind), cleanup_([this] { discard(); }) {
+    output_check(path_, flag, kind);
+    clear_dead_temps(path_, kind);
+    const std::string staged = path_ + ".tmp." + std::to_string(getpid());
+    // A name with our pid was left by a dead process whose pid we now have (we remove our own).
+    if (!create_exclusive(staged, &fd_) &&
+        !(leftover_is_ours(staged, kind) && unlink(staged.c_str()) == 0 && create_exclusive(staged, &fd_)))
+        fatal_hint("move it away: gpt2 neither follows nor truncates a file it did not leave",
+                   "cannot stage %s (%s): %s exists and gpt2 did not write it", path_.c_str(), flag, staged.c_str());
+    staged_ = staged;
+    stop_slot_ = stop_track(staged_);
+}
+
+OutputFile::~OutputFile() { discard(); }
+
+void OutputFile::write(const void* data, size_t n) {
+    assert(fd_ >= 0 && "OutputFile::write after close");
+    write_all(fd_, data, n, staged_);
+}
+
+void OutputFile::write_at(const void* data, size_t n, off_t offset) {
+    assert(fd_ >= 0 && "OutputFile::write_at after close");
+    if (pwrite(fd_, data, n, offset) != (ssize_t)n) fatal("cannot write %s: %s", staged_.c_str(), strerror(errno));
+}
+
+void OutputFile::close() {
+    if (fd_ < 0) return;
+    const int fd = fd_;
+    fd_ = -1;
+    if (fsync(fd) != 0 || ::close(fd) != 0) fatal("cannot flush %s: %s", staged_.c_str(), strerror(errno));
+}
+
+void OutputFile::publish() {
+    close();
+    output_check(path_, flag_.c_str(), kind_);  // again: the target may have changed since we started
+    if (rename(staged_.c_str(), path_.c_str()) != 0)
+        fatal("cannot rename %s to %s: %s", staged_.c_str(), path_.c_str(), strerror(errno));
+    stop_untrack(stop_slot_);
+    stop_slot_ = -1;
+    staged_.clear();
+}
+
+void OutputFile::discard() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    if (!staged_.empty()) unlink(staged_.c_str());
+    staged_.clear();
+    stop_untrack(stop_slot_);
+    stop_slot_ = -1;
+}
+
+void output_write(const std::string& path, const char* flag, const OutputKind& kind,
+                  const std::vector<std::pair<const void*, size_t>>& parts) {
+    OutputFile f(path, flag, kind);
+    for (const auto& part : parts) f.write(part.first, part.second);
+    f.publish();
+}
+
+void AppendFile::open(const std::string& path, const char* flag, const OutputKind& kind) {
+    path_ = path, flag_ = flag;
+    output_check(path, flag, kind);
+    if (create_exclusive(path, &fd_, O_APPEND)) return;
+    fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd_ < 0 || fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode))
+        fatal("cannot open %s (%s): %s", path.c_str(), flag, fd_ < 0 ? strerror(errno) : "not a regular file");
+    output_check(path, flag, kind);  // what we opened is what we checked, or it changed in between
+}
+
+void AppendFile::line(const char* fmt, ...) {
+    if (fd_ < 0) return;
+    va_list ap, ap2;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    const int n = vsnprintf(nullptr, 0, fmt, ap);
+    va_end(ap);
+    std::string text(n > 0 ? (size_t)n : 0, '\0');
+    if (n > 0) vsnprintf(&text[0], (size_t)n + 1, fmt, ap2);
+    va_end(ap2);
+    write_all(fd_, text.data(), text.size(), path_ + " (" + flag_ + ")");
+}
+
+void AppendFile::close() {
+    if (fd_ < 0) return;
+    const int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0) fatal("cannot write %s (%s): %s", path_.c_str(), flag_.c_str(), strerror(errno));
+}
+
+AppendFile::~AppendFile() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+void output_silence_stdout() {
+    if (!freopen("/dev/null", "w", stdout)) fatal("cannot open /dev/null for standard output: %s", strerror(errno));
+}
+
+PathLock::PathLock(const std::string& target, const char* flag)
+    : path_(path_strip_slashes(target) + ".lock"), cleanup_([this] { release(); }) {
+    dir_create(path_parent(path_), &created_);
+    struct stat st;
+    if (lstat(path_.c_str(), &st) == 0) {  // a lock file left by a killed run holds a pid, or nothing
+        char text[32] = {0};
+        int fd = S_ISREG(st.st_mode) ? ::open(path_.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK) : -1;
+        ssize_t n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
+        if (fd >= 0) ::close(fd);
+        // empty (a lock being created) or one pid line, as PathLock writes it
+        bool pid_file =
+            n == 0 || (n > 1 && n < 16 && text[n - 1] == '\n' && strspn(text, "0123456789") == (size_t)n - 1);
+        if (!pid_file)
+            fatal_hint("move it away or choose another output",
+                       "cannot lock %s (%s): %s exists and is not a gpt2 lock file", target.c_str(), flag,
+                       path_.c_str());
+    }
+    for (int attempt = 0; attempt < 100; attempt++) {
+        fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+        if (fd_ < 0) fatal("cannot create lock file %s (%s): %s", path_.c_str(), flag, strerror(errno));
+        if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+            char holder[32] = {0};
+            ssize_t n = pread(fd_, holder, sizeof(holder) - 1, 0);
+            holder[n > 0 ? n : 0] = 0;
+            holder[strcspn(holder, "\n")] = 0;
+            ::close(fd_);
+            fd_ = -1;
+            fatal("output in use (%s %s): another gpt2 process (pid %s) is writing it", flag, target.c_str(),
+                  holder[0] ? holder : "unknown");
+        }
+        // The holder before us unlinks the file as it lets go; a lock taken on an unlinked file guards nothing.
+        struct stat held, now;
+        if (fstat(fd_, &held) == 0 && lstat(path_.c_str(), &now) == 0 && held.st_ino == now.st_ino &&
+            held.st_dev == now.st_dev && S_ISREG(held.st_mode)) {
+            std::string pid = std::to_string(getpid()) + "\n";
+            if (ftruncate(fd_, 0) != 0 || pwrite(fd_, pid.data(), pid.size(), 0) != (ssize_t)pid.size())
+                fatal("cannot write lock file %s (%s): %s", path_.c_str(), flag, strerror(errno));
+            return;
+        }
+        ::close(fd_);
+        fd_ = -1;
+    }
+    fatal("cannot lock %s (%s): the lock file keeps changing", path_.c_str(), flag);
+}
+
+void PathLock::release() {
+    if (fd_ >= 0) {
+        unlink(path_.c_str());
+        ::close(fd_);
+        fd_ = -1;
+    }
+    for (size_t i = created_.size(); i-- > 0;) rmdir(created_[i].c_str());  // only the ones left empty go
+    created_.clear();
+}
+
+PathLock::~PathLock() { release(); }
+
+MadeDirs::MadeDirs(const std::string& path) : cleanup_([this] { remove_empty(); }) { dir_create(path, &made_); }
+
+MadeDirs::~MadeDirs() { remove_empty(); }
+
+void MadeDirs::remove_empty() {
+    for (size_t i = made_.size(); i-- > 0;) rmdir(made_[i].c_str());  // a directory with outputs in it stays
+    made_.clear();
+}
+
+bool dir_has_marker(const std::string& dir) {
+    const std::string path = path_join(dir, kStagingMarker);
+    const std::vector<uint8_t> head = file_head_bytes(path, sizeof(kMarkerText));
+    return !path_is_symlink(path) && head.size() == sizeof(kMarkerText) - 1 &&
+           memcmp(head.data(), kMarkerText, head.size()) == 0;
+}
+
+bool path_is_staged_temp(const std::string& name) {
+    size_t at = name.rfind(".tmp.");
+    if (at == std::string::npos || at == 0 || at + 5 == name.size()) return false;
+    return name.find_first_not_of("0123456789", at + 5) == std::string::npos;
+}
+
+bool name_is_ours(const std::string& name, std::initializer_list<const char*> ours) {
+    for (const char* n : ours)
+        if (name == n || (path_is_staged_temp(name) && name.compare(0, strlen(n) + 5, std::string(n) + ".tmp.") == 0))
+            return true;
+    return false;
+}
+
+namespace {
+
+// Empties a staging directory this process knows it made (or one holding our marker): entries ours(name)
+// accepts are unlinked, any other moves back into `dir` where that name is free, and the directory goes
+// once empty. What cannot move stays (a `note:` line names it): this program deletes only what it wrote.
+void clear_staging(const std::string& staging, const std::string& dir,
+                   const std::function<bool(const std::string&)>& ours) {
+    if (path_is_symlink(staging) || !dir_exists(staging)) return;  // renamed into place whole: nothing old
+    const bool marked = dir_has_marker(staging);
+    std::vector<std::string> kept;
+    for (const std::string& name : dir_entries(staging)) {
+        const std::string path = path_join(staging, name);
+        if (name == kStagingMarker && marked) continue;
+        if (name != kStagingMarker && ours(name) && !path_is_symlink(path) && file_exists(path)) {
+            unlink(path.c_str());
+        } else if (dir_exists(dir) && !path_exists_no_follow(path_join(dir, name)) &&
+                   rename(path.c_str(), path_join(dir, name).c_str()) == 0) {
+            continue;  // the user's file goes back where it was
+        } else {
+            kept.push_back(name);
+        }
+    }
+    if (!kept.empty()) {
+        fprintf(stderr, "note: kept %s: it holds %s, which gpt2 did not write\n", staging.c_str(), kept[0].c_str());
+        return;
+    }
+    if (marked) unlink(path_join(staging, kStagingMarker).c_str());
+    if (rmdir(staging.c_str()) != 0) fatal("cannot remove directory %s: %s", staging.c_str(), strerror(errno));
+}
+
+// clear_staging for a directory this process did not just make: only one carrying our marker is ours;
+// an unmarked empty one is a run killed between mkdir and the marker (removing it loses nothing).
+void clear_marked_staging(const std::string& staging, const std::string& dir,
+                          const std::function<bool(const std::string&)>& ours) {
+    if (path_is_symlink(staging) || !dir_exists(staging)) return;
+    if (dir_has_marker(staging)) clear_staging(staging, dir, ours);
+    else if (dir_entries(staging).empty()) rmdir(staging.c_str());
+}
+
+// Puts the marker into `in` (a directory this process is publishing). A file of that name that is not
+// our marker (the user's) is left as it is, and `in` stays unmarked.
+void mark(const std::string& in) {
+    int fd;
+    const std::string path = path_join(in, kStagingMarker);
+    if (!create_exclusive(path, &fd)) return;
+    write_all(fd, kMarkerText, sizeof(kMarkerText) - 1, path);
+    if (::close(fd) != 0) fatal("cannot create %s: %s", path.c_str(), strerror(errno));
+}
+
+}  // namespace
+
+void dir_replace_atomic(const std::string& staging, const std::string& dir) {
+    dir_fsync(staging);
+    const std::string parent = path_parent(dir);
+    if (!dir_exists(dir)) {
+        if (rename(staging.c_str(), dir.c_str()) != 0)
+            fatal("cannot rename %s to %s: %s", staging.c_str(), dir.c_str(), strerror(errno));
+    } else if (renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, dir.c_str(), RENAME_EXCHANGE) != 0) {
+        std::string old = dir + ".old." + std::to_string(getpid());
+        if (rename(dir.c_str(), old.c_str()) != 0)
+            fatal("cannot replace %s with %s: %s", dir.c_str(), staging.c_str(), strerror(errno));
+        if (rename(staging.c_str(), dir.c_str()) != 0) {
+            int err = errno;
+            rename(old.c_str(), dir.c_str());
+            fatal("cannot replace %s with %s: %s", dir.c_str(), staging.c_str(), strerror(err));
+        }
+        if (rename(old.c_str(), staging.c_str()) != 0)  // hand the old contents back under the staging name
+            fatal("cannot rename %s to %s: %s", old.c_str(), staging.c_str(), strerror(errno));
+    }
+    dir_fsync(parent);
+}
+
+bool dir_recover_interrupted(const std::string& dir, const std::function<bool(const std::string&)>& is_ours) {
+    if (dir_exists(dir) || path_is_symlink(dir)) return false;
+    const std::string parent = path_parent(dir);
+    if (!dir_exists(parent)) return false;
+    const std::string base = path_base(dir);
+    for (const std::string& name : dir_entries(parent)) {
+        long pid = suffix_pid(name, base + ".old.");
+        std::string old = path_join(parent, name);
+        if (pid <= 0 || pid_alive(pid) || path_is_symlink(old) || !dir_exists(old) || !dir_has_marker(old) ||
+            !is_ours(old))
+            continue;
+        if (rename(old.c_str(), dir.c_str()) != 0)
+            fatal("cannot restore %s from %s: %s", dir.c_str(), old.c_str(), strerror(errno));
+        fprintf(stderr, "note: restored %s from %s, left by a save that was killed\n", dir.c_str(), old.c_str());
+        return true;
+    }
+    return false;
+}
+
+void dir_clear_dead_staging(const std::string& dir, const std::function<bool(const std::string&)>& ours) {
+    const std::string parent = path_parent(dir);
+    const std::string base = path_base(dir);
+    if (!dir_exists(parent)) return;
+    for (const std::string& name : dir_entries(parent)) {  // left by killed processes: staging, and the
+        long pid = suffix_pid(name, base + ".saving.");    // old contents of a two-rename replacement
+        if (pid <= 0 && dir_exists(dir)) pid = suffix_pid(name, base + ".old.");
+        if (pid > 0 && pid != getpid() && !pid_alive(pid)) clear_marked_staging(path_join(parent, name), dir, ours);
+    }
+}
+
+void dir_publish(const std::string& dir, const std::function<bool(const std::string&)>& ours,
+                 const std::function<void(const std::string& staging)>& write) {
+    dir_create(path_parent(dir));
+    dir_clear_dead_staging(dir, ours);
+    const std::string staging = dir + ".saving." + std::to_string(getpid());
+    clear_marked_staging(staging, dir, ours);
+    if (dir_exists(staging) && dir_has_marker(staging)) {
+        // an earlier save of this run kept something it could not move back: set it aside, unmarked
+        const std::string kept = dir + ".kept." + std::to_string(getpid()) + "." + std::to_string((long)time_now_s());
+        unlink(path_join(staging, kStagingMarker).c_str());
+        if (rename(staging.c_str(), kept.c_str()) != 0)
+            fatal("cannot set aside %s: %s", staging.c_str(), strerror(errno));
+        fprintf(stderr, "note: moved %s to %s\n", staging.c_str(), kept.c_str());
+    }
+    if (path_exists_no_follow(staging))
+        fatal("cannot stage %s: %s exists and gpt2 did not make it", dir.c_str(), staging.c_str());
+    if (mkdir(staging.c_str(), 0755) != 0) fatal("cannot create directory %s: %s", staging.c_str(), strerror(errno));
+    // The marker names a directory as this program's staging, so only such directories are ever cleared by
+    // a later run. It goes into `dir` too before the swap, so the old contents carry it out.
+    mark(staging);
+    FatalCleanup cleanup([&] { clear_staging(staging, dir, ours); });
+    write(staging);
+    const bool dir_marked = dir_exists(dir) && !path_exists_no_follow(path_join(dir, kStagingMarker));
+    if (dir_marked) mark(dir);
+    dir_replace_atomic(staging, dir);
+    unlink(path_join(dir, kStagingMarker).c_str());  // the new contents' marker: made by mark(staging)
+    clear_staging(staging, dir, ours);  // the old checkpoint goes; files gpt2 did not write move back
+}

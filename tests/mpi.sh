@@ -6,9 +6,12 @@
 #   * a 2-rank run stopped at step 10 and resumed under mpirun continues exactly (same losses, same model);
 #   * rank 0 alone writes: the log and the checkpoint, once;
 #   * SIGTERM to one rank stops both after the same step, with rank 0's save;
-#   * a NaN on one rank only (it loads a poisoned copy of the model) stops both with one error line and
+#   * a NaN on one rank only (GPT2_TEST_NAN_ON_RANK=1 makes rank 1's first loss NaN) stops both with one
+#     error line and
 #     keeps the last good checkpoint; a rank killed mid-run ends the job with a non-zero exit and the last
-#     checkpoint still loads.
+#     checkpoint still loads;
+#   * ranks started with different flags or data stop with an error saying they disagree, never hang;
+#   * a checkpoint saved by 2 ranks is refused by a resume in one process.
 source "$(dirname "$0")/lib.sh"
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe -x OMP_NUM_THREADS=1)
 export OMP_NUM_THREADS=1
@@ -67,15 +70,11 @@ losses $W/r.jsonl >$W/lr
 check "2 ranks: stopped at 10 and resumed under mpirun, the same 22 losses as straight through" cmp $W/lr $W/l2
 check "... and the same model" cmp $W/r/model.safetensors $W/two/model.safetensors
 
-# A NaN on rank 1 only: its copy of the model overflows (3e38 in every ln_f.bias, the last 128 bytes of an
-# llm.c v3 file), so its loss is NaN; the summed loss is NaN on both, and both stop before the update.
-"$GPT2_MPI" export --model $TRAINED --out $W/poison.bin --format llmc >/dev/null
-size=$(stat -c %s $W/poison.bin)
-perl -e 'print pack("f<", 3e38) x 32' | dd of=$W/poison.bin bs=1 seek=$((size - 128)) conv=notrunc status=none
-B=(train --train $TOK -T 16 -B 2 --steps 5 --sample-tokens 0 --val "")
+# A NaN on rank 1 only (a fault the test injects: every rank must run the same model and data, so no input
+# can make one rank's loss NaN alone); the summed loss is NaN on both, and both stop before the update.
+B=(train --train $TOK -T 16 -B 2 --steps 5 --sample-tokens 0 --val "" --model $TRAINED)
 cp -r $W/two $W/good && before=$(cksum <$W/good/model.safetensors)
-"${MPIRUN[@]}" -np 1 "$GPT2_MPI" "${B[@]}" --model $TRAINED --out $W/good : -np 1 "$GPT2_MPI" "${B[@]}" \
-    --model $W/poison.bin >$W/nan.out 2>$W/nan.err
+"${MPIRUN[@]}" -x GPT2_TEST_NAN_ON_RANK=1 -np 2 "$GPT2_MPI" "${B[@]}" --out $W/good >$W/nan.out 2>$W/nan.err
 rc=$?
 cat $W/nan.err | grep -v '^ *$' | head -5
 check "a NaN on one rank stops both with an error line naming the step (exit $rc)" \
@@ -112,4 +111,29 @@ rc=$?
 check "SIGTERM to rank 1: the job exits 143 after rank 0 saved (exit $rc)" \
     eval '[ -n "$victim" ] && [ $rc = 143 ] && grep -q "^saved .*term at step" $W/term.out'
 check "... and the run resumes from there" "$GPT2_MPI" eval --model $W/term --data $TOK -B 2 -T 16 --batches 2
+
+# Ranks started with different flags or data (mpirun's colon form gives each rank its own command line) stop
+# with an error saying they disagree, never hang: timeout is only a guard.
+cp $TOK $W/other.bin && printf '\x07\x00' | dd of=$W/other.bin bs=1 seek=2000 conv=notrunc status=none
+G=(train --vocab 1000 --layers 2 --heads 2 --seq-len 32 -T 16 --val "" --sample-tokens 0)
+disagree() {  # disagree WHAT RANK0_FLAGS RANK1_FLAGS
+    timeout -k 10 120 "${MPIRUN[@]}" -np 1 "$GPT2_MPI" "${G[@]}" $2 : -np 1 "$GPT2_MPI" "${G[@]}" $3 >$W/dis.out 2>&1
+    local rc=$?
+    if [ $rc != 0 ] && [ $rc != 124 ] && grep -q "^error: .*disagree" $W/dis.out; then
+        pass "ranks given different $1 stop with an error saying they disagree (exit $rc)"
+    else
+        fail "ranks given different $1 stop with an error saying they disagree (exit $rc)"
+        grep -v "^ *$" $W/dis.out | tail -3 | sed "s/^/    /"
+    fi
+}
+same="--train $TOK --channels 32 -B 2 --steps 5 --seed 1"
+disagree --steps "$same" "--train $TOK --channels 32 -B 2 --steps 6 --seed 1"
+disagree --channels "$same" "--train $TOK --channels 16 -B 2 --steps 5 --seed 1"
+disagree -B "$same" "--train $TOK --channels 32 -B 4 --steps 5 --seed 1"
+disagree --seed "$same" "--train $TOK --channels 32 -B 2 --steps 5 --seed 2"
+disagree "--train data" "$same" "--train $W/other.bin --channels 32 -B 2 --steps 5 --seed 1"
+
+# A checkpoint a 2-rank run saved resumes only under 2 ranks: one process would take other batches.
+cp -r $W/r $W/r1
+check_error "a 2-rank checkpoint resumed by one process is refused" "2 ranks" "$GPT2_MPI" train --resume $W/r1 --steps 25
 summary

@@ -41,11 +41,15 @@ static void run_fatal_cleanups() {
     }
 }
 
+// One write per line, so the lines of processes sharing stderr (MPI ranks) do not interleave.
 static void vprint_error(const char* fmt, va_list ap) {
     fflush(stdout);
-    fputs("error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    char line[4096];
+    int n = snprintf(line, sizeof(line), "error: ");
+    n += vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+    n = std::min(n, (int)sizeof(line) - 2);
+    line[n] = '\n';
+    fwrite(line, 1, (size_t)n + 1, stderr);
 }
 
 void fatal(const char* fmt, ...) {

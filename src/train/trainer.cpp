@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <cstdio>
 
@@ -107,6 +108,8 @@ StepStats train_step(Trainer* t, int step) {
         const bool send = world > 1 && micro == o.accum - 1;
         gpt2_backward(&t->model, 1.0f / ((float)o.accum * world), send ? send_layer : std::function<void(int)>());
     }
+    static const char* nan_rank = getenv("GPT2_TEST_NAN_ON_RANK");  // fault injection for tests/mpi.sh
+    if (nan_rank && atoi(nan_rank) == dist_rank() && step == 0) loss = std::nan("");
     if (world > 1) {
         for (size_t i = t->model.cfg.num_layers; i < buckets.size(); i++)
             dist_sum_start(grads + buckets[i].first, buckets[i].second - buckets[i].first);

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# cli_rules.sh: the rules that keep outputs and signals safe by construction, enforced on src/: only
+# src/base/publish.cpp opens a file for writing (staged with O_EXCL|O_NOFOLLOW, locked, checked for kind),
+# only src/base/stop.cpp installs signal handlers. The checker is tried on made-up trees first, so it is
+# seen to find each kind of raw write, then run on src/.
+source "$(dirname "$0")/lib.sh"
+T=$TEST_TMP
+
+# --- the write rule: only src/base/publish.cpp writes files, only src/base/stop.cpp handles signals -------------
+# write_rule DIR: prints FILE:LINE: WHAT for each file under DIR (C++ sources) but base/publish.cpp that opens a
+# file for writing (fopen with a mode of w, a or + or not a literal, freopen, ofstream/fstream, creat, open or
+# openat with O_WRONLY, O_RDWR or O_CREAT), and each but base/stop.cpp that calls signal or sigaction; fails if any.
+write_rule() {
+    find "$1" -type f \( -name '*.cpp' -o -name '*.h' -o -name '*.cc' -o -name '*.hpp' \) | sort | perl -e '
+        my ($root, $bad) = ($ARGV[0], 0);
+        my $args = qr/(\((?:[^()"]++|"(?:[^"\\]|\\.)*"|(?-1))*\))/;
+        while (my $file = <STDIN>) {
+            chomp $file; open(my $h, "<", $file) or die "$file: $!"; local $/; my $src = <$h>;
+            (my $rel = $file) =~ s{^\Q$root\E/*}{};
+            # comments and #include lines become blanks (newlines kept, so line numbers stay), string and
+            # character literals "N", N indexing @lit (so no call is seen inside one)
+            my @lit;
+            $src =~ s{("(?:[^"\\\n]|\\.)*"|\x27(?:[^\x27\\\n]|\\.)*\x27)|(//[^\n]*|/\*.*?\*/|^[ \t]*#[ \t]*include[^\n]*)}
+                     {defined $1 ? do { push @lit, $1; "\"$#lit\"" } : ($2 =~ tr/\n//cdr)}gsme;
+            my @hits;
+            my $at = sub { my $n = 1 + (substr($src, 0, $_[0]) =~ tr/\n//); push @hits, [$n, "$file:$n: $_[1]"]; };
+            if ($rel ne "base/publish.cpp") {
+                while ($src =~ /\bfopen\s*$args/g) {
+                    my $p = $-[0]; my @ids = $1 =~ /"(\d+)"/g;  # the mode: the last literal
+                    $at->($p, "fopen for writing") if !@ids || $lit[$ids[-1]] =~ /[wa+]/;
+                }
+                while ($src =~ /\b(?:freopen|creat)\s*\(/g) { $at->($-[0], "freopen or creat") }
+                while ($src =~ /\b(?:w?ofstream|w?fstream|basic_o?fstream)\b/g) { $at->($-[0], "ofstream or fstream") }
+                while ($src =~ /\b(?:open|openat)\s*$args/g) {
+                    my ($p, $call) = ($-[0], $1); $at->($p, "open for writing") if $call =~ /\bO_(?:WRONLY|RDWR|CREAT)\b/;
+                }
+            }
+            if ($rel ne "base/stop.cpp") {
+                while ($src =~ /\b(?:signal|sigaction)\s*\(/g) { $at->($-[0], "signal handler") }
+            }
+            print "$_->[1]\n" for sort { $a->[0] <=> $b->[0] } @hits; $bad += @hits;
+        }
+        exit($bad ? 1 : 0);' "$1"
+}
+mkdir -p $T/rule/src/base $T/rule/src/cli
+cat >$T/rule/src/base/publish.cpp <<'EOF'
+int publish(const char* p) { FILE* f = fopen(p, "w"); int fd = open(p, O_WRONLY | O_CREAT, 0644); return fd; }
+EOF
+cat >$T/rule/src/base/stop.cpp <<'EOF'
+void stop_install() { struct sigaction sa = {}; sigaction(SIGINT, &sa, nullptr); signal(SIGPIPE, SIG_IGN); }
+EOF
+cat >$T/rule/src/cli/reads.cpp <<'EOF'
+#include <fstream>
+// fopen(p, "w") in a comment, and /* std::ofstream out(p); */
+void reads(const char* p) {
+    FILE* f = path == "-" ? stdin : fopen(p, "rb");
+    if (!(f = fopen(p, "rb"))) fatal("cannot open %s for writing a+", p);
+    int fd = ::open(p, O_RDONLY | O_NONBLOCK);
+    std::ifstream in(p);
+    fatal("fopen(p, \"w\") and open(p, O_CREAT)");
+    struct sigaction old;
+}
+EOF
+check "the write rule passes a tree that writes only in publish.cpp and handles signals only in stop.cpp" \
+    write_rule $T/rule/src
+cp $T/rule/src/cli/reads.cpp $T/rule/reads.cpp && echo '    FILE* g = fopen(p, "w");' >>$T/rule/src/cli/reads.cpp
+write_rule $T/rule/src >$T/rule.out
+check "... and fails once a raw fopen(p, \"w\") is added to another file, naming its line" \
+    test $? -eq 1 -a "$(cat $T/rule.out)" = "$T/rule/src/cli/reads.cpp:11: fopen for writing"
+cp $T/rule/reads.cpp $T/rule/src/cli/reads.cpp
+cat >$T/rule/src/cli/writes.cpp <<'EOF'
+void writes(const char* p, const char* mode) {
+    FILE* a = fopen(p, "ab"); FILE* b = fopen(p, "r+"); FILE* c = fopen(p, mode);
+    freopen("x", "r", stdout); std::ofstream o(p); std::fstream io(p); int d = creat(p, 0644);
+    int e = open(p,
+                 O_RDWR);
+    int g = openat(AT_FDCWD, p, O_CREAT | O_EXCL, 0600);
+    std::signal(SIGINT, on_int);
+    sigaction(SIGTERM, &sa, nullptr);
+}
+EOF
+write_rule $T/rule/src >$T/rule.out
+if [ "$(cut -d: -f2 $T/rule.out | tr '\n' ' ')" = "2 2 2 3 3 3 3 4 6 7 8 " ]; then
+    pass "... and finds each kind of write and signal call"
+else
+    fail "... and finds each kind of write and signal call (expected 11 on lines 2 2 2 3 3 3 3 4 6 7 8)"
+    sed 's/^/    /' $T/rule.out
+fi
+cp -r src $T/rule/copy && echo 'static FILE* raw(const char* p) { return fopen(p, "w"); }' >>$T/rule/copy/cli/main.cpp
+write_rule $T/rule/copy >$T/rule.out
+check "... and a raw fopen(p, \"w\") added to a scratch copy of src/cli/main.cpp is found on its line" \
+    grep -qx "$T/rule/copy/cli/main.cpp:$(wc -l <$T/rule/copy/cli/main.cpp): fopen for writing" $T/rule.out
+write_rule src >$T/rule.out
+check "src/: only base/publish.cpp opens files for writing, only base/stop.cpp calls signal or sigaction" \
+    test ! -s $T/rule.out
+sed 's/^/    /' $T/rule.out
+summary

@@ -75,7 +75,7 @@ run hs --hellaswag-scores $T/scores.jsonl
 check "eval --hellaswag-scores writes a new scores file" test "$rc" -eq 0 -a "$(wc -l <$T/scores.jsonl)" -eq 2
 echo "my notes" >$T/notes.txt
 cp -r $T/hm $T/ckpt
-mknod $T/dev c 1 3 2>/dev/null || echo "skip the device node case: mknod needs root"
+mknod $T/dev c 1 3 2>/dev/null || skip "the device node case: mknod needs root"
 ln -s notes.txt $T/link_notes.jsonl
 cp $T/scores.jsonl $T/old_scores.jsonl && ln -s old_scores.jsonl $T/link_scores.jsonl
 # refuse_scores NAME PHRASE PATH [FILE [INPUT]]: scoring INPUT (hs.jsonl) into PATH is refused before scoring
@@ -189,7 +189,7 @@ error_is "a shard rewritten in place (same size, ids out of range) during traini
 
 # --- D4: generate --interactive refuses an over-long line in bounded memory and answers the next one ----------
 if ldd "$GPT2" 2>/dev/null | grep -q libasan; then
-    echo "skip generate --interactive under ulimit -v: AddressSanitizer reserves more address space than any limit allows"
+    skip "generate --interactive under ulimit -v: AddressSanitizer reserves more address space than any limit allows"
 else
     { head -c 300000000 /dev/zero | tr '\0' a; echo; echo hello; } |
         (ulimit -v 4000000; exec timeout 300 "$GPT2" generate --model $T/hm --tokenizer "$TOK_DIR" --interactive -n 5) \

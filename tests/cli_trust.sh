@@ -102,13 +102,13 @@ check_error "eval with a batch larger than memory" "not enough memory (activatio
 # a context of 2^20 positions: 512 layers of 8 channels make its KV cache 32 GB, far past the machine
 "$GPT2" train --train $TOK --vocab 1000 --layers 512 --heads 8 --channels 8 --seq-len 1048576 -B 1 -T 4 --steps 0 \
     --sample-tokens 0 --out $T/deep >/dev/null
-check_error "generate -n past memory on a long-context model" "not enough memory (KV cache of 1048576 positions" \
+check_error "generate -n past memory on a long-context model" "not enough memory (the KV cache for --max-tokens 1048576)" \
     "$GPT2" generate --model $T/deep --prompt-ids 1 --ids -n 1048576
 rm -rf $T/deep
 "$GPT2" train --train $TOK --vocab 1000 --layers 1 --heads 64 --channels 64 --seq-len 8192 -B 1 -T 4 --steps 0 \
     --sample-tokens 0 --out $T/long >/dev/null
 if ldd "$GPT2" 2>/dev/null | grep -q libasan; then
-    echo "skip generate under ulimit -v: AddressSanitizer reserves more address space than any limit allows"
+    skip "generate under ulimit -v: AddressSanitizer reserves more address space than any limit allows"
 else
     check "generate sizes its scratch by the prompt, not the square of the length (4000 tokens in 2 GB)" \
         bash -c "ulimit -v 2000000; '$GPT2' generate --model $T/long --prompt-ids 1 --ids -n 4000 --top-k 1 | wc -w | grep -qx 4000"

@@ -6,11 +6,14 @@ set -u
 GPT2=${GPT2:-./gpt2}
 TESTS_PASSED=0
 TESTS_FAILED=0
+TESTS_SKIPPED=0
 TEST_TMP=$(mktemp -d)
 trap 'rm -rf "$TEST_TMP"' EXIT
 
 pass() { TESTS_PASSED=$((TESTS_PASSED + 1)); echo "ok   $1"; }
 fail() { TESTS_FAILED=$((TESTS_FAILED + 1)); echo "FAIL $1"; }
+# skip NAME: REASON: a test that cannot run here (counted as skipped, never as passed).
+skip() { TESTS_SKIPPED=$((TESTS_SKIPPED + 1)); echo "skip $1"; }
 
 # check NAME CMD...: passes when CMD exits 0.
 check() {
@@ -36,7 +39,7 @@ check_error() {
 mark_staging() { printf 'gpt2.cpp staging directory\n' >"$1/.gpt2-staging"; }
 
 summary() {
-    echo "$TESTS_PASSED passed, $TESTS_FAILED failed"
+    echo "$TESTS_PASSED passed, $TESTS_FAILED failed, $TESTS_SKIPPED skipped"
     [ "$TESTS_FAILED" -eq 0 ]
 }
 

@@ -55,7 +55,7 @@ if grep -q avx512_bf16 /proc/cpuinfo; then
     sort -k3 -g "$TEST_TMP/out" | grep ' cos ' | head -3
     grep -E '^(loss|adamw)' "$TEST_TMP/out"
 else
-    echo "skip 124M --precision bf16: this CPU has no AVX512_BF16"
+    skip "124M --precision bf16: this CPU has no AVX512_BF16"
 fi
 rm -rf "$W/124m"
 

@@ -1,9 +1,10 @@
 # suite.sh: sourced by run.sh and check.sh. run_suite NAME CMD... runs one suite, echoes its output and
-# adds its closing `N passed, N failed` line to the totals (a suite without one, or one that exits
+# adds its closing `N passed, N failed[, N skipped]` line to the totals (a suite without one, or one that exits
 # non-zero while reporting no failure, counts as a failure); suite_total prints the grand total and
 # returns non-zero on any failure.
 total_passed=0
 total_failed=0
+total_skipped=0
 suite_log=$(mktemp)
 trap 'rm -f "$suite_log"' EXIT
 
@@ -11,15 +12,17 @@ run_suite() {
     local name=$1; shift
     echo "== $name"
     "$@" 2>&1 | tee "$suite_log"
-    local rc=${PIPESTATUS[0]} line p f
-    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$suite_log" | tail -1)
+    local rc=${PIPESTATUS[0]} line p f s
+    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' "$suite_log" | tail -1)
     if [ -z "$line" ]; then
         echo "FAIL $name: no summary line (exit $rc)"
         total_failed=$((total_failed + 1))
         return
     fi
     p=$(echo "$line" | cut -d' ' -f1)
-    f=$(echo "$line" | cut -d' ' -f3)
+    f=$(echo "$line" | cut -d' ' -f3 | tr -d ,)
+    s=$(echo "$line" | sed -n 's/.*, \([0-9]*\) skipped$/\1/p')
+    total_skipped=$((total_skipped + ${s:-0}))
     total_passed=$((total_passed + p))
     total_failed=$((total_failed + f))
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
@@ -29,6 +32,6 @@ run_suite() {
 }
 
 suite_total() {
-    echo "$total_passed passed, $total_failed failed"
+    echo "$total_passed passed, $total_failed failed, $total_skipped skipped"
     [ "$total_failed" -eq 0 ]
 }

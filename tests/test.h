@@ -1,6 +1,8 @@
 // test.h: a minimal test registry. TEST(name) { ... } registers a function; CHECK(cond) and
-// CHECK_NEAR(a, b, tol) record a failure with file:line and keep going. tests/test_main.cpp runs every
-// registered test (or those whose name contains argv[1]) and prints `N passed, N failed`.
+// CHECK_NEAR(a, b, tol) record a failure with file:line and keep going; SKIP(reason) ends a test that
+// cannot run here (no AVX512_BF16, a busy machine), which is counted as skipped, never as passed.
+// tests/test_main.cpp runs every registered test (or those whose name contains argv[1]) and prints
+// `N passed, N failed, N skipped`.
 #pragma once
 #include <cmath>
 #include <cstdio>
@@ -13,7 +15,14 @@ struct TestCase {
     void (*fn)();
 };
 std::vector<TestCase>& test_registry();
-extern int g_test_failures;  // failures recorded in the running test
+extern int g_test_failures;     // failures recorded in the running test
+extern std::string g_test_skip;  // why the running test skipped itself, or empty
+
+#define SKIP(reason)         \
+    do {                     \
+        g_test_skip = reason; \
+        return;              \
+    } while (0)
 
 struct TestRegistrar {
     TestRegistrar(const char* name, void (*fn)()) { test_registry().push_back({name, fn}); }

@@ -143,10 +143,7 @@ TEST(bf16_round_is_nearest_even_and_vector_matches_scalar) {
 }
 
 TEST(gemm_bf16_matches_its_reference_on_odd_shapes) {
-    if (!bf16_supported()) {
-        printf("  (skipped: this CPU has no AVX512_BF16)\n");
-        return;
-    }
+    if (!bf16_supported()) SKIP("this CPU has no AVX512_BF16");
     struct Shape {
         int M, N, K;
     } shapes[] = {{1, 1, 1},      {7, 13, 1},   {37, 45, 300},    {256, 33, 17},   {9, 50257, 5},
@@ -188,10 +185,7 @@ TEST(gemm_bf16_matches_its_reference_on_odd_shapes) {
 }
 
 TEST(matvec_bf16_matches_its_reference) {
-    if (!bf16_supported()) {
-        printf("  (skipped: this CPU has no AVX512_BF16)\n");
-        return;
-    }
+    if (!bf16_supported()) SKIP("this CPU has no AVX512_BF16");
     for (int IC : {1, 31, 70, 768, 3072}) {
         const int OC = 37;
         std::vector<float> x = randn(IC, 1), W = randn((size_t)OC * IC, 2), b = randn(OC, 3);
@@ -470,10 +464,7 @@ TEST(attention_fast_matches_reference) {
 
 TEST(attention_bf16_stays_close_to_fp32) {
     // Attention's products through the bf16 gemm: the result moves by bf16's rounding (u = 2^-8), not more.
-    if (!bf16_supported()) {
-        printf("  (skipped: this CPU has no AVX512_BF16)\n");
-        return;
-    }
+    if (!bf16_supported()) SKIP("this CPU has no AVX512_BF16");
     const int B = 2, T = 130, C = 128, NH = 2, N = B * T;
     std::vector<float> qkv = randn((size_t)N * 3 * C, 11, 2.0f), dout = randn((size_t)N * C, 12);
     std::vector<float> out((size_t)N * C), oref(out.size()), lse((size_t)B * NH * T), lref(lse.size());

@@ -103,7 +103,7 @@ BENCH(busy_124m) {
     all = omp_get_max_threads();
 #endif
     GPT2 model;
-    gpt2_build(&model, config_make(1024, 50257, 12, 12, 768), "bench");
+    gpt2_build(&model, config_make(1024, 50257, 12, 12, 768));
     gpt2_enable_training(&model);
     gpt2_init_random(&model, 1);
     Rng rng(2);

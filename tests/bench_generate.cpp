@@ -43,7 +43,7 @@ DecodeSpeed bench_decode(GPT2& model, int prompt_len) {
 
 BENCH(decode_124m) {
     GPT2 model;
-    gpt2_build(&model, config_make(1024, 50257, 12, 12, 768), "bench");
+    gpt2_build(&model, config_make(1024, 50257, 12, 12, 768));
     gpt2_init_random(&model, 1);
     double fp32_tok_s = 0;
     for (Precision prec : {Precision::kFp32, Precision::kBf16}) {

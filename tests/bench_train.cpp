@@ -97,7 +97,7 @@ struct StepTimes {
 
 StepTimes bench_step(int B, int T, int steps, Precision prec = Precision::kFp32) {
     GPT2 model;
-    gpt2_build(&model, config_make(1024, 50257, 12, 12, 768), "bench");
+    gpt2_build(&model, config_make(1024, 50257, 12, 12, 768));
     gpt2_enable_training(&model);
     gpt2_init_random(&model, 1);
     gpt2_set_precision(&model, prec);

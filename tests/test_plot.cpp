@@ -1,7 +1,7 @@
 // test_plot.cpp: the loss plot: a valid PNG of the stated size (signature and IHDR), written atomically,
 // with both series' colours present in the rendered image, each run of several in its own colour with its
 // own legend row, and no crash on the edge cases (empty series, one point, NaN/Inf, constant loss, huge
-// values). Also log_read, which reads --log files back for `gpt2 plot`.
+// values). Also run_log_read, which reads --log files back for `gpt2 plot`.
 #include <unistd.h>
 
 #include <cmath>
@@ -205,7 +205,7 @@ TEST(log_read_points_sorted_last_wins) {
         "{\"step\":0,\"loss\":6}";        // no final newline
     const OutputKind any = {"a test file", [](const std::string&) { return true; }};
     output_write(path, "test", any, {{text.data(), text.size()}});
-    LossHistory hist = log_read(path);
+    LossHistory hist = run_log_read(path);
     CHECK(hist.train.size() == 4);
     if (hist.train.size() == 4) {
         CHECK(hist.train[0].first == 0 && hist.train[0].second == 6.0f);
@@ -215,9 +215,9 @@ TEST(log_read_points_sorted_last_wins) {
     }
     CHECK(hist.val.size() == 1 && hist.val[0].first == 2 && hist.val[0].second == 5.25f);
     const std::string val_only = "{\"step\":50,\"val_loss\":3.5}\n{\"step\":100,\"val_loss\":3.25}\n";
-    inputs_forget();  // log_read made it an input; this test rewrites it
+    inputs_forget();  // run_log_read made it an input; this test rewrites it
     output_write(path, "test", any, {{val_only.data(), val_only.size()}});
-    hist = log_read(path);
+    hist = run_log_read(path);
     CHECK(hist.train.empty() && hist.val.size() == 2);
     unlink(path.c_str());
 }

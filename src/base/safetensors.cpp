@@ -1,5 +1,6 @@
 // safetensors.cpp: see safetensors.h. Format reference: huggingface/safetensors README.
 #include "base/safetensors.h"
+#include "base/half.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -187,61 +188,6 @@ void safetensors_load(SafeTensors* st, const std::string& path, bool header_only
         fatal("corrupt safetensors file (%s): %s", path.c_str(), err.c_str());
 }
 
-float fp16_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1F, mant = h & 0x3FF, bits;
-    if (exp == 0) {
-        if (mant == 0) {
-            bits = sign;
-        } else {  // subnormal: renormalise
-            exp = 127 - 15 + 1;
-            while (!(mant & 0x400)) {
-                mant <<= 1;
-                exp--;
-            }
-            bits = sign | exp << 23 | (mant & 0x3FF) << 13;
-        }
-    } else if (exp == 31) {
-        bits = sign | 0x7F800000u | mant << 13;
-    } else {
-        bits = sign | (exp + 127 - 15) << 23 | mant << 13;
-    }
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
-float bf16_to_f32(uint16_t h) {
-    uint32_t bits = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
-uint16_t f32_to_bf16(float x) {
-    uint32_t bits;
-    memcpy(&bits, &x, 4);
-    if ((bits & 0x7F800000u) == 0x7F800000u && (bits & 0x7FFFFFu)) return (uint16_t)((bits >> 16) | 0x40);  // NaN
-    bits += 0x7FFFu + ((bits >> 16) & 1);  // round to nearest even
-    return (uint16_t)(bits >> 16);
-}
-
-uint16_t f32_to_fp16(float x) {
-    uint32_t bits;
-    memcpy(&bits, &x, 4);
-    const uint16_t sign = (uint16_t)((bits >> 16) & 0x8000);
-    const uint32_t abs = bits & 0x7FFFFFFFu;
-    if (abs >= 0x7F800000u) return sign | (abs > 0x7F800000u ? 0x7E00 : 0x7C00);  // NaN, Inf
-    if (abs >= 0x477FF000u) return sign | 0x7C00;                                 // rounds past 65504: overflow to Inf
-    int exp = (int)(abs >> 23) - 127 + 15;
-    uint32_t mant = (abs & 0x7FFFFF) | 0x800000;  // with the implicit bit
-    int shift = exp >= 1 ? 13 : 13 + (1 - exp);   // subnormals lose more bits
-    if (shift > 24) return sign;                  // below half the smallest subnormal
-    uint32_t half = mant >> shift, rest = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
-    if (rest > mid || (rest == mid && (half & 1))) half++;  // to nearest even; may carry into the exponent
-    if (exp >= 1) return sign | (uint16_t)((((uint32_t)exp << 10) + half - 0x400));
-    return sign | (uint16_t)half;
-}
-
 namespace {
 
 // n values of `dtype` at src widened to fp32 as PyTorch does; false for a dtype it cannot read.
@@ -252,7 +198,7 @@ bool widen(const uint8_t* src, const std::string& dtype, size_t n, float* out) {
         for (size_t i = 0; i < n; i++) {
             uint16_t h;
             memcpy(&h, src + 2 * i, 2);
-            out[i] = dtype == "F16" ? fp16_to_f32(h) : bf16_to_f32(h);
+            out[i] = dtype == "F16" ? fp16_to_float(h) : bf16_to_float(h);
         }
     } else if (dtype == "F64") {
         for (size_t i = 0; i < n; i++) {

@@ -55,8 +55,3 @@ struct StWriteItem {
 void safetensors_write(const std::string& path, const std::vector<StWriteItem>& items,
                        const std::vector<std::pair<std::string, std::string>>& metadata);
 
-// Exact widening, and narrowing with round-to-nearest-even (as PyTorch's .half() / .bfloat16()).
-float fp16_to_f32(uint16_t h);
-float bf16_to_f32(uint16_t h);
-uint16_t f32_to_fp16(float x);
-uint16_t f32_to_bf16(float x);

@@ -175,6 +175,18 @@ int cmd_compare(int argc, char** argv) {
     Reference ref;
     if (llmc_state_detect(head.data(), head.size())) load_llmc(&ref, ref_path, cfg);
     else load_ours(&ref, ref_path, cfg);
+    if (ref.B < 1 || ref.T < 1 || ref.T > cfg.max_seq_len)
+        fatal("bad tensor x in %s: expected (B, T) with B >= 1 and 1 <= T <= %d (the model's context), got (%d, %d)",
+              ref_path.c_str(), cfg.max_seq_len, ref.B, ref.T);
+    memory_check(gpt2_acts_bytes(cfg, ref.B, ref.T, true) + 3 * gpt2_params_bytes(cfg),
+                 "gradients, AdamW state and activations for the dump's B=" + std::to_string(ref.B) +
+                     ", T=" + std::to_string(ref.T),
+                 "");
+    for (const std::vector<int>* ids : {&ref.x, &ref.y})
+        for (size_t i = 0; i < ids->size(); i++)
+            if ((*ids)[i] < 0 || (*ids)[i] >= cfg.vocab_size)
+                fatal("bad tensor %s in %s: token %d at index %zu, expected 0..%d (the model's vocabulary)",
+                      ids == &ref.x ? "x" : "y", ref_path.c_str(), (*ids)[i], i, cfg.vocab_size - 1);
     const int B = ref.B, T = ref.T, V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
     printf("reference: %s dump, B=%d, T=%d\n", ref.kind.c_str(), B, T);
 

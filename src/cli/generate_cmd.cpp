@@ -53,6 +53,9 @@ std::vector<int> read_prompt(const CliArgs& args, Tokenizer* tok, const GPT2Conf
         for (int id : prompt)
             if (id >= cfg.vocab_size)
                 fatal("token id %d out of range (--prompt-ids): expected 0..%d", id, cfg.vocab_size - 1);
+        if ((int)prompt.size() > cfg.max_seq_len)
+            fatal("prompt too long (--prompt-ids): %zu tokens, expected at most the model's context of %d",
+                  prompt.size(), cfg.max_seq_len);
     } else if (args.has("prompt") || args.has("prompt-file")) {
         const char* flag = args.has("prompt") ? "--prompt" : "--prompt-file";
         std::string text = args.has("prompt") ? args.str("prompt") : text_read(args.str("prompt-file"), 64 << 20);
@@ -61,6 +64,9 @@ std::vector<int> read_prompt(const CliArgs& args, Tokenizer* tok, const GPT2Conf
         std::string err = encode_prompt(tok, text, cfg, &prompt);
         if (!err.empty()) fatal("%s (%s)", err.c_str(), flag);
     } else {
+        if (kTokenizerEot >= cfg.vocab_size)
+            fatal_hint("give --prompt-ids", "no prompt for a model without <|endoftext|>: its vocabulary has %d tokens, "
+                       "expected more than %d to start from it", cfg.vocab_size, kTokenizerEot);
         prompt = {kTokenizerEot};
     }
     return prompt;
@@ -121,6 +127,7 @@ void run_samples(const GPT2& model, const Tokenizer& tok, const std::vector<int>
         printf("\n");
         if (fflush(stdout) != 0) fatal("cannot write standard output: %s", strerror(errno));
         if (stats.stop == GenerateStop::kCancelled) break;
+        if (stats.stop == GenerateStop::kNonFinite) fatal("%s", generate_nonfinite_message(stats).c_str());
         if (stats.stop == GenerateStop::kStopToken) fprintf(stderr, "stopped: <|endoftext|>\n");
         else fprintf(stderr, "stopped: --max-tokens %d reached\n", opts.max_tokens);
         if (stats.slides)
@@ -186,6 +193,9 @@ int cmd_generate(int argc, char** argv) {
     GPT2 model;
     checkpoint_load(&model, args.str("model"), cli_heads(args));
     gpt2_set_precision(&model, cli_precision(args));
+    // the cache for the longest prompt there can be (the context) and --max-tokens
+    memory_check(generate_memory_bytes(model.cfg, model.cfg.max_seq_len, opts.max_tokens),
+                 "the KV cache for --max-tokens " + std::to_string(opts.max_tokens), "generate fewer tokens");
     Tokenizer tok;
     if (need_tokenizer)
         tokenizer_load_for_model(&tok, args.has("tokenizer") ? args.str("tokenizer") : "", model.cfg.vocab_size, "");

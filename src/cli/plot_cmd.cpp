@@ -9,7 +9,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "train/plot.h"
-#include "train/trainer.h"
+#include "train/run_log.h"
 
 namespace {
 
@@ -73,7 +73,7 @@ int cmd_plot(int argc, char** argv) {
 
     std::vector<PlotRun> runs;
     for (size_t i = 0; i < logs.size(); i++) {
-        const LossHistory h = log_read(logs[i]);
+        const LossHistory h = run_log_read(logs[i]);
         runs.push_back({labels[i], h.train, h.val});
     }
     plot_losses(out, runs, width, height, "--out (plot)");

@@ -21,6 +21,7 @@
 #include "model/model.h"
 #include "text/tokenizer.h"
 #include "train/plot.h"
+#include "train/evaluate.h"
 #include "train/trainer.h"
 
 namespace {
@@ -110,10 +111,9 @@ std::vector<std::pair<std::string, std::string>> run_flags(const CliArgs& args, 
 // Prints what training will allocate and stops before allocating if the machine does not have it.
 void check_memory(const GPT2Config& cfg, int B, int T) {
     const double mib = 1024.0 * 1024.0;
-    size_t params = layout_params_size(layout_params(cfg)) * sizeof(float);
+    const double params = gpt2_params_bytes(cfg);
     // activations and their gradients (layout.h: the gradients leave out the caches and the logits)
-    size_t acts =
-        (layout_params_size(layout_acts(cfg, B, T)) + layout_params_size(layout_acts(cfg, B, T, true))) * sizeof(float);
+    const double acts = gpt2_acts_bytes(cfg, B, T, true);
     double total = 4.0 * params + acts;  // params, grads, AdamW m and v; activations
     printf("memory: %.0f MiB (parameters, gradients and AdamW state %.0f MiB, activations %.0f MiB)\n", total / mib,
            4 * params / mib, acts / mib);
@@ -148,11 +148,11 @@ void build_model(GPT2* model, const CliArgs& args, const std::string& resume_dir
     GPT2Config cfg = config_make(args.integer_in("seq-len", 1, 1 << 20), args.integer_in("vocab", 1, 65536),
                                  args.integer_in("layers", 1, 1000), args.integer_in("heads", 1, 65536),
                                  args.integer_in("channels", 1, 65536));
-    config_validate(cfg, "train flags");
+    if (const std::string bad = config_check(cfg, "train flags"); !bad.empty()) fatal("%s", bad.c_str());
     if (T > cfg.max_seq_len)
         fatal("bad value for -T (train): expected <= --seq-len %d (the model's context), got %d", cfg.max_seq_len, T);
     check_memory(cfg, B, T);
-    gpt2_build(model, cfg, "train flags");
+    gpt2_build(model, cfg);
     gpt2_init_random(model, seed);
 }
 
@@ -401,6 +401,8 @@ int cmd_eval(int argc, char** argv) {
     gpt2_set_precision(&model, cli_precision(args));
     if (T > model.cfg.max_seq_len)
         fatal("bad value for -T (eval): expected <= %d (the model's context), got %d", model.cfg.max_seq_len, T);
+    memory_check(gpt2_acts_bytes(model.cfg, B, T, false), "activations for -B " + std::to_string(B) + " -T " +
+                 std::to_string(T), "lower -B or -T");
     DataLoader dl;
     dataloader_init(&dl, args.str("data"), "--data", model.cfg.vocab_size, B, T, false, 0);
     size_t available = dataloader_num_batches(dl);
@@ -410,10 +412,10 @@ int cmd_eval(int argc, char** argv) {
     double loss;
     if (all) {
         size_t tokens = 0;
-        loss = trainer_evaluate_file(&model, &dl, &tokens);
+        loss = evaluate_every_token(&model, &dl, &tokens);
         printf("tokens %zu (all of %s after the first, each predicted once)\n", tokens, args.str("data").c_str());
     } else {
-        loss = trainer_evaluate(&model, &dl, (size_t)batches);
+        loss = evaluate_batches(&model, &dl, (size_t)batches);
         printf("batches %d of %d x %d tokens\n", batches, B, T);
     }
     if (!std::isfinite(loss))

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "base/json.h"
+#include "base/half.h"
 #include "base/publish.h"
 #include "base/util.h"
 #include "io/llmc.h"
@@ -92,7 +93,7 @@ GPT2Config checkpoint_read_hf_config(const std::string& path) {
         config_make(config_int(root, "n_positions", "n_ctx", path), config_int(root, "vocab_size", nullptr, path),
                     config_int(root, "n_layer", nullptr, path), config_int(root, "n_head", nullptr, path),
                     config_int(root, "n_embd", nullptr, path));
-    config_validate(cfg, path.c_str());
+    if (const std::string bad = config_check(cfg, path.c_str()); !bad.empty()) fatal("%s", bad.c_str());
     check_config_math(root, path, cfg.channels);
     return cfg;
 }
@@ -160,7 +161,8 @@ void load_from_safetensors(GPT2* model, const GPT2Config& cfg, const SafeTensors
                            CheckpointInfo* info) {
     const std::string prefix = hf_prefix(st);
     info->dtype = check_hf_header(st, prefix, cfg);
-    gpt2_build(model, cfg, where);
+    memory_check(gpt2_params_bytes(cfg), std::string("parameters of ") + where, "use a smaller model");
+    gpt2_build(model, cfg);
     checkpoint_unpack_hf(st, prefix, cfg, model->params.data());
     if (const StTensor* s = st.find("lm_head.weight")) {
         std::vector<float> w = safetensors_read_f32(st, *s);
@@ -185,7 +187,7 @@ GPT2Config infer_config(const SafeTensors& st, int heads_override) {
         fatal_hint("pass --heads", "cannot infer the head count of %s: channels %d is not a multiple of 64",
                    st.path.c_str(), C);
     GPT2Config cfg = config_make((int)wpe->shape[0], (int)wte->shape[0], layers, heads, C);
-    config_validate(cfg, st.path.c_str());
+    if (const std::string bad = config_check(cfg, st.path.c_str()); !bad.empty()) fatal("%s", bad.c_str());
     return cfg;
 }
 
@@ -245,8 +247,10 @@ GPT2Config open_checkpoint(const std::string& path, int heads_override, Checkpoi
             fatal("corrupt llm.c checkpoint (%s): %s", path.c_str(), err.c_str());
         info->format = "llm.c v" + std::to_string(version);
         info->dtype = version == 3 ? "F32" : "BF16";
+        if (const std::string bad = config_check(cfg, path.c_str()); !bad.empty()) fatal("%s", bad.c_str());
         if (model) {
-            gpt2_build(model, cfg, path.c_str());
+            memory_check(gpt2_params_bytes(cfg), "parameters of " + path, "use a smaller model");
+            gpt2_build(model, cfg);
             llmc_read_params(path, cfg, version, file_ino, model->params.data());
         }
         return cfg;
@@ -313,8 +317,8 @@ void checkpoint_save_hf(const GPT2& model, const std::string& dir, const std::st
         for (int64_t d : shape) n *= (size_t)d;  // wte: the real vocabulary only
         narrowed.emplace_back(n);
         for (size_t i = 0; i < n; i++) {
-            narrowed.back()[i] = dtype == "F16" ? f32_to_fp16(src[i]) : f32_to_bf16(src[i]);
-            if (std::isinf(dtype == "F16" ? fp16_to_f32(narrowed.back()[i]) : bf16_to_f32(narrowed.back()[i])))
+            narrowed.back()[i] = dtype == "F16" ? fp16_round(src[i]) : bf16_round(src[i]);
+            if (std::isinf(dtype == "F16" ? fp16_to_float(narrowed.back()[i]) : bf16_to_float(narrowed.back()[i])))
                 fatal_hint("export as f32 or bf16", "value out of %s range (%s): %s[%zu] is %g", dtype.c_str(),
                            dir.c_str(), t.hf_name.c_str(), i, src[i]);
         }

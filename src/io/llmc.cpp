@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "base/safetensors.h"
+#include "base/half.h"
 #include "base/util.h"
 
 namespace {
@@ -89,7 +90,7 @@ bool llmc_parse(const std::vector<uint8_t>& bytes, GPT2Config* cfg, std::vector<
             for (size_t i = 0; i < count; i++) {
                 uint16_t b;
                 memcpy(&b, src + 2 * i, 2);
-                dst[i] = bf16_to_f32(b);
+                dst[i] = bf16_to_float(b);
             }
         }
         src += count * esize;
@@ -119,7 +120,7 @@ void llmc_read_params(const std::string& path, const GPT2Config& cfg, int versio
         for (size_t done = 0; ok && done < count; done += chunk.size()) {
             const size_t n = std::min(chunk.size(), count - done);
             ok = fread(chunk.data(), 2, n, f) == n;
-            for (size_t i = 0; ok && i < n; i++) dst[done + i] = bf16_to_f32(chunk[i]);
+            for (size_t i = 0; ok && i < n; i++) dst[done + i] = bf16_to_float(chunk[i]);
         }
     });
     fclose(f);
@@ -151,8 +152,8 @@ void llmc_save(const GPT2& model, const std::string& path, int version, const ch
             memcpy(dst, src, count * 4);
         } else {
             for (size_t i = 0; i < count; i++) {
-                uint16_t b = f32_to_bf16(src[i]);
-                if (!std::isfinite(bf16_to_f32(b)))
+                uint16_t b = bf16_round(src[i]);
+                if (!std::isfinite(bf16_to_float(b)))
                     fatal("value out of BF16 range (%s): parameter %zu is %g", path.c_str(), offset + i, src[i]);
                 memcpy(dst + 2 * i, &b, 2);
             }

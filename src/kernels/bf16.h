@@ -1,29 +1,14 @@
-// bf16.h: the bfloat16 format (fp32's sign, 8-bit exponent and top 7 mantissa bits) and the one rounding
-// every bf16 path uses: round to nearest, ties to even, NaN kept a (quiet) NaN. The scalar and the 16-lane
-// versions give the same bits; the tests check that. Products of two bf16 values are exact in fp32, so a
+// bf16.h: bf16 for the kernels: the 16-lane version of base/half.h's one rounding (round to nearest, ties to
+// even, NaN kept a quiet NaN; the tests check both give the same bits), and the CPU check for vdpbf16ps. Products of two bf16 values are exact in fp32, so a
 // bf16 matmul differs from fp32 only by this rounding of its operands (and its fp32 summation order).
 #pragma once
 #include <cstdint>
 #include <cstring>
 
+#include "base/half.h"
 #include "kernels/simd.h"
 
 enum class Precision { kFp32, kBf16 };
-
-inline uint16_t bf16_round(float x) {
-    uint32_t u;
-    memcpy(&u, &x, sizeof(u));
-    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((u >> 16) | 0x40);  // NaN: keep it quiet
-    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-}
-inline float bf16_to_float(uint16_t h) {
-    uint32_t u = (uint32_t)h << 16;
-    float x;
-    memcpy(&x, &u, sizeof(x));
-    return x;
-}
-// x rounded to the nearest bf16, as a float.
-inline float bf16_rounded(float x) { return bf16_to_float(bf16_round(x)); }
 
 typedef unsigned int vu16 __attribute__((vector_size(64)));
 

@@ -1,5 +1,6 @@
 // config.h: GPT-2 geometry. Holds sizes only; the parameter layout built from it is in layout.h.
 #pragma once
+#include <string>
 #include <cstddef>
 
 struct GPT2Config {
@@ -16,5 +17,6 @@ struct GPT2Config {
 int config_padded_vocab(int vocab_size);
 // A config with padded_vocab_size filled in.
 GPT2Config config_make(int max_seq_len, int vocab_size, int num_layers, int num_heads, int channels);
-// Checks the geometry; fatal with a one-line error naming `where` (a file or flag) if inconsistent.
-void config_validate(const GPT2Config& cfg, const char* where);
+// Checks the geometry: "" when consistent, else a one-line error naming `where` (a file or flag) for the
+// caller to report.
+std::string config_check(const GPT2Config& cfg, const char* where);

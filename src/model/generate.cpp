@@ -1,7 +1,9 @@
 // generate.cpp: see generate.h.
 #include "model/generate.h"
 
+#include <cassert>
 #include <cmath>
+#include <cstdio>
 
 #include "base/threads.h"
 #include "base/util.h"
@@ -23,13 +25,18 @@ double generate_memory_bytes(const GPT2Config& cfg, int prompt_tokens, int max_t
     return infer_memory_bytes(cfg, len, rows);
 }
 
+std::string generate_nonfinite_message(const GenerateStats& s) {
+    char buf[200];
+    snprintf(buf, sizeof(buf), "non-finite logits at position %d: logit %d is %g; the model's weights or activations overflow",
+             s.bad_position, s.bad_logit, s.bad_value);
+    return buf;
+}
+
 std::vector<int> generate(const GPT2& model, const std::vector<int>& prompt, const GenerateOptions& opts, Rng* rng,
                           const std::function<void(int)>& on_token, GenerateStats* stats) {
     const GPT2Config& cfg = model.cfg;
     const int ctx = cfg.max_seq_len;
-    if (prompt.empty()) fatal("empty prompt: expected at least one token");
-    if ((int)prompt.size() > ctx)
-        fatal("prompt too long: %zu tokens, expected at most the model's context of %d", prompt.size(), ctx);
+    assert(!prompt.empty() && (int)prompt.size() <= ctx && "callers check the prompt against the context");
     GenerateStats local;
     GenerateStats* s = stats ? stats : &local;
     *s = GenerateStats();
@@ -55,12 +62,13 @@ std::vector<int> generate(const GPT2& model, const std::vector<int>& prompt, con
             s->stop = GenerateStop::kCancelled;
             break;
         }
-        for (int v = 0; v < cfg.vocab_size; v++)
-            if (!std::isfinite(logits[v]))
-                fatal(
-                    "non-finite logits at position %d: logit %d is %g; the model's weights or activations "
-                    "overflow",
-                    st.len, v, logits[v]);
+        int bad = 0;
+        while (bad < cfg.vocab_size && std::isfinite(logits[bad])) bad++;
+        if (bad < cfg.vocab_size) {
+            s->stop = GenerateStop::kNonFinite;
+            s->bad_position = st.len, s->bad_logit = bad, s->bad_value = logits[bad];
+            break;
+        }
         int token = sampler_sample(logits.data(), cfg.vocab_size, opts.sampler, rng);
         out.push_back(token);
         seq.push_back(token);

@@ -5,6 +5,7 @@
 // Knows no tokenizer.
 #pragma once
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "base/rng.h"
@@ -19,7 +20,9 @@ struct GenerateOptions {
     std::function<bool()> cancelled;  // asked before each new token: true ends generation (a stop signal)
 };
 
-enum class GenerateStop { kMaxTokens, kStopToken, kCancelled };
+// kNonFinite: the logits held a NaN or infinity (the weights or activations overflow); nothing was sampled
+// from them, and GenerateStats says where.
+enum class GenerateStop { kMaxTokens, kStopToken, kCancelled, kNonFinite };
 
 struct GenerateStats {
     int prompt_tokens = 0;
@@ -28,12 +31,17 @@ struct GenerateStats {
     double decode_s = 0;  // sampling plus the single-position passes and the slides
     int slides = 0;       // tokens predicted from a re-prefilled window (past the context)
     GenerateStop stop = GenerateStop::kMaxTokens;
+    int bad_position = 0, bad_logit = 0;  // kNonFinite: where, and which logit
+    float bad_value = 0;
 };
 
 // Bytes generate() allocates for a prompt of prompt_tokens and max_tokens new ones (the KV cache and the
 // scratch for the prompt's pass, or for a whole window when the sequence will slide).
 double generate_memory_bytes(const GPT2Config& cfg, int prompt_tokens, int max_tokens);
-// Generates after `prompt` (non-empty), calling on_token for each new token as soon as it is chosen.
-// Returns the new tokens. fatal if the prompt does not fit the model's context.
+// Generates after `prompt` (1..the model's context tokens, each in the vocabulary; the caller checks, and
+// checks generate_memory_bytes against the memory it has), calling on_token for each new token as soon as
+// it is chosen. Returns the new tokens; stats->stop says why it ended.
+// The one line a caller prints for GenerateStop::kNonFinite.
+std::string generate_nonfinite_message(const GenerateStats& stats);
 std::vector<int> generate(const GPT2& model, const std::vector<int>& prompt, const GenerateOptions& opts, Rng* rng,
                           const std::function<void(int)>& on_token, GenerateStats* stats);

@@ -1,6 +1,8 @@
 // infer.cpp: see infer.h. Shapes: n new rows, C channels, positions p0..p0+n-1 with p0 = st->len.
 #include "model/infer.h"
 
+#include <cassert>
+
 #include "base/util.h"
 #include "kernels/layers.h"
 
@@ -13,11 +15,7 @@ double infer_memory_bytes(const GPT2Config& cfg, int max_len, int max_rows) {
 
 void infer_init(InferState* st, const GPT2& model, int max_len, int max_rows) {
     const GPT2Config& cfg = model.cfg;
-    if (max_len < 1 || max_len > cfg.max_seq_len)
-        fatal("bad cache length: expected 1..%d (the model's context), got %d", cfg.max_seq_len, max_len);
-    if (max_rows < 1 || max_rows > max_len) fatal("bad batch of positions: expected 1..%d, got %d", max_len, max_rows);
-    memory_check(infer_memory_bytes(cfg, max_len, max_rows), "KV cache of " + std::to_string(max_len) + " positions",
-                 "generate fewer tokens");
+    assert(max_len >= 1 && max_len <= cfg.max_seq_len && max_rows >= 1 && max_rows <= max_len);
     const size_t C = cfg.channels, rows = (size_t)max_rows;
     st->max_len = max_len;
     st->max_rows = max_rows;
@@ -34,11 +32,8 @@ void infer_init(InferState* st, const GPT2& model, int max_len, int max_rows) {
 void infer_forward(InferState* st, const GPT2& model, const int* tokens, int n, float* logits, bool all_logits) {
     const GPT2Config& cfg = model.cfg;
     const int C = cfg.channels, p0 = st->len;
-    if (n < 1 || p0 + n > st->max_len || n > st->max_rows)
-        fatal("context full: %d + %d tokens exceed the cache of %d positions", p0, n, st->max_len);
-    for (int i = 0; i < n; i++)
-        if (tokens[i] < 0 || tokens[i] >= cfg.vocab_size)
-            fatal("token %d out of range: expected 0..%d", tokens[i], cfg.vocab_size - 1);
+    assert(n >= 1 && p0 + n <= st->max_len && n <= st->max_rows && "generate sizes the cache");
+    for (int i = 0; i < n; i++) assert(tokens[i] >= 0 && tokens[i] < cfg.vocab_size);
     const ParamViews& p = model.p;
     encoder_forward(st->x.data(), tokens, p.wte, p.wpe + (size_t)p0 * C, 1, n, C);  // positions p0..
     // one block's scratch serves every layer: each block's output (la.residual3) is the next one's input

@@ -11,13 +11,11 @@
 #include "base/util.h"
 #include "kernels/layers.h"
 
-void gpt2_build(GPT2* model, const GPT2Config& cfg, const char* where) {
-    config_validate(cfg, where);
+void gpt2_build(GPT2* model, const GPT2Config& cfg) {
+    assert(config_check(cfg, "gpt2_build").empty());
     model->cfg = cfg;
     model->param_table = layout_params(cfg);
     model->num_params = layout_params_size(model->param_table);
-    memory_check(sizeof(float) * (double)model->num_params, std::string("parameters of ") + where,
-                 "use a smaller model");
     model->params.assign(model->num_params, 0.0f);
     model->p = layout_param_views(cfg, model->params.data());
     model->grads.clear();
@@ -27,7 +25,6 @@ void gpt2_build(GPT2* model, const GPT2Config& cfg, const char* where) {
 
 void gpt2_enable_training(GPT2* model) {
     if (model->training) return;
-    memory_check(sizeof(float) * (double)model->num_params, "gradients", "use a smaller model");
     model->grads.assign(model->num_params, 0.0f);
     model->g = layout_param_views(model->cfg, model->grads.data());
     model->training = true;
@@ -50,11 +47,18 @@ void gpt2_init_random(GPT2* model, uint64_t seed) {
     }
 }
 
+double gpt2_params_bytes(const GPT2Config& cfg) {
+    return sizeof(float) * (double)layout_params_size(layout_params(cfg));
+}
+
+double gpt2_acts_bytes(const GPT2Config& cfg, int B, int T, bool training) {
+    const double n = (double)layout_params_size(layout_acts(cfg, B, T));
+    return sizeof(float) * (n + (training ? (double)layout_params_size(layout_acts(cfg, B, T, true)) : 0.0));
+}
+
 void gpt2_alloc_acts(GPT2* model, int B, int T) {
     if (B == model->B && T == model->T) return;
-    if (B < 1 || T < 1) fatal("bad batch shape: expected B >= 1 and T >= 1, got B=%d T=%d", B, T);
-    if (T > model->cfg.max_seq_len)
-        fatal("sequence length too long (-T): expected <= %d (the model's context), got %d", model->cfg.max_seq_len, T);
+    assert(B >= 1 && T >= 1 && T <= model->cfg.max_seq_len && "callers check -B and -T against the context");
     std::vector<TensorInfo> table = layout_acts(model->cfg, B, T);
     size_t n = layout_params_size(table);
     if (!model->training && n <= model->acts.size()) {
@@ -69,10 +73,6 @@ void gpt2_alloc_acts(GPT2* model, int B, int T) {
     std::vector<float>().swap(model->dacts);
     // activations, and their gradients when training (a smaller layout: no caches, no logits)
     const size_t nd = model->training ? layout_params_size(layout_acts(model->cfg, B, T, true)) : 0;
-    memory_check(sizeof(float) * ((double)n + nd),
-                 std::string(model->training ? "activations and their gradients" : "activations") +
-                     " for B=" + std::to_string(B) + ", T=" + std::to_string(T),
-                 "lower -B or -T");
     model->acts.assign(n, 0.0f);
     model->a = layout_act_views(model->cfg, B, T, model->acts.data());
     if (model->training) {
@@ -130,12 +130,8 @@ float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, in
     const int C = cfg.channels, V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
     const int N = B * T;
     gpt2_alloc_acts(model, B, T);
-    for (int i = 0; i < N; i++) {
-        if (inputs[i] < 0 || inputs[i] >= V)
-            fatal("input token %d at position %d: expected 0..%d", inputs[i], i, V - 1);
-        if (targets && (targets[i] < 0 || targets[i] >= V))
-            fatal("target token %d at position %d: expected 0..%d", targets[i], i, V - 1);
-    }
+    for (int i = 0; i < N; i++)  // the loaders check every id against the vocabulary
+        assert(inputs[i] >= 0 && inputs[i] < V && (!targets || (targets[i] >= 0 && targets[i] < V)));
     model->inputs.assign(inputs, inputs + N);
     model->dlogits_ready = false;
     const ParamViews& p = model->p;

@@ -48,8 +48,9 @@ void block_forward(const GPT2& model, int l, const LayerActs& la, const float* x
 void gpt2_set_precision(GPT2* model, Precision prec);
 // The bf16 copy of a tensor of model.params (w points into it), or null when the model keeps none.
 const uint16_t* gpt2_bf16_view(const GPT2& model, const float* w);
-// Allocates zeroed parameters for cfg (validated; fatal names `where` if bad). Inference needs nothing more.
-void gpt2_build(GPT2* model, const GPT2Config& cfg, const char* where);
+// Allocates zeroed parameters for cfg, which the caller has checked (config_check). Inference needs nothing
+// more.
+void gpt2_build(GPT2* model, const GPT2Config& cfg);
 // Adds what training needs: parameter gradients, and activation gradients from the next forward on.
 void gpt2_enable_training(GPT2* model);
 // GPT-2 init: weights N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)), biases 0, LayerNorm 1/0,
@@ -57,8 +58,12 @@ void gpt2_enable_training(GPT2* model);
 void gpt2_init_random(GPT2* model, uint64_t seed);
 // Sizes the activation buffers for (B, T); a no-op when already that size. Without training, a shape that fits
 // in the buffer already allocated reuses it (size it once for the largest shape to vary B and T freely).
-// fatal if T > max_seq_len.
+// B, T >= 1 and T <= max_seq_len (the caller checks; and checks gpt2_acts_bytes against the memory it has).
 void gpt2_alloc_acts(GPT2* model, int B, int T);
+// Bytes of the activations for (B, T), with their gradients when training: what gpt2_alloc_acts allocates.
+double gpt2_acts_bytes(const GPT2Config& cfg, int B, int T, bool training);
+// Bytes of one copy of the parameters (gpt2_build allocates one; training adds gradients and AdamW's two).
+double gpt2_params_bytes(const GPT2Config& cfg);
 // Forward over inputs (B, T); with targets (B, T) also the loss, returned (else returns 0), and the
 // per-position losses in a.losses. Token ids must be < vocab_size (checked; fatal otherwise).
 // a.logits then holds the logits, except after a forward with targets on a training model: there the

@@ -2,19 +2,17 @@
 #include "train/trainer.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdarg>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <cstdio>
 
 #include "base/dist.h"
-#include "base/json.h"
 #include "base/stop.h"
 #include "base/util.h"
 #include "model/generate.h"
+#include "train/evaluate.h"
 #include "train/plot.h"
 
 namespace {
@@ -29,12 +27,14 @@ void print_sample(const GPT2& model, const Tokenizer& tok, int tokens, uint64_t 
     Rng rng(seed);
     TokenDecoder decoder(tok);
     printf("---- sample ----\n");
+    GenerateStats stats;
     generate(
         model, {kTokenizerEot}, opts, &rng,
         [&](int id) {
             fputs(id == kTokenizerEot ? (decoder.flush() + "\n\n").c_str() : decoder.push(id).c_str(), stdout);
         },
-        nullptr);
+        &stats);
+    if (stats.stop == GenerateStop::kNonFinite) fatal("%s (sample)", generate_nonfinite_message(stats).c_str());
     printf("%s\n----------------\n", decoder.flush().c_str());
     fflush(stdout);
 }
@@ -129,7 +129,7 @@ StepStats train_step(Trainer* t, int step) {
 }
 
 void validate(Trainer* t, int step) {
-    const float val_loss = trainer_evaluate(&t->model, &t->val_dl, t->val_n);
+    const float val_loss = evaluate_batches(&t->model, &t->val_dl, t->val_n);
     if (!std::isfinite(val_loss))
         fatal("val loss is %g at step %d: training diverged; the last checkpoint (if any) is kept", val_loss, step);
     t->progress.close();
@@ -140,99 +140,6 @@ void validate(Trainer* t, int step) {
 }
 
 }  // namespace
-
-namespace {
-
-// A JSON-lines log as --log writes it: starts with '{' and ends with a newline (or is empty).
-bool run_log_is_ours(const std::string& path) {
-    FILE* in = fopen(path.c_str(), "rb");
-    int first = in ? fgetc(in) : EOF, last = EOF;
-    if (in && first != EOF && fseek(in, -1, SEEK_END) == 0) last = fgetc(in);
-    if (in) fclose(in);
-    return in && (first == EOF || (first == '{' && last == '\n'));
-}
-
-}  // namespace
-
-const OutputKind kRunLogKind = {"a JSON-lines log (train --log)", run_log_is_ours};
-
-namespace {
-
-// fatal with "<what> (<path> line <n>): <rest>".
-[[noreturn]] __attribute__((format(printf, 4, 5))) void log_line_error(const char* what, const std::string& path,
-                                                                       size_t line, const char* fmt, ...) {
-    char rest[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(rest, sizeof(rest), fmt, ap);
-    va_end(ap);
-    fatal("%s (%s line %zu): %s", what, path.c_str(), line, rest);
-}
-
-// Sorts by step; of equal steps the later one (in file order) stays.
-void sort_keep_last(std::vector<std::pair<int, float>>* points) {
-    std::stable_sort(points->begin(), points->end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::vector<std::pair<int, float>> kept;
-    for (size_t i = 0; i < points->size(); i++)
-        if (i + 1 == points->size() || (*points)[i + 1].first != (*points)[i].first) kept.push_back((*points)[i]);
-    points->swap(kept);
-}
-
-}  // namespace
-
-LossHistory log_read(const std::string& path) {
-    const std::vector<uint8_t> bytes = file_read(path);
-    const char* text = (const char*)bytes.data();
-    LossHistory h;
-    size_t line = 0;
-    for (size_t start = 0; start < bytes.size();) {
-        size_t end = start;
-        while (end < bytes.size() && text[end] != '\n') end++;
-        line++;
-        const char* p = text + start;
-        const size_t n = end - start;
-        start = end + 1;
-        bool blank = true;
-        for (size_t i = 0; i < n && blank; i++) blank = p[i] == ' ' || p[i] == '\t' || p[i] == '\r';
-        if (blank) continue;
-        Json obj;
-        std::string err;
-        if (!json_parse(p, n, &obj, &err)) {
-            if (err.compare(0, 8, "line 1: ") == 0) err.erase(0, 8);  // the text is one line: its number is ours
-            log_line_error("malformed JSON", path, line, "%s; expected a line written by train --log", err.c_str());
-        }
-        if (obj.type != Json::OBJECT)
-            log_line_error("bad log line", path, line, "expected a JSON object, got %s", json_type_name(obj.type));
-        const Json* step = obj.find("step");
-        if (!step) log_line_error("missing field", path, line, "expected \"step\" (with \"loss\" or \"val_loss\")");
-        if (step->type != Json::NUMBER || !step->is_integer || step->integer < 0 || step->integer > INT32_MAX)
-            log_line_error("bad field \"step\"", path, line, "expected an integer 0..%d, got %s", INT32_MAX,
-                           step->type == Json::NUMBER ? "another number" : json_type_name(step->type));
-        const Json* loss = obj.find("loss");
-        const Json* val_loss = obj.find("val_loss");
-        if (!loss && !val_loss)
-            log_line_error("missing field", path, line, "expected \"loss\" or \"val_loss\" (with \"step\")");
-        for (const Json* j : {loss, val_loss}) {
-            if (!j) continue;
-            if (j->type != Json::NUMBER)
-                log_line_error(j == loss ? "bad field \"loss\"" : "bad field \"val_loss\"", path, line,
-                               "expected a number, got %s", json_type_name(j->type));
-            const float value = (float)j->number;
-            if (!std::isfinite(value))  // 1e39 parses as a double but has no float, and no point on a plot
-                log_line_error(j == loss ? "bad field \"loss\"" : "bad field \"val_loss\"", path, line,
-                               "expected a finite number within float range, got %g", j->number);
-            (j == loss ? h.train : h.val).push_back({(int)step->integer, value});
-        }
-    }
-    if (h.train.empty() && h.val.empty())
-        fatal(
-            "no loss points in %s: expected JSON lines with \"step\" and \"loss\" or \"val_loss\", as train --log "
-            "writes them",
-            path.c_str());
-    sort_keep_last(&h.train);
-    sort_keep_last(&h.val);
-    return h;
-}
 
 void Progress::step(int step, int steps, double loss, float lr, float norm, double ms, double tokens) {
     ms_sum += ms, count++;
@@ -249,48 +156,6 @@ void Progress::step(int step, int steps, double loss, float lr, float norm, doub
 void Progress::close() {
     if (open) printf("\n");
     open = false;
-}
-
-float trainer_evaluate(GPT2* model, DataLoader* dl, size_t batches) {
-    // A batch is world * B windows, as a training step's: this rank takes the rank-th B of each.
-    const int world = dist_world();
-    double sum = 0;
-    for (size_t i = 0; i < batches; i++) {
-        dataloader_batch_at(dl, i * world + dist_rank());
-        sum += gpt2_forward(model, dl->inputs.data(), dl->targets.data(), dl->B, dl->T);
-    }
-    dist_sum(&sum, 1);
-    return (float)(sum / ((double)batches * world));
-}
-
-double trainer_evaluate_file(GPT2* model, DataLoader* dl, size_t* tokens) {
-    const size_t T = dl->T;
-    double sum = 0;  // of per-token losses
-    size_t batch = 0, predicted = 0;
-    for (size_t s = 0; s < dl->shards.size(); s++) {
-        const size_t batches = dataloader_shard_windows(*dl, s) / dl->B;
-        for (size_t i = 0; i < batches; i++) {
-            dataloader_batch_at(dl, batch++);
-            sum += (double)gpt2_forward(model, dl->inputs.data(), dl->targets.data(), dl->B, dl->T) * dl->B * T;
-        }
-        // What whole batches leave: windows first (one batch of fewer rows), then the tokens after them.
-        const uint16_t* tok = dl->shards[s].tokens;
-        size_t start = batches * dl->B * T;
-        const size_t n = dl->shards[s].num_tokens, rows = (n - 1 - start) / T, tail = n - 1 - start - rows * T;
-        std::vector<int> in, out;
-        const int shapes[2][2] = {{(int)rows, (int)T}, {1, (int)tail}};  // (B, T) of each
-        for (const auto& bt : shapes) {
-            const size_t len = (size_t)bt[0] * bt[1];
-            if (len == 0) continue;
-            in.assign(tok + start, tok + start + len);
-            out.assign(tok + start + 1, tok + start + len + 1);
-            sum += (double)gpt2_forward(model, in.data(), out.data(), bt[0], bt[1]) * len;
-            start += len;
-        }
-        predicted += n - 1;
-    }
-    *tokens = predicted;
-    return sum / (double)predicted;
 }
 
 void trainer_load_data(Trainer* t) {

@@ -17,6 +17,7 @@
 #include "model/model.h"
 #include "text/tokenizer.h"
 #include "train/optimizer.h"
+#include "train/run_log.h"
 #include "train/train_state.h"
 
 // Everything a run is given, read from the (merged) flags once.
@@ -32,15 +33,6 @@ struct TrainOptions {
     bool plot_in_out;                                              // loss.png saved into --out with each checkpoint
 };
 
-// What --log appends to: a missing file, or one holding JSON lines (starts with '{', ends with a newline).
-extern const OutputKind kRunLogKind;
-
-// Reads a --log file back: (step, loss) of the step lines and (step, val_loss) of the validation lines,
-// each sorted by step. Other fields are ignored and blank lines skipped. A step logged twice (a resumed run
-// repeats the steps after its checkpoint) keeps its later value. fatal naming the file and line for a line
-// that is not a JSON object with an integer "step" and a number "loss" or "val_loss", and naming the file
-// when it holds no points at all.
-LossHistory log_read(const std::string& path);
 
 // The step lines: one updating line on a terminal, one line per step otherwise.
 struct Progress {
@@ -67,13 +59,6 @@ struct Trainer {
     ThreadTuner tuner;  // the team size of each step
 };
 
-// Mean loss over the first `batches` consecutive batches of dl. With several ranks (base/dist.h) a batch is
-// world * B windows, this rank evaluating its B of each; every rank gets the shared mean.
-float trainer_evaluate(GPT2* model, DataLoader* dl, size_t batches);
-// Mean loss over every token of each of dl's shards after its first, each predicted once: per shard, the
-// whole batches, then the windows left over as one smaller batch, then the last partial window. *tokens
-// gets the count.
-double trainer_evaluate_file(GPT2* model, DataLoader* dl, size_t* tokens);
 // Opens the training data (seeded order) and the validation data (in order) of t->o.
 void trainer_load_data(Trainer* t);
 // Saves t->o.out after `step` steps (with the loss plot when t->o.plot_in_out) and says so.

@@ -1,0 +1,15 @@
+// evaluate.h: the mean loss of a model over token files, for train's validation and the `eval` command: the
+// first n batches of consecutive windows, or every token once. It does not train.
+#pragma once
+#include <cstddef>
+
+#include "io/dataloader.h"
+#include "model/model.h"
+
+// Mean loss over the first `batches` consecutive batches of dl. With several ranks (base/dist.h) a batch is
+// world * B windows, this rank evaluating its B of each; every rank gets the shared mean.
+float evaluate_batches(GPT2* model, DataLoader* dl, size_t batches);
+// Mean loss over every token of each of dl's shards after its first, each predicted once: per shard, the
+// whole batches, then the windows left over as one smaller batch, then the last partial window. *tokens
+// gets the count.
+double evaluate_every_token(GPT2* model, DataLoader* dl, size_t* tokens);

@@ -1,0 +1,105 @@
+// run_log.cpp: see run_log.h.
+#include "train/run_log.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+
+#include "base/json.h"
+#include "base/util.h"
+
+namespace {
+
+// A JSON-lines log as --log writes it: starts with '{' and ends with a newline (or is empty).
+bool run_log_is_ours(const std::string& path) {
+    FILE* in = fopen(path.c_str(), "rb");
+    int first = in ? fgetc(in) : EOF, last = EOF;
+    if (in && first != EOF && fseek(in, -1, SEEK_END) == 0) last = fgetc(in);
+    if (in) fclose(in);
+    return in && (first == EOF || (first == '{' && last == '\n'));
+}
+
+}  // namespace
+
+const OutputKind kRunLogKind = {"a JSON-lines log (train --log)", run_log_is_ours};
+
+namespace {
+
+// fatal with "<what> (<path> line <n>): <rest>".
+[[noreturn]] __attribute__((format(printf, 4, 5))) void log_line_error(const char* what, const std::string& path,
+                                                                       size_t line, const char* fmt, ...) {
+    char rest[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rest, sizeof(rest), fmt, ap);
+    va_end(ap);
+    fatal("%s (%s line %zu): %s", what, path.c_str(), line, rest);
+}
+
+// Sorts by step; of equal steps the later one (in file order) stays.
+void sort_keep_last(std::vector<std::pair<int, float>>* points) {
+    std::stable_sort(points->begin(), points->end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<std::pair<int, float>> kept;
+    for (size_t i = 0; i < points->size(); i++)
+        if (i + 1 == points->size() || (*points)[i + 1].first != (*points)[i].first) kept.push_back((*points)[i]);
+    points->swap(kept);
+}
+
+}  // namespace
+
+LossHistory run_log_read(const std::string& path) {
+    const std::vector<uint8_t> bytes = file_read(path);
+    const char* text = (const char*)bytes.data();
+    LossHistory h;
+    size_t line = 0;
+    for (size_t start = 0; start < bytes.size();) {
+        size_t end = start;
+        while (end < bytes.size() && text[end] != '\n') end++;
+        line++;
+        const char* p = text + start;
+        const size_t n = end - start;
+        start = end + 1;
+        bool blank = true;
+        for (size_t i = 0; i < n && blank; i++) blank = p[i] == ' ' || p[i] == '\t' || p[i] == '\r';
+        if (blank) continue;
+        Json obj;
+        std::string err;
+        if (!json_parse(p, n, &obj, &err)) {
+            if (err.compare(0, 8, "line 1: ") == 0) err.erase(0, 8);  // the text is one line: its number is ours
+            log_line_error("malformed JSON", path, line, "%s; expected a line written by train --log", err.c_str());
+        }
+        if (obj.type != Json::OBJECT)
+            log_line_error("bad log line", path, line, "expected a JSON object, got %s", json_type_name(obj.type));
+        const Json* step = obj.find("step");
+        if (!step) log_line_error("missing field", path, line, "expected \"step\" (with \"loss\" or \"val_loss\")");
+        if (step->type != Json::NUMBER || !step->is_integer || step->integer < 0 || step->integer > INT32_MAX)
+            log_line_error("bad field \"step\"", path, line, "expected an integer 0..%d, got %s", INT32_MAX,
+                           step->type == Json::NUMBER ? "another number" : json_type_name(step->type));
+        const Json* loss = obj.find("loss");
+        const Json* val_loss = obj.find("val_loss");
+        if (!loss && !val_loss)
+            log_line_error("missing field", path, line, "expected \"loss\" or \"val_loss\" (with \"step\")");
+        for (const Json* j : {loss, val_loss}) {
+            if (!j) continue;
+            if (j->type != Json::NUMBER)
+                log_line_error(j == loss ? "bad field \"loss\"" : "bad field \"val_loss\"", path, line,
+                               "expected a number, got %s", json_type_name(j->type));
+            const float value = (float)j->number;
+            if (!std::isfinite(value))  // 1e39 parses as a double but has no float, and no point on a plot
+                log_line_error(j == loss ? "bad field \"loss\"" : "bad field \"val_loss\"", path, line,
+                               "expected a finite number within float range, got %g", j->number);
+            (j == loss ? h.train : h.val).push_back({(int)step->integer, value});
+        }
+    }
+    if (h.train.empty() && h.val.empty())
+        fatal(
+            "no loss points in %s: expected JSON lines with \"step\" and \"loss\" or \"val_loss\", as train --log "
+            "writes them",
+            path.c_str());
+    sort_keep_last(&h.train);
+    sort_keep_last(&h.val);
+    return h;
+}
+

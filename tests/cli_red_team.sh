@@ -314,4 +314,30 @@ check "resume -B 04 of a run trained with -B 4 is accepted" "$GPT2" train --resu
 run "$GPT2" train --resume $T/ckb --steps 14 -B 5
 error_is "resume -B 5 of a run trained with -B 4 is refused" "batch"
 
+# --- a second red-team pass, on the fixed binary ------------------------------------------------------------
+# --log appends only to a JSON-lines log: a text of the user's whose first line is JSON is not one
+printf '{"step":1,"loss":2}\nmy notes\n' >$T/mixed.txt && before=$(sum $T/mixed.txt)
+run "$GPT2" train $tiny --steps 1 --log $T/mixed.txt
+error_is "--log refuses a text whose first line only is JSON" "mixed.txt exists and is not a JSON-lines log"
+check "... and the text is untouched" test "$(sum $T/mixed.txt)" = "$before"
+# export hf never replaces the model it reads
+"$GPT2" export --model $FIX/model --out $T/ex >/dev/null && before=$(sum $T/ex/model.safetensors)
+run "$GPT2" export --model $T/ex --out $T/ex --dtype bf16
+error_is "export --out over its own --model is refused" "which this export reads (--model)"
+run "$GPT2" export --model $T/ex/model.safetensors --heads 2 --out $T/ex
+error_is "export --out over the directory of its bare --model file is refused" "which this export reads (--model)"
+check "... and the export is untouched" test "$(sum $T/ex/model.safetensors)" = "$before"
+# files read whole have a size bound: a 20 GB sparse file is refused before it is read (memory stays small)
+truncate -s 20G $T/huge.jsonl
+run bash -c "ulimit -v 4000000; exec '$GPT2' plot --out $T/huge.png $T/huge.jsonl"
+error_is "plot refuses a 20 GB log before reading it" "file too large ($T/huge.jsonl)"
+run bash -c "ulimit -v 4000000; exec '$GPT2' eval --model $T/hm --tokenizer '$TOK_DIR' --hellaswag $T/huge.jsonl"
+error_is "eval --hellaswag refuses a 20 GB file before reading it" "file too large ($T/huge.jsonl)"
+cp -r $FIX/model $T/hugecfg && truncate -s 20G $T/hugecfg/config.json
+run bash -c "ulimit -v 4000000; exec '$GPT2' info --model $T/hugecfg"
+error_is "a 20 GB config.json is refused before it is read" "file too large ($T/hugecfg/config.json)"
+mkdir -p $T/hugetok && cp "$TOK_DIR/vocab.bpe" $T/hugetok/ && truncate -s 20G $T/hugetok/encoder.json
+run bash -c "ulimit -v 4000000; exec '$GPT2' tokenize --tokenizer $T/hugetok --ids $T/text.txt"
+error_is "a 20 GB encoder.json is refused before it is read" "file too large ($T/hugetok/encoder.json)"
+
 summary

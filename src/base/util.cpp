@@ -71,7 +71,7 @@ void fatal_hint(const std::string& hint, const char* fmt, ...) {
     exit(1);
 }
 
-std::vector<uint8_t> file_read(const std::string& path) {
+std::vector<uint8_t> file_read(const std::string& path, size_t max_bytes) {
     int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK);  // non-blocking: opening a FIFO must not hang
     if (fd < 0) fatal("cannot open %s: %s", path.c_str(), strerror(errno));
     struct stat st;
@@ -80,6 +80,11 @@ std::vector<uint8_t> file_read(const std::string& path) {
         fatal("not a regular file (%s): expected a file whose size is known before reading", path.c_str());
     }
     const size_t size = (size_t)st.st_size;
+    if (size > max_bytes) {
+        close(fd);
+        fatal("file too large (%s): %zu bytes, expected at most %zu for a file of its kind", path.c_str(), size,
+              max_bytes);
+    }
     memory_check((double)size, "reading " + path, "");
     std::vector<uint8_t> buf(size);
     size_t got = 0;

@@ -27,8 +27,10 @@ private:
 };
 
 // Reads a whole regular file whose size is known before reading (and checked against available memory);
-// a missing, unreadable or non-regular file (a directory, a pipe, /dev/zero) is fatal and names `path`.
-std::vector<uint8_t> file_read(const std::string& path);
+// a missing, unreadable or non-regular file (a directory, a pipe, /dev/zero), or one over max_bytes (what
+// a file of its kind can sensibly hold: a text read whole must not take the machine's memory), is fatal
+// and names `path`.
+std::vector<uint8_t> file_read(const std::string& path, size_t max_bytes = SIZE_MAX);
 // Reads text from a file, a pipe, or stdin when path is "-", to the end; more than max_bytes is fatal.
 std::string text_read(const std::string& path, size_t max_bytes);
 

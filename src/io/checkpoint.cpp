@@ -83,7 +83,7 @@ bool is_attention_buffer(const std::string& name) {
 }  // namespace
 
 GPT2Config checkpoint_read_hf_config(const std::string& path) {
-    std::vector<uint8_t> bytes = file_read(path);
+    std::vector<uint8_t> bytes = file_read(path, (size_t)1 << 20);  // config.json: a few hundred bytes
     Json root;
     std::string err;
     if (!json_parse(reinterpret_cast<const char*>(bytes.data()), bytes.size(), &root, &err))
@@ -355,6 +355,12 @@ void checkpoint_export_hf(const GPT2& model, const std::string& out, const std::
                        "bad value for --out (export): %s is a training checkpoint; "
                        "replacing its model would make it unresumable",
                        dir.c_str());
+        for (const std::string& e : entries)
+            if (path_is_input(path_join(dir, e)))
+                fatal_hint("export to another directory",
+                           "bad value for --out (export): %s holds %s, which this export reads (--model); replacing "
+                           "it would lose the model it converts",
+                           dir.c_str(), e.c_str());
         bool ours = true;
         for (const std::string& e : entries) ours = ours && export_is_ours(e);
         if (ours && !entries.empty()) {

@@ -18,6 +18,9 @@
 
 namespace {
 
+// encoder.json is 1 MB, vocab.bpe 456 KB: read whole, but never a file of any size.
+const size_t kTokenizerFileMax = (size_t)64 << 20;
+
 enum CharClass : uint8_t { kOther = 0, kLetter = 1, kNumber = 2, kSpace = 3 };
 
 // The BMP is looked up in a flat table; the few classified code points above it by binary search.
@@ -201,7 +204,7 @@ std::string printable(const std::string& s) {
 
 void load_vocab(Tokenizer* tok, const std::string& path, const ByteSpelling& spelling,
                 std::unordered_map<std::string, int>* ids_by_bytes) {
-    std::vector<uint8_t> text = file_read(path);
+    std::vector<uint8_t> text = file_read(path, kTokenizerFileMax);
     Json root;
     std::string err;
     if (!json_parse((const char*)text.data(), text.size(), &root, &err))
@@ -242,7 +245,7 @@ void load_vocab(Tokenizer* tok, const std::string& path, const ByteSpelling& spe
 
 void load_merges(Tokenizer* tok, const std::string& path, const ByteSpelling& spelling,
                  const std::unordered_map<std::string, int>& ids_by_bytes) {
-    std::vector<uint8_t> data = file_read(path);
+    std::vector<uint8_t> data = file_read(path, kTokenizerFileMax);
     std::string text(data.begin(), data.end());
     // Rank of the rule producing each token; -1 if none yet. bpe_piece's heap order equals encoder.py's
     // pass-by-pass order only when every rule uses tokens made by earlier rules and no token is made

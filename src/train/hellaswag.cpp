@@ -131,7 +131,7 @@ void score_batch(GPT2* model, const HellaSwagExample* all, const size_t* idx, in
 }  // namespace
 
 std::vector<HellaSwagExample> hellaswag_read(const std::string& path) {
-    const std::vector<uint8_t> bytes = file_read(path);
+    const std::vector<uint8_t> bytes = file_read(path, (size_t)256 << 20);  // hellaswag_val.jsonl is 11 MB
     const char* text = (const char*)bytes.data();
     std::vector<HellaSwagExample> examples;
     int line = 0;

@@ -12,13 +12,26 @@
 
 namespace {
 
-// A JSON-lines log as --log writes it: starts with '{' and ends with a newline (or is empty).
+// A JSON-lines log as --log writes it (or an empty file): every line, blank ones aside, starts with '{'
+// and ends with '}', and the file ends with a newline. Read as a stream, in constant memory: a text of the
+// user's with one JSON line in it is not a log to append to.
 bool run_log_is_ours(const std::string& path) {
     FILE* in = fopen(path.c_str(), "rb");
-    int first = in ? fgetc(in) : EOF, last = EOF;
-    if (in && first != EOF && fseek(in, -1, SEEK_END) == 0) last = fgetc(in);
-    if (in) fclose(in);
-    return in && (first == EOF || (first == '{' && last == '\n'));
+    if (!in) return false;
+    int c, last = '\n', last_solid = 0;  // last_solid: the line's last non-blank byte so far, 0 for none
+    bool ok = true;
+    while (ok && (c = getc_unlocked(in)) != EOF) {
+        if (c == '\n') {
+            ok = last_solid == 0 || last_solid == '}';
+            last_solid = 0;
+        } else if (c != ' ' && c != '\t' && c != '\r') {
+            ok = last_solid != 0 || c == '{';
+            last_solid = c;
+        }
+        last = c;
+    }
+    fclose(in);
+    return ok && last == '\n';
 }
 
 }  // namespace
@@ -50,7 +63,7 @@ void sort_keep_last(std::vector<std::pair<int, float>>* points) {
 }  // namespace
 
 LossHistory run_log_read(const std::string& path) {
-    const std::vector<uint8_t> bytes = file_read(path);
+    const std::vector<uint8_t> bytes = file_read(path, (size_t)256 << 20);  // 2.5M steps of ~100-byte lines
     const char* text = (const char*)bytes.data();
     LossHistory h;
     size_t line = 0;

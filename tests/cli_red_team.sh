@@ -340,4 +340,24 @@ mkdir -p $T/hugetok && cp "$TOK_DIR/vocab.bpe" $T/hugetok/ && truncate -s 20G $T
 run bash -c "ulimit -v 4000000; exec '$GPT2' tokenize --tokenizer $T/hugetok --ids $T/text.txt"
 error_is "a 20 GB encoder.json is refused before it is read" "file too large ($T/hugetok/encoder.json)"
 
+# a directory output named '.' or '..' cannot be swapped in whole: refused before the first step
+mkdir -p $T/here
+GPT2_ABS=$(cd "$(dirname "$GPT2")" && pwd)/$(basename "$GPT2")
+run bash -c "cd $T/here && exec '$GPT2_ABS' train $tiny --steps 2 --out ."
+error_is "train --out . is refused before training" "names a directory by '.'"
+check "... having trained nothing and left no marker" test "$(grep -c '^step' $T/run.out)" = 0 -a ! -e $T/here/.gpt2-staging
+run bash -c "cd $T/here && exec '$GPT2_ABS' export --model '$(pwd)/$FIX/model' --out ."
+error_is "export --out . is refused" "names a directory by '.'"
+# one path for two outputs of the same run is named as such, not as another process
+run "$GPT2" train $tiny --steps 1 --log $T/both --plot $T/both
+error_is "--log and --plot on one path: said to be two outputs of this run" "already an output of this run"
+# a command ended by a signal it does not catch leaves no lock file behind
+printf '{"step":1,"loss":6}\n{"step":2,"loss":5}\n' >$T/big.jsonl
+"$GPT2" plot --out $T/big.png --width 16384 --height 16384 $T/big.jsonl >/dev/null 2>&1 &
+pid=$!
+wait_for test -e $T/big.png.lock && kill -TERM $pid
+bounded_wait $pid
+check "plot killed by SIGTERM while drawing exits 143 (exit $rc)" test "$rc" -eq 143
+check "... and leaves no lock file" test ! -e $T/big.png.lock
+
 summary

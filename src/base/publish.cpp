@@ -222,6 +222,12 @@ void output_silence_stdout() {
 
 PathLock::PathLock(const std::string& target, const char* flag)
     : path_(path_strip_slashes(target) + ".lock"), cleanup_([this] { release(); }) {
+    const std::string base = path_base(target);
+    if (base == "." || base == ".." || base == "/")  // no name to stage beside, swap or lock
+        fatal_hint("give the directory by its name, e.g. ../" + std::string("run"),
+                   "bad value for %s: '%s' names a directory by '.', '..' or '/'; expected a path that ends in "
+                   "the output's own name",
+                   flag, target.c_str());
     dir_create(path_parent(path_), &created_);
     struct stat st;
     if (lstat(path_.c_str(), &st) == 0) {  // a lock file left by a killed run holds a pid, or nothing
@@ -247,6 +253,9 @@ PathLock::PathLock(const std::string& target, const char* flag)
             holder[strcspn(holder, "\n")] = 0;
             ::close(fd_);
             fd_ = -1;
+            if (atol(holder) == (long)getpid())
+                fatal("bad value for %s: %s is already an output of this run (two flags name the same path)", flag,
+                      target.c_str());
             fatal("output in use (%s %s): another gpt2 process (pid %s) is writing it", flag, target.c_str(),
                   holder[0] ? holder : "unknown");
         }
@@ -257,6 +266,7 @@ PathLock::PathLock(const std::string& target, const char* flag)
             std::string pid = std::to_string(getpid()) + "\n";
             if (ftruncate(fd_, 0) != 0 || pwrite(fd_, pid.data(), pid.size(), 0) != (ssize_t)pid.size())
                 fatal("cannot write lock file %s (%s): %s", path_.c_str(), flag, strerror(errno));
+            stop_slot_ = stop_track(path_);  // a signal that ends the process removes it too
             return;
         }
         ::close(fd_);
@@ -266,6 +276,8 @@ PathLock::PathLock(const std::string& target, const char* flag)
 }
 
 void PathLock::release() {
+    stop_untrack(stop_slot_);
+    stop_slot_ = -1;
     if (fd_ >= 0) {
         unlink(path_.c_str());
         ::close(fd_);

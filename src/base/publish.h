@@ -102,6 +102,7 @@ private:
     void release();
     std::string path_;
     int fd_ = -1;
+    int stop_slot_ = -1;  // stop.h: a signal that ends the process removes the lock file
     std::vector<std::string> created_;
     FatalCleanup cleanup_;  // a failing run removes its lock file and the directories it made
 };

@@ -144,9 +144,8 @@ void load_llmc(Reference* r, const std::string& path, const GPT2Config& cfg) {
     r->adamw.weight_decay = 0.01f;
 }
 
-}  // namespace
-
-int cmd_compare(int argc, char** argv) {
+// The flags of `gpt2 compare`, parsed; --help and a malformed flag end the process here.
+CliArgs compare_args(int argc, char** argv) {
     static const std::vector<CliFlag> flags = {
         {"model", "", "", "checkpoint the reference was made from"},
         {"ref", "", "", "reference dump: scripts/reference.py's (safetensors) or llm.c's gpt2_124M_debug_state.bin"},
@@ -158,19 +157,15 @@ int cmd_compare(int argc, char** argv) {
          "fp32: max relative errors against 1e-5; bf16: bf16 matmuls, cosine similarity >= 0.999 for logits and "
          "gradients and losses within 5e-3 relative (needs AVX512_BF16)"},
     };
-    CliArgs args = cli_parse(argc, argv, "compare", "gpt2 compare --model PATH --ref DUMP [--steps n] [--precision p]",
-                             "Compares logits, loss, every gradient and the losses of AdamW steps with a PyTorch "
-                             "reference; exits 1 on FAIL.",
-                             flags, false);
-    if (args.str("precision") == "bf16" && !bf16_supported())  // a check cannot fall back as a run does
-        fatal("bad value for --precision (compare): this CPU has no AVX512_BF16, so bf16 cannot be checked here");
-    const Precision prec = cli_precision(args);
-    const bool bf16 = prec == Precision::kBf16;
-    GPT2 model;
-    checkpoint_load(&model, args.str("model"), cli_heads(args));
-    gpt2_set_precision(&model, prec);
-    const GPT2Config& cfg = model.cfg;
-    const std::string ref_path = args.str("ref");
+    return cli_parse(argc, argv, "compare", "gpt2 compare --model PATH --ref DUMP [--steps n] [--precision p]",
+                     "Compares logits, loss, every gradient and the losses of AdamW steps with a PyTorch "
+                     "reference; exits 1 on FAIL.",
+                     flags, false);
+}
+
+// The dump at ref_path, of either kind, checked against the model it claims to come from (its batch's shape
+// and tokens) and against the memory the comparison takes.
+Reference load_reference(const std::string& ref_path, const GPT2Config& cfg) {
     const std::vector<uint8_t> head = file_head_bytes(ref_path, 4);
     Reference ref;
     if (llmc_state_detect(head.data(), head.size())) load_llmc(&ref, ref_path, cfg);
@@ -187,35 +182,50 @@ int cmd_compare(int argc, char** argv) {
             if ((*ids)[i] < 0 || (*ids)[i] >= cfg.vocab_size)
                 fatal("bad tensor %s in %s: token %d at index %zu, expected 0..%d (the model's vocabulary)",
                       ids == &ref.x ? "x" : "y", ref_path.c_str(), (*ids)[i], i, cfg.vocab_size - 1);
-    const int B = ref.B, T = ref.T, V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
-    printf("reference: %s dump, B=%d, T=%d\n", ref.kind.c_str(), B, T);
+    return ref;
+}
 
+// The report's lines against the bars of the precision: fp32 against max relative error bars, bf16 against
+// cosine and relative-loss bars (see the constants).
+struct Checks {
     Report report;
-    // fp32 against max relative error bars, bf16 against cosine and relative-loss bars (see the constants)
-    auto tensor = [&](const std::string& name, const float* ours, const float* theirs, size_t rows, size_t cols,
-                      size_t lda) {
+    bool bf16 = false;
+    void tensor(const std::string& name, const float* ours, const float* theirs, size_t rows, size_t cols, size_t lda) {
         if (bf16) report.at_least(name, cosine(ours, theirs, rows, cols, lda), kBf16CosineBar, "cos");
         else report.line(name, rel_error(ours, theirs, rows, cols, lda), kRelBar, "rel");
-    };
-    auto loss_line = [&](const std::string& name, float ours, float theirs) {
+    }
+    void loss_line(const std::string& name, float ours, float theirs) {
         if (bf16) report.line(name, std::fabs(ours - theirs) / std::fabs(theirs), kBf16LossBar, "rel");
         else report.line(name, std::fabs(ours - theirs), kLossBar, "abs");
-    };
+    }
+};
+
+// Logits, loss and every gradient of one forward and backward on the dump's batch; returns the loss, which
+// the first AdamW step reuses.
+float check_gradients(GPT2* model, const Reference& ref, Checks* checks) {
+    const int B = ref.B, T = ref.T, V = model->cfg.vocab_size, Vp = model->cfg.padded_vocab_size;
     // The logits first, from a forward of the model before training is enabled: a training forward with
     // targets leaves dlogits in their place (model.h).
-    gpt2_forward(&model, ref.x.data(), nullptr, B, T);
-    tensor("logits", model.a.logits, ref.logits.data(), (size_t)B * T, V, Vp);
-    gpt2_enable_training(&model);
-    float loss = gpt2_forward(&model, ref.x.data(), ref.y.data(), B, T);
-    loss_line("loss", loss, ref.loss);
-    gpt2_zero_grad(&model);
-    gpt2_backward(&model, 1.0f);
-    for (const TensorInfo& t : model.param_table) {
+    gpt2_forward(model, ref.x.data(), nullptr, B, T);
+    checks->tensor("logits", model->a.logits, ref.logits.data(), (size_t)B * T, V, Vp);
+    gpt2_enable_training(model);
+    float loss = gpt2_forward(model, ref.x.data(), ref.y.data(), B, T);
+    checks->loss_line("loss", loss, ref.loss);
+    gpt2_zero_grad(model);
+    gpt2_backward(model, 1.0f);
+    for (const TensorInfo& t : model->param_table) {
         size_t rows = t.name == "wte" ? (size_t)V : t.rows, cols = t.cols ? t.cols : 1;
-        tensor("grad." + t.hf_name, model.grads.data() + t.offset, ref.grads.data() + t.offset, rows, cols, cols);
+        checks->tensor("grad." + t.hf_name, model->grads.data() + t.offset, ref.grads.data() + t.offset, rows, cols,
+                       cols);
     }
+    return loss;
+}
 
-    // AdamW steps on the same batch: losses[i] is the loss before update i+1.
+// AdamW steps on the same batch: losses[i] is the loss before update i+1. Ours are compared with the
+// dump's; llm.c's dump holds none, so they are printed.
+void check_adamw(GPT2* model, const Reference& ref, const CliArgs& args, const std::string& ref_path, float loss,
+                 Checks* checks) {
+    const int B = ref.B, T = ref.T;
     const bool ours = !ref.losses.empty();
     const long long held = (long long)ref.losses.size(), steps_arg = args.integer_in("steps", -1, 1 << 20);
     if (ours && steps_arg > held)
@@ -228,16 +238,36 @@ int cmd_compare(int argc, char** argv) {
             "test_gpt2.c lists the expected ones:\n");
     AdamW opt;
     for (long long i = 0; i < steps; i++) {
-        float step_loss = i == 0 ? loss : gpt2_forward(&model, ref.x.data(), ref.y.data(), B, T);
+        float step_loss = i == 0 ? loss : gpt2_forward(model, ref.x.data(), ref.y.data(), B, T);
         if (i > 0) {
-            gpt2_zero_grad(&model);
-            gpt2_backward(&model, 1.0f);
+            gpt2_zero_grad(model);
+            gpt2_backward(model, 1.0f);
         }
-        if (ours) loss_line("adamw.loss[" + std::to_string(i) + "]", step_loss, ref.losses[i]);
+        if (ours) checks->loss_line("adamw.loss[" + std::to_string(i) + "]", step_loss, ref.losses[i]);
         else printf("step %lld: loss %f\n", i, step_loss);
         if (!std::isfinite(step_loss)) fatal("loss is %g at AdamW step %lld: expected a finite loss", step_loss, i);
-        adamw_update(&opt, &model, ref.adamw, ref.adamw.lr);
+        adamw_update(&opt, model, ref.adamw, ref.adamw.lr);
     }
-    printf("%s\n", report.failures ? "FAIL" : "PASS");
-    return report.failures ? 1 : 0;
+}
+
+}  // namespace
+
+int cmd_compare(int argc, char** argv) {
+    CliArgs args = compare_args(argc, argv);
+    if (args.str("precision") == "bf16" && !bf16_supported())  // a check cannot fall back as a run does
+        fatal("bad value for --precision (compare): this CPU has no AVX512_BF16, so bf16 cannot be checked here");
+    const Precision prec = cli_precision(args);
+    GPT2 model;
+    checkpoint_load(&model, args.str("model"), cli_heads(args));
+    gpt2_set_precision(&model, prec);
+    const std::string ref_path = args.str("ref");
+    const Reference ref = load_reference(ref_path, model.cfg);
+    printf("reference: %s dump, B=%d, T=%d\n", ref.kind.c_str(), ref.B, ref.T);
+
+    Checks checks;
+    checks.bf16 = prec == Precision::kBf16;
+    const float loss = check_gradients(&model, ref, &checks);
+    check_adamw(&model, ref, args, ref_path, loss, &checks);
+    printf("%s\n", checks.report.failures ? "FAIL" : "PASS");
+    return checks.report.failures ? 1 : 0;
 }

@@ -145,9 +145,8 @@ void run_samples(const GPT2& model, const Tokenizer& tok, const std::vector<int>
     }
 }
 
-}  // namespace
-
-int cmd_generate(int argc, char** argv) {
+// The flags of `gpt2 generate`, parsed; --help and a malformed flag end the process here.
+CliArgs generate_args(int argc, char** argv) {
     static const std::vector<CliFlag> flags = {
         {"model", "", "", "checkpoint to sample from"},
         {"tokenizer", "", "", "directory with encoder.json + vocab.bpe (default: $GPT2_DATA_DIR/gpt2 or data/gpt2)"},
@@ -165,15 +164,29 @@ int cmd_generate(int argc, char** argv) {
         kCliHeadsFlag,
         kCliPrecisionFlag,
     };
-    CliArgs args = cli_parse(
+    return cli_parse(
         argc, argv, "generate", "gpt2 generate --model PATH [--prompt TEXT | --interactive] [flags]",
         "Samples text with a KV cache. Generation stops at <|endoftext|> or after --max-tokens, which may exceed "
         "the model's context: the window then slides as nanoGPT's does (each token sees the last maxT tokens), "
         "and every token past the context costs a prefill of maxT tokens instead of one position.",
         flags, false);
+}
+
+// What to generate and how to show it, from the flags, checked before the model is loaded.
+struct GenerateRun {
     GenerateOptions opts;
+    long long samples = 1;
+    bool interactive = false;     // prompts from standard input, one per line
+    bool ids_out = false;         // print token ids instead of text
+    bool need_tokenizer = false;  // text in or out
+};
+
+// The sampling settings and the prompt's source, in the order the flags' messages are checked.
+GenerateRun generate_run(const CliArgs& args) {
+    GenerateRun r;
+    GenerateOptions& opts = r.opts;
     long long max_tokens = args.integer_in("max-tokens", 1, 1 << 20), top_k = args.integer_in("top-k", 0, 1 << 30);
-    long long samples = args.integer_in("num-samples", 1, 10000);
+    r.samples = args.integer_in("num-samples", 1, 10000);
     double temperature = args.number_in("temperature", 0, 1e6), top_p = args.number_in("top-p", 0, 1);
     if (!(top_p > 0 && top_p <= 1)) fatal("bad value for --top-p (generate): expected 0 < p <= 1, got %g", top_p);
     opts.max_tokens = (int)max_tokens;
@@ -184,29 +197,19 @@ int cmd_generate(int argc, char** argv) {
     opts.sampler.top_p = (float)top_p;
     int prompt_sources = args.has("prompt") + args.has("prompt-file") + args.has("prompt-ids");
     if (prompt_sources > 1) fatal("conflicting flags (generate): give one of --prompt, --prompt-file, --prompt-ids");
-    const bool interactive = args.on("interactive");
-    if (interactive && prompt_sources)
+    r.interactive = args.on("interactive");
+    if (r.interactive && prompt_sources)
         fatal("conflicting flags (generate): --interactive reads its prompts from standard input, one per line");
-    const bool ids_out = args.on("ids");
-    const bool need_tokenizer = !ids_out || args.has("prompt") || args.has("prompt-file") || interactive;
+    r.ids_out = args.on("ids");
+    r.need_tokenizer = !r.ids_out || args.has("prompt") || args.has("prompt-file") || r.interactive;
+    return r;
+}
 
-    GPT2 model;
-    checkpoint_load(&model, args.str("model"), cli_heads(args));
-    gpt2_set_precision(&model, cli_precision(args));
-    // the cache for the longest prompt there can be (the context) and --max-tokens
-    memory_check(generate_memory_bytes(model.cfg, model.cfg.max_seq_len, opts.max_tokens),
-                 "the KV cache for --max-tokens " + std::to_string(opts.max_tokens), "generate fewer tokens");
-    Tokenizer tok;
-    if (need_tokenizer)
-        tokenizer_load_for_model(&tok, args.has("tokenizer") ? args.str("tokenizer") : "", model.cfg.vocab_size, "");
-    Rng rng((uint64_t)args.integer_in("seed", 0, LLONG_MAX));
-    if (!interactive) {
-        run_samples(model, tok, read_prompt(args, &tok, model.cfg), opts, samples, ids_out, &rng);
-        return 0;
-    }
-    // One prompt per line until end of input; a line that cannot run is reported and skipped.
+// One prompt per line until end of input; a line that cannot run is reported and skipped, and the run then
+// fails at the end, naming how many were.
+int run_interactive(const GPT2& model, Tokenizer* tok, const GenerateRun& r, Rng* rng) {
     const bool terminal = isatty(STDIN_FILENO);
-    const size_t max_bytes = prompt_max_bytes(tok, model.cfg);
+    const size_t max_bytes = prompt_max_bytes(*tok, model.cfg);
     int errors = 0;
     std::string line;
     bool too_long = false;
@@ -224,15 +227,38 @@ int cmd_generate(int argc, char** argv) {
         if (!line.empty() && line.back() == '\r') line.pop_back();
         if (line.empty()) continue;
         std::vector<int> prompt;
-        std::string err = encode_prompt(&tok, line, model.cfg, &prompt);
+        std::string err = encode_prompt(tok, line, model.cfg, &prompt);
         if (!err.empty()) {
             fprintf(stderr, "error: %s (--interactive, line skipped)\n", err.c_str());
             errors++;
             continue;
         }
-        run_samples(model, tok, prompt, opts, samples, ids_out, &rng);
+        run_samples(model, *tok, prompt, r.opts, r.samples, r.ids_out, rng);
     }
     if (ferror(stdin)) fatal("cannot read standard input (--interactive): %s", strerror(errno));
     if (errors) fatal("%d prompt%s skipped (--interactive): see the lines above", errors, errors == 1 ? "" : "s");
     return 0;
+}
+
+}  // namespace
+
+int cmd_generate(int argc, char** argv) {
+    CliArgs args = generate_args(argc, argv);
+    const GenerateRun r = generate_run(args);
+
+    GPT2 model;
+    checkpoint_load(&model, args.str("model"), cli_heads(args));
+    gpt2_set_precision(&model, cli_precision(args));
+    // the cache for the longest prompt there can be (the context) and --max-tokens
+    memory_check(generate_memory_bytes(model.cfg, model.cfg.max_seq_len, r.opts.max_tokens),
+                 "the KV cache for --max-tokens " + std::to_string(r.opts.max_tokens), "generate fewer tokens");
+    Tokenizer tok;
+    if (r.need_tokenizer)
+        tokenizer_load_for_model(&tok, args.has("tokenizer") ? args.str("tokenizer") : "", model.cfg.vocab_size, "");
+    Rng rng((uint64_t)args.integer_in("seed", 0, LLONG_MAX));
+    if (!r.interactive) {
+        run_samples(model, tok, read_prompt(args, &tok, model.cfg), r.opts, r.samples, r.ids_out, &rng);
+        return 0;
+    }
+    return run_interactive(model, &tok, r, &rng);
 }

@@ -100,9 +100,8 @@ std::string shard_name(const std::string& prefix, int k) {
     return prefix.back() == '/' ? prefix + suffix : prefix + "_" + suffix;
 }
 
-}  // namespace
-
-int cmd_tokenize(int argc, char** argv) {
+// The flags of `gpt2 tokenize`, parsed; --help and a malformed flag end the process here.
+CliArgs tokenize_args(int argc, char** argv) {
     static const std::string default_dir = tokenizer_default_dir();
     const std::vector<CliFlag> flags = {
         {"ids", "", "", "print the ids on one line, space-separated", true},
@@ -129,8 +128,22 @@ int cmd_tokenize(int argc, char** argv) {
         "file without --split-on-blank-lines or --shard-tokens is encoded raw, with no <|endoftext|>. A directory "
         "means its regular files not starting with '.', sorted by name; blank JSON lines are skipped. The text "
         "<|endoftext|> in the input is ordinary text.";
-    CliArgs args = cli_parse(argc, argv, "tokenize", usage, about, flags, true);
+    return cli_parse(argc, argv, "tokenize", usage, about, flags, true);
+}
 
+// What one run reads and writes, decided from the flags before any input is read or output touched.
+struct TokenizeOptions {
+    bool to_ids = false;   // print the ids; else write token files under prefix
+    bool sharded = false;  // llm.c shards of shard_tokens each; else one val/train pair
+    long long val_tokens = 0, shard_tokens = 0;
+    std::string prefix;      // --output
+    std::string input_name;  // the inputs, for messages
+    TextStreamOptions stream_opt;
+};
+
+// The flags checked against each other, in the order a user meets them: a bad combination fails before the
+// inputs are expanded.
+TokenizeOptions tokenize_options(const CliArgs& args) {
     if (args.positional.empty()) fatal("missing input file (tokenize): expected FILE, DIR or - for stdin");
     bool to_ids = args.on("ids"), to_files = args.has("output");
     if (to_ids == to_files)
@@ -140,93 +153,123 @@ int cmd_tokenize(int argc, char** argv) {
     if (to_ids && args.has("shard-tokens")) fatal("flag --shard-tokens needs -o PREFIX (tokenize): got --ids");
     if (args.has("jsonl-field") && args.str("jsonl-field").empty())
         fatal("empty value for --jsonl-field (tokenize): expected the name of a string field");
+    TokenizeOptions o;
+    o.to_ids = to_ids;
     const bool jsonl = args.has("jsonl-field");
     const bool many_docs = args.positional.size() > 1 || is_directory(args.positional[0]);
-    const bool sharded = to_files && (args.has("shard-tokens") || jsonl || many_docs);
-    if (sharded && args.has("val-tokens"))
+    o.sharded = to_files && (args.has("shard-tokens") || jsonl || many_docs);
+    if (o.sharded && args.has("val-tokens"))
         fatal(
             "conflicting flags --val-tokens and sharded output (tokenize): expected --shard-tokens N, whose first "
             "shard is val, with a directory, several inputs, --jsonl-field or --shard-tokens");
-    const long long val_tokens = args.integer_in("val-tokens", 0, 1ll << 40);
-    const long long shard_tokens = args.integer_in("shard-tokens", 1, INT32_MAX);
-    std::string prefix = to_files ? args.str("output") : "";
-    if (to_files && prefix.empty()) fatal("empty value for --output (tokenize): expected a path prefix");
+    o.val_tokens = args.integer_in("val-tokens", 0, 1ll << 40);
+    o.shard_tokens = args.integer_in("shard-tokens", 1, INT32_MAX);
+    o.prefix = to_files ? args.str("output") : "";
+    if (to_files && o.prefix.empty()) fatal("empty value for --output (tokenize): expected a path prefix");
 
-    TextStreamOptions opt;
+    TextStreamOptions& opt = o.stream_opt;
     opt.split_on_blank_lines = args.on("split-on-blank-lines");
     opt.jsonl_field = jsonl ? args.str("jsonl-field") : "";
-    opt.eot = opt.split_on_blank_lines || jsonl || many_docs || sharded;
+    opt.eot = opt.split_on_blank_lines || jsonl || many_docs || o.sharded;
     opt.chunk_bytes = bytes_from_env("GPT2_TOKENIZE_CHUNK_BYTES", opt.chunk_bytes);
     opt.max_unsplit_bytes = bytes_from_env("GPT2_TOKENIZE_MAX_UNSPLIT_BYTES", opt.max_unsplit_bytes);
-    // A directory's files that are token files or staged temporaries are outputs (of this command run
-    // before on the same directory, say), not text.
+    o.input_name = args.positional.size() > 1  ? std::to_string(args.positional.size()) + " inputs"
+                   : args.positional[0] == "-" ? "stdin"
+                                               : args.positional[0];
+    return o;
+}
+
+// The text files behind the command line's inputs. A directory's files that are token files or staged
+// temporaries are outputs (of this command run before on the same directory, say), not text.
+std::vector<TextInput> expand_inputs(const std::vector<std::string>& positional) {
     int skipped = 0;
-    std::vector<TextInput> inputs = text_inputs_expand(args.positional, [&](const std::string& path) {
+    std::vector<TextInput> inputs = text_inputs_expand(positional, [&](const std::string& path) {
         const bool output = tokenfile_is_token_file(path) || path_is_staged_temp(path_base(path));
         skipped += output;
         return output;
     });
     if (skipped)
         fprintf(stderr, "note: skipped %d token file%s and staged outputs in the input director%s (not text)\n",
-                skipped, skipped == 1 ? "" : "s", args.positional.size() == 1 ? "y" : "ies");
-    const std::string input_name = args.positional.size() > 1  ? std::to_string(args.positional.size()) + " inputs"
-                                   : args.positional[0] == "-" ? "stdin"
-                                                               : args.positional[0];
-    TextStream stream(inputs, opt);
+                skipped, skipped == 1 ? "" : "s", positional.size() == 1 ? "y" : "ies");
+    return inputs;
+}
 
-    Tokenizer tok;
-    tokenizer_load(&tok, args.str("tokenizer"));
-
-    // Outputs: the paths are checked before any work, and again as each file is opened.
-    std::string val_path, train_path;
+// The token files of a run and what guards them. The members are destroyed in the reverse of this order: the
+// directories made, then the lock, then the writer (whose unpublished files go with it).
+struct TokenizeOutputs {
+    std::string val_path, train_path;  // the val/train pair; empty when sharded
     std::unique_ptr<TokenFileWriter> writer;
     std::unique_ptr<PathLock> lock;
     std::unique_ptr<MadeDirs> made;
-    if (to_files) {
-        // PREFIX.lock (DIR.lock for DIR/) beside the outputs: one tokenize per prefix at a time
-        lock.reset(new PathLock(path_strip_slashes(prefix), "--output (tokenize)"));
-        const std::string dir = prefix.back() == '/' ? path_strip_slashes(prefix) : path_parent(prefix);
-        made.reset(new MadeDirs(dir));  // removed again if the command fails before writing into it
-        if (sharded) {
-            writer.reset(new TokenFileWriter([&](int k) { return shard_name(prefix, k); },
-                                             [&](int) { return (int64_t)shard_tokens; }, "--output (tokenize)", false));
-        } else {
-            val_path = prefix.back() == '/' ? prefix + "val.bin" : prefix + "_val.bin";
-            train_path = prefix.back() == '/' ? prefix + "train.bin" : prefix + "_train.bin";
-            writer.reset(new TokenFileWriter(
-                [&](int k) {
-                    if (k > 1)
-                        fatal("too many tokens for one train file (%s): expected at most %d; use --shard-tokens",
-                              input_name.c_str(), INT32_MAX);
-                    return k == 0 ? val_path : train_path;
-                },
-                [&](int k) { return k == 0 ? (int64_t)val_tokens : (int64_t)INT32_MAX; }, "--output (tokenize)", true));
-            if (val_tokens > INT32_MAX)
-                fatal("bad value for --val-tokens (tokenize): expected at most %d for one token file", INT32_MAX);
-        }
-        writer->check_replaceable(0);
-        writer->check_replaceable(1);
-    }
+};
 
-    int threads = 1;
+// Takes the prefix for this run and checks the first two paths before any work, so that a run that cannot
+// write fails at once; each file is checked again as it is opened. `o` must outlive *out.
+void open_outputs(const TokenizeOptions& o, TokenizeOutputs* out) {
+    const std::string& prefix = o.prefix;
+    // PREFIX.lock (DIR.lock for DIR/) beside the outputs: one tokenize per prefix at a time
+    out->lock.reset(new PathLock(path_strip_slashes(prefix), "--output (tokenize)"));
+    const std::string dir = prefix.back() == '/' ? path_strip_slashes(prefix) : path_parent(prefix);
+    out->made.reset(new MadeDirs(dir));  // removed again if the command fails before writing into it
+    if (o.sharded) {
+        out->writer.reset(new TokenFileWriter([&o](int k) { return shard_name(o.prefix, k); },
+                                              [&o](int) { return (int64_t)o.shard_tokens; }, "--output (tokenize)",
+                                              false));
+    } else {
+        out->val_path = prefix.back() == '/' ? prefix + "val.bin" : prefix + "_val.bin";
+        out->train_path = prefix.back() == '/' ? prefix + "train.bin" : prefix + "_train.bin";
+        out->writer.reset(new TokenFileWriter(
+            [&o, out](int k) {
+                if (k > 1)
+                    fatal("too many tokens for one train file (%s): expected at most %d; use --shard-tokens",
+                          o.input_name.c_str(), INT32_MAX);
+                return k == 0 ? out->val_path : out->train_path;
+            },
+            [&o](int k) { return k == 0 ? (int64_t)o.val_tokens : (int64_t)INT32_MAX; }, "--output (tokenize)", true));
+        if (o.val_tokens > INT32_MAX)
+            fatal("bad value for --val-tokens (tokenize): expected at most %d for one token file", INT32_MAX);
+    }
+    out->writer->check_replaceable(0);
+    out->writer->check_replaceable(1);
+}
+
+// Encodes one batch of parts, each on the tokenizer of the thread that takes it: ids[i] are part i's, after
+// an <|endoftext|> when the part starts a document.
+void encode_batch(const std::vector<TextPart>& batch, std::vector<Tokenizer>* toks,
+                  std::vector<std::vector<int>>* ids) {
+    ids->resize(batch.size());
+#pragma omp parallel for schedule(dynamic, 1)
+    for (long i = 0; i < (long)batch.size(); i++) {
+        int t = 0;
 #ifdef _OPENMP
-    threads = omp_get_max_threads();
+        t = omp_get_thread_num();
 #endif
+        std::vector<int>& out = (*ids)[(size_t)i];
+        out.clear();
+        if (batch[(size_t)i].starts_doc) out.push_back(kTokenizerEot);
+        std::vector<int> enc = tokenizer_encode(&(*toks)[(size_t)t], batch[(size_t)i].text);
+        out.insert(out.end(), enc.begin(), enc.end());
+    }
+}
+
+// Encodes the whole input in batches on `threads` threads and hands the ids, in input order, to the printer
+// or the writer, counting them in *tokens. Returns 0 at the end of the input; a stop signal ends it after the
+// batch at hand with 128 + the signal, the file being written removed.
+int encode_inputs(TextStream* stream, const Tokenizer& tok, const TokenizeOptions& o, int threads, TokenizeOutputs* out,
+                  IdsPrinter* printer, int64_t* tokens) {
     std::vector<Tokenizer> toks(threads, tok);
-    const size_t batch_bytes = 16 * (size_t)threads * opt.chunk_bytes;
+    const size_t batch_bytes = 16 * (size_t)threads * o.stream_opt.chunk_bytes;
     const size_t batch_parts = 4096 * (size_t)threads;
     std::vector<TextPart> batch;
     std::vector<std::vector<int>> ids;
-    IdsPrinter printer;
     TokenizeProgress progress;
-    int64_t tokens = 0;
     bool checked_empty = false;
     stop_catch(true);  // a signal ends the loop after the batch at hand
     for (;;) {
         if (const int sig = stop_requested()) {
             progress.close();
-            const int published = to_files ? writer->published() : 0;
-            writer.reset();  // removes the staged file(s)
+            const int published = o.to_ids ? 0 : out->writer->published();
+            out->writer.reset();  // removes the staged file(s)
             fprintf(stderr,
                     "interrupted by %s: %d file%s published, the one being written removed; run the same command "
                     "again to start over\n",
@@ -237,62 +280,30 @@ int cmd_tokenize(int argc, char** argv) {
         size_t bytes = 0;
         TextPart part;
         bool more = true;
-        while (batch.size() < batch_parts && bytes < batch_bytes && (more = stream.next(&part))) {
+        while (batch.size() < batch_parts && bytes < batch_bytes && (more = stream->next(&part))) {
             bytes += part.text.size();
             batch.push_back(std::move(part));
         }
-        if (!checked_empty && !more && stream.bytes_read() == 0)
-            fatal("empty input (%s): expected at least one byte of text", input_name.c_str());
+        if (!checked_empty && !more && stream->bytes_read() == 0)
+            fatal("empty input (%s): expected at least one byte of text", o.input_name.c_str());
         checked_empty = true;
         if (batch.empty()) break;
-        ids.resize(batch.size());
-#pragma omp parallel for schedule(dynamic, 1)
-        for (long i = 0; i < (long)batch.size(); i++) {
-            int t = 0;
-#ifdef _OPENMP
-            t = omp_get_thread_num();
-#endif
-            std::vector<int>& out = ids[(size_t)i];
-            out.clear();
-            if (batch[(size_t)i].starts_doc) out.push_back(kTokenizerEot);
-            std::vector<int> enc = tokenizer_encode(&toks[(size_t)t], batch[(size_t)i].text);
-            out.insert(out.end(), enc.begin(), enc.end());
-        }
+        encode_batch(batch, &toks, &ids);
         for (const std::vector<int>& v : ids) {
-            if (to_ids) printer.add(v);
-            else writer->append(v.data(), v.size());
-            tokens += (int64_t)v.size();
+            if (o.to_ids) printer->add(v);
+            else out->writer->append(v.data(), v.size());
+            *tokens += (int64_t)v.size();
         }
         ids.clear();
-        progress.update(stream.bytes_read(), stream.total_bytes(), tokens);
+        progress.update(stream->bytes_read(), stream->total_bytes(), *tokens);
     }
-    progress.update(stream.bytes_read(), stream.total_bytes(), tokens, true);
+    progress.update(stream->bytes_read(), stream->total_bytes(), *tokens, true);
     progress.close();
+    return 0;
+}
 
-    if (to_ids) {
-        printer.finish();
-        return 0;
-    }
-    if (writer->files() < 2) {
-        if (sharded)
-            fatal(
-                "too few tokens for --shard-tokens %lld (%s): expected more than %lld so that a train shard "
-                "follows the val shard, got %lld",
-                shard_tokens, input_name.c_str(), shard_tokens, (long long)tokens);
-        fatal("too few tokens for --val-tokens %lld (%s): expected more than %lld, got %lld", val_tokens,
-              input_name.c_str(), val_tokens, (long long)tokens);
-    }
-    const int64_t last_count = writer->tokens_in_current();
-    const int files = writer->finish();
-    const unsigned long long in_bytes = (unsigned long long)stream.bytes_read();
-    if (!sharded) {
-        size_t sections = opt.eot ? (size_t)stream.documents() : 1;
-        printf("tokenized %s (%llu bytes, %zu section%s): %lld val tokens -> %s, %lld train tokens -> %s\n",
-               input_name.c_str(), in_bytes, sections, sections == 1 ? "" : "s", val_tokens, val_path.c_str(),
-               (long long)(tokens - val_tokens), train_path.c_str());
-        return 0;
-    }
-    // Shards of an earlier, longer run would otherwise mix into a glob of this one's.
+// Shards of an earlier, longer run after this run's last one would otherwise mix into a glob of this one's.
+void remove_stale_shards(const std::string& prefix, int files) {
     int stale = 0;
     for (int k = files;; k++) {
         std::string path = shard_name(prefix, k);
@@ -302,12 +313,68 @@ int cmd_tokenize(int argc, char** argv) {
     if (stale)
         fprintf(stderr, "note: removed %d shard%s of an earlier run after %s\n", stale, stale == 1 ? "" : "s",
                 shard_name(prefix, files - 1).c_str());
+}
+
+// Publishes the token files and says what went where; fatal, publishing nothing, when the tokens do not
+// reach a train file.
+int finish_outputs(const TokenizeOptions& o, TokenizeOutputs* out, const TextStream& stream, int64_t tokens,
+                   int threads) {
+    const std::string& prefix = o.prefix;
+    if (out->writer->files() < 2) {
+        if (o.sharded)
+            fatal(
+                "too few tokens for --shard-tokens %lld (%s): expected more than %lld so that a train shard "
+                "follows the val shard, got %lld",
+                o.shard_tokens, o.input_name.c_str(), o.shard_tokens, (long long)tokens);
+        fatal("too few tokens for --val-tokens %lld (%s): expected more than %lld, got %lld", o.val_tokens,
+              o.input_name.c_str(), o.val_tokens, (long long)tokens);
+    }
+    const int64_t last_count = out->writer->tokens_in_current();
+    const int files = out->writer->finish();
+    const unsigned long long in_bytes = (unsigned long long)stream.bytes_read();
+    if (!o.sharded) {
+        size_t sections = o.stream_opt.eot ? (size_t)stream.documents() : 1;
+        printf("tokenized %s (%llu bytes, %zu section%s): %lld val tokens -> %s, %lld train tokens -> %s\n",
+               o.input_name.c_str(), in_bytes, sections, sections == 1 ? "" : "s", o.val_tokens, out->val_path.c_str(),
+               (long long)(tokens - o.val_tokens), out->train_path.c_str());
+        return 0;
+    }
+    remove_stale_shards(prefix, files);
     printf(
         "tokenized %s (%llu bytes, %llu documents, %d thread%s): %lld val tokens -> %s, %lld train tokens in "
         "%d shard%s -> %s .. %s (last %lld)\n",
-        input_name.c_str(), in_bytes, (unsigned long long)stream.documents(), threads, threads == 1 ? "" : "s",
-        (long long)std::min<int64_t>(tokens, shard_tokens), shard_name(prefix, 0).c_str(),
-        (long long)(tokens - shard_tokens), files - 1, files == 2 ? "" : "s", shard_name(prefix, 1).c_str(),
+        o.input_name.c_str(), in_bytes, (unsigned long long)stream.documents(), threads, threads == 1 ? "" : "s",
+        (long long)std::min<int64_t>(tokens, o.shard_tokens), shard_name(prefix, 0).c_str(),
+        (long long)(tokens - o.shard_tokens), files - 1, files == 2 ? "" : "s", shard_name(prefix, 1).c_str(),
         shard_name(prefix, files - 1).c_str(), (long long)last_count);
     return 0;
+}
+
+}  // namespace
+
+int cmd_tokenize(int argc, char** argv) {
+    const CliArgs args = tokenize_args(argc, argv);
+    const TokenizeOptions o = tokenize_options(args);
+    std::vector<TextInput> inputs = expand_inputs(args.positional);
+    TextStream stream(inputs, o.stream_opt);
+
+    Tokenizer tok;
+    tokenizer_load(&tok, args.str("tokenizer"));
+
+    // Outputs: the paths are checked before any work, and again as each file is opened.
+    TokenizeOutputs out;
+    if (!o.to_ids) open_outputs(o, &out);
+
+    int threads = 1;
+#ifdef _OPENMP
+    threads = omp_get_max_threads();
+#endif
+    IdsPrinter printer;
+    int64_t tokens = 0;
+    if (const int rc = encode_inputs(&stream, tok, o, threads, &out, &printer, &tokens)) return rc;
+    if (o.to_ids) {
+        printer.finish();
+        return 0;
+    }
+    return finish_outputs(o, &out, stream, tokens, threads);
 }

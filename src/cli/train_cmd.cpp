@@ -274,6 +274,94 @@ void check_ranks_agree(const Trainer& t) {
                        part.first, dist_rank(), dist_world());
 }
 
+// The locks a run holds until it ends. Members are released in the reverse of this order, as the locals
+// they replace were: the log's, the plot's, --out's, then the checkpoint's it resumes from.
+struct TrainLocks {
+    std::unique_ptr<PathLock> resume, out, plot, log;
+};
+
+// Outputs are checked, and --out locked, before anything is computed: a run that cannot save fails now.
+void lock_outputs(Trainer* t, const CliArgs& args, const CliArgs& given, const std::string& resume_dir,
+                  TrainLocks* locks) {
+    const TrainOptions& o = t->o;
+    if (!o.out.empty() || (given.has("out") && dist_rank() == 0))
+        train_dir_check(o.out, given.has("out") ? "--out" : "--resume");
+    locks->out.reset(o.out.empty() || o.out == resume_dir ? nullptr : new PathLock(o.out, "--out"));
+    if (!o.out.empty()) dir_clear_dead_staging(o.out, train_dir_is_ours);  // before anything opens files in it
+    if (args.has("plot") && !o.plot_path.empty()) {
+        check_plot_path(o.plot_path, o.out);
+        locks->plot.reset(new PathLock(o.plot_path, "--plot (train)"));
+    }
+    if (args.has("log") && dist_rank() == 0) {
+        locks->log.reset(new PathLock(args.str("log"), "--log (train)"));
+        t->log.open(args.str("log"), "--log (train)", kRunLogKind);
+    }
+}
+
+// One line on the data: tokens (and shards) to train and validate on, and the steps over them.
+void print_data(const Trainer& t) {
+    const TrainOptions& o = t.o;
+    const auto count = [](const DataLoader& dl, const char* what) {
+        std::string s = std::to_string(dataloader_num_tokens(dl)) + " " + what + " tokens";
+        return dl.shards.size() > 1 ? s + " in " + std::to_string(dl.shards.size()) + " shards" : s;
+    };
+    printf("data: %s%s; %s; %d steps of %d x %d x %d tokens\n", count(t.train_dl, "train").c_str(),
+           o.shuffle ? "" : " (in order)", o.val_path.empty() ? "no validation" : count(t.val_dl, "val").c_str(),
+           o.steps, o.accum, o.B, o.T);
+    if (dist_world() > 1)
+        printf("data parallel: %d ranks x %d x %d x %d tokens = a global batch of %lld tokens per step\n", dist_world(),
+               o.accum, o.B, o.T, (long long)dist_world() * o.accum * o.B * o.T);
+}
+
+// Everything the first step needs, each said as it is set up: the model, the data, the resumed optimizer
+// state, the precision and the sampler. Returns the step the run starts from.
+int prepare_run(Trainer* t, const CliArgs& args, const CliArgs& given, const std::string& resume_dir,
+                TrainState* resume) {
+    const TrainOptions& o = t->o;
+    build_model(&t->model, args, resume_dir, o.B, o.T, o.seed);
+    gpt2_enable_training(&t->model);
+    const GPT2Config& cfg = t->model.cfg;
+    printf("model: %d layers, %d heads, %d channels, context %d, vocab %d: %.2fM parameters\n", cfg.num_layers,
+           cfg.num_heads, cfg.channels, cfg.max_seq_len, cfg.vocab_size, gpt2_num_real_params(cfg) / 1e6);
+    trainer_load_data(t);
+    int first_step = 0;
+    if (!resume_dir.empty()) {
+        train_state_restore(resume, t->model, &t->opt, &t->train_dl, &t->history);  // moves the moments out
+        first_step = resume->step;
+        printf("resumed %s at step %d\n", resume_dir.c_str(), first_step);
+    }
+    gpt2_set_precision(&t->model, cli_precision(args));  // the weights are in place: bf16 copies them
+    if (t->model.precision == Precision::kBf16)
+        printf("precision: bf16 matmuls (fp32 accumulation), fp32 master weights and optimizer\n");
+    print_data(*t);
+    if (o.sample_tokens > 0) load_sampler(t, args, given);  // before training, so a bad tokenizer fails fast
+    return first_step;
+}
+
+// Trains from first_step to --steps and says how the run ended: 0 when it ran to its end, 128 + the signal
+// when one stopped it.
+int run_steps(Trainer* t, int first_step, const std::string& resume_dir) {
+    const TrainOptions& o = t->o;
+    if (first_step >= o.steps) {  // nothing to train: a fresh run still saves what was asked for
+        if (!o.out.empty() && o.out != resume_dir) trainer_save(t, first_step);  // what --out asked for
+        else if (!resume_dir.empty())
+            printf("nothing to do: %s is at step %d of %d\n", resume_dir.c_str(), first_step, o.steps);
+        t->log.close();
+        return 0;
+    }
+    const int step = trainer_run(t, first_step);
+    t->log.close();
+    stop_catch(false);
+    const int sig = stop_requested();
+    if (!sig) return 0;
+    if (t->saved)
+        fprintf(stderr, "interrupted at step %d by %s, saved %s; continue with: gpt2 train --resume %s\n", step,
+                stop_signal_name(sig), o.out.c_str(), o.out.c_str());
+    else
+        fprintf(stderr, "interrupted at step %d by %s; nothing saved (no --out)\n", step, stop_signal_name(sig));
+    return 128 + sig;
+}
+
 }  // namespace
 
 int cmd_train(int argc, char** argv) {
@@ -291,8 +379,8 @@ int cmd_train(int argc, char** argv) {
     TrainState resume;
     const std::string resume_dir = given.has("resume") ? path_strip_slashes(given.str("resume")) : "";
     // The checkpoint is locked before its train state is read: a save in progress is never read half-way.
-    std::unique_ptr<PathLock> resume_lock;
-    if (!resume_dir.empty() && dist_rank() == 0) resume_lock.reset(new PathLock(resume_dir, "--resume"));
+    TrainLocks locks;
+    if (!resume_dir.empty() && dist_rank() == 0) locks.resume.reset(new PathLock(resume_dir, "--resume"));
     const CliArgs args = given.has("resume") ? resume_args(given, resume_dir, &resume) : given;
     t.o = train_options(args, given, resume_dir);
     t.run_flags = run_flags(args, t.o.val_path);
@@ -301,69 +389,10 @@ int cmd_train(int argc, char** argv) {
         t.o.plot_in_out = false, t.o.sample_tokens = 0;
         output_silence_stdout();
     }
-    const TrainOptions& o = t.o;
-
-    // Outputs are checked, and --out locked, before anything is computed: a run that cannot save fails now.
-    if (!o.out.empty() || (given.has("out") && dist_rank() == 0))
-        train_dir_check(o.out, given.has("out") ? "--out" : "--resume");
-    std::unique_ptr<PathLock> out_lock(o.out.empty() || o.out == resume_dir ? nullptr : new PathLock(o.out, "--out"));
-    if (!o.out.empty()) dir_clear_dead_staging(o.out, train_dir_is_ours);  // before anything opens files in it
-    std::unique_ptr<PathLock> plot_lock, log_lock;
-    if (args.has("plot") && !o.plot_path.empty()) {
-        check_plot_path(o.plot_path, o.out);
-        plot_lock.reset(new PathLock(o.plot_path, "--plot (train)"));
-    }
-    if (args.has("log") && dist_rank() == 0) {
-        log_lock.reset(new PathLock(args.str("log"), "--log (train)"));
-        t.log.open(args.str("log"), "--log (train)", kRunLogKind);
-    }
-
-    build_model(&t.model, args, resume_dir, o.B, o.T, o.seed);
-    gpt2_enable_training(&t.model);
-    const GPT2Config& cfg = t.model.cfg;
-    printf("model: %d layers, %d heads, %d channels, context %d, vocab %d: %.2fM parameters\n", cfg.num_layers,
-           cfg.num_heads, cfg.channels, cfg.max_seq_len, cfg.vocab_size, gpt2_num_real_params(cfg) / 1e6);
-    trainer_load_data(&t);
-    int first_step = 0;
-    if (!resume_dir.empty()) {
-        train_state_restore(&resume, t.model, &t.opt, &t.train_dl, &t.history);  // moves the moments out
-        first_step = resume.step;
-        printf("resumed %s at step %d\n", resume_dir.c_str(), first_step);
-    }
-    gpt2_set_precision(&t.model, cli_precision(args));  // the weights are in place: bf16 copies them
-    if (t.model.precision == Precision::kBf16)
-        printf("precision: bf16 matmuls (fp32 accumulation), fp32 master weights and optimizer\n");
-    const auto count = [](const DataLoader& dl, const char* what) {
-        std::string s = std::to_string(dataloader_num_tokens(dl)) + " " + what + " tokens";
-        return dl.shards.size() > 1 ? s + " in " + std::to_string(dl.shards.size()) + " shards" : s;
-    };
-    printf("data: %s%s; %s; %d steps of %d x %d x %d tokens\n", count(t.train_dl, "train").c_str(),
-           o.shuffle ? "" : " (in order)", o.val_path.empty() ? "no validation" : count(t.val_dl, "val").c_str(),
-           o.steps, o.accum, o.B, o.T);
-    if (dist_world() > 1)
-        printf("data parallel: %d ranks x %d x %d x %d tokens = a global batch of %lld tokens per step\n", dist_world(),
-               o.accum, o.B, o.T, (long long)dist_world() * o.accum * o.B * o.T);
-    if (o.sample_tokens > 0) load_sampler(&t, args, given);  // before training, so a bad tokenizer fails fast
-
+    lock_outputs(&t, args, given, resume_dir, &locks);
+    const int first_step = prepare_run(&t, args, given, resume_dir, &resume);
     if (dist_world() > 1) check_ranks_agree(t);
-    if (first_step >= o.steps) {  // nothing to train: a fresh run still saves what was asked for
-        if (!o.out.empty() && o.out != resume_dir) trainer_save(&t, first_step);  // what --out asked for
-        else if (!resume_dir.empty())
-            printf("nothing to do: %s is at step %d of %d\n", resume_dir.c_str(), first_step, o.steps);
-        t.log.close();
-        return 0;
-    }
-    const int step = trainer_run(&t, first_step);
-    t.log.close();
-    stop_catch(false);
-    const int sig = stop_requested();
-    if (!sig) return 0;
-    if (t.saved)
-        fprintf(stderr, "interrupted at step %d by %s, saved %s; continue with: gpt2 train --resume %s\n", step,
-                stop_signal_name(sig), o.out.c_str(), o.out.c_str());
-    else
-        fprintf(stderr, "interrupted at step %d by %s; nothing saved (no --out)\n", step, stop_signal_name(sig));
-    return 128 + sig;
+    return run_steps(&t, first_step, resume_dir);
 }
 
 static const std::vector<CliFlag> kEvalFlags = {

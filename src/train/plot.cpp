@@ -165,6 +165,149 @@ std::string text_fit(const std::string& s, int max_w, int scale) {
     return text_width(cut + "..", scale) <= max_w ? cut + ".." : "";
 }
 
+// ---------------------------------------------------------------------------------------------------------
+// The plot: its frame, then grid, series, axes and legend, each drawn over the one before.
+
+const int kTickLen = 5, kPad = 8;  // pixels
+
+// The ranges the axes cover: the data's ([0, 1] without a finite point); a flat or single-valued range is
+// widened so the scale never divides by zero.
+void axis_ranges(const std::vector<PlotRun>& runs, double* xlo, double* xhi, double* ylo, double* yhi) {
+    *xlo = 0, *xhi = 1, *ylo = 0, *yhi = 1;
+    if (!data_range(runs, xlo, xhi, ylo, yhi)) return;
+    if (*xhi == *xlo) *xlo = std::max(0.0, *xlo - 1), *xhi = *xlo + 2;
+    double mag = std::max({1.0, std::fabs(*ylo), std::fabs(*yhi)});
+    if (*yhi - *ylo < 1e-4 * mag) {
+        double mid = 0.5 * (*ylo + *yhi), half = std::max(0.05, 0.05 * std::fabs(mid));
+        *ylo = mid - half, *yhi = mid + half;
+    } else {
+        double margin = 0.05 * (*yhi - *ylo);
+        *ylo -= margin, *yhi += margin;
+    }
+}
+
+// The axes and the plot area they span on the canvas, and the mapping of data to pixels.
+struct Frame {
+    Axis xa, ya;
+    int px0, px1, py0, py1;  // plot area: x from px0 to px1, y from py1 (bottom) up to py0
+    int to_px(double x) const { return px0 + (int)std::lround((x - xa.lo) / (xa.hi - xa.lo) * (px1 - px0)); }
+    int to_py(double y) const { return py1 - (int)std::lround((y - ya.lo) / (ya.hi - ya.lo) * (py1 - py0)); }
+};
+
+// Layout: y tick labels and the rotated "loss" on the left, x tick labels and "step" below, the legend
+// above, one row per run. Axes first get a provisional y axis to size the left margin.
+Frame frame_make(const std::vector<PlotRun>& runs, int width, int height, int s) {
+    double xlo, xhi, ylo, yhi;
+    axis_ranges(runs, &xlo, &xhi, &ylo, &yhi);
+    const int glyph_h = kGlyphHeight * s;
+    const int legend_rows = std::max(1, (int)runs.size()), row_h = glyph_h + kPad;
+    Frame f;
+    f.ya = axis_make(ylo, yhi, 5, false);
+    int ylabel_w = 0;
+    for (int i = 0; i < f.ya.ticks(); i++) ylabel_w = std::max(ylabel_w, text_width(f.ya.label(i), s));
+    const int left = kPad + glyph_h + 2 * kPad + ylabel_w + kTickLen + 4;
+    const int top = kPad + legend_rows * row_h + kPad;
+    const int bottom = kTickLen + 6 + glyph_h + 2 * kPad + glyph_h + kPad;
+    // Room on the right for half of the last x tick label, which is centred on the axis end.
+    f.xa = axis_make(xlo, xhi, 6, true);
+    const int right = std::max(3 * kPad, text_width(f.xa.label(f.xa.ticks() - 1), s) / 2 + 4);
+    f.px0 = left, f.px1 = std::max(left + 1, width - right);
+    f.py0 = top, f.py1 = std::max(top + 1, height - bottom);
+
+    // Fewer x ticks until the widest label fits between neighbours.
+    for (int intervals = 6; intervals >= 1; intervals--) {
+        f.xa = axis_make(xlo, xhi, intervals, true);
+        int widest = 0;
+        for (int i = 0; i < f.xa.ticks(); i++) widest = std::max(widest, text_width(f.xa.label(i), s));
+        if (f.xa.ticks() <= 1 || (double)(f.px1 - f.px0) / (f.xa.ticks() - 1) >= widest + 2 * kPad) break;
+    }
+    return f;
+}
+
+// The grid goes first, so that the series and the axes are drawn over it.
+void draw_grid(Canvas* cv, const Frame& f) {
+    for (int i = 0; i < f.xa.ticks(); i++) {
+        int x = f.to_px(f.xa.lo + i * f.xa.step);
+        cv->line(x, f.py0, x, f.py1, 1, kGrid);
+    }
+    for (int i = 0; i < f.ya.ticks(); i++) {
+        int y = f.to_py(f.ya.lo + i * f.ya.step);
+        cv->line(f.px0, y, f.px1, y, 1, kGrid);
+    }
+}
+
+// A non-finite value breaks the line; a point with no finite neighbour gets a dot so it still shows.
+void draw_series(Canvas* cv, const Frame& f, const std::vector<std::pair<int, float>>& pts, int thick, int marker,
+                 Rgb c) {
+    auto finite = [&](size_t i) { return i < pts.size() && std::isfinite(pts[i].second); };
+    for (size_t i = 0; i < pts.size(); i++) {
+        if (!finite(i)) continue;
+        int x = f.to_px(pts[i].first), y = f.to_py(pts[i].second);
+        if (finite(i + 1)) cv->line(x, y, f.to_px(pts[i + 1].first), f.to_py(pts[i + 1].second), thick, c);
+        bool lone = !finite(i + 1) && (i == 0 || !finite(i - 1));
+        if (marker > 0 || lone) cv->disc(x, y, std::max(marker, 2), c);
+    }
+}
+
+// A single run keeps its two colours; with several, each run has one.
+Rgb series_colour(const std::vector<PlotRun>& runs, size_t run, bool val) {
+    if (runs.size() == 1) return rgb_of(val ? kPlotValRgb : kPlotTrainRgb);
+    return rgb_of(kPlotPalette[run]);
+}
+
+// The axes go over the series: the lines, their ticks and tick labels, and the names "step" and "loss".
+void draw_axes(Canvas* cv, const Frame& f, int s) {
+    const int glyph_h = kGlyphHeight * s;
+    cv->line(f.px0, f.py0, f.px0, f.py1, 1, kBlack);  // y axis
+    cv->line(f.px0, f.py1, f.px1, f.py1, 1, kBlack);  // x axis
+    for (int i = 0; i < f.xa.ticks(); i++) {
+        int x = f.to_px(f.xa.lo + i * f.xa.step);
+        cv->line(x, f.py1, x, f.py1 + kTickLen, 1, kBlack);
+        std::string t = f.xa.label(i);
+        draw_text(cv, x - text_width(t, s) / 2, f.py1 + kTickLen + 6, t, s, kBlack);
+    }
+    for (int i = 0; i < f.ya.ticks(); i++) {
+        int y = f.to_py(f.ya.lo + i * f.ya.step);
+        cv->line(f.px0 - kTickLen, y, f.px0, y, 1, kBlack);
+        std::string t = f.ya.label(i);
+        draw_text(cv, f.px0 - kTickLen - 4 - text_width(t, s), y - glyph_h / 2, t, s, kBlack);
+    }
+    draw_text(cv, (f.px0 + f.px1 - text_width("step", s)) / 2, f.py1 + kTickLen + 6 + glyph_h + 2 * kPad, "step", s,
+              kBlack);
+    draw_text(cv, kPad, (f.py0 + f.py1 + text_width("loss", s)) / 2, "loss", s, kBlack, true);
+}
+
+// Legend, right-aligned above the plot, one row per run: its label, then a line sample and the name of
+// each series that has points. Columns line up across rows; labels too long for the width are cut.
+void draw_legend(Canvas* cv, const Frame& f, const std::vector<PlotRun>& runs, int s) {
+    const int glyph_h = kGlyphHeight * s, row_h = glyph_h + kPad;
+    const int sample_w = 10 * s + 14;
+    const int train_w = sample_w + 6 + text_width("train", s), val_w = sample_w + 6 + text_width("val", s);
+    const int entries_w = train_w + 3 * kPad + val_w;
+    std::vector<std::string> labels;
+    int label_w = 0;
+    for (const PlotRun& run : runs) {
+        labels.push_back(text_fit(run.label, std::max(0, f.px1 - 4 * kPad - entries_w), s));
+        label_w = std::max(label_w, text_width(labels.back(), s));
+    }
+    const int lx0 = f.px1 - entries_w - (label_w > 0 ? label_w + 3 * kPad : 0);
+    for (size_t r = 0; r < runs.size(); r++) {
+        const int y = kPad + (int)r * row_h, ly = y + glyph_h / 2;
+        draw_text(cv, lx0, y, labels[r], s, kBlack);
+        int lx = f.px1 - entries_w;
+        if (!runs[r].train.empty()) {
+            cv->line(lx, ly, lx + sample_w, ly, 1, series_colour(runs, r, false));
+            draw_text(cv, lx + sample_w + 6, y, "train", s, kBlack);
+        }
+        lx += train_w + 3 * kPad;
+        if (!runs[r].val.empty()) {
+            cv->line(lx, ly, lx + sample_w, ly, 3, series_colour(runs, r, true));
+            cv->disc(lx + sample_w / 2, ly, 3 + s, series_colour(runs, r, true));
+            draw_text(cv, lx + sample_w + 6, y, "val", s, kBlack);
+        }
+    }
+}
+
 }  // namespace
 
 std::vector<uint8_t> plot_render(const std::vector<PlotRun>& runs, int width, int height) {
@@ -172,121 +315,13 @@ std::vector<uint8_t> plot_render(const std::vector<PlotRun>& runs, int width, in
     assert(runs.size() <= (size_t)kPlotMaxRuns);
     Canvas cv(width, height);
     const int s = std::max(1, std::min(width / 400, height / 250));  // pixels per font unit
-    const int glyph_h = kGlyphHeight * s, tick_len = 5, pad = 8;
-
-    // Data ranges; a flat or single-valued range is widened so the scale never divides by zero.
-    double xlo = 0, xhi = 1, ylo = 0, yhi = 1;
-    if (data_range(runs, &xlo, &xhi, &ylo, &yhi)) {
-        if (xhi == xlo) xlo = std::max(0.0, xlo - 1), xhi = xlo + 2;
-        double mag = std::max({1.0, std::fabs(ylo), std::fabs(yhi)});
-        if (yhi - ylo < 1e-4 * mag) {
-            double mid = 0.5 * (ylo + yhi), half = std::max(0.05, 0.05 * std::fabs(mid));
-            ylo = mid - half, yhi = mid + half;
-        } else {
-            double margin = 0.05 * (yhi - ylo);
-            ylo -= margin, yhi += margin;
-        }
-    }
-
-    // Layout: y tick labels and the rotated "loss" on the left, x tick labels and "step" below, the legend
-    // above, one row per run. Axes first get a provisional y axis to size the left margin.
-    const int legend_rows = std::max(1, (int)runs.size()), row_h = glyph_h + pad;
-    Axis ya = axis_make(ylo, yhi, 5, false);
-    int ylabel_w = 0;
-    for (int i = 0; i < ya.ticks(); i++) ylabel_w = std::max(ylabel_w, text_width(ya.label(i), s));
-    const int left = pad + glyph_h + 2 * pad + ylabel_w + tick_len + 4;
-    const int top = pad + legend_rows * row_h + pad;
-    const int bottom = tick_len + 6 + glyph_h + 2 * pad + glyph_h + pad;
-    // Room on the right for half of the last x tick label, which is centred on the axis end.
-    Axis xa = axis_make(xlo, xhi, 6, true);
-    const int right = std::max(3 * pad, text_width(xa.label(xa.ticks() - 1), s) / 2 + 4);
-    const int px0 = left, px1 = std::max(left + 1, width - right);
-    const int py0 = top, py1 = std::max(top + 1, height - bottom);
-
-    // Fewer x ticks until the widest label fits between neighbours.
-    for (int intervals = 6; intervals >= 1; intervals--) {
-        xa = axis_make(xlo, xhi, intervals, true);
-        int widest = 0;
-        for (int i = 0; i < xa.ticks(); i++) widest = std::max(widest, text_width(xa.label(i), s));
-        if (xa.ticks() <= 1 || (double)(px1 - px0) / (xa.ticks() - 1) >= widest + 2 * pad) break;
-    }
-
-    auto to_px = [&](double x) { return px0 + (int)std::lround((x - xa.lo) / (xa.hi - xa.lo) * (px1 - px0)); };
-    auto to_py = [&](double y) { return py1 - (int)std::lround((y - ya.lo) / (ya.hi - ya.lo) * (py1 - py0)); };
-
-    // Grid, then series, then axes on top.
-    for (int i = 0; i < xa.ticks(); i++) {
-        int x = to_px(xa.lo + i * xa.step);
-        cv.line(x, py0, x, py1, 1, kGrid);
-    }
-    for (int i = 0; i < ya.ticks(); i++) {
-        int y = to_py(ya.lo + i * ya.step);
-        cv.line(px0, y, px1, y, 1, kGrid);
-    }
-
-    // A non-finite value breaks the line; a point with no finite neighbour gets a dot so it still shows.
-    auto draw_series = [&](const std::vector<std::pair<int, float>>& pts, int thick, int marker, Rgb c) {
-        auto finite = [&](size_t i) { return i < pts.size() && std::isfinite(pts[i].second); };
-        for (size_t i = 0; i < pts.size(); i++) {
-            if (!finite(i)) continue;
-            int x = to_px(pts[i].first), y = to_py(pts[i].second);
-            if (finite(i + 1)) cv.line(x, y, to_px(pts[i + 1].first), to_py(pts[i + 1].second), thick, c);
-            bool lone = !finite(i + 1) && (i == 0 || !finite(i - 1));
-            if (marker > 0 || lone) cv.disc(x, y, std::max(marker, 2), c);
-        }
-    };
-    // A single run keeps its two colours; with several, each run has one. Val curves go on top.
-    auto colour = [&](size_t run, bool val) {
-        if (runs.size() == 1) return rgb_of(val ? kPlotValRgb : kPlotTrainRgb);
-        return rgb_of(kPlotPalette[run]);
-    };
-    for (size_t r = 0; r < runs.size(); r++) draw_series(runs[r].train, 1, 0, colour(r, false));
-    for (size_t r = 0; r < runs.size(); r++) draw_series(runs[r].val, 3, 3 + s, colour(r, true));
-
-    cv.line(px0, py0, px0, py1, 1, kBlack);  // y axis
-    cv.line(px0, py1, px1, py1, 1, kBlack);  // x axis
-    for (int i = 0; i < xa.ticks(); i++) {
-        int x = to_px(xa.lo + i * xa.step);
-        cv.line(x, py1, x, py1 + tick_len, 1, kBlack);
-        std::string t = xa.label(i);
-        draw_text(&cv, x - text_width(t, s) / 2, py1 + tick_len + 6, t, s, kBlack);
-    }
-    for (int i = 0; i < ya.ticks(); i++) {
-        int y = to_py(ya.lo + i * ya.step);
-        cv.line(px0 - tick_len, y, px0, y, 1, kBlack);
-        std::string t = ya.label(i);
-        draw_text(&cv, px0 - tick_len - 4 - text_width(t, s), y - glyph_h / 2, t, s, kBlack);
-    }
-    draw_text(&cv, (px0 + px1 - text_width("step", s)) / 2, py1 + tick_len + 6 + glyph_h + 2 * pad, "step", s, kBlack);
-    draw_text(&cv, pad, (py0 + py1 + text_width("loss", s)) / 2, "loss", s, kBlack, true);
-
-    // Legend, right-aligned above the plot, one row per run: its label, then a line sample and the name of
-    // each series that has points. Columns line up across rows; labels too long for the width are cut.
-    const int sample_w = 10 * s + 14;
-    const int train_w = sample_w + 6 + text_width("train", s), val_w = sample_w + 6 + text_width("val", s);
-    const int entries_w = train_w + 3 * pad + val_w;
-    std::vector<std::string> labels;
-    int label_w = 0;
-    for (const PlotRun& run : runs) {
-        labels.push_back(text_fit(run.label, std::max(0, px1 - 4 * pad - entries_w), s));
-        label_w = std::max(label_w, text_width(labels.back(), s));
-    }
-    const int lx0 = px1 - entries_w - (label_w > 0 ? label_w + 3 * pad : 0);
-    for (size_t r = 0; r < runs.size(); r++) {
-        const int y = pad + (int)r * row_h, ly = y + glyph_h / 2;
-        draw_text(&cv, lx0, y, labels[r], s, kBlack);
-        int lx = px1 - entries_w;
-        if (!runs[r].train.empty()) {
-            cv.line(lx, ly, lx + sample_w, ly, 1, colour(r, false));
-            draw_text(&cv, lx + sample_w + 6, y, "train", s, kBlack);
-        }
-        lx += train_w + 3 * pad;
-        if (!runs[r].val.empty()) {
-            cv.line(lx, ly, lx + sample_w, ly, 3, colour(r, true));
-            cv.disc(lx + sample_w / 2, ly, 3 + s, colour(r, true));
-            draw_text(&cv, lx + sample_w + 6, y, "val", s, kBlack);
-        }
-    }
+    const Frame f = frame_make(runs, width, height, s);
+    draw_grid(&cv, f);
+    // Val curves go on top of the train curves.
+    for (size_t r = 0; r < runs.size(); r++) draw_series(&cv, f, runs[r].train, 1, 0, series_colour(runs, r, false));
+    for (size_t r = 0; r < runs.size(); r++) draw_series(&cv, f, runs[r].val, 3, 3 + s, series_colour(runs, r, true));
+    draw_axes(&cv, f, s);
+    draw_legend(&cv, f, runs, s);
     return cv.rgb;
 }
 

@@ -83,6 +83,103 @@ bool parse_history(const SafeTensors& st, const char* name, int step, std::vecto
     return true;
 }
 
+// The flags the run was started with, stored as a JSON array of [name, value] pairs.
+bool parse_flags(const SafeTensors& st, std::vector<std::pair<std::string, std::string>>* out, std::string* err) {
+    Json flags;
+    std::string jerr, text = st.meta("flags");
+    if (!json_parse(text.data(), text.size(), &flags, &jerr) || flags.type != Json::ARRAY)
+        return fail(err, "flags are not a JSON array");
+    for (const Json& f : flags.items) {
+        if (f.type != Json::ARRAY || f.items.size() != 2 || f.items[0].type != Json::STRING ||
+            f.items[1].type != Json::STRING)
+            return fail(err, "expected [name, value] pairs in flags");
+        out->push_back({f.items[0].str, f.items[1].str});
+    }
+    return true;
+}
+
+// Where the run stands: its step (the optimizer's must agree), the loader's epoch and position, and the
+// state of its random generator.
+bool parse_counters(const SafeTensors& st, TrainState* ts, std::string* err) {
+    long long step, adamw_step, epoch, pos;
+    if (!meta_int(st, "step", 0, kMaxSteps, &step, err) ||
+        !meta_int(st, "adamw.step", 0, kMaxSteps, &adamw_step, err) ||
+        !meta_int(st, "loader.epoch", -1, kMaxSteps, &epoch, err) ||
+        !meta_int(st, "loader.pos", 0, 1ll << 32, &pos, err))
+        return false;
+    if (adamw_step != step) return fail(err, "adamw.step differs from step");
+    ts->step = (int)step, ts->loader.epoch = (int)epoch, ts->loader.pos = (size_t)pos;
+
+    std::string rng = st.meta("loader.rng");
+    char* end = nullptr;
+    errno = 0;
+    unsigned long long r = strtoull(rng.c_str(), &end, 10);
+    if (rng.empty() || rng[0] < '0' || rng[0] > '9' || *end || errno || r == 0)
+        return fail(err, "metadata \"loader.rng\" is '" + rng.substr(0, 40) + "', expected a non-zero 64-bit integer");
+    ts->loader.rng = r;
+    return true;
+}
+
+// AdamW's moments: the same size, finite, and v never negative.
+bool parse_moments(const SafeTensors& st, TrainState* ts, std::string* err) {
+    const StTensor* m = tensor_of(st, "adamw.m", "F32", 0, err);
+    const StTensor* v = m ? tensor_of(st, "adamw.v", "F32", 0, err) : nullptr;
+    if (!v) return false;
+    if (m->numel() != v->numel()) return fail(err, "adamw.m and adamw.v differ in size");
+    ts->m = safetensors_read_f32(st, *m);
+    ts->v = safetensors_read_f32(st, *v);
+    for (size_t i = 0; i < ts->m.size(); i++)
+        if (!std::isfinite(ts->m[i]) || !std::isfinite(ts->v[i]) || ts->v[i] < 0)
+            return fail(err, "AdamW moments at " + std::to_string(i) + ": expected finite values and v >= 0");
+    return true;
+}
+
+// Format 3's shard order and position, the number of shards, and the computed window order when there is one.
+bool parse_shard_order(const SafeTensors& st, TrainState* ts, std::string* err) {
+    DataLoaderState& dl = ts->loader;
+    const StTensor* shard_order = tensor_of(st, "loader.shard_order", "U32", 0, err);
+    long long shard_pos, shards;
+    if (!shard_order || !meta_int(st, "loader.shard_pos", 0, 1ll << 32, &shard_pos, err) ||
+        !meta_int(st, "data.shards", 1, 1ll << 32, &shards, err))
+        return false;
+    dl.shard_pos = (size_t)shard_pos;
+    ts->data_shards = (size_t)shards;
+    // a computed window order (a shard past kDataLoaderStoredOrder windows); absent before it existed
+    if (!st.meta("loader.order_windows").empty()) {
+        long long windows;
+        if (!meta_int(st, "loader.order_windows", 0, 1ll << 32, &windows, err)) return false;
+        dl.order_windows = (size_t)windows;
+        const std::string key = st.meta("loader.order_key");
+        char* end = nullptr;
+        errno = 0;
+        const unsigned long long k = strtoull(key.c_str(), &end, 10);
+        if (key.empty() || key[0] < '0' || key[0] > '9' || *end || errno)
+            return fail(err, "metadata \"loader.order_key\" is '" + key.substr(0, 40) + "', expected a 64-bit integer");
+        dl.order_key = k;
+    }
+    dl.shard_order.resize(shard_order->numel());
+    if (!dl.shard_order.empty())
+        memcpy(dl.shard_order.data(), st.bytes.data() + shard_order->begin, shard_order->numel() * 4);
+    if (!dl.shard_order.empty() && dl.shard_order.size() != ts->data_shards)
+        return fail(err, "loader.shard_order and data.shards differ in the number of shards");
+    return true;
+}
+
+// The data loader's window order and, per format, its shard order; then the whole of it checked together.
+bool parse_loader(const SafeTensors& st, bool one_file, TrainState* ts, std::string* err) {
+    const StTensor* order = tensor_of(st, "loader.order", "U32", 0, err);
+    if (!order) return false;
+    DataLoaderState& dl = ts->loader;
+    dl.order.resize(order->numel());
+    if (!dl.order.empty()) memcpy(dl.order.data(), st.bytes.data() + order->begin, order->numel() * 4);
+    if (one_file) {  // one file: a list of one shard
+        if (!dl.order.empty()) dl.shard_order = {0};
+    } else if (!parse_shard_order(st, ts, err)) {
+        return false;
+    }
+    return dataloader_state_valid(dl, err);
+}
+
 }  // namespace
 
 bool train_dir_is_ours(const std::string& name) {
@@ -193,79 +290,9 @@ bool train_state_parse(const SafeTensors& st, TrainState* ts, std::string* err) 
     const std::string format = st.meta("format");
     const bool v1 = format == kFormatV1, v2 = format == kFormatV2;
     if (format != kFormat && !v1 && !v2) return fail(err, std::string("expected format \"") + kFormat + "\"");
-    Json flags;
-    std::string jerr, text = st.meta("flags");
-    if (!json_parse(text.data(), text.size(), &flags, &jerr) || flags.type != Json::ARRAY)
-        return fail(err, "flags are not a JSON array");
-    for (const Json& f : flags.items) {
-        if (f.type != Json::ARRAY || f.items.size() != 2 || f.items[0].type != Json::STRING ||
-            f.items[1].type != Json::STRING)
-            return fail(err, "expected [name, value] pairs in flags");
-        ts->flags.push_back({f.items[0].str, f.items[1].str});
-    }
-    long long step, adamw_step, epoch, pos;
-    if (!meta_int(st, "step", 0, kMaxSteps, &step, err) ||
-        !meta_int(st, "adamw.step", 0, kMaxSteps, &adamw_step, err) ||
-        !meta_int(st, "loader.epoch", -1, kMaxSteps, &epoch, err) ||
-        !meta_int(st, "loader.pos", 0, 1ll << 32, &pos, err))
+    if (!parse_flags(st, &ts->flags, err) || !parse_counters(st, ts, err) || !parse_moments(st, ts, err) ||
+        !parse_loader(st, v1 || v2, ts, err))
         return false;
-    if (adamw_step != step) return fail(err, "adamw.step differs from step");
-    ts->step = (int)step, ts->loader.epoch = (int)epoch, ts->loader.pos = (size_t)pos;
-
-    std::string rng = st.meta("loader.rng");
-    char* end = nullptr;
-    errno = 0;
-    unsigned long long r = strtoull(rng.c_str(), &end, 10);
-    if (rng.empty() || rng[0] < '0' || rng[0] > '9' || *end || errno || r == 0)
-        return fail(err, "metadata \"loader.rng\" is '" + rng.substr(0, 40) + "', expected a non-zero 64-bit integer");
-    ts->loader.rng = r;
-
-    const StTensor* m = tensor_of(st, "adamw.m", "F32", 0, err);
-    const StTensor* v = m ? tensor_of(st, "adamw.v", "F32", 0, err) : nullptr;
-    if (!v) return false;
-    if (m->numel() != v->numel()) return fail(err, "adamw.m and adamw.v differ in size");
-    ts->m = safetensors_read_f32(st, *m);
-    ts->v = safetensors_read_f32(st, *v);
-    for (size_t i = 0; i < ts->m.size(); i++)
-        if (!std::isfinite(ts->m[i]) || !std::isfinite(ts->v[i]) || ts->v[i] < 0)
-            return fail(err, "AdamW moments at " + std::to_string(i) + ": expected finite values and v >= 0");
-
-    const StTensor* order = tensor_of(st, "loader.order", "U32", 0, err);
-    if (!order) return false;
-    DataLoaderState& dl = ts->loader;
-    dl.order.resize(order->numel());
-    if (!dl.order.empty()) memcpy(dl.order.data(), st.bytes.data() + order->begin, order->numel() * 4);
-    if (v1 || v2) {  // one file: a list of one shard
-        if (!dl.order.empty()) dl.shard_order = {0};
-    } else {
-        const StTensor* shard_order = tensor_of(st, "loader.shard_order", "U32", 0, err);
-        long long shard_pos, shards;
-        if (!shard_order || !meta_int(st, "loader.shard_pos", 0, 1ll << 32, &shard_pos, err) ||
-            !meta_int(st, "data.shards", 1, 1ll << 32, &shards, err))
-            return false;
-        dl.shard_pos = (size_t)shard_pos;
-        ts->data_shards = (size_t)shards;
-        // a computed window order (a shard past kDataLoaderStoredOrder windows); absent before it existed
-        if (!st.meta("loader.order_windows").empty()) {
-            long long windows;
-            if (!meta_int(st, "loader.order_windows", 0, 1ll << 32, &windows, err)) return false;
-            dl.order_windows = (size_t)windows;
-            const std::string key = st.meta("loader.order_key");
-            char* end = nullptr;
-            errno = 0;
-            const unsigned long long k = strtoull(key.c_str(), &end, 10);
-            if (key.empty() || key[0] < '0' || key[0] > '9' || *end || errno)
-                return fail(err,
-                            "metadata \"loader.order_key\" is '" + key.substr(0, 40) + "', expected a 64-bit integer");
-            dl.order_key = k;
-        }
-        dl.shard_order.resize(shard_order->numel());
-        if (!dl.shard_order.empty())
-            memcpy(dl.shard_order.data(), st.bytes.data() + shard_order->begin, shard_order->numel() * 4);
-        if (!dl.shard_order.empty() && dl.shard_order.size() != ts->data_shards)
-            return fail(err, "loader.shard_order and data.shards differ in the number of shards");
-    }
-    if (!dataloader_state_valid(dl, err)) return false;
 
     if (!parse_history(st, "history.train", ts->step, &ts->history.train, err) ||
         !parse_history(st, "history.val", ts->step, &ts->history.val, err))

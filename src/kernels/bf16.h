@@ -31,3 +31,9 @@ inline vu16 vbf16_pairs(vf16 lo, vf16 hi) { return vbf16_round(lo) | (vbf16_roun
 bool bf16_supported();
 // dst[i] = bf16_round(src[i]), n elements, in parallel.
 void bf16_round_array(uint16_t* dst, const float* src, size_t n);
+// The same on the calling thread only (inside a parallel loop).
+inline void bf16_round_serial(uint16_t* dst, const float* src, size_t n) {
+    size_t i = 0;
+    for (; i + kVecLen <= n; i += kVecLen) vbf16_store(dst + i, vf_load(src + i), kVecLen);
+    if (i < n) vbf16_store(dst + i, vf_load_partial(src + i, (int)(n - i)), (int)(n - i));
+}

@@ -24,18 +24,25 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                         const float* weight, const float* mean, const float* rstd, int N, int C);
 
-// The matmuls (and attention's products) take a Precision (bf16.h): kFp32, or kBf16 for bf16 operands with
-// fp32 accumulation (gemm.h), which needs bf16_supported().
+// A weight as the matmuls read it: its fp32 values, how products with it run (bf16.h's Precision: kFp32,
+// or kBf16 for bf16 operands with fp32 accumulation, gemm.h, which needs bf16_supported()), and the copies
+// the model keeps of it in a reduced precision (bf16: the same values rounded, read instead of rounding
+// them again: the same result from half the bytes). A plain float pointer is an fp32 weight. A further
+// precision adds its copy here and its kernel in matmul.cpp; no caller changes.
+struct Weight {
+    Weight(const float* f32 = nullptr, Precision prec = Precision::kFp32, const uint16_t* bf16 = nullptr)
+        : f32(f32), prec(prec), bf16(bf16) {}
+    const float* f32;
+    Precision prec;
+    const uint16_t* bf16;  // or null
+};
 
-// out (N, OC) = inp (N, IC) weight^T + bias; weight (OC, IC), bias (OC) or null (overwrites). With kBf16,
-// weight16 (OC, IC), the weight already rounded to bf16, is what is read, if given (the same result).
-void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int IC, int OC,
-                    Precision prec = Precision::kFp32, const uint16_t* weight16 = nullptr);
+// out (N, OC) = inp (N, IC) weight^T + bias; weight (OC, IC), bias (OC) or null (overwrites).
+void matmul_forward(float* out, const float* inp, const Weight& weight, const float* bias, int N, int IC, int OC);
 // dinp (N, IC) = dout weight (overwrites); dweight (OC, IC) += dout^T inp; dbias (OC) += column sums of
-// dout (if non-null). dout (N, OC). weight16 as in matmul_forward.
+// dout (if non-null). dout (N, OC). The weight's precision applies to both products.
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                     const float* weight, int N, int IC, int OC, Precision prec = Precision::kFp32,
-                     const uint16_t* weight16 = nullptr);
+                     const Weight& weight, int N, int IC, int OC);
 // out (OC) = bf16(W16 (OC, IC)) bf16(x (IC)) + b: the bf16 matrix-vector product of decoding, and its scalar
 // reference (x rounded to bf16, sums in double).
 void matvec_bf16(float* out, const float* x, const uint16_t* W16, const float* b, int IC, int OC);

@@ -77,11 +77,10 @@ void matvec_bf16_ref(float* out, const float* x, const uint16_t* W16, const floa
     }
 }
 
-void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int IC, int OC,
-                    Precision prec, const uint16_t* weight16) {
-    if (N == 1 && prec == Precision::kFp32) return matvec_forward(out, inp, weight, bias, IC, OC);
-    if (N == 1 && weight16) return matvec_bf16(out, inp, weight16, bias, IC, OC);
-    gemm(N, OC, IC, inp, IC, false, weight, IC, true, out, OC, false, prec, weight16);
+void matmul_forward(float* out, const float* inp, const Weight& w, const float* bias, int N, int IC, int OC) {
+    if (N == 1 && w.prec == Precision::kFp32) return matvec_forward(out, inp, w.f32, bias, IC, OC);
+    if (N == 1 && w.bf16) return matvec_bf16(out, inp, w.bf16, bias, IC, OC);
+    gemm(N, OC, IC, inp, IC, false, w.f32, IC, true, out, OC, false, w.prec, w.bf16);
     if (!bias) return;
 #pragma omp parallel for
     for (int i = 0; i < N; i++) {
@@ -91,9 +90,9 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
 }
 
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                     const float* weight, int N, int IC, int OC, Precision prec, const uint16_t* weight16) {
-    gemm(N, IC, OC, dout, OC, false, weight, IC, false, dinp, IC, false, prec, weight16);  // dinp = dout W
-    gemm(OC, IC, N, dout, OC, true, inp, IC, false, dweight, IC, true, prec);              // dW += dout^T inp
+                     const Weight& w, int N, int IC, int OC) {
+    gemm(N, IC, OC, dout, OC, false, w.f32, IC, false, dinp, IC, false, w.prec, w.bf16);  // dinp = dout W
+    gemm(OC, IC, N, dout, OC, true, inp, IC, false, dweight, IC, true, w.prec);           // dW += dout^T inp
     if (!dbias) return;
     const int chunk = 256;
 #pragma omp parallel for

@@ -46,7 +46,7 @@ void infer_forward(InferState* st, const GPT2& model, const int* tokens, int n, 
     }
     const int first = all_logits ? 0 : n - 1, rows = n - first;
     layernorm_forward(st->lnf.data(), st->mean.data(), st->rstd.data(), x + (size_t)first * C, p.lnfw, p.lnfb, rows, C);
-    matmul_forward(logits, st->lnf.data(), p.wte, nullptr, rows, C, cfg.padded_vocab_size, model.precision,
-                   gpt2_bf16_view(model, p.wte));  // lm_head tied to wte
+    matmul_forward(logits, st->lnf.data(), gpt2_weight(model, p.wte), nullptr, rows, C,
+                   cfg.padded_vocab_size);  // lm_head tied to wte
     st->len += n;
 }

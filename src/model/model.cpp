@@ -91,17 +91,21 @@ void gpt2_set_precision(GPT2* model, Precision prec) {
     bf16_round_array(model->params16.data(), model->params.data(), model->params.size());
 }
 
-const uint16_t* gpt2_bf16_view(const GPT2& model, const float* w) {
-    if (model.params16.empty()) return nullptr;
-    return model.params16.data() + (w - model.params.data());
+Weight gpt2_weight(const GPT2& model, const float* w) {
+    const uint16_t* bf16 = model.params16.empty() ? nullptr : model.params16.data() + (w - model.params.data());
+    return Weight(w, model.precision, bf16);
+}
+
+void gpt2_params_updated(GPT2* model, size_t offset, size_t n) {
+    if (!model->params16.empty()) bf16_round_serial(model->params16.data() + offset, model->params.data() + offset, n);
 }
 
 void block_forward(const GPT2& model, int l, const LayerActs& la, const float* x, int B, int T, const KvLayer* kv) {
     const int N = B * T, C = model.cfg.channels, NH = model.cfg.num_heads;
     const LayerParams& lp = model.p.layers[l];
-    const Precision prec = model.precision;
+    const Precision prec = model.precision;  // attention's products run at the model's precision too
     auto linear = [&](float* out, const float* inp, const float* w, const float* b, int IC, int OC) {
-        matmul_forward(out, inp, w, b, N, IC, OC, prec, gpt2_bf16_view(model, w));
+        matmul_forward(out, inp, gpt2_weight(model, w), b, N, IC, OC);
     };
     // x = x + attn(ln_1(x))
     layernorm_forward(la.ln1, la.ln1_mean, la.ln1_rstd, x, lp.ln1w, lp.ln1b, N, C);
@@ -144,8 +148,7 @@ float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, in
         x = a.layers[l].residual3;
     }
     layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, x, p.lnfw, p.lnfb, N, C);
-    matmul_forward(a.logits, a.lnf, p.wte, nullptr, N, C, Vp, model->precision,
-                   gpt2_bf16_view(*model, p.wte));  // lm_head tied to wte
+    matmul_forward(a.logits, a.lnf, gpt2_weight(*model, p.wte), nullptr, N, C, Vp);  // lm_head tied to wte
     model->mean_loss = 0.0f;
     if (!targets) return 0.0f;
     // training: a.logits becomes d(mean loss)/dlogits in place, the backward's starting point
@@ -177,8 +180,8 @@ void gpt2_backward(GPT2* model, float loss_scale, const std::function<void(int l
     crossentropy_backward(a.logits, loss_scale, N, Vp);  // a.logits holds dlogits (crossentropy_fused)
     model->dlogits_ready = false;                        // scaled once: a second backward would rescale
     const Precision prec = model->precision;
-    auto w16 = [&](const float* w) { return gpt2_bf16_view(*model, w); };
-    matmul_backward(da.lnf, g.wte, nullptr, a.logits, a.lnf, p.wte, N, C, Vp, prec, w16(p.wte));
+    auto w = [&](const float* weight) { return gpt2_weight(*model, weight); };
+    matmul_backward(da.lnf, g.wte, nullptr, a.logits, a.lnf, w(p.wte), N, C, Vp);
     layernorm_backward(da.layers[last].residual3, g.lnfw, g.lnfb, da.lnf, a.layers[last].residual3, p.lnfw, a.lnf_mean,
                        a.lnf_rstd, N, C);
     for (int l = last; l >= 0; l--) {
@@ -188,18 +191,16 @@ void gpt2_backward(GPT2* model, float loss_scale, const std::function<void(int l
         float* dx = l == 0 ? da.encoded : da.layers[l - 1].residual3;
         // x = x + mlp(ln_2(x)), backwards
         residual_backward(lda.residual2, lda.fcproj, lda.residual3, (size_t)N * C);
-        matmul_backward(lda.fch_gelu, lg.fcprojw, lg.fcprojb, lda.fcproj, la.fch_gelu, lp.fcprojw, N, 4 * C, C, prec,
-                        w16(lp.fcprojw));
+        matmul_backward(lda.fch_gelu, lg.fcprojw, lg.fcprojb, lda.fcproj, la.fch_gelu, w(lp.fcprojw), N, 4 * C, C);
         gelu_backward(lda.fch, la.fch, lda.fch_gelu, (size_t)N * 4 * C);
-        matmul_backward(lda.ln2, lg.fcw, lg.fcb, lda.fch, la.ln2, lp.fcw, N, C, 4 * C, prec, w16(lp.fcw));
+        matmul_backward(lda.ln2, lg.fcw, lg.fcb, lda.fch, la.ln2, w(lp.fcw), N, C, 4 * C);
         layernorm_backward(lda.residual2, lg.ln2w, lg.ln2b, lda.ln2, la.residual2, lp.ln2w, la.ln2_mean, la.ln2_rstd, N,
                            C);
         // x = x + attn(ln_1(x)), backwards
         residual_backward(dx, lda.attproj, lda.residual2, (size_t)N * C);
-        matmul_backward(lda.atty, lg.attprojw, lg.attprojb, lda.attproj, la.atty, lp.attprojw, N, C, C, prec,
-                        w16(lp.attprojw));
+        matmul_backward(lda.atty, lg.attprojw, lg.attprojb, lda.attproj, la.atty, w(lp.attprojw), N, C, C);
         attention_backward(lda.qkv, lda.atty, la.qkv, la.att_lse, B, T, C, NH, prec);
-        matmul_backward(lda.ln1, lg.qkvw, lg.qkvb, lda.qkv, la.ln1, lp.qkvw, N, C, 3 * C, prec, w16(lp.qkvw));
+        matmul_backward(lda.ln1, lg.qkvw, lg.qkvb, lda.qkv, la.ln1, w(lp.qkvw), N, C, 3 * C);
         layernorm_backward(dx, lg.ln1w, lg.ln1b, lda.ln1, x, lp.ln1w, la.ln1_mean, la.ln1_rstd, N, C);
         if (layer_done) layer_done(l);
     }

@@ -6,7 +6,7 @@
 #include <functional>
 #include <vector>
 
-#include "kernels/bf16.h"
+#include "kernels/layers.h"
 #include "model/config.h"
 #include "model/layout.h"
 
@@ -44,10 +44,15 @@ void block_forward(const GPT2& model, int l, const LayerActs& la, const float* x
 // Sets how the matmuls run: kFp32 (exact), or kBf16, bf16 operands with fp32 accumulation (kernels/gemm.h;
 // fp32 everywhere else: master weights, AdamW, LayerNorm statistics, softmax, residual stream, loss). kBf16
 // needs bf16_supported() (asserted) and fills params16 from params, so call it once the weights are in place
-// (loaded or initialised); adamw_update refreshes params16 in the same pass from then on.
+// (loaded or initialised); gpt2_params_updated keeps it current from then on.
 void gpt2_set_precision(GPT2* model, Precision prec);
 // The bf16 copy of a tensor of model.params (w points into it), or null when the model keeps none.
-const uint16_t* gpt2_bf16_view(const GPT2& model, const float* w);
+// The weight handle of a tensor of model.params (w points into it) for the matmuls: its values, the model's
+// precision and its reduced-precision copy, if the model keeps one (kernels/layers.h).
+Weight gpt2_weight(const GPT2& model, const float* w);
+// Called by whoever changed params[offset, offset + n) (the optimizer, per chunk while it is in cache):
+// refreshes the model's reduced-precision copies of those values. Serial: call it from each thread.
+void gpt2_params_updated(GPT2* model, size_t offset, size_t n);
 // Allocates zeroed parameters for cfg, which the caller has checked (config_check). Inference needs nothing
 // more.
 void gpt2_build(GPT2* model, const GPT2Config& cfg);

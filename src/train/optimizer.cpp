@@ -62,10 +62,10 @@ void adamw_update(AdamW* opt, GPT2* model, const AdamWConfig& cfg, float lr, flo
     const float b1 = cfg.beta1, b2 = cfg.beta2;
     const float step_size = lr / (1.0f - powf(b1, (float)opt->step));
     const float bc2_sqrt = sqrtf(1.0f - powf(b2, (float)opt->step));
-    // One streaming pass: each element is read and written once, in 16-float vectors; with a bf16 copy of
-    // the weights (gpt2_set_precision) the new weight's rounding is written in the same pass.
-    uint16_t* params16 = model->params16.empty() ? nullptr : model->params16.data();
-    auto update = [&](float* w, const float* g, float* m, float* v, uint16_t* w16, float decay, int n) {
+    // One streaming pass: each element is read and written once, in 16-float vectors, a chunk at a time;
+    // after each chunk the model refreshes its copies of those weights (gpt2_params_updated: a bf16 copy
+    // for --precision bf16) while they are still in cache. AdamW itself knows no precision.
+    auto update = [&](float* w, const float* g, float* m, float* v, float decay, int n) {
         const bool full = n == kVecLen;  // constant-folded in the main loop: plain vector loads there
         vf16 gs = (full ? vf_load(g) : vf_load_partial(g, n)) * grad_scale;
         vf16 mv = b1 * (full ? vf_load(m) : vf_load_partial(m, n)) + (1.0f - b1) * gs;
@@ -77,26 +77,25 @@ void adamw_update(AdamW* opt, GPT2* model, const AdamWConfig& cfg, float lr, flo
         } else {
             vf_store_partial(m, mv, n), vf_store_partial(v, vv, n), vf_store_partial(w, wv, n);
         }
-        if (w16) vbf16_store(w16, wv, n);
     };
+    const size_t kChunk = 64 * kVecLen;  // 4 KiB of weights: the hook reads them back from L1
 #pragma omp parallel
     for (const TensorInfo& t : model->param_table) {
         float* w = model->params.data() + t.offset;
         const float* g = model->grads.data() + t.offset;
         float* m = opt->m.data() + t.offset;
         float* v = opt->v.data() + t.offset;
-        uint16_t* w16 = params16 ? params16 + t.offset : nullptr;
         const float decay = t.decay ? 1.0f - lr * cfg.weight_decay : 1.0f;
-        const long nv = (long)(t.numel() / kVecLen);
+        const size_t n = t.numel();
+        const long chunks = (long)((n + kChunk - 1) / kChunk);
 #pragma omp for schedule(static) nowait
-        for (long i = 0; i < nv; i++) {
-            size_t o = (size_t)i * kVecLen;
-            update(w + o, g + o, m + o, v + o, w16 ? w16 + o : nullptr, decay, kVecLen);
+        for (long c = 0; c < chunks; c++) {
+            const size_t begin = (size_t)c * kChunk, end = std::min(n, begin + kChunk);
+            size_t o = begin;
+            for (; o + kVecLen <= end; o += kVecLen) update(w + o, g + o, m + o, v + o, decay, kVecLen);
+            if (o < end) update(w + o, g + o, m + o, v + o, decay, (int)(end - o));
+            gpt2_params_updated(model, t.offset + begin, end - begin);
         }
-        int rest = (int)(t.numel() - (size_t)nv * kVecLen);
-        size_t o = (size_t)nv * kVecLen;
-#pragma omp single nowait
-        if (rest) update(w + o, g + o, m + o, v + o, w16 ? w16 + o : nullptr, decay, rest);
     }
 }
 

@@ -360,4 +360,26 @@ bounded_wait $pid
 check "plot killed by SIGTERM while drawing exits 143 (exit $rc)" test "$rc" -eq 143
 check "... and leaves no lock file" test ! -e $T/big.png.lock
 
+# train --model X --out X would replace a resumable run with a new one
+run "$GPT2" train --model $T/ck --out $T/ck --train $TOK --val "" -B 4 -T 16 --steps 1 --sample-tokens 0
+error_is "train --out over the checkpoint its --model comes from is refused" "holds the --model this run starts from"
+# tokenize removes stale shards of its own, never a link of the user's at such a name
+printf 'To be, or not to be, that is the question.\n' >$T/short.txt
+"$GPT2" tokenize --tokenizer "$TOK_DIR" $T/short.txt -o $T/st/s --shard-tokens 2 >/dev/null 2>&1
+last=$(ls $T/st/s_train_*.bin | tail -1)
+cp $TOK $T/mine.bin && rm $last && ln -s $T/mine.bin $last  # the last shard's name: stale after a run of fewer
+"$GPT2" tokenize --tokenizer "$TOK_DIR" $T/short.txt -o $T/st/s --shard-tokens 6 >$T/run.out 2>&1
+check "tokenize removes its own stale shards but leaves a user's link at a shard name" \
+    bash -c "test -L $last -a -f $T/mine.bin && grep -q 'removed .* shard' $T/run.out"
+# compare refuses a reference holding NaN (it would compare as no error)
+cp tests/fixtures/ref_tiny/dump.safetensors $T/nan_dump.safetensors && st_fill $T/nan_dump.safetensors logits ff
+run "$GPT2" compare --model tests/fixtures/ref_tiny/model --ref $T/nan_dump.safetensors
+error_is "compare refuses a reference dump with NaN logits" "non-finite value in $T/nan_dump.safetensors (logits)"
+# eval without data says so, not that the default -T is wrong
+run "$GPT2" eval --model tests/fixtures/trained_tiny
+error_is "eval without --data says it is missing" "missing flag --data or --hellaswag"
+# train --tokenizer names a directory: a missing one is an error, not a note
+run "$GPT2" train $tiny --steps 1 --sample-tokens 4 --tokenizer $T/no_such_dir
+error_is "train --tokenizer with a missing directory is an error" "no_such_dir"
+
 summary

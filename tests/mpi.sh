@@ -111,6 +111,7 @@ rc=$?
 check "SIGTERM to rank 1: the job exits 143 after rank 0 saved (exit $rc)" \
     eval '[ -n "$victim" ] && [ $rc = 143 ] && grep -q "^saved .*term at step" $W/term.out'
 check "... and the run resumes from there" "$GPT2_MPI" eval --model $W/term --data $TOK -B 2 -T 16 --batches 2
+check "... and no rank claims nothing was saved" bash -c "! grep -q 'nothing saved' $W/term.out"
 
 # Ranks started with different flags or data (mpirun's colon form gives each rank its own command line) stop
 # with an error saying they disagree, never hang: timeout is only a guard.

@@ -66,7 +66,7 @@ double rel_error(const float* a, const float* b, size_t rows, size_t cols, size_
     for (size_t r = 0; r < rows; r++)
         for (size_t c = 0; c < cols; c++) {
             double d = std::fabs((double)a[r * lda + c] - b[r * cols + c]);
-            if (!(d <= max_diff)) max_diff = d;  // keeps NaN
+            if (!(d <= max_diff) && max_diff == max_diff) max_diff = d;  // a NaN, once seen, stays
             max_ref = std::fmax(max_ref, std::fabs((double)b[r * cols + c]));
         }
     return max_ref > 0 ? max_diff / max_ref : max_diff;
@@ -177,6 +177,15 @@ Reference load_reference(const std::string& ref_path, const GPT2Config& cfg) {
                  "gradients, AdamW state and activations for the dump's B=" + std::to_string(ref.B) +
                      ", T=" + std::to_string(ref.T),
                  "");
+    // A NaN in the reference would compare as no error at all: such a dump is refused.
+    const std::pair<const char*, const std::vector<float>*> values[] = {
+        {"logits", &ref.logits}, {"gradients", &ref.grads}, {"losses", &ref.losses}};
+    for (const auto& v : values)
+        for (size_t i = 0; i < v.second->size(); i++)
+            if (!std::isfinite((*v.second)[i]))
+                fatal("non-finite value in %s (%s): element %zu is %g; expected a finite reference", ref_path.c_str(),
+                      v.first, i, (double)(*v.second)[i]);
+    if (!std::isfinite(ref.loss)) fatal("non-finite value in %s (loss): %g", ref_path.c_str(), (double)ref.loss);
     for (const std::vector<int>* ids : {&ref.x, &ref.y})
         for (size_t i = 0; i < ids->size(); i++)
             if ((*ids)[i] < 0 || (*ids)[i] >= cfg.vocab_size)

@@ -307,7 +307,7 @@ void remove_stale_shards(const std::string& prefix, int files) {
     int stale = 0;
     for (int k = files;; k++) {
         std::string path = shard_name(prefix, k);
-        if (access(path.c_str(), F_OK) != 0 || !tokenfile_is_token_file(path)) break;
+        if (path_is_symlink(path) || !tokenfile_is_token_file(path)) break;  // a link is not ours to remove
         if (unlink(path.c_str()) == 0) stale++;
     }
     if (stale)

@@ -133,9 +133,23 @@ void check_plot_path(const std::string& path, const std::string& out) {
 
 // The model a run trains: the checkpoint it resumes, --model, or a random init from the geometry flags.
 // Memory is checked before anything large is allocated.
-void build_model(GPT2* model, const CliArgs& args, const std::string& resume_dir, int B, int T, uint64_t seed) {
+// True when `path` is the directory `dir` or a file directly inside it.
+bool same_dir_or_inside(const std::string& path, const std::string& dir) {
+    struct stat a, b;
+    if (stat(dir.c_str(), &b) != 0) return false;
+    const std::string d = S_ISDIR(stat(path.c_str(), &a) == 0 ? a.st_mode : 0) ? path : path_parent(path);
+    return stat(d.c_str(), &a) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+void build_model(GPT2* model, const CliArgs& args, const std::string& resume_dir, const std::string& out, int B, int T,
+                 uint64_t seed) {
     if (!resume_dir.empty() || args.has("model")) {
         const std::string path = resume_dir.empty() ? args.str("model") : resume_dir;
+        if (resume_dir.empty() && !out.empty() && same_dir_or_inside(path, out))
+            fatal_hint("continue it with --resume " + out + ", or save elsewhere",
+                       "bad value for --out (train): %s holds the --model this run starts from; a new run there "
+                       "would replace it and its training state",
+                       out.c_str());
         CheckpointInfo info;
         const int heads = args.has("model") && args.has("heads") ? cli_heads(args) : 0;  // for a bare .safetensors
         GPT2Config cfg = checkpoint_inspect(path, heads, &info);
@@ -233,6 +247,8 @@ void load_sampler(Trainer* t, const CliArgs& args, const CliArgs& given) {
     memory_check(generate_memory_bytes(cfg, 1, std::max(1, t->o.sample_tokens)),
                  "samples of --sample-tokens " + std::to_string(t->o.sample_tokens), "lower --sample-tokens");
     const bool asked = given.has("sample-tokens") || given.has("tokenizer");
+    if (given.has("tokenizer") && !tokenizer_files_present(dir))  // asked for by name: it must be there
+        tokenizer_load(&t->tok, dir);                                // (fails naming what is missing)
     if (!tokenizer_files_present(dir)) {
         printf(
             "note: no tokenizer files in %s (encoder.json + vocab.bpe): training without samples; set "
@@ -318,7 +334,7 @@ void print_data(const Trainer& t) {
 int prepare_run(Trainer* t, const CliArgs& args, const CliArgs& given, const std::string& resume_dir,
                 TrainState* resume) {
     const TrainOptions& o = t->o;
-    build_model(&t->model, args, resume_dir, o.B, o.T, o.seed);
+    build_model(&t->model, args, resume_dir, o.out, o.B, o.T, o.seed);
     gpt2_enable_training(&t->model);
     const GPT2Config& cfg = t->model.cfg;
     printf("model: %d layers, %d heads, %d channels, context %d, vocab %d: %.2fM parameters\n", cfg.num_layers,
@@ -357,7 +373,7 @@ int run_steps(Trainer* t, int first_step, const std::string& resume_dir) {
     if (t->saved)
         fprintf(stderr, "interrupted at step %d by %s, saved %s; continue with: gpt2 train --resume %s\n", step,
                 stop_signal_name(sig), o.out.c_str(), o.out.c_str());
-    else
+    else if (dist_rank() == 0)  // rank 0 alone saves (and says so)
         fprintf(stderr, "interrupted at step %d by %s; nothing saved (no --out)\n", step, stop_signal_name(sig));
     return 128 + sig;
 }
@@ -418,6 +434,7 @@ int cmd_eval(int argc, char** argv) {
         kEvalFlags, false);
     if (args.has("hellaswag")) return cmd_eval_hellaswag(args);
     eval_check_hellaswag_flags(args);
+    if (!args.has("data")) fatal("missing flag --data or --hellaswag (eval): expected token files or a HellaSwag file");
     const int B = args.integer_in("batch", 1, 1 << 16), T = args.integer_in("tokens", 1, 1 << 20);
     const std::string batches_arg = args.str("batches");
     const bool all = batches_arg == "all";
@@ -429,7 +446,8 @@ int cmd_eval(int argc, char** argv) {
     checkpoint_load(&model, args.str("model"), cli_heads(args));
     gpt2_set_precision(&model, cli_precision(args));
     if (T > model.cfg.max_seq_len)
-        fatal("bad value for -T (eval): expected <= %d (the model's context), got %d", model.cfg.max_seq_len, T);
+        fatal("bad value for -T (eval): expected <= %d (the model's context), got %d%s", model.cfg.max_seq_len, T,
+              args.has("tokens") ? "" : " (the default)");
     memory_check(gpt2_acts_bytes(model.cfg, B, T, false), "activations for -B " + std::to_string(B) + " -T " +
                  std::to_string(T), "lower -B or -T");
     DataLoader dl;

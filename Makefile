@@ -132,7 +132,7 @@ FUZZ_TARGETS := safetensors json tokenfile tokenizer llmc train_state
 FUZZ_LIB_OBJ := $(patsubst %,$(FUZZ_BUILD)/%.o,base/json base/safetensors base/half base/util base/publish base/stop io/tokenfile \
                   io/llmc io/checkpoint io/dataloader text/tokenizer text/unicode_tables model/layout \
                   model/config model/model train/train_state train/plot train/optimizer kernels/layernorm \
-                  kernels/matmul kernels/gemm kernels/attention kernels/gelu kernels/residual \
+                  kernels/matmul kernels/gemm kernels/gemm_bf16 kernels/attention kernels/gelu kernels/residual \
                   kernels/crossentropy kernels/encoder)
 FUZZ_BINS    := $(patsubst %,$(FUZZ_BUILD)/fuzz_%,$(FUZZ_TARGETS))
 

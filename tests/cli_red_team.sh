@@ -61,14 +61,7 @@ printf '{"step":1,"loss":6.0}\n{"step":2,"loss":5.0}\n' >$T/ok.jsonl
 # text for the tokenize runs: the valid-UTF-8 tokenizer fixtures 60 times, 148 KB, 86k tokens; a run reading it
 # from a FIFO held open in parts of 4 KB (GPT2_TOKENIZE_CHUNK_BYTES) has published shards of 5000 tokens and
 # staged one when it waits for more
-mapfile -t cases <tests/fixtures/tokenizer/cases.txt
-for i in $(seq 60); do
-    for name in "${cases[@]}"; do
-        case $name in empty | invalid_*) continue ;; esac
-        cat "tests/fixtures/tokenizer/$name.in"
-        printf '\n\n'
-    done
-done >$T/fx.txt
+fixture_text 60 >$T/fx.txt
 
 # --- D3: eval --hellaswag-scores replaces only a scores file gpt2 wrote ------------------------------------
 run hs --hellaswag-scores $T/scores.jsonl

@@ -68,13 +68,7 @@ check "-o DIR/ with the input filling two shards exactly: DIR/val_000000.bin, DI
 
 # A bigger text (all valid-UTF-8 fixtures, 20 times), cut into 64-byte parts over many batches: 1 and 2
 # threads write the same bytes, and the same ids as --ids in one part per section.
-for i in $(seq 20); do
-    for name in "${cases[@]}"; do
-        case $name in empty | invalid_*) continue ;; esac
-        cat "$FIX/$name.in"
-        printf '\n\n'
-    done
-done >"$T/big.txt"
+fixture_text 20 >"$T/big.txt"
 threads_equal() {
     local t
     for t in 1 2; do

@@ -38,6 +38,20 @@ check_error() {
 # text, so a user's file of that name is not taken for it).
 mark_staging() { printf 'gpt2.cpp staging directory\n' >"$1/.gpt2-staging"; }
 
+# fixture_text N: the valid-UTF-8 tokenizer fixtures (tests/fixtures/tokenizer) N times over, each followed by
+# a blank line, on stdout: a text of known content for the tokenize tests.
+fixture_text() {
+    local i name names
+    mapfile -t names <tests/fixtures/tokenizer/cases.txt
+    for i in $(seq "$1"); do
+        for name in "${names[@]}"; do
+            case $name in empty | invalid_*) continue ;; esac
+            cat "tests/fixtures/tokenizer/$name.in"
+            printf '\n\n'
+        done
+    done
+}
+
 summary() {
     echo "$TESTS_PASSED passed, $TESTS_FAILED failed, $TESTS_SKIPPED skipped"
     [ "$TESTS_FAILED" -eq 0 ]

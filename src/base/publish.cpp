@@ -103,6 +103,7 @@ bool path_is_input(const std::string& path) {
 
 void output_check(const std::string& path, const char* flag, const OutputKind& kind) {
     if (path.empty()) fatal("empty value for %s: expected a file path", flag);
+    if (path.back() == '/') fatal("bad value for %s: %s ends with '/', expected a file path", flag, path.c_str());
     struct stat st;
     if (lstat(path.c_str(), &st) != 0) {
         if (errno == ENOENT) return;
@@ -184,7 +185,14 @@ void output_write(const std::string& path, const char* flag, const OutputKind& k
 void AppendFile::open(const std::string& path, const char* flag, const OutputKind& kind) {
     path_ = path, flag_ = flag;
     output_check(path, flag, kind);
-    if (create_exclusive(path, &fd_, O_APPEND)) return;
+    if (create_exclusive(path, &fd_, O_APPEND)) {
+        // a run that fails before its first line leaves no empty file of its own behind
+        cleanup_.reset(new FatalCleanup([this] {
+            struct stat st;
+            if (fd_ >= 0 && fstat(fd_, &st) == 0 && st.st_size == 0) unlink(path_.c_str());
+        }));
+        return;
+    }
     fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     struct stat st;
     if (fd_ < 0 || fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode))

@@ -82,6 +82,7 @@ public:
 private:
     int fd_ = -1;
     std::string path_, flag_;
+    std::unique_ptr<FatalCleanup> cleanup_;  // set when open() created the file
 };
 
 // Standard output to /dev/null (ranks other than 0 print nothing).

@@ -78,16 +78,14 @@ std::vector<int> read_prompt(const CliArgs& args, Tokenizer* tok, const GPT2Conf
 bool read_line_bounded(FILE* in, size_t max_bytes, std::string* line, bool* too_long) {
     line->clear();
     *too_long = false;
-    char buf[1 << 16];
     bool any = false;
-    while (fgets(buf, sizeof(buf), in)) {
+    int c;
+    while ((c = getc_unlocked(in)) != EOF) {  // byte by byte: a NUL is text too, not an end of line
         any = true;
-        size_t n = strlen(buf);
-        const bool end = n > 0 && buf[n - 1] == '\n';
-        if (end) n--;
-        if (!*too_long && line->size() + n > max_bytes) *too_long = true, line->clear();
-        if (!*too_long) line->append(buf, n);
-        if (end) return true;
+        if (c == '\n') return true;
+        if (*too_long) continue;
+        if (line->size() == max_bytes) *too_long = true, line->clear();
+        else line->push_back((char)c);
     }
     return any;
 }

@@ -374,7 +374,8 @@ int run_steps(Trainer* t, int first_step, const std::string& resume_dir) {
         fprintf(stderr, "interrupted at step %d by %s, saved %s; continue with: gpt2 train --resume %s\n", step,
                 stop_signal_name(sig), o.out.c_str(), o.out.c_str());
     else if (dist_rank() == 0)  // rank 0 alone saves (and says so)
-        fprintf(stderr, "interrupted at step %d by %s; nothing saved (no --out)\n", step, stop_signal_name(sig));
+        fprintf(stderr, "interrupted at step %d by %s; nothing saved (%s)\n", step, stop_signal_name(sig),
+                o.out.empty() ? "no --out" : "no step was done");
     return 128 + sig;
 }
 

@@ -12,21 +12,24 @@
 
 namespace {
 
-// A JSON-lines log as --log writes it (or an empty file): every line, blank ones aside, starts with '{'
-// and ends with '}', and the file ends with a newline. Read as a stream, in constant memory: a text of the
-// user's with one JSON line in it is not a log to append to.
+// A JSON-lines log as --log writes it (or an empty file): every line, blank ones aside, starts with
+// {"step": and ends with '}', and the file ends with a newline. Read as a stream, in constant memory: a
+// text of the user's with one JSON line in it, or a JSON-lines dataset, is not a log to append to.
 bool run_log_is_ours(const std::string& path) {
+    static const char kStart[] = "{\"step\":";
     FILE* in = fopen(path.c_str(), "rb");
     if (!in) return false;
     int c, last = '\n', last_solid = 0;  // last_solid: the line's last non-blank byte so far, 0 for none
+    size_t at = 0;                       // bytes of the line seen; its first ones must spell kStart
     bool ok = true;
     while (ok && (c = getc_unlocked(in)) != EOF) {
         if (c == '\n') {
-            ok = last_solid == 0 || last_solid == '}';
-            last_solid = 0;
-        } else if (c != ' ' && c != '\t' && c != '\r') {
-            ok = last_solid != 0 || c == '{';
-            last_solid = c;
+            ok = last_solid == 0 || (last_solid == '}' && at >= sizeof(kStart) - 1);
+            last_solid = 0, at = 0;
+        } else {
+            if (at < sizeof(kStart) - 1) ok = c == kStart[at];
+            at++;
+            if (c != ' ' && c != '\t' && c != '\r') last_solid = c;
         }
         last = c;
     }

@@ -263,7 +263,10 @@ pid=$!
 exec 3>$T/fifo
 cat $T/fx.txt >&3
 staged() { ls $T/k9 | grep -q '\.tmp\.'; }
-wait_for staged
+# the same staged file for a second: the run has used up its input and waits (killed between publishing a
+# shard and staging the next, it would leave none)
+staged_still() { local a; a=$(ls $T/k9 | grep '\.tmp\.') && sleep 1 && [ "$(ls $T/k9 | grep '\.tmp\.')" = "$a" ]; }
+wait_for staged_still
 kill -9 $pid
 wait $pid 2>/dev/null
 exec 3>&-

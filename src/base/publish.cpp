@@ -101,6 +101,13 @@ bool path_is_input(const std::string& path) {
     return false;
 }
 
+std::string dir_input_entry(const std::string& dir) {
+    if (!dir_exists(dir)) return "";
+    for (const std::string& e : dir_entries(dir))
+        if (path_is_input(path_join(dir, e))) return e;
+    return "";
+}
+
 void output_check(const std::string& path, const char* flag, const OutputKind& kind) {
     if (path.empty()) fatal("empty value for %s: expected a file path", flag);
     if (path.back() == '/') fatal("bad value for %s: %s ends with '/', expected a file path", flag, path.c_str());

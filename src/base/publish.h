@@ -32,6 +32,9 @@ struct OutputKind {
 void input_note_fd(int fd);
 void input_note_path(const std::string& path);
 bool path_is_input(const std::string& path);
+// The first entry of directory `dir` that is an input of this run, or "" (an output directory that holds
+// one must not be replaced: the run would lose what it reads).
+std::string dir_input_entry(const std::string& dir);
 // Forgets the inputs noted so far: the unit tests run many "runs" in one process.
 void inputs_forget();
 

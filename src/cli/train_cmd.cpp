@@ -133,26 +133,18 @@ void check_plot_path(const std::string& path, const std::string& out) {
 
 // The model a run trains: the checkpoint it resumes, --model, or a random init from the geometry flags.
 // Memory is checked before anything large is allocated.
-// True when `path` is the directory `dir` or a file directly inside it.
-bool same_dir_or_inside(const std::string& path, const std::string& dir) {
-    struct stat a, b;
-    if (stat(dir.c_str(), &b) != 0) return false;
-    const std::string d = S_ISDIR(stat(path.c_str(), &a) == 0 ? a.st_mode : 0) ? path : path_parent(path);
-    return stat(d.c_str(), &a) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-}
-
 void build_model(GPT2* model, const CliArgs& args, const std::string& resume_dir, const std::string& out, int B, int T,
                  uint64_t seed) {
     if (!resume_dir.empty() || args.has("model")) {
         const std::string path = resume_dir.empty() ? args.str("model") : resume_dir;
-        if (resume_dir.empty() && !out.empty() && same_dir_or_inside(path, out))
+        CheckpointInfo info;
+        const int heads = args.has("model") && args.has("heads") ? cli_heads(args) : 0;  // for a bare .safetensors
+        GPT2Config cfg = checkpoint_inspect(path, heads, &info);  // its files are now inputs of the run
+        if (resume_dir.empty() && !out.empty() && !dir_input_entry(out).empty())
             fatal_hint("continue it with --resume " + out + ", or save elsewhere",
                        "bad value for --out (train): %s holds the --model this run starts from; a new run there "
                        "would replace it and its training state",
                        out.c_str());
-        CheckpointInfo info;
-        const int heads = args.has("model") && args.has("heads") ? cli_heads(args) : 0;  // for a bare .safetensors
-        GPT2Config cfg = checkpoint_inspect(path, heads, &info);
         if (T > cfg.max_seq_len)
             fatal("bad value for -T (train): expected <= %d (the model's context), got %d", cfg.max_seq_len, T);
         check_memory(cfg, B, T);

@@ -355,12 +355,11 @@ void checkpoint_export_hf(const GPT2& model, const std::string& out, const std::
                        "bad value for --out (export): %s is a training checkpoint; "
                        "replacing its model would make it unresumable",
                        dir.c_str());
-        for (const std::string& e : entries)
-            if (path_is_input(path_join(dir, e)))
-                fatal_hint("export to another directory",
-                           "bad value for --out (export): %s holds %s, which this export reads (--model); replacing "
-                           "it would lose the model it converts",
-                           dir.c_str(), e.c_str());
+        if (const std::string input = dir_input_entry(dir); !input.empty())
+            fatal_hint("export to another directory",
+                       "bad value for --out (export): %s holds %s, which this export reads (--model); replacing "
+                       "it would lose the model it converts",
+                       dir.c_str(), input.c_str());
         bool ours = true;
         for (const std::string& e : entries) ours = ours && export_is_ours(e);
         if (ours && !entries.empty()) {

@@ -155,7 +155,6 @@ void dataloader_next(DataLoader* dl) {
 }
 
 bool dataloader_try_next(DataLoader* dl, std::string* err) {
-    const DataLoaderState before = dataloader_state(*dl);
     const size_t step = (size_t)dl->world * dl->B;
     if (dl->epoch < 0 || dl->pos + step > order_size(*dl)) {
         // every shard holds >= step windows (dataloader_init), so one move always lands on a usable shard
@@ -179,10 +178,7 @@ bool dataloader_try_next(DataLoader* dl, std::string* err) {
     }
     std::vector<uint32_t> windows(dl->B);
     for (int b = 0; b < dl->B; b++) windows[b] = order_at(*dl, dl->pos + (size_t)dl->rank * dl->B + b);
-    if (!load_windows(dl, dl->shards[dl->shard_order[dl->shard_pos]], windows.data(), err)) {
-        dataloader_restore(dl, before, "");
-        return false;
-    }
+    if (!load_windows(dl, dl->shards[dl->shard_order[dl->shard_pos]], windows.data(), err)) return false;
     dl->pos += step;
     return true;
 }

@@ -77,7 +77,8 @@ size_t dataloader_shard_windows(const DataLoader& dl, size_t s);
 // Next training batch into inputs/targets: this rank's B windows of the next world*B in the current shard;
 // the next shard begins when fewer than world*B windows remain, a new epoch after the last shard.
 // A shard that changed under the run (shrunk: the read raises SIGBUS, caught; or an id now out of range)
-// is fatal naming it; dataloader_try_next returns false with that message instead, leaving dl as it was.
+// is fatal naming it; dataloader_try_next returns false with that message instead, dl having moved on
+// (a caller that carries on restores the dataloader_state it took before, as train_step does per step).
 void dataloader_next(DataLoader* dl);
 bool dataloader_try_next(DataLoader* dl, std::string* err);
 // Batch `index` of consecutive windows, counting each shard's whole batches in turn (for one file: windows

@@ -110,7 +110,7 @@ first=$(grep -m1 -o 'loss [0-9.]*' "$TEST_TMP/train1" | cut -d' ' -f2)
 last_val=$(grep 'val loss' "$TEST_TMP/train1" | tail -1 | grep -o 'val loss [0-9.]*' | cut -d' ' -f3)
 first_val=$(grep 'val loss' "$TEST_TMP/train1" | head -1 | grep -o 'val loss [0-9.]*' | cut -d' ' -f3)
 check "training loss falls ($first -> val $first_val -> $last_val)" awk -v a="$first" -v b="$last_val" -v c="$first_val" 'BEGIN { exit !(b < a - 0.5 && b < c) }'
-check "log has 40 step lines with step, loss, ms" test "$(grep -c '^{"step":[0-9]*,"loss":[0-9.]*,"lr":.*"ms":[0-9.]*}$' "$TEST_TMP/log.jsonl")" -eq 40
+check "log has 40 step lines with step, loss, ms" test "$(grep -c '^{"step":[0-9]*,"loss":[0-9.]*,"lr":.*"ms":[0-9.]*,"tokens":[0-9]*}$' "$TEST_TMP/log.jsonl")" -eq 40
 check "log has 2 validation lines" test "$(grep -c '"val_loss"' "$TEST_TMP/log.jsonl")" -eq 2
 train >"$TEST_TMP/train2" 2>&1
 check "same seed, same losses" diff <(grep -o 'loss [0-9.]*' "$TEST_TMP/train1") <(grep -o 'loss [0-9.]*' "$TEST_TMP/train2")

@@ -34,7 +34,7 @@ void cli_print_help(const char* command, const char* usage, const char* about, c
         if (!f.is_switch) left += " X";
         std::string def;
         if (f.is_switch) def = "";
-        else if (f.default_value)
+        else if (f.default_value && !strstr(f.help, "(default"))  // a help line may state its default itself
             def = std::string(" (default: ") + (f.default_value[0] ? f.default_value : "none") + ")";
         printf("%-26s %s%s\n", left.c_str(), f.help, def.c_str());
     }
@@ -51,6 +51,7 @@ CliArgs cli_parse(int argc, char** argv, const char* command, const char* usage,
     CliArgs args;
     args.command = command;
     args.flags = flags;
+    const char* took_value = nullptr;  // the flag whose value was the previous argument
     for (int i = 0; i < argc; i++) {
         std::string a = argv[i];
         if (a == "--help" || a == "-h") {
@@ -60,10 +61,16 @@ CliArgs cli_parse(int argc, char** argv, const char* command, const char* usage,
         bool is_long = a.size() > 2 && a[0] == '-' && a[1] == '-';
         bool is_short = !is_long && a.size() >= 2 && a[0] == '-' && !(a[1] >= '0' && a[1] <= '9') && a[1] != '.';
         if (!is_long && !is_short) {
+            if (!allow_positional && took_value)
+                fatal_hint(std::string("if the shell expanded a glob given to --") + took_value +
+                               ", quote it: --" + took_value + " 'data/*_train_*.bin'",
+                           "unexpected argument '%s' (%s) after --%s %s: expected only flags", a.c_str(), command,
+                           took_value, argv[i - 1]);
             if (!allow_positional)
                 fatal("unexpected argument '%s' (%s): expected only flags; see `gpt2 %s --help`", a.c_str(), command,
                       command);
             args.positional.push_back(a);
+            took_value = nullptr;
             continue;
         }
         std::string name = a.substr(is_long ? 2 : 1), value;
@@ -94,6 +101,7 @@ CliArgs cli_parse(int argc, char** argv, const char* command, const char* usage,
             if (i + 1 >= argc) fatal("missing value for flag --%s (%s): expected %s", f->name, command, f->help);
             value = argv[++i];
         }
+        took_value = f->is_switch || has_value ? nullptr : f->name;
         args.names.push_back(f->name);
         args.values.push_back(value);
     }

@@ -6,10 +6,15 @@
 #include <new>
 #include <string>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "base/stop.h"
 #include "base/util.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "kernels/bf16.h"
 
 struct Command {
     const char* name;
@@ -28,9 +33,30 @@ static const Command kCommands[] = {
     {"plot", cmd_plot, "draw the loss of one or more train --log files on one PNG"},
 };
 
+static const char kVersion[] = "0.4.0";
+
 static void print_usage() {
-    printf("usage: gpt2 <command> [flags]    (gpt2 <command> --help for its flags)\n\ncommands:\n");
+    printf("usage: gpt2 <command> [flags]    (gpt2 <command> --help for its flags; gpt2 --version)\n\ncommands:\n");
     for (const Command& c : kCommands) printf("  %-10s %s\n", c.name, c.about);
+}
+
+// The version, then how this binary was built and what it finds on this CPU: what a bug report needs.
+static void print_version() {
+#ifdef _OPENMP
+    const char* omp = "OpenMP";
+    const int threads = omp_get_max_threads();
+#else
+    const char* omp = "no OpenMP";
+    const int threads = 1;
+#endif
+#ifdef GPT2_MPI
+    const char* mpi = "MPI";
+#else
+    const char* mpi = "no MPI";
+#endif
+    printf("gpt2.cpp %s (built with %s, %s; this CPU: %s, %d threads)\n", kVersion, omp, mpi,
+           bf16_supported() ? "AVX512_BF16 for --precision bf16" : "no AVX512_BF16, --precision bf16 runs fp32",
+           threads);
 }
 
 // An allocation that fails anyway (memory_check guards the large ones) ends with one error line, not an
@@ -59,6 +85,10 @@ int main(int argc, char** argv) {
         print_usage();
         if (argc < 2) fatal("missing command: expected one of the commands above");
         return 0;
+    }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+        print_version();
+        return finish(0);
     }
     std::string name = argv[1];
     std::string best;

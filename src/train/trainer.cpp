@@ -136,7 +136,8 @@ void validate(Trainer* t, int step) {
     printf("step %5d/%d | val loss %.6f\n", step, t->o.steps, val_loss);
     t->history.val.push_back({step, val_loss});
     if (!t->o.plot_path.empty()) plot_losses(t->o.plot_path, {{"", t->history.train, t->history.val}}, 800, 500, "--plot (train)");
-    t->log.line("{\"step\":%d,\"val_loss\":%.6f}\n", step, val_loss);
+    t->log.line("{\"step\":%d,\"val_loss\":%.6f,\"tokens\":%lld}\n", step, val_loss,
+                (long long)step * t->o.B * t->o.T * t->o.accum * dist_world());
 }
 
 }  // namespace
@@ -189,8 +190,8 @@ int trainer_run(Trainer* t, int first_step) {
         step++;
         t->history.train.push_back({step, (float)s.loss});
         t->progress.step(step, o.steps, s.loss, s.lr, s.norm, s.ms, (double)o.B * o.T * o.accum * dist_world());
-        t->log.line("{\"step\":%d,\"loss\":%.6f,\"lr\":%.6e,\"norm\":%.6f,\"ms\":%.3f}\n", step, s.loss, s.lr, s.norm,
-                    s.ms);
+        t->log.line("{\"step\":%d,\"loss\":%.6f,\"lr\":%.6e,\"norm\":%.6f,\"ms\":%.3f,\"tokens\":%lld}\n", step, s.loss,
+                    s.lr, s.norm, s.ms, (long long)step * o.B * o.T * o.accum * dist_world());
         bool last = step == o.steps || (o.stop_after > 0 && step - first_step == o.stop_after) || s.stop;
         if (!o.val_path.empty() && (step % o.val_every == 0 || last)) validate(t, step);
         const int stop = share_stop_signal();

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -236,4 +237,20 @@ std::string format_duration(double s) {
     if (t >= 3600) snprintf(buf, sizeof(buf), "%dh%02dm", t / 3600, t / 60 % 60);
     else snprintf(buf, sizeof(buf), "%dm%02ds", t / 60, t % 60);
     return buf;
+}
+
+void buffer_assign_zero(std::vector<float>* v, size_t n) {
+    std::vector<float>().swap(*v);
+    v->reserve(n);  // allocated, not yet touched
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    const uintptr_t begin = ((uintptr_t)v->data() + huge - 1) & ~(huge - 1);
+    const uintptr_t end = ((uintptr_t)v->data() + n * sizeof(float)) & ~(huge - 1);
+    if (end > begin && madvise((void*)begin, end - begin, MADV_HUGEPAGE) == 0) {
+#ifdef MADV_POPULATE_WRITE  // Linux 5.14; elsewhere the zeroing below faults the pages in
+        const long pages = (long)((end - begin) / huge);
+#pragma omp parallel for schedule(static)
+        for (long i = 0; i < pages; i++) madvise((void*)(begin + (uintptr_t)i * huge), huge, MADV_POPULATE_WRITE);
+#endif
+    }
+    v->assign(n, 0.0f);
 }

@@ -2,7 +2,9 @@
 // HuggingFace's layout and llm.c's format. Format detection and conversion live in checkpoint.h/llmc.h.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 
 #include "base/publish.h"
@@ -11,18 +13,72 @@
 #include "cli/commands.h"
 #include "io/checkpoint.h"
 #include "io/llmc.h"
+#include "train/train_state.h"
+
+namespace {
+
+// The stored value of a run flag, or "" when the run did not record it.
+std::string stored_flag(const TrainState& ts, const char* name) {
+    std::string v;
+    for (const auto& kv : ts.flags)
+        if (kv.first == name) v = kv.second;
+    return v;
+}
+
+// Where a training checkpoint's run stands: its step, tokens, last losses, precision, data and flags, and
+// the command that continues it.
+void print_run(const std::string& dir) {
+    TrainState ts;
+    train_state_read(&ts, dir);
+    const auto num = [&](const char* name, long long fallback) {
+        const std::string v = stored_flag(ts, name);
+        return v.empty() ? fallback : atoll(v.c_str());
+    };
+    const long long steps = num("steps", 200), B = num("batch", 8), T = num("tokens", 64),
+                    accum = num("grad-accum", 1), ranks = num("ranks", 1);
+    printf("run: step %d of %lld (--steps), %lld tokens trained on (%lld per step)\n", ts.step, steps,
+           ts.step * B * T * accum * ranks, B * T * accum * ranks);
+    if (!ts.history.train.empty())
+        printf("last train loss: %.6f (step %d)\n", ts.history.train.back().second, ts.history.train.back().first);
+    if (!ts.history.val.empty())
+        printf("last val loss: %.6f (step %d)\n", ts.history.val.back().second, ts.history.val.back().first);
+    const std::string precision = stored_flag(ts, "precision");
+    printf("precision: %s\n", precision.empty() ? "fp32" : precision.c_str());
+    const std::string train = stored_flag(ts, "train"), val = stored_flag(ts, "val");
+    printf("data: --train %s, --val %s\n", train.empty() ? "data/tinyshakespeare/train.bin (the default)" : train.c_str(),
+           val.empty() ? "none" : val.c_str());
+    std::string flags;  // each once, with its last value (a resumed run records the flags it overrode too)
+    for (size_t i = 0; i < ts.flags.size(); i++) {
+        const std::string& name = ts.flags[i].first;
+        bool first = name != "train" && name != "val" && name != "ranks";
+        for (size_t j = 0; j < i && first; j++) first = ts.flags[j].first != name;
+        if (first) flags += " --" + name + (stored_flag(ts, name.c_str()).empty() ? "" : " " + stored_flag(ts, name.c_str()));
+    }
+    printf("flags:%s\n", flags.c_str());
+    const std::string mpi = ranks > 1 ? "mpirun -np " + std::to_string(ranks) + " ./gpt2-mpi" : "gpt2";
+    if (ts.step < steps) printf("continue with: %s train --resume %s\n", mpi.c_str(), dir.c_str());
+    else
+        printf("finished; train on with: %s train --resume %s --steps %lld\n", mpi.c_str(), dir.c_str(),
+               2 * std::max(steps, 1LL));
+}
+
+}  // namespace
 
 int cmd_info(int argc, char** argv) {
     static const std::vector<CliFlag> flags = {{"model", "", "", "checkpoint to describe"}, kCliHeadsFlag};
     CliArgs args = cli_parse(argc, argv, "info", "gpt2 info --model PATH",
-                             "Prints a checkpoint's format, geometry, parameter count and dtype.", flags, false);
+                             "Prints a checkpoint's format, geometry, parameter count and dtype, and for a directory "
+                             "train --out wrote, where its run stands and how to continue it.",
+                             flags, false);
     CheckpointInfo info;
-    const GPT2Config c = checkpoint_inspect(args.str("model"), cli_heads(args), &info);
+    const std::string path = path_strip_slashes(args.str("model"));
+    const GPT2Config c = checkpoint_inspect(path, cli_heads(args), &info);
     printf("format: %s\n", info.format.c_str());
     printf("layers %d, heads %d, channels %d, context %d, vocab %d (padded %d)\n", c.num_layers, c.num_heads,
            c.channels, c.max_seq_len, c.vocab_size, c.padded_vocab_size);
     printf("parameters: %zu (%.2fM)\n", gpt2_num_real_params(c), gpt2_num_real_params(c) / 1e6);
     printf("dtype: %s (fp32 in memory)\n", info.dtype.c_str());
+    if (train_dir_is_checkpoint(path)) print_run(path);
     return 0;
 }
 

@@ -6,10 +6,12 @@
 #include <climits>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "base/dist.h"
+#include "base/progress.h"
 #include "base/publish.h"
 #include "base/stop.h"
 #include "base/util.h"
@@ -41,7 +43,7 @@ const std::vector<CliFlag> kTrainFlags = {
     {"vocab", "", "50257", "vocabulary size of a from-scratch model"},
     {"batch", "B", "8", "sequences per micro-batch"},
     {"tokens", "T", "64", "tokens per sequence"},
-    {"steps", "n", "200", "optimizer steps"},
+    {"steps", "", "200", "optimizer steps"},
     {"grad-accum", "", "1", "micro-batches per optimizer step"},
     {"lr", "", "1e-3", "peak learning rate"},
     {"warmup", "", "10", "linear warmup steps"},
@@ -54,8 +56,8 @@ const std::vector<CliFlag> kTrainFlags = {
     {"grad-clip", "", "1.0", "clip the global gradient norm to this; 0 disables"},
     {"seed", "", "1337", "seed for init and data order"},
     {"val-every", "", "50", "validate every N steps (and after the last); 0 disables"},
-    {"val-batches", "", "8", "validation batches"},
-    {"log", "", "", "append one JSON line per step and per validation to this file"},
+    {"val-batches", "", "8", "validation batches of -B x -T tokens, from the start of --val (`gpt2 eval` scores all)"},
+    {"log", "", "", "append one JSON line per step and per validation to this file (a --resume keeps appending)"},
     {"out", "", "", "checkpoint directory: HuggingFace-layout model + train_state.safetensors"},
     {"save-every", "", "0", "save to --out every N steps (always after the last step); 0: only at the end"},
     {"stop-after", "", "0",
@@ -73,8 +75,9 @@ const std::vector<CliFlag> kTrainFlags = {
 // hash, so the file may move).
 const char* const kFixedOnResume[] = {"batch",  "tokens", "grad-accum", "seed",    "model",
                                       "layers", "heads",  "channels",   "seq-len", "vocab"};
-// Flags that belong to one invocation, not to the run: a resumed run never inherits them.
-const char* const kPerInvocation[] = {"out", "resume", "stop-after", "log", "plot"};
+// Flags that belong to one invocation, not to the run: a resumed run never inherits them. (--log is the
+// run's: a resumed run appends to it.)
+const char* const kPerInvocation[] = {"out", "resume", "stop-after", "plot"};
 
 // The run's rank count, kept in the checkpoint's flags (a resume must use as many).
 const char* const kRanksKey = "ranks";
@@ -131,6 +134,19 @@ void check_plot_path(const std::string& path, const std::string& out) {
     plot_check_path(path, "--plot (train)");
 }
 
+// Runs one part of setting up a run, saying so on stderr first when it handles more than 256 MiB (it may
+// take seconds) and then how long it took.
+void setup_phase(const char* what, double bytes, const std::function<void()>& run) {
+    const bool said = bytes > 256.0 * 1024 * 1024;
+    if (said) {
+        fflush(stdout);  // the lines before it first, when stdout is a pipe
+        fprintf(stderr, "setting up: %s (%.1f GiB) ...", what, bytes / (1024.0 * 1024 * 1024));
+    }
+    const double t0 = time_now_s();
+    run();
+    if (said) fprintf(stderr, " %.1f s\n", time_now_s() - t0);
+}
+
 // The model a run trains: the checkpoint it resumes, --model, or a random init from the geometry flags.
 // Memory is checked before anything large is allocated.
 void build_model(GPT2* model, const CliArgs& args, const std::string& resume_dir, const std::string& out, int B, int T,
@@ -149,6 +165,7 @@ void build_model(GPT2* model, const CliArgs& args, const std::string& resume_dir
             fatal("bad value for -T (train): expected <= %d (the model's context), got %d", cfg.max_seq_len, T);
         check_memory(cfg, B, T);
         checkpoint_load(model, path, heads);
+        if (resume_dir.empty()) printf("loaded %s (%s, %s)\n", path.c_str(), info.format.c_str(), info.dtype.c_str());
         return;
     }
     GPT2Config cfg = config_make(args.integer_in("seq-len", 1, 1 << 20), args.integer_in("vocab", 1, 65536),
@@ -158,8 +175,10 @@ void build_model(GPT2* model, const CliArgs& args, const std::string& resume_dir
     if (T > cfg.max_seq_len)
         fatal("bad value for -T (train): expected <= --seq-len %d (the model's context), got %d", cfg.max_seq_len, T);
     check_memory(cfg, B, T);
-    gpt2_build(model, cfg);
-    gpt2_init_random(model, seed);
+    setup_phase("random init of the parameters", gpt2_params_bytes(cfg), [&] {
+        gpt2_build(model, cfg);
+        gpt2_init_random(model, seed);
+    });
 }
 
 TrainOptions train_options(const CliArgs& args, const CliArgs& given, const std::string& resume_dir) {
@@ -200,6 +219,24 @@ TrainOptions train_options(const CliArgs& args, const CliArgs& given, const std:
     return o;
 }
 
+// Says which flags given to a resumed run replace the values it was trained with (stored, else the default).
+void note_overrides(const CliArgs& given, const std::vector<std::pair<std::string, std::string>>& stored) {
+    if (dist_rank() != 0) return;
+    for (size_t i = 0; i < given.names.size(); i++) {
+        const std::string& name = given.names[i];
+        if (name == "resume" || is_per_invocation(name)) continue;
+        const CliFlag* flag = nullptr;
+        for (const CliFlag& f : given.flags) flag = name == f.name ? &f : flag;
+        std::string old = flag && flag->default_value ? flag->default_value : "", why = " (the default)";
+        for (const auto& kv : stored)
+            if (kv.first == name) old = kv.second, why = "";
+        if (flag && flag->is_switch) continue;  // the only resumable switch, --no-shuffle, is checked below
+        if (!same_value(old, given.values[i]))
+            printf("note: --%s %s replaces the run's %s%s\n", name.c_str(), given.values[i].c_str(),
+                   old.empty() ? "(none)" : old.c_str(), why.c_str());
+    }
+}
+
 // The flags of a resumed run: its stored ones with those given now on top, refusing a change to one that
 // shapes the model or the data order. Reads the train state into *resume.
 CliArgs resume_args(const CliArgs& given, const std::string& resume_dir, TrainState* resume) {
@@ -224,6 +261,7 @@ CliArgs resume_args(const CliArgs& given, const std::string& resume_dir, TrainSt
             if (kv.first == name && given.has(name) && !same_value(given.str(name), kv.second))
                 fatal("bad value for --%s (train): a resumed run keeps %s, got %s", name, kv.second.c_str(),
                       given.str(name).c_str());
+    note_overrides(given, stored);
     bool stored_no_shuffle = false;  // a switch is recorded only when given
     for (const auto& kv : stored) stored_no_shuffle = stored_no_shuffle || kv.first == "no-shuffle";
     if (given.on("no-shuffle") && !stored_no_shuffle)
@@ -303,22 +341,30 @@ void lock_outputs(Trainer* t, const CliArgs& args, const CliArgs& given, const s
     if (args.has("log") && dist_rank() == 0) {
         locks->log.reset(new PathLock(args.str("log"), "--log (train)"));
         t->log.open(args.str("log"), "--log (train)", kRunLogKind);
+        if (!resume_dir.empty() && !given.has("log")) printf("log: appending to %s (the run's --log)\n", args.str("log").c_str());
     }
 }
 
-// One line on the data: tokens (and shards) to train and validate on, and the steps over them.
+// The data: tokens (and shards) to train on, what one step takes, and what a val loss covers.
 void print_data(const Trainer& t) {
     const TrainOptions& o = t.o;
     const auto count = [](const DataLoader& dl, const char* what) {
         std::string s = std::to_string(dataloader_num_tokens(dl)) + " " + what + " tokens";
         return dl.shards.size() > 1 ? s + " in " + std::to_string(dl.shards.size()) + " shards" : s;
     };
-    printf("data: %s%s; %s; %d steps of %d x %d x %d tokens\n", count(t.train_dl, "train").c_str(),
-           o.shuffle ? "" : " (in order)", o.val_path.empty() ? "no validation" : count(t.val_dl, "val").c_str(),
-           o.steps, o.accum, o.B, o.T);
-    if (dist_world() > 1)
-        printf("data parallel: %d ranks x %d x %d x %d tokens = a global batch of %lld tokens per step\n", dist_world(),
-               o.accum, o.B, o.T, (long long)dist_world() * o.accum * o.B * o.T);
+    std::string shape = o.accum > 1 ? "--grad-accum " + std::to_string(o.accum) + " x " : "";
+    shape += "-B " + std::to_string(o.B) + " x -T " + std::to_string(o.T);
+    if (dist_world() > 1) shape += " x " + std::to_string(dist_world()) + " ranks";
+    printf("data: %s%s; %d steps of %lld tokens (%s)\n", count(t.train_dl, "train").c_str(),
+           o.shuffle ? "" : " (in order)", o.steps, (long long)dist_world() * o.accum * o.B * o.T, shape.c_str());
+    if (o.val_path.empty()) {
+        printf("val: none\n");
+        return;
+    }
+    printf("val: every %d steps, the first %lld of %s (--val-batches %zu x -B %d x -T %d; `gpt2 eval` scores "
+           "all of them)\n",
+           o.val_every, (long long)t.val_n * dist_world() * o.B * o.T, count(t.val_dl, "val").c_str(), t.val_n,
+           o.B * dist_world(), o.T);
 }
 
 // Everything the first step needs, each said as it is set up: the model, the data, the resumed optimizer
@@ -326,8 +372,10 @@ void print_data(const Trainer& t) {
 int prepare_run(Trainer* t, const CliArgs& args, const CliArgs& given, const std::string& resume_dir,
                 TrainState* resume) {
     const TrainOptions& o = t->o;
+    dataloader_expand(o.train_path, "--train");  // a pattern that matches nothing fails before any allocation
+    if (!o.val_path.empty()) dataloader_expand(o.val_path, "--val");
     build_model(&t->model, args, resume_dir, o.out, o.B, o.T, o.seed);
-    gpt2_enable_training(&t->model);
+    setup_phase("gradients", gpt2_params_bytes(t->model.cfg), [&] { gpt2_enable_training(&t->model); });
     const GPT2Config& cfg = t->model.cfg;
     printf("model: %d layers, %d heads, %d channels, context %d, vocab %d: %.2fM parameters\n", cfg.num_layers,
            cfg.num_heads, cfg.channels, cfg.max_seq_len, cfg.vocab_size, gpt2_num_real_params(cfg) / 1e6);
@@ -341,6 +389,12 @@ int prepare_run(Trainer* t, const CliArgs& args, const CliArgs& given, const std
     gpt2_set_precision(&t->model, cli_precision(args));  // the weights are in place: bf16 copies them
     if (t->model.precision == Precision::kBf16)
         printf("precision: bf16 matmuls (fp32 accumulation), fp32 master weights and optimizer\n");
+    // The buffers the first step would otherwise allocate and fault in: that step then runs as a steady one.
+    setup_phase("activations and AdamW state", gpt2_acts_bytes(cfg, o.B, o.T, true) + 2.0 * gpt2_params_bytes(cfg),
+                [&] {
+                    gpt2_alloc_acts(&t->model, o.B, o.T);
+                    if (t->opt.m.empty()) adamw_prepare(&t->opt, t->model);
+                });
     print_data(*t);
     if (o.sample_tokens > 0) load_sampler(t, args, given);  // before training, so a bad tokenizer fails fast
     return first_step;
@@ -409,7 +463,7 @@ static const std::vector<CliFlag> kEvalFlags = {
     {"data", "", "", "token file(s), llm.c format: a path, a quoted glob or a comma list (shards in turn)"},
     {"batch", "B", "4", "sequences per batch"},
     {"tokens", "T", "64", "tokens per sequence"},
-    {"batches", "n", "all", "batches of consecutive windows to average, or `all`: every token of the file"},
+    {"batches", "", "all", "batches of consecutive windows to average, or `all`: every token of the file"},
     kCliHeadsFlag,
     {"hellaswag", "", "", "HellaSwag JSONL (hellaswag_val.jsonl) to score instead of --data: prints acc, acc_norm"},
     {"hellaswag-batch", "", "4", "HellaSwag examples per forward pass (4 rows each)"},
@@ -449,15 +503,26 @@ int cmd_eval(int argc, char** argv) {
     if ((size_t)batches > available)
         fatal("too few tokens in %s for --batches %d: it holds %zu batches of B=%d, T=%d", args.str("data").c_str(),
               batches, available, B, T);
+    // Progress on stderr: rewritten in place on a terminal, else a line at each tenth.
+    ProgressLine line(stderr, progress_in_place(stderr, false), true);
+    const double t0 = time_now_s(), total = all ? (double)(dataloader_num_tokens(dl) - dl.shards.size()) : (double)batches * B * T;
+    const auto progress = [&](double done) {
+        const double s = time_now_s() - t0;
+        char text[160];
+        snprintf(text, sizeof(text), "eval: %3.0f%% of %.0f tokens | %.0f tok/s | %s", 100 * done, total,
+                 done * total / std::max(s, 1e-9), progress_eta(1 - done, s / std::max(done, 1e-9)).c_str());
+        line.update(text, done);
+    };
     double loss;
     if (all) {
         size_t tokens = 0;
-        loss = evaluate_every_token(&model, &dl, &tokens);
+        loss = evaluate_every_token(&model, &dl, &tokens, progress);
         printf("tokens %zu (all of %s after the first, each predicted once)\n", tokens, args.str("data").c_str());
     } else {
-        loss = evaluate_batches(&model, &dl, (size_t)batches);
+        loss = evaluate_batches(&model, &dl, (size_t)batches, progress);
         printf("batches %d of %d x %d tokens\n", batches, B, T);
     }
+    line.close();
     if (!std::isfinite(loss))
         fatal("loss is %g on %s: the model's weights or activations overflow; expected a finite loss", loss,
               args.str("data").c_str());

@@ -16,7 +16,7 @@ void gpt2_build(GPT2* model, const GPT2Config& cfg) {
     model->cfg = cfg;
     model->param_table = layout_params(cfg);
     model->num_params = layout_params_size(model->param_table);
-    model->params.assign(model->num_params, 0.0f);
+    buffer_assign_zero(&model->params, model->num_params);
     model->p = layout_param_views(cfg, model->params.data());
     model->grads.clear();
     model->training = false;
@@ -25,7 +25,7 @@ void gpt2_build(GPT2* model, const GPT2Config& cfg) {
 
 void gpt2_enable_training(GPT2* model) {
     if (model->training) return;
-    model->grads.assign(model->num_params, 0.0f);
+    buffer_assign_zero(&model->grads, model->num_params);
     model->g = layout_param_views(model->cfg, model->grads.data());
     model->training = true;
     model->B = model->T = 0;  // the activations gain their gradients at the next forward
@@ -33,14 +33,22 @@ void gpt2_enable_training(GPT2* model) {
 
 void gpt2_init_random(GPT2* model, uint64_t seed) {
     const GPT2Config& cfg = model->cfg;
-    Rng rng(seed);
     const float std_resid = 0.02f / sqrtf(2.0f * cfg.num_layers);
-    for (const TensorInfo& t : model->param_table) {
+    // Chunks of 64K values, each from its own stream seeded by (seed, tensor, chunk): all threads fill
+    // them, and the weights are the same for any thread count.
+    const size_t kChunk = 1 << 16;
+    std::vector<std::pair<size_t, size_t>> chunks;  // (tensor, first value)
+    for (size_t t = 0; t < model->param_table.size(); t++)
+        for (size_t i = 0; i < model->param_table[t].numel(); i += kChunk) chunks.push_back({t, i});
+#pragma omp parallel for schedule(dynamic, 4)
+    for (long c = 0; c < (long)chunks.size(); c++) {
+        const TensorInfo& t = model->param_table[chunks[c].first];
         float* w = model->params.data() + t.offset;
         size_t n = t.numel();
         if (t.name == "wte") n = (size_t)cfg.vocab_size * cfg.channels;  // padded rows stay zero
         const float std = t.init == TensorInit::kResidualNormal ? std_resid : 0.02f;
-        for (size_t i = 0; i < n; i++) {
+        Rng rng(seed ^ (chunks[c].first << 40) ^ (chunks[c].second / kChunk * 0x9E3779B97F4A7C15ull));
+        for (size_t i = chunks[c].second; i < std::min(n, chunks[c].second + kChunk); i++) {
             if (t.init == TensorInit::kNormal || t.init == TensorInit::kResidualNormal) w[i] = std * rng.normal();
             else w[i] = t.init == TensorInit::kOne ? 1.0f : 0.0f;
         }
@@ -73,10 +81,10 @@ void gpt2_alloc_acts(GPT2* model, int B, int T) {
     std::vector<float>().swap(model->dacts);
     // activations, and their gradients when training (a smaller layout: no caches, no logits)
     const size_t nd = model->training ? layout_params_size(layout_acts(model->cfg, B, T, true)) : 0;
-    model->acts.assign(n, 0.0f);
+    buffer_assign_zero(&model->acts, n);
     model->a = layout_act_views(model->cfg, B, T, model->acts.data());
     if (model->training) {
-        model->dacts.assign(nd, 0.0f);
+        buffer_assign_zero(&model->dacts, nd);
         model->da = layout_act_views(model->cfg, B, T, model->dacts.data(), true);
     }
     model->B = B;

@@ -3,20 +3,22 @@
 
 #include "base/dist.h"
 
-float evaluate_batches(GPT2* model, DataLoader* dl, size_t batches) {
+float evaluate_batches(GPT2* model, DataLoader* dl, size_t batches, const std::function<void(double)>& progress) {
     // A batch is world * B windows, as a training step's: this rank takes the rank-th B of each.
     const int world = dist_world();
     double sum = 0;
     for (size_t i = 0; i < batches; i++) {
         dataloader_batch_at(dl, i * world + dist_rank());
         sum += gpt2_forward(model, dl->inputs.data(), dl->targets.data(), dl->B, dl->T);
+        if (progress) progress((double)(i + 1) / (double)batches);
     }
     dist_sum(&sum, 1);
     return (float)(sum / ((double)batches * world));
 }
 
-double evaluate_every_token(GPT2* model, DataLoader* dl, size_t* tokens) {
+double evaluate_every_token(GPT2* model, DataLoader* dl, size_t* tokens, const std::function<void(double)>& progress) {
     const size_t T = dl->T;
+    const double total = (double)(dataloader_num_tokens(*dl) - dl->shards.size());  // tokens predicted
     double sum = 0;  // of per-token losses
     size_t batch = 0, predicted = 0;
     for (size_t s = 0; s < dl->shards.size(); s++) {
@@ -24,6 +26,7 @@ double evaluate_every_token(GPT2* model, DataLoader* dl, size_t* tokens) {
         for (size_t i = 0; i < batches; i++) {
             dataloader_batch_at(dl, batch++);
             sum += (double)gpt2_forward(model, dl->inputs.data(), dl->targets.data(), dl->B, dl->T) * dl->B * T;
+            if (progress) progress((double)(predicted + (i + 1) * dl->B * T) / total);
         }
         // What whole batches leave: windows first (one batch of fewer rows), then the tokens after them.
         const uint16_t* tok = dl->shards[s].tokens;
@@ -40,6 +43,7 @@ double evaluate_every_token(GPT2* model, DataLoader* dl, size_t* tokens) {
             start += len;
         }
         predicted += n - 1;
+        if (progress) progress((double)predicted / total);
     }
     *tokens = predicted;
     return sum / (double)predicted;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/util.h"
 #include "kernels/bf16.h"
 #include "kernels/simd.h"
 
@@ -52,12 +53,15 @@ float optimizer_clip_grads(GPT2* model, float max_norm) {
     return norm;
 }
 
+void adamw_prepare(AdamW* opt, const GPT2& model) {
+    if (opt->m.size() == model.params.size()) return;
+    buffer_assign_zero(&opt->m, model.params.size());
+    buffer_assign_zero(&opt->v, model.params.size());
+    opt->step = 0;
+}
+
 void adamw_update(AdamW* opt, GPT2* model, const AdamWConfig& cfg, float lr, float grad_scale) {
-    if (opt->m.size() != model->params.size()) {
-        opt->m.assign(model->params.size(), 0.0f);
-        opt->v.assign(model->params.size(), 0.0f);
-        opt->step = 0;
-    }
+    if (opt->m.size() != model->params.size()) adamw_prepare(opt, *model);
     opt->step++;
     const float b1 = cfg.beta1, b2 = cfg.beta2;
     const float step_size = lr / (1.0f - powf(b1, (float)opt->step));

@@ -26,6 +26,9 @@ float optimizer_grad_norm(const GPT2& model);
 float optimizer_clip_grads(GPT2* model, float max_norm);
 // The factor optimizer_clip_grads scales by: min(1, max_norm / (norm + 1e-6)); 1 when max_norm <= 0.
 float optimizer_clip_factor(float norm, float max_norm);
+// Allocates the zeroed moments for `model` (adamw_update does it too when they are missing, inside the
+// first step; a trainer calls this first so the first step is a steady one).
+void adamw_prepare(AdamW* opt, const GPT2& model);
 // One AdamW step at learning rate lr (the schedule's value for this step). Each gradient is multiplied
 // by grad_scale as it is read, so clipping can be folded into the update: adamw_update(..., lr,
 // optimizer_clip_factor(optimizer_grad_norm(model), max_norm)) equals optimizer_clip_grads then

@@ -133,7 +133,8 @@ void validate(Trainer* t, int step) {
     if (!std::isfinite(val_loss))
         fatal("val loss is %g at step %d: training diverged; the last checkpoint (if any) is kept", val_loss, step);
     t->progress.close();
-    printf("step %5d/%d | val loss %.6f\n", step, t->o.steps, val_loss);
+    printf("step %5d/%d | val loss %.6f on %lld tokens\n", step, t->o.steps, val_loss,
+           (long long)t->val_n * dist_world() * t->o.B * t->o.T);
     t->history.val.push_back({step, val_loss});
     if (!t->o.plot_path.empty()) plot_losses(t->o.plot_path, {{"", t->history.train, t->history.val}}, 800, 500, "--plot (train)");
     t->log.line("{\"step\":%d,\"val_loss\":%.6f,\"tokens\":%lld}\n", step, val_loss,
@@ -143,20 +144,12 @@ void validate(Trainer* t, int step) {
 }  // namespace
 
 void Progress::step(int step, int steps, double loss, float lr, float norm, double ms, double tokens) {
-    ms_sum += ms, count++;
-    if (tty) {
-        printf("\rstep %d/%d | loss %.4f | %.0f tok/s | ETA %s\033[K", step, steps, loss, tokens / (ms / 1e3),
-               format_duration(ms_sum / count * (steps - step) / 1e3).c_str());
-        open = true;
-    } else {
-        printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms\n", step, steps, loss, lr, norm, ms);
-    }
-    fflush(stdout);
-}
-
-void Progress::close() {
-    if (open) printf("\n");
-    open = false;
+    if (count++ > 0) ms_sum += ms;
+    const double mean_ms = count > 1 ? ms_sum / (count - 1) : ms;
+    char text[256];
+    snprintf(text, sizeof(text), "step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms | %.0f tok/s | %s", step,
+             steps, loss, lr, norm, ms, tokens / (ms / 1e3), progress_eta(steps - step, mean_ms / 1e3).c_str());
+    line.update(text);
 }
 
 void trainer_load_data(Trainer* t) {
@@ -179,11 +172,15 @@ void trainer_save(Trainer* t, int step) {
     });
     t->saved = true;
     t->progress.close();
-    printf("saved %s at step %d\n", t->o.out.c_str(), step);
+    if (step < t->o.steps) printf("saved %s at step %d; continue with: gpt2 train --resume %s\n", t->o.out.c_str(), step,
+                                  t->o.out.c_str());
+    else printf("saved %s at step %d, the last; train on with: gpt2 train --resume %s --steps %d\n", t->o.out.c_str(),
+                step, t->o.out.c_str(), 2 * std::max(step, 1));
 }
 
 int trainer_run(Trainer* t, int first_step) {
     const TrainOptions& o = t->o;
+    t->progress.line = ProgressLine(stdout, progress_in_place(stdout, dist_world() > 1), false);
     int step = first_step;
     while (step < o.steps && !(step == first_step && stop_requested())) {
         const StepStats s = train_step(t, step);
@@ -192,6 +189,10 @@ int trainer_run(Trainer* t, int first_step) {
         t->progress.step(step, o.steps, s.loss, s.lr, s.norm, s.ms, (double)o.B * o.T * o.accum * dist_world());
         t->log.line("{\"step\":%d,\"loss\":%.6f,\"lr\":%.6e,\"norm\":%.6f,\"ms\":%.3f,\"tokens\":%lld}\n", step, s.loss,
                     s.lr, s.norm, s.ms, (long long)step * o.B * o.T * o.accum * dist_world());
+        if (const int err = t->progress.line.error()) {  // `train | head -1`: nobody reads on, so stop now
+            if (!o.out.empty()) trainer_save(t, step);
+            fatal("cannot write standard output: %s%s", strerror(err), o.out.empty() ? "" : " (saved --out first)");
+        }
         bool last = step == o.steps || (o.stop_after > 0 && step - first_step == o.stop_after) || s.stop;
         if (!o.val_path.empty() && (step % o.val_every == 0 || last)) validate(t, step);
         const int stop = share_stop_signal();

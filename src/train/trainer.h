@@ -3,14 +3,13 @@
 // validate / save / sample when due). Building the options from flags and resuming a checkpoint's flags
 // belong to the command (cli/train_cmd.cpp); this knows no flags.
 #pragma once
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "base/progress.h"
 #include "base/publish.h"
 #include "base/threads.h"
 #include "io/dataloader.h"
@@ -34,13 +33,14 @@ struct TrainOptions {
 };
 
 
-// The step lines: one updating line on a terminal, one line per step otherwise.
+// The step lines (base/progress.h): one line rewritten in place on a terminal, one line per step
+// otherwise, with the same fields: step, loss, lr, norm, ms, tok/s and the ETA.
 struct Progress {
-    bool tty = isatty(STDOUT_FILENO), open = false;
-    double ms_sum = 0;
+    ProgressLine line{stdout, false, false};  // set up by trainer_run
+    double ms_sum = 0;                        // of the steps after this run's first (which warms up)
     int count = 0;
     void step(int step, int steps, double loss, float lr, float norm, double ms, double tokens);
-    void close();  // before any other line
+    void close() { line.close(); }  // before any other line
 };
 
 // A run in progress: the model, its optimizer, data, history and outputs.

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# cli_first_hour.sh: what a newcomer from llm.c or nanoGPT meets in their first hour, as the binary shows
+# it: the progress lines, resuming a run with its log, what a val loss covers, `info` on a checkpoint,
+# errors that point the right way, `--help` and `--version`. A tiny model on the committed 1000-token
+# fixture, so every run takes a second.
+source "$(dirname "$0")/lib.sh"
+TOK=tests/fixtures/tokens_v1000.bin
+TINY=(--vocab 1000 --layers 1 --heads 2 --channels 32 --seq-len 32 -B 4 -T 16 --train $TOK --val $TOK
+      --sample-tokens 0)
+
+# ---- one progress format: every step line carries step, loss, lr, norm, ms, tok/s and the ETA ----
+step_re='^step +[0-9]+/12 \| loss [0-9.]+ \| lr [0-9.e+-]+ \| norm [0-9.]+ \| [0-9.]+ ms \| [0-9]+ tok/s \| ETA [0-9]+m[0-9]+s$'
+"$GPT2" train "${TINY[@]}" --steps 12 --val-every 5 >"$TEST_TMP/piped" 2>&1
+n=$(grep -Ec "$step_re" "$TEST_TMP/piped")
+if [ "$n" = 12 ] && ! grep -q $'\r\|\033' "$TEST_TMP/piped"; then pass "piped: 12 plain step lines with every field"
+else fail "piped: 12 plain step lines with every field (got $n)"; sed 's/^/    /' "$TEST_TMP/piped" | head; fi
+if command -v script >/dev/null; then
+    # on a terminal (script(1) gives the run one) the line is rewritten in place, with the same fields
+    script -qec "$GPT2 train ${TINY[*]} --steps 12 --val-every 5" /dev/null >"$TEST_TMP/tty" 2>&1
+    n=$(tr '\r' '\n' <"$TEST_TMP/tty" | sed 's/\x1b\[K//g' | grep -Ec "$step_re")
+    if [ "$n" = 12 ] && grep -q $'\r' "$TEST_TMP/tty"; then pass "terminal: 12 step lines rewritten in place, every field"
+    else fail "terminal: 12 step lines rewritten in place, every field (got $n)"; fi
+else
+    skip "terminal progress: no script(1) here"
+fi
+# eval says how far it is, on stderr, a line at each tenth when stderr is not a terminal
+"$GPT2" eval --model tests/fixtures/trained_tiny --data $TOK -T 16 2>"$TEST_TMP/eval_err" >"$TEST_TMP/eval_out"
+if grep -Eq '^eval: +100% of [0-9]+ tokens \| [0-9]+ tok/s \| ETA' "$TEST_TMP/eval_err" &&
+    [ "$(grep -c '^eval: ' "$TEST_TMP/eval_err")" -le 11 ] && grep -q '^loss ' "$TEST_TMP/eval_out"; then
+    pass "eval shows its progress on stderr"
+else fail "eval shows its progress on stderr"; head -3 "$TEST_TMP/eval_err"; fi
+
+# ---- `train | head -1` ends at once: a closed standard output stops the run ----
+"$GPT2" train "${TINY[@]}" --steps 5000 --val-every 0 --log "$TEST_TMP/head.jsonl" 2>"$TEST_TMP/head_err" | head -1 >/dev/null
+rc=${PIPESTATUS[0]}
+lines=$(wc -l <"$TEST_TMP/head.jsonl")
+if [ "$rc" = 1 ] && [ "$lines" -lt 100 ] && grep -q '^error: cannot write standard output' "$TEST_TMP/head_err"; then
+    pass "train | head -1 stops after a step or two ($lines logged)"
+else fail "train | head -1 stops after a step or two (exit $rc, $lines steps logged)"; fi
+
+# ---- resume: the run's --log goes on, overridden flags are named with old and new values ----
+R=$TEST_TMP/run
+"$GPT2" train "${TINY[@]}" --steps 8 --val-every 4 --out $R --log $R.jsonl --stop-after 4 >"$TEST_TMP/first" 2>&1
+grep -q "^saved $R at step 4; continue with: gpt2 train --resume $R$" "$TEST_TMP/first" &&
+    pass "a save says how to resume" || fail "a save says how to resume"
+"$GPT2" train --resume $R --lr 3e-4 >"$TEST_TMP/resumed" 2>&1
+check "the resumed run appends steps 5-8 to the run's --log" \
+    test "$(grep -c '^{"step":[5-8],"loss"' $R.jsonl) $(grep -c '^{"step":[1-4],"loss"' $R.jsonl)" = "4 4"
+grep -q "^log: appending to $R.jsonl" "$TEST_TMP/resumed" && pass "the resumed run says it appends to the log" ||
+    fail "the resumed run says it appends to the log"
+grep -q '^note: --lr 3e-4 replaces the run.s 1e-3 (the default)$' "$TEST_TMP/resumed" &&
+    pass "an overriding flag is named with its old value" || fail "an overriding flag is named with its old value"
+grep -q "^saved $R at step 8, the last; train on with: gpt2 train --resume $R --steps 16$" "$TEST_TMP/resumed" &&
+    pass "the last save says how to train on" || fail "the last save says how to train on"
+
+# ---- info on a checkpoint: where the run stands and how to continue ----
+"$GPT2" info --model $R >"$TEST_TMP/info"
+last_train=$(grep '"loss"' $R.jsonl | tail -1 | sed 's/.*"loss":\([0-9.]*\).*/\1/')
+last_val=$(grep '"val_loss"' $R.jsonl | tail -1 | sed 's/.*"val_loss":\([0-9.]*\).*/\1/')
+if grep -q '^run: step 8 of 8 (--steps), 512 tokens trained on (64 per step)$' "$TEST_TMP/info" &&
+    grep -q "^last train loss: $last_train (step 8)$" "$TEST_TMP/info" &&
+    grep -q "^last val loss: $last_val (step 8)$" "$TEST_TMP/info" && grep -q '^precision: fp32$' "$TEST_TMP/info" &&
+    grep -q "^data: --train $TOK, --val $TOK$" "$TEST_TMP/info" && grep -q -- '--lr 3e-4' "$TEST_TMP/info" &&
+    grep -q "^finished; train on with: gpt2 train --resume $R --steps 16$" "$TEST_TMP/info"; then
+    pass "info shows the run's step, tokens, losses, precision, data, flags and how to go on"
+else fail "info shows the run's step, tokens, losses, precision, data, flags and how to go on"; cat "$TEST_TMP/info"; fi
+
+# ---- the val loss says what it covers, and eval over the same windows gives the same number ----
+"$GPT2" train "${TINY[@]}" --steps 3 --val-every 3 --val-batches 5 --out $TEST_TMP/v >"$TEST_TMP/val" 2>&1
+vl=$(grep -E '^step +3/3 \| val loss [0-9.]+ on 320 tokens$' "$TEST_TMP/val" | sed 's/.*val loss \([0-9.]*\) on.*/\1/')
+el=$("$GPT2" eval --model $TEST_TMP/v --data $TOK -B 4 -T 16 --batches 5 2>/dev/null | sed -n 's/^loss //p')
+if [ -n "$vl" ] && [ "$vl" = "$el" ] && grep -q '^val: every 3 steps, the first 320 of [0-9]* val tokens' "$TEST_TMP/val"; then
+    pass "train's val loss ($vl on 320 tokens) is eval's over the same batches ($el)"
+else fail "train's val loss ($vl) is eval's over the same batches ($el)"; fi
+
+# ---- random init is the same on any thread count (it runs on all of them) ----
+OMP_NUM_THREADS=1 "$GPT2" train "${TINY[@]}" --steps 0 --out $TEST_TMP/init1 >/dev/null 2>&1
+OMP_NUM_THREADS=2 "$GPT2" train "${TINY[@]}" --steps 0 --out $TEST_TMP/init2 >/dev/null 2>&1
+check "random init: 1 and 2 threads give the same weights" cmp $TEST_TMP/init1/model.safetensors $TEST_TMP/init2/model.safetensors
+
+# ---- errors that point the right way ----
+cp $TOK $TEST_TMP/s_train_000001.bin && cp $TOK $TEST_TMP/s_train_000002.bin
+check_error "an unquoted glob: a hint to quote it" "unexpected argument .*after --train" \
+    "$GPT2" train --train $TEST_TMP/s_train_*.bin
+grep -q "^hint: .*quote it: --train 'data/" "$TEST_TMP/err" && pass "the hint shows the quoted form" ||
+    fail "the hint shows the quoted form"
+# a pattern that matches nothing is reported before a model too big for this machine is even checked
+check_error "a glob matching nothing fails before allocating" "no file matches --train" \
+    "$GPT2" train --train "$TEST_TMP/nothing_*.bin" --layers 96 --channels 16384 --heads 128
+"$GPT2" train "${TINY[@]}" --steps 1 --model $R >"$TEST_TMP/loaded" 2>&1
+grep -q "^loaded $R (huggingface, F32)$" "$TEST_TMP/loaded" && pass "train --model says what it loaded" ||
+    fail "train --model says what it loaded"
+
+# ---- --help and --version ----
+bad=0
+for c in train eval generate tokenize compare info export plot; do
+    "$GPT2" $c --help >"$TEST_TMP/help_$c" || bad=1
+    grep -q '(default: .*(default: ' "$TEST_TMP/help_$c" && { echo "    $c: a default printed twice"; bad=1; }
+    grep -Eq '^  -n, ' "$TEST_TMP/help_$c" && { echo "    $c: -n"; bad=1; }
+done
+[ $bad = 0 ] && pass "no command's --help prints a default twice or gives -n a meaning" ||
+    fail "no command's --help prints a default twice or gives -n a meaning"
+"$GPT2" --version >"$TEST_TMP/version" && grep -Eq '^gpt2.cpp [0-9]+\.[0-9]+\.[0-9]+ \(built with' "$TEST_TMP/version" &&
+    pass "gpt2 --version" || fail "gpt2 --version"
+grep -q 'steps of 64 tokens (-B 4 x -T 16)' "$TEST_TMP/first" && pass "the data line spells out a step's tokens" ||
+    fail "the data line spells out a step's tokens"
+
+summary

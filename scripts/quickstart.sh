@@ -6,6 +6,7 @@
 #   STEPS=600 bash scripts/quickstart.sh       more steps
 #   FINETUNE=1 bash scripts/quickstart.sh      fine-tune data/gpt2/ (scripts/download_gpt2.sh) instead
 set -euo pipefail
+SECONDS=0
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh build
 make -j"$(nproc)"
@@ -18,5 +19,8 @@ if [ "${FINETUNE:-0}" = 1 ]; then
     ./gpt2 train --model data/gpt2 -B 4 -T 64 --steps "${STEPS}" --lr 1e-4 --warmup 0 --weight-decay 0 \
         --val-every 20 --val-batches 4 --out out/shakespeare-ft --log out/shakespeare-ft.jsonl --sample-every 20
 else
-    ./gpt2 train --steps "${STEPS}" --val-every 50 --out out/shakespeare --log out/shakespeare.jsonl
+    # -T equal to the model's context (--seq-len 256, the default): every position is trained, so the
+    # samples, which generate up to the context, never run on untrained positions
+    ./gpt2 train -B 4 -T 256 --steps "${STEPS}" --val-every 50 --out out/shakespeare --log out/shakespeare.jsonl
 fi
+echo "quickstart: $((SECONDS / 60))m$(printf %02d $((SECONDS % 60)))s in all (build, data, training, sample)"

@@ -148,7 +148,9 @@ sample_chars() {  # characters of text between the sample's opening and closing 
 }
 out=$root/root/gpt2/out/shakespeare
 check "quickstart exits 0 (exit $rc)" [ "$rc" -eq 0 ]
-check "prints val loss lines" grep -Eq '^step +[0-9]+/[0-9]+ \| val loss [0-9]+\.[0-9]+$' "$log"
+check "prints val loss lines" grep -Eq '^step +[0-9]+/[0-9]+ \| val loss [0-9]+\.[0-9]+ on [0-9]+ tokens$' "$log"
+check "prints its wall time" grep -Eq '^quickstart: [0-9]+m[0-9]{2}s in all' "$log"
+check "trains every position of the context (-T 256 of 256)" grep -q 'steps of 1024 tokens (-B 4 x -T 256)' "$log"
 check "prints a sample ($(sample_chars) characters)" [ "$(sample_chars)" -gt 0 ]
 check "saved out/shakespeare (model.safetensors, config.json)" [ -s "$out/model.safetensors" -a -s "$out/config.json" ]
 check "saved out/shakespeare/loss.png" [ -s "$out/loss.png" ]

@@ -396,6 +396,10 @@ int prepare_run(Trainer* t, const CliArgs& args, const CliArgs& given, const std
                     if (t->opt.m.empty()) adamw_prepare(&t->opt, t->model);
                 });
     print_data(*t);
+    if (o.T < cfg.max_seq_len && !args.has("model") && resume_dir.empty())
+        printf("note: -T %d trains positions 0-%d of the model's %d; text generated past %d tokens runs on untrained "
+               "positions (-T %d trains them all)\n",
+               o.T, o.T - 1, cfg.max_seq_len, o.T, cfg.max_seq_len);
     if (o.sample_tokens > 0) load_sampler(t, args, given);  // before training, so a bad tokenizer fails fast
     return first_step;
 }

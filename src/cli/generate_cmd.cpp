@@ -99,22 +99,40 @@ size_t prompt_max_bytes(const Tokenizer& tok, const GPT2Config& cfg) {
     return std::min((size_t)64 << 20, longest * (size_t)cfg.max_seq_len);
 }
 
-// Generates `samples` continuations of prompt, streaming text (or ids) to stdout and a summary of each
+// What to generate and how to show it, from the flags, checked before the model is loaded.
+struct GenerateRun {
+    GenerateOptions opts;
+    long long samples = 1;
+    bool interactive = false;     // prompts from standard input, one per line
+    bool ids_out = false;         // print token ids instead of text
+    bool echo = true;             // print the prompt before the continuation (its ids with --ids)
+    bool need_tokenizer = false;  // text in or out
+};
+
+// Generates r.samples continuations of prompt, streaming text (or ids) to stdout and a summary of each
 // (why it stopped, speed) to stderr.
-void run_samples(const GPT2& model, const Tokenizer& tok, const std::vector<int>& prompt, const GenerateOptions& opts,
-                 long long samples, bool ids_out, Rng* rng) {
+void run_samples(const GPT2& model, const Tokenizer& tok, const std::vector<int>& prompt, const GenerateRun& r,
+                 Rng* rng) {
+    const GenerateOptions& opts = r.opts;
+    const bool ids_out = r.ids_out;
     stop_catch(true);  // a stop signal ends the sample at hand (cmd_generate says so); at a prompt it ends the process
-    for (long long sample = 0; sample < samples && !stop_requested(); sample++) {
-        if (sample > 0) printf(ids_out ? "" : "\n---\n");
+    for (long long sample = 0; sample < r.samples && !stop_requested(); sample++) {
         TokenDecoder decoder(tok);
         bool first = true;
+        if (r.echo) {  // the prompt, as the continuation will extend it (a lone <|endoftext|> start shows nothing)
+            for (int id : prompt) {
+                if (ids_out) printf(first ? "%d" : " %d", id);
+                else if (prompt.size() > 1 || id != kTokenizerEot) fputs(decoder.push(id).c_str(), stdout);
+                first = false;
+            }
+        }
         GenerateStats stats;
         generate(
             model, prompt, opts, rng,
             [&](int id) {
                 if (ids_out) {
                     printf(first ? "%d" : " %d", id);
-                } else if (id != kTokenizerEot) {
+                } else if (id != kTokenizerEot || opts.stop_token < 0) {  // shown only when generation goes past it
                     fputs(decoder.push(id).c_str(), stdout);
                 }
                 first = false;
@@ -123,6 +141,7 @@ void run_samples(const GPT2& model, const Tokenizer& tok, const std::vector<int>
             &stats);
         if (!ids_out) fputs(decoder.flush().c_str(), stdout);
         printf("\n");
+        if (r.samples > 1 && !ids_out) printf("---\n");
         if (fflush(stdout) != 0) fatal("cannot write standard output: %s", strerror(errno));
         if (stats.stop == GenerateStop::kCancelled) break;
         if (stats.stop == GenerateStop::kNonFinite) fatal("%s", generate_nonfinite_message(stats).c_str());
@@ -151,33 +170,28 @@ CliArgs generate_args(int argc, char** argv) {
         {"prompt", "", "", "prompt text (default: start from <|endoftext|>)"},
         {"prompt-file", "", "", "read the prompt text from this file"},
         {"prompt-ids", "", "", "prompt as space-separated token ids instead of text"},
-        {"max-tokens", "n", "64", "new tokens to generate at most"},
+        {"max-tokens", "", "64", "new tokens to generate at most (exactly, with --ignore-eos)"},
         {"temperature", "", "1.0", "softmax temperature; 0 is greedy"},
         {"top-k", "", "50", "keep the k most likely tokens; 0 disables"},
         {"top-p", "", "1.0", "keep the smallest set whose probability reaches p; 1 disables"},
         {"seed", "", "1337", "seed of the sampler"},
         {"num-samples", "", "1", "independent samples from the same prompt"},
         {"ids", "", "", "print generated token ids on one line instead of text", true},
+        {"no-prompt", "", "", "print only the continuation (default: the prompt's text first, as nanoGPT does)", true},
+        {"ids-with-prompt", "", "", "with --ids: the prompt's ids first, then the new ones (as HF's generate)", true},
+        {"ignore-eos", "", "", "go on past <|endoftext|> (shown as such) to --max-tokens, as llm.c samples", true},
         {"interactive", "", "", "keep the model loaded and read one prompt per line from standard input", true},
         kCliHeadsFlag,
         kCliPrecisionFlag,
     };
     return cli_parse(
         argc, argv, "generate", "gpt2 generate --model PATH [--prompt TEXT | --interactive] [flags]",
-        "Samples text with a KV cache. Generation stops at <|endoftext|> or after --max-tokens, which may exceed "
-        "the model's context: the window then slides as nanoGPT's does (each token sees the last maxT tokens), "
+        "Samples text with a KV cache and prints the prompt, then its continuation; with several samples or "
+        "prompts, a line `---` ends each sample and `===` each --interactive answer off a terminal. Generation "
+        "stops at <|endoftext|> (unless --ignore-eos) or after --max-tokens, which may exceed the model's context: the window then slides as nanoGPT's does (each token sees the last maxT tokens), "
         "and every token past the context costs a prefill of maxT tokens instead of one position.",
         flags, false);
 }
-
-// What to generate and how to show it, from the flags, checked before the model is loaded.
-struct GenerateRun {
-    GenerateOptions opts;
-    long long samples = 1;
-    bool interactive = false;     // prompts from standard input, one per line
-    bool ids_out = false;         // print token ids instead of text
-    bool need_tokenizer = false;  // text in or out
-};
 
 // The sampling settings and the prompt's source, in the order the flags' messages are checked.
 GenerateRun generate_run(const CliArgs& args) {
@@ -188,7 +202,7 @@ GenerateRun generate_run(const CliArgs& args) {
     double temperature = args.number_in("temperature", 0, 1e6), top_p = args.number_in("top-p", 0, 1);
     if (!(top_p > 0 && top_p <= 1)) fatal("bad value for --top-p (generate): expected 0 < p <= 1, got %g", top_p);
     opts.max_tokens = (int)max_tokens;
-    opts.stop_token = kTokenizerEot;
+    opts.stop_token = args.on("ignore-eos") ? -1 : kTokenizerEot;
     opts.cancelled = [] { return stop_requested() != 0; };
     opts.sampler.temperature = (float)temperature;
     opts.sampler.top_k = (int)top_k;
@@ -199,6 +213,10 @@ GenerateRun generate_run(const CliArgs& args) {
     if (r.interactive && prompt_sources)
         fatal("conflicting flags (generate): --interactive reads its prompts from standard input, one per line");
     r.ids_out = args.on("ids");
+    if (args.on("ids-with-prompt") && !r.ids_out) fatal("conflicting flags (generate): --ids-with-prompt needs --ids");
+    if (args.on("ids-with-prompt") && args.on("no-prompt"))
+        fatal("conflicting flags (generate): --ids-with-prompt prints the prompt, --no-prompt does not");
+    r.echo = r.ids_out ? args.on("ids-with-prompt") : !args.on("no-prompt");
     r.need_tokenizer = !r.ids_out || args.has("prompt") || args.has("prompt-file") || r.interactive;
     return r;
 }
@@ -231,7 +249,8 @@ int run_interactive(const GPT2& model, Tokenizer* tok, const GenerateRun& r, Rng
             errors++;
             continue;
         }
-        run_samples(model, *tok, prompt, r.opts, r.samples, r.ids_out, rng);
+        run_samples(model, *tok, prompt, r, rng);
+        if (!terminal) printf("===\n");  // where one answer ends, for a program reading them
     }
     if (ferror(stdin)) fatal("cannot read standard input (--interactive): %s", strerror(errno));
     if (errors) fatal("%d prompt%s skipped (--interactive): see the lines above", errors, errors == 1 ? "" : "s");
@@ -255,7 +274,7 @@ int cmd_generate(int argc, char** argv) {
         tokenizer_load_for_model(&tok, args.has("tokenizer") ? args.str("tokenizer") : "", model.cfg.vocab_size, "");
     Rng rng((uint64_t)args.integer_in("seed", 0, LLONG_MAX));
     if (!r.interactive) {
-        run_samples(model, tok, read_prompt(args, &tok, model.cfg), r.opts, r.samples, r.ids_out, &rng);
+        run_samples(model, tok, read_prompt(args, &tok, model.cfg), r, &rng);
         return 0;
     }
     return run_interactive(model, &tok, r, &rng);

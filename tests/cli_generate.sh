@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# cli_generate.sh: generated text a reader can follow: the prompt before its continuation (or not, with
+# --no-prompt), the prompt's ids with --ids-with-prompt, answers and samples set apart, and --ignore-eos
+# going on past <|endoftext|> to exactly --max-tokens. A tiny model trained in seconds on a text of short
+# documents, so that <|endoftext|> is what it predicts most.
+source "$(dirname "$0")/lib.sh"
+if [ ! -f "${GPT2_DATA_DIR:-data}/gpt2/encoder.json" ]; then
+    skip "generate tests: no tokenizer files (set GPT2_DATA_DIR)"
+    summary
+    exit
+fi
+for i in $(seq 400); do printf 'the cat\n\nthe dog\n\n'; done >"$TEST_TMP/docs.txt"
+"$GPT2" tokenize --split-on-blank-lines "$TEST_TMP/docs.txt" -o "$TEST_TMP/docs" --val-tokens 200 >/dev/null 2>&1
+M=$TEST_TMP/m
+"$GPT2" train --layers 1 --heads 2 --channels 32 --seq-len 32 -B 4 -T 32 --steps 60 --lr 1e-2 --warmup 0 \
+    --train "$TEST_TMP/docs_train.bin" --val '' --sample-tokens 0 --out $M >/dev/null 2>&1 ||
+    fail "training the tiny model"
+G=("$GPT2" generate --model $M --temperature 0)
+
+"${G[@]}" --prompt "the cat" --max-tokens 3 >"$TEST_TMP/echo" 2>/dev/null
+check "the prompt's text comes first" test "$(head -c 7 "$TEST_TMP/echo")" = "the cat"
+"${G[@]}" --prompt "the cat" --max-tokens 3 --no-prompt >"$TEST_TMP/noecho" 2>/dev/null
+check "--no-prompt prints the continuation alone" test "the cat$(cat "$TEST_TMP/noecho")" = "$(cat "$TEST_TMP/echo")"
+printf 'the cat' >"$TEST_TMP/prompt.txt"
+want=$("$GPT2" tokenize --ids "$TEST_TMP/prompt.txt")
+got=$("${G[@]}" --prompt "the cat" --max-tokens 3 --ids --ids-with-prompt 2>/dev/null)
+new=$("${G[@]}" --prompt "the cat" --max-tokens 3 --ids 2>/dev/null)
+check "--ids-with-prompt: the prompt's ids, then the new ones ($got)" test "$got" = "$want $new"
+check_error "--ids-with-prompt without --ids" "needs --ids" "${G[@]}" --prompt x --ids-with-prompt
+
+# <|endoftext|> follows every document: greedy decoding stops at it, unless --ignore-eos
+n_stop=$("${G[@]}" --prompt "the" --max-tokens 40 --ids 2>/dev/null | wc -w)
+"${G[@]}" --prompt "the" --max-tokens 40 --ids --ignore-eos >"$TEST_TMP/ign" 2>/dev/null
+n_ign=$(wc -w <"$TEST_TMP/ign")
+if [ "$n_stop" -lt 40 ] && [ "$n_ign" = 40 ] && grep -qw 50256 "$TEST_TMP/ign"; then
+    pass "--ignore-eos goes past <|endoftext|> to --max-tokens ($n_stop tokens without it, $n_ign with)"
+else fail "--ignore-eos goes past <|endoftext|> to --max-tokens ($n_stop without, $n_ign with)"; fi
+"${G[@]}" --prompt "the" --max-tokens 40 --ignore-eos >"$TEST_TMP/ign_text" 2>/dev/null
+check "... and its text shows <|endoftext|>" grep -q '<|endoftext|>' "$TEST_TMP/ign_text"
+
+# several samples end with ---; each --interactive answer, off a terminal, with ===
+"$GPT2" generate --model $M --prompt "the" --max-tokens 4 --num-samples 3 >"$TEST_TMP/samples" 2>/dev/null
+check "3 samples, each ended by ---" test "$(grep -cx -- '---' "$TEST_TMP/samples")" = 3
+printf 'the cat\nthe dog\n' | "${G[@]}" --interactive --max-tokens 4 >"$TEST_TMP/inter" 2>/dev/null
+if [ "$(grep -cx '===' "$TEST_TMP/inter")" = 2 ] && head -1 "$TEST_TMP/inter" | grep -q '^the cat' &&
+    sed -n '/^===$/{n;p;q}' "$TEST_TMP/inter" | grep -q '^the dog'; then
+    pass "--interactive on a pipe: 2 answers, each starting with its prompt and ended by ==="
+else fail "--interactive on a pipe: 2 answers, each starting with its prompt and ended by ==="; cat "$TEST_TMP/inter"; fi
+summary

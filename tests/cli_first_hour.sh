@@ -91,6 +91,16 @@ check_error "a glob matching nothing fails before allocating" "no file matches -
 grep -q "^loaded $R (huggingface, F32)$" "$TEST_TMP/loaded" && pass "train --model says what it loaded" ||
     fail "train --model says what it loaded"
 
+# ---- config.json names the model's real stop token: 50256 only in a vocabulary that has it ----
+"$GPT2" export --model $R --out $TEST_TMP/exported >/dev/null
+"$GPT2" train --vocab 50257 --layers 1 --heads 2 --channels 32 --seq-len 32 -B 4 -T 16 --train $TOK --val '' \
+    --sample-tokens 0 --steps 0 --out $TEST_TMP/v50257 >/dev/null 2>&1
+if grep -q '"eos_token_id": null' $R/config.json && grep -q '"bos_token_id": null' $TEST_TMP/exported/config.json &&
+    grep -q '"eos_token_id": 50256' $TEST_TMP/v50257/config.json; then
+    pass "config.json: bos/eos null for a 1000-token vocabulary, 50256 for GPT-2's"
+else fail "config.json: bos/eos null for a 1000-token vocabulary, 50256 for GPT-2's"; fi
+check "... and such a config loads" "$GPT2" generate --model $TEST_TMP/exported --prompt-ids 1 --ids --max-tokens 2
+
 # ---- --help and --version ----
 bad=0
 for c in train eval generate tokenize compare info export plot; do

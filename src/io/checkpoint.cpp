@@ -325,14 +325,18 @@ void checkpoint_save_hf(const GPT2& model, const std::string& dir, const std::st
         items.push_back({t.hf_name, dtype, shape, narrowed.back().data()});
     }
     safetensors_write(path_join(dir, "model.safetensors"), items, {{"format", "pt"}, {"writer", kWriter}});
+    // GPT-2's <|endoftext|> (50256) starts and ends text only in a vocabulary that has it; a model trained on
+    // a smaller one (train --vocab 1000) has no such token, and HuggingFace takes null for none.
+    const std::string eot = cfg.vocab_size > 50256 ? "50256" : "null";
     char json[1024];
     int n = snprintf(json, sizeof(json),
                      "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n"
                      "  \"activation_function\": \"gelu_new\",\n  \"layer_norm_epsilon\": 1e-05,\n"
                      "  \"n_ctx\": %d,\n  \"n_positions\": %d,\n  \"n_embd\": %d,\n  \"n_head\": %d,\n"
-                     "  \"n_layer\": %d,\n  \"vocab_size\": %d,\n  \"bos_token_id\": 50256,\n"
-                     "  \"eos_token_id\": 50256,\n  \"tie_word_embeddings\": true\n}\n",
-                     cfg.max_seq_len, cfg.max_seq_len, cfg.channels, cfg.num_heads, cfg.num_layers, cfg.vocab_size);
+                     "  \"n_layer\": %d,\n  \"vocab_size\": %d,\n  \"bos_token_id\": %s,\n"
+                     "  \"eos_token_id\": %s,\n  \"tie_word_embeddings\": true\n}\n",
+                     cfg.max_seq_len, cfg.max_seq_len, cfg.channels, cfg.num_heads, cfg.num_layers, cfg.vocab_size,
+                     eot.c_str(), eot.c_str());
     static const OutputKind kNewFile = {"a new file", nullptr};  // dir is a fresh staging directory
     output_write(path_join(dir, "config.json"), "config.json", kNewFile, {{json, (size_t)n}});
 }

@@ -101,6 +101,13 @@ if grep -q '"eos_token_id": null' $R/config.json && grep -q '"bos_token_id": nul
 else fail "config.json: bos/eos null for a 1000-token vocabulary, 50256 for GPT-2's"; fi
 check "... and such a config loads" "$GPT2" generate --model $TEST_TMP/exported --prompt-ids 1 --ids --max-tokens 2
 
+# compare with a model the dump was not made from blames neither file alone
+check_error "compare: another model than the dump's is named as the mismatch" \
+    "\-\-model and --ref disagree (compare): the model has 1 layers, wte (1000, 32).*holds gradients of 2 layers, wte (1000, 64)" \
+    "$GPT2" compare --model $R --ref tests/fixtures/ref_tiny/dump.safetensors
+check_error "compare: the same with llm.c's debug state" "llm.c debug state .* does not fit the model" \
+    "$GPT2" compare --model $R --ref tests/fixtures/ref_tiny/llmc_debug_state.bin
+
 # ---- --help and --version ----
 bad=0
 for c in train eval generate tokenize compare info export plot; do

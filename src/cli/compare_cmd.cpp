@@ -101,10 +101,32 @@ struct Reference {
     AdamWConfig adamw;
 };
 
+// A dump made from another model is not a bad dump: says that --model and the dump disagree, and in what.
+void check_dump_model(const SafeTensors& ref, const GPT2Config& cfg) {
+    const auto shape = [&](const char* name) {
+        const StTensor* t = ref.find(name);
+        if (!t) return std::string("none");
+        std::string s;
+        for (size_t d : t->shape) s += (s.empty() ? "(" : ", ") + std::to_string(d);
+        return s + ")";
+    };
+    int layers = 0;
+    while (ref.find("grad.h." + std::to_string(layers) + ".ln_1.weight")) layers++;
+    const std::string wte = "(" + std::to_string(cfg.vocab_size) + ", " + std::to_string(cfg.channels) + ")";
+    const std::string wpe = "(" + std::to_string(cfg.max_seq_len) + ", " + std::to_string(cfg.channels) + ")";
+    if (layers != cfg.num_layers || shape("grad.wte.weight") != wte || shape("grad.wpe.weight") != wpe)
+        fatal_hint("give --model the checkpoint the dump was made from (scripts/reference.py writes both)",
+                   "--model and --ref disagree (compare): the model has %d layers, wte %s, wpe %s; the dump %s "
+                   "holds gradients of %d layers, wte %s, wpe %s",
+                   cfg.num_layers, wte.c_str(), wpe.c_str(), ref.path.c_str(), layers, shape("grad.wte.weight").c_str(),
+                   shape("grad.wpe.weight").c_str());
+}
+
 void load_ours(Reference* r, const std::string& path, const GPT2Config& cfg) {
     SafeTensors ref;
     safetensors_load(&ref, path);
     r->kind = "gpt2.cpp";
+    check_dump_model(ref, cfg);
     const StTensor& xt = need(ref, "x");
     if (xt.shape.size() != 2 || xt.dtype != "I32") fatal("bad tensor x in %s: expected I32 (B, T)", ref.path.c_str());
     r->B = (int)xt.shape[0], r->T = (int)xt.shape[1];

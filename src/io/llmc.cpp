@@ -202,10 +202,12 @@ void llmc_state_load(const std::string& path, const GPT2Config& cfg, LlmcState* 
         const size_t others = (nparams - Vp * C) * 4;
         const size_t rest = file_size > fixed + others ? file_size - fixed - others : 0;
         if (rest && rest % (4 * C) == 0 && rest / (4 * C) >= V)
-            fatal("bad llm.c debug state %s: wte's gradient is padded to %zu rows, expected the model's Vp %zu", p,
-                  rest / (4 * C), Vp);
-        fatal("bad llm.c debug state %s: %zu bytes, expected %zu for B=%d, T=%d and this model (V=%zu, Vp=%zu)%s", p,
-              file_size, want, B, T, V, Vp, file_size < want ? " (truncated?)" : "");
+            fatal_hint("give --model the checkpoint the state was written with",
+                       "the llm.c debug state %s does not fit the model: wte's gradient is padded to %zu rows, "
+                       "expected the model's Vp %zu", p, rest / (4 * C), Vp);
+        fatal_hint("give --model the checkpoint the state was written with, and a whole file",
+                   "the llm.c debug state %s does not fit the model: %zu bytes, expected %zu for B=%d, T=%d and this "
+                   "model (V=%zu, Vp=%zu)%s", p, file_size, want, B, T, V, Vp, file_size < want ? " (truncated?)" : "");
     }
     memory_check((double)BT * V * 4 + (double)nparams * 4, "the llm.c debug state " + path,
                  "a dump of a smaller batch (B, T)");

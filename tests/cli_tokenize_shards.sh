@@ -169,13 +169,24 @@ long_word_ok() {
 check "a stretch without a cut point under the limit stays whole" long_word_ok
 
 # Flags.
-check_error "--val-tokens with shards" "conflicting flags --val-tokens" \
-    "$GPT2" tokenize "$FIX/shakespeare.in" -o "$T/x/x" --shard-tokens 30 --val-tokens 5
+# --val-tokens sizes the val shard; by default it is one shard (fineweb.py's layout), and a note says when
+# that is more than a tenth of the tokens
+"$GPT2" tokenize "$FIX/shakespeare.in" -o "$T/vt/x" --shard-tokens 30 --val-tokens 5 >/dev/null 2>"$T/vt.err"
+check "--val-tokens 5 with shards: a val shard of 5 tokens" header_is "$T/vt/x_val_000000.bin" 5
+check "... then train shards of --shard-tokens" header_is "$T/vt/x_train_000001.bin" 30
+check "... and no note (5 tokens are under a tenth)" test ! -s "$T/vt.err"
+"$GPT2" tokenize "$FIX/shakespeare.in" -o "$T/vt2/x" --shard-tokens 30 >/dev/null 2>"$T/vt2.err"
+check "a default val shard of 30 tokens, a note on its share" grep -q '^note: the val shard holds [0-9]*% of the tokens; --val-tokens' "$T/vt2.err"
+cp "$FIX/shakespeare.in" "$T/plain.jsonl"
+"$GPT2" tokenize --ids "$T/plain.jsonl" >/dev/null 2>"$T/jsonl.err"
+check "a .jsonl input without --jsonl-field gets a note" grep -q "^note: $T/plain.jsonl is encoded as plain text.*--jsonl-field text" "$T/jsonl.err"
+GPT2_DATA_DIR=/nonexistent "$GPT2" tokenize --help >"$T/tokhelp"
+check "--help states the tokenizer default as train and generate do" grep -q 'default: \$GPT2_DATA_DIR/gpt2 or data/gpt2)$' "$T/tokhelp"
 check_error "--shard-tokens 0" "bad value for --shard-tokens" \
     "$GPT2" tokenize "$FIX/shakespeare.in" -o "$T/x/x" --shard-tokens 0
 check_error "--shard-tokens with --ids" "flag --shard-tokens needs -o" \
     "$GPT2" tokenize --ids "$FIX/shakespeare.in" --shard-tokens 30
-check_error "everything fits the val shard" "too few tokens for --shard-tokens $n" \
+check_error "everything fits the val shard" "too few tokens for a val shard of $n" \
     "$GPT2" tokenize "$FIX/shakespeare.in" -o "$T/few/shk" --shard-tokens $n
 nothing_left() { [ -z "$(ls -A "$T/few" 2>/dev/null)" ]; }
 check "... and no shard or temporary is left behind" nothing_left

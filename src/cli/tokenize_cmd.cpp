@@ -102,21 +102,24 @@ std::string shard_name(const std::string& prefix, int k) {
 
 // The flags of `gpt2 tokenize`, parsed; --help and a malformed flag end the process here.
 CliArgs tokenize_args(int argc, char** argv) {
-    static const std::string default_dir = tokenizer_default_dir();
     const std::vector<CliFlag> flags = {
         {"ids", "", "", "print the ids on one line, space-separated", true},
         {"output", "o", nullptr,
          "a single text file: write PREFIX_val.bin and PREFIX_train.bin (PREFIX ending in /: PREFIX/val.bin "
          "and PREFIX/train.bin); sharded: PREFIX_val_000000.bin, PREFIX_train_000001.bin, ... (PREFIX/val_000000.bin, "
          "... when it ends in /)"},
-        {"val-tokens", "", "32768", "number of leading tokens written to the val file (-o, a single text file)"},
+        {"val-tokens", "", "32768",
+         "leading tokens written to the val file (-o); sharded: the val shard's size (default there: one shard, as "
+         "llm.c's fineweb.py)"},
         {"shard-tokens", "", "100000000",
          "write shards of N tokens, the first one val (llm.c's fineweb.py layout); implied by a directory, several "
          "inputs or --jsonl-field"},
         {"split-on-blank-lines", "", "",
          "split the text after every \"\\n\\n\" and put <|endoftext|> before each section (llm.c layout)", true},
         {"jsonl-field", "", "", "the inputs are JSON lines; each line's string field NAME is one document"},
-        {"tokenizer", "", default_dir.c_str(), "directory with encoder.json + vocab.bpe (or vocab.json + merges.txt)"},
+        {"tokenizer", "", "",
+         "directory with encoder.json + vocab.bpe or vocab.json + merges.txt (default: $GPT2_DATA_DIR/gpt2 or "
+         "data/gpt2)"},
     };
     const char* usage =
         "gpt2 tokenize [--tokenizer DIR] (--ids | -o PREFIX [--val-tokens N | --shard-tokens N]) "
@@ -158,12 +161,14 @@ TokenizeOptions tokenize_options(const CliArgs& args) {
     const bool jsonl = args.has("jsonl-field");
     const bool many_docs = args.positional.size() > 1 || is_directory(args.positional[0]);
     o.sharded = to_files && (args.has("shard-tokens") || jsonl || many_docs);
-    if (o.sharded && args.has("val-tokens"))
-        fatal(
-            "conflicting flags --val-tokens and sharded output (tokenize): expected --shard-tokens N, whose first "
-            "shard is val, with a directory, several inputs, --jsonl-field or --shard-tokens");
-    o.val_tokens = args.integer_in("val-tokens", 0, 1ll << 40);
     o.shard_tokens = args.integer_in("shard-tokens", 1, INT32_MAX);
+    o.val_tokens = o.sharded && !args.has("val-tokens") ? o.shard_tokens
+                   : o.sharded ? args.integer_in("val-tokens", 1, INT32_MAX)
+                               : args.integer_in("val-tokens", 0, 1ll << 40);
+    for (const std::string& in : args.positional)  // JSON lines read as plain text are rarely what was meant
+        if (!jsonl && in.size() > 6 && in.compare(in.size() - 6, 6, ".jsonl") == 0)
+            fprintf(stderr, "note: %s is encoded as plain text, JSON syntax included; --jsonl-field text encodes "
+                    "each line's \"text\" field as a document\n", in.c_str());
     o.prefix = to_files ? args.str("output") : "";
     if (to_files && o.prefix.empty()) fatal("empty value for --output (tokenize): expected a path prefix");
 
@@ -213,7 +218,7 @@ void open_outputs(const TokenizeOptions& o, TokenizeOutputs* out) {
     out->made.reset(new MadeDirs(dir));  // removed again if the command fails before writing into it
     if (o.sharded) {
         out->writer.reset(new TokenFileWriter([&o](int k) { return shard_name(o.prefix, k); },
-                                              [&o](int) { return (int64_t)o.shard_tokens; }, "--output (tokenize)",
+                                              [&o](int k) { return (int64_t)(k == 0 ? o.val_tokens : o.shard_tokens); }, "--output (tokenize)",
                                               false));
     } else {
         out->val_path = prefix.back() == '/' ? prefix + "val.bin" : prefix + "_val.bin";
@@ -323,9 +328,9 @@ int finish_outputs(const TokenizeOptions& o, TokenizeOutputs* out, const TextStr
     if (out->writer->files() < 2) {
         if (o.sharded)
             fatal(
-                "too few tokens for --shard-tokens %lld (%s): expected more than %lld so that a train shard "
-                "follows the val shard, got %lld",
-                o.shard_tokens, o.input_name.c_str(), o.shard_tokens, (long long)tokens);
+                "too few tokens for a val shard of %lld (%s): expected more than %lld so that a train shard "
+                "follows the val shard, got %lld; a smaller --val-tokens or --shard-tokens leaves some",
+                o.val_tokens, o.input_name.c_str(), o.val_tokens, (long long)tokens);
         fatal("too few tokens for --val-tokens %lld (%s): expected more than %lld, got %lld", o.val_tokens,
               o.input_name.c_str(), o.val_tokens, (long long)tokens);
     }
@@ -344,9 +349,12 @@ int finish_outputs(const TokenizeOptions& o, TokenizeOutputs* out, const TextStr
         "tokenized %s (%llu bytes, %llu documents, %d thread%s): %lld val tokens -> %s, %lld train tokens in "
         "%d shard%s -> %s .. %s (last %lld)\n",
         o.input_name.c_str(), in_bytes, (unsigned long long)stream.documents(), threads, threads == 1 ? "" : "s",
-        (long long)std::min<int64_t>(tokens, o.shard_tokens), shard_name(prefix, 0).c_str(),
-        (long long)(tokens - o.shard_tokens), files - 1, files == 2 ? "" : "s", shard_name(prefix, 1).c_str(),
+        (long long)std::min<int64_t>(tokens, o.val_tokens), shard_name(prefix, 0).c_str(),
+        (long long)(tokens - o.val_tokens), files - 1, files == 2 ? "" : "s", shard_name(prefix, 1).c_str(),
         shard_name(prefix, files - 1).c_str(), (long long)last_count);
+    if (o.val_tokens * 10 > tokens)
+        fprintf(stderr, "note: the val shard holds %.0f%% of the tokens; --val-tokens N makes it smaller\n",
+                100.0 * (double)o.val_tokens / (double)tokens);
     return 0;
 }
 
@@ -359,7 +367,7 @@ int cmd_tokenize(int argc, char** argv) {
     TextStream stream(inputs, o.stream_opt);
 
     Tokenizer tok;
-    tokenizer_load(&tok, args.str("tokenizer"));
+    tokenizer_load(&tok, args.has("tokenizer") ? args.str("tokenizer") : tokenizer_default_dir());
 
     // Outputs: the paths are checked before any work, and again as each file is opened.
     TokenizeOutputs out;

@@ -2,8 +2,9 @@
 # regenerates reference dumps with PyTorch and compares against them, and the tokenizer against tiktoken
 # (node; `make node-deps` installs its npm packages). Switches: NO_OMP=1 (no OpenMP),
 # SAN=1 (AddressSanitizer + UBSan, objects in build/san), DEBUG=1 (same as SAN=1), MPI=1 (OpenMPI's
-# mpicxx: `mpirun -np N ./gpt2 train ...` trains data-parallel; objects in build/mpi), BIN=path (where the
-# binary goes; default ./gpt2).
+# mpicxx: builds ./gpt2-mpi, never ./gpt2, so a later plain `make` still has the one-process binary;
+# `mpirun -np N ./gpt2-mpi train ...` trains data-parallel; objects in build/mpi), BIN=path (where the
+# binary goes; default ./gpt2, or ./gpt2-mpi with MPI=1).
 
 CXX      ?= g++
 CXXFLAGS ?= -O3 -march=native
@@ -26,6 +27,9 @@ ifeq ($(MPI),1)
 CXX      := mpicxx
 CXXFLAGS += -DGPT2_MPI -DOMPI_SKIP_MPICXX  # the C API only
 BUILD    := $(BUILD)/mpi
+ifeq ($(origin BIN),file)  # not given by the user: gpt2-mpi beside gpt2 (build/san/gpt2-mpi with SAN=1)
+BIN      := $(BIN)-mpi
+endif
 endif
 ifneq ($(NO_OMP),1)
 CXXFLAGS += -fopenmp
@@ -84,8 +88,8 @@ BENCH_TORCH ?= 1
 
 # Data-parallel training under mpirun with the MPI=1 build (tests/mpi.sh; needs openmpi-bin, libopenmpi-dev).
 test-mpi:
-	$(MAKE) -s MPI=1 BIN=build/gpt2-mpi
-	GPT2_MPI=./build/gpt2-mpi bash tests/run.sh tests/mpi.sh
+	$(MAKE) -s MPI=1
+	GPT2_MPI=./gpt2-mpi bash tests/run.sh tests/mpi.sh
 
 check:
 	bash tests/check.sh
@@ -118,7 +122,7 @@ format:
 	clang-format -i src/*/*.cpp src/*/*.h tests/*.cpp tests/*.h tests/fuzz/*.cpp
 
 clean:
-	rm -rf build gpt2
+	rm -rf build gpt2 gpt2-mpi
 
 # ---- fuzzing: clang's libFuzzer (Debian packages clang and libclang-rt-14-dev). `make fuzz` replays
 # tests/fuzz/regressions/<target>/, then fuzzes each target for FUZZ_SECONDS (CI: FUZZ_SECONDS=20).

@@ -186,7 +186,7 @@ if ldd "$GPT2" 2>/dev/null | grep -q libasan; then
     skip "generate --interactive under ulimit -v: AddressSanitizer reserves more address space than any limit allows"
 else
     { head -c 300000000 /dev/zero | tr '\0' a; echo; echo hello; } |
-        (ulimit -v 4000000; exec timeout 300 "$GPT2" generate --model $T/hm --tokenizer "$TOK_DIR" --interactive -n 5) \
+        (ulimit -v 4000000; exec timeout 300 "$GPT2" generate --model $T/hm --tokenizer "$TOK_DIR" --interactive --max-tokens 5) \
             >$T/long.out 2>$T/long.err
     rc=$?
     check "a 300 MB line in 4 GB of address space is refused as too long" grep -q '^error: .*too long' $T/long.err
@@ -393,7 +393,7 @@ run "$GPT2" train --train $T/no_such.bin --val "" --vocab 1000 --layers 2 --head
     -B 4 -T 16 --sample-tokens 0 --log $T/logdir/sub/new.jsonl
 error_is "train failing before its first step ..." "no_such.bin"
 check "... leaves neither the empty --log it created nor its directories" test ! -e $T/logdir
-printf 'The\0 cat\nsat\n' | "$GPT2" generate --model $T/hm --tokenizer "$TOK_DIR" --interactive -n 2 --ids >$T/run.out 2>$T/run.err
-check "generate --interactive keeps a NUL inside a line: two lines, two answers" test "$(grep -c . $T/run.out)" -eq 2
+printf 'The\0 cat\nsat\n' | "$GPT2" generate --model $T/hm --tokenizer "$TOK_DIR" --interactive --max-tokens 2 --ids >$T/run.out 2>$T/run.err
+check "generate --interactive keeps a NUL inside a line: two lines, two answers" test "$(grep -cvx -e "===" -e "" $T/run.out)" -eq 2
 
 summary

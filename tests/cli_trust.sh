@@ -102,8 +102,8 @@ check_error "eval with a batch larger than memory" "not enough memory (activatio
 # a context of 2^20 positions: 512 layers of 8 channels make its KV cache 32 GB, far past the machine
 "$GPT2" train --train $TOK --vocab 1000 --layers 512 --heads 8 --channels 8 --seq-len 1048576 -B 1 -T 4 --steps 0 \
     --sample-tokens 0 --out $T/deep >/dev/null
-check_error "generate -n past memory on a long-context model" "not enough memory (the KV cache for --max-tokens 1048576)" \
-    "$GPT2" generate --model $T/deep --prompt-ids 1 --ids -n 1048576
+check_error "generate --max-tokens past memory on a long-context model" "not enough memory (the KV cache for --max-tokens 1048576)" \
+    "$GPT2" generate --model $T/deep --prompt-ids 1 --ids --max-tokens 1048576
 rm -rf $T/deep
 "$GPT2" train --train $TOK --vocab 1000 --layers 1 --heads 64 --channels 64 --seq-len 8192 -B 1 -T 4 --steps 0 \
     --sample-tokens 0 --out $T/long >/dev/null
@@ -111,7 +111,7 @@ if ldd "$GPT2" 2>/dev/null | grep -q libasan; then
     skip "generate under ulimit -v: AddressSanitizer reserves more address space than any limit allows"
 else
     check "generate sizes its scratch by the prompt, not the square of the length (4000 tokens in 2 GB)" \
-        bash -c "ulimit -v 2000000; '$GPT2' generate --model $T/long --prompt-ids 1 --ids -n 4000 --top-k 1 | wc -w | grep -qx 4000"
+        bash -c "ulimit -v 2000000; '$GPT2' generate --model $T/long --prompt-ids 1 --ids --max-tokens 4000 --top-k 1 | wc -w | grep -qx 4000"
 fi
 check_error "train refuses --sample-tokens past memory before the first step" "not enough memory (samples" \
     "$GPT2" train --train $TOK --vocab 1000 --layers 96 --heads 1 --channels 64 --seq-len 1048576 -B 1 -T 4 --steps 1 --sample-tokens 1048576
@@ -269,7 +269,7 @@ check_error "gpt2 without a command" "missing command" "$GPT2"
 rc=${PIPESTATUS[0]}
 check "train into a closed pipe exits 1 with one error line" bash -c "test $rc -eq 1 && grep -q '^error: cannot write standard output' $T/rt/pipe.err"
 check "... having saved its checkpoint and released its lock" test -f $T/rt/pipe/model.safetensors -a ! -e $T/rt/pipe.lock
-"$GPT2" generate --model $T/long --prompt-ids 1 --ids -n 3000 2>$T/rt/gen.err | head -c 1 >/dev/null
+"$GPT2" generate --model $T/long --prompt-ids 1 --ids --max-tokens 3000 2>$T/rt/gen.err | head -c 1 >/dev/null
 rc=${PIPESTATUS[0]}
 check "generate into a closed pipe exits 1 with one error line" bash -c "test $rc -eq 1 && grep -q '^error: cannot write standard output' $T/rt/gen.err"
 # SIGTERM early in a run (while the 60 MB of data are mapped and checked, or at the first steps: since the

@@ -60,7 +60,9 @@ check "2 ranks x B=2 give the 20 train and 2 val losses of 1 x B=4 (1e-5 relativ
 cat $TEST_TMP/out
 check "... and save models that agree to 1e-5" st_rel $W/two/model.safetensors $W/one/model.safetensors
 cat $TEST_TMP/out
-check "the 2-rank log states the global batch (64 tokens)" grep -q 'global batch of 64 tokens per step' $W/two.out
+check "the 2-rank log states the global batch (64 tokens)" grep -Eq 'steps of 64 tokens \(.* x 2 ranks\)' $W/two.out
+check "... and plain step lines with tok/s and ETA, no carriage returns" \
+    bash -c "grep -Eq '^step +[0-9]+/[0-9]+ \| loss .* tok/s \| ETA ' $W/two.out && ! grep -q \$'\\r' $W/two.out"
 check "rank 0 alone prints: one 'saved' line" test "$(grep -c '^saved ' $W/two.out)" = 1
 
 # Resume under MPI: 10 steps, then 10 more from the checkpoint, equal the straight 20.

@@ -44,7 +44,7 @@ TEST_OBJ  := $(patsubst tests/%.cpp,$(BUILD)/tests/%.o,$(TEST_SRC))
 BENCH_SRC := $(wildcard tests/bench*.cpp)
 BENCH_OBJ := $(patsubst tests/%.cpp,$(BUILD)/tests/%.o,$(BENCH_SRC))
 
-.PHONY: all test test-ref test-mpi check bench data format clean node-deps
+.PHONY: all test test-ref test-mpi check bench bench-full data format clean node-deps
 all: $(BIN)
 
 $(BIN): $(BUILD)/cli/main.o $(LIB_OBJ)
@@ -64,8 +64,8 @@ $(BUILD)/tests/%.o: tests/%.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 
-test: $(BIN) $(BUILD)/run_tests
-	GPT2=./$(BIN) bash tests/run.sh --unit $(BUILD)/run_tests 'tests/cli_*.sh'
+test: $(BIN) $(BUILD)/run_tests $(BUILD)/run_bench  # run_bench: cli_build.sh checks its driver
+	GPT2=./$(BIN) RUN_BENCH=$(BUILD)/run_bench bash tests/run.sh --unit $(BUILD)/run_tests 'tests/cli_*.sh'
 
 test-ref: $(BIN)
 	GPT2=./$(BIN) bash tests/run.sh 'tests/ref_*.sh'
@@ -77,14 +77,14 @@ node-deps: tests/node/node_modules/.package-lock.json
 tests/node/node_modules/.package-lock.json: tests/node/package.json tests/node/package-lock.json
 	cd tests/node && npm ci --no-audit --no-fund
 
-# The C++ benchmarks, then the same training steps in PyTorch (scripts/bench_torch.py; OpenBLAS gets the
-# benchmark's thread count and torch's own ops one thread, PyTorch's fastest setting here: 2.0 s against
-# 2.6 s per B=4 T=64 step with torch's default, whose threads spin against OpenBLAS's on two cores)
-# and the ratio torch / ours per shape; with AVX512_BF16, PyTorch's bf16 autocast steps against our bf16 ones;
-# then PyTorch's KV-cache decode (scripts/bench_torch_generate.py).
-# PYTHON=... picks the interpreter; BENCH_TORCH=0 skips PyTorch.
+# Benchmarks (not tests): build/.../run_bench, whose cases tests/bench_main.cpp lists (`run_bench --list`).
+# `make bench` runs the headline cases (peak, first step, 124M step fp32 and bf16 at B=4 T=64, decode, the
+# same in PyTorch and the ratios; 2.5 minutes on this 2-core machine), `make bench-full` every case,
+# `make bench CASES="peak decode_fp32"` the named ones. Each figure is printed as it is measured.
+# PYTHON=... picks the PyTorch cases' interpreter; BENCH_TORCH=0 skips them.
 PYTHON      ?= /usr/bin/python3
 BENCH_TORCH ?= 1
+BENCH_ENV   := PYTHON='$(PYTHON)' BENCH_TORCH='$(BENCH_TORCH)'
 
 # Data-parallel training under mpirun with the MPI=1 build (tests/mpi.sh; needs openmpi-bin, libopenmpi-dev).
 test-mpi:
@@ -94,26 +94,11 @@ test-mpi:
 check:
 	bash tests/check.sh
 
-bench: $(BIN) $(BUILD)/run_bench
-	$(BUILD)/run_bench | tee $(BUILD)/bench.out
-	@if [ "$(BENCH_TORCH)" = 1 ]; then \
-	    threads=$$(sed -n 's/^peak (register-only FMA loop, \([0-9]*\) threads.*/\1/p' $(BUILD)/bench.out); \
-	    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=$${threads:-2} $(PYTHON) scripts/bench_torch.py --threads 1 \
-	        | tee $(BUILD)/bench_torch.out; \
-	    if grep -q '^124M B=.* bf16:' $(BUILD)/bench.out; then \
-	        OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=$${threads:-2} $(PYTHON) scripts/bench_torch.py --threads 1 --autocast 4x64 8x256 \
-	            | tee -a $(BUILD)/bench_torch.out; \
-	    fi; \
-	    awk '/^124M B=.*ms\/step/ { k = $$2 " " $$3; if ($$4 == "bf16:") ours16[k] = $$5; else ours[k] = $$4 } \
-	         /^torch 124M B=.*ms\/step/ { k = $$3 " " $$4; if (k in ours) \
-	             printf "PyTorch / ours fp32 %s %s %.2fx (PyTorch %s ms, ours %s ms)\n", $$3, substr($$4, 1, length($$4) - 1), $$5 / ours[k], $$5, ours[k] } \
-	         /^torch bf16 124M B=.*ms\/step/ { k = $$4 " " substr($$5, 1, length($$5) - 1); if (k in ours16) \
-	             printf "PyTorch autocast bf16 / ours bf16 %s %s %.2fx (PyTorch %s ms, ours %s ms)\n", $$4, substr($$5, 1, length($$5) - 1), $$6 / ours16[k], $$6, ours16[k] }' \
-	        $(BUILD)/bench.out $(BUILD)/bench_torch.out; \
-	    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=2 $(PYTHON) scripts/bench_torch_generate.py | tee -a $(BUILD)/bench_torch.out; \
-	    awk '/^decode 124M fp32/ { ours = $$6 } /^torch decode/ { if (ours) printf "ours / PyTorch decode %.2fx (ours %s tok/s, PyTorch %s tok/s)\n", ours / $$3, ours, $$3 }' \
-	        $(BUILD)/bench.out $(BUILD)/bench_torch.out; \
-	fi
+bench: $(BUILD)/run_bench
+	$(BENCH_ENV) $(BUILD)/run_bench $(CASES)
+
+bench-full: $(BUILD)/run_bench
+	$(BENCH_ENV) $(BUILD)/run_bench --all
 
 data: gpt2
 	bash scripts/prepare_data.sh

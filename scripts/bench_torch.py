@@ -5,7 +5,8 @@ threads. Prints one line per shape, `torch 124M B=4 T=64: 3512 ms/step (median o
 forward runs under torch.autocast("cpu", dtype=torch.bfloat16), PyTorch's bf16 mixed precision (fp32 weights
 and optimizer), and the lines read `torch bf16 124M ...`. Not a reference for numerics (scripts/reference.py
 is); written from the math like it, no nn.Module zoo.
-usage: bench_torch.py [--threads N] [--steps N] [--autocast] [BxT ...]   (default shapes 4x64 8x256 1x1024)
+usage: bench_torch.py [--threads N] [--steps N] [--warmup N] [--autocast] [BxT ...]   (default shapes 4x64 8x256 1x1024)
+run_bench (tests/bench_torch.cpp) runs it under `python3 -u`, so each line shows as soon as it is printed.
 """
 import argparse
 import math
@@ -56,7 +57,8 @@ def loss_fn(p, x, y, L=12, NH=12):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=0, help="0: torch's default")
-    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--steps", type=int, default=10, help="steps timed (the median is printed)")
+    ap.add_argument("--warmup", type=int, default=2, help="untimed steps first (AdamW allocates its state)")
     ap.add_argument("--autocast", action="store_true", help="bf16 autocast for the forward")
     ap.add_argument("shapes", nargs="*", default=["4x64", "8x256", "1x1024"])
     args = ap.parse_args()
@@ -73,7 +75,7 @@ def main():
         x = torch.randint(0, 50257, (B, T), generator=gen)
         y = torch.randint(0, 50257, (B, T), generator=gen)
         times = []
-        for step in range(args.steps + 2):
+        for step in range(args.warmup + args.steps):
             t0 = time.perf_counter()
             opt.zero_grad(set_to_none=False)
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.autocast):
@@ -81,7 +83,7 @@ def main():
             loss.backward()
             torch.nn.utils.clip_grad_norm_(p.values(), 1.0)
             opt.step()
-            if step >= 2:  # warm-up
+            if step >= args.warmup:
                 times.append(time.perf_counter() - t0)
         kind = "torch bf16" if args.autocast else "torch"
         print(f"{kind} 124M B={B} T={T}: {statistics.median(times) * 1e3:.0f} ms/step "

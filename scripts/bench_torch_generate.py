@@ -2,9 +2,9 @@
 """Decode speed of PyTorch (CPU, fp32) on the 124M geometry with a KV cache, for `make bench`: a 64-token
 prompt in one pass, then 64 greedy single-token steps, each attending over cached keys and values.
 Prints `torch decode <tok/s> tok/s`. The model is our own from the math, as in reference.py.
-Threads: `make bench` runs it with OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=2, PyTorch's fastest setting on
-this 2-core machine (16.9 tok/s against 6.2 with torch's default of 2 intra-op threads, whose spinning
-competes with OpenBLAS's own threads for the same two cores)."""
+Threads: run_bench (tests/bench_torch.cpp) runs it under `python3 -u` with OMP_NUM_THREADS=1 and
+OPENBLAS_NUM_THREADS=<its threads>, PyTorch's fastest setting on this 2-core machine (16.9 tok/s against 6.2
+with torch's default of 2 intra-op threads, whose spinning competes with OpenBLAS's own threads)."""
 import math
 import os
 import sys

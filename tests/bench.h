@@ -1,20 +1,26 @@
-// bench.h: benchmark registry for `make bench`. BENCH(name) { ... } registers a function that prints its
-// own lines (medians and ratios, never pass/fail). tests/bench_main.cpp runs them in order of
-// registration, or those whose name contains argv[1].
+// bench.h: the cases of `make bench` (tests/bench_main.cpp lists them in the order they run). Each case
+// prints its figures as it measures them (medians and ratios, never pass/fail). A figure a later case
+// compares with (bf16 against fp32, PyTorch against ours) is kept under a key for the rest of the run.
 #pragma once
-#include <vector>
+#include <string>
 
-struct BenchCase {
-    const char* name;
-    void (*fn)();
-};
-std::vector<BenchCase>& bench_registry();
+#include "kernels/bf16.h"
 
-struct BenchRegistrar {
-    BenchRegistrar(const char* name, void (*fn)()) { bench_registry().push_back({name, fn}); }
-};
+// Keeps value under key for the rest of this run; bench_kept returns it, or 0 when this run has not
+// measured it (a case run on its own then prints its figure without the ratio).
+void bench_keep(const std::string& key, double value);
+double bench_kept(const std::string& key);
 
-#define BENCH(name)                                                    \
-    static void bench_##name();                                        \
-    static BenchRegistrar bench_registrar_##name(#name, bench_##name); \
-    static void bench_##name()
+// bench_train.cpp (GPT-2 124M, random weights)
+void bench_peak();                                    // peak GFLOP/s: fp32 FMA and bf16 dot loops
+void bench_first_step();                              // allocation, init, first step against a steady one
+void bench_train_step(int B, int T, Precision prec);  // ms per step, % of peak; keeps "step <prec> BxT"
+void bench_matmul(Precision prec);                    // GFLOP/s of each matmul at B=4 T=64
+// bench_generate.cpp
+void bench_decode(Precision prec, int prompt_len);  // decode tok/s; keeps "decode <prec>" (64-token prompt)
+// bench_busy.cpp, bench_tokenizer.cpp
+void bench_busy();
+void bench_tokenizer_encode();
+// bench_torch.cpp: the same in PyTorch, with the ratio to ours when this run measured it
+void bench_torch_step(int B, int T, bool autocast);
+void bench_torch_decode();

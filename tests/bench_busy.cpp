@@ -97,7 +97,7 @@ const char* env_or(const char* name, const char* fallback) {
 
 }  // namespace
 
-BENCH(busy_124m) {
+void bench_busy() {
     int all = 1;
 #ifdef _OPENMP
     all = omp_get_max_threads();

@@ -1,9 +1,10 @@
 // bench_generate.cpp: decode speed of the KV-cache path for the 124M geometry with random weights, at fp32
-// and (with AVX512_BF16) bf16: a prompt of 64 or 512 tokens in one pass (its tok/s is the prefill's, through
+// or (with AVX512_BF16) bf16: a prompt of 64 or 512 tokens in one pass (its tok/s is the prefill's, through
 // gemm), then 64 single-token steps (greedy, so sampling cost is negligible). Reports tok/s and the weight
 // bandwidth decoding implies (every step streams all parameters once: 4 bytes each at fp32, 2 at bf16).
 #include <algorithm>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "base/util.h"
@@ -17,7 +18,7 @@ struct DecodeSpeed {
     double tok_s, prompt_tok_s;
 };
 
-DecodeSpeed bench_decode(GPT2& model, int prompt_len) {
+DecodeSpeed decode_speed(const GPT2& model, int prompt_len) {
     std::vector<int> prompt(prompt_len);
     for (int i = 0; i < prompt_len; i++) prompt[i] = (i * 7919) % 50257;
     GenerateOptions opts;
@@ -41,26 +42,25 @@ DecodeSpeed bench_decode(GPT2& model, int prompt_len) {
 
 }  // namespace
 
-BENCH(decode_124m) {
+void bench_decode(Precision prec, int prompt_len) {
+    const char* name = prec == Precision::kBf16 ? "bf16" : "fp32";
+    if (prec == Precision::kBf16 && !bf16_supported()) {
+        printf("decode 124M bf16: skipped (this CPU has no AVX512_BF16)\n");
+        return;
+    }
     GPT2 model;
     gpt2_build(&model, config_make(1024, 50257, 12, 12, 768));
     gpt2_init_random(&model, 1);
-    double fp32_tok_s = 0;
-    for (Precision prec : {Precision::kFp32, Precision::kBf16}) {
-        if (prec == Precision::kBf16 && !bf16_supported()) {
-            printf("decode 124M bf16: skipped (this CPU has no AVX512_BF16)\n");
-            continue;
-        }
-        gpt2_set_precision(&model, prec);
-        const char* name = prec == Precision::kBf16 ? "bf16" : "fp32";
-        const double bytes = prec == Precision::kBf16 ? 2.0 : 4.0;
-        DecodeSpeed s64 = bench_decode(model, 64), s512 = bench_decode(model, 512);
-        printf(
-            "decode 124M %s, 64-token prompt: %.1f tok/s (median of 3 runs of 64 tokens; %.0f GB/s of weights), "
-            "prompt %.0f tok/s; 512-token prompt: %.1f tok/s, prompt %.0f tok/s\n",
-            name, s64.tok_s, s64.tok_s * model.num_params * bytes / 1e9, s64.prompt_tok_s, s512.tok_s,
-            s512.prompt_tok_s);
-        if (prec == Precision::kFp32) fp32_tok_s = s64.tok_s;
-        else printf("decode bf16 / fp32: %.2fx\n", s64.tok_s / fp32_tok_s);
-    }
+    gpt2_set_precision(&model, prec);
+    const double bytes = prec == Precision::kBf16 ? 2.0 : 4.0;
+    DecodeSpeed s = decode_speed(model, prompt_len);
+    printf(
+        "decode 124M %s, %d-token prompt: %.1f tok/s (median of 3 runs of 64 tokens; %.0f GB/s of weights), "
+        "prompt %.0f tok/s\n",
+        name, prompt_len, s.tok_s, s.tok_s * model.num_params * bytes / 1e9, s.prompt_tok_s);
+    const std::string key = std::string("decode ") + name + " " + std::to_string(prompt_len);
+    bench_keep(key, s.tok_s);
+    const double fp32_tok_s = bench_kept("decode fp32 " + std::to_string(prompt_len));
+    if (prec == Precision::kBf16 && fp32_tok_s > 0)
+        printf("decode bf16 / fp32, %d-token prompt: %.2fx\n", prompt_len, s.tok_s / fp32_tok_s);
 }

@@ -22,7 +22,7 @@ static std::string find_shakespeare() {
     return "";
 }
 
-BENCH(tokenizer_encode) {
+void bench_tokenizer_encode() {
     std::string dir = tokenizer_default_dir(), path = find_shakespeare();
     if (!dir_exists(dir) || path.empty()) {
         printf("  skipped: tokenizer (%s) or tiny shakespeare not found; set GPT2_DATA_DIR or run `make data`\n",

@@ -1,9 +1,8 @@
-// bench_train.cpp: ms per training step of GPT-2 124M with random weights (no files needed) at B=4 T=64,
-// B=8 T=256 and B=1 T=1024, split into forward, backward and update (grad norm + AdamW with the clip
-// folded in), with achieved GFLOP/s against a peak measured here by a register-only FMA loop on all
-// threads; with AVX512_BF16 also the bf16 steps at B=4 T=64 and B=8 T=256 against a vdpbf16ps peak, and
-// their ratio to fp32's; and GFLOP/s of each matmul at B=4 T=64 at both precisions. Prints medians;
-// asserts nothing (not a test).
+// bench_train.cpp: the training cases of run_bench for GPT-2 124M with random weights (no files needed):
+// the peak (a register-only FMA loop on all threads; with AVX512_BF16 a vdpbf16ps loop), ms per step
+// split into forward, backward and update (grad norm + AdamW with the clip folded in) with achieved
+// GFLOP/s against that peak, the first step of a new model against a steady one, and GFLOP/s of each
+// matmul. Prints medians; asserts nothing (not a test).
 #include <algorithm>
 #include <cstdio>
 #include <vector>
@@ -15,6 +14,7 @@
 #include "base/rng.h"
 #include "base/util.h"
 #include "bench.h"
+#include "kernels/bf16.h"
 #include "kernels/gemm.h"
 #include "model/model.h"
 #include "train/optimizer.h"
@@ -89,40 +89,68 @@ double median(std::vector<double> v) {
     return v[v.size() / 2];
 }
 
-struct StepTimes {
-    int B, T, steps;
-    double total, fwd, bwd, upd, gflops;  // medians, seconds
-    Precision prec;
+const char* prec_name(Precision prec) { return prec == Precision::kBf16 ? "bf16" : "fp32"; }
+
+// The peak of prec on all threads, measured now; the highest so far in this run is kept and returned.
+// The machine may be shared: a step case measures it again after its steps and uses the higher figure,
+// so a neighbour's burst during one measurement does not inflate the percentages.
+double peak_now(Precision prec) {
+    double p = 0;
+    if (prec == Precision::kFp32) p = measure_peak_gflops(fma_loop, 32);
+#if defined(__x86_64__)
+    else if (bf16_supported()) p = measure_peak_gflops(bf16_loop, 64);
+#endif
+    const std::string key = std::string("peak ") + prec_name(prec);
+    bench_keep(key, std::max(p, bench_kept(key)));
+    return bench_kept(key);
+}
+
+int threads_now() {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+// A 124M model ready to train, and a random batch (B, T).
+struct Bench124M {
+    GPT2 model;
+    AdamW opt;
+    std::vector<int> x, y;
+    double build_s = 0, init_s = 0;  // gpt2_build + gpt2_enable_training, gpt2_init_random
 };
 
-StepTimes bench_step(int B, int T, int steps, Precision prec = Precision::kFp32) {
-    GPT2 model;
-    gpt2_build(&model, config_make(1024, 50257, 12, 12, 768));
-    gpt2_enable_training(&model);
-    gpt2_init_random(&model, 1);
-    gpt2_set_precision(&model, prec);
+void setup_124m(Bench124M* b, int B, int T, Precision prec) {
+    double t0 = time_now_s();
+    gpt2_build(&b->model, config_make(1024, 50257, 12, 12, 768));
+    gpt2_enable_training(&b->model);
+    double t1 = time_now_s();
+    gpt2_init_random(&b->model, 1);
+    b->build_s = t1 - t0, b->init_s = time_now_s() - t1;
+    gpt2_set_precision(&b->model, prec);
     Rng rng(2);
-    std::vector<int> x(B * T), y(B * T);
-    for (int i = 0; i < B * T; i++) x[i] = rng.below(50257), y[i] = rng.below(50257);
-    AdamW opt;
+    b->x.resize(B * T), b->y.resize(B * T);
+    for (int i = 0; i < B * T; i++) b->x[i] = rng.below(50257), b->y[i] = rng.below(50257);
+}
+
+struct StepTime {
+    double fwd, bwd, upd, total;  // seconds
+};
+
+// One training step as the trainer takes it: forward, backward, grad norm, AdamW with the clip folded in.
+StepTime train_step_timed(Bench124M* b, int B, int T) {
     AdamWConfig oc;
-    std::vector<double> fwd, bwd, upd, total;
-    for (int s = 0; s < steps + 2; s++) {
-        double t0 = time_now_s();
-        gpt2_forward(&model, x.data(), y.data(), B, T);
-        double t1 = time_now_s();
-        gpt2_zero_grad(&model);
-        gpt2_backward(&model, 1.0f);
-        double t2 = time_now_s();
-        float norm = optimizer_grad_norm(model);
-        adamw_update(&opt, &model, oc, 1e-4f, optimizer_clip_factor(norm, 1.0f));
-        double t3 = time_now_s();
-        if (s < 2) continue;  // warm-up
-        fwd.push_back(t1 - t0), bwd.push_back(t2 - t1), upd.push_back(t3 - t2), total.push_back(t3 - t0);
-    }
-    return {B,           T,           steps,       median(total),
-            median(fwd), median(bwd), median(upd), step_flops(model.cfg, B, T) / median(total) / 1e9,
-            prec};
+    double t0 = time_now_s();
+    gpt2_forward(&b->model, b->x.data(), b->y.data(), B, T);
+    double t1 = time_now_s();
+    gpt2_zero_grad(&b->model);
+    gpt2_backward(&b->model, 1.0f);
+    double t2 = time_now_s();
+    float norm = optimizer_grad_norm(b->model);
+    adamw_update(&b->opt, &b->model, oc, 1e-4f, optimizer_clip_factor(norm, 1.0f));
+    double t3 = time_now_s();
+    return {t1 - t0, t2 - t1, t3 - t2, t3 - t0};
 }
 
 // GFLOP/s of the three products of one linear layer (N rows, IC -> OC) as matmul.cpp calls them.
@@ -143,66 +171,81 @@ void bench_linear(const char* name, int N, int IC, int OC, Precision prec) {
         t[which] = median(times);
     }
     printf("  %-8s %s N=%d IC=%d OC=%d: forward %.1f ms %.0f GFLOP/s, dinp %.1f ms %.0f, dweight %.1f ms %.0f\n", name,
-           prec == Precision::kBf16 ? "bf16" : "fp32", N, IC, OC, t[0] * 1e3, flops / t[0] / 1e9, t[1] * 1e3,
-           flops / t[1] / 1e9, t[2] * 1e3, flops / t[2] / 1e9);
-    fflush(stdout);
+           prec_name(prec), N, IC, OC, t[0] * 1e3, flops / t[0] / 1e9, t[1] * 1e3, flops / t[1] / 1e9, t[2] * 1e3,
+           flops / t[2] / 1e9);
 }
 
 }  // namespace
 
-BENCH(matmul_124m) {
-    const int N = 4 * 64, C = 768;
-    printf("per-matmul, B=4 T=64 (x12 layers except lm_head):\n");
-    for (Precision prec : {Precision::kFp32, Precision::kBf16}) {
-        if (prec == Precision::kBf16 && !bf16_supported()) continue;
-        bench_linear("qkv", N, C, 3 * C, prec);
-        bench_linear("attproj", N, C, C, prec);
-        bench_linear("fc", N, C, 4 * C, prec);
-        bench_linear("fcproj", N, 4 * C, C, prec);
-        bench_linear("lm_head", N, C, 50304, prec);
+void bench_peak() {
+    printf("peak fp32 (register-only FMA loop, %d threads): %.1f GFLOP/s\n", threads_now(), peak_now(Precision::kFp32));
+    if (!bf16_supported()) {
+        printf("peak bf16: this CPU has no AVX512_BF16; bf16 cases are skipped\n");
+        return;
     }
+    const double p16 = peak_now(Precision::kBf16);
+    printf("peak bf16 (register-only vdpbf16ps loop, %d threads): %.1f GFLOP/s = %.2fx fp32\n", threads_now(), p16,
+           p16 / bench_kept("peak fp32"));
 }
 
-BENCH(train_step_124m) {
-    // The machine may be shared: the peak is measured before and after the steps and the higher one
-    // used, so a neighbour's burst during one measurement does not inflate the percentages.
-    const bool bf16 = bf16_supported();
-    double peak_before = measure_peak_gflops(fma_loop, 32), peak16_before = 0, peak16_after = 0;
-#if defined(__x86_64__)
-    if (bf16) peak16_before = measure_peak_gflops(bf16_loop, 64);
-#endif
-    std::vector<StepTimes> runs = {bench_step(4, 64, 10), bench_step(8, 256, 10), bench_step(1, 1024, 10)};
-    if (bf16)
-        for (int i = 0; i < 2; i++) runs.push_back(bench_step(runs[i].B, runs[i].T, 10, Precision::kBf16));
-    double peak_after = measure_peak_gflops(fma_loop, 32), peak = std::max(peak_before, peak_after);
-#if defined(__x86_64__)
-    if (bf16) peak16_after = measure_peak_gflops(bf16_loop, 64);
-#endif
-    const double peak16 = std::max(peak16_before, peak16_after);
-    int threads = 1;
-#ifdef _OPENMP
-    threads = omp_get_max_threads();
-#endif
-    printf("peak (register-only FMA loop, %d threads): %.1f GFLOP/s (before %.1f, after %.1f)\n", threads, peak,
-           peak_before, peak_after);
-    if (bf16)
-        printf(
-            "bf16 peak (register-only vdpbf16ps loop, %d threads): %.1f GFLOP/s (before %.1f, after %.1f) = %.2fx "
-            "fp32\n",
-            threads, peak16, peak16_before, peak16_after, peak16 / peak);
-    else printf("bf16: this CPU has no AVX512_BF16; bf16 steps skipped\n");
-    for (const StepTimes& r : runs) {
-        const bool b16 = r.prec == Precision::kBf16;
-        printf(
-            "124M B=%d T=%d%s: %.0f ms/step (forward %.0f, backward %.0f, update %.0f; median of %d) "
-            "%.1f GFLOP/s = %.0f%% of %s peak\n",
-            r.B, r.T, b16 ? " bf16" : "", r.total * 1e3, r.fwd * 1e3, r.bwd * 1e3, r.upd * 1e3, r.steps, r.gflops,
-            100 * r.gflops / (b16 ? peak16 : peak), b16 ? "bf16" : "fp32");
+// Item 9 of issue 22: a new run's first step should take at most twice a steady one. Times what `train`
+// does before it: allocating the parameters and gradients, the random init, then the first step (which
+// also allocates the activations and AdamW's moments), the second, and the mean of the next 5.
+void bench_first_step() {
+    const int B = 4, T = 64, kSteady = 5;
+    Bench124M b;
+    setup_124m(&b, B, T, Precision::kFp32);
+    const StepTime t1 = train_step_timed(&b, B, T);
+    const double first = t1.total, second = train_step_timed(&b, B, T).total;
+    double steady = 0;
+    for (int s = 0; s < kSteady; s++) steady += train_step_timed(&b, B, T).total / kSteady;
+    printf(
+        "124M B=%d T=%d fp32, a new model: build %.0f ms (parameters, gradients), random init %.0f ms, first step "
+        "%.0f ms (forward %.0f, backward %.0f, update %.0f), second %.0f ms, steady %.0f ms (mean of the next %d)\n",
+        B, T, b.build_s * 1e3, b.init_s * 1e3, first * 1e3, t1.fwd * 1e3, t1.bwd * 1e3, t1.upd * 1e3, second * 1e3,
+        steady * 1e3, kSteady);
+    printf("first step / steady step: %.2fx (goal: at most 2x); build + init + first step / steady step: %.2fx\n",
+           first / steady, (b.build_s + b.init_s + first) / steady);
+}
+
+void bench_train_step(int B, int T, Precision prec) {
+    const char* name = prec_name(prec);
+    if (prec == Precision::kBf16 && !bf16_supported()) {
+        printf("124M B=%d T=%d bf16: skipped (this CPU has no AVX512_BF16)\n", B, T);
+        return;
     }
-    for (const StepTimes& r : runs)
-        if (r.prec == Precision::kBf16)
-            for (const StepTimes& f : runs)
-                if (f.prec == Precision::kFp32 && f.B == r.B && f.T == r.T)
-                    printf("bf16 / fp32 step B=%d T=%d: %.2fx (bf16 %.0f ms, fp32 %.0f ms)\n", r.B, r.T,
-                           r.total / f.total, r.total * 1e3, f.total * 1e3);
+    const int kSteps = 10;
+    Bench124M b;
+    setup_124m(&b, B, T, prec);
+    std::vector<double> fwd, bwd, upd, total;
+    for (int s = 0; s < kSteps + 2; s++) {
+        StepTime t = train_step_timed(&b, B, T);
+        if (s < 2) continue;  // warm-up
+        fwd.push_back(t.fwd), bwd.push_back(t.bwd), upd.push_back(t.upd), total.push_back(t.total);
+    }
+    const double ms = median(total) * 1e3, gflops = step_flops(b.model.cfg, B, T) / median(total) / 1e9;
+    const double peak = peak_now(prec);
+    printf(
+        "124M B=%d T=%d %s: %.0f ms/step (forward %.0f, backward %.0f, update %.0f; median of %d) %.1f GFLOP/s = "
+        "%.0f%% of the %s peak (%.1f GFLOP/s, %d threads)\n",
+        B, T, name, ms, median(fwd) * 1e3, median(bwd) * 1e3, median(upd) * 1e3, kSteps, gflops, 100 * gflops / peak,
+        name, peak, threads_now());
+    bench_keep(std::string("step ") + name + " " + std::to_string(B) + "x" + std::to_string(T), ms);
+    const double fp32_ms = bench_kept("step fp32 " + std::to_string(B) + "x" + std::to_string(T));
+    if (prec == Precision::kBf16 && fp32_ms > 0)
+        printf("bf16 / fp32 step B=%d T=%d: %.2fx (bf16 %.0f ms, fp32 %.0f ms)\n", B, T, ms / fp32_ms, ms, fp32_ms);
+}
+
+void bench_matmul(Precision prec) {
+    if (prec == Precision::kBf16 && !bf16_supported()) {
+        printf("matmuls bf16: skipped (this CPU has no AVX512_BF16)\n");
+        return;
+    }
+    const int N = 4 * 64, C = 768;
+    printf("per-matmul, B=4 T=64 (x12 layers except lm_head):\n");
+    bench_linear("qkv", N, C, 3 * C, prec);
+    bench_linear("attproj", N, C, C, prec);
+    bench_linear("fc", N, C, 4 * C, prec);
+    bench_linear("fcproj", N, 4 * C, C, prec);
+    bench_linear("lm_head", N, C, 50304, prec);
 }

@@ -137,7 +137,7 @@ void check_plot_path(const std::string& path, const std::string& out) {
 // Runs one part of setting up a run, saying so on stderr first when it handles more than 256 MiB (it may
 // take seconds) and then how long it took.
 void setup_phase(const char* what, double bytes, const std::function<void()>& run) {
-    const bool said = bytes > 256.0 * 1024 * 1024;
+    const bool said = bytes > 256.0 * 1024 * 1024 && dist_rank() == 0;  // rank 0 alone speaks
     if (said) {
         fflush(stdout);  // the lines before it first, when stdout is a pipe
         fprintf(stderr, "setting up: %s (%.1f GiB) ...", what, bytes / (1024.0 * 1024 * 1024));

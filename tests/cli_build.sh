@@ -10,8 +10,11 @@ source "$(dirname "$0")/lib.sh"
 if ! command -v make >/dev/null; then
     skip "make not found"; summary; exit
 fi
-# The outer `make test SAN=1` would hand its flags and variables to these makes through MAKEFLAGS.
-dry_make() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -n -B "$@" 2>&1; }
+# The outer `make test SAN=1` would hand its flags and variables to these makes through MAKEFLAGS and,
+# for a variable set on its command line, through the environment.
+dry_make() {
+    env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u SAN -u DEBUG -u MPI -u NO_OMP -u BIN make -n -B "$@" 2>&1
+}
 # linked_bin ARGS...: the file the link line of `make ARGS` writes (the -o of the command naming cli/main.o).
 linked_bin() { dry_make "$@" | grep '/cli/main\.o ' | grep -v ' -c ' | sed -n 's/.* -o \([^ ]*\) .*/\1/p'; }
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # cli_plot.sh: `gpt2 plot` draws several runs' --log files on one PNG: two tiny runs trained here and
 # hand-written logs (train points only, val points only), checked by decoding the PNG (perl's
-# Compress::Zlib) and counting each run's colour; then every bad input ends in one error line and leaves no
-# PNG, and an existing PNG untouched.
+# Compress::Zlib) and counting each run's colour; --x tokens, --smooth, --log-y and two identical runs, by
+# where and in which colour their curves are drawn; then every bad input ends in one error line and leaves
+# no PNG, and an existing PNG untouched.
 source "$(dirname "$0")/lib.sh"
 TOK=tests/fixtures/tokens_v1000.bin
 T=$TEST_TMP
@@ -14,9 +15,11 @@ png_size() {
         substr($d, 0, 16) eq "\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR" or exit;
         my ($w, $h2) = unpack("NN", substr($d, 16, 8)); print "${w}x$h2";' "$1"
 }
-# png_count FILE R G B: pixels of exactly that colour in an 8-bit RGB PNG (all five row filters undone).
-png_count() {
-    perl -MCompress::Zlib -e 'my ($f, @c) = @ARGV; open(my $h, "<:raw", $f) or die; local $/; my $d = <$h>;
+# png_scan FILE R G B [YMIN]: "COUNT XMIN XMAX" of the pixels of exactly that colour in an 8-bit RGB PNG
+# (all five row filters undone), in rows YMIN and below (default 0: all).
+png_scan() {
+    perl -MCompress::Zlib -e 'my ($f, $r, $g, $b, $ymin) = @ARGV; $ymin //= 0;
+        open(my $h, "<:raw", $f) or die; local $/; my $d = <$h>;
         my ($w, $hh, $depth, $type) = unpack("NNCC", substr($d, 16, 10));
         die "not 8-bit RGB\n" unless $depth == 8 && $type == 2;
         my ($pos, $z) = (8, "");
@@ -25,7 +28,7 @@ png_count() {
             $z .= substr($d, $pos + 8, $n) if $t eq "IDAT"; $pos += 12 + $n;
         }
         my $raw = uncompress($z); die "bad zlib data\n" unless defined $raw;
-        my ($stride, $count, @prev) = ($w * 3, 0, (0) x ($w * 3));
+        my ($stride, $count, $x0, $x1, @prev) = ($w * 3, 0, -1, -1, (0) x ($w * 3));
         for my $y (0 .. $hh - 1) {
             my $filter = ord(substr($raw, $y * ($stride + 1), 1));
             my @cur = unpack("C*", substr($raw, $y * ($stride + 1) + 1, $stride));
@@ -38,13 +41,17 @@ png_count() {
                        $p = ($pa <= $pb && $pa <= $pc) ? $a : ($pb <= $pc ? $b : $c); }
                 $cur[$i] = ($cur[$i] + $p) & 255;
             }
-            for (my $i = 0; $i < $stride; $i += 3) {
-                $count++ if $cur[$i] == $c[0] && $cur[$i + 1] == $c[1] && $cur[$i + 2] == $c[2];
+            for (my $i = 0; $y >= $ymin && $i < $stride; $i += 3) {
+                next unless $cur[$i] == $r && $cur[$i + 1] == $g && $cur[$i + 2] == $b;
+                my $x = $i / 3; $count++;
+                $x0 = $x if $x0 < 0 || $x < $x0; $x1 = $x if $x > $x1;
             }
             @prev = @cur;
         }
-        print $count;' "$@"
+        print "$count $x0 $x1";' "$@"
 }
+# png_count FILE R G B: pixels of exactly that colour.
+png_count() { png_scan "$@" | cut -d" " -f1; }
 # at_least N FILE R G B: FILE has at least N pixels of colour R G B.
 at_least() { local n=$1; shift; test "$(png_count "$@")" -ge "$n"; }
 none_of() { shift; test "$(png_count "$@")" -eq 0; }
@@ -86,6 +93,30 @@ check "... run c in green" at_least 200 $T/hand.png $GREEN
 check "plot --help lists --labels" bash -c "'$GPT2' plot --help | grep -q -- '--labels'"
 check "gpt2 --help lists plot" bash -c "'$GPT2' --help | grep -q '^  plot '"
 
+# --- as loss plots are read: smoothed, on a log scale, against tokens, identical runs both visible ---------------
+"$GPT2" train ${tiny/-B 4/-B 2} --lr 3e-3 --log $T/half.jsonl >/dev/null 2>&1  # half the tokens per step
+FAINT_BLUE="187 214 232"  # BLUE mixed with 70% white: a smoothed run's raw curve
+# xspan FILE R G B: the width in pixels of that colour's curves, below the legend of two runs.
+xspan() { png_scan "$@" 62 | awk '{ print $3 - $2 }'; }
+# ratio A B: A / B to two decimals.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+check "--x tokens" "$GPT2" plot --x tokens --out $T/tokens.png $T/fast.jsonl $T/half.jsonl
+r=$(ratio "$(xspan $T/tokens.png $ORANGE)" "$(xspan $T/tokens.png $BLUE)")
+check "... a run of half the tokens per step spans half the width ($r)" awk -v r=$r 'BEGIN { exit !(r >= 0.47 && r <= 0.53) }'
+"$GPT2" plot --out $T/steps.png $T/fast.jsonl $T/half.jsonl >/dev/null
+r=$(ratio "$(xspan $T/steps.png $ORANGE)" "$(xspan $T/steps.png $BLUE)")
+check "... against the step, the same width ($r)" awk -v r=$r 'BEGIN { exit !(r >= 0.97 && r <= 1.03) }'
+check "... the x axis is named tokens" bash -c "'$GPT2' plot --help | grep -q -- '--x X .*tokens'"
+check "--smooth 0.9" "$GPT2" plot --smooth 0.9 --out $T/smooth.png $T/fast.jsonl
+check "... draws the raw train curve faint under the smoothed one" at_least 200 $T/smooth.png $FAINT_BLUE
+check "... which stays in the train colour" at_least 200 $T/smooth.png $BLUE
+check "without --smooth there is no faint curve" none_of x $T/one.png $FAINT_BLUE
+printf '{"step":1,"loss":100}\n{"step":2,"loss":10}\n{"step":3,"loss":1}\n' >$T/decades.jsonl
+check "--log-y" bash -c "'$GPT2' plot --log-y --out $T/log.png $T/decades.jsonl | grep -q '^wrote $T/log.png'"
+check "two identical runs" "$GPT2" plot --labels fp32,bf16 --out $T/same.png $T/fast.jsonl $T/fast.jsonl
+check "... the first still shows along its curves, under the second's gaps" \
+    test "$(png_count $T/same.png $BLUE 62)" -ge 300 -a "$(png_count $T/same.png $ORANGE 62)" -ge 300
+
 # --- bad input: one error line, no PNG, an existing PNG untouched -----------------------------------------------
 printf '{"step":1,"loss":6.0}\n{"step":2,"loss":5.0}\nstep 3 loss 4.0\n' >$T/notjson.jsonl
 printf '{"step":1,"loss":6.0}\n{"step":2,"lr":1e-3}\n' >$T/nofield.jsonl
@@ -118,6 +149,15 @@ bad "labels not one per log" "expected 2 comma-separated labels, one per log, go
 bad "an empty label" "label 2 is empty" --labels a, $T/fast.jsonl $T/slow.jsonl
 bad "two logs with the same name" "two runs are labelled 'log'" $T/r1/log.jsonl $T/r2/log.jsonl
 bad "more runs than colours" "too many logs (plot): expected at most 8, got 9" $(for i in 1 2 3 4 5 6 7 8 9; do echo $T/fast.jsonl; done)
+printf '{"step":1,"loss":0.5}\n{"step":2,"loss":0}\n' >$T/zero.jsonl
+printf '{"step":1,"loss":5,"tokens":-3}\n' >$T/negtokens.jsonl
+bad "--x tokens on a log without tokens names its first such line" \
+    "missing field \"tokens\" ($T/train_only.jsonl line 1): expected the tokens trained on, for --x tokens" \
+    --x tokens $T/fast.jsonl $T/train_only.jsonl
+bad "tokens below 0" "bad field \"tokens\" ($T/negtokens.jsonl line 1): expected an integer >= 0" $T/negtokens.jsonl
+bad "an x axis that is neither step nor tokens" "bad value for --x (plot): expected step or tokens, got 'epochs'" --x epochs $T/fast.jsonl
+bad "--smooth of 1" "bad value for --smooth (plot)" --smooth 1 $T/fast.jsonl
+bad "--log-y with a loss of 0" "bad loss for --log-y ($T/zero.jsonl, step 2): expected a loss above 0" --log-y $T/zero.jsonl
 bad "a width out of range" "bad value for --width (plot)" --width 50 $T/fast.jsonl
 check_error "--out missing" "missing flag --out" "$GPT2" plot $T/fast.jsonl
 check_error "--out in a missing directory" "directory $T/nodir does not exist" "$GPT2" plot --out $T/nodir/p.png $T/fast.jsonl

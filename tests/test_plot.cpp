@@ -221,3 +221,98 @@ TEST(log_read_points_sorted_last_wins) {
     CHECK(hist.train.empty() && hist.val.size() == 2);
     unlink(path.c_str());
 }
+
+// The pixels of colour c below the legend of `runs` legend rows: their x range, and the mean y of those in
+// the column halfway along it.
+struct Trace {
+    int n = 0, x0 = 1 << 30, x1 = -1, y0 = 1 << 30, y1 = -1;
+    double mid_y = -1;
+};
+static Trace trace_of(const std::vector<uint8_t>& img, int w, int h, const uint8_t c[3], int rows) {
+    Trace t;
+    const int top = kRowTop + rows * kRowH + 8;
+    auto is_c = [&](int x, int y) {
+        const uint8_t* p = &img[((size_t)y * w + x) * 3];
+        return p[0] == c[0] && p[1] == c[1] && p[2] == c[2];
+    };
+    for (int y = top; y < h; y++)
+        for (int x = 0; x < w; x++)
+            if (is_c(x, y))
+                t.n++, t.x0 = std::min(t.x0, x), t.x1 = std::max(t.x1, x), t.y0 = std::min(t.y0, y),
+                       t.y1 = std::max(t.y1, y);
+    double sum = 0;
+    int k = 0;
+    for (int y = top; y < h; y++)
+        if (t.n && is_c((t.x0 + t.x1) / 2, y)) sum += y, k++;
+    if (k) t.mid_y = sum / k;
+    return t;
+}
+
+TEST(plot_smooth_is_debiased_moving_average) {
+    // Reference: after n finite points the smoothed value is sum_i w^(n-i) x_i / sum_i w^(n-i).
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const std::vector<std::pair<double, float>> pts = {{1, 5.0f}, {2, 3.0f}, {3, nan}, {4, 4.0f}, {5, 1.5f}};
+    for (double w : {0.0, 0.5, 0.9, 0.99}) {
+        const std::vector<std::pair<double, float>> out = plot_smooth(pts, w);
+        CHECK(out.size() == pts.size());
+        double num = 0, den = 0;
+        for (size_t i = 0; i < pts.size() && out.size() == pts.size(); i++) {
+            CHECK(out[i].first == pts[i].first);
+            if (!std::isfinite(pts[i].second)) {
+                CHECK(std::isnan(out[i].second));  // a gap stays a gap
+                continue;
+            }
+            num = w * num + pts[i].second, den = w * den + 1;
+            CHECK(std::fabs(out[i].second - num / den) <= 1e-6 * std::fabs(num / den));
+        }
+    }
+    // A constant curve stays where it is from its first point: no ramp up from 0.
+    for (const auto& p : plot_smooth({{0, 7.5f}, {1, 7.5f}, {2, 7.5f}}, 0.9)) CHECK(std::fabs(p.second - 7.5f) < 1e-5f);
+}
+
+TEST(plot_smooth_draws_raw_curve_in_tint) {
+    const int w = 800, h = 500;
+    auto tint = [](const uint8_t c[3]) {  // 70% white
+        std::vector<uint8_t> t(3);
+        for (int i = 0; i < 3; i++) t[i] = (uint8_t)(c[i] + (255 - c[i]) * 7 / 10);
+        return t;
+    };
+    const std::vector<uint8_t> faint = tint(kPlotTrainRgb);
+    PlotStyle smooth;
+    smooth.smooth = 0.9;
+    const std::vector<uint8_t> img = plot_render(one_run(decaying(2000, 1, 8.0f), {}), w, h, smooth);
+    CHECK(trace_of(img, w, h, faint.data(), 1).n > 300);   // the raw curve, faint
+    CHECK(trace_of(img, w, h, kPlotTrainRgb, 1).n > 300);  // the smoothed one over it
+    const std::vector<uint8_t> raw = plot_render(one_run(decaying(2000, 1, 8.0f), {}), w, h);
+    CHECK(trace_of(raw, w, h, faint.data(), 1).n == 0);
+}
+
+TEST(plot_log_y_puts_decades_evenly) {
+    // Losses 100, 10, 1 at steps 1, 2, 3: on a log axis the middle point sits halfway down, on a linear
+    // one a tenth of the way up from the bottom.
+    const int w = 800, h = 500;
+    const Series pts = {{1, 100.0f}, {2, 10.0f}, {3, 1.0f}};
+    PlotStyle log_y;
+    log_y.log_y = true;
+    for (bool log : {true, false}) {
+        const Trace t =
+            trace_of(plot_render(one_run(pts, {}), w, h, log ? log_y : PlotStyle()), w, h, kPlotTrainRgb, 1);
+        CHECK(t.n > 100 && t.mid_y >= 0);
+        const double up = (t.y1 - t.mid_y) / (t.y1 - t.y0);  // 0 at loss 1, 1 at loss 100
+        CHECK(log ? std::fabs(up - 0.5) < 0.03 : std::fabs(up - 9.0 / 99) < 0.03);
+    }
+}
+
+TEST(plot_identical_runs_both_show) {
+    // Two runs with the same points (fp32 and bf16 agreeing): the second is drawn dashed with hollow
+    // markers, so the first shows through along the whole curve, not only in the legend.
+    const int w = 800, h = 500;
+    const std::vector<PlotRun> runs = {{"fp32", decaying(2000, 1, 8.0f), decaying(2000, 100, 8.5f)},
+                                       {"bf16", decaying(2000, 1, 8.0f), decaying(2000, 100, 8.5f)}};
+    const std::vector<uint8_t> img = plot_render(runs, w, h);
+    for (int r = 0; r < 2; r++) {
+        const Trace t = trace_of(img, w, h, kPlotPalette[r], 2);
+        CHECK(t.n > 1000);
+        CHECK(t.x1 - t.x0 > w / 2);
+    }
+}

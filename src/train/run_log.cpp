@@ -6,6 +6,7 @@
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
+#include <utility>
 
 #include "base/json.h"
 #include "base/util.h"
@@ -54,21 +55,39 @@ namespace {
     fatal("%s (%s line %zu): %s", what, path.c_str(), line, rest);
 }
 
-// Sorts by step; of equal steps the later one (in file order) stays.
-void sort_keep_last(std::vector<std::pair<int, float>>* points) {
-    std::stable_sort(points->begin(), points->end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::vector<std::pair<int, float>> kept;
-    for (size_t i = 0; i < points->size(); i++)
-        if (i + 1 == points->size() || (*points)[i + 1].first != (*points)[i].first) kept.push_back((*points)[i]);
-    points->swap(kept);
+struct LogPoint {
+    int step;
+    float loss;
+    int64_t tokens;  // -1: none
+};
+
+// Sorts by step, of equal steps keeping the later one (in file order), into (step, loss) and tokens.
+void sort_keep_last(std::vector<LogPoint> points, std::vector<std::pair<int, float>>* losses,
+                    std::vector<int64_t>* tokens) {
+    std::stable_sort(points.begin(), points.end(),
+                     [](const LogPoint& a, const LogPoint& b) { return a.step < b.step; });
+    for (size_t i = 0; i < points.size(); i++)
+        if (i + 1 == points.size() || points[i + 1].step != points[i].step)
+            losses->push_back({points[i].step, points[i].loss}), tokens->push_back(points[i].tokens);
+}
+
+// The line's "tokens" (-1 if it has none); fatal naming the file and line unless it is an integer >= 0.
+int64_t log_tokens(const Json& obj, const std::string& path, size_t line) {
+    const Json* tokens = obj.find("tokens");
+    if (!tokens) return -1;
+    if (tokens->type != Json::NUMBER || !tokens->is_integer || tokens->integer < 0)
+        log_line_error("bad field \"tokens\"", path, line, "expected an integer >= 0, got %s",
+                       tokens->type == Json::NUMBER ? "another number" : json_type_name(tokens->type));
+    return tokens->integer;
 }
 
 }  // namespace
 
-LossHistory run_log_read(const std::string& path) {
+RunLog run_log_read(const std::string& path) {
     const std::vector<uint8_t> bytes = file_read(path, (size_t)256 << 20);  // 2.5M steps of ~100-byte lines
     const char* text = (const char*)bytes.data();
-    LossHistory h;
+    std::vector<LogPoint> train, val;
+    RunLog h;
     size_t line = 0;
     for (size_t start = 0; start < bytes.size();) {
         size_t end = start;
@@ -106,16 +125,16 @@ LossHistory run_log_read(const std::string& path) {
             if (!std::isfinite(value))  // 1e39 parses as a double but has no float, and no point on a plot
                 log_line_error(j == loss ? "bad field \"loss\"" : "bad field \"val_loss\"", path, line,
                                "expected a finite number within float range, got %g", j->number);
-            (j == loss ? h.train : h.val).push_back({(int)step->integer, value});
+            (j == loss ? train : val).push_back({(int)step->integer, value, log_tokens(obj, path, line)});
+            if (h.line_without_tokens == 0 && (j == loss ? train : val).back().tokens < 0) h.line_without_tokens = line;
         }
     }
-    if (h.train.empty() && h.val.empty())
+    if (train.empty() && val.empty())
         fatal(
             "no loss points in %s: expected JSON lines with \"step\" and \"loss\" or \"val_loss\", as train --log "
             "writes them",
             path.c_str());
-    sort_keep_last(&h.train);
-    sort_keep_last(&h.val);
+    sort_keep_last(std::move(train), &h.train, &h.train_tokens);
+    sort_keep_last(std::move(val), &h.val, &h.val_tokens);
     return h;
 }
-

@@ -7,34 +7,75 @@
 # binary goes; default ./gpt2, or ./gpt2-mpi with MPI=1).
 
 CXX      ?= g++
-CXXFLAGS ?= -O3 -march=native
-CXXFLAGS += -std=c++17 -Wall -Wextra -Wno-unused-parameter -MMD -MP -Isrc
+# Flags as packagers pass them: CPPFLAGS, CXXFLAGS and LDFLAGS add to what the build needs and come last,
+# so `make CXXFLAGS=-O2` overrides OPT (the default optimisation). ARCH picks the target:
+#   native    (the default) -march=native: the fastest code for the build machine, which it may need;
+#   portable  any CPU of the compiler's architecture (on x86-64: kernels for AVX-512, AVX2+FMA and the
+#             x86-64 baseline in one binary, chosen at run time; GPT2_ISA=avx2 or baseline forces a lower one);
+#   none      no -march at all (a cross compiler's default, or your own in CXXFLAGS);
+#   any other value is passed as -march=ARCH (haswell, x86-64-v3, armv8.2-a, ...).
+# Objects go to build/ for g++ with ARCH=native, else to build/COMPILER-ARCH/; a change of flags
+# rebuilds them (build/.../flags holds the compile line they were built with).
+ARCH     ?= native
+OPT      ?= -O3
+CPPFLAGS ?=
+CXXFLAGS ?=
 LDFLAGS  ?=
-BUILD    := build
+NEEDED   := -std=c++17 -Isrc -MMD -MP -Wall -Wextra -Wno-unused-parameter
 BIN      ?= gpt2
+TARGET   := $(shell $(CXX) -dumpmachine 2>/dev/null)
+X86_64   := $(if $(filter x86_64-%,$(TARGET)),1,)
+ifeq ($(ARCH),native)
+MARCH    := -march=native
+else ifeq ($(ARCH),portable)
+MARCH    := $(if $(X86_64),-march=x86-64 -mtune=generic,)
+DISPATCH := $(X86_64)
+else ifeq ($(ARCH),none)
+MARCH    :=
+else
+MARCH    := -march=$(ARCH)
+endif
+COMPILER := $(notdir $(firstword $(CXX)))
+BUILD    := build$(if $(filter g++-native,$(COMPILER)-$(ARCH)),,/$(COMPILER)-$(ARCH))
 
 ifeq ($(DEBUG),1)
 SAN := 1
 endif
 ifeq ($(SAN),1)
-CXXFLAGS := -std=c++17 -O1 -g -march=native -fno-omit-frame-pointer -fsanitize=address,undefined \
-            -fno-sanitize-recover=undefined -Wall -Wextra -Wno-unused-parameter -MMD -MP -Isrc
+OPT      := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 LDFLAGS  += -fsanitize=address,undefined
-BUILD    := build/san
-BIN      := build/san/gpt2
+BUILD    := $(BUILD)/san
+BIN      := $(BUILD)/gpt2
 endif
 ifeq ($(MPI),1)
 CXX      := mpicxx
-CXXFLAGS += -DGPT2_MPI -DOMPI_SKIP_MPICXX  # the C API only
+CPPFLAGS += -DGPT2_MPI -DOMPI_SKIP_MPICXX  # the C API only
 BUILD    := $(BUILD)/mpi
 ifeq ($(origin BIN),file)  # not given by the user: gpt2-mpi beside gpt2 (build/san/gpt2-mpi with SAN=1)
 BIN      := $(BIN)-mpi
 endif
 endif
 ifneq ($(NO_OMP),1)
-CXXFLAGS += -fopenmp
+NEEDED   += -fopenmp
 LDFLAGS  += -fopenmp
 BUILD    := $(BUILD)/omp
+endif
+COMPILE  := $(CXX) $(NEEDED) $(MARCH) $(OPT) $(CPPFLAGS) $(CXXFLAGS)
+
+# The compile line each build directory was made with: objects depend on it, so new flags rebuild them;
+# and the build directory that last linked $(BIN), so switching builds relinks it. A dry run (make -n)
+# writes neither.
+FLAGS_FILE := $(BUILD)/flags
+BIN_FROM   := build/linked/$(subst /,_,$(BIN))
+ifeq ($(findstring n,$(firstword -$(MAKEFLAGS))),)
+ifneq ($(file <$(FLAGS_FILE)),$(COMPILE) | $(LDFLAGS))
+$(shell mkdir -p $(BUILD))
+$(file >$(FLAGS_FILE),$(COMPILE) | $(LDFLAGS))
+endif
+ifneq ($(file <$(BIN_FROM)),$(BUILD))
+$(shell mkdir -p build/linked)
+$(file >$(BIN_FROM),$(BUILD))
+endif
 endif
 
 SRC       := $(wildcard src/*/*.cpp)
@@ -47,8 +88,11 @@ BENCH_OBJ := $(patsubst tests/%.cpp,$(BUILD)/tests/%.o,$(BENCH_SRC))
 .PHONY: all test test-ref test-mpi check bench bench-full data format clean node-deps
 all: $(BIN)
 
-$(BIN): $(BUILD)/cli/main.o $(LIB_OBJ)
-	$(CXX) -o $@ $^ $(LDFLAGS)
+# Written when the Makefile is read; this rule only lets a dry run go on without them.
+$(FLAGS_FILE) $(BIN_FROM): ;
+
+$(BIN): $(BUILD)/cli/main.o $(LIB_OBJ) $(BIN_FROM)
+	$(CXX) -o $@ $(filter %.o,$^) $(LDFLAGS)
 
 $(BUILD)/run_tests: $(TEST_OBJ) $(LIB_OBJ)
 	$(CXX) -o $@ $^ $(LDFLAGS)
@@ -56,13 +100,13 @@ $(BUILD)/run_tests: $(TEST_OBJ) $(LIB_OBJ)
 $(BUILD)/run_bench: $(BENCH_OBJ) $(LIB_OBJ)
 	$(CXX) -o $@ $^ $(LDFLAGS)
 
-$(BUILD)/%.o: src/%.cpp
+$(BUILD)/%.o: src/%.cpp $(FLAGS_FILE)
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -c $< -o $@
+	$(COMPILE) -c $< -o $@
 
-$(BUILD)/tests/%.o: tests/%.cpp
+$(BUILD)/tests/%.o: tests/%.cpp $(FLAGS_FILE)
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -c $< -o $@
+	$(COMPILE) -c $< -o $@
 
 test: $(BIN) $(BUILD)/run_tests $(BUILD)/run_bench  # run_bench: cli_build.sh checks its driver
 	GPT2=./$(BIN) RUN_BENCH=$(BUILD)/run_bench bash tests/run.sh --unit $(BUILD)/run_tests 'tests/cli_*.sh'

@@ -5,7 +5,9 @@
 # `make test-mpi` tests the binary MPI=1 links; README's mpirun lines run that binary; git ignores it.
 # Then `make bench`'s driver, run_bench ($RUN_BENCH, which `make test` builds): README names each of its cases,
 # it runs the cases named and no others, refuses an unknown name, and a figure reaches a file (or a pipe) as
-# soon as it is measured, so a run stopped later keeps it.
+# soon as it is measured, so a run stopped later keeps it. And packagers' flags: CXXFLAGS, CPPFLAGS and
+# LDFLAGS add to what the build needs, ARCH picks the target, and switching flags or builds rebuilds or
+# relinks what they changed (in a copy of the tree, with a stand-in compiler).
 source "$(dirname "$0")/lib.sh"
 if ! command -v make >/dev/null; then
     skip "make not found"; summary; exit
@@ -43,6 +45,49 @@ if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 else
     skip "git ignores ./$mpi: not a git checkout"
 fi
+
+# Flags as packagers pass them, in a copy of the tree built by a stand-in compiler that only writes its
+# -o file (so real make runs, in milliseconds). compile_line ARGS...: the line that compiles cli/main.cpp.
+compile_line() { dry_make "$@" | grep -- '-c src/cli/main\.cpp'; }
+line=$(compile_line CXXFLAGS="-O2 -g" CPPFLAGS=-DPKG LDFLAGS=-Wl,-O1)
+check "make CXXFLAGS=... keeps what the build needs (-std=c++17 -Isrc -fopenmp)" \
+    eval 'for f in -std=c++17 -Isrc -fopenmp -DPKG; do [[ " $line " == *" $f "* ]] || exit 1; done'
+check "... and puts the user's flags last, so -O2 wins over the default -O3" eval '[[ "$line" == *"-O3 "*"-O2 -g"* ]]'
+check "... LDFLAGS reach the link line" eval 'dry_make LDFLAGS=-Wl,-O1 | grep -q " -o gpt2 .* -Wl,-O1"'
+check "ARCH=native is the default (-march=native)" eval '[[ "$(compile_line)" == *" -march=native "* ]]'
+check "ARCH=haswell builds for -march=haswell, in a build directory of its own" \
+    eval '[[ "$(compile_line ARCH=haswell)" == *" -march=haswell "*"-o build/g++-haswell/"* ]]'
+check "ARCH=none passes no -march" eval '[[ "$(compile_line ARCH=none)" != *"-march"* ]]'
+check "CXX=clang++ builds in a build directory of its own" \
+    eval '[[ "$(compile_line CXX=clang++)" == *"-o build/clang++-native/"* ]]'
+
+tree=$TEST_TMP/tree
+mkdir -p $tree && cp -r Makefile src $tree/
+cat >$TEST_TMP/fakecxx <<'EOS'
+#!/usr/bin/env bash
+# A compiler that writes only its -o file, and logs each call (but -dumpmachine, which make asks once).
+[ "$1" = -dumpmachine ] && exit 0
+echo "$*" >>"$(dirname "$0")/fakecxx.log"
+while [ $# -gt 0 ]; do [ "$1" = -o ] && { : >"$2"; exit 0; }; shift; done
+EOS
+chmod +x $TEST_TMP/fakecxx
+# fake_make ARGS...: make in the copy with the stand-in compiler; prints its calls: "compile N" and the
+# binaries it linked.
+fake_make() {
+    rm -f $TEST_TMP/fakecxx.log
+    (cd $tree && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u SAN -u DEBUG -u MPI -u NO_OMP -u BIN \
+        make -s CXX=$TEST_TMP/fakecxx "$@" >/dev/null 2>&1)
+    [ -f $TEST_TMP/fakecxx.log ] || { echo nothing; return; }
+    echo "compile $(grep -c -- ' -c ' $TEST_TMP/fakecxx.log) $(grep -v -- ' -c ' $TEST_TMP/fakecxx.log | sed -n 's/^-o \([^ ]*\) .*/\1/p' | tr '\n' ' ')"
+}
+n=$(ls src/*/*.cpp | wc -l)
+check "a first make compiles every file and links gpt2" test "$(fake_make)" = "compile $n gpt2 "
+check "... a second does nothing" test "$(fake_make)" = nothing
+check "new CXXFLAGS recompile everything" test "$(fake_make CXXFLAGS=-O2)" = "compile $n gpt2 "
+check "... and going back recompiles again" test "$(fake_make)" = "compile $n gpt2 "
+check "ARCH=haswell builds its own objects into ./gpt2" test "$(fake_make ARCH=haswell)" = "compile $n gpt2 "
+check "... and a plain make after it relinks ./gpt2 from the native objects, compiling nothing" \
+    test "$(fake_make)" = "compile 0 gpt2 "
 
 RUN_BENCH=${RUN_BENCH:-build/omp/run_bench}
 if [ ! -x "$RUN_BENCH" ]; then

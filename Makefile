@@ -30,6 +30,7 @@ MARCH    := -march=native
 else ifeq ($(ARCH),portable)
 MARCH    := $(if $(X86_64),-march=x86-64 -mtune=generic,)
 DISPATCH := $(X86_64)
+NEEDED   += $(if $(DISPATCH),-DGPT2_DISPATCH,)
 else ifeq ($(ARCH),none)
 MARCH    :=
 else
@@ -62,15 +63,24 @@ BUILD    := $(BUILD)/omp
 endif
 COMPILE  := $(CXX) $(NEEDED) $(MARCH) $(OPT) $(CPPFLAGS) $(CXXFLAGS)
 
+# Run-time dispatch (ARCH=portable on x86-64, see src/kernels/isa.h): the kernels once per instruction set,
+# in build/.../isa_NAME/, linked after everything else and the baseline first, so that where the copies
+# share an inline function or template the linker keeps the baseline one (the first it sees).
+ISAS      := baseline avx2 avx512
+ISA_FLAGS_baseline := -march=x86-64 -mtune=generic
+ISA_FLAGS_avx2     := -march=x86-64-v3 -mtune=generic
+ISA_FLAGS_avx512   := -march=x86-64-v4 -mtune=generic -mprefer-vector-width=512
+
 # The compile line each build directory was made with: objects depend on it, so new flags rebuild them;
 # and the build directory that last linked $(BIN), so switching builds relinks it. A dry run (make -n)
 # writes neither.
 FLAGS_FILE := $(BUILD)/flags
 BIN_FROM   := build/linked/$(subst /,_,$(BIN))
 ifeq ($(findstring n,$(firstword -$(MAKEFLAGS))),)
-ifneq ($(file <$(FLAGS_FILE)),$(COMPILE) | $(LDFLAGS))
+FLAGS_LINE := $(COMPILE) | $(LDFLAGS)$(if $(DISPATCH), | $(foreach i,$(ISAS),$(i): $(ISA_FLAGS_$(i))))
+ifneq ($(file <$(FLAGS_FILE)),$(FLAGS_LINE))
 $(shell mkdir -p $(BUILD))
-$(file >$(FLAGS_FILE),$(COMPILE) | $(LDFLAGS))
+$(file >$(FLAGS_FILE),$(FLAGS_LINE))
 endif
 ifneq ($(file <$(BIN_FROM)),$(BUILD))
 $(shell mkdir -p build/linked)
@@ -80,12 +90,17 @@ endif
 
 SRC       := $(wildcard src/*/*.cpp)
 LIB_OBJ   := $(patsubst src/%.cpp,$(BUILD)/%.o,$(filter-out src/cli/main.cpp,$(SRC)))
+ifeq ($(DISPATCH),1)
+KERNEL_SRC := $(filter-out src/kernels/dispatch.cpp,$(wildcard src/kernels/*.cpp))
+LIB_OBJ   := $(filter-out $(patsubst src/%.cpp,$(BUILD)/%.o,$(KERNEL_SRC)),$(LIB_OBJ)) \
+             $(foreach i,$(ISAS),$(patsubst src/%.cpp,$(BUILD)/isa_$(i)/%.o,$(KERNEL_SRC)))
+endif
 TEST_SRC  := $(filter-out tests/bench%.cpp,$(wildcard tests/*.cpp))
 TEST_OBJ  := $(patsubst tests/%.cpp,$(BUILD)/tests/%.o,$(TEST_SRC))
 BENCH_SRC := $(wildcard tests/bench*.cpp)
 BENCH_OBJ := $(patsubst tests/%.cpp,$(BUILD)/tests/%.o,$(BENCH_SRC))
 
-.PHONY: all test test-ref test-mpi check bench bench-full data format clean node-deps
+.PHONY: all test test-ref test-mpi test-portable check bench bench-full portable-bench data format clean node-deps
 all: $(BIN)
 
 # Written when the Makefile is read; this rule only lets a dry run go on without them.
@@ -108,6 +123,13 @@ $(BUILD)/tests/%.o: tests/%.cpp $(FLAGS_FILE)
 	@mkdir -p $(dir $@)
 	$(COMPILE) -c $< -o $@
 
+define ISA_RULE
+$(BUILD)/isa_$(1)/%.o: src/%.cpp $(FLAGS_FILE)
+	@mkdir -p $$(dir $$@)
+	$(COMPILE) $(ISA_FLAGS_$(1)) -DGPT2_ISA=isa_$(1) -c $$< -o $$@
+endef
+$(foreach i,$(ISAS),$(eval $(call ISA_RULE,$(i))))
+
 test: $(BIN) $(BUILD)/run_tests $(BUILD)/run_bench  # run_bench: cli_build.sh checks its driver
 	GPT2=./$(BIN) RUN_BENCH=$(BUILD)/run_bench bash tests/run.sh --unit $(BUILD)/run_tests 'tests/cli_*.sh'
 
@@ -129,20 +151,34 @@ tests/node/node_modules/.package-lock.json: tests/node/package.json tests/node/p
 PYTHON      ?= /usr/bin/python3
 BENCH_TORCH ?= 1
 BENCH_ENV   := PYTHON='$(PYTHON)' BENCH_TORCH='$(BENCH_TORCH)'
+# The cases dispatch_fp32_b4t64 and isa_paths run the dispatching build's run_bench (x86-64 only), which
+# bench and bench-full build first.
+PORTABLE_BENCH := $(if $(X86_64),$(PORTABLE_DIR)/run_bench,)
+BENCH_ENV   += PORTABLE_BENCH='$(PORTABLE_BENCH)'
 
 # Data-parallel training under mpirun with the MPI=1 build (tests/mpi.sh; needs openmpi-bin, libopenmpi-dev).
 test-mpi:
 	$(MAKE) -s MPI=1
 	GPT2_MPI=./gpt2-mpi bash tests/run.sh tests/mpi.sh
 
+# The run-time dispatching build (ARCH=portable) and its kernel sets, natively and under qemu-x86_64
+# (tests/portable.sh). Builds it beside the others, never as ./gpt2.
+PORTABLE_DIR := build/$(COMPILER)-portable/omp
+test-portable: $(BIN)
+	$(MAKE) -s ARCH=portable SAN= DEBUG= MPI= NO_OMP= BIN=$(PORTABLE_DIR)/gpt2 $(PORTABLE_DIR)/gpt2 $(PORTABLE_DIR)/run_tests
+	GPT2=./$(BIN) GPT2_PORTABLE=$(PORTABLE_DIR)/gpt2 PORTABLE_TESTS=$(PORTABLE_DIR)/run_tests bash tests/run.sh tests/portable.sh
+
 check:
 	bash tests/check.sh
 
-bench: $(BUILD)/run_bench
+bench: $(BUILD)/run_bench portable-bench
 	$(BENCH_ENV) $(BUILD)/run_bench $(CASES)
 
-bench-full: $(BUILD)/run_bench
+bench-full: $(BUILD)/run_bench portable-bench
 	$(BENCH_ENV) $(BUILD)/run_bench --all
+
+portable-bench:
+	$(if $(PORTABLE_BENCH),$(MAKE) -s ARCH=portable SAN= DEBUG= MPI= NO_OMP= $(PORTABLE_BENCH),)
 
 data: gpt2
 	bash scripts/prepare_data.sh

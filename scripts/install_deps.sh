@@ -15,7 +15,7 @@ build=(g++ make libstb-dev ca-certificates curl)
 # npm for the tokenizer's oracle tiktoken, whose npm packages `make node-deps` installs, OpenMPI for make MPI=1
 # and its mpirun test, full perl for the Compress::Zlib that tests/cli_plot.sh decodes PNGs with).
 test=("${build[@]}" python3 python3-torch python3-numpy python3-regex libopenblas0-pthread clang libclang-rt-14-dev
-      nodejs npm openmpi-bin libopenmpi-dev perl)
+      nodejs npm openmpi-bin libopenmpi-dev perl qemu-user)
 
 list=0 set=""
 for arg in "$@"; do

@@ -21,6 +21,9 @@ void bench_decode(Precision prec, int prompt_len);  // decode tok/s; keeps "deco
 // bench_busy.cpp, bench_tokenizer.cpp
 void bench_busy();
 void bench_tokenizer_encode();
+// bench_isa.cpp: the dispatching build (ARCH=portable, $PORTABLE_BENCH) as a child process
+void bench_dispatch_step();  // its fp32 step B=4 T=64 against this run's ("step fp32 4x64")
+void bench_isa_paths();      // under each GPT2_ISA: that set's peak and fp32 step
 // bench_torch.cpp: the same in PyTorch, with the ratio to ours when this run measured it
 void bench_torch_step(int B, int T, bool autocast);
 void bench_torch_decode();

@@ -14,6 +14,7 @@
 #include "base/rng.h"
 #include "base/util.h"
 #include "bench.h"
+#include "kernels/adamw.h"
 #include "kernels/bf16.h"
 #include "kernels/gemm.h"
 #include "model/model.h"
@@ -25,52 +26,44 @@
 
 namespace {
 
-typedef float v16 __attribute__((vector_size(64)));
-
 const long kPeakIters = 20000000;
 
-// kPeakIters x 12 independent vector FMAs on 16 lanes that never touch memory: 32 FLOPs each.
-float fma_loop() {
-    v16 acc[12];
-    v16 a = v16{} + 1.0000001f, b = v16{} + 0.9999999f;
-    for (int i = 0; i < 12; i++) acc[i] = v16{} + (float)i;
-    for (long it = 0; it < kPeakIters; it++)
-        for (int i = 0; i < 12; i++) acc[i] = acc[i] * a + b;
-    float sink = 0;
-    for (int i = 0; i < 12; i++) sink += acc[i][0];
-    return sink;
-}
+// kPeakIters x independent vector FMAs on 16 lanes that never touch memory (32 FLOPs each), as many as
+// the registers hold. A kernel (kernels/adamw.h), so that it runs the instruction set the kernels run.
+// Returns the FLOPs done.
+double fma_loop(float* sink) { return fma_peak_loop(kPeakIters, sink); }
 
 #if defined(__x86_64__)
 // The same with vdpbf16ps: each multiplies 16 pairs of bf16 values and adds both products into 16 fp32
 // lanes, 64 FLOPs.
-__attribute__((target("avx512f,avx512bf16"))) float bf16_loop() {
+__attribute__((target("avx512f,avx512bf16"))) double bf16_loop(float* sink) {
     __m512 acc[12];
     __m512bh a = (__m512bh)_mm512_set1_epi32(0x3F803F80), b = (__m512bh)_mm512_set1_epi32(0x3F7F3F7F);
     for (int i = 0; i < 12; i++) acc[i] = _mm512_set1_ps((float)i);
     for (long it = 0; it < kPeakIters; it++)
         for (int i = 0; i < 12; i++) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
-    float lanes[16], sink = 0;
-    for (int i = 0; i < 12; i++) _mm512_storeu_ps(lanes, acc[i]), sink += lanes[0];
-    return sink;
+    float lanes[16];
+    *sink = 0;
+    for (int i = 0; i < 12; i++) _mm512_storeu_ps(lanes, acc[i]), *sink += lanes[0];
+    return 64.0 * 12 * kPeakIters;
 }
 #endif
 
-// GFLOP/s of loop() (kPeakIters x 12 instructions of flops_per_instr) on every thread, summed over the
-// threads; the best of 3.
-double measure_peak_gflops(float (*loop)(), double flops_per_instr) {
+// GFLOP/s of loop() (which returns the FLOPs it did) on every thread, summed over the threads; the best
+// of 3.
+double measure_peak_gflops(double (*loop)(float* sink)) {
     double best = 0;
     for (int rep = 0; rep < 3; rep++) {
         double t0 = time_now_s();
         float sink = 0;
-#pragma omp parallel reduction(+ : sink)
-        sink += loop();
-        double dt = time_now_s() - t0;
-        int threads = 1;
-#ifdef _OPENMP
-        threads = omp_get_max_threads();
-#endif
-        best = std::max(best, flops_per_instr * 12 * kPeakIters * threads / dt / 1e9);
+        double flops = 0;
+#pragma omp parallel reduction(+ : sink, flops)
+        {
+            float s = 0;
+            flops += loop(&s);
+            sink += s;
+        }
+        best = std::max(best, flops / (time_now_s() - t0) / 1e9);
         if (sink == 12345.0f) printf(" ");  // keeps the loop alive
     }
     return best;
@@ -96,9 +89,9 @@ const char* prec_name(Precision prec) { return prec == Precision::kBf16 ? "bf16"
 // so a neighbour's burst during one measurement does not inflate the percentages.
 double peak_now(Precision prec) {
     double p = 0;
-    if (prec == Precision::kFp32) p = measure_peak_gflops(fma_loop, 32);
+    if (prec == Precision::kFp32) p = measure_peak_gflops(fma_loop);
 #if defined(__x86_64__)
-    else if (bf16_supported()) p = measure_peak_gflops(bf16_loop, 64);
+    else if (bf16_supported()) p = measure_peak_gflops(bf16_loop);
 #endif
     const std::string key = std::string("peak ") + prec_name(prec);
     bench_keep(key, std::max(p, bench_kept(key)));
@@ -210,10 +203,11 @@ void bench_first_step() {
         "124M B=%d T=%d fp32, a new model: build %.0f ms (parameters, gradients), random init %.0f ms, activations "
         "and AdamW state %.0f ms, first step %.0f ms (forward %.0f, backward %.0f, update %.0f), second %.0f ms, "
         "steady %.0f ms (median of the next %d)\n",
-        B, T, b.build_s * 1e3, b.init_s * 1e3, b.setup_s * 1e3, first * 1e3, t1.fwd * 1e3, t1.bwd * 1e3, t1.upd * 1e3, second * 1e3,
-        steady * 1e3, kSteady);
-    printf("first step / steady step: %.2fx (goal: at most 2x); build + init + setup + first step / steady step: %.2fx\n",
-           first / steady, (b.build_s + b.init_s + b.setup_s + first) / steady);
+        B, T, b.build_s * 1e3, b.init_s * 1e3, b.setup_s * 1e3, first * 1e3, t1.fwd * 1e3, t1.bwd * 1e3, t1.upd * 1e3,
+        second * 1e3, steady * 1e3, kSteady);
+    printf(
+        "first step / steady step: %.2fx (goal: at most 2x); build + init + setup + first step / steady step: %.2fx\n",
+        first / steady, (b.build_s + b.init_s + b.setup_s + first) / steady);
 }
 
 void bench_train_step(int B, int T, Precision prec) {

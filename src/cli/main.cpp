@@ -15,6 +15,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "kernels/bf16.h"
+#include "kernels/isa.h"
 
 struct Command {
     const char* name;
@@ -54,7 +55,8 @@ static void print_version() {
 #else
     const char* mpi = "no MPI";
 #endif
-    printf("gpt2.cpp %s (built with %s, %s; this CPU: %s, %d threads)\n", kVersion, omp, mpi,
+    printf("gpt2.cpp %s (built with %s, %s; kernels: %s, %s; this CPU: %s, %d threads)\n", kVersion, omp, mpi,
+           kernels_isa(), kernels_isa_how(),
            bf16_supported() ? "AVX512_BF16 for --precision bf16" : "no AVX512_BF16, --precision bf16 runs fp32",
            threads);
 }
@@ -81,6 +83,7 @@ static int finish(int rc) {
 int main(int argc, char** argv) {
     std::set_new_handler(on_out_of_memory);
     stop_install();  // signals: base/stop.h
+    kernels_isa();   // the kernels' instruction set, chosen now: a bad GPT2_ISA stops here, before any work
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         print_usage();
         if (argc < 2) fatal("missing command: expected one of the commands above");

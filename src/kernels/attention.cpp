@@ -14,6 +14,8 @@
 #include "kernels/layers.h"
 #include "kernels/simd.h"
 
+KERNELS_BEGIN
+
 namespace {
 
 const int kQBlock = 64;  // queries per block: a multiple of the gemm's register tile
@@ -253,3 +255,5 @@ void attention_backward_ref(float* dqkv, const float* dout, const float* qkv, co
                 }
             }
 }
+
+KERNELS_END

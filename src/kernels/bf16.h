@@ -6,9 +6,12 @@
 #include <cstring>
 
 #include "base/half.h"
+#include "kernels/isa.h"
 #include "kernels/simd.h"
 
 enum class Precision { kFp32, kBf16 };
+
+KERNELS_BEGIN
 
 typedef unsigned int vu16 __attribute__((vector_size(64)));
 
@@ -37,3 +40,5 @@ inline void bf16_round_serial(uint16_t* dst, const float* src, size_t n) {
     for (; i + kVecLen <= n; i += kVecLen) vbf16_store(dst + i, vf_load(src + i), kVecLen);
     if (i < n) vbf16_store(dst + i, vf_load_partial(src + i, (int)(n - i)), (int)(n - i));
 }
+
+KERNELS_END

@@ -10,6 +10,8 @@
 #include "kernels/layers.h"
 #include "kernels/simd.h"
 
+KERNELS_BEGIN
+
 namespace {
 
 float row_max(const float* z, int V) {
@@ -113,3 +115,5 @@ float crossentropy_fused_ref(float* logits, float* losses, const int* targets, b
     }
     return (float)(total / N);
 }
+
+KERNELS_END

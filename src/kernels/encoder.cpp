@@ -1,6 +1,8 @@
 // encoder.cpp: token + position embedding, forward and backward. See layers.h for shapes.
 #include "kernels/layers.h"
 
+KERNELS_BEGIN
+
 void encoder_forward(float* out, const int* tokens, const float* wte, const float* wpe, int B, int T, int C) {
 #pragma omp parallel for
     for (int i = 0; i < B * T; i++) {
@@ -29,3 +31,5 @@ void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* to
         }
     }
 }
+
+KERNELS_END

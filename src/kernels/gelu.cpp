@@ -7,6 +7,8 @@
 #include "kernels/layers.h"
 #include "kernels/simd.h"
 
+KERNELS_BEGIN
+
 static const float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
 
 namespace {
@@ -78,3 +80,5 @@ void gelu_backward_ref(float* dinp, const float* inp, const float* dout, size_t 
         dinp[i] = grad * dout[i];
     }
 }
+
+KERNELS_END

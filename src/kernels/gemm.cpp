@@ -24,6 +24,8 @@
 #include <omp.h>
 #endif
 
+KERNELS_BEGIN
+
 using namespace gemm_tile;
 
 namespace {
@@ -307,3 +309,4 @@ void gemm_ref(int M, int N, int K, const float* A, int lda, bool transA, const f
         }
 }
 
+KERNELS_END

@@ -12,6 +12,9 @@
 // from half the bytes.
 #pragma once
 #include "kernels/bf16.h"
+#include "kernels/isa.h"
+
+KERNELS_BEGIN
 
 void gemm(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB, float* C,
           int ldc, bool accumulate, Precision prec = Precision::kFp32, const uint16_t* B16 = nullptr);
@@ -21,3 +24,5 @@ void gemm_ref(int M, int N, int K, const float* A, int lda, bool transA, const f
               int ldc, bool accumulate);
 void gemm_bf16_ref(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB,
                    float* C, int ldc, bool accumulate);
+
+KERNELS_END

@@ -9,6 +9,8 @@
 #include "kernels/gemm.h"
 #include "kernels/gemm_tile.h"
 
+KERNELS_BEGIN
+
 namespace gemm_tile {
 
 // ---- bf16 operands (Precision::kBf16). vdpbf16ps multiplies pairs of bf16 values along k and adds both
@@ -179,3 +181,5 @@ void bf16_round_array(uint16_t* dst, const float* src, size_t n) {
     for (long i = 0; i < nv; i++) vbf16_store(dst + i * kVecLen, vf_load(src + i * kVecLen), kVecLen);
     for (size_t i = (size_t)nv * kVecLen; i < n; i++) dst[i] = bf16_round(src[i]);
 }
+
+KERNELS_END

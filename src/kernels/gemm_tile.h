@@ -6,12 +6,14 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/isa.h"
 #include "kernels/simd.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
+KERNELS_BEGIN
 namespace gemm_tile {
 
 // Register tile per instruction set (overridable with -DGEMM_MR/-DGEMM_NV for experiments): 8 x 48 in
@@ -106,7 +108,6 @@ __attribute__((target("avx512f"))) inline void store_tile(const __m512 (*acc)[GE
 }
 #endif
 
-
 // The bf16 operands (gemm_bf16.cpp): panels of k-pair words for vdpbf16ps, and its micro-kernel. B's
 // source is fp32 (rounded as it is packed) or the model's bf16 copy (uint16_t, read as is).
 void pack_a_bf16(uint32_t* dst, const float* A, int lda, bool trans, int i0, int mc, int k0, int kc);
@@ -115,3 +116,5 @@ void pack_b_bf16(uint32_t* dst, const T* B, int ldb, bool trans, int k0, int kc,
 void micro_kernel_bf16(int kc2, const uint32_t* a, const uint32_t* b, float* C, int ldc, int rows, int cols, bool add);
 
 }  // namespace gemm_tile
+
+KERNELS_END

@@ -5,6 +5,8 @@
 
 #include "kernels/layers.h"
 
+KERNELS_BEGIN
+
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
                        int N, int C) {
     const double eps = 1e-5;
@@ -66,3 +68,5 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
         }
     }
 }
+
+KERNELS_END

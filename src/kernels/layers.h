@@ -10,6 +10,9 @@
 #include <cstdint>
 
 #include "kernels/bf16.h"
+#include "kernels/isa.h"
+
+KERNELS_BEGIN
 
 // out (N, C) = wte[tokens] + wpe[t] (overwrites). tokens (B, T).
 void encoder_forward(float* out, const int* tokens, const float* wte, const float* wpe, int B, int T, int C);
@@ -24,6 +27,8 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                         const float* weight, const float* mean, const float* rstd, int N, int C);
 
+KERNELS_END
+
 // A weight as the matmuls read it: its fp32 values, how products with it run (bf16.h's Precision: kFp32,
 // or kBf16 for bf16 operands with fp32 accumulation, gemm.h, which needs bf16_supported()), and the copies
 // the model keeps of it in a reduced precision (bf16: the same values rounded, read instead of rounding
@@ -36,6 +41,8 @@ struct Weight {
     Precision prec;
     const uint16_t* bf16;  // or null
 };
+
+KERNELS_BEGIN
 
 // out (N, OC) = inp (N, IC) weight^T + bias; weight (OC, IC), bias (OC) or null (overwrites).
 void matmul_forward(float* out, const float* inp, const Weight& weight, const float* bias, int N, int IC, int OC);
@@ -91,3 +98,5 @@ float crossentropy_fused_ref(float* logits, float* losses, const int* targets, b
 void attention_forward_ref(float* out, float* lse, const float* qkv, int B, int T, int C, int NH);
 void attention_backward_ref(float* dqkv, const float* dout, const float* qkv, const float* lse, int B, int T, int C,
                             int NH);
+
+KERNELS_END

@@ -12,6 +12,8 @@
 #include <immintrin.h>
 #endif
 
+KERNELS_BEGIN
+
 // out (OC) = W (OC, IC) x (IC) + b for one row: every weight is read once, so it is a memory-bound dot
 // product per output (decoding's case), not a packed gemm.
 static void matvec_forward(float* out, const float* x, const float* W, const float* b, int IC, int OC) {
@@ -89,8 +91,8 @@ void matmul_forward(float* out, const float* inp, const Weight& w, const float* 
     }
 }
 
-void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                     const Weight& w, int N, int IC, int OC) {
+void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const Weight& w,
+                     int N, int IC, int OC) {
     gemm(N, IC, OC, dout, OC, false, w.f32, IC, false, dinp, IC, false, w.prec, w.bf16);  // dinp = dout W
     gemm(OC, IC, N, dout, OC, true, inp, IC, false, dweight, IC, true, w.prec);           // dW += dout^T inp
     if (!dbias) return;
@@ -104,3 +106,5 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
         }
     }
 }
+
+KERNELS_END

@@ -1,6 +1,8 @@
 // residual.cpp: the residual add, forward and backward. See layers.h.
 #include "kernels/layers.h"
 
+KERNELS_BEGIN
+
 void residual_forward(float* out, const float* a, const float* b, size_t n) {
 #pragma omp parallel for
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
@@ -13,3 +15,5 @@ void residual_backward(float* da, float* db, const float* dout, size_t n) {
         db[i] = dout[i];
     }
 }
+
+KERNELS_END

@@ -6,6 +6,8 @@
 #pragma once
 #include <cstring>
 
+#include "kernels/isa.h"
+
 #if defined(__AVX512F__) || defined(__AVX__)
 #include <immintrin.h>
 #endif
@@ -13,6 +15,8 @@
 // Without AVX-512, GCC notes that passing 64-byte vectors by value changes the ABI: every function here is
 // inline and nothing crosses a library boundary, so the note does not apply.
 #pragma GCC diagnostic ignored "-Wpsabi"
+
+KERNELS_BEGIN
 
 typedef float vf16 __attribute__((vector_size(64)));
 typedef int vi16 __attribute__((vector_size(64)));
@@ -92,3 +96,5 @@ inline vf16 vf_exp(vf16 x) {
     e = x > hi ? vf_set(__builtin_inff()) : e;
     return e;
 }
+
+KERNELS_END

@@ -5,8 +5,7 @@
 #include <cmath>
 
 #include "base/util.h"
-#include "kernels/bf16.h"
-#include "kernels/simd.h"
+#include "kernels/adamw.h"
 
 float optimizer_grad_norm(const GPT2& model) {
     // Fixed chunks summed in double lanes, then the chunk sums in order: the result does not depend on
@@ -16,21 +15,7 @@ float optimizer_grad_norm(const GPT2& model) {
     std::vector<double> partial(nchunks);
     const float* g = model.grads.data();
 #pragma omp parallel for schedule(static)
-    for (long c = 0; c < nchunks; c++) {
-        size_t i = c * chunk, end = std::min(n, i + chunk);
-        vd8 acc0{}, acc1{};
-        for (; i + kVecLen <= end; i += kVecLen) {
-            vf16 x = vf_load(g + i);
-            vd8 lo = __builtin_convertvector(__builtin_shufflevector(x, x, 0, 1, 2, 3, 4, 5, 6, 7), vd8);
-            vd8 hi = __builtin_convertvector(__builtin_shufflevector(x, x, 8, 9, 10, 11, 12, 13, 14, 15), vd8);
-            acc0 += lo * lo;
-            acc1 += hi * hi;
-        }
-        double s = 0;
-        for (int k = 0; k < 8; k++) s += acc0[k] + acc1[k];
-        for (; i < end; i++) s += (double)g[i] * g[i];
-        partial[c] = s;
-    }
+    for (long c = 0; c < nchunks; c++) partial[c] = sum_squares(g + c * chunk, std::min(chunk, n - c * chunk));
     double sum = 0;
     for (double s : partial) sum += s;
     return (float)std::sqrt(sum);
@@ -63,41 +48,28 @@ void adamw_prepare(AdamW* opt, const GPT2& model) {
 void adamw_update(AdamW* opt, GPT2* model, const AdamWConfig& cfg, float lr, float grad_scale) {
     if (opt->m.size() != model->params.size()) adamw_prepare(opt, *model);
     opt->step++;
-    const float b1 = cfg.beta1, b2 = cfg.beta2;
-    const float step_size = lr / (1.0f - powf(b1, (float)opt->step));
-    const float bc2_sqrt = sqrtf(1.0f - powf(b2, (float)opt->step));
-    // One streaming pass: each element is read and written once, in 16-float vectors, a chunk at a time;
+    AdamWStep k;
+    k.beta1 = cfg.beta1, k.beta2 = cfg.beta2, k.eps = cfg.eps, k.grad_scale = grad_scale;
+    k.step_size = lr / (1.0f - powf(cfg.beta1, (float)opt->step));
+    k.bc2_sqrt = sqrtf(1.0f - powf(cfg.beta2, (float)opt->step));
+    // One streaming pass (kernels/adamw.h): each element is read and written once, a chunk at a time;
     // after each chunk the model refreshes its copies of those weights (gpt2_params_updated: a bf16 copy
     // for --precision bf16) while they are still in cache. AdamW itself knows no precision.
-    auto update = [&](float* w, const float* g, float* m, float* v, float decay, int n) {
-        const bool full = n == kVecLen;  // constant-folded in the main loop: plain vector loads there
-        vf16 gs = (full ? vf_load(g) : vf_load_partial(g, n)) * grad_scale;
-        vf16 mv = b1 * (full ? vf_load(m) : vf_load_partial(m, n)) + (1.0f - b1) * gs;
-        vf16 vv = b2 * (full ? vf_load(v) : vf_load_partial(v, n)) + (1.0f - b2) * gs * gs;
-        vf16 denom = vf_sqrt(vv) / bc2_sqrt + cfg.eps;
-        vf16 wv = (full ? vf_load(w) : vf_load_partial(w, n)) * decay - step_size * mv / denom;
-        if (full) {
-            vf_store(m, mv), vf_store(v, vv), vf_store(w, wv);
-        } else {
-            vf_store_partial(m, mv, n), vf_store_partial(v, vv, n), vf_store_partial(w, wv, n);
-        }
-    };
-    const size_t kChunk = 64 * kVecLen;  // 4 KiB of weights: the hook reads them back from L1
+    const size_t kChunk = 1024;  // 4 KiB of weights: the hook reads them back from L1
 #pragma omp parallel
     for (const TensorInfo& t : model->param_table) {
         float* w = model->params.data() + t.offset;
         const float* g = model->grads.data() + t.offset;
         float* m = opt->m.data() + t.offset;
         float* v = opt->v.data() + t.offset;
-        const float decay = t.decay ? 1.0f - lr * cfg.weight_decay : 1.0f;
+        AdamWStep ks = k;
+        ks.decay = t.decay ? 1.0f - lr * cfg.weight_decay : 1.0f;
         const size_t n = t.numel();
         const long chunks = (long)((n + kChunk - 1) / kChunk);
 #pragma omp for schedule(static) nowait
         for (long c = 0; c < chunks; c++) {
             const size_t begin = (size_t)c * kChunk, end = std::min(n, begin + kChunk);
-            size_t o = begin;
-            for (; o + kVecLen <= end; o += kVecLen) update(w + o, g + o, m + o, v + o, decay, kVecLen);
-            if (o < end) update(w + o, g + o, m + o, v + o, decay, (int)(end - o));
+            adamw_chunk(w + begin, g + begin, m + begin, v + begin, end - begin, ks);
             gpt2_params_updated(model, t.offset + begin, end - begin);
         }
     }

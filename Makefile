@@ -21,7 +21,10 @@ OPT      ?= -O3
 CPPFLAGS ?=
 CXXFLAGS ?=
 LDFLAGS  ?=
+# What the build needs, kept apart from the packagers' variables: a CPPFLAGS or LDFLAGS given on make's
+# command line replaces every assignment to it here, -fopenmp and -DGPT2_MPI included.
 NEEDED   := -std=c++17 -Isrc -MMD -MP -Wall -Wextra -Wno-unused-parameter
+LDNEEDED :=
 BIN      ?= gpt2
 TARGET   := $(shell $(CXX) -dumpmachine 2>/dev/null)
 X86_64   := $(if $(filter x86_64-%,$(TARGET)),1,)
@@ -44,13 +47,13 @@ SAN := 1
 endif
 ifeq ($(SAN),1)
 OPT      := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
-LDFLAGS  += -fsanitize=address,undefined
+LDNEEDED += -fsanitize=address,undefined
 BUILD    := $(BUILD)/san
 BIN      := $(BUILD)/gpt2
 endif
 ifeq ($(MPI),1)
 CXX      := mpicxx
-CPPFLAGS += -DGPT2_MPI -DOMPI_SKIP_MPICXX  # the C API only
+NEEDED   += -DGPT2_MPI -DOMPI_SKIP_MPICXX  # the C API only
 BUILD    := $(BUILD)/mpi
 ifeq ($(origin BIN),file)  # not given by the user: gpt2-mpi beside gpt2 (build/san/gpt2-mpi with SAN=1)
 BIN      := $(BIN)-mpi
@@ -58,10 +61,11 @@ endif
 endif
 ifneq ($(NO_OMP),1)
 NEEDED   += -fopenmp
-LDFLAGS  += -fopenmp
+LDNEEDED += -fopenmp
 BUILD    := $(BUILD)/omp
 endif
 COMPILE  := $(CXX) $(NEEDED) $(MARCH) $(OPT) $(CPPFLAGS) $(CXXFLAGS)
+LINK     := $(LDNEEDED) $(LDFLAGS)
 
 # Run-time dispatch (ARCH=portable on x86-64, see src/kernels/isa.h): the kernels once per instruction set,
 # in build/.../isa_NAME/, linked after everything else and the baseline first, so that where the copies
@@ -77,7 +81,7 @@ ISA_FLAGS_avx512   := -march=x86-64-v4 -mtune=generic -mprefer-vector-width=512
 FLAGS_FILE := $(BUILD)/flags
 BIN_FROM   := build/linked/$(subst /,_,$(BIN))
 ifeq ($(findstring n,$(firstword -$(MAKEFLAGS))),)
-FLAGS_LINE := $(COMPILE) | $(LDFLAGS)$(if $(DISPATCH), | $(foreach i,$(ISAS),$(i): $(ISA_FLAGS_$(i))))
+FLAGS_LINE := $(COMPILE) | $(LINK)$(if $(DISPATCH), | $(foreach i,$(ISAS),$(i): $(ISA_FLAGS_$(i))))
 ifneq ($(file <$(FLAGS_FILE)),$(FLAGS_LINE))
 $(shell mkdir -p $(BUILD))
 $(file >$(FLAGS_FILE),$(FLAGS_LINE))
@@ -107,13 +111,13 @@ all: $(BIN)
 $(FLAGS_FILE) $(BIN_FROM): ;
 
 $(BIN): $(BUILD)/cli/main.o $(LIB_OBJ) $(BIN_FROM)
-	$(CXX) -o $@ $(filter %.o,$^) $(LDFLAGS)
+	$(CXX) -o $@ $(filter %.o,$^) $(LINK)
 
 $(BUILD)/run_tests: $(TEST_OBJ) $(LIB_OBJ)
-	$(CXX) -o $@ $^ $(LDFLAGS)
+	$(CXX) -o $@ $^ $(LINK)
 
 $(BUILD)/run_bench: $(BENCH_OBJ) $(LIB_OBJ)
-	$(CXX) -o $@ $^ $(LDFLAGS)
+	$(CXX) -o $@ $^ $(LINK)
 
 $(BUILD)/%.o: src/%.cpp $(FLAGS_FILE)
 	@mkdir -p $(dir $@)

@@ -54,6 +54,11 @@ check "make CXXFLAGS=... keeps what the build needs (-std=c++17 -Isrc -fopenmp)"
     eval 'for f in -std=c++17 -Isrc -fopenmp -DPKG; do [[ " $line " == *" $f "* ]] || exit 1; done'
 check "... and puts the user's flags last, so -O2 wins over the default -O3" eval '[[ "$line" == *"-O3 "*"-O2 -g"* ]]'
 check "... LDFLAGS reach the link line" eval 'dry_make LDFLAGS=-Wl,-O1 | grep -q " -o gpt2 .* -Wl,-O1"'
+# A variable given on make's command line overrides every assignment to it in the Makefile: the needed
+# -fopenmp (link) and -DGPT2_MPI (compile) must not ride on LDFLAGS or CPPFLAGS.
+check "... and keep -fopenmp there (LDFLAGS=-static, as the arm64 stage links)" \
+    eval 'dry_make LDFLAGS=-static | grep -q " -o gpt2 .* -fopenmp .*-static"'
+check "make MPI=1 CPPFLAGS=... keeps -DGPT2_MPI" eval '[[ "$(compile_line MPI=1 CPPFLAGS=-DPKG)" == *" -DGPT2_MPI "*" -DPKG "* ]]'
 check "ARCH=native is the default (-march=native)" eval '[[ "$(compile_line)" == *" -march=native "* ]]'
 check "ARCH=haswell builds for -march=haswell, in a build directory of its own" \
     eval '[[ "$(compile_line ARCH=haswell)" == *" -march=haswell "*"-o build/g++-haswell/"* ]]'

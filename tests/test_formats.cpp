@@ -268,7 +268,7 @@ TEST(adamw_matches_the_formula) {
                 double mhat = m / (1 - std::pow(cfg.beta1, step)), vhat = v / (1 - std::pow(cfg.beta2, step));
                 w -= cfg.lr * mhat / (std::sqrt(vhat) + cfg.eps);
             }
-            max_err = std::fmax(max_err, std::fabs(w - model.params[i]));
+            max_err = max_abs(max_err, w - model.params[i]);
         }
     CHECK(max_err < 1e-6);
     CHECK(opt.step == 2);

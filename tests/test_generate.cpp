@@ -42,8 +42,8 @@ TEST(kv_cache_logits_equal_full_forward) {
         for (int t = 0; t < T; t++)
             for (int v = 0; v < V; v++) {
                 double ref = model.a.logits[(size_t)t * Vp + v];
-                max_diff = std::fmax(max_diff, std::fabs(kv[(size_t)t * Vp + v] - ref));
-                max_ref = std::fmax(max_ref, std::fabs(ref));
+                max_diff = max_abs(max_diff, kv[(size_t)t * Vp + v] - ref);
+                max_ref = max_abs(max_ref, ref);
             }
         // Not bitwise: the batched prefill runs gemm over 7 rows, decoding a one-row matvec, and the two
         // sum the same products in different orders; attention is the same kernel on both paths. So the

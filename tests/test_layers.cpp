@@ -53,7 +53,7 @@ double dot(const std::vector<float>& a, const std::vector<float>& b) {
 double fd_error(std::vector<float>& x, const std::vector<float>& analytic, const std::function<double()>& loss,
                 size_t stride = 1, float h = 1e-2f) {
     double max_diff = 0, max_ref = 0;
-    for (size_t i = 0; i < x.size(); i++) max_ref = std::fmax(max_ref, std::fabs(analytic[i]));
+    for (size_t i = 0; i < x.size(); i++) max_ref = max_abs(max_ref, analytic[i]);
     for (size_t i = 0; i < x.size(); i += stride) {
         float saved = x[i];
         x[i] = saved + h;
@@ -62,7 +62,7 @@ double fd_error(std::vector<float>& x, const std::vector<float>& analytic, const
         double lm = loss();
         x[i] = saved;
         double numeric = (lp - lm) / (2.0 * h);
-        max_diff = std::fmax(max_diff, std::fabs(numeric - analytic[i]));
+        max_diff = max_abs(max_diff, numeric - analytic[i]);
     }
     return max_ref > 0 ? max_diff / max_ref : max_diff;
 }
@@ -93,7 +93,7 @@ TEST(gemm_matches_reference_on_odd_shapes) {
                             gemm(s.M, s.N, s.K, A.data(), lda, ta, B.data(), ldb, tb, C.data(), s.N, acc);
                         });
                         double max_diff = 0;
-                        for (size_t i = 0; i < C.size(); i++) max_diff = std::fmax(max_diff, std::fabs(C[i] - Cref[i]));
+                        for (size_t i = 0; i < C.size(); i++) max_diff = max_abs(max_diff, C[i] - Cref[i]);
                         // fp32 sums of K products of N(0,1) values: error ~ sqrt(K) * 2^-24 * sqrt(K)
                         CHECK(max_diff <= 1e-6 * (s.K + 10));
                         if (threads == 1) C1 = C;
@@ -111,7 +111,7 @@ TEST(gemm_matches_reference_with_c_larger_than_cache) {
     gemm(M, N, K, A.data(), K, false, B.data(), K, true, C.data(), N, false);
     gemm_ref(M, N, K, A.data(), K, false, B.data(), K, true, Cref.data(), N, false);
     double max_diff = 0;
-    for (size_t i = 0; i < C.size(); i++) max_diff = std::fmax(max_diff, std::fabs(C[i] - Cref[i]));
+    for (size_t i = 0; i < C.size(); i++) max_diff = max_abs(max_diff, C[i] - Cref[i]);
     CHECK(max_diff <= 1e-6 * (K + 10));
 }
 
@@ -169,8 +169,8 @@ TEST(gemm_bf16_matches_its_reference_on_odd_shapes) {
                     gemm_ref(s.M, s.N, s.K, A.data(), lda, ta, B.data(), ldb, tb, C32.data(), s.N, acc);
                     double max_diff = 0, gap = 0;
                     for (size_t i = 0; i < C.size(); i++) {
-                        max_diff = std::fmax(max_diff, std::fabs(C[i] - Cref[i]));
-                        gap = std::fmax(gap, std::fabs(C32[i] - Cref[i]));
+                        max_diff = max_abs(max_diff, C[i] - Cref[i]);
+                        gap = max_abs(gap, C32[i] - Cref[i]);
                     }
                     // Same operands, exact products: only fp32 summation differs, as in the fp32 test.
                     CHECK(max_diff <= 1e-6 * (s.K + 10));
@@ -197,8 +197,8 @@ TEST(matvec_bf16_matches_its_reference) {
         matmul_forward(fp32.data(), x.data(), W.data(), b.data(), 1, IC, OC);  // the unrounded product
         double diff = 0, gap = 0;
         for (int j = 0; j < OC; j++) {
-            diff = std::fmax(diff, std::fabs(out[j] - ref[j]));
-            gap = std::fmax(gap, std::fabs(fp32[j] - ref[j]));
+            diff = max_abs(diff, out[j] - ref[j]);
+            gap = max_abs(gap, fp32[j] - ref[j]);
         }
         CHECK(diff <= 1e-6 * (IC + 10));  // as gemm_bf16: only the fp32 summation order differs
         if (IC >= 70) CHECK(gap > 20 * 1e-6 * (IC + 10));
@@ -246,8 +246,8 @@ TEST(layernorm_forward_matches_pytorch_fixture) {
     layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C);
     double max_diff = 0, max_ref = 0;
     for (size_t i = 0; i < out.size(); i++) {
-        max_diff = std::fmax(max_diff, std::fabs(out[i] - ref[i]));
-        max_ref = std::fmax(max_ref, std::fabs(ref[i]));
+        max_diff = max_abs(max_diff, out[i] - ref[i]);
+        max_ref = max_abs(max_ref, ref[i]);
     }
     // The fixture is nn.LayerNorm in float64 rounded to fp32; rows have means up to 50 and scales down to
     // 1e-3, where a one-pass fp32 variance would be off by percent.
@@ -365,8 +365,8 @@ namespace {
 double rel_error(const std::vector<float>& a, const std::vector<float>& b) {
     double max_diff = 0, max_ref = 0;
     for (size_t i = 0; i < a.size(); i++) {
-        max_diff = std::fmax(max_diff, std::fabs((double)a[i] - b[i]));
-        max_ref = std::fmax(max_ref, std::fabs((double)b[i]));
+        max_diff = max_abs(max_diff, (double)a[i] - b[i]);
+        max_ref = max_abs(max_ref, (double)b[i]);
     }
     return max_ref > 0 ? max_diff / max_ref : max_diff;
 }
@@ -417,7 +417,7 @@ TEST(crossentropy_fast_matches_reference_at_gpt2_vocab) {
             exact[(size_t)i * Vp + targets[i]] -= 1.0 / N;
         }
         double max_diff = 0;
-        for (size_t k = 0; k < exact.size(); k++) max_diff = std::fmax(max_diff, std::fabs(ref[k] - exact[k]));
+        for (size_t k = 0; k < exact.size(); k++) max_diff = max_abs(max_diff, ref[k] - exact[k]);
         CHECK(max_diff <= 1e-6 / N);
     }
 }

@@ -49,8 +49,8 @@ TEST(grad_accumulation_equals_one_larger_batch) {
     }
     double max_diff = 0, max_ref = 0;
     for (size_t i = 0; i < big.grads.size(); i++) {
-        max_diff = std::fmax(max_diff, std::fabs((double)acc.grads[i] - big.grads[i]));
-        max_ref = std::fmax(max_ref, std::fabs((double)big.grads[i]));
+        max_diff = max_abs(max_diff, (double)acc.grads[i] - big.grads[i]);
+        max_ref = max_abs(max_ref, (double)big.grads[i]);
     }
     // Equal up to fp32 summation order (the batch sums rows in one pass, accumulation in k): a wrong
     // scale or a micro-batch left out would be off by O(1).
@@ -103,7 +103,7 @@ TEST(training_forward_fuses_the_classifier_backward) {
         for (int v = 0; v < V; v++) sum += std::exp(z[v] - zmax);
         for (int v = 0; v < Vp; v++) {
             double want = v < V ? (std::exp(z[v] - zmax) / sum - (v == y[i])) / N : 0.0;
-            max_diff = std::fmax(max_diff, std::fabs(train.a.logits[(size_t)i * Vp + v] - want));
+            max_diff = max_abs(max_diff, train.a.logits[(size_t)i * Vp + v] - want);
         }
     }
     CHECK(max_diff <= 1e-6 / N);

@@ -9,14 +9,19 @@
 CXX      ?= g++
 # Flags as packagers pass them: CPPFLAGS, CXXFLAGS and LDFLAGS add to what the build needs and come last,
 # so `make CXXFLAGS=-O2` overrides OPT (the default optimisation). ARCH picks the target:
-#   native    (the default) -march=native: the fastest code for the build machine, which it may need;
-#   portable  any CPU of the compiler's architecture (on x86-64: kernels for AVX-512, AVX2+FMA and the
-#             x86-64 baseline in one binary, chosen at run time; GPT2_ISA=avx2 or baseline forces a lower one);
-#   none      no -march at all (a cross compiler's default, or your own in CXXFLAGS);
+#   native    (the default but for cross compilers) -march=native: the fastest code for the build machine,
+#             which it may need;
+#   portable  (a cross compiler's default) any CPU of the compiler's architecture (on x86-64: kernels for
+#             AVX-512, AVX2+FMA and the x86-64 baseline in one binary, chosen at run time; GPT2_ISA=avx2 or
+#             baseline forces a lower one; on aarch64: ARMv8-A with NEON);
+#   none      no -march at all (the compiler's own default, or your own in CXXFLAGS);
 #   any other value is passed as -march=ARCH (haswell, x86-64-v3, armv8.2-a, ...).
 # Objects go to build/ for g++ with ARCH=native, else to build/COMPILER-ARCH/; a change of flags
 # rebuilds them (build/.../flags holds the compile line they were built with).
-ARCH     ?= native
+# A cross compiler: its target's CPU or system is not this machine's (-march=native would describe this one).
+TARGET   := $(shell $(CXX) -dumpmachine 2>/dev/null)
+CROSS    := $(if $(TARGET),$(if $(filter $(shell uname -m)-%,$(TARGET)),$(findstring mingw,$(TARGET)),1),)
+ARCH     ?= $(if $(CROSS),portable,native)
 OPT      ?= -O3
 CPPFLAGS ?=
 CXXFLAGS ?=
@@ -26,7 +31,6 @@ LDFLAGS  ?=
 NEEDED   := -std=c++17 -Isrc -MMD -MP -Wall -Wextra -Wno-unused-parameter
 LDNEEDED :=
 BIN      ?= gpt2
-TARGET   := $(shell $(CXX) -dumpmachine 2>/dev/null)
 X86_64   := $(if $(filter x86_64-%,$(TARGET)),1,)
 ifeq ($(ARCH),native)
 MARCH    := -march=native
@@ -104,7 +108,7 @@ TEST_OBJ  := $(patsubst tests/%.cpp,$(BUILD)/tests/%.o,$(TEST_SRC))
 BENCH_SRC := $(wildcard tests/bench*.cpp)
 BENCH_OBJ := $(patsubst tests/%.cpp,$(BUILD)/tests/%.o,$(BENCH_SRC))
 
-.PHONY: all test test-ref test-mpi test-portable check bench bench-full portable-bench data format clean node-deps
+.PHONY: all test test-ref test-mpi test-portable test-arm64 check bench bench-full portable-bench data format clean node-deps
 all: $(BIN)
 
 # Written when the Makefile is read; this rule only lets a dry run go on without them.
@@ -171,6 +175,14 @@ PORTABLE_DIR := build/$(COMPILER)-portable/omp
 test-portable: $(BIN)
 	$(MAKE) -s ARCH=portable SAN= DEBUG= MPI= NO_OMP= BIN=$(PORTABLE_DIR)/gpt2 $(PORTABLE_DIR)/gpt2 $(PORTABLE_DIR)/run_tests
 	GPT2=./$(BIN) GPT2_PORTABLE=$(PORTABLE_DIR)/gpt2 PORTABLE_TESTS=$(PORTABLE_DIR)/run_tests bash tests/run.sh tests/portable.sh
+
+# ARM64: Debian's cross compiler builds gpt2 and the unit tests for aarch64 (ARCH=portable: ARMv8-A with
+# NEON), and tests/arm64.sh runs them under qemu-aarch64 beside the native build.
+ARM64_CXX := aarch64-linux-gnu-g++
+ARM64_DIR := build/$(ARM64_CXX)-portable/omp
+test-arm64: $(BIN)
+	$(MAKE) -s CXX=$(ARM64_CXX) ARCH=portable SAN= DEBUG= MPI= NO_OMP= BIN=$(ARM64_DIR)/gpt2 $(ARM64_DIR)/gpt2 $(ARM64_DIR)/run_tests
+	GPT2=./$(BIN) GPT2_ARM64=$(ARM64_DIR)/gpt2 ARM64_TESTS=$(ARM64_DIR)/run_tests bash tests/run.sh tests/arm64.sh
 
 check:
 	bash tests/check.sh

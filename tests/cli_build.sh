@@ -70,12 +70,21 @@ tree=$TEST_TMP/tree
 mkdir -p $tree && cp -r Makefile src $tree/
 cat >$TEST_TMP/fakecxx <<'EOS'
 #!/usr/bin/env bash
-# A compiler that writes only its -o file, and logs each call (but -dumpmachine, which make asks once).
-[ "$1" = -dumpmachine ] && exit 0
+# A compiler that writes only its -o file, and logs each call (but -dumpmachine, which make asks once: it
+# answers $FAKE_TARGET).
+[ "$1" = -dumpmachine ] && { echo "${FAKE_TARGET:-}"; exit 0; }
 echo "$*" >>"$(dirname "$0")/fakecxx.log"
 while [ $# -gt 0 ]; do [ "$1" = -o ] && { : >"$2"; exit 0; }; shift; done
 EOS
 chmod +x $TEST_TMP/fakecxx
+# cross_line TARGET: the line compiling cli/main.cpp when the compiler's target is TARGET.
+cross_line() { FAKE_TARGET=$1 compile_line CXX=$TEST_TMP/fakecxx; }
+check "a compiler for this machine ($(uname -m)-linux-gnu) builds ARCH=native by default" \
+    eval '[[ "$(cross_line $(uname -m)-linux-gnu)" == *" -march=native "*"-o build/fakecxx-native/"* ]]'
+for target in aarch64-linux-gnu x86_64-w64-mingw32; do
+    check "a cross compiler ($target) builds ARCH=portable by default, without -march=native" \
+        eval '[[ "$(cross_line $target)" == *"-o build/fakecxx-portable/"* && "$(cross_line $target)" != *"-march=native"* ]]'
+done
 # fake_make ARGS...: make in the copy with the stand-in compiler; prints its calls: "compile N" and the
 # binaries it linked.
 fake_make() {

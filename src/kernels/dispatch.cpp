@@ -175,6 +175,8 @@ const char* kernels_isa() {
     return "avx2";
 #elif defined(__x86_64__)
     return "baseline";
+#elif defined(__aarch64__)
+    return "neon";  // the gemm's micro-kernel; the other kernels' generic vectors become NEON too
 #else
     return "generic vectors";
 #endif

@@ -1,7 +1,7 @@
 // gemm.cpp: packed, cache-blocked matrix multiply (see gemm.h); the bf16 operands' packing and kernel are
 // gemm_bf16.cpp's, the shared tile sizes gemm_tile.h's. The micro-kernel keeps an MR x NR tile of C in
 // registers and streams packed panels of A (MR rows) and B (NR columns); it is
-// written with AVX-512 or AVX2 intrinsics, chosen at compile time from the target (-march), with a
+// written with AVX-512, AVX2 or NEON intrinsics, chosen at compile time from the target (-march), with a
 // vector-extension kernel for anything else. Blocking follows the usual BLIS scheme (Goto & van de
 // Geijn, 2008): B's KC x NC block in L2, its KC x NR micro-panel in L1 across the MR-row panels of A.
 #include "kernels/gemm.h"
@@ -18,6 +18,8 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
 #endif
 
 #ifdef _OPENMP
@@ -153,6 +155,39 @@ void micro_kernel(int kc, const float* a, const float* b, float* C, int ldc, int
         for (int v = 0; v < NV; v++) _mm256_storeu_ps(tile + 8 * v, acc[r][v]);
         float* c = C + (size_t)r * ldc;
         for (int j = 0; j < cols; j++) c[j] = add ? c[j] + tile[j] : tile[j];
+    }
+}
+#elif defined(__aarch64__)
+// The same with NEON's 4-float q registers: MR x NR/4 accumulators (6 x 4 = 24 of the 32), multiplied by
+// lanes of A. The generic kernel below keeps its 64-byte vectors in memory on aarch64 (GCC 12: per k,
+// 16 fmla against 26 stack loads and stores); here the inner loop is 24 fmla and 5 loads.
+void micro_kernel(int kc, const float* a, const float* b, float* C, int ldc, int rows, int cols, bool add) {
+    const int NV = 4 * GEMM_NV;
+    float32x4_t acc[MR][NV];
+    for (int r = 0; r < MR; r++)
+        for (int v = 0; v < NV; v++) acc[r][v] = vdupq_n_f32(0.0f);
+    static_assert(MR == 6, "the NEON kernel multiplies by the lanes of A's 6 values in two registers");
+    for (int k = 0; k < kc; k++) {
+        // 24 accumulators + 4 of B + 2 of A: 30 of the 32 registers (6 broadcast values would spill)
+        const float32x4_t a03 = vld1q_f32(a + k * MR);
+        const float32x2_t a45 = vld1_f32(a + k * MR + 4);
+        for (int v = 0; v < NV; v++) {
+            const float32x4_t bv = vld1q_f32(b + (size_t)k * NR + 4 * v);
+            acc[0][v] = vfmaq_laneq_f32(acc[0][v], bv, a03, 0);
+            acc[1][v] = vfmaq_laneq_f32(acc[1][v], bv, a03, 1);
+            acc[2][v] = vfmaq_laneq_f32(acc[2][v], bv, a03, 2);
+            acc[3][v] = vfmaq_laneq_f32(acc[3][v], bv, a03, 3);
+            acc[4][v] = vfmaq_lane_f32(acc[4][v], bv, a45, 0);
+            acc[5][v] = vfmaq_lane_f32(acc[5][v], bv, a45, 1);
+        }
+    }
+    // the whole tile first: indexing acc by the run-time `rows` would keep it in memory throughout
+    float tile[MR][NR];
+    for (int r = 0; r < MR; r++)
+        for (int v = 0; v < NV; v++) vst1q_f32(&tile[r][4 * v], acc[r][v]);
+    for (int r = 0; r < rows; r++) {
+        float* c = C + (size_t)r * ldc;
+        for (int j = 0; j < cols; j++) c[j] = add ? c[j] + tile[r][j] : tile[r][j];
     }
 }
 #else

@@ -18,11 +18,15 @@ namespace gemm_tile {
 
 // Register tile per instruction set (overridable with -DGEMM_MR/-DGEMM_NV for experiments): 8 x 48 in
 // 24 zmm accumulators with AVX-512 (10-20% faster than 8 x 32 on the backward products here, and 48
-// divides every GPT-2 width: 768, 2304, 3072, 50304); 6 x 16 in 12 ymm with AVX2; 4 x 16 elsewhere.
+// divides every GPT-2 width: 768, 2304, 3072, 50304); 6 x 16 in 12 ymm with AVX2 and in 24 q registers with
+// NEON; 4 x 16 elsewhere.
 #if defined(__AVX512F__)
 #define GEMM_ISA_MR 8
 #define GEMM_ISA_NV 3
 #elif defined(__AVX2__) && defined(__FMA__)
+#define GEMM_ISA_MR 6
+#define GEMM_ISA_NV 1
+#elif defined(__aarch64__)
 #define GEMM_ISA_MR 6
 #define GEMM_ISA_NV 1
 #else

@@ -25,12 +25,7 @@ A=(train --model $TRAINED --train $TOK --val $TOK --val-every 10 --val-batches 4
    --lr 3e-3 --warmup 2)
 W=$TEST_TMP
 
-# max |a - b| / max |b| over two logs' train and val losses, or over two safetensors files' data
-losses() { grep -o '"[a-z_]*loss":[-0-9.enan]*' "$1" | cut -d: -f2; }
-rel_close() {
-    paste "$1" "$2" | awk -v tol=1e-5 '{ d = $1 - $2; if (d < 0) d = -d; if (d > md) md = d; m = $2 < 0 ? -$2 : $2;
-        if (m > mr) mr = m; n++ } END { printf "%d values, max |a - b| / max |b| = %.3g\n", n, md / mr; exit !(n > 0 && md / mr <= tol) }'
-}
+# max |a - b| / max |b| over two safetensors files' data (the logs': rel_close in lib.sh)
 # Model agreement, leaving out the keys' third of every c_attn.bias: its true gradient is zero (a bias on
 # the keys adds the same q.b to every score of a query, which softmax ignores), so what it holds is
 # rounding noise scaled up by Adam to +-lr steps, in any implementation: the same run in 1 and 2 threads
@@ -54,7 +49,7 @@ st_rel() {
 "$GPT2_MPI" "${A[@]}" -B 4 --steps 20 --log $W/one.jsonl --out $W/one >$W/one.out 2>&1
 "${MPIRUN[@]}" -np 2 "$GPT2_MPI" "${A[@]}" -B 2 --steps 20 --log $W/two.jsonl --out $W/two >$W/two.out 2>&1
 check "2 ranks x B=2: training exits 0" test -f $W/two/model.safetensors
-losses $W/one.jsonl >$W/l1; losses $W/two.jsonl >$W/l2
+log_losses $W/one.jsonl >$W/l1; log_losses $W/two.jsonl >$W/l2
 check "2 ranks x B=2 give the 20 train and 2 val losses of 1 x B=4 (1e-5 relative)" \
     eval '[ $(wc -l <$W/l1) = 22 ] && [ $(wc -l <$W/l2) = 22 ] && rel_close $W/l1 $W/l2'
 cat $TEST_TMP/out
@@ -68,7 +63,7 @@ check "rank 0 alone prints: one 'saved' line" test "$(grep -c '^saved ' $W/two.o
 # Resume under MPI: 10 steps, then 10 more from the checkpoint, equal the straight 20.
 "${MPIRUN[@]}" -np 2 "$GPT2_MPI" "${A[@]}" -B 2 --steps 20 --stop-after 10 --log $W/r.jsonl --out $W/r >/dev/null 2>&1
 "${MPIRUN[@]}" -np 2 "$GPT2_MPI" train --resume $W/r --log $W/r.jsonl >$W/r.out 2>&1
-losses $W/r.jsonl >$W/lr
+log_losses $W/r.jsonl >$W/lr
 check "2 ranks: stopped at 10 and resumed under mpirun, the same 22 losses as straight through" cmp $W/lr $W/l2
 check "... and the same model" cmp $W/r/model.safetensors $W/two/model.safetensors
 

@@ -40,17 +40,11 @@ check "... and writes nothing" test ! -e $W/never
 check_error "GPT2_ISA given to a build without dispatch" "this build has one kernel set" env GPT2_ISA=avx2 "$GPT2" --version
 
 env -u GPT2_ISA "$GPT2" train "${tiny[@]}" --log $W/native.jsonl >/dev/null 2>&1
-losses() { grep -o '"[a-z_]*loss":[-0-9.enan]*' "$1" | cut -d: -f2; }
-# same_losses A B: the two logs' losses agree to 1e-5 relative, and there are as many.
-same_losses() {
-    paste <(losses "$1") <(losses "$2") | awk 'NF != 2 { bad = 1 } { d = $1 - $2; if (d < 0) d = -d; a = $2 < 0 ? -$2 : $2;
-        if (d > 1e-5 * a) bad = 1; n++ } END { exit bad || n < 20 }'
-}
 for isa in $sets; do
     out=$(GPT2_ISA=$isa "$UNIT" 2>&1 | tail -1)
-    check "unit tests with GPT2_ISA=$isa: $out" eval 'GPT2_ISA=$isa "$UNIT" >/dev/null 2>&1'
+    check "unit tests with GPT2_ISA=$isa: $out" eval '[[ "$out" == *" 0 failed"* ]]'
     GPT2_ISA=$isa "$P" train "${tiny[@]}" --log $W/$isa.jsonl >/dev/null 2>&1
-    check "a tiny run with GPT2_ISA=$isa gives the native build's losses" same_losses $W/$isa.jsonl $W/native.jsonl
+    check "a tiny run with GPT2_ISA=$isa gives the native build's losses" logs_close $W/$isa.jsonl $W/native.jsonl
 done
 
 # Emulated CPUs without AVX-512 and without AVX.
@@ -67,7 +61,7 @@ for cpu in Haswell:avx2 qemu64:baseline; do
         env GPT2_ISA=avx512 "${Q[@]}" "$P" --version
     env -u GPT2_ISA "${Q[@]}" "$P" train "${tiny[@]}" --out $W/q_$isa --log $W/q_$isa.jsonl >$W/q_$isa.out 2>&1
     check "... a tiny run trains there (exit 0, no SIGILL)" grep -q "val loss" $W/q_$isa.out
-    check "... and gives the native build's losses" same_losses $W/q_$isa.jsonl $W/native.jsonl
+    check "... and gives the native build's losses" logs_close $W/q_$isa.jsonl $W/native.jsonl
     check "... generate runs there" bash -c "env -u GPT2_ISA ${Q[*]} '$P' generate --model $W/q_$isa --prompt-ids 1,2,3 \
         --max-tokens 8 --ids >/dev/null 2>&1"
     if [ $isa = baseline ]; then  # the widest gap: every AVX path must be unused (70 s under emulation)

@@ -63,9 +63,19 @@ ifeq ($(origin BIN),file)  # not given by the user: gpt2-mpi beside gpt2 (build/
 BIN      := $(BIN)-mpi
 endif
 endif
+# OpenMP: -fopenmp for g++ and for clang with libomp-dev. Apple's clang takes OpenMP only through the
+# preprocessor, with Homebrew's libomp (brew install libomp); untested here.
+ifeq ($(shell uname -s),Darwin)
+LIBOMP   ?= $(shell brew --prefix libomp 2>/dev/null)
+OMP_CXX  ?= -Xpreprocessor -fopenmp -I$(LIBOMP)/include
+OMP_LD   ?= -L$(LIBOMP)/lib -lomp
+else
+OMP_CXX  ?= -fopenmp
+OMP_LD   ?= -fopenmp
+endif
 ifneq ($(NO_OMP),1)
-NEEDED   += -fopenmp
-LDNEEDED += -fopenmp
+NEEDED   += $(OMP_CXX)
+LDNEEDED += $(OMP_LD)
 BUILD    := $(BUILD)/omp
 endif
 COMPILE  := $(CXX) $(NEEDED) $(MARCH) $(OPT) $(CPPFLAGS) $(CXXFLAGS)
@@ -108,7 +118,7 @@ TEST_OBJ  := $(patsubst tests/%.cpp,$(BUILD)/tests/%.o,$(TEST_SRC))
 BENCH_SRC := $(wildcard tests/bench*.cpp)
 BENCH_OBJ := $(patsubst tests/%.cpp,$(BUILD)/tests/%.o,$(BENCH_SRC))
 
-.PHONY: all test test-ref test-mpi test-portable test-arm64 check bench bench-full portable-bench data format clean node-deps
+.PHONY: all test test-ref test-mpi test-portable test-arm64 test-clang check bench bench-full portable-bench data format clean node-deps
 all: $(BIN)
 
 # Written when the Makefile is read; this rule only lets a dry run go on without them.
@@ -175,6 +185,11 @@ PORTABLE_DIR := build/$(COMPILER)-portable/omp
 test-portable: $(BIN)
 	$(MAKE) -s ARCH=portable SAN= DEBUG= MPI= NO_OMP= BIN=$(PORTABLE_DIR)/gpt2 $(PORTABLE_DIR)/gpt2 $(PORTABLE_DIR)/run_tests
 	GPT2=./$(BIN) GPT2_PORTABLE=$(PORTABLE_DIR)/gpt2 PORTABLE_TESTS=$(PORTABLE_DIR)/run_tests bash tests/run.sh tests/portable.sh
+
+# Clang with libomp-dev (macOS's compiler, on Linux): the whole of make test, built in a directory of its own.
+CLANG_CXX := clang++
+test-clang:
+	$(MAKE) -s CXX=$(CLANG_CXX) SAN= DEBUG= MPI= NO_OMP= BIN=build/$(CLANG_CXX)-$(ARCH)/omp/gpt2 test
 
 # ARM64: Debian's cross compiler builds gpt2 and the unit tests for aarch64 (ARCH=portable: ARMv8-A with
 # NEON), and tests/arm64.sh runs them under qemu-aarch64 beside the native build.

@@ -11,11 +11,12 @@ die() { echo "error: $1" >&2; exit 1; }
 
 # build: ./gpt2 (g++ with OpenMP, stb headers) and `make data` (curl + certificates when downloading).
 build=(g++ make libstb-dev ca-certificates curl)
-# test: `make check` (PyTorch references, OpenBLAS for torch, clang + libFuzzer runtime for make fuzz, node and
-# npm for the tokenizer's oracle tiktoken, whose npm packages `make node-deps` installs, OpenMPI for make MPI=1
-# and its mpirun test, full perl for the Compress::Zlib that tests/cli_plot.sh decodes PNGs with, qemu-user
-# and the aarch64 cross compiler for make test-portable and make test-arm64).
-test=("${build[@]}" python3 python3-torch python3-numpy python3-regex libopenblas0-pthread clang libclang-rt-14-dev
+# test: `make check` (PyTorch references, OpenBLAS for torch, clang + libFuzzer runtime for make fuzz and
+# libomp for make test-clang, node and npm for the tokenizer's oracle tiktoken, whose npm packages
+# `make node-deps` installs, OpenMPI for make MPI=1 and its mpirun test, full perl for the Compress::Zlib that
+# tests/cli_plot.sh decodes PNGs with, qemu-user and the aarch64 cross compiler for make test-portable and
+# make test-arm64).
+test=("${build[@]}" python3 python3-torch python3-numpy python3-regex libopenblas0-pthread clang libclang-rt-14-dev libomp-dev
       nodejs npm openmpi-bin libopenmpi-dev perl qemu-user g++-aarch64-linux-gnu)
 
 list=0 set=""

@@ -12,11 +12,11 @@ source "$(dirname "$0")/lib.sh"
 if ! command -v make >/dev/null; then
     skip "make not found"; summary; exit
 fi
-# The outer `make test SAN=1` would hand its flags and variables to these makes through MAKEFLAGS and,
-# for a variable set on its command line, through the environment.
-dry_make() {
-    env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u SAN -u DEBUG -u MPI -u NO_OMP -u BIN make -n -B "$@" 2>&1
-}
+# The outer `make test SAN=1` (or CXX=clang++) would hand its flags and variables to these makes through
+# MAKEFLAGS and, for a variable set on its command line, through the environment.
+clean_env=(env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u SAN -u DEBUG -u MPI -u NO_OMP -u BIN -u CXX -u ARCH -u OPT
+           -u CPPFLAGS -u CXXFLAGS -u LDFLAGS)
+dry_make() { "${clean_env[@]}" make -n -B "$@" 2>&1; }
 # linked_bin ARGS...: the file the link line of `make ARGS` writes (the -o of the command naming cli/main.o).
 linked_bin() { dry_make "$@" | grep '/cli/main\.o ' | grep -v ' -c ' | sed -n 's/.* -o \([^ ]*\) .*/\1/p'; }
 
@@ -89,8 +89,7 @@ done
 # binaries it linked.
 fake_make() {
     rm -f $TEST_TMP/fakecxx.log
-    (cd $tree && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u SAN -u DEBUG -u MPI -u NO_OMP -u BIN \
-        make -s CXX=$TEST_TMP/fakecxx "$@" >/dev/null 2>&1)
+    (cd $tree && "${clean_env[@]}" make -s CXX=$TEST_TMP/fakecxx "$@" >/dev/null 2>&1)
     [ -f $TEST_TMP/fakecxx.log ] || { echo nothing; return; }
     echo "compile $(grep -c -- ' -c ' $TEST_TMP/fakecxx.log) $(grep -v -- ' -c ' $TEST_TMP/fakecxx.log | sed -n 's/^-o \([^ ]*\) .*/\1/p' | tr '\n' ' ')"
 }

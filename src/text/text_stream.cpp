@@ -14,8 +14,6 @@
 
 namespace {
 
-const size_t kReadBlock = 1 << 20;
-
 int64_t regular_size(int fd) {
     struct stat st;
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) return (int64_t)st.st_size;

@@ -197,8 +197,8 @@ WIN_CXX := x86_64-w64-mingw32-g++
 WIN_DIR := build/$(WIN_CXX)-portable/omp
 windows:
 	$(MAKE) -s CXX=$(WIN_CXX) ARCH=portable SAN= DEBUG= MPI= NO_OMP= BIN=$(WIN_DIR)/gpt2.exe $(WIN_DIR)/gpt2.exe $(WIN_DIR)/run_tests.exe
-test-windows: windows
-	GPT2_WIN=$(WIN_DIR)/gpt2.exe WIN_TESTS=$(WIN_DIR)/run_tests.exe bash tests/run.sh tests/windows.sh
+test-windows: $(BIN) windows
+	GPT2=./$(BIN) GPT2_WIN=$(WIN_DIR)/gpt2.exe WIN_TESTS=$(WIN_DIR)/run_tests.exe bash tests/run.sh tests/windows.sh
 
 check:
 	bash tests/check.sh

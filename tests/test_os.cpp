@@ -5,10 +5,11 @@
 #include <cstdlib>
 
 #ifndef _WIN32
-#include <climits>
-#include <csignal>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <climits>
+#include <csignal>
 
 bool test_os_run_child(void (*fn)(), int* exit_code, std::string* err) {
     int fds[2];

@@ -24,7 +24,8 @@ bool os_stat(const std::string& path, FileInfo* info);   // follows a symbolic l
 bool os_lstat(const std::string& path, FileInfo* info);  // describes the link itself
 bool os_fstat(int fd, FileInfo* info);
 bool same_file(const FileInfo& a, const FileInfo& b);  // same dev and inode
-bool os_unlink(const char* path);  // async-signal-safe on POSIX (stop.cpp calls it in a handler)
+// async-signal-safe on POSIX: stop.cpp calls it in a signal handler
+bool os_unlink(const char* path);
 bool os_mkdir(const std::string& path);  // mode 0755
 bool os_rmdir(const std::string& path);  // only an empty directory
 // Renames `from` to `to`, replacing `to` when it is a file (atomically where the system can).
@@ -38,14 +39,14 @@ void os_dir_fsync(const std::string& dir);  // makes renames inside it durable; 
 // pattern in a directory part). No match is true and empty.
 bool os_glob(const std::string& pattern, std::vector<std::string>* paths);
 FILE* os_fopen_read(const std::string& path);  // fopen(path, "rb")
-const char* os_null_device();              // "/dev/null", "NUL"
+const char* os_null_device();                  // "/dev/null", "NUL"
 
 // ---- file descriptors. Only publish.cpp opens files for writing (tests/cli_rules.sh).
-int os_open_read(const std::string& path);           // non-blocking: opening a FIFO does not hang
-int os_open_read_nofollow(const std::string& path);  // os_open_read, failing on a symbolic link
+int os_open_read(const std::string& path);                      // non-blocking: opening a FIFO does not hang
+int os_open_read_nofollow(const std::string& path);             // os_open_read, failing on a symbolic link
 int os_create_exclusive(const std::string& path, bool append);  // never follows or truncates a name
-int os_open_append(const std::string& path);         // an existing file, never through a link
-int os_open_lock(const std::string& path);           // read-write, created when missing, never a link
+int os_open_append(const std::string& path);                    // an existing file, never through a link
+int os_open_lock(const std::string& path);                      // read-write, created when missing, never a link
 // Reads or writes part (a return short of n) or -1; EINTR is retried inside.
 long os_read(int fd, void* buf, size_t n);
 long os_write(int fd, const void* buf, size_t n);
@@ -68,9 +69,9 @@ void os_map_release(void* map, size_t bytes);
 // Asks for huge pages for [p, p+bytes) (2 MiB aligned) and faults them in on all threads; false where
 // not offered (the caller's zeroing then faults the pages in).
 bool os_prefault_huge(void* p, size_t bytes);
-size_t os_memory_available();
+size_t os_memory_available();                        // bytes the system could give now, 0 when unknown
 void* os_aligned_alloc(size_t align, size_t bytes);  // aligned_alloc; free with os_aligned_free
-void os_aligned_free(void* p);  // bytes the system could give this process now, 0 when unknown
+void os_aligned_free(void* p);
 
 // ---- processes and terminals
 long os_getpid();
@@ -87,9 +88,9 @@ double os_self_cpu_s();  // CPU seconds of this process, all threads, user and s
 // ---- signals (only stop.cpp calls these)
 // The signals that ask a command to stop: SIGINT, SIGTERM, SIGHUP (Windows: SIGINT, SIGTERM, SIGBREAK).
 extern const int kOsStopSignals[3];
-// Installs fn for sig, restarting interrupted calls. SIGPIPE and SIGXFSZ ignored where they exist; fault
-// (a read of a mapped page that the file no longer has, SIGBUS) goes to on_fault unless os_guard_fault is
-// running, where it returns to it instead.
+// Installs on_stop for each stop signal, restarting interrupted calls; SIGPIPE and SIGXFSZ are ignored
+// where they exist. A fault (SIGBUS: a read of a mapped page the file no longer has) goes to on_fault,
+// unless os_guard_fault is running, which it then returns to instead.
 void os_signals_install(void (*on_stop)(int), void (*on_fault)(int));
 // Ends the process as `sig` would have (its default action).
 [[noreturn]] void os_signal_end(int sig);

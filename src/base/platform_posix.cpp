@@ -1,12 +1,8 @@
 // platform_posix.cpp: platform.h on POSIX systems (Linux first: /proc/stat, /proc/meminfo, renameat2 and
 // madvise's huge pages are used where they exist). The whole file is skipped on Windows.
 #ifndef _WIN32
-#include "base/platform.h"
-
 #include <dirent.h>
 #include <fcntl.h>
-#include <glob.h>
-#include <sched.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -19,6 +15,10 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <glob.h>
+#include <sched.h>
+
+#include "base/platform.h"
 
 void os_init() {}
 
@@ -127,25 +127,29 @@ int os_open_lock(const std::string& path) {
 
 long os_read(int fd, void* buf, size_t n) {
     ssize_t r;
-    while ((r = read(fd, buf, n)) < 0 && errno == EINTR) {}
+    while ((r = read(fd, buf, n)) < 0 && errno == EINTR) {
+    }
     return (long)r;
 }
 
 long os_write(int fd, const void* buf, size_t n) {
     ssize_t w;
-    while ((w = write(fd, buf, n)) < 0 && errno == EINTR) {}
+    while ((w = write(fd, buf, n)) < 0 && errno == EINTR) {
+    }
     return (long)w;
 }
 
 long os_pread(int fd, void* buf, size_t n, uint64_t offset) {
     ssize_t r;
-    while ((r = pread(fd, buf, n, (off_t)offset)) < 0 && errno == EINTR) {}
+    while ((r = pread(fd, buf, n, (off_t)offset)) < 0 && errno == EINTR) {
+    }
     return (long)r;
 }
 
 long os_pwrite(int fd, const void* buf, size_t n, uint64_t offset) {
     ssize_t w;
-    while ((w = pwrite(fd, buf, n, (off_t)offset)) < 0 && errno == EINTR) {}
+    while ((w = pwrite(fd, buf, n, (off_t)offset)) < 0 && errno == EINTR) {
+    }
     return (long)w;
 }
 

@@ -4,17 +4,17 @@
 // directory swap in one step (os_exchange fails, publish.cpp then renames twice) and faults of a shrunk
 // mapping (Windows does not let a mapped file shrink). The whole file is skipped elsewhere.
 #ifdef _WIN32
-#include "base/platform.h"
-
 #include <fcntl.h>
-#include <io.h>
-#include <windows.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <io.h>
+#include <windows.h>
+
+#include "base/platform.h"
 
 namespace {
 
@@ -35,19 +35,19 @@ std::string narrow(const wchar_t* w) {
 // errno for the last Win32 error, so callers print strerror as on POSIX; returns false for one-line use.
 bool fail_errno() {
     switch (GetLastError()) {
-    case ERROR_FILE_NOT_FOUND:
-    case ERROR_PATH_NOT_FOUND:
-    case ERROR_INVALID_NAME: errno = ENOENT; break;
-    case ERROR_FILE_EXISTS:
-    case ERROR_ALREADY_EXISTS: errno = EEXIST; break;
-    case ERROR_ACCESS_DENIED: errno = EACCES; break;
-    case ERROR_SHARING_VIOLATION:
-    case ERROR_LOCK_VIOLATION: errno = EBUSY; break;
-    case ERROR_DIR_NOT_EMPTY: errno = ENOTEMPTY; break;
-    case ERROR_DISK_FULL:
-    case ERROR_HANDLE_DISK_FULL: errno = ENOSPC; break;
-    case ERROR_DIRECTORY: errno = ENOTDIR; break;
-    default: errno = EIO;
+        case ERROR_FILE_NOT_FOUND:
+        case ERROR_PATH_NOT_FOUND:
+        case ERROR_INVALID_NAME: errno = ENOENT; break;
+        case ERROR_FILE_EXISTS:
+        case ERROR_ALREADY_EXISTS: errno = EEXIST; break;
+        case ERROR_ACCESS_DENIED: errno = EACCES; break;
+        case ERROR_SHARING_VIOLATION:
+        case ERROR_LOCK_VIOLATION: errno = EBUSY; break;
+        case ERROR_DIR_NOT_EMPTY: errno = ENOTEMPTY; break;
+        case ERROR_DISK_FULL:
+        case ERROR_HANDLE_DISK_FULL: errno = ENOSPC; break;
+        case ERROR_DIRECTORY: errno = ENOTDIR; break;
+        default: errno = EIO;
     }
     return false;
 }
@@ -68,8 +68,8 @@ bool handle_info(HANDLE h, FileInfo* info) {
     BY_HANDLE_FILE_INFORMATION bi;
     if (!GetFileInformationByHandle(h, &bi)) return fail_errno();
     info->kind = bi.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT ? FileKind::symlink
-                 : bi.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY  ? FileKind::directory
-                                                                   : FileKind::regular;
+                 : bi.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY   ? FileKind::directory
+                                                                    : FileKind::regular;
     info->size = ((uint64_t)bi.nFileSizeHigh << 32) | bi.nFileSizeLow;
     info->dev = bi.dwVolumeSerialNumber;
     info->ino = ((uint64_t)bi.nFileIndexHigh << 32) | bi.nFileIndexLow;
@@ -129,9 +129,7 @@ void os_init() {
 // ---- files by name
 
 bool os_stat(const std::string& path, FileInfo* info) { return path_info(path, info, 0); }
-bool os_lstat(const std::string& path, FileInfo* info) {
-    return path_info(path, info, FILE_FLAG_OPEN_REPARSE_POINT);
-}
+bool os_lstat(const std::string& path, FileInfo* info) { return path_info(path, info, FILE_FLAG_OPEN_REPARSE_POINT); }
 bool os_fstat(int fd, FileInfo* info) {
     HANDLE h = fd_handle(fd);
     if (h == INVALID_HANDLE_VALUE) return errno = EBADF, false;
@@ -175,7 +173,8 @@ bool os_glob(const std::string& pattern, std::vector<std::string>* paths) {
     std::vector<std::string> names;
     if (!os_dir_list(dir.empty() ? "." : dir, &names)) return errno == ENOENT || errno == ENOTDIR;
     for (const std::string& name : names)  // as POSIX glob: a leading dot is matched only by a dot
-        if ((name[0] != '.' || base[0] == '.') && name_matches(base.c_str(), name.c_str())) paths->push_back(dir + name);
+        if ((name[0] != '.' || base[0] == '.') && name_matches(base.c_str(), name.c_str()))
+            paths->push_back(dir + name);
     std::sort(paths->begin(), paths->end());
     return true;
 }
@@ -206,9 +205,7 @@ int os_open_lock(const std::string& path) {
 }
 
 long os_read(int fd, void* buf, size_t n) { return _read(fd, buf, (unsigned)(n < (1u << 30) ? n : 1u << 30)); }
-long os_write(int fd, const void* buf, size_t n) {
-    return _write(fd, buf, (unsigned)(n < (1u << 30) ? n : 1u << 30));
-}
+long os_write(int fd, const void* buf, size_t n) { return _write(fd, buf, (unsigned)(n < (1u << 30) ? n : 1u << 30)); }
 
 long os_pread(int fd, void* buf, size_t n, uint64_t offset) {
     OVERLAPPED ov = {};
@@ -253,7 +250,7 @@ void* os_map_read(int fd, size_t bytes) {
 void os_unmap(void* map, size_t) { UnmapViewOfFile(map); }
 void os_map_sequential(void*, size_t) {}
 void os_map_release(void* map, size_t bytes) { VirtualUnlock(map, bytes); }  // trims it from the working set
-bool os_prefault_huge(void*, size_t) { return false; }  // large pages need a privilege users lack
+bool os_prefault_huge(void*, size_t) { return false; }                       // large pages need a privilege users lack
 
 size_t os_memory_available() {
     MEMORYSTATUSEX ms;

@@ -57,7 +57,8 @@ void clear_dead_temps(const std::string& path, const OutputKind& kind) {
     for (const std::string& name : dir_entries(parent)) {
         const long pid = suffix_pid(name, prefix);
         const std::string tmp = path_join(parent, name);
-        if (pid > 0 && pid != os_getpid() && !os_pid_alive(pid) && leftover_is_ours(tmp, kind) && os_unlink(tmp.c_str()))
+        if (pid > 0 && pid != os_getpid() && !os_pid_alive(pid) && leftover_is_ours(tmp, kind) &&
+            os_unlink(tmp.c_str()))
             fprintf(stderr, "note: removed %s, left by a gpt2 process that was killed\n", tmp.c_str());
     }
 }
@@ -111,7 +112,8 @@ void output_check(const std::string& path, const char* flag, const OutputKind& k
     if (st.kind == FileKind::symlink)
         fatal_hint("give a new path, or the path the link points to",
                    "bad value for %s: %s is a symbolic link; gpt2 does not write through links", flag, path.c_str());
-    if (st.kind == FileKind::directory) fatal("bad value for %s: %s is a directory, expected a file path", flag, path.c_str());
+    if (st.kind == FileKind::directory)
+        fatal("bad value for %s: %s is a directory, expected a file path", flag, path.c_str());
     if (st.kind != FileKind::regular)
         fatal("bad value for %s: %s exists and is not a regular file (a device, FIFO or socket); expected %s path",
               flag, path.c_str(), kind.what);
@@ -224,7 +226,8 @@ AppendFile::~AppendFile() {
 }
 
 void output_silence_stdout() {
-    if (!freopen(os_null_device(), "w", stdout)) fatal("cannot open %s for standard output: %s", os_null_device(), strerror(errno));
+    if (!freopen(os_null_device(), "w", stdout))
+        fatal("cannot open %s for standard output: %s", os_null_device(), strerror(errno));
 }
 
 PathLock::PathLock(const std::string& target, const char* flag)
@@ -423,7 +426,8 @@ void dir_clear_dead_staging(const std::string& dir, const std::function<bool(con
     for (const std::string& name : dir_entries(parent)) {  // left by killed processes: staging, and the
         long pid = suffix_pid(name, base + ".saving.");    // old contents of a two-rename replacement
         if (pid <= 0 && dir_exists(dir)) pid = suffix_pid(name, base + ".old.");
-        if (pid > 0 && pid != os_getpid() && !os_pid_alive(pid)) clear_marked_staging(path_join(parent, name), dir, ours);
+        if (pid > 0 && pid != os_getpid() && !os_pid_alive(pid))
+            clear_marked_staging(path_join(parent, name), dir, ours);
     }
 }
 
@@ -435,7 +439,8 @@ void dir_publish(const std::string& dir, const std::function<bool(const std::str
     clear_marked_staging(staging, dir, ours);
     if (dir_exists(staging) && dir_has_marker(staging)) {
         // an earlier save of this run kept something it could not move back: set it aside, unmarked
-        const std::string kept = dir + ".kept." + std::to_string(os_getpid()) + "." + std::to_string((long)time_now_s());
+        const std::string kept =
+            dir + ".kept." + std::to_string(os_getpid()) + "." + std::to_string((long)time_now_s());
         os_unlink(path_join(staging, kStagingMarker).c_str());
         if (!os_rename(staging, kept))
             fatal("cannot set aside %s: %s", staging.c_str(), strerror(errno));

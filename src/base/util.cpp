@@ -101,7 +101,8 @@ std::string text_read(const std::string& path, size_t max_bytes) {
     const char* name = path == "-" ? "stdin" : path.c_str();
     if (!f) fatal("cannot open %s: %s", name, strerror(errno));
     FileInfo st;
-    if (os_fstat(fileno(f), &st) && st.kind == FileKind::directory) fatal("is a directory (%s): expected a text file", name);
+    if (os_fstat(fileno(f), &st) && st.kind == FileKind::directory)
+        fatal("is a directory (%s): expected a text file", name);
     input_note_fd(fileno(f));
     std::string text;
     char chunk[1 << 16];

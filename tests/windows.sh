@@ -7,8 +7,9 @@
 #   * a slice of tiny shakespeare tokenizes to the same bytes as with the native build, a tiny model trains
 #     on it with the native build's losses (to 1e-5 relative, as tests/portable.sh), a run stopped and
 #     resumed ends with the losses and parameters of one that was not, and generate samples from it;
-#   * the platform layer's Windows half: a dead process's staged file is cleared, an output of another
-#     kind is refused in one error line, printed lines end in "\n" alone.
+#   * the platform layer's Windows half: a dead process's staged file is cleared, a held --out refused,
+#     Ctrl-C saves and exits 130, a killed run's lock file is no obstacle, an output of another kind is
+#     refused in one error line, printed lines end in "\n" alone.
 # wine gets a prefix, a HOME and XDG directories of its own inside the test's temp dir (the first start
 # builds the prefix: slow) and no menu builder, so nothing outside that dir is touched; its wineserver is
 # ended before the dir goes. Needs wine (Debian: wine, wine64) and $GPT2_DATA_DIR's tiny shakespeare.
@@ -83,17 +84,28 @@ check "printed lines end in \\n, not \\r\\n (standard streams are binary)" bash 
 win "$G" tokenize -o $W/win/ --val-tokens 2000 $W/slice.txt >$W/again.out 2>&1
 check "a staged file of a dead process (pid 99999999) is removed" test ! -e $W/win/train.bin.tmp.99999999
 check "... and said so" grep -q "note: removed .*train.bin.tmp.99999999, left by a gpt2 process that was killed" $W/again.out
-# A run holding --out's lock (until it is killed) refuses a second one; its lock file, left by the kill, does
-# not stop the next.
-"$WINE" "$G" train "${tiny[@]}" --steps 1000000 --val-every 0 --out $W/C >$W/c.out 2>&1 &
+# A run holding --out's lock refuses a second one; Ctrl-C (SIGINT, which wine passes on as a console
+# event) ends it at the end of a step, saved and unlocked; a run killed outright leaves its lock file,
+# which does not stop the next.
+long_run() { "$WINE" "$G" train "${tiny[@]}" --steps 1000000 --val-every 0 --out $1 >$1.out 2>&1 & }
+long_run $W/C
 holder=$!
-while [ ! -s $W/C.lock ] && kill -0 $holder 2>/dev/null; do sleep 0.2; done
+while ! grep -q '^step' $W/C.out && kill -0 $holder 2>/dev/null; do sleep 0.2; done
 check_error "a second run writing the same --out is refused while the first holds its lock" \
     "output in use (--out $W/C): another gpt2 process (pid [0-9]*) is writing it" win "$G" train "${tiny[@]}" --out $W/C
-kill $holder 2>/dev/null
+kill -INT $holder
+wait $holder
+check "Ctrl-C (SIGINT) under wine: the run saves and exits 130" test $? -eq 130
+check "... saying so" grep -q "^interrupted at step [0-9]* by SIGINT, saved $W/C; continue with: gpt2 train --resume $W/C" \
+    <(tr -d '\r' <$W/C.out)
+check "... and leaves no lock file" test ! -e $W/C.lock
+long_run $W/D
+holder=$!
+while ! grep -q '^step' $W/D.out && kill -0 $holder 2>/dev/null; do sleep 0.2; done
+kill -KILL $holder
 wait $holder 2>/dev/null
-check "... and once that run is killed, its lock file does not stop the next" \
-    bash -c "test -e $W/C.lock && '$WINE' '$G' train ${tiny[*]} --steps 2 --out $W/C 2>&1 | grep -q '^saved $W/C at step 2'"
+check "a run killed outright leaves its lock file, which does not stop the next" \
+    bash -c "test -e $W/D.lock && '$WINE' '$G' train ${tiny[*]} --steps 2 --out $W/D 2>&1 | grep -q '^saved $W/D at step 2'"
 mkdir -p $W/other && echo "my notes" >$W/other/train.bin
 check_error "an output of another kind is refused in one line" "exists and is not a token file" \
     win "$G" tokenize -o $W/other/ --val-tokens 2000 $W/slice.txt

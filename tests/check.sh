@@ -3,7 +3,8 @@
 #   make test (no Python), make test-ref (PyTorch references, 124M geometry), make test-mpi (mpirun -np 2
 #   against one process, with the MPI=1 build), make test-portable (the x86-64 build that picks its kernels
 #   at run time, under each kernel set and on emulated older CPUs), make test-arm64 (the aarch64 cross
-#   build under qemu-aarch64), make test-clang (make test built by clang++ with libomp), make test SAN=1
+#   build under qemu-aarch64), make test-windows (the mingw-w64 cross build's unit tests and a tiny train,
+#   resume and generate under wine), make test-clang (make test built by clang++ with libomp), make test SAN=1
 #   (AddressSanitizer + UBSan build), make fuzz FUZZ_SECONDS=$FUZZ_SECONDS (libFuzzer smoke, 20 s each).
 # Needs what .ci/run installs. Exits non-zero if any stage fails.
 cd "$(dirname "$0")/.."
@@ -14,6 +15,7 @@ run_suite "make test-ref" make -s test-ref
 run_suite "make test-mpi" make -s test-mpi
 run_suite "make test-portable" make -s test-portable
 run_suite "make test-arm64" make -s test-arm64
+run_suite "make test-windows" make -s test-windows
 run_suite "make test-clang" make -s test-clang
 run_suite "make test SAN=1" make -s test SAN=1
 run_suite "make fuzz" make -s fuzz FUZZ_SECONDS="$FUZZ_SECONDS"

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # cli_rules.sh: the rules that keep outputs and signals safe by construction, enforced on src/: only
 # src/base/publish.cpp opens a file for writing (staged with O_EXCL|O_NOFOLLOW, locked, checked for kind),
-# only src/base/stop.cpp installs signal handlers. The checker is tried on made-up trees first, so it is
-# seen to find each kind of raw write, then run on src/.
+# only src/base/stop.cpp installs signal handlers, and only the platform layer (src/base/platform*, for the
+# unit tests tests/test_os.cpp) meets the operating system. Each checker is tried on made-up trees first, so
+# it is seen to find each kind of fault, then run on src/ (and tests/).
 source "$(dirname "$0")/lib.sh"
 T=$TEST_TMP
 
 # --- the write rule: only src/base/publish.cpp writes files, only src/base/stop.cpp handles signals -------------
 # write_rule DIR: prints FILE:LINE: WHAT for each file under DIR (C++ sources) but base/publish.cpp that opens a
 # file for writing (fopen with a mode of w, a or + or not a literal, freopen, ofstream/fstream, creat, open or
-# openat with O_WRONLY, O_RDWR or O_CREAT), and each but base/stop.cpp that calls signal or sigaction; fails if any.
+# openat with O_WRONLY, O_RDWR or O_CREAT, platform.h's os_create_exclusive, os_open_append or os_open_lock),
+# and each but base/stop.cpp that calls signal, sigaction or os_signals_install; fails if any. The platform
+# layer (base/platform*) is how those two do it, and is exempt.
 write_rule() {
     find "$1" -type f \( -name '*.cpp' -o -name '*.h' -o -name '*.cc' -o -name '*.hpp' \) | sort | perl -e '
         my ($root, $bad) = ($ARGV[0], 0);
@@ -24,6 +27,7 @@ write_rule() {
                      {defined $1 ? do { push @lit, $1; "\"$#lit\"" } : ($2 =~ tr/\n//cdr)}gsme;
             my @hits;
             my $at = sub { my $n = 1 + (substr($src, 0, $_[0]) =~ tr/\n//); push @hits, [$n, "$file:$n: $_[1]"]; };
+            next if $rel =~ m{^base/platform(?:_\w+\.cpp|\.h)$};
             if ($rel ne "base/publish.cpp") {
                 while ($src =~ /\bfopen\s*$args/g) {
                     my $p = $-[0]; my @ids = $1 =~ /"(\d+)"/g;  # the mode: the last literal
@@ -34,9 +38,10 @@ write_rule() {
                 while ($src =~ /\b(?:open|openat)\s*$args/g) {
                     my ($p, $call) = ($-[0], $1); $at->($p, "open for writing") if $call =~ /\bO_(?:WRONLY|RDWR|CREAT)\b/;
                 }
+                while ($src =~ /\bos_(?:create_exclusive|open_append|open_lock)\s*\(/g) { $at->($-[0], "open for writing") }
             }
             if ($rel ne "base/stop.cpp") {
-                while ($src =~ /\b(?:signal|sigaction)\s*\(/g) { $at->($-[0], "signal handler") }
+                while ($src =~ /\b(?:signal|sigaction|os_signals_install)\s*\(/g) { $at->($-[0], "signal handler") }
             }
             print "$_->[1]\n" for sort { $a->[0] <=> $b->[0] } @hits; $bad += @hits;
         }
@@ -90,8 +95,45 @@ cp -r src $T/rule/copy && echo 'static FILE* raw(const char* p) { return fopen(p
 write_rule $T/rule/copy >$T/rule.out
 check "... and a raw fopen(p, \"w\") added to a scratch copy of src/cli/main.cpp is found on its line" \
     grep -qx "$T/rule/copy/cli/main.cpp:$(wc -l <$T/rule/copy/cli/main.cpp): fopen for writing" $T/rule.out
+cat >$T/rule/src/cli/via_os.cpp <<'EOF'
+void via_os(const std::string& p) { int fd = os_open_read(p); fd = os_create_exclusive(p, false);
+    os_signals_install(on_stop, on_fault); }
+EOF
+write_rule $T/rule/src >$T/rule.out
+check "... and finds platform.h's write and signal calls outside publish.cpp and stop.cpp (not its reads)" \
+    test "$(grep via_os.cpp $T/rule.out | cut -d: -f2- | tr '\n' ' ')" = "1: open for writing 2: signal handler "
+rm $T/rule/src/cli/via_os.cpp
 write_rule src >$T/rule.out
 check "src/: only base/publish.cpp opens files for writing, only base/stop.cpp calls signal or sigaction" \
     test ! -s $T/rule.out
 sed 's/^/    /' $T/rule.out
+
+# --- the platform rule: the operating system is met in the platform layer only ------------------------------
+# platform_rule DIR: prints FILE:LINE: WHAT for each C++ source under DIR but the platform layer
+# (base/platform*, and test_os.cpp for the unit tests) and the benchmarks (never built for Windows) that tests
+# _WIN32 or includes a system header: <windows.h>, <io.h>, <unistd.h>, <fcntl.h>, <dirent.h>, <glob.h>,
+# <sched.h>, <signal.h> or <sys/*.h>; fails if any. (<csignal> is standard C++: stop.cpp's flags need it.)
+platform_rule() {
+    find "$1" -type f \( -name '*.cpp' -o -name '*.h' \) ! -path "$1/base/platform*" ! -name test_os.cpp \
+        ! -name 'bench*' | sort | xargs -r grep -nHE \
+        '_WIN32|^[[:space:]]*#[[:space:]]*include[[:space:]]*<(windows|io|unistd|fcntl|dirent|glob|sched|signal|sys/[a-z_]+)\.h>'
+}
+platform_rule_clean() { ! platform_rule "$1" >$T/plat.out; }
+mkdir -p $T/plat/base $T/plat/io
+printf '#ifdef _WIN32\n#include <windows.h>\n#endif\n' >$T/plat/base/platform_win.cpp
+printf '#include <sys/mman.h>\n#include <dirent.h>\n' >$T/plat/base/platform_posix.cpp
+printf '#include <csignal>\n#include "base/platform.h"\nint f() { return os_getpid(); }\n' >$T/plat/io/reader.cpp
+check "the platform rule passes a tree that meets the system only in base/platform*" platform_rule_clean $T/plat
+printf 'int g() {\n#ifdef _WIN32\n  return 1;\n#endif\n}\n#include <sys/mman.h>\n#include <fcntl.h>\n#include <io.h>\n' \
+    >>$T/plat/io/reader.cpp
+platform_rule $T/plat >$T/plat.out
+check "... and finds _WIN32 and <sys/mman.h>, <fcntl.h>, <io.h> outside it, naming each line" \
+    test "$(cut -d: -f2 $T/plat.out | tr '\n' ' ')" = "5 9 10 11 "
+platform_rule_clean src
+check "src/ meets the operating system only in base/platform* (no _WIN32, no system headers elsewhere)" \
+    test ! -s $T/plat.out
+sed 's/^/    /' $T/plat.out
+platform_rule_clean tests
+check "... and the unit tests only in tests/test_os.cpp" test ! -s $T/plat.out
+sed 's/^/    /' $T/plat.out
 summary

@@ -1,7 +1,5 @@
 // test_formats.cpp: JSON reader, safetensors reader/writer (including every corrupt-header defect the
 // reader must reject), fp16/bf16 widening, token files and batches, AdamW and the lr schedule.
-#include <unistd.h>
-
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -9,6 +7,7 @@
 
 #include "base/json.h"
 #include "base/half.h"
+#include "base/platform.h"
 #include "base/publish.h"
 #include "base/safetensors.h"
 #include "io/dataloader.h"
@@ -25,7 +24,7 @@ bool parses(const std::string& s, Json* out = nullptr) {
     return json_parse(s.data(), s.size(), out ? out : &j, &err);
 }
 
-std::string tmp_path(const std::string& name) { return "/tmp/gpt2_test_" + std::to_string(getpid()) + "_" + name; }
+std::string tmp_path(const std::string& name) { return "/tmp/gpt2_test_" + std::to_string(os_getpid()) + "_" + name; }
 
 // A safetensors image with the given header text and `data_bytes` zero bytes of data.
 std::vector<uint8_t> st_image(const std::string& header, size_t data_bytes, uint64_t claimed_len = UINT64_MAX) {
@@ -66,7 +65,7 @@ TEST(safetensors_round_trip) {
     safetensors_write(path, {{"a", "F32", {2, 3}, a.data()}, {"b.c", "I32", {3}, b.data()}}, {{"k", "v \"q\""}});
     SafeTensors st;
     safetensors_load(&st, path);
-    unlink(path.c_str());
+    os_unlink(path.c_str());
     CHECK(st.tensors.size() == 2);
     CHECK(st.meta("k") == "v \"q\"");
     const StTensor* ta = st.find("a");
@@ -117,7 +116,7 @@ TEST(token_files_and_batches) {
     CHECK(back.size() == 25 && back[24] == (uint16_t)(24 * 3 % 50));
     DataLoader dl;
     dataloader_init(&dl, path, "--train", 50, 2, 4, true, 7);
-    unlink(path.c_str());
+    os_unlink(path.c_str());
     CHECK(dl.num_windows == 6 && dataloader_num_batches(dl) == 3);
     dataloader_batch_at(&dl, 1);  // windows 2 and 3: tokens [8, 13) and [12, 17)
     for (int t = 0; t < 4; t++) {
@@ -211,7 +210,7 @@ TEST(shards_shuffle_like_llmc) {
     CHECK(dataloader_num_batches(a) == 12);
     dataloader_batch_at(&a, 6);  // shard 1, its second batch: windows 2 and 3
     CHECK(row_starts(a) == (std::vector<int>{tok[1][8], tok[1][12]}));
-    for (const std::string& p : paths) unlink(p.c_str());
+    for (const std::string& p : paths) os_unlink(p.c_str());
 }
 
 TEST(shard_fingerprints) {
@@ -239,7 +238,7 @@ TEST(shard_fingerprints) {
     CHECK(fp(pb, edit) == b0);
     edit = small, edit[50] = 0;  // a small shard is hashed whole
     CHECK(fp(ps, edit) != s0);
-    unlink(pb.c_str()), unlink(ps.c_str());
+    os_unlink(pb.c_str()), os_unlink(ps.c_str());
 }
 
 TEST(adamw_matches_the_formula) {
@@ -391,5 +390,5 @@ TEST(large_shards_compute_their_order) {
     const uint64_t key = a.order_key;
     while (a.epoch == 0) dataloader_next(&a);
     CHECK(a.order_key != key && a.order_key != 0);
-    unlink(path.c_str());
+    os_unlink(path.c_str());
 }

@@ -2,14 +2,13 @@
 // with both series' colours present in the rendered image, each run of several in its own colour with its
 // own legend row, and no crash on the edge cases (empty series, one point, NaN/Inf, constant loss, huge
 // values). Also run_log_read, which reads --log files back for `gpt2 plot`.
-#include <unistd.h>
-
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "base/platform.h"
 #include "base/publish.h"
 #include "base/util.h"
 #include "test.h"
@@ -20,7 +19,7 @@ namespace {
 
 using Series = std::vector<std::pair<int, float>>;
 
-std::string plot_tmp(const std::string& name) { return "/tmp/gpt2_test_" + std::to_string(getpid()) + "_" + name; }
+std::string plot_tmp(const std::string& name) { return "/tmp/gpt2_test_" + std::to_string(os_getpid()) + "_" + name; }
 
 uint32_t be32(const uint8_t* p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
 
@@ -71,8 +70,8 @@ TEST(plot_png_signature_and_size) {
     CHECK(png[25] == 2);
     CHECK(memcmp(&png[png.size() - 8], "IEND", 4) == 0);
     // No temporary left beside it.
-    CHECK(!file_exists(path + ".tmp." + std::to_string(getpid())));
-    unlink(path.c_str());
+    CHECK(!file_exists(path + ".tmp." + std::to_string(os_getpid())));
+    os_unlink(path.c_str());
 }
 
 TEST(plot_default_size_and_overwrite) {
@@ -81,7 +80,7 @@ TEST(plot_default_size_and_overwrite) {
     plot_losses(path, one_run(decaying(20, 1, 5.0f), decaying(20, 5, 5.0f)));  // refreshed in place
     std::vector<uint8_t> png = file_read(path);
     CHECK(png.size() > 24 && be32(&png[16]) == 800 && be32(&png[20]) == 500);
-    unlink(path.c_str());
+    os_unlink(path.c_str());
 }
 
 TEST(plot_render_has_both_series) {
@@ -219,7 +218,7 @@ TEST(log_read_points_sorted_last_wins) {
     output_write(path, "test", any, {{val_only.data(), val_only.size()}});
     hist = run_log_read(path);
     CHECK(hist.train.empty() && hist.val.size() == 2);
-    unlink(path.c_str());
+    os_unlink(path.c_str());
 }
 
 // The pixels of colour c below the legend of `runs` legend rows: their x range, and the mean y of those in

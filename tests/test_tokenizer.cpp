@@ -3,9 +3,6 @@
 // bytes, the streaming decoder, pre-tokenizer pieces (Unicode 16.0 classes included) and HuggingFace file
 // names. Needs the real tokenizer files from tokenizer_default_dir() and fails (never
 // skips) without them. Corrupt-file errors are exercised by tests/cli_tokenize.sh.
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -13,8 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "base/platform.h"
 #include "base/util.h"
 #include "test.h"
+#include "test_os.h"
 #include "text/tokenizer.h"
 
 static Tokenizer* tokenizer_for_tests() {
@@ -99,27 +98,10 @@ static bool utf8_complete(const std::string& s) {
 
 // Runs fn in a child process and checks it exits 1 with an `error:` line containing `pattern`.
 static bool dies_with(void (*fn)(), const char* pattern) {
-    int fds[2];
-    if (pipe(fds) != 0) return false;
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(fds[1], 2);
-        close(fds[0]);
-        fn();
-        _exit(0);
-    }
-    close(fds[1]);
     std::string err;
-    char buf[512];
-    ssize_t got;
-    while ((got = read(fds[0], buf, sizeof(buf))) > 0) err.append(buf, (size_t)got);
-    close(fds[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 1 && err.rfind("error: ", 0) == 0 &&
-              err.find(pattern) != std::string::npos;
+    int code = -1;
+    if (!test_os_run_child(fn, &code, &err)) return false;
+    bool ok = code == 1 && err.rfind("error: ", 0) == 0 && err.find(pattern) != std::string::npos;
     if (!ok) fprintf(stderr, "  child stderr: %s\n", err.c_str());
     return ok;
 }
@@ -311,6 +293,9 @@ static void push_negative_id() {
 TEST(tokenizer_decode_rejects_bad_ids) {
     REQUIRE_TOKENIZER(tok);
     (void)tok;
+    std::string err;
+    int code;
+    if (!test_os_run_child(decode_bad_id, &code, &err)) SKIP("no child processes here (fork)");
     CHECK(dies_with(decode_bad_id, "token id 50257 out of range"));
     CHECK(dies_with(push_negative_id, "token id -3 out of range"));
 }
@@ -362,15 +347,16 @@ TEST(tokenizer_pretokenize_pieces) {
 
 TEST(tokenizer_loads_huggingface_names) {
     REQUIRE_TOKENIZER(tok);
-    char tmpl[] = "/tmp/gpt2_tok_hf.XXXXXX";
-    char* tmp = mkdtemp(tmpl);
-    CHECK(tmp != nullptr);
-    if (!tmp) return;
-    char abs_dir[PATH_MAX];
-    CHECK(realpath(tok->dir.c_str(), abs_dir) != nullptr);
-    std::string dir = tmp;
-    CHECK(symlink(path_join(abs_dir, "encoder.json").c_str(), path_join(dir, "vocab.json").c_str()) == 0);
-    CHECK(symlink(path_join(abs_dir, "vocab.bpe").c_str(), path_join(dir, "merges.txt").c_str()) == 0);
+    const std::string dir = test_os_temp_dir("gpt2_tok_hf");
+    CHECK(!dir.empty());
+    if (dir.empty()) return;
+    const std::string abs_dir = test_os_abs_path(tok->dir);
+    CHECK(!abs_dir.empty());
+    if (!test_os_symlink(path_join(abs_dir, "encoder.json"), path_join(dir, "vocab.json"))) {
+        os_rmdir(dir);
+        SKIP("no symbolic links here");
+    }
+    CHECK(test_os_symlink(path_join(abs_dir, "vocab.bpe"), path_join(dir, "merges.txt")));
     Tokenizer hf;
     tokenizer_load(&hf, dir);
     CHECK(hf.vocab_size == tok->vocab_size);
@@ -378,19 +364,19 @@ TEST(tokenizer_loads_huggingface_names) {
     CHECK(hf.merges.size() == tok->merges.size());
     std::string text = read_text(test_path("fixtures/tokenizer/shakespeare.in"));
     CHECK(tokenizer_encode(&hf, text) == tokenizer_encode(tok, text));
-    unlink(path_join(dir, "vocab.json").c_str());
-    unlink(path_join(dir, "merges.txt").c_str());
-    rmdir(tmp);
+    os_unlink(path_join(dir, "vocab.json").c_str());
+    os_unlink(path_join(dir, "merges.txt").c_str());
+    os_rmdir(dir);
 }
 
 TEST(tokenizer_default_dir_follows_env) {
     const char* old = getenv("GPT2_DATA_DIR");
     std::string saved = old ? old : "";
-    setenv("GPT2_DATA_DIR", "/some/where", 1);
+    test_os_setenv("GPT2_DATA_DIR", "/some/where");
     CHECK(tokenizer_default_dir() == "/some/where/gpt2");
-    setenv("GPT2_DATA_DIR", "", 1);
+    test_os_setenv("GPT2_DATA_DIR", "");
     CHECK(tokenizer_default_dir() == "data/gpt2");
-    unsetenv("GPT2_DATA_DIR");
+    test_os_setenv("GPT2_DATA_DIR", nullptr);
     CHECK(tokenizer_default_dir() == "data/gpt2");
-    if (old) setenv("GPT2_DATA_DIR", saved.c_str(), 1);
+    if (old) test_os_setenv("GPT2_DATA_DIR", saved.c_str());
 }

@@ -2,20 +2,18 @@
 // accumulation over k micro-batches equals one k-times larger batch, inference allocates no training
 // memory, the fused classifier of a training forward (loss as in inference, dlogits in the logits'
 // buffer) and what the activation layouts hold.
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <signal.h>
 #include <vector>
 
 #include "base/threads.h"
 #include "base/util.h"
 #include "model/model.h"
 #include "test.h"
+#include "test_os.h"
 #include "train/optimizer.h"
 
 namespace {
@@ -188,9 +186,9 @@ TEST(thread_tuner_takes_one_thread_while_others_hold_a_cpu) {
     CHECK(next_round() == all);
     // The user's OMP_NUM_THREADS wins.
     tuner.observe(1.0, all);
-    setenv("OMP_NUM_THREADS", "2", 1);
+    test_os_setenv("OMP_NUM_THREADS", "2");
     CHECK(next_round() == all);
-    unsetenv("OMP_NUM_THREADS");
+    test_os_setenv("OMP_NUM_THREADS", nullptr);
     tuner.observe(0.0, all);
 }
 
@@ -214,14 +212,9 @@ TEST(thread_tuner_measures_a_busy_process) {
     // smaller team proves nothing about the child.
     const int idle = rounds(0.5);
     if (idle < all) SKIP("the machine is busy already (a team of " + std::to_string(idle) + " of " + std::to_string(all) + " before the busy child)");
-    fflush(stdout);
-    pid_t child = fork();
-    if (child == 0) {
-        for (volatile unsigned long n = 0;; n = n + 1) {
-        }
-    }
+    const long child = test_os_spin_child();
+    if (child < 0) SKIP("no child processes here (fork)");
     const int busy = rounds(1.5);
-    kill(child, SIGKILL);
-    waitpid(child, nullptr, 0);
+    test_os_kill(child);
     CHECK(busy <= all - 1);  // one CPU (or more, on a shared machine) taken
 }

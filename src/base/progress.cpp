@@ -1,12 +1,11 @@
 // progress.cpp: see progress.h.
 #include "base/progress.h"
 
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
+#include "base/platform.h"
 #include "base/util.h"
 
 ProgressLine::ProgressLine(FILE* stream, bool in_place, bool plain_tenths)
@@ -38,7 +37,7 @@ void ProgressLine::close() {
 
 bool progress_in_place(FILE* stream, bool several_ranks) {
     const char* term = getenv("TERM");
-    return !several_ranks && isatty(fileno(stream)) && !(term && !strcmp(term, "dumb"));
+    return !several_ranks && os_isatty(stream) && !(term && !strcmp(term, "dumb"));
 }
 
 std::string progress_eta(double left, double seconds_per_unit) {

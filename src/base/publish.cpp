@@ -1,33 +1,28 @@
 // publish.cpp: see publish.h. The only file in src/ that opens files for writing.
 #include "base/publish.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cassert>
 #include <cerrno>
-#include <csignal>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
+#include "base/platform.h"
 #include "base/stop.h"
 
 namespace {
 
 const char kMarkerText[] = "gpt2.cpp staging directory\n";
 
-std::vector<std::pair<dev_t, ino_t>>& input_ids() {
-    static std::vector<std::pair<dev_t, ino_t>> ids;
+std::vector<FileInfo>& input_ids() {
+    static std::vector<FileInfo> ids;
     return ids;
 }
 
 bool path_exists_no_follow(const std::string& path) {
-    struct stat st;
-    return lstat(path.c_str(), &st) == 0;
+    FileInfo st;
+    return os_lstat(path, &st);
 }
 
 // The pid in `<prefix><pid>` when `name` has that form, else 0.
@@ -37,13 +32,10 @@ long suffix_pid(const std::string& name, const std::string& prefix) {
     return atol(name.c_str() + prefix.size());
 }
 
-bool pid_alive(long pid) { return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno != ESRCH); }
-
 void write_all(int fd, const void* data, size_t n, const std::string& path) {
     const char* p = static_cast<const char*>(data);
     while (n > 0) {
-        ssize_t w = ::write(fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
+        long w = os_write(fd, p, n);
         if (w <= 0) fatal("cannot write %s: %s", path.c_str(), strerror(w == 0 ? ENOSPC : errno));
         p += w;
         n -= (size_t)w;
@@ -53,9 +45,9 @@ void write_all(int fd, const void* data, size_t n, const std::string& path) {
 // A staged temporary `tmp` that a dead writer of this kind left: a regular file (no link) that is empty
 // (killed before its first byte) or that the kind recognises.
 bool leftover_is_ours(const std::string& tmp, const OutputKind& kind) {
-    struct stat st;
-    if (lstat(tmp.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
-    return st.st_size == 0 || (kind.is_ours && kind.is_ours(tmp));
+    FileInfo st;
+    if (!os_lstat(tmp, &st) || st.kind != FileKind::regular) return false;
+    return st.size == 0 || (kind.is_ours && kind.is_ours(tmp));
 }
 
 // Removes `path.tmp.<pid>` files of dead processes that leftover_is_ours accepts.
@@ -65,14 +57,15 @@ void clear_dead_temps(const std::string& path, const OutputKind& kind) {
     for (const std::string& name : dir_entries(parent)) {
         const long pid = suffix_pid(name, prefix);
         const std::string tmp = path_join(parent, name);
-        if (pid > 0 && pid != getpid() && !pid_alive(pid) && leftover_is_ours(tmp, kind) && unlink(tmp.c_str()) == 0)
+        if (pid > 0 && pid != os_getpid() && !os_pid_alive(pid) && leftover_is_ours(tmp, kind) &&
+            os_unlink(tmp.c_str()))
             fprintf(stderr, "note: removed %s, left by a gpt2 process that was killed\n", tmp.c_str());
     }
 }
 
 // Creates an empty file exclusively; false when the name exists (any other failure is fatal).
-bool create_exclusive(const std::string& path, int* fd_out, int extra_flags = 0) {
-    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | extra_flags, 0644);
+bool create_exclusive(const std::string& path, int* fd_out, bool append = false) {
+    int fd = os_create_exclusive(path, append);
     if (fd < 0 && errno == EEXIST) return false;
     if (fd < 0) fatal("cannot create %s: %s", path.c_str(), strerror(errno));
     *fd_out = fd;
@@ -82,22 +75,22 @@ bool create_exclusive(const std::string& path, int* fd_out, int extra_flags = 0)
 }  // namespace
 
 void input_note_fd(int fd) {
-    struct stat st;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) input_ids().push_back({st.st_dev, st.st_ino});
+    FileInfo st;
+    if (os_fstat(fd, &st) && st.kind == FileKind::regular) input_ids().push_back(st);
 }
 
 void input_note_path(const std::string& path) {
-    struct stat st;
-    if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) input_ids().push_back({st.st_dev, st.st_ino});
+    FileInfo st;
+    if (os_stat(path, &st) && st.kind == FileKind::regular) input_ids().push_back(st);
 }
 
 void inputs_forget() { input_ids().clear(); }
 
 bool path_is_input(const std::string& path) {
-    struct stat st;
-    if (stat(path.c_str(), &st) != 0) return false;
-    for (const auto& id : input_ids())
-        if (id.first == st.st_dev && id.second == st.st_ino) return true;
+    FileInfo st;
+    if (!os_stat(path, &st)) return false;
+    for (const FileInfo& id : input_ids())
+        if (same_file(id, st)) return true;
     return false;
 }
 
@@ -111,16 +104,17 @@ std::string dir_input_entry(const std::string& dir) {
 void output_check(const std::string& path, const char* flag, const OutputKind& kind) {
     if (path.empty()) fatal("empty value for %s: expected a file path", flag);
     if (path.back() == '/') fatal("bad value for %s: %s ends with '/', expected a file path", flag, path.c_str());
-    struct stat st;
-    if (lstat(path.c_str(), &st) != 0) {
+    FileInfo st;
+    if (!os_lstat(path, &st)) {
         if (errno == ENOENT) return;
         fatal("cannot check %s (%s): %s", path.c_str(), flag, strerror(errno));
     }
-    if (S_ISLNK(st.st_mode))
+    if (st.kind == FileKind::symlink)
         fatal_hint("give a new path, or the path the link points to",
                    "bad value for %s: %s is a symbolic link; gpt2 does not write through links", flag, path.c_str());
-    if (S_ISDIR(st.st_mode)) fatal("bad value for %s: %s is a directory, expected a file path", flag, path.c_str());
-    if (!S_ISREG(st.st_mode))
+    if (st.kind == FileKind::directory)
+        fatal("bad value for %s: %s is a directory, expected a file path", flag, path.c_str());
+    if (st.kind != FileKind::regular)
         fatal("bad value for %s: %s exists and is not a regular file (a device, FIFO or socket); expected %s path",
               flag, path.c_str(), kind.what);
     if (path_is_input(path))
@@ -134,10 +128,10 @@ OutputFile::OutputFile(std::string path, const char* flag, const OutputKind& kin
     : path_(std::move(path)), flag_(flag), kind_(kind), cleanup_([this] { discard(); }) {
     output_check(path_, flag, kind);
     clear_dead_temps(path_, kind);
-    const std::string staged = path_ + ".tmp." + std::to_string(getpid());
+    const std::string staged = path_ + ".tmp." + std::to_string(os_getpid());
     // A name with our pid was left by a dead process whose pid we now have (we remove our own).
     if (!create_exclusive(staged, &fd_) &&
-        !(leftover_is_ours(staged, kind) && unlink(staged.c_str()) == 0 && create_exclusive(staged, &fd_)))
+        !(leftover_is_ours(staged, kind) && os_unlink(staged.c_str()) && create_exclusive(staged, &fd_)))
         fatal_hint("move it away: gpt2 neither follows nor truncates a file it did not leave",
                    "cannot stage %s (%s): %s exists and gpt2 did not write it", path_.c_str(), flag, staged.c_str());
     staged_ = staged;
@@ -151,22 +145,22 @@ void OutputFile::write(const void* data, size_t n) {
     write_all(fd_, data, n, staged_);
 }
 
-void OutputFile::write_at(const void* data, size_t n, off_t offset) {
+void OutputFile::write_at(const void* data, size_t n, uint64_t offset) {
     assert(fd_ >= 0 && "OutputFile::write_at after close");
-    if (pwrite(fd_, data, n, offset) != (ssize_t)n) fatal("cannot write %s: %s", staged_.c_str(), strerror(errno));
+    if (os_pwrite(fd_, data, n, offset) != (long)n) fatal("cannot write %s: %s", staged_.c_str(), strerror(errno));
 }
 
 void OutputFile::close() {
     if (fd_ < 0) return;
     const int fd = fd_;
     fd_ = -1;
-    if (fsync(fd) != 0 || ::close(fd) != 0) fatal("cannot flush %s: %s", staged_.c_str(), strerror(errno));
+    if (!os_fsync(fd) || !os_close(fd)) fatal("cannot flush %s: %s", staged_.c_str(), strerror(errno));
 }
 
 void OutputFile::publish() {
     close();
     output_check(path_, flag_.c_str(), kind_);  // again: the target may have changed since we started
-    if (rename(staged_.c_str(), path_.c_str()) != 0)
+    if (!os_rename(staged_, path_))
         fatal("cannot rename %s to %s: %s", staged_.c_str(), path_.c_str(), strerror(errno));
     stop_untrack(stop_slot_);
     stop_slot_ = -1;
@@ -174,9 +168,9 @@ void OutputFile::publish() {
 }
 
 void OutputFile::discard() {
-    if (fd_ >= 0) ::close(fd_);
+    if (fd_ >= 0) os_close(fd_);
     fd_ = -1;
-    if (!staged_.empty()) unlink(staged_.c_str());
+    if (!staged_.empty()) os_unlink(staged_.c_str());
     staged_.clear();
     stop_untrack(stop_slot_);
     stop_slot_ = -1;
@@ -192,17 +186,17 @@ void output_write(const std::string& path, const char* flag, const OutputKind& k
 void AppendFile::open(const std::string& path, const char* flag, const OutputKind& kind) {
     path_ = path, flag_ = flag;
     output_check(path, flag, kind);
-    if (create_exclusive(path, &fd_, O_APPEND)) {
+    if (create_exclusive(path, &fd_, true)) {
         // a run that fails before its first line leaves no empty file of its own behind
         cleanup_.reset(new FatalCleanup([this] {
-            struct stat st;
-            if (fd_ >= 0 && fstat(fd_, &st) == 0 && st.st_size == 0) unlink(path_.c_str());
+            FileInfo st;
+            if (fd_ >= 0 && os_fstat(fd_, &st) && st.size == 0) os_unlink(path_.c_str());
         }));
         return;
     }
-    fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    struct stat st;
-    if (fd_ < 0 || fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode))
+    fd_ = os_open_append(path);
+    FileInfo st;
+    if (fd_ < 0 || !os_fstat(fd_, &st) || st.kind != FileKind::regular)
         fatal("cannot open %s (%s): %s", path.c_str(), flag, fd_ < 0 ? strerror(errno) : "not a regular file");
     output_check(path, flag, kind);  // what we opened is what we checked, or it changed in between
 }
@@ -224,15 +218,16 @@ void AppendFile::close() {
     if (fd_ < 0) return;
     const int fd = fd_;
     fd_ = -1;
-    if (::close(fd) != 0) fatal("cannot write %s (%s): %s", path_.c_str(), flag_.c_str(), strerror(errno));
+    if (!os_close(fd)) fatal("cannot write %s (%s): %s", path_.c_str(), flag_.c_str(), strerror(errno));
 }
 
 AppendFile::~AppendFile() {
-    if (fd_ >= 0) ::close(fd_);
+    if (fd_ >= 0) os_close(fd_);
 }
 
 void output_silence_stdout() {
-    if (!freopen("/dev/null", "w", stdout)) fatal("cannot open /dev/null for standard output: %s", strerror(errno));
+    if (!freopen(os_null_device(), "w", stdout))
+        fatal("cannot open %s for standard output: %s", os_null_device(), strerror(errno));
 }
 
 PathLock::PathLock(const std::string& target, const char* flag)
@@ -244,12 +239,12 @@ PathLock::PathLock(const std::string& target, const char* flag)
                    "the output's own name",
                    flag, target.c_str());
     dir_create(path_parent(path_), &created_);
-    struct stat st;
-    if (lstat(path_.c_str(), &st) == 0) {  // a lock file left by a killed run holds a pid, or nothing
+    FileInfo st;
+    if (os_lstat(path_, &st)) {  // a lock file left by a killed run holds a pid, or nothing
         char text[32] = {0};
-        int fd = S_ISREG(st.st_mode) ? ::open(path_.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK) : -1;
-        ssize_t n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
-        if (fd >= 0) ::close(fd);
+        int fd = st.kind == FileKind::regular ? os_open_read_nofollow(path_) : -1;
+        long n = fd >= 0 ? os_read(fd, text, sizeof(text) - 1) : -1;
+        if (fd >= 0) os_close(fd);
         // empty (a lock being created) or one pid line, as PathLock writes it
         bool pid_file =
             n == 0 || (n > 1 && n < 16 && text[n - 1] == '\n' && strspn(text, "0123456789") == (size_t)n - 1);
@@ -259,32 +254,32 @@ PathLock::PathLock(const std::string& target, const char* flag)
                        path_.c_str());
     }
     for (int attempt = 0; attempt < 100; attempt++) {
-        fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+        fd_ = os_open_lock(path_);
         if (fd_ < 0) fatal("cannot create lock file %s (%s): %s", path_.c_str(), flag, strerror(errno));
-        if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+        if (!os_lock_try(fd_)) {
             char holder[32] = {0};
-            ssize_t n = pread(fd_, holder, sizeof(holder) - 1, 0);
+            long n = os_pread(fd_, holder, sizeof(holder) - 1, 0);
             holder[n > 0 ? n : 0] = 0;
             holder[strcspn(holder, "\n")] = 0;
-            ::close(fd_);
+            os_close(fd_);
             fd_ = -1;
-            if (atol(holder) == (long)getpid())
+            if (atol(holder) == os_getpid())
                 fatal("bad value for %s: %s is already an output of this run (two flags name the same path)", flag,
                       target.c_str());
             fatal("output in use (%s %s): another gpt2 process (pid %s) is writing it", flag, target.c_str(),
                   holder[0] ? holder : "unknown");
         }
         // The holder before us unlinks the file as it lets go; a lock taken on an unlinked file guards nothing.
-        struct stat held, now;
-        if (fstat(fd_, &held) == 0 && lstat(path_.c_str(), &now) == 0 && held.st_ino == now.st_ino &&
-            held.st_dev == now.st_dev && S_ISREG(held.st_mode)) {
-            std::string pid = std::to_string(getpid()) + "\n";
-            if (ftruncate(fd_, 0) != 0 || pwrite(fd_, pid.data(), pid.size(), 0) != (ssize_t)pid.size())
+        FileInfo held, now;
+        if (os_fstat(fd_, &held) && os_lstat(path_, &now) && same_file(held, now) &&
+            held.kind == FileKind::regular) {
+            std::string pid = std::to_string(os_getpid()) + "\n";
+            if (!os_truncate(fd_, 0) || os_pwrite(fd_, pid.data(), pid.size(), 0) != (long)pid.size())
                 fatal("cannot write lock file %s (%s): %s", path_.c_str(), flag, strerror(errno));
             stop_slot_ = stop_track(path_);  // a signal that ends the process removes it too
             return;
         }
-        ::close(fd_);
+        os_close(fd_);
         fd_ = -1;
     }
     fatal("cannot lock %s (%s): the lock file keeps changing", path_.c_str(), flag);
@@ -294,11 +289,11 @@ void PathLock::release() {
     stop_untrack(stop_slot_);
     stop_slot_ = -1;
     if (fd_ >= 0) {
-        unlink(path_.c_str());
-        ::close(fd_);
+        os_unlink(path_.c_str());
+        os_close(fd_);
         fd_ = -1;
     }
-    for (size_t i = created_.size(); i-- > 0;) rmdir(created_[i].c_str());  // only the ones left empty go
+    for (size_t i = created_.size(); i-- > 0;) os_rmdir(created_[i]);  // only the ones left empty go
     created_.clear();
 }
 
@@ -309,7 +304,7 @@ MadeDirs::MadeDirs(const std::string& path) : cleanup_([this] { remove_empty(); 
 MadeDirs::~MadeDirs() { remove_empty(); }
 
 void MadeDirs::remove_empty() {
-    for (size_t i = made_.size(); i-- > 0;) rmdir(made_[i].c_str());  // a directory with outputs in it stays
+    for (size_t i = made_.size(); i-- > 0;) os_rmdir(made_[i]);  // a directory with outputs in it stays
     made_.clear();
 }
 
@@ -347,9 +342,9 @@ void clear_staging(const std::string& staging, const std::string& dir,
         const std::string path = path_join(staging, name);
         if (name == kStagingMarker && marked) continue;
         if (name != kStagingMarker && ours(name) && !path_is_symlink(path) && file_exists(path)) {
-            unlink(path.c_str());
+            os_unlink(path.c_str());
         } else if (dir_exists(dir) && !path_exists_no_follow(path_join(dir, name)) &&
-                   rename(path.c_str(), path_join(dir, name).c_str()) == 0) {
+                   os_rename(path, path_join(dir, name))) {
             continue;  // the user's file goes back where it was
         } else {
             kept.push_back(name);
@@ -359,8 +354,8 @@ void clear_staging(const std::string& staging, const std::string& dir,
         fprintf(stderr, "note: kept %s: it holds %s, which gpt2 did not write\n", staging.c_str(), kept[0].c_str());
         return;
     }
-    if (marked) unlink(path_join(staging, kStagingMarker).c_str());
-    if (rmdir(staging.c_str()) != 0) fatal("cannot remove directory %s: %s", staging.c_str(), strerror(errno));
+    if (marked) os_unlink(path_join(staging, kStagingMarker).c_str());
+    if (!os_rmdir(staging)) fatal("cannot remove directory %s: %s", staging.c_str(), strerror(errno));
 }
 
 // clear_staging for a directory this process did not just make: only one carrying our marker is ours;
@@ -369,7 +364,7 @@ void clear_marked_staging(const std::string& staging, const std::string& dir,
                           const std::function<bool(const std::string&)>& ours) {
     if (path_is_symlink(staging) || !dir_exists(staging)) return;
     if (dir_has_marker(staging)) clear_staging(staging, dir, ours);
-    else if (dir_entries(staging).empty()) rmdir(staging.c_str());
+    else if (dir_entries(staging).empty()) os_rmdir(staging);
 }
 
 // Puts the marker into `in` (a directory this process is publishing). A file of that name that is not
@@ -379,7 +374,7 @@ void mark(const std::string& in) {
     const std::string path = path_join(in, kStagingMarker);
     if (!create_exclusive(path, &fd)) return;
     write_all(fd, kMarkerText, sizeof(kMarkerText) - 1, path);
-    if (::close(fd) != 0) fatal("cannot create %s: %s", path.c_str(), strerror(errno));
+    if (!os_close(fd)) fatal("cannot create %s: %s", path.c_str(), strerror(errno));
 }
 
 }  // namespace
@@ -388,18 +383,18 @@ void dir_replace_atomic(const std::string& staging, const std::string& dir) {
     dir_fsync(staging);
     const std::string parent = path_parent(dir);
     if (!dir_exists(dir)) {
-        if (rename(staging.c_str(), dir.c_str()) != 0)
+        if (!os_rename(staging, dir))
             fatal("cannot rename %s to %s: %s", staging.c_str(), dir.c_str(), strerror(errno));
-    } else if (renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, dir.c_str(), RENAME_EXCHANGE) != 0) {
-        std::string old = dir + ".old." + std::to_string(getpid());
-        if (rename(dir.c_str(), old.c_str()) != 0)
+    } else if (!os_exchange(staging, dir)) {
+        std::string old = dir + ".old." + std::to_string(os_getpid());
+        if (!os_rename(dir, old))
             fatal("cannot replace %s with %s: %s", dir.c_str(), staging.c_str(), strerror(errno));
-        if (rename(staging.c_str(), dir.c_str()) != 0) {
+        if (!os_rename(staging, dir)) {
             int err = errno;
-            rename(old.c_str(), dir.c_str());
+            os_rename(old, dir);
             fatal("cannot replace %s with %s: %s", dir.c_str(), staging.c_str(), strerror(err));
         }
-        if (rename(old.c_str(), staging.c_str()) != 0)  // hand the old contents back under the staging name
+        if (!os_rename(old, staging))  // hand the old contents back under the staging name
             fatal("cannot rename %s to %s: %s", old.c_str(), staging.c_str(), strerror(errno));
     }
     dir_fsync(parent);
@@ -413,10 +408,10 @@ bool dir_recover_interrupted(const std::string& dir, const std::function<bool(co
     for (const std::string& name : dir_entries(parent)) {
         long pid = suffix_pid(name, base + ".old.");
         std::string old = path_join(parent, name);
-        if (pid <= 0 || pid_alive(pid) || path_is_symlink(old) || !dir_exists(old) || !dir_has_marker(old) ||
+        if (pid <= 0 || os_pid_alive(pid) || path_is_symlink(old) || !dir_exists(old) || !dir_has_marker(old) ||
             !is_ours(old))
             continue;
-        if (rename(old.c_str(), dir.c_str()) != 0)
+        if (!os_rename(old, dir))
             fatal("cannot restore %s from %s: %s", dir.c_str(), old.c_str(), strerror(errno));
         fprintf(stderr, "note: restored %s from %s, left by a save that was killed\n", dir.c_str(), old.c_str());
         return true;
@@ -431,7 +426,8 @@ void dir_clear_dead_staging(const std::string& dir, const std::function<bool(con
     for (const std::string& name : dir_entries(parent)) {  // left by killed processes: staging, and the
         long pid = suffix_pid(name, base + ".saving.");    // old contents of a two-rename replacement
         if (pid <= 0 && dir_exists(dir)) pid = suffix_pid(name, base + ".old.");
-        if (pid > 0 && pid != getpid() && !pid_alive(pid)) clear_marked_staging(path_join(parent, name), dir, ours);
+        if (pid > 0 && pid != os_getpid() && !os_pid_alive(pid))
+            clear_marked_staging(path_join(parent, name), dir, ours);
     }
 }
 
@@ -439,19 +435,20 @@ void dir_publish(const std::string& dir, const std::function<bool(const std::str
                  const std::function<void(const std::string& staging)>& write) {
     dir_create(path_parent(dir));
     dir_clear_dead_staging(dir, ours);
-    const std::string staging = dir + ".saving." + std::to_string(getpid());
+    const std::string staging = dir + ".saving." + std::to_string(os_getpid());
     clear_marked_staging(staging, dir, ours);
     if (dir_exists(staging) && dir_has_marker(staging)) {
         // an earlier save of this run kept something it could not move back: set it aside, unmarked
-        const std::string kept = dir + ".kept." + std::to_string(getpid()) + "." + std::to_string((long)time_now_s());
-        unlink(path_join(staging, kStagingMarker).c_str());
-        if (rename(staging.c_str(), kept.c_str()) != 0)
+        const std::string kept =
+            dir + ".kept." + std::to_string(os_getpid()) + "." + std::to_string((long)time_now_s());
+        os_unlink(path_join(staging, kStagingMarker).c_str());
+        if (!os_rename(staging, kept))
             fatal("cannot set aside %s: %s", staging.c_str(), strerror(errno));
         fprintf(stderr, "note: moved %s to %s\n", staging.c_str(), kept.c_str());
     }
     if (path_exists_no_follow(staging))
         fatal("cannot stage %s: %s exists and gpt2 did not make it", dir.c_str(), staging.c_str());
-    if (mkdir(staging.c_str(), 0755) != 0) fatal("cannot create directory %s: %s", staging.c_str(), strerror(errno));
+    if (!os_mkdir(staging)) fatal("cannot create directory %s: %s", staging.c_str(), strerror(errno));
     // The marker names a directory as this program's staging, so only such directories are ever cleared by
     // a later run. It goes into `dir` too before the swap, so the old contents carry it out.
     mark(staging);
@@ -460,6 +457,6 @@ void dir_publish(const std::string& dir, const std::function<bool(const std::str
     const bool dir_marked = dir_exists(dir) && !path_exists_no_follow(path_join(dir, kStagingMarker));
     if (dir_marked) mark(dir);
     dir_replace_atomic(staging, dir);
-    unlink(path_join(dir, kStagingMarker).c_str());  // the new contents' marker: made by mark(staging)
+    os_unlink(path_join(dir, kStagingMarker).c_str());  // the new contents' marker: made by mark(staging)
     clear_staging(staging, dir, ours);  // the old checkpoint goes; files gpt2 did not write move back
 }

@@ -9,8 +9,7 @@
 // Checkpoint directories are published whole (dir_publish). What a failed command staged is removed by
 // fatal()'s cleanups; a process ended by a signal removes its staged files through stop.h.
 #pragma once
-#include <sys/types.h>
-
+#include <cstdint>
 #include <functional>
 #include <initializer_list>
 #include <memory>
@@ -53,7 +52,7 @@ public:
     OutputFile& operator=(const OutputFile&) = delete;
 
     void write(const void* data, size_t n);
-    void write_at(const void* data, size_t n, off_t offset);
+    void write_at(const void* data, size_t n, uint64_t offset);
     void close();    // fsync and close; the file stays staged until publish()
     void publish();  // close() if open, then rename over the target
     const std::string& path() const { return path_; }

@@ -2,16 +2,13 @@
 #include "base/safetensors.h"
 #include "base/half.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cassert>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 
+#include "base/platform.h"
 #include "base/json.h"
 #include "base/publish.h"
 #include "base/util.h"
@@ -164,16 +161,16 @@ void safetensors_load(SafeTensors* st, const std::string& path, bool header_only
             fatal("corrupt safetensors file (%s): %s", path.c_str(), err.c_str());
         return;
     }
-    FILE* f = fopen(path.c_str(), "rb");
-    struct stat info;
+    FILE* f = os_fopen_read(path);
+    FileInfo info;
     if (!f) fatal("cannot open %s: %s", path.c_str(), strerror(errno));
     input_note_fd(fileno(f));
-    if (fstat(fileno(f), &info) != 0 || !S_ISREG(info.st_mode)) {
+    if (!os_fstat(fileno(f), &info) || info.kind != FileKind::regular) {
         fclose(f);
         fatal("not a regular file (%s): expected a file whose size is known before reading", path.c_str());
     }
-    const size_t file_size = (size_t)info.st_size;
-    st->file_dev = info.st_dev, st->file_ino = info.st_ino, st->file_size = file_size;
+    const size_t file_size = (size_t)info.size;
+    st->file_dev = info.dev, st->file_ino = info.ino, st->file_size = file_size;
     std::vector<uint8_t> head(8, 0);
     uint64_t len = 0;
     bool ok = fread(head.data(), 1, 8, f) == std::min<size_t>(8, file_size) &&
@@ -232,12 +229,11 @@ void safetensors_read_into(const SafeTensors& st, const StTensor& t, float* out)
     // Header-only load: the tensor comes from the file in chunks, straight into `out`, so loading a model
     // holds the parameters once rather than the file as well.
     if (!widen(nullptr, t.dtype, 0, out)) fatal(fmt, t.name.c_str(), st.path.c_str(), t.dtype.c_str());
-    int fd = open(st.path.c_str(), O_RDONLY);
+    int fd = os_open_read(st.path);
     if (fd < 0) fatal("cannot open %s: %s", st.path.c_str(), strerror(errno));
-    struct stat now;  // a checkpoint replaced while loading must not give a model made of two files
-    if (fstat(fd, &now) != 0 || (uint64_t)now.st_dev != st.file_dev || (uint64_t)now.st_ino != st.file_ino ||
-        (uint64_t)now.st_size != st.file_size) {
-        close(fd);
+    FileInfo now;  // a checkpoint replaced while loading must not give a model made of two files
+    if (!os_fstat(fd, &now) || now.dev != st.file_dev || now.ino != st.file_ino || now.size != st.file_size) {
+        os_close(fd);
         fatal("file changed while loading (%s): expected the file its header was read from", st.path.c_str());
     }
     std::vector<uint8_t> chunk(t.dtype == "F32" ? 0 : (size_t)1 << 20);
@@ -246,10 +242,9 @@ void safetensors_read_into(const SafeTensors& st, const StTensor& t, float* out)
         const size_t count = std::min(per_chunk, n - done), bytes = count * esize;
         uint8_t* dst = t.dtype == "F32" ? reinterpret_cast<uint8_t*>(out + done) : chunk.data();
         for (size_t got = 0; got < bytes;) {
-            ssize_t r = pread(fd, dst + got, bytes - got, (off_t)(t.begin + done * esize + got));
-            if (r < 0 && errno == EINTR) continue;
+            long r = os_pread(fd, dst + got, bytes - got, t.begin + done * esize + got);
             if (r <= 0) {
-                close(fd);
+                os_close(fd);
                 fatal("cannot read tensor %s from %s: %s", t.name.c_str(), st.path.c_str(),
                       r == 0 ? "the file is shorter than its header says" : strerror(errno));
             }
@@ -258,7 +253,7 @@ void safetensors_read_into(const SafeTensors& st, const StTensor& t, float* out)
         if (t.dtype != "F32") widen(chunk.data(), t.dtype, count, out + done);
         done += count;
     }
-    close(fd);
+    os_close(fd);
 }
 
 std::vector<float> safetensors_read_f32(const SafeTensors& st, const StTensor& t) {

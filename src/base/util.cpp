@@ -1,23 +1,16 @@
 // util.cpp: see util.h.
 #include "base/util.h"
 
-#include "base/publish.h"
-
-#include <dirent.h>
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <csignal>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+
+#include "base/platform.h"
+#include "base/publish.h"
 
 static std::vector<std::function<void()>*>& fatal_cleanups() {
     static std::vector<std::function<void()>*> fns;
@@ -73,16 +66,16 @@ void fatal_hint(const std::string& hint, const char* fmt, ...) {
 }
 
 std::vector<uint8_t> file_read(const std::string& path, size_t max_bytes) {
-    int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK);  // non-blocking: opening a FIFO must not hang
+    int fd = os_open_read(path);  // non-blocking: opening a FIFO must not hang
     if (fd < 0) fatal("cannot open %s: %s", path.c_str(), strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
+    FileInfo st;
+    if (!os_fstat(fd, &st) || st.kind != FileKind::regular) {
+        os_close(fd);
         fatal("not a regular file (%s): expected a file whose size is known before reading", path.c_str());
     }
-    const size_t size = (size_t)st.st_size;
+    const size_t size = (size_t)st.size;
     if (size > max_bytes) {
-        close(fd);
+        os_close(fd);
         fatal("file too large (%s): %zu bytes, expected at most %zu for a file of its kind", path.c_str(), size,
               max_bytes);
     }
@@ -90,26 +83,26 @@ std::vector<uint8_t> file_read(const std::string& path, size_t max_bytes) {
     std::vector<uint8_t> buf(size);
     size_t got = 0;
     while (got < size) {
-        ssize_t n = read(fd, buf.data() + got, size - got);
-        if (n < 0 && errno == EINTR) continue;
+        long n = os_read(fd, buf.data() + got, size - got);
         if (n <= 0) {
             int err = errno;
-            close(fd);
+            os_close(fd);
             fatal("cannot read %s: %s", path.c_str(), n == 0 ? "the file shrank while being read" : strerror(err));
         }
         got += (size_t)n;
     }
     input_note_fd(fd);
-    close(fd);
+    os_close(fd);
     return buf;
 }
 
 std::string text_read(const std::string& path, size_t max_bytes) {
-    FILE* f = path == "-" ? stdin : fopen(path.c_str(), "rb");
+    FILE* f = path == "-" ? stdin : os_fopen_read(path);
     const char* name = path == "-" ? "stdin" : path.c_str();
     if (!f) fatal("cannot open %s: %s", name, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) fatal("is a directory (%s): expected a text file", name);
+    FileInfo st;
+    if (os_fstat(fileno(f), &st) && st.kind == FileKind::directory)
+        fatal("is a directory (%s): expected a text file", name);
     input_note_fd(fileno(f));
     std::string text;
     char chunk[1 << 16];
@@ -124,16 +117,7 @@ std::string text_read(const std::string& path, size_t max_bytes) {
     return text;
 }
 
-size_t memory_available() {
-    FILE* f = fopen("/proc/meminfo", "r");
-    if (!f) return 0;
-    char line[256];
-    size_t kb = 0;
-    while (fgets(line, sizeof(line), f))
-        if (sscanf(line, "MemAvailable: %zu kB", &kb) == 1) break;
-    fclose(f);
-    return kb * 1024;
-}
+size_t memory_available() { return os_memory_available(); }
 
 void memory_check(double bytes, const std::string& what, const std::string& hint) {
     const double mib = 1024.0 * 1024.0;
@@ -144,21 +128,26 @@ void memory_check(double bytes, const std::string& what, const std::string& hint
     fatal_hint(hint, fmt, what.c_str(), bytes / mib, avail / mib);
 }
 
+bool path_exists(const std::string& path) {
+    FileInfo st;
+    return os_stat(path, &st);
+}
+
 bool file_exists(const std::string& path) {
-    struct stat st;
-    return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+    FileInfo st;
+    return os_stat(path, &st) && st.kind == FileKind::regular;
 }
 
 bool dir_exists(const std::string& path) {
-    struct stat st;
-    return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+    FileInfo st;
+    return os_stat(path, &st) && st.kind == FileKind::directory;
 }
 
 void dir_create(const std::string& path, std::vector<std::string>* created) {
     if (path.empty() || dir_exists(path)) return;
     size_t slash = path.find_last_of('/');
     if (slash != std::string::npos && slash > 0) dir_create(path.substr(0, slash), created);
-    if (mkdir(path.c_str(), 0755) == 0) {
+    if (os_mkdir(path)) {
         if (created) created->push_back(path);
     } else if (errno != EEXIST) {
         fatal("cannot create directory %s: %s", path.c_str(), strerror(errno));
@@ -166,34 +155,26 @@ void dir_create(const std::string& path, std::vector<std::string>* created) {
 }
 
 void dir_fsync(const std::string& dir) {
-    int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-    if (fd < 0) fatal("cannot open directory %s: %s", dir.c_str(), strerror(errno));
-    fsync(fd);
-    close(fd);
+    if (!dir_exists(dir)) fatal("cannot open directory %s: %s", dir.c_str(), strerror(ENOENT));
+    os_dir_fsync(dir);
 }
 
 std::vector<std::string> dir_entries(const std::string& dir) {
-    DIR* d = opendir(dir.c_str());
-    if (!d) fatal("cannot read directory %s: %s", dir.c_str(), strerror(errno));
     std::vector<std::string> names;
-    while (struct dirent* e = readdir(d)) {
-        std::string name = e->d_name;
-        if (name != "." && name != "..") names.push_back(name);
-    }
-    closedir(d);
+    if (!os_dir_list(dir, &names)) fatal("cannot read directory %s: %s", dir.c_str(), strerror(errno));
     std::sort(names.begin(), names.end());
     return names;
 }
 
 bool path_is_symlink(const std::string& path) {
-    struct stat st;
-    return lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+    FileInfo st;
+    return os_lstat(path, &st) && st.kind == FileKind::symlink;
 }
 
 std::vector<uint8_t> file_head_bytes(const std::string& path, size_t n) {
     std::vector<uint8_t> head;
     if (!file_exists(path)) return head;
-    FILE* f = fopen(path.c_str(), "rb");
+    FILE* f = os_fopen_read(path);
     if (!f) return head;
     head.resize(n);
     head.resize(fread(head.data(), 1, n, f));
@@ -245,12 +226,6 @@ void buffer_assign_zero(std::vector<float>* v, size_t n) {
     const uintptr_t huge = (uintptr_t)2 << 20;
     const uintptr_t begin = ((uintptr_t)v->data() + huge - 1) & ~(huge - 1);
     const uintptr_t end = ((uintptr_t)v->data() + n * sizeof(float)) & ~(huge - 1);
-    if (end > begin && madvise((void*)begin, end - begin, MADV_HUGEPAGE) == 0) {
-#ifdef MADV_POPULATE_WRITE  // Linux 5.14; elsewhere the zeroing below faults the pages in
-        const long pages = (long)((end - begin) / huge);
-#pragma omp parallel for schedule(static)
-        for (long i = 0; i < pages; i++) madvise((void*)(begin + (uintptr_t)i * huge), huge, MADV_POPULATE_WRITE);
-#endif
-    }
+    if (end > begin) os_prefault_huge((void*)begin, end - begin);  // else the zeroing below faults them in
     v->assign(n, 0.0f);
 }

@@ -38,6 +38,7 @@ std::string text_read(const std::string& path, size_t max_bytes);
 size_t memory_available();
 // fatal with `hint` when `bytes` exceed the available memory; call it before allocating what input sizes.
 void memory_check(double bytes, const std::string& what, const std::string& hint);
+bool path_exists(const std::string& path);  // anything at path, a link followed
 bool file_exists(const std::string& path);
 bool dir_exists(const std::string& path);
 // mkdir -p; fatal on failure. The directories it made are appended to *created when given.

@@ -1,6 +1,5 @@
 // checkpoint_cmd.cpp: the `info` and `export` commands: describe a checkpoint, convert between
 // HuggingFace's layout and llm.c's format. Format detection and conversion live in checkpoint.h/llmc.h.
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>

@@ -1,5 +1,4 @@
 // generate_cmd.cpp: the `generate` command: prompt in, streamed text (or ids) out, timings on stderr.
-#include <unistd.h>
 
 #include <cerrno>
 #include <algorithm>
@@ -9,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "base/platform.h"
 #include "base/stop.h"
 #include "base/util.h"
 #include "cli/cli.h"
@@ -80,7 +80,7 @@ bool read_line_bounded(FILE* in, size_t max_bytes, std::string* line, bool* too_
     *too_long = false;
     bool any = false;
     int c;
-    while ((c = getc_unlocked(in)) != EOF) {  // byte by byte: a NUL is text too, not an end of line
+    while ((c = getc(in)) != EOF) {  // byte by byte: a NUL is text too, not an end of line
         any = true;
         if (c == '\n') return true;
         if (*too_long) continue;
@@ -224,7 +224,7 @@ GenerateRun generate_run(const CliArgs& args) {
 // One prompt per line until end of input; a line that cannot run is reported and skipped, and the run then
 // fails at the end, naming how many were.
 int run_interactive(const GPT2& model, Tokenizer* tok, const GenerateRun& r, Rng* rng) {
-    const bool terminal = isatty(STDIN_FILENO);
+    const bool terminal = os_isatty(stdin);
     const size_t max_bytes = prompt_max_bytes(*tok, model.cfg);
     int errors = 0;
     std::string line;

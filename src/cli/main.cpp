@@ -10,6 +10,7 @@
 #include <omp.h>
 #endif
 
+#include "base/platform.h"
 #include "base/stop.h"
 #include "base/util.h"
 #include "cli/cli.h"
@@ -82,6 +83,7 @@ static int finish(int rc) {
 
 int main(int argc, char** argv) {
     std::set_new_handler(on_out_of_memory);
+    os_init();       // base/platform.h: the operating system's part
     stop_install();  // signals: base/stop.h
     kernels_isa();   // the kernels' instruction set, chosen now: a bad GPT2_ISA stops here, before any work
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {

@@ -3,8 +3,6 @@
 // llm.c's dev/data/fineweb.py names them). Input is streamed in parts (text_stream.h) that OpenMP threads
 // encode in parallel and the writer emits in input order, so memory stays bounded whatever the input size
 // and the output does not depend on the thread count. It does not shuffle.
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +13,7 @@
 #include <omp.h>
 #endif
 
+#include "base/platform.h"
 #include "base/publish.h"
 #include "base/stop.h"
 #include "base/util.h"
@@ -53,7 +52,7 @@ struct IdsPrinter {
 
 // A progress line on stderr when it is a terminal: bytes, MB/s, tokens, and the ETA when the total is known.
 struct TokenizeProgress {
-    bool tty = isatty(STDERR_FILENO), shown = false;
+    bool tty = os_isatty(stderr), shown = false;
     double t0 = time_now_s(), last = 0;
     void update(uint64_t bytes, int64_t total, int64_t tokens, bool force = false) {
         double now = time_now_s();
@@ -90,8 +89,7 @@ size_t bytes_from_env(const char* name, size_t fallback) {
 }
 
 bool is_directory(const std::string& path) {
-    struct stat st;
-    return path != "-" && stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+    return path != "-" && dir_exists(path);
 }
 
 std::string shard_name(const std::string& prefix, int k) {
@@ -313,7 +311,7 @@ void remove_stale_shards(const std::string& prefix, int files) {
     for (int k = files;; k++) {
         std::string path = shard_name(prefix, k);
         if (path_is_symlink(path) || !tokenfile_is_token_file(path)) break;  // a link is not ours to remove
-        if (unlink(path.c_str()) == 0) stale++;
+        if (os_unlink(path.c_str())) stale++;
     }
     if (stale)
         fprintf(stderr, "note: removed %d shard%s of an earlier run after %s\n", stale, stale == 1 ? "" : "s",

@@ -1,7 +1,6 @@
 // train_cmd.cpp: the `train` and `eval` commands: options from flags (and from a checkpoint's stored flags
 // on --resume), the checks on outputs and memory before anything is computed, then the run itself
 // (train/trainer.h).
-#include <sys/stat.h>
 
 #include <climits>
 #include <cmath>
@@ -10,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "base/platform.h"
 #include "base/dist.h"
 #include "base/progress.h"
 #include "base/publish.h"
@@ -126,9 +126,8 @@ void check_memory(const GPT2Config& cfg, int B, int T) {
 // Checks --plot before the first step: never inside --out, and a path plot_check_path accepts.
 void check_plot_path(const std::string& path, const std::string& out) {
     if (path.empty()) fatal("empty value for --plot (train): expected a PNG path");
-    struct stat in_dir, out_dir;  // a plot inside --out would be swapped out by every save
-    if (!out.empty() && stat(path_parent(path).c_str(), &in_dir) == 0 && stat(out.c_str(), &out_dir) == 0 &&
-        in_dir.st_dev == out_dir.st_dev && in_dir.st_ino == out_dir.st_ino)
+    FileInfo in_dir, out_dir;  // a plot inside --out would be swapped out by every save
+    if (!out.empty() && os_stat(path_parent(path), &in_dir) && os_stat(out, &out_dir) && same_file(in_dir, out_dir))
         fatal_hint("leave --plot out: the plot is saved into --out with every checkpoint",
                    "bad value for --plot (train): %s is inside --out %s", path.c_str(), out.c_str());
     plot_check_path(path, "--plot (train)");

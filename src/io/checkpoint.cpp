@@ -1,8 +1,6 @@
 // checkpoint.cpp: see checkpoint.h. Name mapping follows transformers' modeling_gpt2.py (GPT2Model).
 #include "io/checkpoint.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cassert>
@@ -11,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/platform.h"
 #include "base/json.h"
 #include "base/half.h"
 #include "base/publish.h"
@@ -197,16 +196,16 @@ namespace {
 
 // The first bytes of a regular file (up to n) and its size; fatal naming the file otherwise.
 std::vector<uint8_t> file_head(const std::string& path, size_t n, size_t* file_size, uint64_t* file_ino) {
-    FILE* f = fopen(path.c_str(), "rb");
+    FILE* f = os_fopen_read(path);
     if (!f) fatal("cannot open %s: %s", path.c_str(), strerror(errno));
     input_note_fd(fileno(f));
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    FileInfo st;
+    if (!os_fstat(fileno(f), &st) || st.kind != FileKind::regular) {
         fclose(f);
         fatal("not a regular file (%s): expected a file whose size is known before reading", path.c_str());
     }
-    *file_size = (size_t)st.st_size;
-    *file_ino = (uint64_t)st.st_ino;
+    *file_size = (size_t)st.size;
+    *file_ino = st.ino;
     std::vector<uint8_t> head(std::min(n, *file_size));
     bool ok = fread(head.data(), 1, head.size(), f) == head.size();
     fclose(f);
@@ -376,7 +375,7 @@ void checkpoint_export_hf(const GPT2& model, const std::string& out, const std::
             fatal_hint("choose a new or empty directory; gpt2 replaces only exports it wrote",
                        "bad value for --out (export): %s holds %s, which gpt2 export did not write", dir.c_str(),
                        entries[0].c_str());
-    } else if (access(dir.c_str(), F_OK) == 0) {
+    } else if (path_exists(dir)) {
         fatal("bad value for --out (export): %s exists and is not a directory", dir.c_str());
     }
     PathLock lock(dir, "--out");

@@ -1,11 +1,10 @@
 // dataloader.cpp: see dataloader.h.
 #include "io/dataloader.h"
 
-#include <glob.h>
-
 #include <algorithm>
 #include <utility>
 
+#include "base/platform.h"
 #include "base/stop.h"
 #include "base/util.h"
 
@@ -23,12 +22,10 @@ std::vector<std::string> dataloader_expand(const std::string& spec, const char* 
             paths.push_back(item);  // a plain path: opening it reports what is wrong
             continue;
         }
-        glob_t g;
-        const int rc = glob(item.c_str(), 0, nullptr, &g);  // sorted by name
-        if (rc == GLOB_NOMATCH) fatal("no file matches %s '%s': expected at least one token file", flag, item.c_str());
-        if (rc != 0) fatal("cannot expand %s '%s': glob failed", flag, item.c_str());
-        for (size_t i = 0; i < g.gl_pathc; i++) paths.push_back(g.gl_pathv[i]);
-        globfree(&g);
+        std::vector<std::string> found;
+        if (!os_glob(item, &found)) fatal("cannot expand %s '%s': glob failed", flag, item.c_str());
+        if (found.empty()) fatal("no file matches %s '%s': expected at least one token file", flag, item.c_str());
+        paths.insert(paths.end(), found.begin(), found.end());
     }
     return paths;
 }

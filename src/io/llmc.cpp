@@ -2,7 +2,6 @@
 // (gpt2_build_from_checkpoint) for the header fields and tensor order.
 #include "io/llmc.h"
 
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <cassert>
@@ -11,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/platform.h"
 #include "base/safetensors.h"
 #include "base/half.h"
 #include "base/util.h"
@@ -100,12 +100,12 @@ bool llmc_parse(const std::vector<uint8_t>& bytes, GPT2Config* cfg, std::vector<
 }
 
 void llmc_read_params(const std::string& path, const GPT2Config& cfg, int version, uint64_t file_ino, float* params) {
-    FILE* f = fopen(path.c_str(), "rb");
+    FILE* f = os_fopen_read(path);
     if (!f || fseek(f, kHeaderInts * 4, SEEK_SET) != 0) fatal("cannot open %s: %s", path.c_str(), strerror(errno));
     input_note_fd(fileno(f));
-    struct stat now;  // a file replaced since its header was read must not give a model made of two files
+    FileInfo now;  // a file replaced since its header was read must not give a model made of two files
     const size_t want = kHeaderInts * 4 + layout_params_size(layout_params(cfg)) * (version == 3 ? 4 : 2);
-    if (fstat(fileno(f), &now) != 0 || (uint64_t)now.st_ino != file_ino || (size_t)now.st_size != want) {
+    if (!os_fstat(fileno(f), &now) || now.ino != file_ino || (size_t)now.size != want) {
         fclose(f);
         fatal("file changed while loading (%s): expected the file its header was read from", path.c_str());
     }
@@ -172,9 +172,9 @@ bool llmc_state_detect(const uint8_t* data, size_t n) {
 
 void llmc_state_load(const std::string& path, const GPT2Config& cfg, LlmcState* st) {
     const char* p = path.c_str();
-    FILE* f = fopen(p, "rb");
-    struct stat sb;
-    if (!f || fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    FILE* f = os_fopen_read(p);
+    FileInfo sb;
+    if (!f || !os_fstat(fileno(f), &sb) || sb.kind != FileKind::regular) {
         if (f) fclose(f);
         fatal("cannot read llm.c debug state %s: %s", p, f ? "expected a regular file" : strerror(errno));
     }
@@ -182,7 +182,7 @@ void llmc_state_load(const std::string& path, const GPT2Config& cfg, LlmcState* 
         FILE* f;
         ~Closer() { fclose(f); }
     } closer{f};
-    const size_t file_size = (size_t)sb.st_size;
+    const size_t file_size = (size_t)sb.size;
     int32_t h[kHeaderInts];
     if (fread(h, 4, kHeaderInts, f) != kHeaderInts)
         fatal("bad llm.c debug state %s: shorter than the 1024-byte header", p);

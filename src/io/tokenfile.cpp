@@ -1,17 +1,13 @@
 // tokenfile.cpp: see tokenfile.h.
 #include "io/tokenfile.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <utility>
 
+#include "base/platform.h"
 #include "base/publish.h"
 #include "base/util.h"
 
@@ -112,7 +108,7 @@ TokenShard::TokenShard(TokenShard&& o) noexcept { *this = std::move(o); }
 
 TokenShard& TokenShard::operator=(TokenShard&& o) noexcept {
     if (this != &o) {
-        if (map) munmap(map, map_bytes);
+        if (map) os_unmap(map, map_bytes);
         path = std::move(o.path), fingerprint = std::move(o.fingerprint), tokens = o.tokens, num_tokens = o.num_tokens, map = o.map, map_bytes = o.map_bytes;
         o.tokens = nullptr, o.num_tokens = 0, o.map = nullptr, o.map_bytes = 0;
     }
@@ -120,28 +116,28 @@ TokenShard& TokenShard::operator=(TokenShard&& o) noexcept {
 }
 
 TokenShard::~TokenShard() {
-    if (map) munmap(map, map_bytes);
+    if (map) os_unmap(map, map_bytes);
 }
 
 void tokenfile_map(TokenShard* shard, const std::string& path, int vocab_size) {
     const char* w = path.c_str();
-    int fd = open(w, O_RDONLY | O_NONBLOCK);  // non-blocking: opening a FIFO must not hang
+    int fd = os_open_read(path);  // non-blocking: opening a FIFO must not hang
     if (fd < 0) fatal("cannot open %s: %s", w, strerror(errno));
     input_note_fd(fd);
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
+    FileInfo st;
+    if (!os_fstat(fd, &st) || st.kind != FileKind::regular) {
+        os_close(fd);
         fatal("not a regular file (%s): expected a token file", w);
     }
-    const size_t n = (size_t)st.st_size;
+    const size_t n = (size_t)st.size;
     const size_t header_bytes = kTokenFileHeaderInts * sizeof(int32_t);
     if (n < header_bytes) {  // also keeps an empty file away from mmap
-        close(fd);
+        os_close(fd);
         fatal("token file too short (%s): expected a %zu-byte header, got %zu bytes", w, header_bytes, n);
     }
-    void* map = mmap(nullptr, n, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);  // the mapping keeps the file
-    if (map == MAP_FAILED) fatal("cannot map %s: %s", w, strerror(errno));
+    void* map = os_map_read(fd, n);
+    os_close(fd);  // the mapping keeps the file
+    if (!map) fatal("cannot map %s: %s", w, strerror(errno));
     TokenShard s;
     s.path = path, s.map = map, s.map_bytes = n;
     std::string err;
@@ -149,13 +145,12 @@ void tokenfile_map(TokenShard* shard, const std::string& path, int vocab_size) {
     if (!check_header(static_cast<const uint8_t*>(map), n, w, &count, &err)) fatal("%s", err.c_str());
     s.tokens = reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(map) + header_bytes);
     s.num_tokens = count;
-    madvise(map, n, MADV_SEQUENTIAL);
+    os_map_sequential(map, n);
     if (!check_ids(s.tokens, count, vocab_size, w, &err)) fatal("%s", err.c_str());
     s.fingerprint = tokenfile_fingerprint(s);
     // The pass above faulted every page in; drop them from this process (they stay in the page cache) and
     // let batches fault in just the windows they read.
-    madvise(map, n, MADV_DONTNEED);
-    madvise(map, n, MADV_NORMAL);
+    os_map_release(map, n);
     *shard = std::move(s);
 }
 

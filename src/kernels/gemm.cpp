@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "base/platform.h"
 #include "kernels/bf16.h"
 #include "kernels/gemm_tile.h"
 #include "kernels/simd.h"
@@ -220,12 +221,12 @@ struct PackBuffers {
     float* b = nullptr;
     std::vector<float> whole_a;
     PackBuffers() {
-        a = static_cast<float*>(aligned_alloc(64, sizeof(float) * MC * std::max(KC, KC_DEEP)));
-        b = static_cast<float*>(aligned_alloc(64, sizeof(float) * std::max(KC * NC, KC_DEEP * NC_DEEP)));
+        a = static_cast<float*>(os_aligned_alloc(64, sizeof(float) * MC * std::max(KC, KC_DEEP)));
+        b = static_cast<float*>(os_aligned_alloc(64, sizeof(float) * std::max(KC * NC, KC_DEEP * NC_DEEP)));
     }
     ~PackBuffers() {
-        free(a);
-        free(b);
+        os_aligned_free(a);
+        os_aligned_free(b);
     }
 };
 

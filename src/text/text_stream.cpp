@@ -1,12 +1,12 @@
 // text_stream.cpp: see text_stream.h.
 #include "text/text_stream.h"
 
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 
+#include "base/platform.h"
 #include "base/json.h"
 #include "base/publish.h"
 #include "base/util.h"
@@ -15,8 +15,8 @@
 namespace {
 
 int64_t regular_size(int fd) {
-    struct stat st;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) return (int64_t)st.st_size;
+    FileInfo st;
+    if (os_fstat(fd, &st) && st.kind == FileKind::regular) return (int64_t)st.size;
     return -1;
 }
 
@@ -30,21 +30,21 @@ std::vector<TextInput> text_inputs_expand(const std::vector<std::string>& args,
             inputs.push_back({arg, regular_size(0)});
             continue;
         }
-        struct stat st;
-        if (stat(arg.c_str(), &st) != 0)
+        FileInfo st;
+        if (!os_stat(arg, &st))
             fatal("input file not found (%s): expected a text file, a directory or - for stdin", arg.c_str());
-        if (!S_ISDIR(st.st_mode)) {
+        if (st.kind != FileKind::directory) {
             input_note_path(arg);
-            inputs.push_back({arg, S_ISREG(st.st_mode) ? (int64_t)st.st_size : -1});
+            inputs.push_back({arg, st.kind == FileKind::regular ? (int64_t)st.size : -1});
             continue;
         }
         size_t before = inputs.size();
         for (const std::string& name : dir_entries(arg)) {
             if (name[0] == '.') continue;
             std::string path = path_join(arg, name);
-            if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || (skip && skip(path))) continue;
+            if (!os_stat(path, &st) || st.kind != FileKind::regular || (skip && skip(path))) continue;
             input_note_path(path);
-            inputs.push_back({path, (int64_t)st.st_size});
+            inputs.push_back({path, (int64_t)st.size});
         }
         if (inputs.size() == before)
             fatal("no input files in directory (%s): expected regular files whose names do not start with '.'",
@@ -84,7 +84,7 @@ bool TextStream::open_next_input() {
         file_ = stdin;
         name_ = "stdin";
     } else {
-        file_ = fopen(in.path.c_str(), "rb");
+        file_ = os_fopen_read(in.path);
         name_ = in.path.c_str();
         if (!file_) fatal("cannot open input (%s): %s", name_, strerror(errno));
         input_note_fd(fileno(file_));

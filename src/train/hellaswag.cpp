@@ -2,13 +2,13 @@
 // cross-entropy); this file only lays candidates out as rows and reduces over the ending's positions.
 #include "train/hellaswag.h"
 
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
 
+#include "base/platform.h"
 #include "base/json.h"
 #include "base/util.h"
 #include "model/layout.h"
@@ -190,7 +190,7 @@ std::vector<HellaSwagScore> hellaswag_evaluate(GPT2* model, const std::vector<He
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return longest_of[a] > longest_of[b]; });
     // sized once for the largest batch; every batch then fits in it (model.h), whatever its own length
     gpt2_alloc_acts(model, per_batch * kHellaSwagEndings, longest_of[order[0]] - 1);
-    const bool tty = isatty(STDERR_FILENO);
+    const bool tty = os_isatty(stderr);
     const double t0 = time_now_s();
     size_t correct_sum = 0, correct_mean = 0;
     int tenths_shown = 0;

@@ -5,7 +5,6 @@
 // on. Reference: stb_easy_font.h and stb_image_write.h (libstb-dev).
 #include "train/plot.h"
 
-#include <unistd.h>
 
 #include <algorithm>
 #include <cassert>

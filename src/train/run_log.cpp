@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "base/json.h"
+#include "base/platform.h"
 #include "base/util.h"
 
 namespace {
@@ -18,12 +19,12 @@ namespace {
 // text of the user's with one JSON line in it, or a JSON-lines dataset, is not a log to append to.
 bool run_log_is_ours(const std::string& path) {
     static const char kStart[] = "{\"step\":";
-    FILE* in = fopen(path.c_str(), "rb");
+    FILE* in = os_fopen_read(path);
     if (!in) return false;
     int c, last = '\n', last_solid = 0;  // last_solid: the line's last non-blank byte so far, 0 for none
     size_t at = 0;                       // bytes of the line seen; its first ones must spell kStart
     bool ok = true;
-    while (ok && (c = getc_unlocked(in)) != EOF) {
+    while (ok && (c = getc(in)) != EOF) {
         if (c == '\n') {
             ok = last_solid == 0 || (last_solid == '}' && at >= sizeof(kStart) - 1);
             last_solid = 0, at = 0;

@@ -1,8 +1,6 @@
 // train_state.cpp: see train_state.h.
 #include "train/train_state.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cmath>
@@ -11,6 +9,7 @@
 #include <cstring>
 #include <utility>
 
+#include "base/platform.h"
 #include "base/json.h"
 #include "base/publish.h"
 #include "base/util.h"
@@ -188,13 +187,13 @@ bool train_dir_is_ours(const std::string& name) {
 
 bool train_dir_is_checkpoint(const std::string& dir) {
     const std::string path = path_join(dir, kStateFile);
-    struct stat info;
-    if (path_is_symlink(path) || stat(path.c_str(), &info) != 0) return false;
+    FileInfo info;
+    if (path_is_symlink(path) || !os_stat(path, &info)) return false;
     // the format key comes first in the header we write
     const std::vector<uint8_t> head = file_head_bytes(path, 1 << 16);
     SafeTensors st;
     std::string err;
-    if (!safetensors_parse_header(&st, head.data(), head.size(), (size_t)info.st_size, &err)) return false;
+    if (!safetensors_parse_header(&st, head.data(), head.size(), (size_t)info.size, &err)) return false;
     return st.meta("format") == kFormat || st.meta("format") == kFormatV2 || st.meta("format") == kFormatV1;
 }
 
@@ -205,7 +204,7 @@ void train_dir_check(const std::string& dir, const char* flag) {
                    "bad value for %s (train): %s is a symbolic link, expected a directory", flag, dir.c_str());
     dir_recover_interrupted(dir, train_dir_is_checkpoint);
     if (!dir_exists(dir)) {
-        if (access(dir.c_str(), F_OK) == 0)
+        if (path_exists(dir))
             fatal("bad value for %s (train): %s exists and is not a directory", flag, dir.c_str());
         return;
     }

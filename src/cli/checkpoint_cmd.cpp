@@ -1,5 +1,5 @@
 // checkpoint_cmd.cpp: the `info` and `export` commands: describe a checkpoint, convert between
-// HuggingFace's layout and llm.c's format. Format detection and conversion live in checkpoint.h/llmc.h.
+// HuggingFace's layout, llm.c's format and llama.cpp's GGUF. Format detection and conversion live in checkpoint.h/llmc.h.
 
 #include <algorithm>
 #include <cstdio>
@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "io/checkpoint.h"
+#include "io/gguf.h"
 #include "io/llmc.h"
 #include "train/train_state.h"
 
@@ -84,31 +85,47 @@ int cmd_info(int argc, char** argv) {
 int cmd_export(int argc, char** argv) {
     static const std::vector<CliFlag> flags = {
         {"model", "", "", "checkpoint to convert (any format `info` reads)"},
-        {"out", "", "", "output: a directory for hf, a file for llmc"},
-        {"format", "", "hf", "hf (config.json + model.safetensors) or llmc (llm.c .bin)"},
-        {"dtype", "", "f32", "f32, f16 (hf only) or bf16; narrowing rounds to nearest even"},
+        {"out", "", "", "output: a directory for hf, a file for llmc and gguf"},
+        {"format", "", "hf", "hf (config.json + model.safetensors), llmc (llm.c .bin) or gguf (llama.cpp)"},
+        {"dtype", "", "f32", "f32, f16 (hf, gguf), bf16, or q8_0 (gguf); narrowing rounds to nearest even"},
+        {"tokenizer", "", "", "gguf: directory with encoder.json + vocab.bpe (default: $GPT2_DATA_DIR/gpt2 or data/gpt2)"},
         kCliHeadsFlag,
     };
-    CliArgs args =
-        cli_parse(argc, argv, "export", "gpt2 export --model PATH --out PATH [--format hf|llmc] [--dtype f32]",
-                  "Converts a checkpoint between HuggingFace's layout and llm.c's format.", flags, false);
+    CliArgs args = cli_parse(argc, argv, "export",
+                             "gpt2 export --model PATH --out PATH [--format hf|llmc|gguf] [--dtype f32]",
+                             "Converts a checkpoint to HuggingFace's layout, llm.c's format or llama.cpp's GGUF.",
+                             flags, false);
     const std::string format = args.str("format"), dtype = args.str("dtype"), out = args.str("out");
-    if (format != "hf" && format != "llmc")
-        fatal("bad value for --format (export): expected hf or llmc, got '%s'", format.c_str());
-    if (dtype != "f32" && dtype != "f16" && dtype != "bf16")
-        fatal("bad value for --dtype (export): expected f32, f16 or bf16, got '%s'", dtype.c_str());
-    if (format == "llmc" && dtype == "f16")
+    if (format != "hf" && format != "llmc" && format != "gguf")
+        fatal("bad value for --format (export): expected hf, llmc or gguf, got '%s'", format.c_str());
+    if (dtype != "f32" && dtype != "f16" && dtype != "bf16" && dtype != "q8_0")
+        fatal("bad value for --dtype (export): expected f32, f16, bf16 or q8_0, got '%s'", dtype.c_str());
+    if (format == "llmc" && (dtype == "f16" || dtype == "q8_0"))
         fatal("bad value for --dtype (export): llm.c files are f32 (v3) or bf16 (v5)");
+    if (format == "hf" && dtype == "q8_0") fatal("bad value for --dtype (export): q8_0 is for --format gguf");
+    if (args.has("tokenizer") && format != "gguf")
+        fatal("conflicting flags (export): --tokenizer is for --format gguf, which stores the tokenizer");
     std::unique_ptr<PathLock> lock;
-    if (format == "llmc") {  // checked before the model is read: a file is replaced only by its own kind
+    if (format != "hf") {  // checked before the model is read: a file is replaced only by its own kind
         input_note_path(args.str("model"));
-        output_check(out, "--out (export)", kLlmcKind);
+        output_check(out, "--out (export)", format == "llmc" ? kLlmcKind : kGgufKind);
         lock.reset(new PathLock(out, "--out (export)"));
     }
     GPT2 model;
     checkpoint_load(&model, args.str("model"), cli_heads(args));
-    if (format == "hf") checkpoint_export_hf(model, out, dtype == "f32" ? "F32" : dtype == "f16" ? "F16" : "BF16");
-    else llmc_save(model, out, dtype == "f32" ? 3 : 5, "--out (export)");
+    if (format == "hf") {
+        checkpoint_export_hf(model, out, dtype == "f32" ? "F32" : dtype == "f16" ? "F16" : "BF16");
+    } else if (format == "llmc") {
+        llmc_save(model, out, dtype == "f32" ? 3 : 5, "--out (export)");
+    } else {
+        Tokenizer tok;
+        tokenizer_load(&tok, args.has("tokenizer") ? args.str("tokenizer") : tokenizer_default_dir());
+        const GgufType type = dtype == "f32"    ? GgufType::kF32
+                              : dtype == "f16"  ? GgufType::kF16
+                              : dtype == "bf16" ? GgufType::kBF16
+                                                : GgufType::kQ8_0;
+        gguf_save(model, tok, out, type, "--out (export)");
+    }
     printf("wrote %s (%s, %s)\n", out.c_str(), format.c_str(), dtype.c_str());
     return 0;
 }

@@ -12,8 +12,10 @@
 #include "base/platform.h"
 #include "base/json.h"
 #include "base/half.h"
+#include "base/platform.h"
 #include "base/publish.h"
 #include "base/util.h"
+#include "io/gguf.h"
 #include "io/llmc.h"
 
 namespace {
@@ -213,6 +215,30 @@ std::vector<uint8_t> file_head(const std::string& path, size_t n, size_t* file_s
     return head;
 }
 
+// A GGUF file (gguf.h): header and geometry, and with `model` the weights, all through one descriptor.
+GPT2Config open_gguf(const std::string& path, CheckpointInfo* info, GPT2* model) {
+    const int fd = os_open_read(path);
+    FileInfo file;
+    if (fd < 0 || !os_fstat(fd, &file)) fatal("cannot open %s: %s", path.c_str(), strerror(errno));
+    input_note_fd(fd);
+    struct Closer {
+        int fd;
+        ~Closer() { os_close(fd); }
+    } closer{fd};
+    const GgufReadAt read_at = [fd](void* dst, size_t n, uint64_t at) { return os_pread(fd, dst, n, at) == (long)n; };
+    GgufHeader h;
+    std::string err;
+    if (!gguf_parse(read_at, file.size, &h, &err)) fatal("corrupt GGUF file (%s): %s", path.c_str(), err.c_str());
+    const GPT2Config cfg = gguf_config(h, path, &info->dtype);
+    info->format = "gguf v3";
+    if (model) {
+        memory_check(gpt2_params_bytes(cfg), "parameters of " + path, "use a smaller model");
+        gpt2_build(model, cfg);
+        gguf_read_params(h, read_at, path, cfg, model->params.data());
+    }
+    return cfg;
+}
+
 // Resolves PATH to its format and geometry from headers alone. With `load`, also reads the parameters
 // into `model`.
 GPT2Config open_checkpoint(const std::string& path, int heads_override, CheckpointInfo* info, GPT2* model) {
@@ -233,8 +259,8 @@ GPT2Config open_checkpoint(const std::string& path, int heads_override, Checkpoi
         return cfg;
     }
     if (!file_exists(path))
-        fatal("checkpoint not found (%s): expected a HuggingFace directory, a .safetensors file or an llm.c .bin",
-              path.c_str());
+        fatal("checkpoint not found (%s): expected a HuggingFace directory, a .safetensors file, an llm.c .bin or a "
+              ".gguf file", path.c_str());
     size_t file_size = 0;
     uint64_t file_ino = 0;
     std::vector<uint8_t> head = file_head(path, 1024, &file_size, &file_ino);
@@ -254,6 +280,7 @@ GPT2Config open_checkpoint(const std::string& path, int heads_override, Checkpoi
         }
         return cfg;
     }
+    if (gguf_detect(head.data(), head.size())) return open_gguf(path, info, model);
     // safetensors: an 8-byte little-endian length and a JSON object
     if (head.size() >= 9 && head[8] == '{') {
         SafeTensors st;
@@ -265,8 +292,8 @@ GPT2Config open_checkpoint(const std::string& path, int heads_override, Checkpoi
         return cfg;
     }
     fatal(
-        "unrecognised checkpoint (%s): expected a HuggingFace directory, a .safetensors file or an llm.c .bin "
-        "(magic %d)",
+        "unrecognised checkpoint (%s): expected a HuggingFace directory, a .safetensors file, an llm.c .bin "
+        "(magic %d) or a .gguf file",
         path.c_str(), kLlmcMagic);
 }
 

@@ -12,8 +12,8 @@
 GPT2Config checkpoint_read_hf_config(const std::string& path);
 // What checkpoint_load found.
 struct CheckpointInfo {
-    std::string format;  // "huggingface", "safetensors", "llm.c v3" or "llm.c v5"
-    std::string dtype;   // dtype of the stored weights: F32, F16, BF16 (or "mixed")
+    std::string format;  // "huggingface", "safetensors", "llm.c v3", "llm.c v5" or "gguf v3"
+    std::string dtype;   // dtype of the stored weights: F32, F16, BF16, Q8_0 (or "mixed"; GGUF: "Q8_0, 1-D tensors F32")
 };
 
 // Copies tensors named prefix + hf_name out of st into a buffer laid out by layout_params(cfg),
@@ -34,7 +34,8 @@ void checkpoint_check_finite(const GPT2& model, const std::string& where, const 
 //    accepted when equal to the tied wte;
 //  * a bare .safetensors file in that naming: geometry inferred from the shapes, heads = C / 64 (as in
 //    every GPT-2 size) unless heads_override > 0;
-//  * an llm.c checkpoint (llmc.h).
+//  * an llm.c checkpoint (llmc.h);
+//  * a GGUF file of architecture gpt2 (gguf.h): F32, F16, BF16 or Q8_0 tensors.
 // Missing, unknown or misshapen tensors, truncated files and non-finite weights are fatal, naming the
 // tensor and the expected shape.
 void checkpoint_load(GPT2* model, const std::string& path, int heads_override = 0, CheckpointInfo* info = nullptr);

@@ -20,27 +20,27 @@ struct TableBuilder {
 
 // Parameters outside the blocks.
 TensorInfo& add_param(TableBuilder* tb, const char* name, size_t rows, size_t cols, bool decay, const char* hf_name,
-                      TensorInit init) {
+                      const char* gguf_name, TensorInit init) {
     TensorInfo& t = tb->add(name, rows, cols, decay);
-    t.hf_name = hf_name, t.init = init;
+    t.hf_name = hf_name, t.gguf_name = gguf_name, t.init = init;
     return t;
 }
 
 }  // namespace
 
 const LayerTensorSpec kLayerTensors[12] = {
-    {"ln1w", &LayerParams::ln1w, 1, 0, false, "ln_1.weight", false, TensorInit::kOne},
-    {"ln1b", &LayerParams::ln1b, 1, 0, false, "ln_1.bias", false, TensorInit::kZero},
-    {"qkvw", &LayerParams::qkvw, 3, 1, true, "attn.c_attn.weight", true, TensorInit::kNormal},
-    {"qkvb", &LayerParams::qkvb, 3, 0, false, "attn.c_attn.bias", false, TensorInit::kZero},
-    {"attprojw", &LayerParams::attprojw, 1, 1, true, "attn.c_proj.weight", true, TensorInit::kResidualNormal},
-    {"attprojb", &LayerParams::attprojb, 1, 0, false, "attn.c_proj.bias", false, TensorInit::kZero},
-    {"ln2w", &LayerParams::ln2w, 1, 0, false, "ln_2.weight", false, TensorInit::kOne},
-    {"ln2b", &LayerParams::ln2b, 1, 0, false, "ln_2.bias", false, TensorInit::kZero},
-    {"fcw", &LayerParams::fcw, 4, 1, true, "mlp.c_fc.weight", true, TensorInit::kNormal},
-    {"fcb", &LayerParams::fcb, 4, 0, false, "mlp.c_fc.bias", false, TensorInit::kZero},
-    {"fcprojw", &LayerParams::fcprojw, 1, 4, true, "mlp.c_proj.weight", true, TensorInit::kResidualNormal},
-    {"fcprojb", &LayerParams::fcprojb, 1, 0, false, "mlp.c_proj.bias", false, TensorInit::kZero},
+    {"ln1w", &LayerParams::ln1w, 1, 0, false, "ln_1.weight", false, "attn_norm.weight", TensorInit::kOne},
+    {"ln1b", &LayerParams::ln1b, 1, 0, false, "ln_1.bias", false, "attn_norm.bias", TensorInit::kZero},
+    {"qkvw", &LayerParams::qkvw, 3, 1, true, "attn.c_attn.weight", true, "attn_qkv.weight", TensorInit::kNormal},
+    {"qkvb", &LayerParams::qkvb, 3, 0, false, "attn.c_attn.bias", false, "attn_qkv.bias", TensorInit::kZero},
+    {"attprojw", &LayerParams::attprojw, 1, 1, true, "attn.c_proj.weight", true, "attn_output.weight", TensorInit::kResidualNormal},
+    {"attprojb", &LayerParams::attprojb, 1, 0, false, "attn.c_proj.bias", false, "attn_output.bias", TensorInit::kZero},
+    {"ln2w", &LayerParams::ln2w, 1, 0, false, "ln_2.weight", false, "ffn_norm.weight", TensorInit::kOne},
+    {"ln2b", &LayerParams::ln2b, 1, 0, false, "ln_2.bias", false, "ffn_norm.bias", TensorInit::kZero},
+    {"fcw", &LayerParams::fcw, 4, 1, true, "mlp.c_fc.weight", true, "ffn_up.weight", TensorInit::kNormal},
+    {"fcb", &LayerParams::fcb, 4, 0, false, "mlp.c_fc.bias", false, "ffn_up.bias", TensorInit::kZero},
+    {"fcprojw", &LayerParams::fcprojw, 1, 4, true, "mlp.c_proj.weight", true, "ffn_down.weight", TensorInit::kResidualNormal},
+    {"fcprojb", &LayerParams::fcprojb, 1, 0, false, "mlp.c_proj.bias", false, "ffn_down.bias", TensorInit::kZero},
 };
 static_assert(sizeof(LayerParams) == sizeof(kLayerTensors) / sizeof(kLayerTensors[0]) * sizeof(float*),
               "every LayerParams view has a row in kLayerTensors");
@@ -48,18 +48,19 @@ static_assert(sizeof(LayerParams) == sizeof(kLayerTensors) / sizeof(kLayerTensor
 std::vector<TensorInfo> layout_params(const GPT2Config& cfg) {
     const size_t C = cfg.channels;
     TableBuilder tb;
-    add_param(&tb, "wte", cfg.padded_vocab_size, C, true, "wte.weight", TensorInit::kNormal);
-    add_param(&tb, "wpe", cfg.max_seq_len, C, true, "wpe.weight", TensorInit::kNormal);
+    add_param(&tb, "wte", cfg.padded_vocab_size, C, true, "wte.weight", "token_embd.weight", TensorInit::kNormal);
+    add_param(&tb, "wpe", cfg.max_seq_len, C, true, "wpe.weight", "position_embd.weight", TensorInit::kNormal);
     for (int l = 0; l < cfg.num_layers; l++)
         for (int k = 0; k < 12; k++) {
             const LayerTensorSpec& s = kLayerTensors[k];
             const std::string h = "h." + std::to_string(l) + ".";
             TensorInfo& t = tb.add(h + s.name, s.rows_per_c * C, s.cols_per_c * C, s.decay);
             t.hf_name = h + s.hf_suffix, t.hf_transposed = s.hf_transposed, t.init = s.init;
+            t.gguf_name = "blk." + std::to_string(l) + "." + s.gguf_suffix;
             t.layer = l, t.slot = k;
         }
-    add_param(&tb, "lnfw", C, 0, false, "ln_f.weight", TensorInit::kOne);
-    add_param(&tb, "lnfb", C, 0, false, "ln_f.bias", TensorInit::kZero);
+    add_param(&tb, "lnfw", C, 0, false, "ln_f.weight", "output_norm.weight", TensorInit::kOne);
+    add_param(&tb, "lnfb", C, 0, false, "ln_f.bias", "output_norm.bias", TensorInit::kZero);
     return tb.table;
 }
 

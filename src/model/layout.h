@@ -1,7 +1,7 @@
 // layout.h: where every tensor lives in the flat parameter buffer and the flat activation buffer.
 // One table lays out each buffer and names views into it. The parameter table is the one description of
 // GPT-2's tensors that everything reads: our name and shape, AdamW decay, the initialisation, the
-// HuggingFace name and orientation (checkpoint.h), and llm.c's file order (llmc.h). Gradients and AdamW
+// HuggingFace name and orientation (checkpoint.h), llm.c's file order (llmc.h) and llama.cpp's GGUF name (gguf.h). Gradients and AdamW
 // m/v use the parameter layout unchanged. Knows nothing of the math.
 #pragma once
 #include <cstddef>
@@ -23,6 +23,7 @@ struct TensorInfo {
     bool decay = false;          // AdamW weight decay applies (the 2-D tensors, as nanoGPT does)
     std::string hf_name;         // HuggingFace's name without prefix ("h.3.attn.c_attn.weight")
     bool hf_transposed = false;  // HuggingFace's Conv1D stores it (in, out)
+    std::string gguf_name;       // llama.cpp's name in a GGUF file ("blk.3.attn_qkv.weight"), stored as ours
     TensorInit init = TensorInit::kZero;
     int layer = -1;  // block index, -1 outside the blocks
     int slot = -1;   // index of a block tensor in kLayerTensors
@@ -54,6 +55,7 @@ struct LayerTensorSpec {
     bool decay;
     const char* hf_suffix;
     bool hf_transposed;
+    const char* gguf_suffix;
     TensorInit init;
 };
 extern const LayerTensorSpec kLayerTensors[12];

@@ -397,6 +397,28 @@ void tokenizer_load_for_model(Tokenizer* tok, const std::string& dir, int model_
     fatal_hint(hint, fmt, tok->dir.c_str(), tok->vocab_size, model_vocab);
 }
 
+std::string tokenizer_spelling(const std::string& bytes) {
+    uint32_t chars[256];
+    byte_chars(chars);
+    std::string out;
+    for (unsigned char b : bytes) {
+        const uint32_t cp = chars[b];  // below 0x800: one or two UTF-8 bytes
+        if (cp < 0x80) {
+            out += (char)cp;
+        } else {
+            out += (char)(0xC0 | (cp >> 6));
+            out += (char)(0x80 | (cp & 0x3F));
+        }
+    }
+    return out;
+}
+
+std::vector<std::pair<int, int>> tokenizer_merge_pairs(const Tokenizer& tok) {
+    std::vector<std::pair<int, int>> pairs(tok.merges.size());
+    for (const auto& m : tok.merges) pairs[m.second.rank] = {(int)(m.first >> 32), (int)(uint32_t)m.first};
+    return pairs;
+}
+
 bool tokenizer_files_present(const std::string& dir) {
     return (file_exists(path_join(dir, "encoder.json")) && file_exists(path_join(dir, "vocab.bpe"))) ||
            (file_exists(path_join(dir, "vocab.json")) && file_exists(path_join(dir, "merges.txt")));

@@ -43,6 +43,11 @@ void tokenizer_load_for_model(Tokenizer* tok, const std::string& dir, int model_
 std::vector<int> tokenizer_encode(Tokenizer* tok, const std::string& text);
 // Raw bytes (not necessarily valid UTF-8); an id out of range is fatal and names the id.
 std::string tokenizer_decode(const Tokenizer& tok, const std::vector<int>& ids);
+// A token's bytes as GPT-2's files spell them (encoder.json, vocab.bpe, GGUF's tokenizer.ggml.tokens): each
+// byte one printable character, UTF-8 encoded.
+std::string tokenizer_spelling(const std::string& bytes);
+// The merge rules in rank order: (left id, right id).
+std::vector<std::pair<int, int>> tokenizer_merge_pairs(const Tokenizer& tok);
 // True when `dir` holds encoder.json + vocab.bpe or vocab.json + merges.txt (not checked for content).
 bool tokenizer_files_present(const std::string& dir);
 // $GPT2_DATA_DIR/gpt2 when that variable is set and non-empty, else data/gpt2.

@@ -117,7 +117,7 @@ public:
     }
 
 private:
-    static const size_t kWindow = (size_t)1 << 20;
+    static constexpr size_t kWindow = (size_t)1 << 20;
     const GgufReadAt& read_at_;
     uint64_t size_, pos_ = 0, start_ = 0;
     std::vector<uint8_t> window_;
@@ -354,7 +354,7 @@ void gguf_read_params(const GgufHeader& h, const GgufReadAt& read_at, const std:
     if (const GgufTensor* out = h.tensor("output.weight")) {
         std::vector<float> w(out->numel());
         read_tensor(*out, read_at, path, w.data());
-        const TensorInfo& wte = layout_params(cfg)[0];
+        const TensorInfo wte = layout_params(cfg)[0];
         if (memcmp(w.data(), params + wte.offset, w.size() * sizeof(float)) != 0)
             fatal("untied output.weight in %s: expected it to equal token_embd.weight (GPT-2 ties them)", path.c_str());
     }

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# cli_gguf.sh: GGUF end to end on the committed tiny model (no Python, no llama.cpp; tests/ref_gguf.sh runs
+# the files in the real llama.cpp): export at every dtype, info, generate and eval from the file equal to
+# the source at f32, a GGUF -> HuggingFace round trip byte for byte, fine-tuning from a GGUF, and the
+# one-line errors for bad dtypes, files that are not GPT-2, broken headers and outputs gpt2 did not write.
+source "$(dirname "$0")/lib.sh"
+SRC=tests/fixtures/trained_tiny
+TOK=tests/fixtures/tokens_v1000.bin
+T=$TEST_TMP
+if [ ! -f "${GPT2_DATA_DIR:-data}/gpt2/encoder.json" ]; then
+    skip "GGUF export stores GPT-2's tokenizer: set GPT2_DATA_DIR to the directory holding gpt2/"; summary; exit
+fi
+
+for d in f32 f16 bf16 q8_0; do
+    check "export --format gguf --dtype $d" "$GPT2" export --model $SRC --format gguf --dtype $d --out $T/m_$d.gguf
+done
+check "info reads a GGUF (format, geometry)" \
+    bash -c "'$GPT2' info --model $T/m_q8_0.gguf | grep -qx 'format: gguf v3' && '$GPT2' info --model $T/m_q8_0.gguf | grep -q 'vocab 1000 (padded 1024)'"
+check "... and names its dtype" bash -c "'$GPT2' info --model $T/m_q8_0.gguf | grep -qx 'dtype: Q8_0, 1-D tensors F32 (fp32 in memory)'"
+check "the q8_0 file is under half the f32 one (the tokenizer's 40 KB included)" \
+    test $(($(stat -c %s $T/m_q8_0.gguf) * 2)) -le $(stat -c %s $T/m_f32.gguf)
+
+gen() { "$GPT2" generate --model "$1" --prompt-ids 1,2,3 --max-tokens 24 --seed 5 --ids 2>/dev/null; }
+check "generate from the f32 GGUF gives the source's tokens" eval '[ -n "$(gen $T/m_f32.gguf)" ] && [ "$(gen $T/m_f32.gguf)" = "$(gen $SRC)" ]'
+ev() { "$GPT2" eval --model "$1" --data $TOK -T 32 2>/dev/null | grep -o 'loss [0-9.]*'; }
+check "eval on the f32 GGUF gives the source's loss" eval '[ -n "$(ev $SRC)" ] && [ "$(ev $T/m_f32.gguf)" = "$(ev $SRC)" ]'
+"$GPT2" export --model $SRC --out $T/hf_direct >/dev/null
+"$GPT2" export --model $T/m_f32.gguf --out $T/hf_via_gguf >/dev/null
+check "HuggingFace -> GGUF f32 -> HuggingFace gives the same model.safetensors, byte for byte" \
+    cmp $T/hf_direct/model.safetensors $T/hf_via_gguf/model.safetensors
+check "train --model FILE.gguf fine-tunes from it" "$GPT2" train --model $T/m_bf16.gguf --train $TOK --val $TOK -B 2 -T 16 \
+    --steps 2 --val-every 2 --sample-tokens 0 --out $T/tuned
+check "... and saves a checkpoint that loads" "$GPT2" info --model $T/tuned
+
+check_error "--dtype q8_0 with --format hf" "q8_0 is for --format gguf" \
+    "$GPT2" export --model $SRC --format hf --dtype q8_0 --out $T/never
+check_error "--dtype q4_0" "bad value for --dtype (export): expected f32, f16, bf16 or q8_0" \
+    "$GPT2" export --model $SRC --format gguf --dtype q4_0 --out $T/never.gguf
+check_error "--tokenizer with --format llmc" "--tokenizer is for --format gguf" \
+    "$GPT2" export --model $SRC --format llmc --tokenizer $T --out $T/never.bin
+check "... and nothing was written" test ! -e $T/never -a ! -e $T/never.gguf -a ! -e $T/never.bin
+
+# Broken and foreign files, made from a good one by replacing bytes of the same length (perl -pe on raw bytes).
+patch() { perl -0777 -pe "s/$2/$3/" "$1"; }
+patch $T/m_f32.gguf 'general.architecture\x08\x00\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00gpt2' \
+    'general.architecture\x08\x00\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00gptj' >$T/gptj.gguf
+check_error "a GGUF of another architecture" "not a GPT-2 model ($T/gptj.gguf): general.architecture is \"gptj\"" \
+    "$GPT2" info --model $T/gptj.gguf
+patch $T/m_f32.gguf 'gpt2.block_count' 'gpt2.block_cnt__' >$T/nokey.gguf
+check_error "a GGUF without gpt2.block_count" "missing key gpt2.block_count in $T/nokey.gguf" \
+    "$GPT2" generate --model $T/nokey.gguf --prompt-ids 1 --max-tokens 1
+head -c $(($(stat -c %s $T/m_f32.gguf) - 100)) $T/m_f32.gguf >$T/cut.gguf
+check_error "a truncated GGUF" "corrupt GGUF file ($T/cut.gguf): tensor output_norm.bias's data lies past the end" \
+    "$GPT2" eval --model $T/cut.gguf --data $TOK
+patch $T/m_f32.gguf 'attn_qkv.weight' 'attn_qkv.wEIGHT' >$T/unknown.gguf
+check_error "a GGUF with a tensor GPT-2 does not have" "missing tensor blk.0.attn_qkv.weight in $T/unknown.gguf" \
+    "$GPT2" info --model $T/unknown.gguf
+
+# Outputs: only a GGUF gpt2 wrote is replaced.
+printf 'my notes\n' >$T/notes.gguf
+check_error "export over a file that is not a GGUF" "exists and is not a GGUF file gpt2 wrote" \
+    "$GPT2" export --model $SRC --format gguf --out $T/notes.gguf
+check "... which is untouched" grep -qx 'my notes' $T/notes.gguf
+perl -0777 -pe 's/gpt2cpp\.writer\x08\x00\x00\x00\x08\x00\x00\x00\x00\x00\x00\x00gpt2\.cpp/gpt2cpp.writer\x08\x00\x00\x00\x08\x00\x00\x00\x00\x00\x00\x00llama.cp/' \
+    $T/m_f32.gguf >$T/theirs.gguf
+cp $T/theirs.gguf $T/theirs.orig
+check_error "export over a GGUF another tool wrote" "exists and is not a GGUF file gpt2 wrote" \
+    "$GPT2" export --model $SRC --format gguf --out $T/theirs.gguf
+check "... which is untouched" cmp $T/theirs.gguf $T/theirs.orig
+check "export over its own GGUF replaces it" "$GPT2" export --model $SRC --format gguf --dtype q8_0 --out $T/m_f32.gguf
+check "... now q8_0" bash -c "'$GPT2' info --model $T/m_f32.gguf | grep -q 'dtype: Q8_0'"
+check_error "export onto the GGUF it reads" "input" "$GPT2" export --model $T/m_q8_0.gguf --format gguf --out $T/m_q8_0.gguf
+summary

@@ -178,7 +178,7 @@ test-ref: $(BIN)
 # registry; test-ref uses them but does not install them (.ci/run does). The build never needs node.
 node-deps: tests/node/node_modules/.package-lock.json
 tests/node/node_modules/.package-lock.json: tests/node/package.json tests/node/package-lock.json
-	cd tests/node && npm ci --no-audit --no-fund
+	cd tests/node && npm ci --omit=optional --no-audit --no-fund  # no CUDA, Vulkan or ARM builds of llama.cpp
 
 # Benchmarks (not tests): build/.../run_bench, whose cases tests/bench_main.cpp lists (`run_bench --list`).
 # `make bench` runs the headline cases (peak, first step, 124M step fp32 and bf16 at B=4 T=64, decode, the

@@ -4,7 +4,8 @@
 # attention off). Two models:
 #   * a random one of GPT-2 124M's geometry, weights N(0, 0.02), written by scripts/gguf_tiny.py (numpy, a
 #     GGUF writer independent of ours) and re-exported by gpt2 at f32, f16, bf16 and q8_0;
-#   * the quickstart's model (its geometry, data and settings) trained for 100 of its 400 steps.
+#   * the quickstart's model (its geometry, data and settings) trained for 100 of its 400 steps;
+#   and, for greedy tokens, tests/fixtures/trained_tiny, trained with --vocab 1000 (a GGUF of 1000 tokens).
 # Checks: greedy continuations of 32 tokens are identical (gpt2 generate --temperature 0 against llama.cpp's
 # argmax), on the file numpy wrote and on gpt2's export; the mean loss over 255 positions of tiny
 # shakespeare's val text agrees within a bar per dtype (below); llama.cpp tokenizes every valid tokenizer
@@ -47,17 +48,22 @@ for d in f32 f16 bf16 q8_0; do
     "$GPT2" export --model $T/qs --format gguf --dtype $d --out $T/qs_$d.gguf >/dev/null
 done
 
-ours_greedy() { "$GPT2" generate --model "$1" --prompt-ids $PROMPT --max-tokens 32 --temperature 0 --ids --ignore-eos 2>/dev/null; }
-# same_greedy FILE: gpt2 and llama.cpp continue the prompt with the same 32 tokens (printed).
+ours_greedy() { "$GPT2" generate --model "$1" --prompt-ids ${2:-$PROMPT} --max-tokens ${3:-32} --temperature 0 --ids --ignore-eos 2>/dev/null; }
+# same_greedy FILE: gpt2 and llama.cpp continue the prompt with the same 32 tokens (printed; 29 for the
+# vocab-1000 model, whose context is 32).
 same_greedy() {
     local ours theirs
-    ours=$(ours_greedy "$1") theirs=$("${ORACLE[@]}" generate "$1" --prompt-ids $PROMPT --n 32)
+    local prompt=$PROMPT n=32
+    [[ "$1" == *v1000* ]] && prompt=1,2,3 n=29  # ids below its vocabulary, all within its context of 32
+    ours=$(ours_greedy "$1" $prompt $n) theirs=$("${ORACLE[@]}" generate "$1" --prompt-ids $prompt --n $n)
     echo "gpt2:      $ours"
     echo "llama.cpp: $theirs"
-    [ "$(wc -w <<<"$ours")" = 32 ] && [ "$ours" = "$theirs" ]
+    [ "$(wc -w <<<"$ours")" = $n ] && [ "$ours" = "$theirs" ]
 }
-for m in "random 124M, numpy's file:rand_np" "random 124M, gpt2's f32 export:rand_f32" "quickstart model, gpt2's f32 export:qs_f32"; do
-    check "${m%:*}: 32 greedy tokens identical to llama.cpp's" same_greedy $T/${m##*:}.gguf
+"$GPT2" export --model tests/fixtures/trained_tiny --format gguf --out $T/v1000_f32.gguf >/dev/null
+for m in "random 124M, numpy's file:rand_np" "random 124M, gpt2's f32 export:rand_f32" "quickstart model, gpt2's f32 export:qs_f32" \
+    "--vocab 1000 model (trained_tiny), gpt2's f32 export:v1000_f32"; do
+    check "${m%:*}: greedy tokens identical to llama.cpp's" same_greedy $T/${m##*:}.gguf
     sed 's/^/    /' $TEST_TMP/out
 done
 check "... a continuation of more than one distinct token (the check can tell)" \

@@ -110,12 +110,13 @@ sed 's/^/    /' $T/rule.out
 
 # --- the platform rule: the operating system is met in the platform layer only ------------------------------
 # platform_rule DIR: prints FILE:LINE: WHAT for each C++ source under DIR but the platform layer
-# (base/platform*, and test_os.cpp for the unit tests) and the benchmarks (never built for Windows) that tests
+# (base/platform*, and test_os.cpp for the unit tests), the benchmarks (never built for Windows) and npm's
+# node_modules (third-party sources the tests run, not ours) that tests
 # _WIN32 or includes a system header: <windows.h>, <io.h>, <unistd.h>, <fcntl.h>, <dirent.h>, <glob.h>,
 # <sched.h>, <signal.h> or <sys/*.h>; fails if any. (<csignal> is standard C++: stop.cpp's flags need it.)
 platform_rule() {
-    find "$1" -type f \( -name '*.cpp' -o -name '*.h' \) ! -path "$1/base/platform*" ! -name test_os.cpp \
-        ! -name 'bench*' | sort | xargs -r grep -nHE \
+    find "$1" -name node_modules -prune -o -type f \( -name '*.cpp' -o -name '*.h' \) ! -path "$1/base/platform*" \
+        ! -name test_os.cpp ! -name 'bench*' -print | sort | xargs -r grep -nHE \
         '_WIN32|^[[:space:]]*#[[:space:]]*include[[:space:]]*<(windows|io|unistd|fcntl|dirent|glob|sched|signal|sys/[a-z_]+)\.h>'
 }
 platform_rule_clean() { ! platform_rule "$1" >$T/plat.out; }
@@ -123,7 +124,9 @@ mkdir -p $T/plat/base $T/plat/io
 printf '#ifdef _WIN32\n#include <windows.h>\n#endif\n' >$T/plat/base/platform_win.cpp
 printf '#include <sys/mman.h>\n#include <dirent.h>\n' >$T/plat/base/platform_posix.cpp
 printf '#include <csignal>\n#include "base/platform.h"\nint f() { return os_getpid(); }\n' >$T/plat/io/reader.cpp
-check "the platform rule passes a tree that meets the system only in base/platform*" platform_rule_clean $T/plat
+mkdir -p $T/plat/node/node_modules/addon && printf '#ifdef _WIN32\n#endif\n' >$T/plat/node/node_modules/addon/env.cpp
+check "the platform rule passes a tree that meets the system only in base/platform* (and in node_modules)" \
+    platform_rule_clean $T/plat
 printf 'int g() {\n#ifdef _WIN32\n  return 1;\n#endif\n}\n#include <sys/mman.h>\n#include <fcntl.h>\n#include <io.h>\n' \
     >>$T/plat/io/reader.cpp
 platform_rule $T/plat >$T/plat.out

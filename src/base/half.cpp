@@ -1,6 +1,9 @@
 // half.cpp: see half.h.
 #include "base/half.h"
 
+#include <algorithm>
+#include <cmath>
+
 float fp16_to_float(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1F, mant = h & 0x3FF, bits;
     if (exp == 0) {
@@ -39,4 +42,12 @@ uint16_t fp16_round(float x) {
     if (rest > mid || (rest == mid && (half & 1))) half++;  // to nearest even; may carry into the exponent
     if (exp >= 1) return sign | (uint16_t)((((uint32_t)exp << 10) + half - 0x400));
     return sign | (uint16_t)half;
+}
+
+uint16_t q8_quantize_block(const float* x, int8_t* q) {
+    float amax = 0;
+    for (int j = 0; j < kQ8Block; j++) amax = std::max(amax, std::fabs(x[j]));
+    const float d = amax / 127, inv = d != 0 ? 1 / d : 0;  // q from the fp32 d, as ggml does
+    for (int j = 0; j < kQ8Block; j++) q[j] = (int8_t)std::lround(x[j] * inv);
+    return fp16_round(d);
 }

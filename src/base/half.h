@@ -26,3 +26,12 @@ inline float bf16_rounded(float x) { return bf16_to_float(bf16_round(x)); }
 float fp16_to_float(uint16_t h);
 // Narrowing to IEEE half, to nearest even; past the largest half (65504) it gives infinity.
 uint16_t fp16_round(float x);
+
+// q8_0 blocks, ggml's 8-bit form: kQ8Block values share one fp16 scale d = max|x| / 127 and each is stored as
+// q = round(x / d) in -127..127 (halves away from zero, as ggml's reference does), standing for d * q (d
+// widened from fp16; the product is exact in fp32). The GGUF writer and the int8 weights of decoding
+// (model.h) both quantize through this one function.
+const int kQ8Block = 32;
+// Quantizes x[0..kQ8Block) (finite: the callers check) into q; returns d's fp16 bits, which are infinite
+// when max|x| / 127 is past fp16's range (65504): the callers check that too.
+uint16_t q8_quantize_block(const float* x, int8_t* q);

@@ -220,12 +220,9 @@ std::string format_duration(double s) {
     return buf;
 }
 
-void buffer_assign_zero(std::vector<float>* v, size_t n) {
-    std::vector<float>().swap(*v);
-    v->reserve(n);  // allocated, not yet touched
+void buffer_prefault_huge(const void* data, size_t bytes) {
     const uintptr_t huge = (uintptr_t)2 << 20;
-    const uintptr_t begin = ((uintptr_t)v->data() + huge - 1) & ~(huge - 1);
-    const uintptr_t end = ((uintptr_t)v->data() + n * sizeof(float)) & ~(huge - 1);
-    if (end > begin) os_prefault_huge((void*)begin, end - begin);  // else the zeroing below faults them in
-    v->assign(n, 0.0f);
+    const uintptr_t begin = ((uintptr_t)data + huge - 1) & ~(huge - 1);
+    const uintptr_t end = ((uintptr_t)data + bytes) & ~(huge - 1);
+    if (end > begin) os_prefault_huge((void*)begin, end - begin);  // else the zeroing after it faults them in
 }

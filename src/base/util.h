@@ -63,8 +63,17 @@ double time_now_s();  // monotonic seconds
 // "12m05s", or "3h07m" from an hour on: an ETA for progress lines.
 std::string format_duration(double seconds);
 
+// The part of [data, data + bytes) made of whole 2 MiB pages, asked for huge pages and faulted in on all
+// threads (buffer_assign_zero's first half).
+void buffer_prefault_huge(const void* data, size_t bytes);
 // Makes *v n zeros, the way a large buffer is best set up: the old storage freed first, then the new one
 // asked for huge pages (2 MiB, where the kernel offers them) and faulted in on all threads before it is
 // zeroed. Faulting 4 KiB pages one at a time was most of a first training step (8.1 s against 0.9 s at
-// 124M on a 2-core VM); this is what keeps it near a steady one. Same result as v->assign(n, 0.0f).
-void buffer_assign_zero(std::vector<float>* v, size_t n);
+// 124M on a 2-core VM); this is what keeps it near a steady one. Same result as v->assign(n, T()).
+template <typename T>
+void buffer_assign_zero(std::vector<T>* v, size_t n) {
+    std::vector<T>().swap(*v);
+    v->reserve(n);  // allocated, not yet touched
+    buffer_prefault_huge(v->data(), n * sizeof(T));
+    v->assign(n, T());
+}

@@ -22,7 +22,6 @@ const size_t kMaxKept = 4096;                    // longest string value kept (t
 const uint64_t kAlignment = 32;
 const char* const kWriterKey = "gpt2cpp.writer";
 const char* const kWriter = "gpt2.cpp";
-const int kQ8Block = 32;  // q8_0: 32 values share one fp16 scale: 2 + 32 bytes
 
 enum ValueType : uint32_t {
     kU8 = 0, kI8, kU16, kI16, kU32, kI32, kF32, kBool, kString, kArray, kU64, kI64, kF64
@@ -451,15 +450,13 @@ void encode(const float* src, size_t n, GgufType type, const std::string& name, 
             const uint16_t h = half(src[i], i);
             memcpy(p + 2 * i, &h, 2);
         }
-    } else {  // ggml's reference rounding: d = max|x| / 127, q = round(x / d), d stored as fp16
+    } else {
         for (size_t b = 0; b < n / kQ8Block; b++, p += 2 + kQ8Block) {
-            const float* x = src + b * kQ8Block;
-            float amax = 0;
-            for (int j = 0; j < kQ8Block; j++) amax = std::max(amax, std::fabs(x[j]));
-            const float d = amax / 127, inv = d != 0 ? 1 / d : 0;
-            const uint16_t dh = half(d, b * kQ8Block);
+            const uint16_t dh = q8_quantize_block(src + b * kQ8Block, (int8_t*)(p + 2));
+            if (std::isinf(fp16_to_float(dh)))
+                fatal_hint("export as f32 or bf16", "value out of Q8_0 range (%s): %s[%zu..%zu] has a value past %g",
+                           path.c_str(), name.c_str(), b * kQ8Block, (b + 1) * kQ8Block - 1, 65504.0 * 127);
             memcpy(p, &dh, 2);
-            for (int j = 0; j < kQ8Block; j++) p[2 + j] = (uint8_t)(int8_t)std::lround(x[j] * inv);
         }
     }
 }

@@ -16,6 +16,7 @@
 #include <omp.h>
 #endif
 
+#include "base/half.h"
 #include "base/rng.h"
 #include "base/safetensors.h"
 #include "kernels/gemm.h"
@@ -202,6 +203,51 @@ TEST(matvec_bf16_matches_its_reference) {
         }
         CHECK(diff <= 1e-6 * (IC + 10));  // as gemm_bf16: only the fp32 summation order differs
         if (IC >= 70) CHECK(gap > 20 * 1e-6 * (IC + 10));
+    }
+}
+
+TEST(q8_blocks_round_as_ggml_does) {
+    // d = max|x| / 127 = 1 here, so q = round(x) with halves away from zero, as ggml's reference rounds
+    float x[kQ8Block] = {127, 63.5f, -63.5f, 1.5f, -0.49f, 0.5f};
+    int8_t q[kQ8Block];
+    CHECK(q8_quantize_block(x, q) == 0x3C00);  // 1.0 in fp16
+    const int want[] = {127, 64, -64, 2, 0, 1};
+    for (int j = 0; j < 6; j++) CHECK(q[j] == want[j]);
+    for (int j = 6; j < kQ8Block; j++) CHECK(q[j] == 0);
+    float zero[kQ8Block] = {};
+    CHECK(q8_quantize_block(zero, q) == 0 && q[0] == 0);  // an all-zero block: scale 0
+    float huge[kQ8Block] = {1e7f};
+    CHECK(std::isinf(fp16_to_float(q8_quantize_block(huge, q))));  // past 65504 * 127: the caller's to refuse
+}
+
+TEST(matvec_q8_matches_its_reference_and_fp32) {
+    for (int IC : {32, 96, 768, 3072}) {
+        const int OC = 37, nb = IC / kQ8Block;
+        std::vector<float> x = randn(IC, 1), W = randn((size_t)OC * IC, 2, 0.02f), b = randn(OC, 3);
+        for (int i = 0; i < IC; i++) W[5 * IC + i] *= 1e-3f;  // row 5's scales are fp16 subnormals
+        std::vector<int8_t> q(W.size());
+        std::vector<uint16_t> d((size_t)OC * nb);
+        for (size_t blk = 0; blk < d.size(); blk++) d[blk] = q8_quantize_block(&W[blk * kQ8Block], &q[blk * kQ8Block]);
+        std::vector<float> deq(W.size());  // the values the blocks stand for: fp32 matvec's operands
+        for (size_t i = 0; i < W.size(); i++) deq[i] = fp16_to_float(d[i / kQ8Block]) * q[i];
+        std::vector<float> out(OC), ref(OC), fp32(OC);
+        double diff = 0, diff_fp32 = 0, scale = 0;
+        with_threads(2, [&] { matvec_q8(out.data(), x.data(), q.data(), d.data(), b.data(), IC, OC); });
+        matvec_q8_ref(ref.data(), x.data(), q.data(), d.data(), b.data(), IC, OC);
+        matmul_forward(fp32.data(), x.data(), deq.data(), b.data(), 1, IC, OC);
+        for (int j = 0; j < OC; j++) {
+            diff = max_abs(diff, out[j] - ref[j]);
+            diff_fp32 = max_abs(diff_fp32, out[j] - fp32[j]);
+            scale = max_abs(scale, ref[j]);
+        }
+        printf("    IC %d: max |q8 - ref| / max |ref| = %.2e, max |q8 - fp32 on its values| / max |ref| = %.2e\n", IC,
+               diff / scale, diff_fp32 / scale);
+        // fp32 sums of IC exact products in another order than the double reference's
+        CHECK(diff <= 1e-6 * scale && diff_fp32 <= 1e-6 * scale);
+        std::vector<float> nob(OC), nob_ref(OC);  // row 5 alone, without the bias that would hide it
+        matvec_q8(nob.data(), x.data(), q.data(), d.data(), nullptr, IC, OC);
+        matvec_q8_ref(nob_ref.data(), x.data(), q.data(), d.data(), nullptr, IC, OC);
+        CHECK(nob_ref[5] != 0 && std::fabs(nob[5] - nob_ref[5]) <= 1e-5 * std::fabs(nob_ref[5]));
     }
 }
 

@@ -9,7 +9,10 @@
 #include "kernels/isa.h"
 #include "kernels/simd.h"
 
-enum class Precision { kFp32, kBf16 };
+// How a model's matmuls run: fp32; bf16 operands with fp32 accumulation; or kInt8, weights quantized once
+// to q8_0 blocks (model.h) with fp32 activations and sums. The kernels themselves see kFp32 or kBf16: an
+// int8 model's fp32 weights hold the quantized values, and a Weight carries its q8 copy.
+enum class Precision { kFp32, kBf16, kInt8 };
 
 KERNELS_BEGIN
 

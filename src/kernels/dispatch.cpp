@@ -105,6 +105,12 @@ KERNEL(void, matvec_bf16, (float* out, const float* x, const uint16_t* W16, cons
        (out, x, W16, b, IC, OC))
 KERNEL(void, matvec_bf16_ref, (float* out, const float* x, const uint16_t* W16, const float* b, int IC, int OC),
        (out, x, W16, b, IC, OC))
+KERNEL(void, matvec_q8,
+       (float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC),
+       (out, x, q, d, b, IC, OC))
+KERNEL(void, matvec_q8_ref,
+       (float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC),
+       (out, x, q, d, b, IC, OC))
 KERNEL(void, attention_forward, (float* out, float* lse, const float* qkv, int B, int T, int C, int NH, Precision prec),
        (out, lse, qkv, B, T, C, NH, prec))
 KERNEL(void, attention_forward_cached,

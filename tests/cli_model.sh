@@ -78,7 +78,7 @@ fi
 # --precision bf16: bf16 matmuls pass compare's bf16 bars on the committed dump and fail them on the perturbed
 # model; eval's loss moves off fp32's by bf16 rounding (more than 1e-6, less than 5e-3 relative). Without
 # AVX512_BF16 the flag says so in one note and runs fp32.
-check_error "bad --precision" "bad value for --precision (eval): expected fp32 or bf16, got 'fp16'" \
+check_error "bad --precision" "bad value for --precision (eval): expected fp32, bf16 or int8, got 'fp16'" \
     "$GPT2" eval --model $FIX/model --data $TOK --precision fp16
 if grep -q avx512_bf16 /proc/cpuinfo; then
     check "compare --precision bf16 passes on the committed tiny dump" \

@@ -84,6 +84,26 @@ for m in rand qs; do
     done
 done
 
+# --precision int8 holds the weights llama.cpp reads from the q8_0 file (tests/cli_gguf.sh checks that)
+# with fp32 activations: on the quickstart model, its loss over all of tiny shakespeare's val split is within
+# 1% of fp32's (the perplexity goal), and on the 255 positions close to llama.cpp's q8_0 (which also rounds
+# the activations to q8_0 blocks: the q8_0 bar above).
+ev_all() { "$GPT2" eval --model $T/qs -T 256 --data data/tinyshakespeare/val.bin "$@" 2>/dev/null | sed -n 's/^loss //p'; }
+# within A B BAR WHAT: |A - B| / B <= BAR, printed with WHAT naming A and B
+within() { awk -v a="$1" -v b="$2" -v bar="$3" -v what="$4" 'BEGIN { if (a == "" || b == "") exit 1; d = (a - b) / b; if (d < 0) d = -d;
+    split(what, w, ","); printf "%s %.6f, %s %.6f: |diff| / loss = %.2e (bar %g)\n", w[1], a, w[2], b, d, bar; exit !(d <= bar) }'; }
+check "quickstart model, --precision int8: loss over the val split within 1% of fp32's" \
+    within "$(ev_all --precision int8)" "$(ev_all)" 0.01 "int8,fp32"
+sed 's/^/    /' $TEST_TMP/out
+int8_vs_llama() {
+    local ours theirs
+    ours=$("$GPT2" eval --model $T/qs --data $T/v_val.bin -B 1 -T 255 --batches 1 --precision int8 2>/dev/null | sed -n 's/^loss //p')
+    theirs=$("${ORACLE[@]}" eval $T/qs_q8_0.gguf --ids-file $T/ids256 | grep -o '"mean_nll":[-0-9.e]*' | cut -d: -f2)
+    within "$ours" "$theirs" 1e-4 "gpt2 int8,llama.cpp q8_0"
+}
+check "... and on the 255 positions within 1e-4 of llama.cpp's loss on the q8_0 file" int8_vs_llama
+sed 's/^/    /' $TEST_TMP/out
+
 # Tokenization: the valid-UTF-8 fixtures, with the full vocabulary of the random model's export.
 mapfile -t cases <tests/fixtures/tokenizer/cases.txt
 for name in "${cases[@]}"; do

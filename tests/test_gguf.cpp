@@ -122,6 +122,29 @@ TEST(gguf_round_trips_every_dtype) {
     os_rmdir(dir);
 }
 
+TEST(int8_model_holds_the_values_of_its_q8_0_export) {
+    Tokenizer tok;
+    if (!tokenizer_here(&tok)) {
+        CHECK(!"tokenizer files not found (set GPT2_DATA_DIR)");
+        return;
+    }
+    GPT2 model, int8;
+    random_model(&model, 300);
+    random_model(&int8, 300);
+    const std::string dir = test_os_temp_dir("gguf_int8"), path = dir + "/m.gguf";
+    gguf_save(model, tok, path, GgufType::kQ8_0, "test");
+    GPT2 back;
+    checkpoint_load(&back, path, 0);
+    inputs_forget();
+    CHECK(gpt2_set_precision(&int8, Precision::kInt8) == 1 + 1 + 4 * 2);  // wte, wpe, 4 per block
+    CHECK(int8.params == back.params);  // --precision int8 runs exactly the weights llama.cpp reads as q8_0
+    bool differs = false;
+    for (size_t i = 0; i < model.params.size(); i++) differs = differs || model.params[i] != int8.params[i];
+    CHECK(differs);
+    os_unlink(path.c_str());
+    os_rmdir(dir);
+}
+
 TEST(gguf_stores_the_tokenizer_llama_cpp_reads) {
     Tokenizer tok;
     if (!tokenizer_here(&tok)) {

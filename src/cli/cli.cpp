@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "base/util.h"
+#include "model/model.h"
 
 int cli_edit_distance(const std::string& a, const std::string& b) {
     std::vector<int> prev(b.size() + 1), cur(b.size() + 1);
@@ -151,14 +152,26 @@ double CliArgs::number_in(const char* name, double lo, double hi) const {
 
 int cli_heads(const CliArgs& args) { return (int)args.integer_in("heads", 0, 65536); }
 
-Precision cli_precision(const CliArgs& args) {
+Precision cli_precision(const CliArgs& args, bool inference) {
     const std::string v = args.str("precision");
+    if (v == "int8" && inference) return Precision::kInt8;
     if (v != "fp32" && v != "bf16")
-        fatal("bad value for --precision (%s): expected fp32 or bf16, got '%s'", args.command.c_str(), v.c_str());
+        fatal("bad value for --precision (%s): expected fp32%s, got '%s'", args.command.c_str(),
+              inference ? ", bf16 or int8" : " or bf16", v.c_str());
     if (v == "fp32") return Precision::kFp32;
     if (bf16_supported()) return Precision::kBf16;
     fprintf(stderr, "note: --precision bf16: this CPU has no AVX512_BF16 (vdpbf16ps); running fp32\n");
     return Precision::kFp32;
+}
+
+void cli_set_precision(GPT2* model, const CliArgs& args, bool inference) {
+    const Precision prec = cli_precision(args, inference);
+    const int quantized = gpt2_set_precision(model, prec);
+    if (prec != Precision::kInt8) return;
+    int matrices = 0;
+    for (const TensorInfo& t : model->param_table) matrices += t.cols != 0;
+    fprintf(stderr, "precision: int8, %d of %d weight matrices in q8_0 blocks (8 bits, one fp16 scale per 32)%s\n",
+            quantized, matrices, quantized < matrices ? "; the rest fp32 (rows not a multiple of 32, or values past q8_0)" : "");
 }
 
 CliArgs cli_merge_stored(const CliArgs& given, const std::vector<std::pair<std::string, std::string>>& stored,

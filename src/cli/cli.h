@@ -41,9 +41,18 @@ int cli_heads(const CliArgs& args);
 const CliFlag kCliPrecisionFlag = {
     "precision", "", "fp32",
     "fp32 (exact), or bf16: matmuls on bf16 operands with fp32 accumulation (needs AVX512_BF16; else fp32)"};
-// The value of kCliPrecisionFlag. bf16 on a CPU without AVX512_BF16 prints a one-line note on stderr and
-// returns fp32.
-Precision cli_precision(const CliArgs& args);
+// The same for the commands that only run the model (generate, eval), which also take int8.
+const CliFlag kCliInferPrecisionFlag = {
+    "precision", "", "fp32",
+    "fp32 (exact); bf16: matmuls on bf16 operands with fp32 accumulation (needs AVX512_BF16; else fp32); or "
+    "int8: weights in q8_0 blocks (8 bits, one fp16 scale per 32), activations and sums fp32"};
+// The value of --precision: fp32 or bf16, and int8 when `inference` (the command declares
+// kCliInferPrecisionFlag). bf16 on a CPU without AVX512_BF16 prints a one-line note on stderr and returns fp32.
+Precision cli_precision(const CliArgs& args, bool inference = false);
+struct GPT2;
+// Sets the model's precision to cli_precision(args, inference); for int8, says on stderr how many matrices
+// were quantized.
+void cli_set_precision(GPT2* model, const CliArgs& args, bool inference);
 
 // Flags a resumed run takes from its checkpoint: `stored` first, then the ones given now (later values
 // win). A stored name the command does not declare is fatal naming `where` (the train state file).

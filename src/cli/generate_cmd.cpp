@@ -182,7 +182,7 @@ CliArgs generate_args(int argc, char** argv) {
         {"ignore-eos", "", "", "go on past <|endoftext|> (shown as such) to --max-tokens, as llm.c samples", true},
         {"interactive", "", "", "keep the model loaded and read one prompt per line from standard input", true},
         kCliHeadsFlag,
-        kCliPrecisionFlag,
+        kCliInferPrecisionFlag,
     };
     return cli_parse(
         argc, argv, "generate", "gpt2 generate --model PATH [--prompt TEXT | --interactive] [flags]",
@@ -265,7 +265,7 @@ int cmd_generate(int argc, char** argv) {
 
     GPT2 model;
     checkpoint_load(&model, args.str("model"), cli_heads(args));
-    gpt2_set_precision(&model, cli_precision(args));
+    cli_set_precision(&model, args, true);
     // the cache for the longest prompt there can be (the context) and --max-tokens
     memory_check(generate_memory_bytes(model.cfg, model.cfg.max_seq_len, r.opts.max_tokens),
                  "the KV cache for --max-tokens " + std::to_string(r.opts.max_tokens), "generate fewer tokens");

@@ -88,7 +88,7 @@ int cmd_eval_hellaswag(const CliArgs& args) {
     std::vector<HellaSwagExample> examples = hellaswag_read(path);  // a bad file fails before the model loads
     GPT2 model;
     checkpoint_load(&model, args.str("model"), cli_heads(args));
-    gpt2_set_precision(&model, cli_precision(args));
+    cli_set_precision(&model, args, true);
     Tokenizer tok;
     tokenizer_load_for_model(&tok, args.has("tokenizer") ? args.str("tokenizer") : "", model.cfg.vocab_size, "");
     const int longest = hellaswag_tokenize(&examples, &tok, model.cfg.max_seq_len, path);

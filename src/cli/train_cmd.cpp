@@ -472,7 +472,7 @@ static const std::vector<CliFlag> kEvalFlags = {
     {"hellaswag-batch", "", "4", "HellaSwag examples per forward pass (4 rows each)"},
     {"hellaswag-scores", "", "", "write each HellaSwag example's candidate losses and choices here (JSON lines)"},
     {"tokenizer", "", "", "tokenizer directory for --hellaswag (default: $GPT2_DATA_DIR/gpt2 or data/gpt2)"},
-    kCliPrecisionFlag,
+    kCliInferPrecisionFlag,
 };
 
 int cmd_eval(int argc, char** argv) {
@@ -494,7 +494,7 @@ int cmd_eval(int argc, char** argv) {
     const int batches = all ? 0 : args.integer_in("batches", 1, 1 << 30);
     GPT2 model;
     checkpoint_load(&model, args.str("model"), cli_heads(args));
-    gpt2_set_precision(&model, cli_precision(args));
+    cli_set_precision(&model, args, true);
     if (T > model.cfg.max_seq_len)
         fatal("bad value for -T (eval): expected <= %d (the model's context), got %d%s", model.cfg.max_seq_len, T,
               args.has("tokens") ? "" : " (the default)");

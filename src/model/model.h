@@ -25,6 +25,12 @@ struct GPT2 {
     float mean_loss = 0;
     Precision precision = Precision::kFp32;  // how the matmuls run (gpt2_set_precision)
     std::vector<uint16_t> params16;          // kBf16: params rounded to bf16, same layout; else empty
+    // kInt8: the quantized matrices as q8_0 blocks (base/half.h), values at their offset in params and
+    // fp16 scales from ceil(offset / kQ8Block) in params8_d; q8_offsets lists those matrices' offsets,
+    // ascending. Else all empty.
+    std::vector<int8_t> params8;
+    std::vector<uint16_t> params8_d;
+    std::vector<size_t> q8_offsets;
 };
 
 // One layer's KV cache for inference: keys and values (max positions, C) each; the block appends the
@@ -45,10 +51,15 @@ void block_forward(const GPT2& model, int l, const LayerActs& la, const float* x
 // fp32 everywhere else: master weights, AdamW, LayerNorm statistics, softmax, residual stream, loss). kBf16
 // needs bf16_supported() (asserted) and fills params16 from params, so call it once the weights are in place
 // (loaded or initialised); gpt2_params_updated keeps it current from then on.
-void gpt2_set_precision(GPT2* model, Precision prec);
-// The bf16 copy of a tensor of model.params (w points into it), or null when the model keeps none.
-// The weight handle of a tensor of model.params (w points into it) for the matmuls: its values, the model's
-// precision and its reduced-precision copy, if the model keeps one (kernels/layers.h).
+// kInt8 is for inference only: it quantizes every matrix whose rows are a multiple of kQ8Block (all of them
+// at GPT-2's sizes; the rule GGUF's q8_0 export follows) to q8_0 blocks in place: params then hold the
+// quantized values, which every matmul uses, and the matrix-vector products of decoding read the one-byte
+// copy. A matrix with a value non-finite or past q8_0's range (|x| > 65504 * 127) stays fp32. Returns the
+// number of matrices quantized. Irreversible: setting another precision afterwards drops the int8 copy
+// but keeps the quantized values.
+int gpt2_set_precision(GPT2* model, Precision prec);
+// The weight handle of a tensor of model.params (w points into it) for the matmuls: its values, the
+// precision its products run at and its reduced-precision copies, if the model keeps them (kernels/layers.h).
 Weight gpt2_weight(const GPT2& model, const float* w);
 // Called by whoever changed params[offset, offset + n) (the optimizer, per chunk while it is in cache):
 // refreshes the model's reduced-precision copies of those values. Serial: call it from each thread.

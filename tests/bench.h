@@ -17,7 +17,10 @@ void bench_first_step();                              // allocation, init, first
 void bench_train_step(int B, int T, Precision prec);  // ms per step, % of peak; keeps "step <prec> BxT"
 void bench_matmul(Precision prec);                    // GFLOP/s of each matmul at B=4 T=64
 // bench_generate.cpp
-void bench_decode(Precision prec, int prompt_len);  // decode tok/s; keeps "decode <prec>" (64-token prompt)
+void bench_read_bandwidth();                        // GB/s of a summing loop over 1 GiB; keeps "read GB/s"
+void bench_decode(Precision prec, int prompt_len);  // decode tok/s; keeps "decode <prec> <prompt_len>"
+// bench_llama.cpp: llama.cpp (node-llama-cpp) decoding the same model as a q8_0 GGUF, beside ours
+void bench_llama_decode();
 // bench_busy.cpp, bench_tokenizer.cpp
 void bench_busy();
 void bench_tokenizer_encode();

@@ -190,6 +190,7 @@ BENCH_TORCH ?= 1
 BENCH_ENV   := PYTHON='$(PYTHON)' BENCH_TORCH='$(BENCH_TORCH)'
 # The cases dispatch_fp32_b4t64 and isa_paths run the dispatching build's run_bench (x86-64 only), which
 # bench and bench-full build first.
+PORTABLE_DIR := build/$(COMPILER)-portable/omp
 PORTABLE_BENCH := $(if $(X86_64),$(PORTABLE_DIR)/run_bench,)
 BENCH_ENV   += PORTABLE_BENCH='$(PORTABLE_BENCH)'
 
@@ -199,8 +200,7 @@ test-mpi:
 	GPT2_MPI=./gpt2-mpi bash tests/run.sh tests/mpi.sh
 
 # The run-time dispatching build (ARCH=portable) and its kernel sets, natively and under qemu-x86_64
-# (tests/portable.sh). Builds it beside the others, never as ./gpt2.
-PORTABLE_DIR := build/$(COMPILER)-portable/omp
+# (tests/portable.sh). Builds it beside the others (PORTABLE_DIR, above), never as ./gpt2.
 test-portable: $(BIN)
 	$(MAKE) -s ARCH=portable SAN= DEBUG= MPI= NO_OMP= BIN=$(PORTABLE_DIR)/gpt2 $(PORTABLE_DIR)/gpt2 $(PORTABLE_DIR)/run_tests
 	GPT2=./$(BIN) GPT2_PORTABLE=$(PORTABLE_DIR)/gpt2 PORTABLE_TESTS=$(PORTABLE_DIR)/run_tests bash tests/run.sh tests/portable.sh

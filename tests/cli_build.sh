@@ -29,6 +29,13 @@ for switches in "" "SAN=1" "NO_OMP=1"; do
         eval '[ -n "$mpi" ] && [ -n "$one" ] && [ "$mpi" != "$one" ] && [ "$mpi" != gpt2 ] && [ "$mpi" != ./gpt2 ]'
 done
 
+# make bench first builds the dispatching build's run_bench (its dispatch_fp32_b4t64 case runs it), in
+# the portable build's directory
+portable_bench=$(dry_make bench | grep -o "ARCH=portable .* [^ ]*-portable/omp/run_bench" | head -1)
+check "make bench builds the portable run_bench it runs, in the portable build's directory" \
+    eval '[ -n "$portable_bench" ] && dry_make bench | grep -q "PORTABLE_BENCH=.${portable_bench##* }."'
+echo "    ${portable_bench:-make -n bench: no portable run_bench}"
+
 mpi=$(linked_bin MPI=1)
 tested=$(dry_make test-mpi | sed -n 's/.*GPT2_MPI=\([^ ]*\) .*/\1/p' | head -1)
 check "make test-mpi tests the binary make MPI=1 links ($tested against $mpi)" \

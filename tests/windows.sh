@@ -31,8 +31,11 @@ if [ ! -f "$DATA/tinyshakespeare.txt" ] || [ ! -f "$DATA/gpt2/encoder.json" ]; t
     summary; exit
 fi
 export GPT2_DATA_DIR=$DATA
-"$WINE" wineboot --init >/dev/null 2>&1
 WINESERVER=$(command -v wineserver || echo /usr/lib/wine/wineserver)
+# the new prefix is written by wineboot and the services it starts: wait until they have all ended, so no
+# test starts against a half-made prefix
+"$WINE" wineboot --init >$W/wineboot.out 2>&1
+"$WINESERVER" -w
 trap '"$WINESERVER" -k 2>/dev/null; rm -rf "$TEST_TMP"' EXIT
 win() { "$WINE" "$@"; }
 
@@ -48,6 +51,7 @@ head -c 60000 "$DATA/tinyshakespeare.txt" >$W/slice.txt
 win "$G" tokenize -o $W/win/ --val-tokens 2000 $W/slice.txt >$W/tok.out 2>&1
 "$GPT2" tokenize -o $W/native/ --val-tokens 2000 $W/slice.txt >/dev/null 2>&1
 check "tokenize a 60 kB slice of tiny shakespeare under wine" test -s $W/win/train.bin -a -s $W/win/val.bin
+[ -s $W/win/train.bin ] || { sed 's/^/    tokenize: /' $W/tok.out; sed 's/^/    wineboot: /' $W/wineboot.out; } | head -20
 check "... to the native build's bytes" cmp $W/win/train.bin $W/native/train.bin
 
 tiny=(--train $W/win/train.bin --val $W/win/val.bin --layers 2 --heads 2 --channels 32 --seq-len 32 -B 4 -T 32

@@ -138,6 +138,9 @@ TEST(int8_model_holds_the_values_of_its_q8_0_export) {
     inputs_forget();
     CHECK(gpt2_set_precision(&int8, Precision::kInt8) == 1 + 1 + 4 * 2);  // wte, wpe, 4 per block
     CHECK(int8.params == back.params);  // --precision int8 runs exactly the weights llama.cpp reads as q8_0
+    // and int8 on the loaded file quantizes its values back to the file's own blocks
+    CHECK(gpt2_set_precision(&back, Precision::kInt8) == 10);
+    CHECK(back.params == int8.params && back.params8 == int8.params8 && back.params8_d == int8.params8_d);
     bool differs = false;
     for (size_t i = 0; i < model.params.size(); i++) differs = differs || model.params[i] != int8.params[i];
     CHECK(differs);

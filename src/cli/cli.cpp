@@ -166,6 +166,9 @@ Precision cli_precision(const CliArgs& args, bool inference) {
 
 void cli_set_precision(GPT2* model, const CliArgs& args, bool inference) {
     const Precision prec = cli_precision(args, inference);
+    if (prec == Precision::kInt8)  // a byte per weight and a scale per 32, beside the fp32 weights
+        memory_check(model->num_params * (1.0 + 2.0 / kQ8Block), "the int8 copy of the weights",
+                     "use --precision fp32 or bf16");
     const int quantized = gpt2_set_precision(model, prec);
     if (prec != Precision::kInt8) return;
     int matrices = 0;

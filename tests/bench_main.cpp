@@ -30,6 +30,8 @@ struct BenchCase {
 // Ratios need their two figures in order: fp32 before bf16, ours before PyTorch's.
 const BenchCase kCases[] = {
     {"peak", true, "peak GFLOP/s of an fp32 FMA loop and a bf16 vdpbf16ps loop on all threads", bench_peak},
+    {"adamw_stream", true, "GB/s of a loop moving AdamW's bytes (4 arrays read, 3 written): the step floors' memory part",
+     bench_adamw_stream},
     {"first_step", true, "124M B=4 T=64: allocation, random init, first step, steady step, first / steady",
      bench_first_step},
     {"step_fp32_b4t64", true, "124M fp32 step B=4 T=64: ms, GFLOP/s, % of peak",

@@ -186,6 +186,27 @@ void bench_peak() {
            p16 / bench_kept("peak fp32"));
 }
 
+void bench_adamw_stream() {
+    const size_t n = (size_t)1 << 26;  // 64 Mi floats per array: 1 GiB over the four, far past any cache
+    std::vector<float> w, g, m, v;
+    for (std::vector<float>* a : {&w, &g, &m, &v}) buffer_assign_zero(a, n);  // huge pages, as the model's
+    std::vector<double> gbs;
+    for (int rep = 0; rep < 6; rep++) {
+        const double t0 = time_now_s();
+#pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < n; i++) {  // AdamW's traffic (w, g, m, v read; w, m, v written), less its sqrt
+            const float mi = 0.9f * m[i] + 0.1f * g[i], vi = 0.999f * v[i] + 0.001f * g[i] * g[i];
+            m[i] = mi, v[i] = vi;
+            w[i] -= 1e-3f * (mi + vi);
+        }
+        if (rep > 0) gbs.push_back(28.0 * n / (time_now_s() - t0) / 1e9);  // the first is a warm-up
+    }
+    std::sort(gbs.begin(), gbs.end());
+    printf("AdamW-shaped stream (4 arrays read, 3 written, 28 bytes per parameter, %d threads): %.1f GB/s (best of "
+           "5; median %.1f)\n", threads_now(), gbs.back(), gbs[2]);
+    bench_keep("adamw GB/s", gbs.back());
+}
+
 // Item 9 of issue 22: a new run's first step should take at most twice a steady one. Times what `train`
 // does before it: allocating the parameters and gradients, the random init, the activations and AdamW's
 // moments, then the first step, the second, and the median of the next 5 (a median: a neighbour's burst
@@ -236,6 +257,15 @@ void bench_train_step(int B, int T, Precision prec) {
     const double fp32_ms = bench_kept("step fp32 " + std::to_string(B) + "x" + std::to_string(T));
     if (prec == Precision::kBf16 && fp32_ms > 0)
         printf("bf16 / fp32 step B=%d T=%d: %.2fx (bf16 %.0f ms, fp32 %.0f ms)\n", B, T, ms / fp32_ms, ms, fp32_ms);
+    // The step's floor: its FLOPs at the peak plus the optimizer pass's bytes (w, g, m, v read; w, m, v
+    // written; bf16 also writes its weight copy) at the AdamW-shaped stream's rate.
+    const double stream = bench_kept("adamw GB/s");
+    if (stream <= 0) return;
+    const double flop_ms = step_flops(b.model.cfg, B, T) / (peak * 1e9) * 1e3;
+    const double byte_ms = b.model.num_params * (prec == Precision::kBf16 ? 30.0 : 28.0) / (stream * 1e9) * 1e3;
+    printf("%s step B=%d T=%d against its floor: %.0f ms = %.0f ms of FLOPs at the peak + %.0f ms of optimizer "
+           "bytes at %.1f GB/s; step / floor %.2fx\n", name, B, T, flop_ms + byte_ms, flop_ms, byte_ms, stream,
+           ms / (flop_ms + byte_ms));
 }
 
 void bench_matmul(Precision prec) {

@@ -7,10 +7,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <vector>
 
+#include "base/half.h"
 #include "base/threads.h"
 #include "base/util.h"
+#include "kernels/adamw.h"
 #include "model/model.h"
 #include "test.h"
 #include "test_os.h"
@@ -105,9 +108,15 @@ TEST(training_forward_fuses_the_classifier_backward) {
         }
     }
     CHECK(max_diff <= 1e-6 / N);
+    // a second backward with the same loss_scale computes the same gradients (the two-pass update's first
+    // pass measures the norm), the dlogits scaled once
     gpt2_zero_grad(&train);
-    gpt2_backward(&train, 1.0f);
-    CHECK(!train.dlogits_ready);  // consumed: a second backward needs a new forward
+    gpt2_backward(&train, 0.5f);
+    const std::vector<float> first = train.grads;
+    gpt2_zero_grad(&train);
+    gpt2_backward(&train, 0.5f);
+    CHECK(train.grads == first);
+    CHECK(std::any_of(first.begin(), first.end(), [](float g) { return g != 0; }));
 }
 
 TEST(activation_layouts_hold_one_classifier_buffer) {
@@ -152,6 +161,82 @@ TEST(bf16_weight_copy_follows_every_adamw_update) {
     CHECK(last < first);  // bf16 training still learns the batch
     gpt2_set_precision(&model, Precision::kFp32);
     CHECK(model.params16.empty());
+}
+
+namespace {
+
+// One forward and backward of `model` on a fixed batch; layer_done as gpt2_backward's.
+void forward_backward(GPT2* model, const std::function<void(int)>& layer_done = nullptr) {
+    std::vector<int> x(16), y(16);
+    for (int i = 0; i < 16; i++) x[i] = (i * 7 + 3) % 50, y[i] = (i * 11 + 5) % 50;
+    gpt2_zero_grad(model);
+    gpt2_forward(model, x.data(), y.data(), 2, 8);
+    gpt2_backward(model, 0.5f, layer_done);
+}
+
+}  // namespace
+
+TEST(recompute_and_one_layer_of_gradients_change_no_number) {
+    GPT2 plain = tiny_model(), recompute = tiny_model(), layered = tiny_model();
+    gpt2_enable_training(&plain);
+    TrainingMemory rc, lg;
+    rc.recompute = true;
+    lg.layer_grads = lg.recompute = true;
+    gpt2_enable_training(&recompute, rc);
+    gpt2_enable_training(&layered, lg);
+    forward_backward(&plain);
+    forward_backward(&recompute);
+    CHECK(recompute.grads == plain.grads);  // bit for bit
+    CHECK(recompute.acts.size() < plain.acts.size());
+    CHECK(recompute.a.layers[0].ln1 == recompute.a.layers[1].ln1 && plain.a.layers[0].ln1 != plain.a.layers[1].ln1);
+    // one layer's gradients at a time: each, read in layer_done, is the full buffer's, and so are the rest
+    int layers_seen = 0, mismatched = 0;
+    forward_backward(&layered, [&](int l) {
+        layers_seen++;
+        for (size_t i = 0; i < layered.param_table.size(); i++) {
+            const TensorInfo& t = layered.param_table[i];
+            if (t.layer == l) mismatched += !std::equal(gpt2_grad(&layered, i), gpt2_grad(&layered, i) + t.numel(),
+                                                        plain.grads.data() + t.offset);
+        }
+    });
+    for (size_t i = 0; i < layered.param_table.size(); i++) {
+        const TensorInfo& t = layered.param_table[i];
+        if (t.layer < 0)
+            mismatched += !std::equal(gpt2_grad(&layered, i), gpt2_grad(&layered, i) + t.numel(), plain.grads.data() + t.offset);
+    }
+    CHECK(layers_seen == 2 && mismatched == 0);
+    CHECK(layered.grads.size() < plain.grads.size());
+    CHECK(layered.grads.size() * sizeof(float) == gpt2_grads_bytes(layered.cfg, true));
+    // the activation gradients are one layer's whatever the depth
+    CHECK(layout_params_size(layout_acts(config_make(16, 50, 2, 2, 16), 2, 8, true)) ==
+          layout_params_size(layout_acts(config_make(16, 50, 7, 2, 16), 2, 8, true)));
+}
+
+TEST(bf16_moments_are_rounded_stochastically_and_follow_fp32) {
+    // A constant gradient of 1 with beta2 = 0.999: fp32's v after t steps is 1 - 0.999^t. Rounding v to
+    // the nearest bf16 would stall it (each step adds 0.001 (1 - v), under half a bf16 step once v
+    // passes 1/4); stochastic rounding keeps the mean on course.
+    const size_t n = 4096;
+    std::vector<float> w(n, 0.5f), g(n, 1.0f), m32(n, 0.0f), v32(n, 0.0f);
+    std::vector<uint16_t> m16(n, 0), v16(n, 0), m16b(n, 0), v16b(n, 0);
+    std::vector<float> w16 = w, w16b = w;
+    AdamWStep s{0.9f, 0.999f, 1e-8f, 1e-4f, 1.0f, 1.0f, 1.0f, 0};
+    for (int step = 1; step <= 2000; step++) {
+        s.round_key = adamw_round_key(step);
+        adamw_chunk(w.data(), g.data(), m32.data(), v32.data(), n, s);
+        adamw_chunk_bf16(w16.data(), g.data(), m16.data(), v16.data(), n, s, 1000);
+        // the same range in two uneven pieces (threads, ZeRO slices): the same bits
+        adamw_chunk_bf16(w16b.data(), g.data(), m16b.data(), v16b.data(), 1001, s, 1000);
+        adamw_chunk_bf16(w16b.data() + 1001, g.data() + 1001, m16b.data() + 1001, v16b.data() + 1001, n - 1001, s,
+                         2001);
+    }
+    double mean_v = 0;
+    for (uint16_t v : v16) mean_v += bf16_to_float(v) / n;
+    const double want = 1 - std::pow(0.999, 2000);
+    printf("    v after 2000 steps: fp32 %.6f, bf16 mean %.6f (exact %.6f)\n", v32[0], mean_v, want);
+    CHECK(std::fabs(v32[0] - want) < 1e-4);
+    CHECK(std::fabs(mean_v - want) < 2e-3 * want);
+    CHECK(m16 == m16b && v16 == v16b && w16 == w16b);
 }
 
 // A first round of the tuner: its full team, or 0 where it does not tune (the caller skips).

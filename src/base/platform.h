@@ -70,6 +70,7 @@ void os_map_release(void* map, size_t bytes);
 // not offered (the caller's zeroing then faults the pages in).
 bool os_prefault_huge(void* p, size_t bytes);
 size_t os_memory_available();                        // bytes the system could give now, 0 when unknown
+size_t os_peak_rss();                                // this process's peak resident memory in bytes, 0 when unknown
 void* os_aligned_alloc(size_t align, size_t bytes);  // aligned_alloc; free with os_aligned_free
 void os_aligned_free(void* p);
 

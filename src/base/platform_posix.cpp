@@ -199,6 +199,16 @@ size_t os_memory_available() {
     return kb * 1024;
 }
 
+size_t os_peak_rss() {
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+#ifdef __APPLE__
+    return (size_t)ru.ru_maxrss;  // bytes there, KiB on Linux
+#else
+    return (size_t)ru.ru_maxrss * 1024;
+#endif
+}
+
 void* os_aligned_alloc(size_t align, size_t bytes) { return aligned_alloc(align, (bytes + align - 1) / align * align); }
 void os_aligned_free(void* p) { free(p); }
 

@@ -14,6 +14,8 @@
 #include <io.h>
 #include <windows.h>
 
+#include <psapi.h>  // after windows.h
+
 #include "base/platform.h"
 
 namespace {
@@ -256,6 +258,11 @@ size_t os_memory_available() {
     MEMORYSTATUSEX ms;
     ms.dwLength = sizeof(ms);
     return GlobalMemoryStatusEx(&ms) ? (size_t)ms.ullAvailPhys : 0;
+}
+
+size_t os_peak_rss() {
+    PROCESS_MEMORY_COUNTERS pmc;
+    return K32GetProcessMemoryInfo(GetCurrentProcess(), &pmc, sizeof(pmc)) ? (size_t)pmc.PeakWorkingSetSize : 0;
 }
 
 void* os_aligned_alloc(size_t align, size_t bytes) { return _aligned_malloc(bytes, align); }

@@ -69,6 +69,15 @@ const std::vector<CliFlag> kTrainFlags = {
     {"sample-tokens", "", "64", "tokens per sample; 0 disables samples (and the tokenizer)"},
     {"tokenizer", "", "", "tokenizer directory for samples (default: $GPT2_DATA_DIR/gpt2 or data/gpt2)"},
     kCliPrecisionFlag,
+    {"recompute", "", "",
+     "keep a third less activation memory: the backward recomputes LayerNorm and GELU outputs (the same "
+     "numbers, a few % slower)",
+     true},
+    {"optimizer-state", "", "fp32", "AdamW's m and v in fp32, or bf16 (half their memory, stochastic rounding)"},
+    {"optimizer-in-backward", "", "",
+     "apply AdamW a layer at a time inside the backward, so only one layer's gradients are held (the same "
+     "numbers; with --grad-clip > 0 the backward runs twice, the first for the norm); one process, --grad-accum 1",
+     true},
 };
 
 // Flags a resumed run must keep: they shape the model or the data order (the data's content is checked by
@@ -111,16 +120,31 @@ std::vector<std::pair<std::string, std::string>> run_flags(const CliArgs& args, 
     return flags;
 }
 
+// What training allocates, in bytes: parameters (and their bf16 copy for --precision bf16), gradients,
+// AdamW's moments, activations with their gradients. (The sampler's is checked on its own, load_sampler.)
+struct TrainMemory {
+    double params, grads, moments, acts;
+    double total() const { return params + grads + moments + acts; }
+};
+
+TrainMemory train_memory(const GPT2Config& cfg, const TrainOptions& o, bool bf16_matmuls) {
+    TrainMemory m;
+    m.params = gpt2_params_bytes(cfg) * (bf16_matmuls ? 1.5 : 1.0);
+    m.grads = gpt2_grads_bytes(cfg, o.mem.layer_grads);
+    m.moments = gpt2_params_bytes(cfg) * (o.bf16_moments ? 1.0 : 2.0);
+    m.acts = gpt2_acts_bytes(cfg, o.B, o.T, true, o.mem.recompute);
+    return m;
+}
+
 // Prints what training will allocate and stops before allocating if the machine does not have it.
-void check_memory(const GPT2Config& cfg, int B, int T) {
+void check_memory(const GPT2Config& cfg, const TrainOptions& o, bool bf16_matmuls) {
     const double mib = 1024.0 * 1024.0;
-    const double params = gpt2_params_bytes(cfg);
-    // activations and their gradients (layout.h: the gradients leave out the caches and the logits)
-    const double acts = gpt2_acts_bytes(cfg, B, T, true);
-    double total = 4.0 * params + acts;  // params, grads, AdamW m and v; activations
-    printf("memory: %.0f MiB (parameters, gradients and AdamW state %.0f MiB, activations %.0f MiB)\n", total / mib,
-           4 * params / mib, acts / mib);
-    memory_check(total, "train", "lower -B or -T, or train a smaller model");
+    const TrainMemory m = train_memory(cfg, o, bf16_matmuls);
+    printf("memory: %.0f MiB (parameters %.0f, gradients %.0f, AdamW state %.0f, activations %.0f MiB)\n",
+           m.total() / mib, m.params / mib, m.grads / mib, m.moments / mib, m.acts / mib);
+    memory_check(m.total(), "train",
+                 "lower -B or -T, train a smaller model, or see --recompute, --optimizer-state bf16 and "
+                 "--optimizer-in-backward");
 }
 
 // Checks --plot before the first step: never inside --out, and a path plot_check_path accepts.
@@ -148,8 +172,10 @@ void setup_phase(const char* what, double bytes, const std::function<void()>& ru
 
 // The model a run trains: the checkpoint it resumes, --model, or a random init from the geometry flags.
 // Memory is checked before anything large is allocated.
-void build_model(GPT2* model, const CliArgs& args, const std::string& resume_dir, const std::string& out, int B, int T,
-                 uint64_t seed) {
+void build_model(GPT2* model, const CliArgs& args, const TrainOptions& o) {
+    const std::string &resume_dir = o.resume_dir, &out = o.out;
+    const int T = o.T;
+    const bool bf16 = args.str("precision") == "bf16" && bf16_supported();  // cli_precision says it later
     if (!resume_dir.empty() || args.has("model")) {
         const std::string path = resume_dir.empty() ? args.str("model") : resume_dir;
         CheckpointInfo info;
@@ -162,7 +188,7 @@ void build_model(GPT2* model, const CliArgs& args, const std::string& resume_dir
                        out.c_str());
         if (T > cfg.max_seq_len)
             fatal("bad value for -T (train): expected <= %d (the model's context), got %d", cfg.max_seq_len, T);
-        check_memory(cfg, B, T);
+        check_memory(cfg, o, bf16);
         checkpoint_load(model, path, heads);
         if (resume_dir.empty()) printf("loaded %s (%s, %s)\n", path.c_str(), info.format.c_str(), info.dtype.c_str());
         return;
@@ -173,10 +199,10 @@ void build_model(GPT2* model, const CliArgs& args, const std::string& resume_dir
     if (const std::string bad = config_check(cfg, "train flags"); !bad.empty()) fatal("%s", bad.c_str());
     if (T > cfg.max_seq_len)
         fatal("bad value for -T (train): expected <= --seq-len %d (the model's context), got %d", cfg.max_seq_len, T);
-    check_memory(cfg, B, T);
+    check_memory(cfg, o, bf16);
     setup_phase("random init of the parameters", gpt2_params_bytes(cfg), [&] {
         gpt2_build(model, cfg);
-        gpt2_init_random(model, seed);
+        gpt2_init_random(model, o.seed);
     });
 }
 
@@ -215,6 +241,20 @@ TrainOptions train_options(const CliArgs& args, const CliArgs& given, const std:
     // The default val file belongs to the default train file; custom training data validates only on --val.
     const std::string val = args.has("val") ? args.str("val") : args.has("train") ? "" : args.str("val");
     o.val_path = o.val_every > 0 ? val : "";
+    o.mem.recompute = args.on("recompute");
+    o.mem.layer_grads = args.on("optimizer-in-backward");
+    const std::string state = args.str("optimizer-state");
+    if (state != "fp32" && state != "bf16")
+        fatal("bad value for --optimizer-state (train): expected fp32 or bf16, got '%s'", state.c_str());
+    o.bf16_moments = state == "bf16";
+    if (o.mem.layer_grads && o.accum > 1)
+        fatal("bad value for --grad-accum (train): --optimizer-in-backward updates during each backward, so it "
+              "takes --grad-accum 1, got %d",
+              o.accum);
+    if (o.mem.layer_grads && dist_world() > 1)
+        fatal("--optimizer-in-backward (train) runs in one process: with %d ranks the gradients are summed across "
+              "ranks before any update",
+              dist_world());
     return o;
 }
 
@@ -373,8 +413,10 @@ int prepare_run(Trainer* t, const CliArgs& args, const CliArgs& given, const std
     const TrainOptions& o = t->o;
     dataloader_expand(o.train_path, "--train");  // a pattern that matches nothing fails before any allocation
     if (!o.val_path.empty()) dataloader_expand(o.val_path, "--val");
-    build_model(&t->model, args, resume_dir, o.out, o.B, o.T, o.seed);
-    setup_phase("gradients", gpt2_params_bytes(t->model.cfg), [&] { gpt2_enable_training(&t->model); });
+    build_model(&t->model, args, o);
+    setup_phase("gradients", gpt2_grads_bytes(t->model.cfg, o.mem.layer_grads),
+                [&] { gpt2_enable_training(&t->model, o.mem); });
+    t->opt.bf16 = o.bf16_moments;
     const GPT2Config& cfg = t->model.cfg;
     printf("model: %d layers, %d heads, %d channels, context %d, vocab %d: %.2fM parameters\n", cfg.num_layers,
            cfg.num_heads, cfg.channels, cfg.max_seq_len, cfg.vocab_size, gpt2_num_real_params(cfg) / 1e6);
@@ -389,10 +431,10 @@ int prepare_run(Trainer* t, const CliArgs& args, const CliArgs& given, const std
     if (t->model.precision == Precision::kBf16)
         printf("precision: bf16 matmuls (fp32 accumulation), fp32 master weights and optimizer\n");
     // The buffers the first step would otherwise allocate and fault in: that step then runs as a steady one.
-    setup_phase("activations and AdamW state", gpt2_acts_bytes(cfg, o.B, o.T, true) + 2.0 * gpt2_params_bytes(cfg),
-                [&] {
+    setup_phase("activations and AdamW state",
+                gpt2_acts_bytes(cfg, o.B, o.T, true, o.mem.recompute) + train_memory(cfg, o, false).moments, [&] {
                     gpt2_alloc_acts(&t->model, o.B, o.T);
-                    if (t->opt.m.empty()) adamw_prepare(&t->opt, t->model);
+                    adamw_prepare(&t->opt, t->model);
                 });
     print_data(*t);
     if (o.T < cfg.max_seq_len && !args.has("model") && resume_dir.empty())

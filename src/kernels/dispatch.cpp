@@ -156,6 +156,9 @@ KERNEL(void, gemm_bf16_ref,
        (M, N, K, A, lda, transA, B, ldb, transB, C, ldc, accumulate))
 KERNEL(void, adamw_chunk, (float* w, const float* g, float* m, float* v, size_t n, const AdamWStep& s),
        (w, g, m, v, n, s))
+KERNEL(void, adamw_chunk_bf16,
+       (float* w, const float* g, uint16_t* m, uint16_t* v, size_t n, const AdamWStep& s, size_t index),
+       (w, g, m, v, n, s, index))
 KERNEL(double, sum_squares, (const float* x, size_t n), (x, n))
 KERNEL(double, fma_peak_loop, (long iters, float* sink), (iters, sink))
 KERNEL(void, bf16_round_array, (uint16_t * dst, const float* src, size_t n), (dst, src, n))

@@ -86,8 +86,12 @@ struct LayerActs {
     float* residual3;            // (N, C) = residual2 + fcproj; the block's output
 };
 
-// The activations of a forward, and (gradients = true) the layout of their gradients, which leaves out
-// what has no gradient: the mean/rstd/lse caches, logits and losses (their views stay null).
+// The activations of a forward, and (gradients = true) the layout of their gradients. The backward needs
+// one layer's activation gradients at a time, so the gradient layout holds one layer (and lnf), which
+// every layer's views share: its residual3 is also the gradient of each block's input (encoded included).
+// It leaves out what has no gradient: the mean/rstd/lse caches, logits and losses (their views stay null).
+// With recompute, the forward keeps one copy of ln1, ln2 and fch_gelu, which every layer's views share,
+// and the backward recomputes a layer's from what it kept (gpt2_backward): about a third less memory.
 struct ActViews {
     float* encoded = nullptr;  // (N, C) wte[token] + wpe[t]
     std::vector<LayerActs> layers;
@@ -101,8 +105,10 @@ struct ActViews {
     float* losses = nullptr;  // (N) per-position cross-entropy, after a forward with targets
 };
 
-std::vector<TensorInfo> layout_acts(const GPT2Config& cfg, int B, int T, bool gradients = false);
-ActViews layout_act_views(const GPT2Config& cfg, int B, int T, float* base, bool gradients = false);
+std::vector<TensorInfo> layout_acts(const GPT2Config& cfg, int B, int T, bool gradients = false,
+                                    bool recompute = false);
+ActViews layout_act_views(const GPT2Config& cfg, int B, int T, float* base, bool gradients = false,
+                          bool recompute = false);
 // One block's activations alone: scratch that inference reuses for every layer.
 std::vector<TensorInfo> layout_layer_acts(const GPT2Config& cfg, int B, int T);
 LayerActs layout_layer_act_views(const GPT2Config& cfg, int B, int T, float* base);

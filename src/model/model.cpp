@@ -23,10 +23,38 @@ void gpt2_build(GPT2* model, const GPT2Config& cfg) {
     model->B = model->T = 0;
 }
 
-void gpt2_enable_training(GPT2* model) {
+namespace {
+
+// The layout of layer_grads' gradients: the parameter layout of the same model with one layer.
+GPT2Config one_layer(GPT2Config cfg) {
+    cfg.num_layers = 1;
+    return cfg;
+}
+
+}  // namespace
+
+void gpt2_enable_training(GPT2* model, TrainingMemory mem) {
     if (model->training) return;
-    buffer_assign_zero(&model->grads, model->num_params);
-    model->g = layout_param_views(model->cfg, model->grads.data());
+    model->mem = mem;
+    model->grad_offsets.clear();
+    if (!mem.layer_grads) {
+        buffer_assign_zero(&model->grads, model->num_params);
+        model->g = layout_param_views(model->cfg, model->grads.data());
+        for (const TensorInfo& t : model->param_table) model->grad_offsets.push_back(t.offset);
+    } else {
+        const std::vector<TensorInfo> one = layout_params(one_layer(model->cfg));
+        buffer_assign_zero(&model->grads, layout_params_size(one));
+        model->g = layout_param_views(one_layer(model->cfg), model->grads.data());
+        model->g.layers.assign(model->cfg.num_layers, model->g.layers[0]);
+        size_t begin = SIZE_MAX, end = 0;
+        for (const TensorInfo& u : one)
+            if (u.layer == 0) begin = std::min(begin, u.offset), end = std::max(end, u.offset + u.numel());
+        model->layer_grads_span = {begin, end - begin};
+        for (const TensorInfo& t : model->param_table)
+            for (const TensorInfo& u : one)
+                if (t.layer >= 0 ? u.slot == t.slot : u.name == t.name) model->grad_offsets.push_back(u.offset);
+        assert(model->grad_offsets.size() == model->param_table.size());
+    }
     model->training = true;
     model->B = model->T = 0;  // the activations gain their gradients at the next forward
 }
@@ -59,15 +87,21 @@ double gpt2_params_bytes(const GPT2Config& cfg) {
     return sizeof(float) * (double)layout_params_size(layout_params(cfg));
 }
 
-double gpt2_acts_bytes(const GPT2Config& cfg, int B, int T, bool training) {
-    const double n = (double)layout_params_size(layout_acts(cfg, B, T));
+double gpt2_grads_bytes(const GPT2Config& cfg, bool layer_grads) {
+    return layer_grads ? sizeof(float) * (double)layout_params_size(layout_params(one_layer(cfg)))
+                       : gpt2_params_bytes(cfg);
+}
+
+double gpt2_acts_bytes(const GPT2Config& cfg, int B, int T, bool training, bool recompute) {
+    const double n = (double)layout_params_size(layout_acts(cfg, B, T, false, training && recompute));
     return sizeof(float) * (n + (training ? (double)layout_params_size(layout_acts(cfg, B, T, true)) : 0.0));
 }
 
 void gpt2_alloc_acts(GPT2* model, int B, int T) {
     if (B == model->B && T == model->T) return;
     assert(B >= 1 && T >= 1 && T <= model->cfg.max_seq_len && "callers check -B and -T against the context");
-    std::vector<TensorInfo> table = layout_acts(model->cfg, B, T);
+    const bool recompute = model->training && model->mem.recompute;
+    std::vector<TensorInfo> table = layout_acts(model->cfg, B, T, false, recompute);
     size_t n = layout_params_size(table);
     if (!model->training && n <= model->acts.size()) {
         // A smaller shape is laid out inside the buffer already there: every forward kernel overwrites its
@@ -82,7 +116,7 @@ void gpt2_alloc_acts(GPT2* model, int B, int T) {
     // activations, and their gradients when training (a smaller layout: no caches, no logits)
     const size_t nd = model->training ? layout_params_size(layout_acts(model->cfg, B, T, true)) : 0;
     buffer_assign_zero(&model->acts, n);
-    model->a = layout_act_views(model->cfg, B, T, model->acts.data());
+    model->a = layout_act_views(model->cfg, B, T, model->acts.data(), false, recompute);
     if (model->training) {
         buffer_assign_zero(&model->dacts, nd);
         model->da = layout_act_views(model->cfg, B, T, model->dacts.data(), true);
@@ -197,6 +231,7 @@ float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, in
         assert(inputs[i] >= 0 && inputs[i] < V && (!targets || (targets[i] >= 0 && targets[i] < V)));
     model->inputs.assign(inputs, inputs + N);
     model->dlogits_ready = false;
+    model->dlogits_scale = 0;
     const ParamViews& p = model->p;
     const ActViews& a = model->a;
 
@@ -213,6 +248,7 @@ float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, in
     // training: a.logits becomes d(mean loss)/dlogits in place, the backward's starting point
     model->mean_loss = crossentropy_fused(a.logits, a.losses, targets, model->training, N, V, Vp);
     model->dlogits_ready = model->training;
+    model->dlogits_scale = 0;
     return model->mean_loss;
 }
 
@@ -236,8 +272,12 @@ void gpt2_backward(GPT2* model, float loss_scale, const std::function<void(int l
     // adds onto the residual stream: that stream's first writer is the final LayerNorm's backward.
     const int last = cfg.num_layers - 1;
     memset(da.layers[last].residual3, 0, sizeof(float) * N * C);
-    crossentropy_backward(a.logits, loss_scale, N, Vp);  // a.logits holds dlogits (crossentropy_fused)
-    model->dlogits_ready = false;                        // scaled once: a second backward would rescale
+    if (model->dlogits_scale == 0) {  // a.logits holds dlogits (crossentropy_fused), scaled once
+        crossentropy_backward(a.logits, loss_scale, N, Vp);
+        model->dlogits_scale = loss_scale;
+    }
+    assert(model->dlogits_scale == loss_scale && "a second backward after a forward takes the first's loss_scale");
+    assert((layer_done || !model->mem.layer_grads) && "layer_grads: layer_done consumes each layer's gradients");
     const Precision prec = kernel_precision(model->precision);
     auto w = [&](const float* weight) { return gpt2_weight(*model, weight); };
     matmul_backward(da.lnf, g.wte, nullptr, a.logits, a.lnf, w(p.wte), N, C, Vp);
@@ -247,7 +287,12 @@ void gpt2_backward(GPT2* model, float loss_scale, const std::function<void(int l
         const LayerParams &lp = p.layers[l], &lg = g.layers[l];
         const LayerActs &la = a.layers[l], &lda = da.layers[l];
         const float* x = l == 0 ? a.encoded : a.layers[l - 1].residual3;  // this block's input
-        float* dx = l == 0 ? da.encoded : da.layers[l - 1].residual3;
+        float* dx = l == 0 ? da.encoded : da.layers[l - 1].residual3;  // the same buffer as lda.residual3
+        if (model->mem.recompute) {  // what the forward did not keep, by its own kernels: the same values
+            layernorm_forward(la.ln1, la.ln1_mean, la.ln1_rstd, x, lp.ln1w, lp.ln1b, N, C);
+            layernorm_forward(la.ln2, la.ln2_mean, la.ln2_rstd, la.residual2, lp.ln2w, lp.ln2b, N, C);
+            gelu_forward(la.fch_gelu, la.fch, (size_t)N * 4 * C);
+        }
         // x = x + mlp(ln_2(x)), backwards
         residual_backward(lda.residual2, lda.fcproj, lda.residual3, (size_t)N * C);
         matmul_backward(lda.fch_gelu, lg.fcprojw, lg.fcprojb, lda.fcproj, la.fch_gelu, w(lp.fcprojw), N, 4 * C, C);
@@ -262,6 +307,8 @@ void gpt2_backward(GPT2* model, float loss_scale, const std::function<void(int l
         matmul_backward(lda.ln1, lg.qkvw, lg.qkvb, lda.qkv, la.ln1, w(lp.qkvw), N, C, 3 * C);
         layernorm_backward(dx, lg.ln1w, lg.ln1b, lda.ln1, x, lp.ln1w, la.ln1_mean, la.ln1_rstd, N, C);
         if (layer_done) layer_done(l);
+        if (model->mem.layer_grads)  // consumed: the next layer accumulates into zeros
+            memset(model->grads.data() + model->layer_grads_span.first, 0, sizeof(float) * model->layer_grads_span.second);
     }
     encoder_backward(g.wte, g.wpe, da.encoded, model->inputs.data(), B, T, C);
 }

@@ -4,11 +4,18 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "kernels/layers.h"
 #include "model/config.h"
 #include "model/layout.h"
+
+// How training keeps its memory down; neither changes a number (train --recompute, --optimizer-in-backward).
+struct TrainingMemory {
+    bool recompute = false;    // the backward recomputes ln1, ln2 and fch_gelu (layout.h)
+    bool layer_grads = false;  // gradients of one layer at a time (gpt2_enable_training)
+};
 
 struct GPT2 {
     GPT2Config cfg;
@@ -17,11 +24,15 @@ struct GPT2 {
     std::vector<float> params, grads;  // grads (and dacts) only after gpt2_enable_training
     ParamViews p, g;                   // views into params and grads
     bool training = false;
+    TrainingMemory mem;                 // set by gpt2_enable_training
+    std::vector<size_t> grad_offsets;  // where each param_table tensor's gradient starts in grads
+    std::pair<size_t, size_t> layer_grads_span;  // with mem.layer_grads: the shared layer's (offset, floats)
     int B = 0, T = 0;  // batch the activations are sized for
     std::vector<float> acts, dacts;
     ActViews a, da;
     std::vector<int> inputs;     // (B, T) of the last forward
-    bool dlogits_ready = false;  // a.logits holds d(mean loss)/dlogits not yet used by a backward
+    bool dlogits_ready = false;  // a.logits holds d(mean loss)/dlogits (since the last forward with targets)
+    float dlogits_scale = 0;     // the loss_scale a backward scaled them by; 0 before the first
     float mean_loss = 0;
     Precision precision = Precision::kFp32;  // how the matmuls run (gpt2_set_precision)
     std::vector<uint16_t> params16;          // kBf16: params rounded to bf16, same layout; else empty
@@ -68,7 +79,13 @@ void gpt2_params_updated(GPT2* model, size_t offset, size_t n);
 // more.
 void gpt2_build(GPT2* model, const GPT2Config& cfg);
 // Adds what training needs: parameter gradients, and activation gradients from the next forward on.
-void gpt2_enable_training(GPT2* model);
+// mem.layer_grads keeps the gradients of wte, wpe, ln_f and of one layer only, which every layer's g views
+// share: gpt2_backward then needs a layer_done that consumes each layer's (an optimizer applied per layer,
+// train/optimizer.h) and zeroes them afterwards for the next. gpt2_grad finds a tensor's gradient in either
+// layout.
+void gpt2_enable_training(GPT2* model, TrainingMemory mem = {});
+// The gradient of param_table[i] in grads (with layer_grads: the shared layer's copy, valid in layer_done).
+inline float* gpt2_grad(GPT2* model, size_t i) { return model->grads.data() + model->grad_offsets[i]; }
 // GPT-2 init: weights N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)), biases 0, LayerNorm 1/0,
 // padded wte rows 0.
 void gpt2_init_random(GPT2* model, uint64_t seed);
@@ -77,7 +94,9 @@ void gpt2_init_random(GPT2* model, uint64_t seed);
 // B, T >= 1 and T <= max_seq_len (the caller checks; and checks gpt2_acts_bytes against the memory it has).
 void gpt2_alloc_acts(GPT2* model, int B, int T);
 // Bytes of the activations for (B, T), with their gradients when training: what gpt2_alloc_acts allocates.
-double gpt2_acts_bytes(const GPT2Config& cfg, int B, int T, bool training);
+double gpt2_acts_bytes(const GPT2Config& cfg, int B, int T, bool training, bool recompute = false);
+// Bytes of the parameter gradients gpt2_enable_training allocates.
+double gpt2_grads_bytes(const GPT2Config& cfg, bool layer_grads);
 // Bytes of one copy of the parameters (gpt2_build allocates one; training adds gradients and AdamW's two).
 double gpt2_params_bytes(const GPT2Config& cfg);
 // Forward over inputs (B, T); with targets (B, T) also the loss, returned (else returns 0), and the
@@ -88,10 +107,12 @@ double gpt2_params_bytes(const GPT2Config& cfg);
 float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int T);
 void gpt2_zero_grad(GPT2* model);
 // Accumulates d(loss * loss_scale)/dparams into grads; needs gpt2_enable_training and a forward with
-// targets first, one backward per such forward (it consumes a.logits' dlogits).
-// loss_scale is 1/grad_accum when accumulating micro-batches. layer_done(l), when given, is called as soon
-// as layer l's parameter gradients are final (layers in reverse order; wte, wpe and ln_f only at the end),
-// so they can be sent while earlier layers are still being computed.
+// targets first. loss_scale is 1/grad_accum when accumulating micro-batches. The first backward after a
+// forward scales a.logits' dlogits by it; a second one with the same loss_scale computes the same
+// gradients again (the forward's activations are left as they were), which an optimizer applied per
+// layer uses to learn the clipping norm first. layer_done(l), when given, is called as soon as layer l's
+// parameter gradients are final (layers in reverse order; wte, wpe and ln_f only at the end), so they can
+// be sent, or consumed, while earlier layers are still being computed.
 void gpt2_backward(GPT2* model, float loss_scale, const std::function<void(int layer)>& layer_done = nullptr);
 // Parameters that matter to a user: wte counts only the real vocabulary.
 size_t gpt2_num_real_params(const GPT2Config& cfg);

@@ -7,18 +7,33 @@
 #include "base/util.h"
 #include "kernels/adamw.h"
 
-float optimizer_grad_norm(const GPT2& model) {
-    // Fixed chunks summed in double lanes, then the chunk sums in order: the result does not depend on
-    // the thread count.
-    const size_t n = model.grads.size(), chunk = 1 << 16;
-    const long nchunks = (long)((n + chunk - 1) / chunk);
-    std::vector<double> partial(nchunks);
-    const float* g = model.grads.data();
+void optimizer_grad_sumsq(const GPT2& model, size_t first, size_t last, double* sumsq) {
+    // Fixed chunks of each tensor summed in double lanes, then each tensor's chunk sums in order.
+    const size_t chunk = 1 << 16;
+    std::vector<std::pair<size_t, size_t>> chunks;  // (tensor, first value)
+    for (size_t i = first; i < last; i++)
+        for (size_t c = 0; c < model.param_table[i].numel(); c += chunk) chunks.push_back({i, c});
+    std::vector<double> partial(chunks.size());
+    GPT2* m = const_cast<GPT2*>(&model);  // gpt2_grad's pointer is only read here
 #pragma omp parallel for schedule(static)
-    for (long c = 0; c < nchunks; c++) partial[c] = sum_squares(g + c * chunk, std::min(chunk, n - c * chunk));
+    for (long c = 0; c < (long)chunks.size(); c++) {
+        const auto [i, at] = chunks[c];
+        partial[c] = sum_squares(gpt2_grad(m, i) + at, std::min(chunk, model.param_table[i].numel() - at));
+    }
+    for (size_t i = first; i < last; i++) sumsq[i] = 0;
+    for (size_t c = 0; c < chunks.size(); c++) sumsq[chunks[c].first] += partial[c];
+}
+
+float optimizer_norm_of(const std::vector<double>& sumsq) {
     double sum = 0;
-    for (double s : partial) sum += s;
+    for (double s : sumsq) sum += s;
     return (float)std::sqrt(sum);
+}
+
+float optimizer_grad_norm(const GPT2& model) {
+    std::vector<double> sumsq(model.param_table.size());
+    optimizer_grad_sumsq(model, 0, sumsq.size(), sumsq.data());
+    return optimizer_norm_of(sumsq);
 }
 
 float optimizer_clip_factor(float norm, float max_norm) {
@@ -39,40 +54,58 @@ float optimizer_clip_grads(GPT2* model, float max_norm) {
 }
 
 void adamw_prepare(AdamW* opt, const GPT2& model) {
-    if (opt->m.size() == model.params.size()) return;
-    buffer_assign_zero(&opt->m, model.params.size());
-    buffer_assign_zero(&opt->v, model.params.size());
-    opt->step = 0;
+    if (opt->end == 0) opt->begin = 0, opt->end = model.params.size();
+    if (opt->prepared()) return;
+    const size_t n = opt->end - opt->begin;
+    if (opt->bf16) {
+        buffer_assign_zero(&opt->m16, n);
+        buffer_assign_zero(&opt->v16, n);
+    } else {
+        buffer_assign_zero(&opt->m, n);
+        buffer_assign_zero(&opt->v, n);
+    }
 }
 
-void adamw_update(AdamW* opt, GPT2* model, const AdamWConfig& cfg, float lr, float grad_scale) {
-    if (opt->m.size() != model->params.size()) adamw_prepare(opt, *model);
+AdamWStep adamw_begin(AdamW* opt, const AdamWConfig& cfg, float lr, float grad_scale) {
     opt->step++;
     AdamWStep k;
     k.beta1 = cfg.beta1, k.beta2 = cfg.beta2, k.eps = cfg.eps, k.grad_scale = grad_scale;
     k.step_size = lr / (1.0f - powf(cfg.beta1, (float)opt->step));
     k.bc2_sqrt = sqrtf(1.0f - powf(cfg.beta2, (float)opt->step));
+    k.decay = 1.0f;
+    k.round_key = adamw_round_key(opt->step);
+    return k;
+}
+
+void adamw_apply(AdamW* opt, GPT2* model, const AdamWStep& k, float lr, float weight_decay, size_t first, size_t last) {
+    if (!opt->prepared()) adamw_prepare(opt, *model);
     // One streaming pass (kernels/adamw.h): each element is read and written once, a chunk at a time;
     // after each chunk the model refreshes its copies of those weights (gpt2_params_updated: a bf16 copy
     // for --precision bf16) while they are still in cache. AdamW itself knows no precision.
     const size_t kChunk = 1024;  // 4 KiB of weights: the hook reads them back from L1
 #pragma omp parallel
-    for (const TensorInfo& t : model->param_table) {
-        float* w = model->params.data() + t.offset;
-        const float* g = model->grads.data() + t.offset;
-        float* m = opt->m.data() + t.offset;
-        float* v = opt->v.data() + t.offset;
+    for (size_t i = first; i < last; i++) {
+        const TensorInfo& t = model->param_table[i];
+        const size_t lo = std::max(t.offset, opt->begin), hi = std::min(t.offset + t.numel(), opt->end);
+        if (lo >= hi) continue;
+        float* w = model->params.data();
+        const float* g = gpt2_grad(model, i) - t.offset;  // indexed by the parameter's offset, as w
         AdamWStep ks = k;
-        ks.decay = t.decay ? 1.0f - lr * cfg.weight_decay : 1.0f;
-        const size_t n = t.numel();
-        const long chunks = (long)((n + kChunk - 1) / kChunk);
+        ks.decay = t.decay ? 1.0f - lr * weight_decay : 1.0f;
+        const long chunks = (long)((hi - lo + kChunk - 1) / kChunk);
 #pragma omp for schedule(static) nowait
         for (long c = 0; c < chunks; c++) {
-            const size_t begin = (size_t)c * kChunk, end = std::min(n, begin + kChunk);
-            adamw_chunk(w + begin, g + begin, m + begin, v + begin, end - begin, ks);
-            gpt2_params_updated(model, t.offset + begin, end - begin);
+            const size_t at = lo + (size_t)c * kChunk, n = std::min(hi - at, kChunk), s = at - opt->begin;
+            if (opt->bf16) adamw_chunk_bf16(w + at, g + at, opt->m16.data() + s, opt->v16.data() + s, n, ks, at);
+            else adamw_chunk(w + at, g + at, opt->m.data() + s, opt->v.data() + s, n, ks);
+            gpt2_params_updated(model, at, n);
         }
     }
+}
+
+void adamw_update(AdamW* opt, GPT2* model, const AdamWConfig& cfg, float lr, float grad_scale) {
+    const AdamWStep k = adamw_begin(opt, cfg, lr, grad_scale);
+    adamw_apply(opt, model, k, lr, cfg.weight_decay, 0, model->param_table.size());
 }
 
 float lr_schedule(int step, int total, float lr, int warmup, float min_lr_frac, bool cosine) {

@@ -2,14 +2,17 @@
 #include "train/train_state.h"
 
 
+#include <cassert>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include "base/platform.h"
+#include "base/half.h"
 #include "base/json.h"
 #include "base/publish.h"
 #include "base/util.h"
@@ -119,17 +122,31 @@ bool parse_counters(const SafeTensors& st, TrainState* ts, std::string* err) {
     return true;
 }
 
-// AdamW's moments: the same size, finite, and v never negative.
+// AdamW's moments, F32 or BF16 (both alike): the same size, finite, and v never negative.
 bool parse_moments(const SafeTensors& st, TrainState* ts, std::string* err) {
-    const StTensor* m = tensor_of(st, "adamw.m", "F32", 0, err);
-    const StTensor* v = m ? tensor_of(st, "adamw.v", "F32", 0, err) : nullptr;
+    const StTensor* found = st.find("adamw.m");
+    const char* dtype = found && found->dtype == "BF16" ? "BF16" : "F32";
+    const StTensor* m = tensor_of(st, "adamw.m", dtype, 0, err);
+    const StTensor* v = m ? tensor_of(st, "adamw.v", dtype, 0, err) : nullptr;
     if (!v) return false;
     if (m->numel() != v->numel()) return fail(err, "adamw.m and adamw.v differ in size");
+    auto bad = [&](size_t i) {
+        return fail(err, "AdamW moments at " + std::to_string(i) + ": expected finite values and v >= 0");
+    };
+    if (std::string(dtype) == "BF16") {
+        ts->m16.resize(m->numel());
+        ts->v16.resize(v->numel());
+        memcpy(ts->m16.data(), st.bytes.data() + m->begin, m->end - m->begin);
+        memcpy(ts->v16.data(), st.bytes.data() + v->begin, v->end - v->begin);
+        for (size_t i = 0; i < ts->m16.size(); i++)
+            if ((ts->m16[i] & 0x7F80) == 0x7F80 || (ts->v16[i] & 0x7F80) == 0x7F80 || (ts->v16[i] & 0x8000 && ts->v16[i] != 0x8000))
+                return bad(i);
+        return true;
+    }
     ts->m = safetensors_read_f32(st, *m);
     ts->v = safetensors_read_f32(st, *v);
     for (size_t i = 0; i < ts->m.size(); i++)
-        if (!std::isfinite(ts->m[i]) || !std::isfinite(ts->v[i]) || ts->v[i] < 0)
-            return fail(err, "AdamW moments at " + std::to_string(i) + ": expected finite values and v >= 0");
+        if (!std::isfinite(ts->m[i]) || !std::isfinite(ts->v[i]) || ts->v[i] < 0) return bad(i);
     return true;
 }
 
@@ -239,14 +256,16 @@ std::string train_state_shards_hash(const DataLoader& dl) {
 void train_state_save(const std::string& dir, const GPT2& model, const AdamW& opt, const DataLoader& dl, int step,
                       const std::vector<std::pair<std::string, std::string>>& run_flags, const LossHistory& history,
                       const std::function<void(const std::string& staging)>& extra) {
-    std::vector<float> zeros;
-    if (opt.m.empty()) zeros.assign(model.num_params, 0.0f);
-    const float* m = opt.m.empty() ? zeros.data() : opt.m.data();
-    const float* v = opt.v.empty() ? zeros.data() : opt.v.data();
-    for (const auto& [name, x] : {std::pair<const char*, const float*>{"AdamW m", m}, {"AdamW v", v}})
+    assert((!opt.prepared() || (opt.begin == 0 && opt.end == model.num_params)) && "the moments of every parameter");
+    std::vector<uint8_t> zeros;  // before the first step
+    if (!opt.prepared()) zeros.assign(model.num_params * (opt.bf16 ? 2 : 4), 0);
+    const void* m = !opt.prepared() ? zeros.data() : opt.bf16 ? (const void*)opt.m16.data() : opt.m.data();
+    const void* v = !opt.prepared() ? zeros.data() : opt.bf16 ? (const void*)opt.v16.data() : opt.v.data();
+    for (const auto& [name, x] : {std::pair<const char*, const void*>{"AdamW m", m}, {"AdamW v", v}})
         for (size_t i = 0; i < model.num_params; i++)
-            if (!std::isfinite(x[i]))
+            if (opt.bf16 ? (((const uint16_t*)x)[i] & 0x7F80) == 0x7F80 : !std::isfinite(((const float*)x)[i]))
                 fatal("not saving %s at step %d: %s holds a non-finite value at %zu", dir.c_str(), step, name, i);
+    const char* moments = opt.bf16 ? "BF16" : "F32";
     std::string flags = "[";
     for (const auto& kv : run_flags)
         flags += (flags.size() > 1 ? "," : "") + std::string("[") + json_escape(kv.first) + "," +
@@ -259,8 +278,8 @@ void train_state_save(const std::string& dir, const GPT2& model, const AdamW& op
         checkpoint_save_hf(model, staging);
         safetensors_write(
             path_join(staging, kStateFile),
-            {{"adamw.m", "F32", {(int64_t)model.num_params}, m},
-             {"adamw.v", "F32", {(int64_t)model.num_params}, v},
+            {{"adamw.m", moments, {(int64_t)model.num_params}, m},
+             {"adamw.v", moments, {(int64_t)model.num_params}, v},
              {"loader.order", "U32", {(int64_t)loader.order.size()}, loader.order.data()},
              {"loader.shard_order", "U32", {(int64_t)loader.shard_order.size()}, loader.shard_order.data()},
              {"history.train", "F32", {(int64_t)history.train.size(), 2}, train_hist.data()},
@@ -316,12 +335,49 @@ void train_state_read(TrainState* ts, const std::string& dir) {
     if (!train_state_parse(st, ts, &err)) fatal("bad train state (%s): %s", path.c_str(), err.c_str());
 }
 
+namespace {
+
+// Moves (or converts) the saved moments into opt, keeping opt's range of the parameters.
+void restore_moments(TrainState* ts, AdamW* opt) {
+    if (opt->end == 0) opt->begin = 0, opt->end = ts->m16.empty() ? ts->m.size() : ts->m16.size();
+    const size_t b = opt->begin, n = opt->end - opt->begin;
+    auto slice = [&](auto* from, auto* to) {  // no second copy of the moments for the rest of the run
+        if (b == 0 && n == from->size()) {
+            *to = std::move(*from);
+        } else {
+            to->assign(from->begin() + b, from->begin() + b + n);
+            std::decay_t<decltype(*from)>().swap(*from);
+        }
+    };
+    if (opt->bf16 == !ts->m16.empty()) {
+        if (opt->bf16) slice(&ts->m16, &opt->m16), slice(&ts->v16, &opt->v16);
+        else slice(&ts->m, &opt->m), slice(&ts->v, &opt->v);
+        return;
+    }
+    std::vector<float>().swap(opt->m), std::vector<float>().swap(opt->v);
+    std::vector<uint16_t>().swap(opt->m16), std::vector<uint16_t>().swap(opt->v16);
+    for (size_t i = 0; i < n; i++) {
+        if (opt->bf16) {
+            opt->m16.push_back(bf16_round(ts->m[b + i]));
+            opt->v16.push_back(bf16_round(ts->v[b + i]));
+        } else {
+            opt->m.push_back(bf16_to_float(ts->m16[b + i]));
+            opt->v.push_back(bf16_to_float(ts->v16[b + i]));
+        }
+    }
+    std::vector<float>().swap(ts->m), std::vector<float>().swap(ts->v);
+    std::vector<uint16_t>().swap(ts->m16), std::vector<uint16_t>().swap(ts->v16);
+}
+
+}  // namespace
+
 void train_state_restore(TrainState* state, const GPT2& model, AdamW* opt, DataLoader* dl, LossHistory* history) {
     TrainState& ts = *state;
     const char* path = ts.path.c_str();
-    if (ts.m.size() != model.num_params)
+    const size_t moments = ts.m16.empty() ? ts.m.size() : ts.m16.size();
+    if (moments != model.num_params)
         fatal("train state does not belong to this model (%s): expected AdamW moments of %zu values, got %zu", path,
-              model.num_params, ts.m.size());
+              model.num_params, moments);
     std::string hash = train_state_params_hash(model);
     if (ts.params_hash != hash)
         fatal("train state does not belong to this model (%s): parameter hash %s, expected %s", path, hash.c_str(),
@@ -347,8 +403,7 @@ void train_state_restore(TrainState* state, const GPT2& model, AdamW* opt, DataL
         fatal("training data changed (%s): the shards of %s fingerprint to %s, the run was trained on %s", path, spec,
               train_state_shards_hash(*dl).c_str(), ts.data_hash.c_str());
     }
-    opt->m = std::move(ts.m);  // no second copy of the moments for the rest of the run
-    opt->v = std::move(ts.v);
+    restore_moments(&ts, opt);
     opt->step = ts.step;
     dataloader_restore(dl, ts.loader, ts.path);
     *history = ts.history;

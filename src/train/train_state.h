@@ -26,7 +26,8 @@ struct TrainState {
     std::string path;
     std::vector<std::pair<std::string, std::string>> flags;  // (name, value) as the run was given them
     int step = 0;                                            // optimizer steps done
-    std::vector<float> m, v;                                 // AdamW moments
+    std::vector<float> m, v;                                 // AdamW moments, saved as F32
+    std::vector<uint16_t> m16, v16;                          // or saved as BF16 (--optimizer-state bf16)
     DataLoaderState loader;                                  // order: a permutation of the windows
     LossHistory history;
     std::string params_hash, data_hash, geometry;  // data_hash and geometry are empty in format 1 files
@@ -53,8 +54,10 @@ void train_state_save(const std::string& dir, const GPT2& model, const AdamW& op
 bool train_state_parse(const SafeTensors& st, TrainState* ts, std::string* err);
 // Reads and parses dir/train_state.safetensors; fatal naming the file if missing or malformed.
 void train_state_read(TrainState* ts, const std::string& dir);
-// Restores AdamW (moving the moments out of *ts), the data loader and the history; fatal if the state does not belong to `model`
-// (parameters, geometry) or to the loader's data (window count, content hash).
+// Restores AdamW (moving the moments out of *ts, in opt->bf16's precision: fp32 moments are rounded to
+// nearest for a bf16 state, bf16 ones widened exactly for an fp32 one; opt's range, all of the parameters or
+// a ZeRO-1 slice, is kept), the data loader and the history; fatal if the state does not belong to
+// `model` (parameters, geometry) or to the loader's data (window count, content hash).
 void train_state_restore(TrainState* ts, const GPT2& model, AdamW* opt, DataLoader* dl, LossHistory* history);
 // FNV-1a hash of a model's parameters or of all a loader's tokens (format 2's data hash), and the cheap
 // hash of the loader's shard fingerprints format 3 records, as 16 hex digits.

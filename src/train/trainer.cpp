@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "base/dist.h"
+#include "base/platform.h"
 #include "base/stop.h"
 #include "base/util.h"
 #include "model/generate.h"
@@ -82,12 +83,85 @@ int share_stop_signal() {
     fatal("%s", err.c_str());
 }
 
+// The next batch, or the run stops on the data's error (fail_on_data).
+void next_batch(Trainer* t, int step, const DataLoaderState& before) {
+    std::string err;
+    if (dataloader_try_next(&t->train_dl, &err)) return;
+    dataloader_restore(&t->train_dl, before, "");  // earlier micro-batches of this step are undone too
+    fail_on_data(t, step, err);
+}
+
+[[noreturn]] void fail_diverged(double loss, float norm, int step) {
+    fatal("%s is %g at step %d: training diverged; the last checkpoint (if any) is kept",
+          std::isfinite(loss) ? "gradient norm" : "loss", std::isfinite(loss) ? norm : loss, step + 1);
+}
+
+// One optimizer step with --optimizer-in-backward (one process, one micro-batch): AdamW is applied to
+// each layer inside the backward as soon as its gradients are final, so only one layer's gradients
+// (and wte's, wpe's and ln_f's) exist at a time. Clipping needs the norm of all of them before the first
+// update, so with --grad-clip > 0 a first backward measures it and a second one, computing the same
+// gradients again from the same activations, applies them: the weights equal those of train_step bit for
+// bit. Without clipping one backward does both. A non-finite norm is then found after the update, and the
+// run stops without saving it.
+StepStats train_step_in_backward(Trainer* t, int step) {
+    const TrainOptions& o = t->o;
+    GPT2& model = t->model;
+    const double t0 = time_now_s();
+    t->tuner.begin();
+    next_batch(t, step, dataloader_state(t->train_dl));
+    const double loss = gpt2_forward(&model, t->train_dl.inputs.data(), t->train_dl.targets.data(), o.B, o.T);
+    if (!std::isfinite(loss)) fail_diverged(loss, 0, step);
+    const std::vector<TensorInfo>& table = model.param_table;
+    auto layer_tensors = [&](int l, size_t* first, size_t* last) {  // a layer's tensors are consecutive
+        *first = SIZE_MAX, *last = 0;
+        for (size_t i = 0; i < table.size(); i++)
+            if (table[i].layer == l) *first = std::min(*first, i), *last = i + 1;
+    };
+    std::vector<double> sumsq(table.size());
+    auto measure_layer = [&](int l) {
+        size_t first, last;
+        layer_tensors(l, &first, &last);
+        optimizer_grad_sumsq(model, first, last, sumsq.data());
+    };
+    auto measure_rest = [&] {  // wte, wpe, ln_f: final once the backward returns
+        for (size_t i = 0; i < table.size(); i++)
+            if (table[i].layer < 0) optimizer_grad_sumsq(model, i, i + 1, sumsq.data());
+    };
+    const bool clip = o.grad_clip > 0;
+    float norm = 0;
+    gpt2_zero_grad(&model);
+    if (clip) {
+        gpt2_backward(&model, 1.0f, measure_layer);
+        measure_rest();
+        norm = optimizer_norm_of(sumsq);
+        if (!std::isfinite(norm)) fail_diverged(loss, norm, step);
+        gpt2_zero_grad(&model);
+    }
+    const float lr = lr_schedule(step, o.steps, o.adamw.lr, o.warmup, o.min_lr_frac, o.cosine);
+    const AdamWStep k = adamw_begin(&t->opt, o.adamw, lr, optimizer_clip_factor(norm, o.grad_clip));
+    gpt2_backward(&model, 1.0f, [&](int l) {
+        if (!clip) measure_layer(l);
+        size_t first, last;
+        layer_tensors(l, &first, &last);
+        adamw_apply(&t->opt, &model, k, lr, o.adamw.weight_decay, first, last);
+    });
+    if (!clip) measure_rest();
+    for (size_t i = 0; i < table.size(); i++)
+        if (table[i].layer < 0) adamw_apply(&t->opt, &model, k, lr, o.adamw.weight_decay, i, i + 1);
+    if (!clip) norm = optimizer_norm_of(sumsq);
+    if (!std::isfinite(norm)) fail_diverged(loss, norm, step);
+    const int stop = share_stop_signal();
+    t->tuner.end();
+    return {loss, norm, lr, (float)((time_now_s() - t0) * 1e3), stop};
+}
+
 // One optimizer step: grad-accum micro-batches (batch, forward, backward), the gradient norm, clipping
 // and AdamW. With several ranks each takes its share of the global batch; the gradients are summed across
 // ranks in per-layer buckets started while the backward goes on (last micro-batch only) and waited for
 // before the norm, and the loss and the stop signal are summed too, so every rank takes the same decision.
 // A non-finite loss or norm stops the run before the update touches the parameters.
 StepStats train_step(Trainer* t, int step) {
+    if (t->model.mem.layer_grads) return train_step_in_backward(t, step);
     const TrainOptions& o = t->o;
     const double t0 = time_now_s();
     t->tuner.begin();  // all CPUs, or one when another process holds a CPU (base/threads.h)
@@ -98,12 +172,8 @@ StepStats train_step(Trainer* t, int step) {
     auto send_layer = [&](int l) { dist_sum_start(grads + buckets[l].first, buckets[l].second - buckets[l].first); };
     double loss = 0;
     const DataLoaderState before = dataloader_state(t->train_dl);
-    std::string err;
     for (int micro = 0; micro < o.accum; micro++) {
-        if (!dataloader_try_next(&t->train_dl, &err)) {
-            dataloader_restore(&t->train_dl, before, "");  // earlier micro-batches of this step are undone too
-            fail_on_data(t, step, err);
-        }
+        next_batch(t, step, before);
         loss += gpt2_forward(&t->model, t->train_dl.inputs.data(), t->train_dl.targets.data(), o.B, o.T) / o.accum;
         const bool send = world > 1 && micro == o.accum - 1;
         gpt2_backward(&t->model, 1.0f / ((float)o.accum * world), send ? send_layer : std::function<void(int)>());
@@ -119,9 +189,7 @@ StepStats train_step(Trainer* t, int step) {
     const int stop = share_stop_signal();
     dist_sum_wait();  // every bucket summed before the norm
     const float norm = optimizer_grad_norm(t->model);
-    if (!std::isfinite(loss) || !std::isfinite(norm))
-        fatal("%s is %g at step %d: training diverged; the last checkpoint (if any) is kept",
-              std::isfinite(loss) ? "gradient norm" : "loss", std::isfinite(loss) ? norm : loss, step + 1);
+    if (!std::isfinite(loss) || !std::isfinite(norm)) fail_diverged(loss, norm, step);
     const float lr = lr_schedule(step, o.steps, o.adamw.lr, o.warmup, o.min_lr_frac, o.cosine);
     adamw_update(&t->opt, &t->model, o.adamw, lr, optimizer_clip_factor(norm, o.grad_clip));  // clipping folded in
     t->tuner.end();
@@ -206,6 +274,7 @@ int trainer_run(Trainer* t, int first_step) {
         if (last) break;
     }
     t->progress.close();
+    if (step > first_step && os_peak_rss() > 0) printf("peak memory: %.0f MiB\n", os_peak_rss() / (1024.0 * 1024.0));
     if (dist_world() > 1 && step > first_step)
         printf("data parallel: %d ranks; %.1f ms per step waiting for the sums across ranks (rank 0)\n", dist_world(),
                dist_take_wait_seconds() * 1e3 / (step - first_step));

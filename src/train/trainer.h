@@ -30,6 +30,10 @@ struct TrainOptions {
     int val_every, val_batches, save_every, stop_after, sample_every, sample_tokens;
     std::string train_path, resume_dir, out, plot_path, val_path;  // out: "" for none; val_path: "" for none
     bool plot_in_out;                                              // loss.png saved into --out with each checkpoint
+    // Memory: --recompute, --optimizer-in-backward (gpt2_enable_training's TrainingMemory) and
+    // --optimizer-state bf16 (AdamW::bf16).
+    TrainingMemory mem;
+    bool bf16_moments = false;
 };
 
 

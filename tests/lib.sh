@@ -54,10 +54,11 @@ fixture_text() {
 
 # log_losses LOG: the train and val losses a --log file holds, one per line.
 log_losses() { grep -o '"[a-z_]*loss":[-0-9.enan]*' "$1" | cut -d: -f2; }
-# rel_close A B: two files of numbers agree line by line to 1e-5: max |a - b| / max |b| (printed) <= 1e-5.
+# rel_close A B: two files of numbers agree line by line to 1e-5 (or $REL_TOL): max |a - b| / max |b|
+# (printed) <= the tolerance.
 rel_close() {
     ! grep -qi nan "$1" "$2" || { echo "NaN in $1 or $2"; return 1; }
-    paste "$1" "$2" | awk -v tol=1e-5 '{ d = $1 - $2; if (d < 0) d = -d; if (d > md) md = d; m = $2 < 0 ? -$2 : $2;
+    paste "$1" "$2" | awk -v tol="${REL_TOL:-1e-5}" '{ d = $1 - $2; if (d < 0) d = -d; if (d > md) md = d; m = $2 < 0 ? -$2 : $2;
         if (m > mr) mr = m; n++ } END { printf "%d values, max |a - b| / max |b| = %.3g\n", n, md / mr; exit !(n > 0 && md / mr <= tol) }'
 }
 # logs_close LOG_A LOG_B: the two logs hold as many losses, 20 or more, and they agree as rel_close says.

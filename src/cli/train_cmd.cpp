@@ -78,6 +78,9 @@ const std::vector<CliFlag> kTrainFlags = {
      "apply AdamW a layer at a time inside the backward, so only one layer's gradients are held (the same "
      "numbers; with --grad-clip > 0 the backward runs twice, the first for the norm); one process, --grad-accum 1",
      true},
+    {"zero", "", "0",
+     "ZeRO stage under mpirun: 1 splits AdamW's state across the ranks (each keeps 1/N; gradients "
+     "reduce-scattered, updated weights all-gathered); 0: every rank keeps all of it"},
 };
 
 // Flags a resumed run must keep: they shape the model or the data order (the data's content is checked by
@@ -131,7 +134,7 @@ TrainMemory train_memory(const GPT2Config& cfg, const TrainOptions& o, bool bf16
     TrainMemory m;
     m.params = gpt2_params_bytes(cfg) * (bf16_matmuls ? 1.5 : 1.0);
     m.grads = gpt2_grads_bytes(cfg, o.mem.layer_grads);
-    m.moments = gpt2_params_bytes(cfg) * (o.bf16_moments ? 1.0 : 2.0);
+    m.moments = gpt2_params_bytes(cfg) * (o.bf16_moments ? 1.0 : 2.0) / (o.zero ? dist_world() : 1);
     m.acts = gpt2_acts_bytes(cfg, o.B, o.T, true, o.mem.recompute);
     return m;
 }
@@ -247,6 +250,9 @@ TrainOptions train_options(const CliArgs& args, const CliArgs& given, const std:
     if (state != "fp32" && state != "bf16")
         fatal("bad value for --optimizer-state (train): expected fp32 or bf16, got '%s'", state.c_str());
     o.bf16_moments = state == "bf16";
+    o.zero = args.integer_in("zero", 0, 1) == 1;
+    o.saving = !o.out.empty();
+    o.out_is_resume = o.out == resume_dir;
     if (o.mem.layer_grads && o.accum > 1)
         fatal("bad value for --grad-accum (train): --optimizer-in-backward updates during each backward, so it "
               "takes --grad-accum 1, got %d",
@@ -417,6 +423,7 @@ int prepare_run(Trainer* t, const CliArgs& args, const CliArgs& given, const std
     setup_phase("gradients", gpt2_grads_bytes(t->model.cfg, o.mem.layer_grads),
                 [&] { gpt2_enable_training(&t->model, o.mem); });
     t->opt.bf16 = o.bf16_moments;
+    trainer_shard_optimizer(t);
     const GPT2Config& cfg = t->model.cfg;
     printf("model: %d layers, %d heads, %d channels, context %d, vocab %d: %.2fM parameters\n", cfg.num_layers,
            cfg.num_heads, cfg.channels, cfg.max_seq_len, cfg.vocab_size, gpt2_num_real_params(cfg) / 1e6);
@@ -450,7 +457,7 @@ int prepare_run(Trainer* t, const CliArgs& args, const CliArgs& given, const std
 int run_steps(Trainer* t, int first_step, const std::string& resume_dir) {
     const TrainOptions& o = t->o;
     if (first_step >= o.steps) {  // nothing to train: a fresh run still saves what was asked for
-        if (!o.out.empty() && o.out != resume_dir) trainer_save(t, first_step);  // what --out asked for
+        if (o.saving && !o.out_is_resume) trainer_save(t, first_step);  // what --out asked for
         else if (!resume_dir.empty())
             printf("nothing to do: %s is at step %d of %d\n", resume_dir.c_str(), first_step, o.steps);
         t->log.close();

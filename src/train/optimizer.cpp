@@ -7,21 +7,25 @@
 #include "base/util.h"
 #include "kernels/adamw.h"
 
-void optimizer_grad_sumsq(const GPT2& model, size_t first, size_t last, double* sumsq) {
+void optimizer_grad_sumsq(const GPT2& model, size_t first, size_t last, double* sumsq, size_t lo, size_t hi) {
     // Fixed chunks of each tensor summed in double lanes, then each tensor's chunk sums in order.
     const size_t chunk = 1 << 16;
-    std::vector<std::pair<size_t, size_t>> chunks;  // (tensor, first value)
-    for (size_t i = first; i < last; i++)
-        for (size_t c = 0; c < model.param_table[i].numel(); c += chunk) chunks.push_back({i, c});
+    struct Chunk {
+        size_t tensor, begin, end;  // values [begin, end) of the tensor
+    };
+    std::vector<Chunk> chunks;
+    for (size_t i = first; i < last; i++) {
+        const TensorInfo& t = model.param_table[i];
+        const size_t b = std::max(lo, t.offset) - t.offset, e = std::min(hi, t.offset + t.numel());
+        for (size_t c = b; t.offset + c < e; c += chunk) chunks.push_back({i, c, std::min(c + chunk, e - t.offset)});
+    }
     std::vector<double> partial(chunks.size());
     GPT2* m = const_cast<GPT2*>(&model);  // gpt2_grad's pointer is only read here
 #pragma omp parallel for schedule(static)
-    for (long c = 0; c < (long)chunks.size(); c++) {
-        const auto [i, at] = chunks[c];
-        partial[c] = sum_squares(gpt2_grad(m, i) + at, std::min(chunk, model.param_table[i].numel() - at));
-    }
+    for (long c = 0; c < (long)chunks.size(); c++)
+        partial[c] = sum_squares(gpt2_grad(m, chunks[c].tensor) + chunks[c].begin, chunks[c].end - chunks[c].begin);
     for (size_t i = first; i < last; i++) sumsq[i] = 0;
-    for (size_t c = 0; c < chunks.size(); c++) sumsq[chunks[c].first] += partial[c];
+    for (size_t c = 0; c < chunks.size(); c++) sumsq[chunks[c].tensor] += partial[c];
 }
 
 float optimizer_norm_of(const std::vector<double>& sumsq) {

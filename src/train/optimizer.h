@@ -3,6 +3,7 @@
 // use the parameter layout; weight decay applies to the tensors the layout marks `decay`.
 #pragma once
 #include <cstdint>
+#include <cstddef>
 #include <vector>
 
 #include "kernels/adamw.h"
@@ -36,8 +37,10 @@ struct AdamW {
 
 // The sum of squares of each gradient of param_table[first, last) into sumsq[first, last), in double and
 // in fixed chunks: the same values whatever the thread count, whether taken all at once
-// (optimizer_grad_norm) or a layer at a time as the backward makes them.
-void optimizer_grad_sumsq(const GPT2& model, size_t first, size_t last, double* sumsq);
+// (optimizer_grad_norm) or a layer at a time as the backward makes them. Only the values at parameter
+// offsets [lo, hi) count (a ZeRO-1 slice; the default: all).
+void optimizer_grad_sumsq(const GPT2& model, size_t first, size_t last, double* sumsq, size_t lo = 0,
+                          size_t hi = SIZE_MAX);
 // The global L2 norm from every tensor's sumsq, summed in table order.
 float optimizer_norm_of(const std::vector<double>& sumsq);
 // Global L2 norm of all gradients (optimizer_norm_of of every tensor's optimizer_grad_sumsq).

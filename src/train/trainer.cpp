@@ -5,8 +5,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
+#include <string>
 
 #include "base/dist.h"
 #include "base/platform.h"
@@ -47,7 +48,8 @@ struct StepStats {
 };
 
 // Spans [begin, end) of the flat gradient buffer summed across ranks: one per layer (a layer's tensors are
-// contiguous), then the tensors outside the layers (wte, wpe, ln_f).
+// contiguous), then the tensors outside the layers (wte, wpe, ln_f), those in pieces no larger than a
+// layer's (MPI's temporaries are the size of a bucket).
 std::vector<std::pair<size_t, size_t>> grad_buckets(const GPT2& model) {
     const int L = model.cfg.num_layers;
     std::vector<std::pair<size_t, size_t>> b(L, {SIZE_MAX, 0});
@@ -56,8 +58,10 @@ std::vector<std::pair<size_t, size_t>> grad_buckets(const GPT2& model) {
         b[t.layer].first = std::min(b[t.layer].first, t.offset);
         b[t.layer].second = std::max(b[t.layer].second, t.offset + t.numel());
     }
+    const size_t piece = b.empty() ? SIZE_MAX : b[0].second - b[0].first;
     for (const TensorInfo& t : model.param_table)
-        if (t.layer < 0) b.push_back({t.offset, t.offset + t.numel()});
+        for (size_t at = 0; t.layer < 0 && at < t.numel(); at += piece)
+            b.push_back({t.offset + at, t.offset + std::min(t.numel(), at + piece)});
     return b;
 }
 
@@ -155,6 +159,20 @@ StepStats train_step_in_backward(Trainer* t, int step) {
     return {loss, norm, lr, (float)((time_now_s() - t0) * 1e3), stop};
 }
 
+// ZeRO-1, after the update: every rank's updated slice of the weights to every other rank, and the model's
+// reduced-precision copies of what the others updated refreshed (its own slice was, by the update).
+void gather_weights(GPT2* model, const std::vector<size_t>& slices) {
+    dist_gather_slices(model->params.data(), slices);
+    const size_t mine = slices[dist_rank()], mine_end = slices[dist_rank() + 1], kChunk = 1 << 16;
+    const long chunks = (long)((model->num_params + kChunk - 1) / kChunk);
+#pragma omp parallel for schedule(static)
+    for (long c = 0; c < chunks; c++) {
+        const size_t b = (size_t)c * kChunk, e = std::min(model->num_params, b + kChunk);
+        if (b < mine) gpt2_params_updated(model, b, std::min(e, mine) - b);
+        if (e > mine_end) gpt2_params_updated(model, std::max(b, mine_end), e - std::max(b, mine_end));
+    }
+}
+
 // One optimizer step: grad-accum micro-batches (batch, forward, backward), the gradient norm, clipping
 // and AdamW. With several ranks each takes its share of the global batch; the gradients are summed across
 // ranks in per-layer buckets started while the backward goes on (last micro-batch only) and waited for
@@ -166,10 +184,21 @@ StepStats train_step(Trainer* t, int step) {
     const double t0 = time_now_s();
     t->tuner.begin();  // all CPUs, or one when another process holds a CPU (base/threads.h)
     const int world = dist_world();
-    gpt2_zero_grad(&t->model);
-    const std::vector<std::pair<size_t, size_t>> buckets = world > 1 ? grad_buckets(t->model) : decltype(buckets)();
-    float* grads = t->model.grads.data();
-    auto send_layer = [&](int l) { dist_sum_start(grads + buckets[l].first, buckets[l].second - buckets[l].first); };
+    GPT2& model = t->model;
+    gpt2_zero_grad(&model);
+    const std::vector<std::pair<size_t, size_t>> buckets = world > 1 ? grad_buckets(model) : decltype(buckets)();
+    float* grads = model.grads.data();
+    const bool zero = o.zero && world > 1;
+    const std::vector<size_t> slices = zero ? dist_slices(model.num_params) : std::vector<size_t>();
+    auto send = [&](size_t i) {  // bucket i: summed, or with ZeRO-1 each rank's part of it summed
+        const auto [b, e] = buckets[i];
+        if (!zero) return dist_sum_start(grads + b, e - b);
+        std::vector<size_t> counts(world);
+        for (int r = 0; r < world; r++)
+            counts[r] = std::max(b, std::min(e, slices[r + 1])) - std::max(b, std::min(e, slices[r]));
+        dist_sum_scatter_start(grads + b, e - b, counts);
+    };
+    auto send_layer = [&](int l) { send(l); };
     double loss = 0;
     const DataLoaderState before = dataloader_state(t->train_dl);
     for (int micro = 0; micro < o.accum; micro++) {
@@ -181,17 +210,25 @@ StepStats train_step(Trainer* t, int step) {
     static const char* nan_rank = getenv("GPT2_TEST_NAN_ON_RANK");  // fault injection for tests/mpi.sh
     if (nan_rank && atoi(nan_rank) == dist_rank() && step == 0) loss = std::nan("");
     if (world > 1) {
-        for (size_t i = t->model.cfg.num_layers; i < buckets.size(); i++)
-            dist_sum_start(grads + buckets[i].first, buckets[i].second - buckets[i].first);
+        for (size_t i = model.cfg.num_layers; i < buckets.size(); i++) send(i);
         dist_sum(&loss, 1);
         loss /= world;
     }
     const int stop = share_stop_signal();
     dist_sum_wait();  // every bucket summed before the norm
-    const float norm = optimizer_grad_norm(t->model);
+    float norm;
+    if (zero) {  // each rank has its slice of the summed gradients: their sums of squares, summed
+        std::vector<double> sumsq(model.param_table.size());
+        optimizer_grad_sumsq(model, 0, sumsq.size(), sumsq.data(), t->opt.begin, t->opt.end);
+        dist_sum(sumsq.data(), sumsq.size());
+        norm = optimizer_norm_of(sumsq);
+    } else {
+        norm = optimizer_grad_norm(model);
+    }
     if (!std::isfinite(loss) || !std::isfinite(norm)) fail_diverged(loss, norm, step);
     const float lr = lr_schedule(step, o.steps, o.adamw.lr, o.warmup, o.min_lr_frac, o.cosine);
-    adamw_update(&t->opt, &t->model, o.adamw, lr, optimizer_clip_factor(norm, o.grad_clip));  // clipping folded in
+    adamw_update(&t->opt, &model, o.adamw, lr, optimizer_clip_factor(norm, o.grad_clip));  // clipping folded in
+    if (zero) gather_weights(&model, slices);
     t->tuner.end();
     return {loss, norm, lr, (float)((time_now_s() - t0) * 1e3), stop};
 }
@@ -233,9 +270,44 @@ void trainer_load_data(Trainer* t) {
               dist_world(), o.B * dist_world(), o.T);
 }
 
+namespace {
+
+// ZeRO-1: rank 0 gathers every rank's moments into *whole; the others send theirs.
+void gather_moments(const Trainer& t, AdamW* whole) {
+    const AdamW& mine = t.opt;
+    const std::vector<size_t> slices = dist_slices(t.model.num_params);
+    const size_t elem = mine.bf16 ? 2 : 4;
+    auto data = [](const AdamW& a, int k) {
+        return const_cast<void*>(a.bf16 ? (const void*)(k ? a.v16 : a.m16).data() : (const void*)(k ? a.v : a.m).data());
+    };
+    whole->bf16 = mine.bf16, whole->step = mine.step;
+    if (dist_rank() == 0) adamw_prepare(whole, t.model);
+    for (int k = 0; k < 2; k++) {  // m, then v
+        if (dist_rank() == 0) memcpy(data(*whole, k), data(mine, k), elem * slices[1]);  // rank 0's slice starts at 0
+        dist_gather_to_root(dist_rank() == 0 ? data(*whole, k) : data(mine, k), elem, slices);
+    }
+}
+
+}  // namespace
+
+void trainer_shard_optimizer(Trainer* t) {
+    if (!t->o.zero || dist_world() == 1) return;
+    const std::vector<size_t> slices = dist_slices(t->model.num_params);
+    t->opt.begin = slices[dist_rank()];
+    t->opt.end = slices[dist_rank() + 1];
+    std::string sizes;
+    for (int r = 0; r < dist_world(); r++) sizes += (r ? ", " : "") + std::to_string(slices[r + 1] - slices[r]);
+    printf("zero: AdamW state split across %d ranks: %s parameters (%.0f MiB on each)\n", dist_world(), sizes.c_str(),
+           (double)(t->opt.bf16 ? 4 : 8) * (slices[1] - slices[0]) / (1024.0 * 1024.0));
+}
+
 void trainer_save(Trainer* t, int step) {
     const LossHistory& h = t->history;
-    train_state_save(t->o.out, t->model, t->opt, t->train_dl, step, t->run_flags, h, [&](const std::string& staging) {
+    AdamW whole;  // with ZeRO-1: rank 0's copy of every rank's moments, for the save
+    if (t->o.zero && dist_world() > 1) gather_moments(*t, &whole);
+    if (t->o.out.empty()) return;  // another rank: its moments are sent
+    const AdamW& opt = t->o.zero && dist_world() > 1 ? whole : t->opt;
+    train_state_save(t->o.out, t->model, opt, t->train_dl, step, t->run_flags, h, [&](const std::string& staging) {
         if (t->o.plot_in_out) plot_losses(path_join(staging, "loss.png"), {{"", h.train, h.val}});
     });
     t->saved = true;
@@ -258,14 +330,15 @@ int trainer_run(Trainer* t, int first_step) {
         t->log.line("{\"step\":%d,\"loss\":%.6f,\"lr\":%.6e,\"norm\":%.6f,\"ms\":%.3f,\"tokens\":%lld}\n", step, s.loss,
                     s.lr, s.norm, s.ms, (long long)step * o.B * o.T * o.accum * dist_world());
         if (const int err = t->progress.line.error()) {  // `train | head -1`: nobody reads on, so stop now
-            if (!o.out.empty()) trainer_save(t, step);
-            fatal("cannot write standard output: %s%s", strerror(err), o.out.empty() ? "" : " (saved --out first)");
+            if (!o.out.empty() && !(o.zero && dist_world() > 1)) trainer_save(t, step);  // ZeRO-1 saves together
+            fatal("cannot write standard output: %s%s", strerror(err),
+                  o.out.empty() || (o.zero && dist_world() > 1) ? "" : " (saved --out first)");
         }
         bool last = step == o.steps || (o.stop_after > 0 && step - first_step == o.stop_after) || s.stop;
         if (!o.val_path.empty() && (step % o.val_every == 0 || last)) validate(t, step);
         const int stop = share_stop_signal();
         last = last || stop;  // a signal during validation saves at this step, not the next
-        if (!o.out.empty() && ((o.save_every > 0 && step % o.save_every == 0) || last)) trainer_save(t, step);
+        if (o.saving && ((o.save_every > 0 && step % o.save_every == 0) || last)) trainer_save(t, step);
         // after the save, so a sample that fails cannot cost the run
         if (o.sample_tokens > 0 && !stop && ((o.sample_every > 0 && step % o.sample_every == 0) || last)) {
             t->progress.close();

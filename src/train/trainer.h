@@ -34,6 +34,11 @@ struct TrainOptions {
     // --optimizer-state bf16 (AdamW::bf16).
     TrainingMemory mem;
     bool bf16_moments = false;
+    // --zero 1 under mpirun: each rank keeps its slice of AdamW's state (dist_slices), the gradients are
+    // reduce-scattered and the updated weights all-gathered. saving: rank 0 saves (--out), known on every
+    // rank, since a ZeRO-1 save gathers the moments from all of them.
+    bool zero = false, saving = false;
+    bool out_is_resume = false;  // --out is the --resume directory (known on every rank too)
 };
 
 
@@ -65,7 +70,11 @@ struct Trainer {
 
 // Opens the training data (seeded order) and the validation data (in order) of t->o.
 void trainer_load_data(Trainer* t);
-// Saves t->o.out after `step` steps (with the loss plot when t->o.plot_in_out) and says so.
+// Saves t->o.out after `step` steps (with the loss plot when t->o.plot_in_out) and says so. With ZeRO-1
+// every rank calls it (it gathers the moments into rank 0, which saves).
 void trainer_save(Trainer* t, int step);
+// With ZeRO-1 under several ranks: sets t->opt's range to this rank's slice of the parameters (before
+// the moments are allocated or restored).
+void trainer_shard_optimizer(Trainer* t);
 // Runs steps first_step+1.. until --steps, --stop-after or a stop signal; returns the last step done.
 int trainer_run(Trainer* t, int first_step);

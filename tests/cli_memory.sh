@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# cli_memory.sh: train's memory options (--recompute, --optimizer-in-backward, --optimizer-state bf16) on a
+# scaled-down model, on tiny shakespeare (make data):
+#   * 50 steps with --recompute, with --optimizer-in-backward (clipped: two backwards; unclipped: one) and
+#     with both give the fp32 run's model bit for bit (the same model.safetensors): so their 400-step runs
+#     would end at fp32's val loss to the digit;
+#   * 400 steps with --optimizer-state bf16, alone and with the other two, end within 1% of the fp32 run's
+#     val loss; its moments are saved as BF16 and a stopped bf16 run resumes exactly;
+#   * the memory train predicts ("memory: N MiB") is within 10% of the peak it measures ("peak memory: N
+#     MiB") for every combination of the three, at a size where the buffers outweigh the program;
+#   * the flags it refuses (--grad-accum > 1 with --optimizer-in-backward, a bad --optimizer-state).
+source "$(dirname "$0")/lib.sh"
+T=$TEST_TMP
+TRAIN=data/tinyshakespeare/train.bin VAL=data/tinyshakespeare/val.bin
+if [ ! -f $TRAIN ] || [ ! -f $VAL ]; then
+    skip "memory options on tiny shakespeare: $TRAIN or $VAL not found (make data)"
+    summary; exit
+fi
+SMALL=(train --train $TRAIN --val $VAL --layers 2 --heads 2 --channels 64 --seq-len 64 -B 2 -T 64 --steps 400
+       --lr 3e-3 --val-every 400 --val-batches 16 --sample-tokens 0)
+val_loss() { grep -o 'val loss [0-9.]*' "$1" | tail -1 | cut -d' ' -f3; }
+run() {  # NAME FLAGS...: 400 steps (unless FLAGS say otherwise) saved to $T/NAME
+    local name=$1; shift
+    "$GPT2" "${SMALL[@]}" --out $T/$name "$@" >$T/$name.out 2>&1 || { echo "train $name failed:"; tail -3 $T/$name.out; }
+}
+run fp32_50 --steps 50
+run recompute --steps 50 --recompute
+run inback --steps 50 --optimizer-in-backward
+run inback_rc --steps 50 --optimizer-in-backward --recompute
+run fp32_noclip --steps 50 --grad-clip 0
+run inback_noclip --steps 50 --grad-clip 0 --optimizer-in-backward
+for v in "recompute:--recompute" "inback:--optimizer-in-backward" "inback_rc:--optimizer-in-backward --recompute"; do
+    check "${v#*:}: 50 steps give the fp32 run's model bit for bit" \
+        cmp $T/fp32_50/model.safetensors $T/${v%%:*}/model.safetensors
+done
+check "--optimizer-in-backward --grad-clip 0 (one backward): the unclipped run's model bit for bit" \
+    cmp $T/fp32_noclip/model.safetensors $T/inback_noclip/model.safetensors
+check "... and clipping mattered (the clipped and unclipped models differ)" \
+    bash -c "! cmp -s $T/fp32_50/model.safetensors $T/fp32_noclip/model.safetensors"
+run fp32
+
+run bf16 --optimizer-state bf16
+run bf16_all --optimizer-state bf16 --optimizer-in-backward --recompute
+mv $T/bf16_all.out "$T/bf16 --optimizer-in-backward --recompute.out"
+within_1pct() {  # A B: val losses within 1% of each other (printed)
+    awk -v a="$1" -v b="$2" 'BEGIN { d = (a - b) / b; if (d < 0) d = -d; printf("%s against %s: %.2g\n", a, b, d);
+                                      exit !(a > 0 && d <= 0.01) }'
+}
+ref=$(val_loss $T/fp32.out)
+for v in bf16 "bf16 --optimizer-in-backward --recompute"; do
+    check "--optimizer-state bf16${v#bf16}: val loss after 400 steps within 1% of fp32's" \
+        within_1pct "$(val_loss "$T/$v.out")" "$ref"
+    cat $T/out
+done
+check "... and is not fp32's to the digit (the moments really are bf16)" \
+    bash -c "[ '$(val_loss $T/bf16.out)' != '$ref' ]"
+check "the bf16 moments are saved as BF16" \
+    bash -c "head -c 4000 $T/bf16/train_state.safetensors | grep -aq '\"adamw.m\":{\"dtype\":\"BF16\"'"
+"$GPT2" "${SMALL[@]}" --steps 40 --optimizer-state bf16 --val "" --out $T/whole >/dev/null 2>&1
+"$GPT2" "${SMALL[@]}" --steps 40 --optimizer-state bf16 --val "" --stop-after 20 --out $T/half >/dev/null 2>&1
+"$GPT2" train --resume $T/half >$T/resumed.out 2>&1
+check "a bf16-moments run stopped at step 20 and resumed equals the run of 40 steps, bit for bit" \
+    cmp $T/whole/model.safetensors $T/half/model.safetensors
+
+# The prediction against the measured peak, at a size where the buffers (about 150-400 MiB) outweigh the
+# program itself (about 8 MiB).
+MID=(train --train $TRAIN --val "" --layers 4 --heads 4 --channels 256 --seq-len 256 -B 4 -T 256 --steps 2
+     --sample-tokens 0)
+for rc in "" --recompute; do
+    for ib in "" --optimizer-in-backward; do
+        for st in fp32 bf16; do
+            flags=$(echo $rc $ib --optimizer-state $st)
+            "$GPT2" "${MID[@]}" $flags >$T/mem.out 2>&1
+            predicted=$(grep -o '^memory: [0-9]*' $T/mem.out | cut -d' ' -f2)
+            peak=$(grep -o '^peak memory: [0-9]*' $T/mem.out | cut -d' ' -f3)
+            check "predicted memory within 10% of the peak measured, with $flags" \
+                awk -v p="${predicted:-0}" -v m="${peak:-0}" 'BEGIN { d = (p - m) / m; if (d < 0) d = -d;
+                    printf("predicted %d MiB, measured %d MiB: %.1f%%\n", p, m, 100 * d); exit !(m > 0 && d <= 0.10) }'
+            cat $T/out
+        done
+    done
+done
+
+check_error "--optimizer-in-backward refuses --grad-accum 2" "grad-accum.*optimizer-in-backward" \
+    "$GPT2" "${SMALL[@]}" --optimizer-in-backward --grad-accum 2
+check_error "a bad --optimizer-state is named" "optimizer-state.*expected fp32 or bf16" \
+    "$GPT2" "${SMALL[@]}" --optimizer-state fp16
+summary

@@ -15,6 +15,7 @@ double bench_kept(const std::string& key);
 void bench_peak();                                    // peak GFLOP/s: fp32 FMA and bf16 dot loops
 void bench_adamw_stream();  // GB/s of a loop with AdamW's memory traffic; keeps "adamw GB/s"
 void bench_first_step();   // allocation, init, first step against a steady one
+void bench_memory_options();  // train's memory flags on 124M: MiB allocated and ms per step of each
 void bench_train_step(int B, int T, Precision prec);  // ms per step, % of peak; keeps "step <prec> BxT"
 void bench_matmul(Precision prec);                    // GFLOP/s of each matmul at B=4 T=64
 // bench_generate.cpp

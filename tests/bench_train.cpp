@@ -281,3 +281,55 @@ void bench_matmul(Precision prec) {
     bench_linear("fcproj", N, 4 * C, C, prec);
     bench_linear("lm_head", N, C, 50304, prec);
 }
+
+// train's memory options on 124M at B=4 T=64, fp32: what each allocates (parameters, gradients, moments,
+// activations with their gradients) and its step time, against the plain step.
+void bench_memory_options() {
+    const int B = 4, T = 64;
+    struct Option {
+        const char* name;
+        bool recompute, in_backward, bf16_moments;
+    };
+    const Option options[] = {{"plain", false, false, false},
+                              {"--recompute", true, false, false},
+                              {"--optimizer-state bf16", false, false, true},
+                              {"--optimizer-in-backward", false, true, false},
+                              {"all three", true, true, true}};
+    double plain_ms = 0, plain_mib = 0;
+    for (const Option& op : options) {
+        GPT2 model;
+        const GPT2Config cfg = config_make(1024, 50257, 12, 12, 768);
+        gpt2_build(&model, cfg);
+        TrainingMemory mem;
+        mem.recompute = op.recompute, mem.layer_grads = op.in_backward;
+        gpt2_enable_training(&model, mem);
+        gpt2_init_random(&model, 1);
+        AdamW opt;
+        opt.bf16 = op.bf16_moments;
+        adamw_prepare(&opt, model);
+        Rng rng(2);
+        std::vector<int> x(B * T), y(B * T);
+        for (int i = 0; i < B * T; i++) x[i] = rng.below(50257), y[i] = rng.below(50257);
+        AdamWConfig oc;
+        std::vector<double> ms;
+        for (int s = 0; s < 4; s++) {
+            const double t0 = time_now_s();
+            gpt2_forward(&model, x.data(), y.data(), B, T);
+            if (op.in_backward) {
+                adamw_step_in_backward(&opt, &model, oc, 1e-4f, 1.0f);
+            } else {
+                gpt2_zero_grad(&model);
+                gpt2_backward(&model, 1.0f);
+                adamw_update(&opt, &model, oc, 1e-4f, optimizer_clip_factor(optimizer_grad_norm(model), 1.0f));
+            }
+            if (s > 0) ms.push_back((time_now_s() - t0) * 1e3);  // the first warms up
+        }
+        const double mib = (gpt2_params_bytes(cfg) + gpt2_grads_bytes(cfg, op.in_backward) +
+                            (double)opt.moments_bytes() + gpt2_acts_bytes(cfg, B, T, true, op.recompute)) /
+                           (1024.0 * 1024.0);
+        const double step = median(ms);
+        if (plain_ms == 0) plain_ms = step, plain_mib = mib;
+        printf("124M B=%d T=%d %-24s %5.0f MiB (%.2fx)  %5.0f ms/step (%.2fx; median of %zu)\n", B, T, op.name, mib,
+               mib / plain_mib, step, step / plain_ms, ms.size());
+    }
+}

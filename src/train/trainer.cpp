@@ -100,59 +100,18 @@ void next_batch(Trainer* t, int step, const DataLoaderState& before) {
           std::isfinite(loss) ? "gradient norm" : "loss", std::isfinite(loss) ? norm : loss, step + 1);
 }
 
-// One optimizer step with --optimizer-in-backward (one process, one micro-batch): AdamW is applied to
-// each layer inside the backward as soon as its gradients are final, so only one layer's gradients
-// (and wte's, wpe's and ln_f's) exist at a time. Clipping needs the norm of all of them before the first
-// update, so with --grad-clip > 0 a first backward measures it and a second one, computing the same
-// gradients again from the same activations, applies them: the weights equal those of train_step bit for
-// bit. Without clipping one backward does both. A non-finite norm is then found after the update, and the
-// run stops without saving it.
+// One optimizer step with --optimizer-in-backward (one process, one micro-batch): AdamW applied a layer at a
+// time inside the backward (adamw_step_in_backward). A non-finite loss stops the run before any update, a
+// non-finite norm too when clipping (found by the first backward), else after the update, without saving it.
 StepStats train_step_in_backward(Trainer* t, int step) {
     const TrainOptions& o = t->o;
-    GPT2& model = t->model;
     const double t0 = time_now_s();
     t->tuner.begin();
     next_batch(t, step, dataloader_state(t->train_dl));
-    const double loss = gpt2_forward(&model, t->train_dl.inputs.data(), t->train_dl.targets.data(), o.B, o.T);
+    const double loss = gpt2_forward(&t->model, t->train_dl.inputs.data(), t->train_dl.targets.data(), o.B, o.T);
     if (!std::isfinite(loss)) fail_diverged(loss, 0, step);
-    const std::vector<TensorInfo>& table = model.param_table;
-    auto layer_tensors = [&](int l, size_t* first, size_t* last) {  // a layer's tensors are consecutive
-        *first = SIZE_MAX, *last = 0;
-        for (size_t i = 0; i < table.size(); i++)
-            if (table[i].layer == l) *first = std::min(*first, i), *last = i + 1;
-    };
-    std::vector<double> sumsq(table.size());
-    auto measure_layer = [&](int l) {
-        size_t first, last;
-        layer_tensors(l, &first, &last);
-        optimizer_grad_sumsq(model, first, last, sumsq.data());
-    };
-    auto measure_rest = [&] {  // wte, wpe, ln_f: final once the backward returns
-        for (size_t i = 0; i < table.size(); i++)
-            if (table[i].layer < 0) optimizer_grad_sumsq(model, i, i + 1, sumsq.data());
-    };
-    const bool clip = o.grad_clip > 0;
-    float norm = 0;
-    gpt2_zero_grad(&model);
-    if (clip) {
-        gpt2_backward(&model, 1.0f, measure_layer);
-        measure_rest();
-        norm = optimizer_norm_of(sumsq);
-        if (!std::isfinite(norm)) fail_diverged(loss, norm, step);
-        gpt2_zero_grad(&model);
-    }
     const float lr = lr_schedule(step, o.steps, o.adamw.lr, o.warmup, o.min_lr_frac, o.cosine);
-    const AdamWStep k = adamw_begin(&t->opt, o.adamw, lr, optimizer_clip_factor(norm, o.grad_clip));
-    gpt2_backward(&model, 1.0f, [&](int l) {
-        if (!clip) measure_layer(l);
-        size_t first, last;
-        layer_tensors(l, &first, &last);
-        adamw_apply(&t->opt, &model, k, lr, o.adamw.weight_decay, first, last);
-    });
-    if (!clip) measure_rest();
-    for (size_t i = 0; i < table.size(); i++)
-        if (table[i].layer < 0) adamw_apply(&t->opt, &model, k, lr, o.adamw.weight_decay, i, i + 1);
-    if (!clip) norm = optimizer_norm_of(sumsq);
+    const float norm = adamw_step_in_backward(&t->opt, &t->model, o.adamw, lr, o.grad_clip);
     if (!std::isfinite(norm)) fail_diverged(loss, norm, step);
     const int stop = share_stop_signal();
     t->tuner.end();

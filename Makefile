@@ -197,7 +197,7 @@ BENCH_ENV   += PORTABLE_BENCH='$(PORTABLE_BENCH)'
 # Data-parallel training under mpirun with the MPI=1 build (tests/mpi.sh; needs openmpi-bin, libopenmpi-dev).
 test-mpi:
 	$(MAKE) -s MPI=1
-	GPT2_MPI=./gpt2-mpi bash tests/run.sh tests/mpi.sh
+	GPT2_MPI=./gpt2-mpi bash tests/run.sh 'tests/mpi.sh tests/mpi_net.sh'
 
 # The run-time dispatching build (ARCH=portable) and its kernel sets, natively and under qemu-x86_64
 # (tests/portable.sh). Builds it beside the others (PORTABLE_DIR, above), never as ./gpt2.

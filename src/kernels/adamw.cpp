@@ -8,9 +8,13 @@ KERNELS_BEGIN
 
 namespace {
 
+// Forced: left to itself GCC makes adamw_vec a call per vector (its tail path makes it large), each with
+// a vzeroupper and the constants broadcast anew, and the update ran at half the stream's rate.
+#define ADAMW_INLINE inline __attribute__((always_inline))
+
 // One vector of the update: n == kVecLen in the main loop (constant-folded there: plain vector loads),
 // fewer for a chunk's tail.
-inline void adamw_vec(float* w, const float* g, float* m, float* v, int n, const AdamWStep& s) {
+ADAMW_INLINE void adamw_vec(float* w, const float* g, float* m, float* v, int n, const AdamWStep& s) {
     const bool full = n == kVecLen;
     vf16 gs = (full ? vf_load(g) : vf_load_partial(g, n)) * s.grad_scale;
     vf16 mv = s.beta1 * (full ? vf_load(m) : vf_load_partial(m, n)) + (1.0f - s.beta1) * gs;
@@ -26,7 +30,7 @@ inline void adamw_vec(float* w, const float* g, float* m, float* v, int n, const
 
 typedef unsigned short vh16 __attribute__((vector_size(32)));
 
-inline vf16 bf16_load(const uint16_t* p, int n) {
+ADAMW_INLINE vf16 bf16_load(const uint16_t* p, int n) {
     vh16 h{};
     memcpy(&h, p, sizeof(uint16_t) * n);
     return (vf16)(__builtin_convertvector(h, vu16) << 16);
@@ -35,13 +39,13 @@ inline vf16 bf16_load(const uint16_t* p, int n) {
 // x rounded to bf16 by adding 16 random bits below bf16's last one and truncating: rounded up with the
 // probability of its distance from the bf16 below. The moments are finite: a non-finite gradient norm
 // stops a run before the update.
-inline void bf16_store_stochastic(uint16_t* p, vf16 x, vu16 random16, int n) {
+ADAMW_INLINE void bf16_store_stochastic(uint16_t* p, vf16 x, vu16 random16, int n) {
     const vh16 h = __builtin_convertvector(((vu16)x + random16) >> 16, vh16);
     memcpy(p, &h, sizeof(uint16_t) * n);
 }
 
 // 32 random bits per lane from (key, index of the lane): a multiply-xorshift hash.
-inline vu16 lane_hash(uint32_t key, size_t index) {
+ADAMW_INLINE vu16 lane_hash(uint32_t key, size_t index) {
     const vu16 lanes = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
     vu16 h = (((uint32_t)index + lanes) ^ key) * 0x85EBCA6Bu;
     h ^= h >> 13;
@@ -51,7 +55,7 @@ inline vu16 lane_hash(uint32_t key, size_t index) {
     return h ^ (h >> 15);
 }
 
-inline void adamw_vec_bf16(float* w, const float* g, uint16_t* m, uint16_t* v, int n, const AdamWStep& s,
+ADAMW_INLINE void adamw_vec_bf16(float* w, const float* g, uint16_t* m, uint16_t* v, int n, const AdamWStep& s,
                            size_t index) {
     const bool full = n == kVecLen;
     vf16 gs = (full ? vf_load(g) : vf_load_partial(g, n)) * s.grad_scale;
@@ -68,14 +72,16 @@ inline void adamw_vec_bf16(float* w, const float* g, uint16_t* m, uint16_t* v, i
 
 }  // namespace
 
-void adamw_chunk_bf16(float* w, const float* g, uint16_t* m, uint16_t* v, size_t n, const AdamWStep& s,
+void adamw_chunk_bf16(float* w, const float* g, uint16_t* m, uint16_t* v, size_t n, const AdamWStep& step,
                       size_t index) {
+    const AdamWStep s = step;  // a local copy: no store below can alias it, so its constants stay in registers
     size_t o = 0;
     for (; o + kVecLen <= n; o += kVecLen) adamw_vec_bf16(w + o, g + o, m + o, v + o, kVecLen, s, index + o);
     if (o < n) adamw_vec_bf16(w + o, g + o, m + o, v + o, (int)(n - o), s, index + o);
 }
 
-void adamw_chunk(float* w, const float* g, float* m, float* v, size_t n, const AdamWStep& s) {
+void adamw_chunk(float* w, const float* g, float* m, float* v, size_t n, const AdamWStep& step) {
+    const AdamWStep s = step;  // as in adamw_chunk_bf16
     size_t o = 0;
     for (; o + kVecLen <= n; o += kVecLen) adamw_vec(w + o, g + o, m + o, v + o, kVecLen, s);
     if (o < n) adamw_vec(w + o, g + o, m + o, v + o, (int)(n - o), s);

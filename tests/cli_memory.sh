@@ -14,7 +14,7 @@
 # 400-step bars and the other six combinations are counted as skipped: make test and make test-clang check them.
 source "$(dirname "$0")/lib.sh"
 SHORT=50 LONG=400 SAN_NOTE=""
-if ldd "$GPT2" 2>/dev/null | grep -q libasan; then
+if under_asan; then
     SHORT=10 LONG=40 SAN_NOTE="under AddressSanitizer (checked by make test and make test-clang)"
 fi
 T=$TEST_TMP

@@ -182,7 +182,7 @@ changed_under d15 $T/d15ck ff
 error_is "a shard rewritten in place (same size, ids out of range) during training" "changed" "$T/d15/big.bin"
 
 # --- D4: generate --interactive refuses an over-long line in bounded memory and answers the next one ----------
-if ldd "$GPT2" 2>/dev/null | grep -q libasan; then
+if under_asan; then
     skip "generate --interactive under ulimit -v: AddressSanitizer reserves more address space than any limit allows"
 else
     { head -c 300000000 /dev/zero | tr '\0' a; echo; echo hello; } |
@@ -328,7 +328,7 @@ check "... and the export is untouched" test "$(sum $T/ex/model.safetensors)" = 
 # 4 GB of address space, except under AddressSanitizer, which reserves more than any limit allows)
 truncate -s 20G $T/huge.jsonl
 vlimit="ulimit -v 4000000;"
-ldd "$GPT2" 2>/dev/null | grep -q libasan && vlimit=""
+under_asan && vlimit=""
 run bash -c "$vlimit exec '$GPT2' plot --out $T/huge.png $T/huge.jsonl"
 error_is "plot refuses a 20 GB log before reading it" "file too large ($T/huge.jsonl)"
 run bash -c "$vlimit exec '$GPT2' eval --model $T/hm --tokenizer '$TOK_DIR' --hellaswag $T/huge.jsonl"

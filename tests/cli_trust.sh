@@ -107,7 +107,7 @@ check_error "generate --max-tokens past memory on a long-context model" "not eno
 rm -rf $T/deep
 "$GPT2" train --train $TOK --vocab 1000 --layers 1 --heads 64 --channels 64 --seq-len 8192 -B 1 -T 4 --steps 0 \
     --sample-tokens 0 --out $T/long >/dev/null
-if ldd "$GPT2" 2>/dev/null | grep -q libasan; then
+if under_asan; then
     skip "generate under ulimit -v: AddressSanitizer reserves more address space than any limit allows"
 else
     check "generate sizes its scratch by the prompt, not the square of the length (4000 tokens in 2 GB)" \

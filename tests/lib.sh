@@ -14,6 +14,9 @@ pass() { TESTS_PASSED=$((TESTS_PASSED + 1)); echo "ok   $1"; }
 fail() { TESTS_FAILED=$((TESTS_FAILED + 1)); echo "FAIL $1"; }
 # skip NAME: REASON: a test that cannot run here (counted as skipped, never as passed).
 skip() { TESTS_SKIPPED=$((TESTS_SKIPPED + 1)); echo "skip $1"; }
+# under_asan: "$GPT2" is an AddressSanitizer build (make test SAN=1), where address-space limits cannot hold
+# and a training step costs about 50 times more.
+under_asan() { ldd "$GPT2" 2>/dev/null | grep -q libasan; }
 
 # check NAME CMD...: passes when CMD exits 0.
 check() {

@@ -297,6 +297,17 @@ done
 "$GPT2" train --resume $T/rt/k9 --stop-after 1 >/dev/null 2>&1
 check "after 12 kill -9 during saves, the user's file is back in the checkpoint" test "$(cat $T/rt/k9/NOTES.md 2>/dev/null)" = mine
 check "... and no staging directory is left" test -z "$(ls -d $T/rt/k9.saving.* 2>/dev/null)"
+# what that loop once left (1 CI run in 6): a marker killed between its creation and its text is empty. A dead
+# run's staging that carries one is still its staging, and a checkpoint that carries one loses it on a save.
+cp -r $T/ck $T/rt/em && mkdir $T/rt/em.saving.3999998 && cp $T/ck/* $T/rt/em.saving.3999998/ &&
+    : >$T/rt/em.saving.3999998/.gpt2-staging && echo mine >$T/rt/em.saving.3999998/NOTES.md
+"$GPT2" train --resume $T/rt/em --steps 12 >/dev/null 2>&1
+check "a dead save's staging with an empty marker is cleared, the user's file moved back" \
+    bash -c "test \"\$(cat $T/rt/em/NOTES.md 2>/dev/null)\" = mine && test ! -e $T/rt/em.saving.3999998"
+cp -r $T/ck $T/rt/em2 && printf 'gpt2.cpp st' >$T/rt/em2/.gpt2-staging
+"$GPT2" train --resume $T/rt/em2 --steps 12 >/dev/null 2>&1
+check "a checkpoint holding a killed marker's first bytes is saved without it" \
+    bash -c "test -f $T/rt/em2/model.safetensors && test ! -e $T/rt/em2/.gpt2-staging && test -z \"\$(ls -d $T/rt/em2.* 2>/dev/null)\""
 # --- a review pass: a plot inside --out, a fallback replacement's leftovers, an unmovable entry, lock files ---
 cp -r $T/ck $T/rv && rm -f $T/rv/NOTES.md
 check_error "--plot inside --out is refused (every save would swap it out)" "is inside --out" \

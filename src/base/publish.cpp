@@ -310,8 +310,13 @@ void MadeDirs::remove_empty() {
 
 bool dir_has_marker(const std::string& dir) {
     const std::string path = path_join(dir, kStagingMarker);
+    FileInfo st;
+    if (!os_lstat(path, &st) || st.kind != FileKind::regular) return false;
+    // A prefix of the text, even none, is a marker whose writer was killed between creating and filling it
+    // (mark() is not atomic). Refusing it would leave that staging directory, and the user's files in it, for
+    // good; a file of the user's of this name that holds at most the start of our text loses nothing.
     const std::vector<uint8_t> head = file_head_bytes(path, sizeof(kMarkerText));
-    return !path_is_symlink(path) && head.size() == sizeof(kMarkerText) - 1 &&
+    return st.size < sizeof(kMarkerText) && head.size() == st.size &&
            memcmp(head.data(), kMarkerText, head.size()) == 0;
 }
 

@@ -128,7 +128,8 @@ private:
 // The file that marks dir_publish's staging directories. It holds kStagingMarkerText, so a file of the
 // user's that shares its name is not mistaken for it.
 const char* const kStagingMarker = ".gpt2-staging";
-// True when dir/kStagingMarker is a regular file holding the marker text.
+// True when dir/kStagingMarker is a regular file holding the marker text, or a prefix of it (a marker whose
+// writer was killed before it was filled, possibly empty).
 bool dir_has_marker(const std::string& dir);
 // True for a name OutputFile leaves only when killed mid-write: `<base>.tmp.<digits>`.
 bool path_is_staged_temp(const std::string& name);

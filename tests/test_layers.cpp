@@ -143,46 +143,74 @@ TEST(bf16_round_is_nearest_even_and_vector_matches_scalar) {
     CHECK(mismatches == 0);
 }
 
-TEST(gemm_bf16_matches_its_reference_on_odd_shapes) {
-    if (!bf16_supported()) SKIP("this CPU has no AVX512_BF16");
+namespace {
+
+// Precision::kBf16's gemm on its current path (vdpbf16ps or AMX tiles) against gemm_bf16_ref: on 1, 2 and 3
+// threads with the same bits from each, B given as its bf16 rounding with the same bits again, and within
+// the fp32 bar, which the unrounded product misses by far. Prints `path`'s worst error against the bar.
+void check_gemm_bf16(const char* path) {
     struct Shape {
         int M, N, K;
-    } shapes[] = {{1, 1, 1},      {7, 13, 1},   {37, 45, 300},    {256, 33, 17},   {9, 50257, 5},
-                  {130, 70, 513}, {64, 96, 64}, {136, 2100, 264}, {1100, 1050, 40}};
+    } shapes[] = {{1, 1, 1},      {7, 13, 1},       {37, 45, 300}, {256, 33, 17},    {9, 50257, 5},
+                  {130, 70, 513}, {64, 96, 64},     {17, 49, 33},  {136, 2100, 264}, {1100, 1050, 40},
+                  {48, 40, 1000}, {40, 105001, 260}};  // the last: gemm's one pass over K (the lm_head's)
     double worst = 0, fp32_gap = INFINITY;
-    long b16_mismatches = 0;
+    long b16_mismatches = 0, team_mismatches = 0;
     for (const Shape& s : shapes)
         for (int ta = 0; ta < 2; ta++)
             for (int tb = 0; tb < 2; tb++)
                 for (int acc = 0; acc < 2; acc++) {
+                    if (s.N > 100000 && (ta || !tb || acc)) continue;  // one layout of the big one: the lm_head's
                     std::vector<float> A = randn((size_t)s.M * s.K, 1), B = randn((size_t)s.K * s.N, 2);
-                    std::vector<float> C = randn((size_t)s.M * s.N, 3), Cref = C, C32 = C;
+                    std::vector<float> C0 = randn((size_t)s.M * s.N, 3), Cref = C0, C32 = C0, C1;
                     int lda = ta ? s.M : s.K, ldb = tb ? s.K : s.N;
-                    gemm(s.M, s.N, s.K, A.data(), lda, ta, B.data(), ldb, tb, C.data(), s.N, acc, Precision::kBf16);
+                    gemm_bf16_ref(s.M, s.N, s.K, A.data(), lda, ta, B.data(), ldb, tb, Cref.data(), s.N, acc);
+                    gemm_ref(s.M, s.N, s.K, A.data(), lda, ta, B.data(), ldb, tb, C32.data(), s.N, acc);
+                    for (int threads : {1, 2, 3}) {
+                        std::vector<float> C = C0;
+                        with_threads(threads, [&] {
+                            gemm(s.M, s.N, s.K, A.data(), lda, ta, B.data(), ldb, tb, C.data(), s.N, acc,
+                                 Precision::kBf16);
+                        });
+                        double max_diff = 0;
+                        for (size_t i = 0; i < C.size(); i++) max_diff = max_abs(max_diff, C[i] - Cref[i]);
+                        // Same operands, exact products: only fp32 summation differs, as in the fp32 test.
+                        CHECK(max_diff <= 1e-6 * (s.K + 10));
+                        worst = std::fmax(worst, max_diff / (1e-6 * (s.K + 10)));
+                        if (threads == 1) C1 = C;
+                        else team_mismatches += memcmp(C.data(), C1.data(), sizeof(float) * C.size()) != 0;
+                    }
                     // B given as its bf16 rounding (the model's weight copy): the very same result
                     std::vector<uint16_t> B16(B.size());
                     bf16_round_array(B16.data(), B.data(), B.size());
-                    std::vector<float> C16 = randn((size_t)s.M * s.N, 3);
+                    std::vector<float> C16 = C0;
                     gemm(s.M, s.N, s.K, A.data(), lda, ta, B.data(), ldb, tb, C16.data(), s.N, acc, Precision::kBf16,
                          B16.data());
-                    b16_mismatches += memcmp(C16.data(), C.data(), sizeof(float) * C.size()) != 0;
-                    gemm_bf16_ref(s.M, s.N, s.K, A.data(), lda, ta, B.data(), ldb, tb, Cref.data(), s.N, acc);
-                    gemm_ref(s.M, s.N, s.K, A.data(), lda, ta, B.data(), ldb, tb, C32.data(), s.N, acc);
-                    double max_diff = 0, gap = 0;
-                    for (size_t i = 0; i < C.size(); i++) {
-                        max_diff = max_abs(max_diff, C[i] - Cref[i]);
-                        gap = max_abs(gap, C32[i] - Cref[i]);
-                    }
-                    // Same operands, exact products: only fp32 summation differs, as in the fp32 test.
-                    CHECK(max_diff <= 1e-6 * (s.K + 10));
-                    worst = std::fmax(worst, max_diff / (1e-6 * (s.K + 10)));
+                    b16_mismatches += memcmp(C16.data(), C1.data(), sizeof(float) * C1.size()) != 0;
+                    double gap = 0;
+                    for (size_t i = 0; i < C32.size(); i++) gap = max_abs(gap, C32[i] - Cref[i]);
                     if (s.K >= 64) fp32_gap = std::fmin(fp32_gap, gap / (1e-6 * (s.K + 10)));
                 }
     // The bar must tell bf16 rounding from none: fp32 operands land far outside it (2^-9 relative per
     // operand, ~sqrt(K) of them adding up).
     CHECK(fp32_gap > 20);
     CHECK(b16_mismatches == 0);
-    printf("  worst bf16 gemm / bar %.3f; smallest fp32-vs-bf16 gap / bar %.0f\n", worst, fp32_gap);
+    CHECK(team_mismatches == 0);
+    printf("  %s: worst bf16 gemm / bar %.3f; smallest fp32-vs-bf16 gap / bar %.0f\n", path, worst, fp32_gap);
+}
+
+}  // namespace
+
+TEST(gemm_bf16_matches_its_reference_on_odd_shapes) {
+    if (!bf16_supported()) SKIP("this CPU has no AVX512_BF16");
+    bf16_amx_use(false);
+    check_gemm_bf16("vdpbf16ps");
+    bf16_amx_use(true);
+}
+
+TEST(gemm_bf16_on_amx_tiles_matches_its_reference) {
+    if (!bf16_amx()) SKIP("this CPU has no AMX-BF16 (or the system did not grant its tiles)");
+    check_gemm_bf16("AMX tiles");
 }
 
 TEST(matvec_bf16_matches_its_reference) {

@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -183,6 +184,15 @@ bool os_prefault_huge(void* p, size_t bytes) {
     for (long i = 0; i < pages; i++) madvise((void*)(begin + (uintptr_t)i * huge), huge, MADV_POPULATE_WRITE);
 #endif
     return true;
+#else
+    return false;
+#endif
+}
+
+bool os_request_amx() {
+#if defined(__linux__) && defined(__x86_64__) && defined(SYS_arch_prctl)
+    const long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;  // asm/prctl.h, the kernel's xfeature number
+    return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
 #else
     return false;
 #endif

@@ -254,6 +254,8 @@ void os_map_sequential(void*, size_t) {}
 void os_map_release(void* map, size_t bytes) { VirtualUnlock(map, bytes); }  // trims it from the working set
 bool os_prefault_huge(void*, size_t) { return false; }                       // large pages need a privilege users lack
 
+bool os_request_amx() { return false; }  // not tried: no Windows machine with AMX to run it on
+
 size_t os_memory_available() {
     MEMORYSTATUSEX ms;
     ms.dwLength = sizeof(ms);

@@ -58,7 +58,9 @@ static void print_version() {
 #endif
     printf("gpt2.cpp %s (built with %s, %s; kernels: %s, %s; this CPU: %s, %d threads)\n", kVersion, omp, mpi,
            kernels_isa(), kernels_isa_how(),
-           bf16_supported() ? "AVX512_BF16 for --precision bf16" : "no AVX512_BF16, --precision bf16 runs fp32",
+           bf16_amx()         ? "AMX tiles for --precision bf16"
+           : bf16_supported() ? "AVX512_BF16 for --precision bf16"
+                              : "no AVX512_BF16, --precision bf16 runs fp32",
            threads);
 }
 

@@ -35,6 +35,13 @@ inline vu16 vbf16_pairs(vf16 lo, vf16 hi) { return vbf16_round(lo) | (vbf16_roun
 
 // True when this CPU runs the AVX512_BF16 dot product (vdpbf16ps) that the bf16 kernels use.
 bool bf16_supported();
+// True when Precision::kBf16's gemm runs on AMX tiles (TDPBF16PS, Intel Sapphire Rapids and later) instead
+// of vdpbf16ps: bf16_supported(), the CPU has AMX-BF16 and AMX-TILE, the system granted the tile state, and
+// bf16_amx_use(false) has not turned it off. The same operands and exact products; only the order of the
+// fp32 sums differs (each element's order is still fixed, whatever the thread count).
+bool bf16_amx();
+// Turns the AMX path off or (where it exists) back on, for the whole process; for tests and benchmarks.
+void bf16_amx_use(bool on);
 // dst[i] = bf16_round(src[i]), n elements, in parallel.
 void bf16_round_array(uint16_t* dst, const float* src, size_t n);
 // The same on the calling thread only (inside a parallel loop).

@@ -169,6 +169,11 @@ decltype(::bf16_supported) bf16_supported;
 // vdpbf16ps is an AVX-512 instruction: only the AVX-512 set may use it, so a run forced to a lower set
 // behaves as on a CPU without it.
 bool bf16_supported() { return chosen() == kAvx512 && isa_avx512::bf16_supported(); }
+namespace isa_avx512 {
+decltype(::bf16_amx) bf16_amx;
+}
+bool bf16_amx() { return chosen() == kAvx512 && isa_avx512::bf16_amx(); }
+KERNEL(void, bf16_amx_use, (bool on), (on))
 
 #else  // one kernel set, chosen by the compiler's target
 

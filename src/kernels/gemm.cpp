@@ -33,13 +33,21 @@ using namespace gemm_tile;
 
 namespace {
 
+// Floats (or bf16 pair words) in a thread's buffer for B's packed block: at most 1.5 MiB, the AMX block of
+// NC columns by KC_DEEP / 2 pairs (AMX CPUs have 2 MiB of L2 per core or more).
+const size_t kPackBWords = std::max({(size_t)KC * NC, (size_t)KC_DEEP* NC_DEEP, (size_t)NC* KC_DEEP / 2});
+
 struct Blocking {
     int kc, nc;
+    bool amx;  // bf16 on AMX tiles: decided once per product, for all its threads
 };
-// Depends on the shape only, never on the thread count: the K split decides the summation order.
-Blocking choose_blocking(int M, int N, int K) {
-    if ((size_t)M * N >= DEEP_MIN_C && K > KC && K <= KC_DEEP) return {K, NC_DEEP};
-    return {KC, NC};
+// Depends on the shape only, never on the thread count: the K split decides the summation order. On AMX
+// tiles it does not (each element of C is loaded into a tile and takes the products in k order, one K block
+// after the other): there K is taken KC_DEEP at a time, the fewest passes over C.
+Blocking choose_blocking(int M, int N, int K, bool amx) {
+    if (amx) return {KC_DEEP, std::min(NC, (int)(kPackBWords / amx_kc2(std::min(K, KC_DEEP)) / NR * NR)), true};
+    if ((size_t)M * N >= DEEP_MIN_C && K > KC && K <= KC_DEEP) return {K, NC_DEEP, false};
+    return {KC, NC, false};
 }
 
 // dst[k * ld + c] = src[c * lds + k] for a 16 x 16 block (16 rows of src become 16 columns of dst).
@@ -222,7 +230,7 @@ struct PackBuffers {
     std::vector<float> whole_a;
     PackBuffers() {
         a = static_cast<float*>(os_aligned_alloc(64, sizeof(float) * MC * std::max(KC, KC_DEEP)));
-        b = static_cast<float*>(os_aligned_alloc(64, sizeof(float) * std::max(KC * NC, KC_DEEP * NC_DEEP)));
+        b = static_cast<float*>(os_aligned_alloc(64, sizeof(float) * kPackBWords));
     }
     ~PackBuffers() {
         os_aligned_free(a);
@@ -243,15 +251,22 @@ const size_t WHOLE_A_MAX = (size_t)1 << 20;
 void gemm_block(Blocking blk, int i0, int i1, int j0, int j1, int K, const float* A, int lda, bool transA,
                 const float* B, const uint16_t* B16, int ldb, bool transB, float* C, int ldc, bool accumulate,
                 PackBuffers& buf, Precision prec) {
-    const bool bf16 = prec == Precision::kBf16;
+    const bool bf16 = prec == Precision::kBf16, amx = blk.amx;
+    const int mr = amx ? AMX_MR : MR;
     const int nic = (i1 - i0 + MC - 1) / MC, npc = (K + blk.kc - 1) / blk.kc;
-    const size_t a_block = (size_t)MC * blk.kc;  // floats of one packed (ic, pc) block, an upper bound
+    // floats of one packed (ic, pc) block, an upper bound (AMX's blocks: k-pairs padded to 16, K often short)
+    const size_t a_block = (size_t)MC * (amx ? amx_kc2(std::min(blk.kc, K)) : blk.kc);
     auto pack_a_block = [&](float* dst, int ic, int pc) {
         const int mc = std::min(MC, i1 - ic), kc = std::min(blk.kc, K - pc);
-        if (bf16) pack_a_bf16(reinterpret_cast<uint32_t*>(dst), A, lda, transA, ic, mc, pc, kc);
+        uint32_t* words = reinterpret_cast<uint32_t*>(dst);
+        if (amx) pack_a_amx(words, A, lda, transA, ic, mc, pc, kc);
+        else if (bf16) pack_a_bf16(words, A, lda, transA, ic, mc, pc, kc);
         else pack_a(dst, A, lda, transA, ic, mc, pc, kc);
     };
-    const bool whole = j1 - j0 > blk.nc && (size_t)(i1 - i0) * K <= WHOLE_A_MAX;
+    if (amx) amx_configure();
+    // AMX multiplies so fast that repacking A per block of B's columns cost more than the products (the
+    // lm_head at B=8 T=256: A packed 38 times per thread); its words take half the bytes: a 4x larger slab.
+    const bool whole = j1 - j0 > blk.nc && (size_t)(i1 - i0) * K <= (amx ? 4 : 1) * WHOLE_A_MAX;
     if (whole) {
         if (buf.whole_a.size() < a_block * nic * npc) buf.whole_a.resize(a_block * nic * npc);
         for (int p = 0; p < npc; p++)
@@ -262,9 +277,11 @@ void gemm_block(Blocking blk, int i0, int i1, int j0, int j1, int K, const float
     for (int jc = j0; jc < j1; jc += blk.nc) {
         int nc = std::min(blk.nc, j1 - jc);
         for (int p = 0, pc = 0; pc < K; p++, pc += blk.kc) {
-            int kc = std::min(blk.kc, K - pc), kc2 = (kc + 1) / 2;
+            int kc = std::min(blk.kc, K - pc), kc2 = (kc + 1) / 2, kc2p = amx_kc2(kc);
             bool add = accumulate || pc > 0;
-            if (bf16 && B16) pack_b_bf16(pb16, B16, ldb, transB, pc, kc, jc, nc);
+            if (amx && B16) pack_b_amx(pb16, B16, ldb, transB, pc, kc, jc, nc);
+            else if (amx) pack_b_amx(pb16, B, ldb, transB, pc, kc, jc, nc);
+            else if (bf16 && B16) pack_b_bf16(pb16, B16, ldb, transB, pc, kc, jc, nc);
             else if (bf16) pack_b_bf16(pb16, B, ldb, transB, pc, kc, jc, nc);
             else pack_b(buf.b, B, ldb, transB, pc, kc, jc, nc);
             for (int i = 0, ic = i0; ic < i1; i++, ic += MC) {
@@ -274,10 +291,13 @@ void gemm_block(Blocking blk, int i0, int i1, int j0, int j1, int K, const float
                 else pack_a_block(pa, ic, pc);
                 const uint32_t* pa16 = reinterpret_cast<const uint32_t*>(pa);
                 for (int jr = 0; jr < nc; jr += NR)
-                    for (int ir = 0; ir < mc; ir += MR) {
+                    for (int ir = 0; ir < mc; ir += mr) {
                         float* c = C + (size_t)(ic + ir) * ldc + jc + jr;
-                        const int rows = std::min(MR, mc - ir), cols = std::min(NR, nc - jr);
-                        if (bf16)
+                        const int rows = std::min(mr, mc - ir), cols = std::min(NR, nc - jr);
+                        if (amx)
+                            micro_kernel_amx(kc2p, pa16 + (size_t)ir * kc2p, pb16 + (size_t)jr * kc2p, c, ldc, rows,
+                                             cols, add);
+                        else if (bf16)
                             micro_kernel_bf16(kc2, pa16 + (size_t)ir * kc2, pb16 + (size_t)jr * kc2, c, ldc, rows, cols,
                                               add);
                         else micro_kernel(kc, pa + (size_t)ir * kc, buf.b + (size_t)jr * kc, c, ldc, rows, cols, add);
@@ -301,6 +321,7 @@ void gemm(int M, int N, int K, const float* A, int lda, bool transA, const float
           int ldc, bool accumulate, Precision prec, const uint16_t* B16) {
     if (gemm_trivial(M, N, K, C, ldc, accumulate)) return;
     assert(prec == Precision::kFp32 || bf16_supported());
+    const bool amx = prec == Precision::kBf16 && bf16_amx();
 #pragma omp parallel
     {
         int nt = 1, tid = 0;
@@ -308,19 +329,19 @@ void gemm(int M, int N, int K, const float* A, int lda, bool transA, const float
         nt = omp_get_num_threads();
         tid = omp_get_thread_num();
 #endif
-        // Split the longer side of C into nt slabs aligned to the register tile.
+        // Split the longer side of C into nt slabs aligned to the register (or AMX) tile.
         int i0 = 0, i1 = M, j0 = 0, j1 = N;
         if (M >= N) {
-            int tiles = (M + MR - 1) / MR;
-            i0 = std::min(M, tiles * tid / nt * MR);
-            i1 = std::min(M, tiles * (tid + 1) / nt * MR);
+            const int mr = amx ? AMX_MR : MR, tiles = (M + mr - 1) / mr;
+            i0 = std::min(M, tiles * tid / nt * mr);
+            i1 = std::min(M, tiles * (tid + 1) / nt * mr);
         } else {
             int tiles = (N + NR - 1) / NR;
             j0 = std::min(N, tiles * tid / nt * NR);
             j1 = std::min(N, tiles * (tid + 1) / nt * NR);
         }
         if (i0 < i1 && j0 < j1) {
-            gemm_block(choose_blocking(M, N, K), i0, i1, j0, j1, K, A, lda, transA, B, B16, ldb, transB, C, ldc,
+            gemm_block(choose_blocking(M, N, K, amx), i0, i1, j0, j1, K, A, lda, transA, B, B16, ldb, transB, C, ldc,
                        accumulate, pack_buffers(), prec);
         }
     }
@@ -330,8 +351,8 @@ void gemm_serial(int M, int N, int K, const float* A, int lda, bool transA, cons
                  float* C, int ldc, bool accumulate, Precision prec) {
     if (gemm_trivial(M, N, K, C, ldc, accumulate)) return;
     assert(prec == Precision::kFp32 || bf16_supported());
-    gemm_block(choose_blocking(M, N, K), 0, M, 0, N, K, A, lda, transA, B, nullptr, ldb, transB, C, ldc, accumulate,
-               pack_buffers(), prec);
+    gemm_block(choose_blocking(M, N, K, prec == Precision::kBf16 && bf16_amx()), 0, M, 0, N, K, A, lda, transA, B,
+               nullptr, ldb, transB, C, ldc, accumulate, pack_buffers(), prec);
 }
 
 void gemm_ref(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB, float* C,

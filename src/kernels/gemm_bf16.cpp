@@ -1,13 +1,20 @@
 // gemm_bf16.cpp: gemm's bf16 operands (Precision::kBf16, gemm.h): packing A and B as pairs of bf16 values
 // along k, rounded to nearest even as they are packed (or read from the model's bf16 weight copy), and the
-// AVX512_BF16 micro-kernel that multiplies them with vdpbf16ps into fp32 accumulators; the blocking and
-// threading are gemm.cpp's. Also the scalar reference, the CPU check and the array rounding.
+// AVX512_BF16 micro-kernel that multiplies them with vdpbf16ps into fp32 accumulators, or, where the CPU
+// has AMX (bf16_amx()), the tile kernel and its packing; the blocking and threading are gemm.cpp's. Also
+// the scalar reference, the CPU checks and the array rounding.
+#include <atomic>
 #include <cassert>
 #include <cstring>
 
+#include "base/platform.h"
 #include "kernels/bf16.h"
 #include "kernels/gemm.h"
 #include "kernels/gemm_tile.h"
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 KERNELS_BEGIN
 
@@ -147,8 +154,134 @@ void micro_kernel_bf16(int, const uint32_t*, const uint32_t*, float*, int, int, 
 }
 #endif
 
+// ---- AMX tiles (bf16_amx(); gemm_tile.h gives the layout). Tiles 0..2 hold C's 16 x NR tile as 16 x 16
+// blocks, tile 4 a block of A, tiles 5..7 the strips of B.
+
+// Packs op(A)[i0:i0+mc, k0:k0+kc] as panels of AMX_MR rows, each block of 16 k-pairs a tile: [16 rows]
+// [16 words], zero-padded.
+void pack_a_amx(uint32_t* dst, const float* A, int lda, bool trans, int i0, int mc, int k0, int kc) {
+    const int kc2p = amx_kc2(kc);
+    for (int p = 0; p < mc; p += AMX_MR, dst += (size_t)AMX_MR * kc2p) {
+        const int rows = std::min(AMX_MR, mc - p);
+        for (int kb = 0; kb < kc2p / 16; kb++) {
+            uint32_t* tile = dst + (size_t)kb * 16 * AMX_MR;  // row r's 16 words at tile + 16 r
+            const int k = 32 * kb;                            // the block's first k
+            if (rows == AMX_MR && k + 32 <= kc) {
+                vf16 r[16];
+                if (!trans) {
+                    for (int i = 0; i < 16; i++) r[i] = pair_words(A + (size_t)(i0 + p + i) * lda + k0 + k);
+                } else {  // rows k + 2j and k + 2j + 1 hold pair j of all 16 rows side by side: transposed
+                    for (int j = 0; j < 16; j++) {
+                        const float* src = A + (size_t)(k0 + k + 2 * j) * lda + i0 + p;
+                        r[j] = (vf16)vbf16_pairs(vf_load(src), vf_load(src + lda));
+                    }
+                    transpose16(r);
+                }
+                memcpy(tile, r, sizeof(r));
+                continue;
+            }
+            for (int i = 0; i < AMX_MR; i++)
+                for (int j = 0; j < 16; j++) {
+                    const int ka = k + 2 * j;
+                    const float even = i < rows && ka < kc ? a_at(A, lda, trans, i0 + p + i, k0 + ka) : 0.0f;
+                    const float odd = i < rows && ka + 1 < kc ? a_at(A, lda, trans, i0 + p + i, k0 + ka + 1) : 0.0f;
+                    tile[16 * i + j] = pair_word(even, odd);
+                }
+        }
+    }
+}
+
+// Packs op(B)[k0:k0+kc, j0:j0+nc] as pack_b_bf16 does, each panel's k-pairs zero-padded to amx_kc2(kc).
+template <typename T>
+void pack_b_amx(uint32_t* dst, const T* B, int ldb, bool trans, int k0, int kc, int j0, int nc) {
+    const int kc2 = (kc + 1) / 2, kc2p = amx_kc2(kc);
+    for (int q = 0; q < nc; q += NR, dst += (size_t)NR * kc2p) {
+        pack_b_bf16(dst, B, ldb, trans, k0, kc, j0 + q, std::min(NR, nc - q));
+        memset(dst + (size_t)NR * kc2, 0, sizeof(uint32_t) * NR * (kc2p - kc2));
+    }
+}
+
+// Linux only: the system must grant the tile state (os_request_amx), and on LLP64 Windows GCC's tile load
+// macros cast the stride to a 32-bit long that is no address register.
+#if defined(__x86_64__) && defined(__linux__)
+static_assert(NR == 16 || NR == 48, "the AMX kernel holds C's tile in one or three 16 x 16 tiles");
+
+// Palette 1 with all eight tiles of 16 rows of 64 bytes. In static storage: GCC's _tile_loadconfig tells the
+// compiler it reads 8 bytes, so the stores that fill a local copy were dropped as dead (a #GP at ldtilecfg).
+struct TileConfig {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t bytes_per_row[16];
+    uint8_t rows[16];
+};
+alignas(64) const TileConfig kTileConfig = {
+    1, 0, {}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
+
+__attribute__((target("amx-tile"))) void amx_configure() {
+    static thread_local bool done = false;
+    if (done) return;
+    _tile_loadconfig(&kTileConfig);
+    done = true;
+}
+
+// C[0:rows, 0:cols] (+)= packed A panel * packed B panel on AMX tiles. Every element of C starts from C (or
+// zero) and takes the products in the same order, whether its tile is whole or at an edge (copied through
+// a buffer): the result does not depend on where the threads' blocks begin.
+__attribute__((target("amx-tile,amx-bf16"))) void micro_kernel_amx(int kc2p, const uint32_t* a, const uint32_t* b,
+                                                                   float* C, int ldc, int rows, int cols, bool add) {
+    const bool whole = rows == AMX_MR && cols == NR;
+    alignas(64) float edge[AMX_MR][NR];
+    float* c = C;
+    long ld = sizeof(float) * ldc;
+    if (!whole) {
+        c = &edge[0][0], ld = sizeof(float) * NR;
+        for (int r = 0; r < AMX_MR; r++)
+            for (int j = 0; j < NR; j++) edge[r][j] = add && r < rows && j < cols ? C[(size_t)r * ldc + j] : 0.0f;
+    }
+    if (add || !whole) {
+        _tile_loadd(0, c, ld);
+        if (NR > 16) {
+            _tile_loadd(1, c + 16, ld);
+            _tile_loadd(2, c + 32, ld);
+        }
+    } else {
+        _tile_zero(0);
+        if (NR > 16) {
+            _tile_zero(1);
+            _tile_zero(2);
+        }
+    }
+    const long bld = sizeof(uint32_t) * NR;
+    for (int kb = 0; kb < kc2p / 16; kb++) {
+        const uint32_t* bk = b + (size_t)kb * 16 * NR;
+        _tile_loadd(4, a + (size_t)kb * 16 * AMX_MR, 64);
+        _tile_loadd(5, bk, bld);
+        _tile_dpbf16ps(0, 4, 5);
+        if (NR > 16) {
+            _tile_loadd(6, bk + 16, bld);
+            _tile_dpbf16ps(1, 4, 6);
+            _tile_loadd(7, bk + 32, bld);
+            _tile_dpbf16ps(2, 4, 7);
+        }
+    }
+    _tile_stored(0, c, ld);
+    if (NR > 16) {
+        _tile_stored(1, c + 16, ld);
+        _tile_stored(2, c + 32, ld);
+    }
+    if (!whole)
+        for (int r = 0; r < rows; r++) memcpy(C + (size_t)r * ldc, edge[r], sizeof(float) * cols);
+}
+#else
+void amx_configure() { assert(!"AMX off x86-64 Linux"); }
+void micro_kernel_amx(int, const uint32_t*, const uint32_t*, float*, int, int, int, bool) {
+    assert(!"AMX off x86-64 Linux");
+}
+#endif
+
 template void pack_b_bf16<float>(uint32_t*, const float*, int, bool, int, int, int, int);
 template void pack_b_bf16<uint16_t>(uint32_t*, const uint16_t*, int, bool, int, int, int, int);
+template void pack_b_amx<float>(uint32_t*, const float*, int, bool, int, int, int, int);
+template void pack_b_amx<uint16_t>(uint32_t*, const uint16_t*, int, bool, int, int, int, int);
 
 }  // namespace gemm_tile
 
@@ -174,6 +307,27 @@ bool bf16_supported() {
     return false;
 #endif
 }
+
+namespace {
+// The CPU has AMX-BF16 and AMX-TILE (CPUID leaf 7: EDX bits 22 and 24) and the system granted the tile
+// state; asked once.
+bool amx_available() {
+#if defined(__x86_64__) && defined(__linux__)
+    static const bool yes = [] {
+        unsigned a, b, c, d;
+        if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+        return (d >> 22 & 1) && (d >> 24 & 1) && os_request_amx();
+    }();
+    return yes;
+#else
+    return false;
+#endif
+}
+std::atomic<bool> amx_off{false};
+}  // namespace
+
+bool bf16_amx() { return !amx_off && bf16_supported() && amx_available(); }
+void bf16_amx_use(bool on) { amx_off = !on; }
 
 void bf16_round_array(uint16_t* dst, const float* src, size_t n) {
     const long nv = (long)(n / kVecLen);

@@ -119,6 +119,18 @@ template <typename T>
 void pack_b_bf16(uint32_t* dst, const T* B, int ldb, bool trans, int k0, int kc, int j0, int nc);
 void micro_kernel_bf16(int kc2, const uint32_t* a, const uint32_t* b, float* C, int ldc, int rows, int cols, bool add);
 
+// The same operands on AMX tiles (gemm_bf16.cpp), where bf16_amx(): TDPBF16PS multiplies a tile of 16 rows
+// of A by a tile of 16 k-pair rows of B, each 64 bytes wide, so both panels hold k in blocks of 16 pairs
+// (kc2 rounded up, amx_kc2), zero-padded. A's panels have AMX_MR = 16 rows, each block a tile: [16 rows]
+// [16 words]. B's panels are pack_b_bf16's ([k2][NR] words), each 16-column strip of a block a tile.
+const int AMX_MR = 16;
+inline int amx_kc2(int kc) { return ((kc + 1) / 2 + 15) / 16 * 16; }
+void amx_configure();  // once per thread, before its first amx micro-kernel
+void pack_a_amx(uint32_t* dst, const float* A, int lda, bool trans, int i0, int mc, int k0, int kc);
+template <typename T>
+void pack_b_amx(uint32_t* dst, const T* B, int ldb, bool trans, int k0, int kc, int j0, int nc);
+void micro_kernel_amx(int kc2p, const uint32_t* a, const uint32_t* b, float* C, int ldc, int rows, int cols, bool add);
+
 }  // namespace gemm_tile
 
 KERNELS_END

@@ -47,6 +47,39 @@ __attribute__((target("avx512f,avx512bf16"))) double bf16_loop(float* sink) {
     for (int i = 0; i < 12; i++) _mm512_storeu_ps(lanes, acc[i]), *sink += lanes[0];
     return 64.0 * 12 * kPeakIters;
 }
+
+// The same with AMX's TDPBF16PS where bf16_amx(): each multiplies a 16 x 32 tile of bf16 values by a 32 x 16
+// one into a 16 x 16 tile of fp32 sums, 16384 FLOPs; four independent sums, the operands loaded once.
+__attribute__((target("amx-tile,amx-bf16"))) double amx_loop(float* sink) {
+    // palette 1, eight tiles of 16 rows of 64 bytes, as the gemm's (static: see gemm_bf16.cpp's kTileConfig)
+    struct TileConfig {
+        uint8_t palette, start_row, reserved[14];
+        uint16_t bytes_per_row[16];
+        uint8_t rows[16];
+    };
+    alignas(64) static const TileConfig config = {
+        1, 0, {}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
+    _tile_loadconfig(&config);
+    alignas(64) uint32_t small[16 * 16];  // pairs of 2^-10: the sums stay finite
+    for (uint32_t& w : small) w = 0x3A803A80u;
+    alignas(64) float out[16 * 16];
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    _tile_loadd(4, small, 64);
+    _tile_loadd(5, small, 64);
+    const long iters = kPeakIters / 16;  // a TDPBF16PS does 256 times a vdpbf16ps's work
+    for (long it = 0; it < iters; it++) {
+        _tile_dpbf16ps(0, 4, 5);
+        _tile_dpbf16ps(1, 4, 5);
+        _tile_dpbf16ps(2, 4, 5);
+        _tile_dpbf16ps(3, 4, 5);
+    }
+    _tile_stored(0, out, 64);
+    *sink = out[0];  // the configuration stays: it is the one the gemm's threads load (gemm_bf16.cpp)
+    return 16384.0 * 4 * iters;
+}
 #endif
 
 // GFLOP/s of loop() (which returns the FLOPs it did) on every thread, summed over the threads; the best
@@ -91,6 +124,7 @@ double peak_now(Precision prec) {
     double p = 0;
     if (prec == Precision::kFp32) p = measure_peak_gflops(fma_loop);
 #if defined(__x86_64__)
+    else if (bf16_amx()) p = measure_peak_gflops(amx_loop);
     else if (bf16_supported()) p = measure_peak_gflops(bf16_loop);
 #endif
     const std::string key = std::string("peak ") + prec_name(prec);
@@ -182,8 +216,8 @@ void bench_peak() {
         return;
     }
     const double p16 = peak_now(Precision::kBf16);
-    printf("peak bf16 (register-only vdpbf16ps loop, %d threads): %.1f GFLOP/s = %.2fx fp32\n", threads_now(), p16,
-           p16 / bench_kept("peak fp32"));
+    printf("peak bf16 (register-only %s loop, %d threads): %.1f GFLOP/s = %.2fx fp32\n",
+           bf16_amx() ? "AMX TDPBF16PS" : "vdpbf16ps", threads_now(), p16, p16 / bench_kept("peak fp32"));
 }
 
 void bench_adamw_stream() {
@@ -254,6 +288,15 @@ void bench_train_step(int B, int T, Precision prec) {
         B, T, name, ms, median(fwd) * 1e3, median(bwd) * 1e3, median(upd) * 1e3, kSteps, gflops, 100 * gflops / peak,
         name, peak, threads_now());
     bench_keep(std::string("step ") + name + " " + std::to_string(B) + "x" + std::to_string(T), ms);
+    if (prec == Precision::kBf16 && bf16_amx()) {  // the same steps on vdpbf16ps, as on a CPU without AMX
+        bf16_amx_use(false);
+        std::vector<double> dp;
+        for (int s = 0; s < kSteps / 2 + 1; s++) dp.push_back(train_step_timed(&b, B, T).total);
+        bf16_amx_use(true);
+        dp.erase(dp.begin());  // warm-up
+        printf("124M B=%d T=%d bf16 with AMX off (vdpbf16ps): %.0f ms/step (median of %d); AMX / vdpbf16ps %.2fx\n", B,
+               T, median(dp) * 1e3, kSteps / 2, ms / (median(dp) * 1e3));
+    }
     const double fp32_ms = bench_kept("step fp32 " + std::to_string(B) + "x" + std::to_string(T));
     if (prec == Precision::kBf16 && fp32_ms > 0)
         printf("bf16 / fp32 step B=%d T=%d: %.2fx (bf16 %.0f ms, fp32 %.0f ms)\n", B, T, ms / fp32_ms, ms, fp32_ms);

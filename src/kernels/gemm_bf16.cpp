@@ -37,13 +37,30 @@ inline uint32_t pair_word(float even, float odd) {
     return (uint32_t)bf16_round(even) | (uint32_t)bf16_round(odd) << 16;
 }
 
-// Packs op(A)[i0:i0+mc, k0:k0+kc] as panels of MR rows of k-pair words, zero-padded.
+// Packs op(A)[i0:i0+mc, k0:k0+kc] as panels of MR rows of k-pair words, zero-padded. With MR = 8 (AVX-512)
+// two panels are packed at once where 16 rows remain, so every load, rounding and transpose is 16 lanes
+// wide: one panel alone fills half of each (and its 8-float loads, through the stack, stalled on store
+// forwarding: 70% of this function's time in a 124M bf16 step).
 void pack_a_bf16(uint32_t* dst, const float* A, int lda, bool trans, int i0, int mc, int k0, int kc) {
     const int kc2 = (kc + 1) / 2;
     for (int p = 0; p < mc; p += MR) {
         const int rows = std::min(MR, mc - p);
+        const bool two = MR == 8 && mc - p >= 16;
+        uint32_t* dst2 = dst + (size_t)MR * kc2;  // the next panel, when two
         int k = 0;
-        if (!trans && rows == MR && MR <= 16) {
+        if (!trans && two) {
+            // 16 words (32 k) of 16 rows, transposed: word kk of row r is lane r of r[kk]
+            for (; k + 32 <= kc; k += 32) {
+                vf16 r[16];
+                for (int c = 0; c < 16; c++) r[c] = pair_words(A + (size_t)(i0 + p + c) * lda + k0 + k);
+                transpose16(r);
+                for (int kk = 0; kk < 16; kk++) {
+                    memcpy(dst + (size_t)(k / 2 + kk) * MR, &r[kk], sizeof(float) * MR);
+                    memcpy(dst2 + (size_t)(k / 2 + kk) * MR, reinterpret_cast<const float*>(&r[kk]) + MR,
+                           sizeof(float) * MR);
+                }
+            }
+        } else if (!trans && rows == MR && MR <= 16) {
             // 16 words (32 k) of each row, transposed so each k-pair's MR words are contiguous
             for (; k + 32 <= kc; k += 32) {
                 vf16 r[16];
@@ -52,6 +69,13 @@ void pack_a_bf16(uint32_t* dst, const float* A, int lda, bool trans, int i0, int
                 transpose16(r);
                 for (int kk = 0; kk < 16; kk++) memcpy(dst + (size_t)(k / 2 + kk) * MR, &r[kk], sizeof(float) * MR);
             }
+        } else if (trans && two) {
+            for (; k + 2 <= kc; k += 2) {  // rows k and k + 1 hold the two panels' 16 values side by side
+                const float* src = A + (size_t)(k0 + k) * lda + i0 + p;
+                vu16 w = vbf16_pairs(vf_load(src), vf_load(src + lda));
+                memcpy(dst + (size_t)(k / 2) * MR, &w, sizeof(uint32_t) * MR);
+                memcpy(dst2 + (size_t)(k / 2) * MR, reinterpret_cast<const uint32_t*>(&w) + MR, sizeof(uint32_t) * MR);
+            }
         } else if (trans && rows == MR && MR <= 16) {
             for (; k + 2 <= kc; k += 2) {  // rows k and k + 1 hold the panel's MR values side by side
                 const float* src = A + (size_t)(k0 + k) * lda + i0 + p;
@@ -59,14 +83,20 @@ void pack_a_bf16(uint32_t* dst, const float* A, int lda, bool trans, int i0, int
                 memcpy(dst + (size_t)(k / 2) * MR, &w, sizeof(uint32_t) * MR);
             }
         }
-        for (int k2 = k / 2; k2 < kc2; k2++)
-            for (int r = 0; r < MR; r++) {
-                const int i = i0 + p + r, ka = k0 + 2 * k2;
-                float even = r < rows ? a_at(A, lda, trans, i, ka) : 0.0f;
-                float odd = r < rows && 2 * k2 + 1 < kc ? a_at(A, lda, trans, i, ka + 1) : 0.0f;
-                dst[(size_t)k2 * MR + r] = pair_word(even, odd);
-            }
-        dst += (size_t)MR * kc2;
+        const int panels = two ? 2 : 1;
+        for (int h = 0; h < panels; h++) {  // the rest, scalar: an odd kc's last pair, a short panel
+            const int ph = p + h * MR, live = std::min(MR, mc - ph);
+            uint32_t* d = dst + (size_t)h * MR * kc2;
+            for (int k2 = k / 2; k2 < kc2; k2++)
+                for (int r = 0; r < MR; r++) {
+                    const int i = i0 + ph + r, ka = k0 + 2 * k2;
+                    float even = r < live ? a_at(A, lda, trans, i, ka) : 0.0f;
+                    float odd = r < live && 2 * k2 + 1 < kc ? a_at(A, lda, trans, i, ka + 1) : 0.0f;
+                    d[(size_t)k2 * MR + r] = pair_word(even, odd);
+                }
+        }
+        p += (panels - 1) * MR;
+        dst += (size_t)panels * MR * kc2;
     }
 }
 
@@ -91,42 +121,61 @@ inline vu16 row_pairs(const uint16_t* p, size_t ld) {
     return __builtin_convertvector(even, vu16) | (__builtin_convertvector(odd, vu16) << 16);
 }
 
-// Packs op(B)[k0:k0+kc, j0:j0+nc] as panels of NR columns of k-pair words, zero-padded.
+// Packs op(B)[k0:k0+kc, j0:j0+nc] as panels of NR columns of k-pair words, zero-padded. Untransposed, the
+// full panels are packed two rows at a time across all of them, so each row streams in order (a panel at a
+// time walked NR columns down kc rows, and the loads waited on memory: the weights come from DRAM);
+// transposed, the next panel's rows are fetched one block ahead, as pack_b does.
 template <typename T>
 void pack_b_bf16(uint32_t* dst, const T* B, int ldb, bool trans, int k0, int kc, int j0, int nc) {
     const int kc2 = (kc + 1) / 2;
     auto at = [&](int k, int j) -> uint32_t {
         return bf16_bits(trans ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j]);
     };
-    for (int q = 0; q < nc; q += NR) {
+    // panel q's k-pairs from k2 on, one element at a time: an odd kc's last pair, a short panel
+    auto rest = [&](uint32_t* d, int q, int k2) {
         const int cols = std::min(NR, nc - q);
-        int k = 0;
-        if (!trans && cols == NR && NR % 16 == 0) {
-            for (; k + 2 <= kc; k += 2) {  // rows k and k + 1, 16 columns at a time
-                const T* src = B + (size_t)(k0 + k) * ldb + j0 + q;
-                for (int c = 0; c < NR; c += 16) {
-                    vu16 w = row_pairs(src + c, ldb);
-                    memcpy(dst + (size_t)(k / 2) * NR + c, &w, sizeof(w));
-                }
-            }
-        } else if (trans && cols == NR && NR % 16 == 0) {
-            for (; k + 32 <= kc; k += 32)
-                for (int c = 0; c < NR; c += 16) {  // 16 columns x 16 words, transposed
-                    vf16 r[16];
-                    for (int cc = 0; cc < 16; cc++) r[cc] = words32(B + (size_t)(j0 + q + c + cc) * ldb + k0 + k);
-                    transpose16(r);
-                    for (int kk = 0; kk < 16; kk++) memcpy(dst + (size_t)(k / 2 + kk) * NR + c, &r[kk], sizeof(vf16));
-                }
-        }
-        for (int k2 = k / 2; k2 < kc2; k2++)
+        for (; k2 < kc2; k2++)
             for (int c = 0; c < NR; c++) {
                 const int j = j0 + q + c, kb = k0 + 2 * k2;
                 uint32_t even = c < cols ? at(kb, j) : 0;
                 uint32_t odd = c < cols && 2 * k2 + 1 < kc ? at(kb + 1, j) : 0;
-                dst[(size_t)k2 * NR + c] = even | odd << 16;
+                d[(size_t)k2 * NR + c] = even | odd << 16;
             }
-        dst += (size_t)NR * kc2;
+    };
+    const int full = nc / NR * NR;  // columns in full panels
+    if (!trans && NR % 16 == 0) {
+        for (int k = 0; k + 2 <= kc; k += 2) {  // rows k and k + 1, 16 columns at a time
+            const T* src = B + (size_t)(k0 + k) * ldb + j0;
+            for (int q = 0; q < full; q += NR)
+                for (int c = 0; c < NR; c += 16) {
+                    vu16 w = row_pairs(src + q + c, ldb);
+                    memcpy(dst + (size_t)q * kc2 + (size_t)(k / 2) * NR + c, &w, sizeof(w));
+                }
+        }
+        for (int q = 0; q < full; q += NR) rest(dst + (size_t)q * kc2, q, kc / 2);
+    } else if (trans && NR % 16 == 0) {
+        for (int q = 0; q < full; q += NR) {
+            uint32_t* d = dst + (size_t)q * kc2;
+            int k = 0;
+            for (; k + 32 <= kc; k += 32) {
+                for (int c = 0; c < NR; c += 16) {  // 16 columns x 16 words, transposed
+                    vf16 r[16];
+                    for (int cc = 0; cc < 16; cc++) r[cc] = words32(B + (size_t)(j0 + q + c + cc) * ldb + k0 + k);
+                    transpose16(r);
+                    for (int kk = 0; kk < 16; kk++) memcpy(d + (size_t)(k / 2 + kk) * NR + c, &r[kk], sizeof(vf16));
+                }
+                if (q + 2 * NR <= nc)
+                    for (int c = 0; c < NR; c++)
+                        for (size_t b = 0; b < 32 * sizeof(T); b += 64)  // the lines of 32 values
+                            __builtin_prefetch(
+                                reinterpret_cast<const char*>(B + (size_t)(j0 + q + NR + c) * ldb + k0 + k) + b);
+            }
+            rest(d, q, k / 2);
+        }
+    } else {
+        for (int q = 0; q < full; q += NR) rest(dst + (size_t)q * kc2, q, 0);
     }
+    if (full < nc) rest(dst + (size_t)full * kc2, full, 0);
 }
 
 #if defined(__x86_64__)

@@ -131,7 +131,7 @@ void pack_b(float* dst, const float* B, int ldb, bool trans, int k0, int kc, int
 // accumulators stay in zmm registers; each k broadcasts MR values of A against NR/16 vectors of B.
 void micro_kernel(int kc, const float* a, const float* b, float* C, int ldc, int rows, int cols, bool add) {
     const int NV = GEMM_NV;
-    prefetch_tile(C, ldc, rows);
+    prefetch_tile(C, ldc, rows, cols);
     __m512 acc[MR][NV];
     for (int r = 0; r < MR; r++)
         for (int v = 0; v < NV; v++) acc[r][v] = _mm512_setzero_ps();

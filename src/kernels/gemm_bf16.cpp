@@ -184,7 +184,7 @@ void pack_b_bf16(uint32_t* dst, const T* B, int ldb, bool trans, int k0, int kc,
 __attribute__((target("avx512f,avx512bf16"))) void micro_kernel_bf16(int kc2, const uint32_t* a, const uint32_t* b,
                                                                      float* C, int ldc, int rows, int cols, bool add) {
     const int NV = GEMM_NV;
-    prefetch_tile(C, ldc, rows);
+    prefetch_tile(C, ldc, rows, cols);
     __m512 acc[MR][NV];
     for (int r = 0; r < MR; r++)
         for (int v = 0; v < NV; v++) acc[r][v] = _mm512_setzero_ps();

@@ -87,12 +87,12 @@ inline void transpose16(vf16 r[16]) {
 }
 #undef SHUF16
 
-// Fetches the lines of C's tile (rows x NR floats) for writing, before the micro-kernel's k loop: its stores
-// (and loads, when adding) come after thousands of cycles of products, by when an output or gradient that
-// was not in cache has arrived instead of stalling the tile's stores.
-inline void prefetch_tile(const float* C, int ldc, int rows) {
+// Fetches the lines of C's tile (rows x cols floats) for writing, before the micro-kernel's k loop: its
+// stores (and loads, when adding) come after thousands of cycles of products, by when an output or gradient
+// that was not in cache has arrived instead of stalling the tile's stores.
+inline void prefetch_tile(const float* C, int ldc, int rows, int cols) {
     for (int r = 0; r < rows; r++)
-        for (int j = 0; j < NR; j += 16) __builtin_prefetch(C + (size_t)r * ldc + j, 1);
+        for (int j = 0; j < cols; j += 16) __builtin_prefetch(C + (size_t)r * ldc + j, 1);
 }
 
 #if defined(__x86_64__)

@@ -47,40 +47,32 @@ void pack_a_bf16(uint32_t* dst, const float* A, int lda, bool trans, int i0, int
         const int rows = std::min(MR, mc - p);
         const bool two = MR == 8 && mc - p >= 16;
         uint32_t* dst2 = dst + (size_t)MR * kc2;  // the next panel, when two
+        const int n = two ? 16 : MR;              // rows (or, transposed, values of a row) taken at once
+        const bool vec = (two || rows == MR) && MR <= 16;
         int k = 0;
-        if (!trans && two) {
-            // 16 words (32 k) of 16 rows, transposed: word kk of row r is lane r of r[kk]
+        if (!trans && vec) {
+            // 16 words (32 k) of n rows, transposed: word kk of row c is lane c of r[kk]
             for (; k + 32 <= kc; k += 32) {
                 vf16 r[16];
-                for (int c = 0; c < 16; c++) r[c] = pair_words(A + (size_t)(i0 + p + c) * lda + k0 + k);
+                for (int c = 0; c < 16; c++)
+                    r[c] = c < n ? pair_words(A + (size_t)(i0 + p + c) * lda + k0 + k) : vf16{};
                 transpose16(r);
                 for (int kk = 0; kk < 16; kk++) {
                     memcpy(dst + (size_t)(k / 2 + kk) * MR, &r[kk], sizeof(float) * MR);
-                    memcpy(dst2 + (size_t)(k / 2 + kk) * MR, reinterpret_cast<const float*>(&r[kk]) + MR,
-                           sizeof(float) * MR);
+                    if (two)
+                        memcpy(dst2 + (size_t)(k / 2 + kk) * MR, reinterpret_cast<const float*>(&r[kk]) + MR,
+                               sizeof(float) * MR);
                 }
             }
-        } else if (!trans && rows == MR && MR <= 16) {
-            // 16 words (32 k) of each row, transposed so each k-pair's MR words are contiguous
-            for (; k + 32 <= kc; k += 32) {
-                vf16 r[16];
-                for (int c = 0; c < MR; c++) r[c] = pair_words(A + (size_t)(i0 + p + c) * lda + k0 + k);
-                for (int c = MR; c < 16; c++) r[c] = vf16{};
-                transpose16(r);
-                for (int kk = 0; kk < 16; kk++) memcpy(dst + (size_t)(k / 2 + kk) * MR, &r[kk], sizeof(float) * MR);
-            }
-        } else if (trans && two) {
-            for (; k + 2 <= kc; k += 2) {  // rows k and k + 1 hold the two panels' 16 values side by side
+        } else if (trans && vec) {
+            for (; k + 2 <= kc; k += 2) {  // rows k and k + 1 hold the panels' n values side by side
                 const float* src = A + (size_t)(k0 + k) * lda + i0 + p;
-                vu16 w = vbf16_pairs(vf_load(src), vf_load(src + lda));
+                vu16 w = two ? vbf16_pairs(vf_load(src), vf_load(src + lda))
+                             : vbf16_pairs(vf_load_partial(src, MR), vf_load_partial(src + lda, MR));
                 memcpy(dst + (size_t)(k / 2) * MR, &w, sizeof(uint32_t) * MR);
-                memcpy(dst2 + (size_t)(k / 2) * MR, reinterpret_cast<const uint32_t*>(&w) + MR, sizeof(uint32_t) * MR);
-            }
-        } else if (trans && rows == MR && MR <= 16) {
-            for (; k + 2 <= kc; k += 2) {  // rows k and k + 1 hold the panel's MR values side by side
-                const float* src = A + (size_t)(k0 + k) * lda + i0 + p;
-                vu16 w = vbf16_pairs(vf_load_partial(src, MR), vf_load_partial(src + lda, MR));
-                memcpy(dst + (size_t)(k / 2) * MR, &w, sizeof(uint32_t) * MR);
+                if (two)
+                    memcpy(dst2 + (size_t)(k / 2) * MR, reinterpret_cast<const uint32_t*>(&w) + MR,
+                           sizeof(uint32_t) * MR);
             }
         }
         const int panels = two ? 2 : 1;

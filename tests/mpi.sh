@@ -11,7 +11,9 @@
 #     keeps the last good checkpoint; a rank killed mid-run ends the job with a non-zero exit and the last
 #     checkpoint still loads;
 #   * ranks started with different flags or data stop with an error saying they disagree, never hang;
-#   * a checkpoint saved by 2 ranks is refused by a resume in one process.
+#   * a checkpoint resumes under another rank count keeping its global batch (2 -> 1, 2 -> 3, 3 -> 2,
+#     ZeRO-1 too): the uninterrupted run's losses within 1e-6; one it cannot keep is refused, naming a
+#     shape that would.
 source "$(dirname "$0")/lib.sh"
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe -x OMP_NUM_THREADS=1)
 export OMP_NUM_THREADS=1
@@ -171,7 +173,67 @@ for n in 2 3; do
     cat $TEST_TMP/out
 done
 
-# A checkpoint a 2-rank run saved resumes only under 2 ranks: one process would take other batches.
-cp -r $W/r $W/r1
-check_error "a 2-rank checkpoint resumed by one process is refused" "2 ranks" "$GPT2_MPI" train --resume $W/r1 --steps 25
+# Resume on another rank count: the run keeps its global batch (-B x --grad-accum x ranks sequences per step,
+# --grad-accum fitted) and so its windows per step, across the epoch's end (214 windows of T=14: 4 are left
+# for step 36, which a step of micro-batches of 1, 2 or 3 windows must not take). 40 steps of 6 sequences,
+# stopped at 20 and resumed under 1, 3 and 2 ranks: the uninterrupted run's 44 losses within 1e-6 (another
+# rank count sums in another order: not bit for bit).
+C=("${A[@]}" -T 14 --val-batches 6 -B 1 --steps 40)
+"${MPIRUN[@]}" -np 2 "$GPT2_MPI" "${C[@]}" --grad-accum 3 --log $W/g2.jsonl --out $W/g2 >/dev/null 2>&1
+"${MPIRUN[@]}" -np 3 "$GPT2_MPI" "${C[@]}" --grad-accum 2 --log $W/g3.jsonl --out $W/g3 >/dev/null 2>&1
+log_losses $W/g2.jsonl >$W/lg2; log_losses $W/g3.jsonl >$W/lg3
+resume_ranks() {  # resume_ranks FROM TO [FLAGS]: stopped at 20 under FROM ranks, resumed under TO
+    local from=$1 to=$2 d=$W/rr$1$2${3:-}; shift 2
+    "${MPIRUN[@]}" -np $from "$GPT2_MPI" "${C[@]}" --grad-accum $((6 / from)) --stop-after 20 --log $d.jsonl --out $d "$@" \
+        >/dev/null 2>&1
+    if [ $to = 1 ]; then timeout -k 10 300 "$GPT2_MPI" train --resume $d --log $d.jsonl >$d.out 2>&1
+    else timeout -k 10 300 "${MPIRUN[@]}" -np $to "$GPT2_MPI" train --resume $d --log $d.jsonl >$d.out 2>&1; fi
+    log_losses $d.jsonl >$d.l
+    check "$from ranks -> $to$([ $# = 0 ] || echo " with $*"): --grad-accum $((6 / to)), the uninterrupted run's 44 losses within 1e-6" \
+        eval "grep -q 'note: -B 1 x --grad-accum $((6 / to)) x $to rank' $d.out && [ \$(wc -l <$d.l) = 44 ] &&
+              REL_TOL=1e-6 rel_close $d.l $W/lg$from"
+    cat $TEST_TMP/out
+}
+resume_ranks 2 1
+resume_ranks 2 3
+resume_ranks 3 2
+check "... and the log counts 84 tokens a step on" grep -q '"step":40,.*"tokens":3360}' $W/rr23.jsonl
+check "info on the 3-rank checkpoint: its tokens and the mpirun line to go on" \
+    eval "$GPT2_MPI info --model $W/rr23 >$W/info.out && grep -q 'tokens trained on (84 per step)' $W/info.out &&
+          grep -q 'train on with: mpirun -np 3 ./gpt2-mpi train --resume $W/rr23' $W/info.out"
+# ZeRO-1's moments are saved whole and split again for the ranks that load them.
+"${MPIRUN[@]}" -np 2 "$GPT2_MPI" "${C[@]}" --grad-accum 3 --zero 1 --log $W/gz.jsonl --out $W/gz >/dev/null 2>&1
+log_losses $W/gz.jsonl >$W/lgz
+for to in 3 1; do
+    resume_ranks 2 $to --zero 1
+    check "... and the model within 1e-6 of the uninterrupted ZeRO-1 run's" \
+        env REL_TOL=1e-6 bash -c "$(declare -f st_rel); st_rel $W/rr2$to--zero/model.safetensors $W/gz/model.safetensors"
+    cat $TEST_TMP/out
+done
+
+# When the global batch cannot be kept: one error (on every rank) saying what would keep it.
+refused() {  # refused NAME PATTERN RANKS ARGS...
+    local name=$1 pattern=$2 n=$3; shift 3
+    timeout -k 10 120 "${MPIRUN[@]}" -np $n "$GPT2_MPI" "$@" >$W/ref.out 2>&1
+    local rc=$?
+    if [ $rc != 0 ] && [ $rc != 124 ] && [ "$(grep '^error: ' $W/ref.out | sort -u | wc -l)" = 1 ] &&
+        grep -q -- "$pattern" $W/ref.out; then pass "$name (exit $rc)"
+    else fail "$name (exit $rc)"; grep -E '^(error|hint):' $W/ref.out | sort -u | sed 's/^/    /'; fi
+}
+cp -r $W/r $W/r1  # 2 ranks x B=2: 4 sequences per step
+refused "4 sequences per step resumed by 3 ranks: refused, naming the rank counts that keep them" \
+    'expected a rank count that divides 4, got 3 ranks' 3 train --resume $W/r1 --steps 25
+grep -q '^hint: resume with mpirun -np 2 or -np 4$' $W/ref.out && pass "... with the hint -np 2 or -np 4" ||
+    fail "... with the hint -np 2 or -np 4"
+D=("${C[@]}" -B 3 --val-batches 2)
+"${MPIRUN[@]}" -np 2 "$GPT2_MPI" "${D[@]}" --log $W/b3s.jsonl --out $W/b3s >/dev/null 2>&1
+"${MPIRUN[@]}" -np 2 "$GPT2_MPI" "${D[@]}" --stop-after 20 --log $W/b3.jsonl --out $W/b3 >/dev/null 2>&1
+refused "-B 3 x 2 ranks resumed by 3: refused, naming the -B and --grad-accum that keep 6 sequences" \
+    'keeps 6 sequences per step, its global batch (-B 3 x --grad-accum 1 x 2 ranks), expected -B 2 --grad-accum 1 on 3 ranks' \
+    3 train --resume $W/b3
+timeout -k 10 300 "${MPIRUN[@]}" -np 3 "$GPT2_MPI" train --resume $W/b3 -B 2 --log $W/b3.jsonl >/dev/null 2>&1
+log_losses $W/b3.jsonl >$W/lb3; log_losses $W/b3s.jsonl >$W/lb3s
+check "... and resumed with that -B 2, the uninterrupted run's losses within 1e-6" \
+    eval '[ $(wc -l <$W/lb3) = 44 ] && REL_TOL=1e-6 rel_close $W/lb3 $W/lb3s'
+cat $TEST_TMP/out
 summary

@@ -1,5 +1,6 @@
 // test_formats.cpp: JSON reader, safetensors reader/writer (including every corrupt-header defect the
 // reader must reject), fp16/bf16 widening, token files and batches, AdamW and the lr schedule.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -206,6 +207,37 @@ TEST(shards_shuffle_like_llmc) {
         both.insert(both.end(), r1.inputs.begin(), r1.inputs.end());
         CHECK(both == one.inputs);
     }
+    // Any split of one global batch of 4 windows (1 rank of B=4; 2 ranks of B=2; 1 rank of 4 micro-batches
+    // of B=1; 2 ranks of 2 micro-batches of B=1) takes the same windows in every step, across shard ends (10
+    // and 6 windows leave 2 each) and epochs: a run can go on under another rank count.
+    struct Split {
+        int world, B, accum;
+    };
+    const Split splits[] = {{1, 4, 1}, {2, 2, 1}, {1, 1, 4}, {2, 1, 2}};
+    std::vector<DataLoader> loaders;  // per split, one per rank
+    for (const Split& sp : splits)
+        for (int r = 0; r < sp.world; r++) {
+            loaders.emplace_back();
+            loaders.back().rank = r, loaders.back().world = sp.world, loaders.back().accum = sp.accum;
+            dataloader_init(&loaders.back(), spec, "--train", 1000, sp.B, 4, true, 3);
+        }
+    for (int step = 0; step < 15; step++) {
+        std::vector<std::vector<int>> sets;
+        size_t l = 0;
+        for (const Split& sp : splits) {
+            std::vector<int> set;
+            for (int m = 0; m < sp.accum; m++)
+                for (int r = 0; r < sp.world; r++) {
+                    dataloader_next(&loaders[l + r]);
+                    for (int w : row_starts(loaders[l + r])) set.push_back(w);
+                }
+            l += sp.world;
+            std::sort(set.begin(), set.end());
+            sets.push_back(set);
+        }
+        for (const std::vector<int>& set : sets) CHECK(set == sets[0] && set.size() == 4);
+    }
+    CHECK(loaders[0].epoch >= 2);  // through three epochs
     // evaluation batches go through each shard's consecutive windows in turn
     CHECK(dataloader_num_batches(a) == 12);
     dataloader_batch_at(&a, 6);  // shard 1, its second batch: windows 2 and 3

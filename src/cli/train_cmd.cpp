@@ -91,7 +91,8 @@ const char* const kFixedOnResume[] = {"batch",  "tokens", "grad-accum", "seed", 
 // run's: a resumed run appends to it.)
 const char* const kPerInvocation[] = {"out", "resume", "stop-after", "plot"};
 
-// The run's rank count, kept in the checkpoint's flags (a resume must use as many).
+// The run's rank count, kept in the checkpoint's flags: with -B and --grad-accum it makes the global batch
+// a resume keeps (keep_global_batch).
 const char* const kRanksKey = "ranks";
 
 // Flag values equal as written, or as integers ("08" and "8").
@@ -282,6 +283,82 @@ void note_overrides(const CliArgs& given, const std::vector<std::pair<std::strin
     }
 }
 
+// The shape of a global batch, for messages: "-B 2 x --grad-accum 3 x 2 ranks".
+std::string batch_shape(long long B, long long accum, long long ranks) {
+    return "-B " + std::to_string(B) + " x --grad-accum " + std::to_string(accum) + " x " + std::to_string(ranks) +
+           (ranks == 1 ? " rank" : " ranks");
+}
+
+// A resumed run keeps its global batch, -B x --grad-accum x ranks sequences per optimizer step, and with it
+// the data order (a step's windows depend on the global batch alone, io/dataloader.h). Under another rank
+// count, or with -B or --grad-accum given, the flag not given is fitted (--grad-accum first, so -B and the
+// memory stay); a shape that cannot keep it is refused naming one that can. --val-batches (when not
+// given) is fitted too, so validation keeps its sequences. The values go into *stored, which the run records.
+void keep_global_batch(const CliArgs& given, const std::string& resume_dir,
+                       std::vector<std::pair<std::string, std::string>>* stored, const std::string& stored_ranks) {
+    const auto find = [&](const char* name) -> std::string* {  // the last value stored wins, as in CliArgs
+        for (size_t i = stored->size(); i-- > 0;)
+            if ((*stored)[i].first == name) return &(*stored)[i].second;
+        return nullptr;
+    };
+    const auto value = [&](const char* name) -> std::string& {  // stored, else the default the run had
+        if (std::string* v = find(name)) return *v;
+        for (const CliFlag& f : given.flags)
+            if (name == std::string(f.name)) stored->push_back({name, f.default_value ? f.default_value : ""});
+        return stored->back().second;
+    };
+    const auto count = [&](const std::string& v, long long hi) {
+        char* end = nullptr;
+        const long long x = strtoll(v.c_str(), &end, 10);
+        if (v.empty() || *end || x < 1 || x > hi)
+            fatal("bad train state (%s): -B, --grad-accum, --val-batches and ranks '%s', expected counts in 1..%lld",
+                  resume_dir.c_str(), v.c_str(), hi);
+        return x;
+    };
+    const long long B0 = count(value("batch"), 1 << 16), A0 = count(value("grad-accum"), 1 << 16);
+    const long long W0 = stored_ranks.empty() ? 1 : count(stored_ranks, 1 << 20), W = dist_world(), G = B0 * A0 * W0;
+    const bool has_b = given.has("batch"), has_a = given.has("grad-accum");
+    long long B = has_b ? given.integer_in("batch", 1, 1 << 16) : B0;
+    long long A = has_a ? given.integer_in("grad-accum", 1, 1 << 16) : A0;
+    if (!has_a && G % (B * W) == 0) A = G / (B * W);
+    else if (has_a && !has_b && G % (A * W) == 0) B = G / (A * W);
+    const char* ranks = W == 1 ? "rank" : "ranks";
+    if (B * A * W != G) {
+        if (G % W) {  // no -B or --grad-accum can: the nearest rank counts that divide it
+            long long below = W, above = W;
+            while (G % below) below--;
+            while (above <= G && G % above) above++;
+            fatal_hint("resume with mpirun -np " + std::to_string(below) +
+                           (above <= G ? " or -np " + std::to_string(above) : ""),
+                       "bad value for --resume (train): %s keeps %lld sequences per step, its global batch (%s), "
+                       "expected a rank count that divides %lld, got %lld %s",
+                       resume_dir.c_str(), G, batch_shape(B0, A0, W0).c_str(), G, W, ranks);
+        }
+        long long b = std::min(has_a && !has_b ? B0 : B, G / W);  // the largest -B up to the one wanted that fits
+        while ((G / W) % b) b--;
+        std::string got = has_b || !has_a ? "-B " + std::to_string(B) : "";
+        if (has_a) got += (got.empty() ? "" : " ") + std::string("--grad-accum ") + std::to_string(A);
+        fatal("bad value for %s (train): a resumed run keeps %lld sequences per step, its global batch (%s), "
+              "expected -B %lld --grad-accum %lld on %lld %s, got %s%s",
+              has_a && !has_b ? "--grad-accum" : "-B", G, batch_shape(B0, A0, W0).c_str(), b, G / W / b, W, ranks,
+              got.c_str(), has_a || has_b ? "" : " (the run's)");
+    }
+    const long long per_val = B0 * W0;  // sequences per validation batch, as the run had them
+    if (!given.has("val-batches") && B * W != per_val && find("val") && !find("val")->empty()) {
+        const long long V = count(value("val-batches"), 1 << 20) * per_val;
+        const long long vb = std::max(1LL, (V + B * W / 2) / (B * W));
+        value("val-batches") = std::to_string(vb);
+        if (dist_rank() == 0)
+            printf("note: validation in --val-batches %lld of -B %lld x %lld %s: %lld sequences%s\n", vb, B, W, ranks,
+                   vb * B * W, vb * B * W == V ? ", as the run had" : (", the run had " + std::to_string(V)).c_str());
+    }
+    if ((B != B0 || A != A0 || W != W0) && dist_rank() == 0)
+        printf("note: %s keep the run's %lld sequences per step (it had %s)\n", batch_shape(B, A, W).c_str(), G,
+               batch_shape(B0, A0, W0).c_str());
+    value("batch") = std::to_string(B);
+    value("grad-accum") = std::to_string(A);
+}
+
 // The flags of a resumed run: its stored ones with those given now on top, refusing a change to one that
 // shapes the model or the data order. Reads the train state into *resume.
 CliArgs resume_args(const CliArgs& given, const std::string& resume_dir, TrainState* resume) {
@@ -290,23 +367,19 @@ CliArgs resume_args(const CliArgs& given, const std::string& resume_dir, TrainSt
     dir_recover_interrupted(resume_dir, train_dir_is_checkpoint);
     train_state_read(resume, resume_dir);
     std::vector<std::pair<std::string, std::string>> stored;
+    std::string ranks;  // the global batch and the data order depend on the rank count
     for (const auto& kv : resume->flags) {
-        if (kv.first == kRanksKey) {  // the global batch and the data order depend on the rank count
-            if (!same_value(kv.second, std::to_string(dist_world())))
-                fatal_hint("resume with mpirun -np " + kv.second,
-                           "bad value for --resume (train): %s was trained on %s ranks, this run has %d; expected "
-                           "the same number of ranks",
-                           resume_dir.c_str(), kv.second.c_str(), dist_world());
-            continue;
-        }
-        if (kv.first != "model" && !is_per_invocation(kv.first)) stored.push_back(kv);
+        if (kv.first == kRanksKey) ranks = kv.second;
+        else if (kv.first != "model" && !is_per_invocation(kv.first)) stored.push_back(kv);
     }
     for (const char* name : kFixedOnResume)
         for (const auto& kv : stored)
-            if (kv.first == name && given.has(name) && !same_value(given.str(name), kv.second))
+            if (kv.first == name && given.has(name) && !same_value(given.str(name), kv.second) &&
+                kv.first != "batch" && kv.first != "grad-accum")  // these two: keep_global_batch
                 fatal("bad value for --%s (train): a resumed run keeps %s, got %s", name, kv.second.c_str(),
                       given.str(name).c_str());
     note_overrides(given, stored);
+    keep_global_batch(given, resume_dir, &stored, ranks);
     bool stored_no_shuffle = false;  // a switch is recorded only when given
     for (const auto& kv : stored) stored_no_shuffle = stored_no_shuffle || kv.first == "no-shuffle";
     if (given.on("no-shuffle") && !stored_no_shuffle)

@@ -2,6 +2,7 @@
 #include "io/dataloader.h"
 
 #include <algorithm>
+#include <cassert>
 #include <utility>
 
 #include "base/platform.h"
@@ -38,13 +39,13 @@ void dataloader_init(DataLoader* dl, const std::string& spec, const char* flag, 
     dl->T = T;
     dl->vocab_size = vocab_size;
     dl->num_windows = 0;
-    const size_t need = (size_t)dl->world * B * T + 1;
+    const size_t need = (size_t)dl->accum * dl->world * B * T + 1;
     for (const std::string& path : dataloader_expand(spec, flag)) {
         TokenShard shard;
         tokenfile_map(&shard, path, vocab_size);
         if (shard.num_tokens < need)
-            fatal("too few tokens in %s: expected at least %sB*T+1 = %zu, got %zu", path.c_str(),
-                  dl->world > 1 ? "world*" : "", need, shard.num_tokens);
+            fatal("too few tokens in %s: expected at least %s%sB*T+1 = %zu, got %zu", path.c_str(),
+                  dl->accum > 1 ? "grad-accum*" : "", dl->world > 1 ? "world*" : "", need, shard.num_tokens);
         dl->num_windows += (shard.num_tokens - 1) / T;
         dl->shards.push_back(std::move(shard));
     }
@@ -56,6 +57,7 @@ void dataloader_init(DataLoader* dl, const std::string& spec, const char* flag, 
     dl->order.clear();
     dl->order_key = 0, dl->order_windows = 0;
     dl->pos = 0;
+    dl->micro = 0;
     dl->epoch = -1;  // dataloader_next starts epoch 0
     dl->inputs.assign((size_t)B * T, 0);
     dl->targets.assign((size_t)B * T, 0);
@@ -152,8 +154,8 @@ void dataloader_next(DataLoader* dl) {
 }
 
 bool dataloader_try_next(DataLoader* dl, std::string* err) {
-    const size_t step = (size_t)dl->world * dl->B;
-    if (dl->epoch < 0 || dl->pos + step > order_size(*dl)) {
+    const size_t step = (size_t)dl->accum * dl->world * dl->B;
+    if (dl->micro == 0 && (dl->epoch < 0 || dl->pos + step > order_size(*dl))) {
         // every shard holds >= step windows (dataloader_init), so one move always lands on a usable shard
         if (dl->epoch < 0 || dl->shard_pos + 1 >= dl->shard_order.size()) {
             dl->epoch++;
@@ -174,9 +176,10 @@ bool dataloader_try_next(DataLoader* dl, std::string* err) {
         dl->pos = 0;
     }
     std::vector<uint32_t> windows(dl->B);
-    for (int b = 0; b < dl->B; b++) windows[b] = order_at(*dl, dl->pos + (size_t)dl->rank * dl->B + b);
+    const size_t group = (size_t)dl->micro * dl->world + dl->rank;
+    for (int b = 0; b < dl->B; b++) windows[b] = order_at(*dl, dl->pos + group * dl->B + b);
     if (!load_windows(dl, dl->shards[dl->shard_order[dl->shard_pos]], windows.data(), err)) return false;
-    dl->pos += step;
+    if (++dl->micro == dl->accum) dl->pos += step, dl->micro = 0;
     return true;
 }
 
@@ -199,6 +202,7 @@ void dataloader_batch_at(DataLoader* dl, size_t index) {
 }
 
 DataLoaderState dataloader_state(const DataLoader& dl) {
+    assert(dl.micro == 0 && "taken between steps");
     DataLoaderState s;
     s.shard_order = dl.shard_order;
     s.shard_pos = dl.shard_pos;
@@ -254,5 +258,6 @@ void dataloader_restore(DataLoader* dl, const DataLoaderState& s, const std::str
     dl->order_windows = s.order_windows;
     dl->epoch = s.epoch;
     dl->pos = s.pos;
+    dl->micro = 0;  // states are taken between steps
     dl->rng.state = s.rng;
 }

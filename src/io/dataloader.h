@@ -20,9 +20,12 @@ struct DataLoader {
     std::vector<TokenShard> shards;
     int B = 0, T = 0;
     int vocab_size = 0;  // every id a batch takes is checked against it again (the file may change)
-    // Data parallelism: a step consumes world * B windows of one shard; rank r takes the r-th group of B,
-    // so 2 ranks of B=2 see exactly the windows 1 rank of B=4 sees. 0 and 1 for a single process.
-    int rank = 0, world = 1;
+    // Data parallelism and accumulation: an optimizer step consumes accum * world * B windows (the global
+    // batch) of one shard; micro-batch m of rank r takes the (m * world + r)-th group of B. So every split
+    // of one global batch (2 ranks of B=2, 1 rank of B=4, 1 rank of 2 micro-batches of B=2) takes the same
+    // windows in every step, and a run can go on under another rank count. 0, 1, 1 for a single process.
+    int rank = 0, world = 1, accum = 1;
+    int micro = 0;  // the next micro-batch of the current step
     size_t num_windows = 0;  // over all shards
     bool shuffle = false;
     Rng rng;
@@ -57,7 +60,7 @@ const size_t kDataLoaderStoredOrder = 65536;
 // A bijection of [0, n) chosen by key (n <= 2^32; key 0: the identity): a 4-round Feistel network on the
 // smallest 2^(2h) >= n, applied again until the value falls inside [0, n) (cycle walking).
 uint32_t dataloader_permute(uint64_t i, uint64_t n, uint64_t key);
-DataLoaderState dataloader_state(const DataLoader& dl);
+DataLoaderState dataloader_state(const DataLoader& dl);  // between optimizer steps (micro 0)
 // Consistent on its own: both orders permutations (or a computed window order), positions inside them,
 // epoch -1 exactly when there are no orders, a non-zero RNG state. false with a message otherwise.
 bool dataloader_state_valid(const DataLoaderState& s, std::string* err);
@@ -68,14 +71,15 @@ void dataloader_restore(DataLoader* dl, const DataLoaderState& s, const std::str
 // llm.c sorts them). fatal naming `flag` and the pattern when a pattern matches nothing.
 std::vector<std::string> dataloader_expand(const std::string& spec, const char* flag);
 // Maps the shards of `spec` (ids checked against vocab_size) and prepares (B, T) batches; fatal naming
-// the shard when one holds fewer than B*T + 1 tokens.
+// the shard when one holds fewer than accum*world*B*T + 1 tokens.
 void dataloader_init(DataLoader* dl, const std::string& spec, const char* flag, int vocab_size, int B, int T,
                      bool shuffle, uint64_t seed);
 size_t dataloader_num_tokens(const DataLoader& dl);
 // Windows of shard s.
 size_t dataloader_shard_windows(const DataLoader& dl, size_t s);
-// Next training batch into inputs/targets: this rank's B windows of the next world*B in the current shard;
-// the next shard begins when fewer than world*B windows remain, a new epoch after the last shard.
+// Next training batch into inputs/targets: this rank's B windows of the current micro-batch. The first
+// micro-batch of a step places the step's accum*world*B windows in the current shard (the next shard begins
+// when fewer remain, a new epoch after the last shard); the last moves past them.
 // A shard that changed under the run (shrunk: the read raises SIGBUS, caught; or an id now out of range)
 // is fatal naming it; dataloader_try_next returns false with that message instead, dl having moved on
 // (a caller that carries on restores the dataloader_state it took before, as train_step does per step).

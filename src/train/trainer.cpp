@@ -218,8 +218,9 @@ void Progress::step(int step, int steps, double loss, float lr, float norm, doub
 
 void trainer_load_data(Trainer* t) {
     const TrainOptions& o = t->o;
-    t->train_dl.rank = dist_rank();  // before init, which checks each shard against world * B windows
+    t->train_dl.rank = dist_rank();  // before init, which checks each shard against accum * world * B windows
     t->train_dl.world = dist_world();
+    t->train_dl.accum = o.accum;
     dataloader_init(&t->train_dl, o.train_path, "--train", t->model.cfg.vocab_size, o.B, o.T, o.shuffle, o.seed);
     if (o.val_path.empty()) return;
     dataloader_init(&t->val_dl, o.val_path, "--val", t->model.cfg.vocab_size, o.B, o.T, false, o.seed);

@@ -84,7 +84,8 @@ const std::vector<CliFlag> kTrainFlags = {
 };
 
 // Flags a resumed run must keep: they shape the model or the data order (the data's content is checked by
-// hash, so the file may move).
+// hash, so the file may move). Of -B and --grad-accum only their product with the ranks is kept
+// (keep_global_batch).
 const char* const kFixedOnResume[] = {"batch",  "tokens", "grad-accum", "seed",    "model",
                                       "layers", "heads",  "channels",   "seq-len", "vocab"};
 // Flags that belong to one invocation, not to the run: a resumed run never inherits them. (--log is the

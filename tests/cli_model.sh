@@ -93,9 +93,10 @@ if grep -q avx512_bf16 /proc/cpuinfo; then
     a=$("$GPT2" generate --model tests/fixtures/trained_tiny --prompt-ids 0 --temperature 0 --max-tokens 40 --ids --precision bf16 2>/dev/null)
     check "generate --precision bf16 decodes 40 tokens" test "$(echo $a | wc -w)" -eq 40
 else
-    "$GPT2" eval --model $FIX/model --data $TOK -B 2 -T 16 --batches 5 --precision bf16 >"$TEST_TMP/out" 2>"$TEST_TMP/err"
+    "$GPT2" eval --model $FIX/model --data $TOK -B 2 -T 16 --batches 5 --precision bf16 >"$TEST_TMP/bf16.out" 2>"$TEST_TMP/bf16.err"
+    # (not $TEST_TMP/out or err: check writes its own output there before the command reads them)
     check "without AVX512_BF16, --precision bf16 notes it and runs fp32" \
-        bash -c "grep -q 'no AVX512_BF16' '$TEST_TMP/err' && [ \"\$(tail -1 '$TEST_TMP/out')\" = '$got' ]"
+        bash -c "grep -q 'no AVX512_BF16' '$TEST_TMP/bf16.err' && [ \"\$(tail -1 '$TEST_TMP/bf16.out')\" = '$got' ]"
 fi
 
 # Train a small model from scratch on the fixture tokens: the loss must fall, the log must hold one JSON

@@ -7,6 +7,21 @@ source "$(dirname "$0")/lib.sh"
 SRC=tests/fixtures/trained_tiny
 TOK=tests/fixtures/tokens_v1000.bin
 T=$TEST_TMP
+
+# A 40-byte file whose header claims 16,777,215 tensors: every command that reads a GGUF header refuses it
+# at once with one line, in bounded memory (400 MB of address space; it used to take 1.3 GB).
+printf 'GGUF\003\000\000\000\377\377\377\000\000\000\000\000' >$T/claims.gguf && head -c 24 /dev/zero >>$T/claims.gguf
+cp $T/claims.gguf $T/claims.orig
+vlimit="ulimit -v 400000;"
+under_asan && vlimit=""  # AddressSanitizer reserves more address space than any limit allows
+claims="corrupt GGUF file ($T/claims.gguf): header claims 16777215 tensors, expected at most 0 in the 16 bytes"
+check_error "info on a 40-byte GGUF claiming 16777215 tensors" "$claims" \
+    bash -c "$vlimit exec timeout 20 '$GPT2' info --model $T/claims.gguf"
+check_error "generate on it" "$claims" bash -c "$vlimit exec timeout 20 '$GPT2' generate --model $T/claims.gguf --prompt-ids 1"
+check_error "export --out over it (its header is read to see who wrote it)" "$T/claims.gguf exists and is not a GGUF" \
+    bash -c "$vlimit exec timeout 20 '$GPT2' export --model $SRC --format gguf --out $T/claims.gguf"
+check "... which is untouched" cmp $T/claims.gguf $T/claims.orig
+
 if [ ! -f "${GPT2_DATA_DIR:-data}/gpt2/encoder.json" ]; then
     skip "GGUF export stores GPT-2's tokenizer: set GPT2_DATA_DIR to the directory holding gpt2/"; summary; exit
 fi

@@ -7,6 +7,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstring>
+#include <unordered_set>
 
 #include "base/half.h"
 #include "base/platform.h"
@@ -18,6 +19,10 @@ namespace {
 const char kMagic[4] = {'G', 'G', 'U', 'F'};
 const uint32_t kVersion = 3;
 const uint64_t kMaxEntries = (uint64_t)1 << 24;  // keys, tensors, array elements of strings
+// The fewest bytes one entry takes in the file, so a count is checked against the bytes that remain before
+// anything is allocated for it: a key (length, type, a one-byte value), a tensor (name length, dims count, one
+// dim, type, offset), a string (its length).
+const uint64_t kMinKeyBytes = 8 + 4 + 1, kMinTensorBytes = 8 + 4 + 8 + 4 + 8, kMinStringBytes = 8;
 const size_t kMaxKept = 4096;                    // longest string value kept (tokens, names; not templates)
 const uint64_t kAlignment = 32;
 const char* const kWriterKey = "gpt2cpp.writer";
@@ -144,10 +149,14 @@ bool read_value(Cursor* c, uint32_t type, GgufValue* v, int depth, std::string* 
         if (v->array_count > c->left() / n) return fail(err, "array past the end of the file");
         return c->skip(v->array_count * n);
     }
-    if (v->array_count > std::min(kMaxEntries, c->left() / 8)) return fail(err, "array past the end of the file");
+    if (v->array_count > std::min(kMaxEntries, c->left() / kMinStringBytes))
+        return fail(err, "array of " + std::to_string(v->array_count) + " past the end of the file");
+    const bool keep = v->array_type == kString && depth == 0;  // tokens and merges (each element bounded)
+    if (keep) v->strings.reserve((size_t)v->array_count);
     for (uint64_t i = 0; i < v->array_count; i++) {
         GgufValue e;
         if (!read_value(c, v->array_type, &e, depth + 1, err)) return false;
+        if (keep) v->strings.push_back(std::move(e.str));
     }
     return true;
 }
@@ -173,11 +182,12 @@ bool read_tensor_info(Cursor* c, GgufTensor* t, std::string* err) {
 
 uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
-// Every tensor gpt2 can read lies inside the file, aligned, and no two share a name.
+// Every tensor gpt2 can read lies inside the file, aligned, and no two share a name (indexed by name).
 bool place_tensors(GgufHeader* h, uint64_t data_start, uint64_t alignment, uint64_t file_size, std::string* err) {
-    std::map<std::string, int> seen;
+    h->index.reserve(h->tensors.size());
     for (GgufTensor& t : h->tensors) {
-        if (!seen.emplace(t.name, 0).second) return fail(err, "tensor " + t.name + " appears twice");
+        if (!h->index.emplace(t.name, &t - h->tensors.data()).second)
+            return fail(err, "tensor " + t.name + " appears twice");
         if (t.offset % alignment != 0)
             return fail(err, "tensor " + t.name + " is not aligned to " + std::to_string(alignment) + " bytes");
         if (data_start > file_size || t.offset > file_size - data_start ||
@@ -265,9 +275,8 @@ const GgufValue* GgufHeader::find(const std::string& key) const {
 }
 
 const GgufTensor* GgufHeader::tensor(const std::string& name) const {
-    for (const GgufTensor& t : tensors)
-        if (t.name == name) return &t;
-    return nullptr;
+    auto it = index.find(name);
+    return it == index.end() ? nullptr : &tensors[it->second];
 }
 
 bool gguf_detect(const uint8_t* data, size_t n) { return n >= 4 && memcmp(data, kMagic, 4) == 0; }
@@ -280,7 +289,13 @@ bool gguf_parse(const GgufReadAt& read_at, uint64_t file_size, GgufHeader* h, st
     if (!c.get(&h->version) || !c.get(&n_tensors) || !c.get(&n_kv)) return fail(err, "header past the end of the file");
     if (h->version != kVersion)
         return fail(err, "GGUF version " + std::to_string(h->version) + ", expected 3");
-    if (n_tensors > kMaxEntries || n_kv > kMaxEntries) return fail(err, "implausible tensor or key count");
+    // each count against what the bytes that remain can hold, before anything is allocated for it
+    auto too_many = [&](uint64_t n, const char* what, uint64_t min_bytes) {
+        return fail(err, "header claims " + std::to_string(n) + " " + what + ", expected at most " +
+                             std::to_string(std::min(kMaxEntries, c.left() / min_bytes)) + " in the " +
+                             std::to_string(c.left()) + " bytes that follow");
+    };
+    if (n_kv > std::min(kMaxEntries, c.left() / kMinKeyBytes)) return too_many(n_kv, "keys", kMinKeyBytes);
     for (uint64_t i = 0; i < n_kv; i++) {
         std::string key;
         uint32_t type;
@@ -289,6 +304,8 @@ bool gguf_parse(const GgufReadAt& read_at, uint64_t file_size, GgufHeader* h, st
         if (!read_value(&c, type, &v, 0, err)) return fail(err, "key " + key + ": " + *err);
         if (!h->kv.emplace(key, v).second) return fail(err, "key " + key + " appears twice");
     }
+    if (n_tensors > std::min(kMaxEntries, c.left() / kMinTensorBytes))
+        return too_many(n_tensors, "tensors", kMinTensorBytes);
     h->tensors.resize((size_t)n_tensors);
     for (GgufTensor& t : h->tensors)
         if (!read_tensor_info(&c, &t, err)) return false;
@@ -324,7 +341,8 @@ GPT2Config gguf_config(const GgufHeader& h, const std::string& path, std::string
             fatal("tokenizer and model disagree (%s): tokenizer.ggml.tokens has %llu tokens, token_embd.weight %d", p,
                   (unsigned long long)tokens->array_count, cfg.vocab_size);
     std::string weights, vectors;  // the types of the 2-D and of the 1-D tensors, or "mixed"
-    for (const TensorInfo& t : layout_params(cfg)) {
+    const std::vector<TensorInfo> table = layout_params(cfg);
+    for (const TensorInfo& t : table) {
         const GgufTensor* g = h.tensor(t.gguf_name);
         const std::vector<uint64_t> want = gguf_dims(t, cfg);
         if (!g) fatal("missing tensor %s in %s: expected dims %s", t.gguf_name.c_str(), p, dims_str(want).c_str());
@@ -338,10 +356,12 @@ GPT2Config gguf_config(const GgufHeader& h, const std::string& path, std::string
         std::string& seen = t.cols ? weights : vectors;
         seen = seen.empty() || seen == name ? name : "mixed";
     }
+    std::unordered_set<std::string> ours;
+    for (const TensorInfo& t : table) ours.insert(t.gguf_name);
     for (const GgufTensor& g : h.tensors) {
-        bool ours = g.name == "output.weight" && g.dims == wte->dims && type_name(g.type);
-        for (const TensorInfo& t : layout_params(cfg)) ours = ours || g.name == t.gguf_name;
-        if (!ours) fatal("unknown tensor %s in %s: expected only GPT-2's tensors", g.name.c_str(), p);
+        const bool tied_output = g.name == "output.weight" && g.dims == wte->dims && type_name(g.type);
+        if (!tied_output && !ours.count(g.name))
+            fatal("unknown tensor %s in %s: expected only GPT-2's tensors", g.name.c_str(), p);
     }
     *dtype = weights == vectors ? weights : weights + ", 1-D tensors " + vectors;
     return cfg;
@@ -349,11 +369,12 @@ GPT2Config gguf_config(const GgufHeader& h, const std::string& path, std::string
 
 void gguf_read_params(const GgufHeader& h, const GgufReadAt& read_at, const std::string& path,
                       const GPT2Config& cfg, float* params) {
-    for (const TensorInfo& t : layout_params(cfg)) read_tensor(*h.tensor(t.gguf_name), read_at, path, params + t.offset);
+    const std::vector<TensorInfo> table = layout_params(cfg);
+    for (const TensorInfo& t : table) read_tensor(*h.tensor(t.gguf_name), read_at, path, params + t.offset);
     if (const GgufTensor* out = h.tensor("output.weight")) {
         std::vector<float> w(out->numel());
         read_tensor(*out, read_at, path, w.data());
-        const TensorInfo wte = layout_params(cfg)[0];
+        const TensorInfo& wte = table[0];
         if (memcmp(w.data(), params + wte.offset, w.size() * sizeof(float)) != 0)
             fatal("untied output.weight in %s: expected it to equal token_embd.weight (GPT-2 ties them)", path.c_str());
     }

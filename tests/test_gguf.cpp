@@ -172,7 +172,21 @@ TEST(gguf_stores_the_tokenizer_llama_cpp_reads) {
         // GPT-2's merges make tokens 256, 257, ... in order: those below V are the first V - 256
         CHECK(merges && merges->array_count == (uint64_t)std::min(V - 256, 50000));
         CHECK(V > 50256 ? eos && eos->number == 50256 : !eos);
+        // and read back (gguf_tokenizer) it is the tokenizer's first V tokens and the merges among them
+        Tokenizer back;
+        CHECK(gguf_tokenizer(h, path, &back));
+        CHECK(back.vocab_size == V && back.dir == path);
+        CHECK(back.token_bytes == std::vector<std::string>(tok.token_bytes.begin(), tok.token_bytes.begin() + V));
+        CHECK(back.merges.size() == merges->array_count);
+        const std::string text = "To be, or not to be: that is the question.";
+        std::vector<int> ids = tokenizer_encode(&back, text);
+        CHECK(tokenizer_decode(back, ids) == text);
+        for (int id : ids) CHECK(id < V);
+        if (V == 50257) CHECK(ids == tokenizer_encode(&tok, text));
     }
+    GgufHeader none;  // a header without tokenizer keys: none read
+    Tokenizer unused;
+    CHECK(!gguf_tokenizer(none, path, &unused));
     os_unlink(path.c_str());
     os_rmdir(dir);
 }

@@ -380,6 +380,21 @@ void gguf_read_params(const GgufHeader& h, const GgufReadAt& read_at, const std:
     }
 }
 
+bool gguf_tokenizer(const GgufHeader& h, const std::string& path, Tokenizer* tok) {
+    const GgufValue *tokens = h.find("tokenizer.ggml.tokens"), *merges = h.find("tokenizer.ggml.merges");
+    if (!tokens) return false;
+    const GgufValue* model = h.find("tokenizer.ggml.model");
+    const char* p = path.c_str();
+    if (!model || model->type != kString || model->str != "gpt2")
+        fatal_hint("pass --tokenizer DIR", "unsupported tokenizer (%s): tokenizer.ggml.model is %s, expected \"gpt2\"",
+                   p, model && model->type == kString ? ("\"" + model->str + "\"").c_str() : "missing");
+    auto strings = [](const GgufValue* v) { return v && v->type == kArray && v->array_type == kString; };
+    if (!strings(tokens) || !strings(merges))
+        fatal("bad tokenizer (%s): expected tokenizer.ggml.tokens and tokenizer.ggml.merges as arrays of strings", p);
+    tokenizer_from_spellings(tok, tokens->strings, merges->strings, path);
+    return true;
+}
+
 namespace {
 
 // The metadata and tensor table, appended field by field.
@@ -413,15 +428,10 @@ struct HeaderWriter {
 // llama.cpp's tokenizer keys for GPT-2's BPE over the model's first V tokens: their spellings, their kinds
 // (1 normal, 3 control: <|endoftext|>) and the merges whose two sides and result all lie below V.
 int tokenizer_keys(HeaderWriter* w, const Tokenizer& tok, int V) {
-    std::vector<std::string> tokens(V), merges;
+    std::vector<std::string> tokens, merges;
+    tokenizer_spellings(tok, V, &tokens, &merges);
     std::vector<int32_t> kinds(V, 1);
-    for (int id = 0; id < V; id++) tokens[id] = tokenizer_spelling(tok.token_bytes[id]);
     if (V > kTokenizerEot) kinds[kTokenizerEot] = 3;
-    for (const auto& m : tokenizer_merge_pairs(tok)) {
-        auto it = tok.merges.find(((uint64_t)(uint32_t)m.first << 32) | (uint32_t)m.second);
-        if (m.first < V && m.second < V && it->second.merged < V)
-            merges.push_back(tokens[m.first] + " " + tokens[m.second]);
-    }
     w->kv_str("tokenizer.ggml.model", "gpt2");
     w->kv_str("tokenizer.ggml.pre", "gpt-2");
     w->kv_strings("tokenizer.ggml.tokens", tokens);

@@ -67,6 +67,9 @@ GPT2Config gguf_config(const GgufHeader& h, const std::string& path, std::string
 // the file can no longer be read, or if it stores an output.weight that is not wte (untied).
 void gguf_read_params(const GgufHeader& h, const GgufReadAt& read_at, const std::string& path,
                       const GPT2Config& cfg, float* params);
+// The tokenizer the file stores (tokenizer.ggml.tokens and .merges of model "gpt2", as gguf_save writes
+// them) into tok, named by path; false when it stores none, fatal naming the file when it is unusable.
+bool gguf_tokenizer(const GgufHeader& h, const std::string& path, Tokenizer* tok);
 // Writes model as a GGUF file at path (replacing only a GGUF gpt2 wrote; `flag` names it in messages), with
 // the first vocab_size tokens of `tok`. 2-D weights take `type` (q8_0: those whose rows are a multiple of
 // 32 long, all of GPT-2's), 1-D tensors stay f32 as llama.cpp's converters keep them.

@@ -336,7 +336,8 @@ bool checkpoint_tokenizer(const std::string& path, Tokenizer* tok) {
     uint64_t ino = 0;
     const std::vector<uint8_t> head = file_head(path, 4, &size, &ino);
     if (!gguf_detect(head.data(), head.size())) return false;
-    return with_gguf(path, [&](const GgufHeader& h, const GgufReadAt&) { return gguf_tokenizer(h, path, tok); });
+    return with_gguf(path,
+                     [&](const GgufHeader& h, const GgufReadAt& read_at) { return gguf_tokenizer(h, read_at, path, tok); });
 }
 
 namespace {

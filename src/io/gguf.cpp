@@ -18,7 +18,9 @@ namespace {
 
 const char kMagic[4] = {'G', 'G', 'U', 'F'};
 const uint32_t kVersion = 3;
-const uint64_t kMaxEntries = (uint64_t)1 << 24;  // keys, tensors, array elements of strings
+const uint64_t kMaxEntries = (uint64_t)1 << 24;  // array elements (tokenizer.ggml.tokens: GPT-2's has 50,257)
+const uint64_t kMaxKeys = (uint64_t)1 << 16;     // llama.cpp's files have a few dozen
+const uint64_t kMaxTensors = (uint64_t)1 << 18;  // GPT-2 XL has 580; a 1000-layer model 12,004
 // The fewest bytes one entry takes in the file, so a count is checked against the bytes that remain before
 // anything is allocated for it: a key (length, type, a one-byte value), a tensor (name length, dims count, one
 // dim, type, offset), a string (its length).
@@ -145,18 +147,16 @@ bool read_value(Cursor* c, uint32_t type, GgufValue* v, int depth, std::string* 
     if (type != kArray) return fail(err, "unknown value type " + std::to_string(type));
     if (depth > 3) return fail(err, "arrays nested deeper than 3");
     if (!c->get(&v->array_type) || !c->get(&v->array_count)) return fail(err, "array past the end of the file");
+    v->array_at = c->pos();
     if (size_t n = scalar_size(v->array_type)) {
         if (v->array_count > c->left() / n) return fail(err, "array past the end of the file");
         return c->skip(v->array_count * n);
     }
     if (v->array_count > std::min(kMaxEntries, c->left() / kMinStringBytes))
         return fail(err, "array of " + std::to_string(v->array_count) + " past the end of the file");
-    const bool keep = v->array_type == kString && depth == 0;  // tokens and merges (each element bounded)
-    if (keep) v->strings.reserve((size_t)v->array_count);
     for (uint64_t i = 0; i < v->array_count; i++) {
         GgufValue e;
         if (!read_value(c, v->array_type, &e, depth + 1, err)) return false;
-        if (keep) v->strings.push_back(std::move(e.str));
     }
     return true;
 }
@@ -283,6 +283,7 @@ bool gguf_detect(const uint8_t* data, size_t n) { return n >= 4 && memcmp(data, 
 
 bool gguf_parse(const GgufReadAt& read_at, uint64_t file_size, GgufHeader* h, std::string* err) {
     Cursor c(read_at, file_size);
+    h->file_size = file_size;
     char magic[4];
     uint64_t n_tensors, n_kv;
     if (!c.take(magic, 4) || memcmp(magic, kMagic, 4) != 0) return fail(err, "no GGUF magic");
@@ -290,12 +291,13 @@ bool gguf_parse(const GgufReadAt& read_at, uint64_t file_size, GgufHeader* h, st
     if (h->version != kVersion)
         return fail(err, "GGUF version " + std::to_string(h->version) + ", expected 3");
     // each count against what the bytes that remain can hold, before anything is allocated for it
-    auto too_many = [&](uint64_t n, const char* what, uint64_t min_bytes) {
-        return fail(err, "header claims " + std::to_string(n) + " " + what + ", expected at most " +
-                             std::to_string(std::min(kMaxEntries, c.left() / min_bytes)) + " in the " +
-                             std::to_string(c.left()) + " bytes that follow");
+    auto too_many = [&](uint64_t n, const char* what, uint64_t most, uint64_t min_bytes) {
+        if (n <= std::min(most, c.left() / min_bytes)) return false;
+        return !fail(err, "header claims " + std::to_string(n) + " " + what + ", expected at most " +
+                              std::to_string(std::min(most, c.left() / min_bytes)) + " in the " +
+                              std::to_string(c.left()) + " bytes that follow");
     };
-    if (n_kv > std::min(kMaxEntries, c.left() / kMinKeyBytes)) return too_many(n_kv, "keys", kMinKeyBytes);
+    if (too_many(n_kv, "keys", kMaxKeys, kMinKeyBytes)) return false;
     for (uint64_t i = 0; i < n_kv; i++) {
         std::string key;
         uint32_t type;
@@ -304,8 +306,7 @@ bool gguf_parse(const GgufReadAt& read_at, uint64_t file_size, GgufHeader* h, st
         if (!read_value(&c, type, &v, 0, err)) return fail(err, "key " + key + ": " + *err);
         if (!h->kv.emplace(key, v).second) return fail(err, "key " + key + " appears twice");
     }
-    if (n_tensors > std::min(kMaxEntries, c.left() / kMinTensorBytes))
-        return too_many(n_tensors, "tensors", kMinTensorBytes);
+    if (too_many(n_tensors, "tensors", kMaxTensors, kMinTensorBytes)) return false;
     h->tensors.resize((size_t)n_tensors);
     for (GgufTensor& t : h->tensors)
         if (!read_tensor_info(&c, &t, err)) return false;
@@ -380,7 +381,7 @@ void gguf_read_params(const GgufHeader& h, const GgufReadAt& read_at, const std:
     }
 }
 
-bool gguf_tokenizer(const GgufHeader& h, const std::string& path, Tokenizer* tok) {
+bool gguf_tokenizer(const GgufHeader& h, const GgufReadAt& read_at, const std::string& path, Tokenizer* tok) {
     const GgufValue *tokens = h.find("tokenizer.ggml.tokens"), *merges = h.find("tokenizer.ggml.merges");
     if (!tokens) return false;
     const GgufValue* model = h.find("tokenizer.ggml.model");
@@ -391,7 +392,15 @@ bool gguf_tokenizer(const GgufHeader& h, const std::string& path, Tokenizer* tok
     auto strings = [](const GgufValue* v) { return v && v->type == kArray && v->array_type == kString; };
     if (!strings(tokens) || !strings(merges))
         fatal("bad tokenizer (%s): expected tokenizer.ggml.tokens and tokenizer.ggml.merges as arrays of strings", p);
-    tokenizer_from_spellings(tok, tokens->strings, merges->strings, path);
+    auto elements = [&](const GgufValue* v) {  // read again from the file: gguf_parse checked their bounds
+        Cursor c(read_at, h.file_size);
+        std::vector<std::string> out((size_t)v->array_count);
+        bool ok = c.skip(v->array_at);
+        for (std::string& e : out) ok = ok && c.string(&e, kMaxKept);
+        if (!ok) fatal("cannot read %s: tokenizer.ggml arrays are cut short (the file changed or shrank?)", p);
+        return out;
+    };
+    tokenizer_from_spellings(tok, elements(tokens), elements(merges), path);
     return true;
 }
 

@@ -21,15 +21,14 @@
 enum class GgufType : uint32_t { kF32 = 0, kF16 = 1, kQ8_0 = 8, kBF16 = 30 };
 
 // One metadata value: numbers of every width in `number` (integers exactly up to 2^53), strings whole
-// (up to 4 KiB; longer ones only counted), arrays counted, and of an array of strings its elements (so
-// strings longer than 4 KiB kept empty; tokenizer.ggml.tokens and merges).
+// (up to 4 KiB; longer ones only counted), arrays counted and where their elements start (not kept).
 struct GgufValue {
     uint32_t type = 0;  // GGUF's value type: 0-7 and 10-12 numbers and bool, 8 string, 9 array
     double number = 0;
     std::string str;
     uint32_t array_type = 0;
     uint64_t array_count = 0;
-    std::vector<std::string> strings;  // an array of strings: its elements
+    uint64_t array_at = 0;  // file offset of the first element
 };
 
 struct GgufTensor {
@@ -46,6 +45,7 @@ struct GgufHeader {
     std::map<std::string, GgufValue> kv;
     std::vector<GgufTensor> tensors;
     std::unordered_map<std::string, size_t> index;  // tensor name -> its place in tensors
+    uint64_t file_size = 0;
     const GgufValue* find(const std::string& key) const;
     const GgufTensor* tensor(const std::string& name) const;
 };
@@ -68,8 +68,9 @@ GPT2Config gguf_config(const GgufHeader& h, const std::string& path, std::string
 void gguf_read_params(const GgufHeader& h, const GgufReadAt& read_at, const std::string& path,
                       const GPT2Config& cfg, float* params);
 // The tokenizer the file stores (tokenizer.ggml.tokens and .merges of model "gpt2", as gguf_save writes
-// them) into tok, named by path; false when it stores none, fatal naming the file when it is unusable.
-bool gguf_tokenizer(const GgufHeader& h, const std::string& path, Tokenizer* tok);
+// them; their strings read through read_at) into tok, named by path; false when it stores none, fatal naming
+// the file when it is unusable.
+bool gguf_tokenizer(const GgufHeader& h, const GgufReadAt& read_at, const std::string& path, Tokenizer* tok);
 // Writes model as a GGUF file at path (replacing only a GGUF gpt2 wrote; `flag` names it in messages), with
 // the first vocab_size tokens of `tok`. 2-D weights take `type` (q8_0: those whose rows are a multiple of
 // 32 long, all of GPT-2's), 1-D tensors stay f32 as llama.cpp's converters keep them.

@@ -7,7 +7,23 @@ source "$(dirname "$0")/lib.sh"
 SRC=tests/fixtures/trained_tiny
 TOK=tests/fixtures/tokens_v1000.bin
 T=$TEST_TMP
-if [ ! -f "${GPT2_DATA_DIR:-data}/gpt2/encoder.json" ]; then
+
+# A 40-byte file whose header claims 16,777,215 tensors: every command that reads a GGUF header refuses it
+# at once with one line, in bounded memory (400 MB of address space; it used to take 1.3 GB).
+printf 'GGUF\003\000\000\000\377\377\377\000\000\000\000\000' >$T/claims.gguf && head -c 24 /dev/zero >>$T/claims.gguf
+cp $T/claims.gguf $T/claims.orig
+vlimit="ulimit -v 400000;"
+under_asan && vlimit=""  # AddressSanitizer reserves more address space than any limit allows
+claims="corrupt GGUF file ($T/claims.gguf): header claims 16777215 tensors, expected at most 0 in the 16 bytes"
+check_error "info on a 40-byte GGUF claiming 16777215 tensors" "$claims" \
+    bash -c "$vlimit exec timeout 20 '$GPT2' info --model $T/claims.gguf"
+check_error "generate on it" "$claims" bash -c "$vlimit exec timeout 20 '$GPT2' generate --model $T/claims.gguf --prompt-ids 1"
+check_error "export --out over it (its header is read to see who wrote it)" "$T/claims.gguf exists and is not a GGUF" \
+    bash -c "$vlimit exec timeout 20 '$GPT2' export --model $SRC --format gguf --out $T/claims.gguf"
+check "... which is untouched" cmp $T/claims.gguf $T/claims.orig
+
+TOKDIR=${GPT2_DATA_DIR:-data}/gpt2
+if [ ! -f "$TOKDIR/encoder.json" ]; then
     skip "GGUF export stores GPT-2's tokenizer: set GPT2_DATA_DIR to the directory holding gpt2/"; summary; exit
 fi
 
@@ -55,6 +71,36 @@ check_error "--dtype q4_0" "bad value for --dtype (export): expected f32, f16, b
 check_error "--tokenizer with --format llmc" "--tokenizer is for --format gguf" \
     "$GPT2" export --model $SRC --format llmc --tokenizer $T --out $T/never.bin
 check "... and nothing was written" test ! -e $T/never -a ! -e $T/never.gguf -a ! -e $T/never.bin
+
+# The tokenizer travels with the model: away from the repository, with GPT2_DATA_DIR unset, a GGUF's own
+# tokenizer (this one: the first 1000 of GPT-2's tokens) serves generate, eval --hellaswag and train's samples,
+# and export --format hf stores it (vocab.json + merges.txt) for the export to serve the same.
+mkdir -p $T/away
+ABS=$(cd "$(dirname "$GPT2")" && pwd)/$(basename "$GPT2")
+away() { (cd $T/away && env -u GPT2_DATA_DIR timeout 300 "$ABS" "$@"); }
+text() { away generate --model "$1" --prompt "To be, or not" --max-tokens 12 --seed 3; }
+text $T/m_f32.gguf >$T/own.out 2>$T/own.err
+check "generate --prompt from a GGUF, away from data/gpt2, with its own tokenizer" grep -q '^To be, or not' $T/own.out
+check "... and says so in one line" grep -qx "tokenizer: $T/m_f32.gguf (the model's own)" $T/own.err
+away eval --model $T/m_f32.gguf --hellaswag $(pwd)/tests/fixtures/hellaswag/mini.jsonl >$T/hs.out 2>&1  # context 32: too short
+check "eval --hellaswag on a GGUF, away from data/gpt2, encodes with its tokenizer" \
+    grep -qx "tokenizer: $T/m_f32.gguf (the model's own)" $T/hs.out
+away train --model $T/m_f32.gguf --train $(pwd)/$TOK --val '' -B 2 -T 16 --steps 1 --sample-tokens 4 --out $T/away/s \
+    >$T/train.out 2>&1
+check "train --model FILE.gguf samples with the file's tokenizer" grep -qx "tokenizer: $T/m_f32.gguf (the model's own)" $T/train.out
+away export --model $T/m_f32.gguf --out $T/hf_tok >/dev/null 2>&1
+check "export --format hf from a GGUF, away from data/gpt2, stores its tokenizer" test "$(ls $T/hf_tok | tr '\n' ' ')" = \
+    "config.json merges.txt model.safetensors special_tokens_map.json tokenizer_config.json vocab.json "
+text $T/hf_tok >$T/hf.out 2>$T/hf.err
+check "... which generate reads back from the export alone, to the same text" \
+    bash -c "grep -q '^To be, or not' $T/hf.out && cmp $T/hf.out $T/own.out"
+check "... saying whose tokenizer it used" grep -qx "tokenizer: $T/hf_tok (the model's own)" $T/hf.err
+"$GPT2" generate --model $T/hf_tok --prompt hi --max-tokens 2 2>$T/wins.err >/dev/null
+check "the model's own tokenizer wins over GPT2_DATA_DIR's (50257 tokens; the model has 1000)" \
+    grep -qx "tokenizer: $T/hf_tok (the model's own)" $T/wins.err
+check_error "an explicit --tokenizer wins over the model's own" \
+    "tokenizer and model disagree ($TOKDIR): tokenizer has 50257 tokens, model 1000" \
+    "$GPT2" generate --model $T/m_f32.gguf --tokenizer $TOKDIR --prompt hi
 
 # Broken and foreign files, made from a good one by replacing bytes of the same length (perl -pe on raw bytes).
 patch() { perl -0777 -pe "s/$2/$3/" "$1"; }

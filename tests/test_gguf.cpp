@@ -28,14 +28,16 @@ std::vector<uint8_t> file_bytes(const std::string& path) {
     return b;
 }
 
+GgufReadAt image_reader(const std::vector<uint8_t>& image) {
+    return [&image](void* dst, size_t n, uint64_t at) {
+        if (at > image.size() || n > image.size() - at) return false;
+        memcpy(dst, image.data() + at, n);
+        return true;
+    };
+}
+
 bool parse_image(const std::vector<uint8_t>& image, GgufHeader* h, std::string* err) {
-    return gguf_parse(
-        [&](void* dst, size_t n, uint64_t at) {
-            if (at > image.size() || n > image.size() - at) return false;
-            memcpy(dst, image.data() + at, n);
-            return true;
-        },
-        image.size(), h, err);
+    return gguf_parse(image_reader(image), image.size(), h, err);
 }
 
 bool tokenizer_here(Tokenizer* tok) {
@@ -163,7 +165,8 @@ TEST(gguf_stores_the_tokenizer_llama_cpp_reads) {
         gguf_save(model, tok, path, GgufType::kF32, "test");
         GgufHeader h;
         std::string err;
-        CHECK(parse_image(file_bytes(path), &h, &err));
+        const std::vector<uint8_t> image = file_bytes(path);
+        CHECK(parse_image(image, &h, &err));
         const GgufValue *tokens = h.find("tokenizer.ggml.tokens"), *merges = h.find("tokenizer.ggml.merges");
         const GgufValue *kinds = h.find("tokenizer.ggml.token_type"), *eos = h.find("tokenizer.ggml.eos_token_id");
         CHECK(h.find("tokenizer.ggml.model") && h.find("tokenizer.ggml.model")->str == "gpt2");
@@ -172,7 +175,21 @@ TEST(gguf_stores_the_tokenizer_llama_cpp_reads) {
         // GPT-2's merges make tokens 256, 257, ... in order: those below V are the first V - 256
         CHECK(merges && merges->array_count == (uint64_t)std::min(V - 256, 50000));
         CHECK(V > 50256 ? eos && eos->number == 50256 : !eos);
+        // and read back (gguf_tokenizer) it is the tokenizer's first V tokens and the merges among them
+        Tokenizer back;
+        CHECK(gguf_tokenizer(h, image_reader(image), path, &back));
+        CHECK(back.vocab_size == V && back.dir == path);
+        CHECK(back.token_bytes == std::vector<std::string>(tok.token_bytes.begin(), tok.token_bytes.begin() + V));
+        CHECK(back.merges.size() == merges->array_count);
+        const std::string text = "To be, or not to be: that is the question.";
+        std::vector<int> ids = tokenizer_encode(&back, text);
+        CHECK(tokenizer_decode(back, ids) == text);
+        for (int id : ids) CHECK(id < V);
+        if (V == 50257) CHECK(ids == tokenizer_encode(&tok, text));
     }
+    GgufHeader none;  // a header without tokenizer keys: none read
+    Tokenizer unused;
+    CHECK(!gguf_tokenizer(none, image_reader({}), path, &unused));
     os_unlink(path.c_str());
     os_rmdir(dir);
 }

@@ -88,7 +88,7 @@ int cmd_export(int argc, char** argv) {
         {"out", "", "", "output: a directory for hf, a file for llmc and gguf"},
         {"format", "", "hf", "hf (config.json + model.safetensors), llmc (llm.c .bin) or gguf (llama.cpp)"},
         {"dtype", "", "f32", "f32, f16 (hf, gguf), bf16, or q8_0 (gguf); narrowing rounds to nearest even"},
-        {"tokenizer", "", "", "gguf: directory with encoder.json + vocab.bpe (default: $GPT2_DATA_DIR/gpt2 or data/gpt2)"},
+        {"tokenizer", "", "", "gguf, hf: tokenizer directory to store (default: the model's own, else $GPT2_DATA_DIR/gpt2 or data/gpt2)"},
         kCliHeadsFlag,
     };
     CliArgs args = cli_parse(argc, argv, "export",
@@ -103,8 +103,8 @@ int cmd_export(int argc, char** argv) {
     if (format == "llmc" && (dtype == "f16" || dtype == "q8_0"))
         fatal("bad value for --dtype (export): llm.c files are f32 (v3) or bf16 (v5)");
     if (format == "hf" && dtype == "q8_0") fatal("bad value for --dtype (export): q8_0 is for --format gguf");
-    if (args.has("tokenizer") && format != "gguf")
-        fatal("conflicting flags (export): --tokenizer is for --format gguf, which stores the tokenizer");
+    if (args.has("tokenizer") && format == "llmc")
+        fatal("conflicting flags (export): --tokenizer is for --format gguf or hf, which store the tokenizer");
     std::unique_ptr<PathLock> lock;
     if (format != "hf") {  // checked before the model is read: a file is replaced only by its own kind
         input_note_path(args.str("model"));
@@ -113,19 +113,26 @@ int cmd_export(int argc, char** argv) {
     }
     GPT2 model;
     checkpoint_load(&model, args.str("model"), cli_heads(args));
+    Tokenizer tok;  // stored with the model: GGUF needs one, an HF export has one when there is one
+    std::string which;
+    if (format != "llmc") which = cli_tokenizer(args, args.str("model"), format == "gguf", &tok);
     if (format == "hf") {
-        checkpoint_export_hf(model, out, dtype == "f32" ? "F32" : dtype == "f16" ? "F16" : "BF16");
+        if (which.empty())
+            printf("note: no tokenizer files in %s (encoder.json + vocab.bpe), the model carries none: exporting "
+                   "without tokenizer files; set --tokenizer or GPT2_DATA_DIR to include them\n",
+                   tokenizer_default_dir().c_str());
+        checkpoint_export_hf(model, out, dtype == "f32" ? "F32" : dtype == "f16" ? "F16" : "BF16",
+                             which.empty() ? nullptr : &tok);
     } else if (format == "llmc") {
         llmc_save(model, out, dtype == "f32" ? 3 : 5, "--out (export)");
     } else {
-        Tokenizer tok;
-        tokenizer_load(&tok, args.has("tokenizer") ? args.str("tokenizer") : tokenizer_default_dir());
         const GgufType type = dtype == "f32"    ? GgufType::kF32
                               : dtype == "f16"  ? GgufType::kF16
                               : dtype == "bf16" ? GgufType::kBF16
                                                 : GgufType::kQ8_0;
         gguf_save(model, tok, out, type, "--out (export)");
     }
-    printf("wrote %s (%s, %s)\n", out.c_str(), format.c_str(), dtype.c_str());
+    printf("wrote %s (%s, %s%s)\n", out.c_str(), format.c_str(), dtype.c_str(),
+           which.empty() ? "" : (", tokenizer " + which).c_str());
     return 0;
 }

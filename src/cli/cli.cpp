@@ -9,7 +9,9 @@
 #include <cstring>
 
 #include "base/util.h"
+#include "io/checkpoint.h"
 #include "model/model.h"
+#include "text/tokenizer.h"
 
 int cli_edit_distance(const std::string& a, const std::string& b) {
     std::vector<int> prev(b.size() + 1), cur(b.size() + 1);
@@ -175,6 +177,18 @@ void cli_set_precision(GPT2* model, const CliArgs& args, bool inference) {
     for (const TensorInfo& t : model->param_table) matrices += t.cols != 0;
     fprintf(stderr, "precision: int8, %d of %d weight matrices in q8_0 blocks (8 bits, one fp16 scale per 32)%s\n",
             quantized, matrices, quantized < matrices ? "; the rest fp32 (rows not a multiple of 32, or values past q8_0)" : "");
+}
+
+std::string cli_tokenizer(const CliArgs& args, const std::string& model, bool required, Tokenizer* tok) {
+    if (args.has("tokenizer") && !args.str("tokenizer").empty()) {
+        tokenizer_load(tok, args.str("tokenizer"));
+        return tok->dir + " (--tokenizer)";
+    }
+    if (!model.empty() && checkpoint_tokenizer(model, tok)) return tok->dir + " (the model's own)";
+    const std::string dir = tokenizer_default_dir();
+    if (!required && !tokenizer_files_present(dir)) return "";
+    tokenizer_load(tok, dir);
+    return dir;
 }
 
 CliArgs cli_merge_stored(const CliArgs& given, const std::vector<std::pair<std::string, std::string>>& stored,

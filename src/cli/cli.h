@@ -54,6 +54,14 @@ struct GPT2;
 // were quantized.
 void cli_set_precision(GPT2* model, const CliArgs& args, bool inference);
 
+// The tokenizer for a command on the checkpoint `model` ("" for none): --tokenizer when given, else the one
+// the model carries (checkpoint_tokenizer: a GGUF's own, an HF directory's vocab.json + merges.txt), else
+// tokenizer_default_dir(). Returns which it loaded, for the command's one line: "DIR (--tokenizer)",
+// "PATH (the model's own)" or "DIR"; "" (nothing loaded) when !required and the default directory has no
+// tokenizer files. The caller checks the vocabulary against the model's.
+struct Tokenizer;
+std::string cli_tokenizer(const CliArgs& args, const std::string& model, bool required, Tokenizer* tok);
+
 // Flags a resumed run takes from its checkpoint: `stored` first, then the ones given now (later values
 // win). A stored name the command does not declare is fatal naming `where` (the train state file).
 CliArgs cli_merge_stored(const CliArgs& given, const std::vector<std::pair<std::string, std::string>>& stored,

@@ -166,7 +166,7 @@ void run_samples(const GPT2& model, const Tokenizer& tok, const std::vector<int>
 CliArgs generate_args(int argc, char** argv) {
     static const std::vector<CliFlag> flags = {
         {"model", "", "", "checkpoint to sample from"},
-        {"tokenizer", "", "", "directory with encoder.json + vocab.bpe (default: $GPT2_DATA_DIR/gpt2 or data/gpt2)"},
+        {"tokenizer", "", "", "directory with encoder.json + vocab.bpe (default: the model's own, else $GPT2_DATA_DIR/gpt2 or data/gpt2)"},
         {"prompt", "", "", "prompt text (default: start from <|endoftext|>)"},
         {"prompt-file", "", "", "read the prompt text from this file"},
         {"prompt-ids", "", "", "prompt as space-separated token ids instead of text"},
@@ -270,8 +270,11 @@ int cmd_generate(int argc, char** argv) {
     memory_check(generate_memory_bytes(model.cfg, model.cfg.max_seq_len, r.opts.max_tokens),
                  "the KV cache for --max-tokens " + std::to_string(r.opts.max_tokens), "generate fewer tokens");
     Tokenizer tok;
-    if (r.need_tokenizer)
-        tokenizer_load_for_model(&tok, args.has("tokenizer") ? args.str("tokenizer") : "", model.cfg.vocab_size, "");
+    if (r.need_tokenizer) {
+        const std::string which = cli_tokenizer(args, args.str("model"), true, &tok);
+        tokenizer_check_vocab(tok, model.cfg.vocab_size, "");
+        fprintf(stderr, "tokenizer: %s\n", which.c_str());
+    }
     Rng rng((uint64_t)args.integer_in("seed", 0, LLONG_MAX));
     if (!r.interactive) {
         run_samples(model, tok, read_prompt(args, &tok, model.cfg), r, &rng);

@@ -90,7 +90,9 @@ int cmd_eval_hellaswag(const CliArgs& args) {
     checkpoint_load(&model, args.str("model"), cli_heads(args));
     cli_set_precision(&model, args, true);
     Tokenizer tok;
-    tokenizer_load_for_model(&tok, args.has("tokenizer") ? args.str("tokenizer") : "", model.cfg.vocab_size, "");
+    const std::string which = cli_tokenizer(args, args.str("model"), true, &tok);
+    tokenizer_check_vocab(tok, model.cfg.vocab_size, "");
+    fprintf(stderr, "tokenizer: %s\n", which.c_str());
     const int longest = hellaswag_tokenize(&examples, &tok, model.cfg.max_seq_len, path);
     const int per = (int)std::min((size_t)per_batch, examples.size());
     memory_check(hellaswag_memory_bytes(model.cfg, per, longest),

@@ -67,7 +67,7 @@ const std::vector<CliFlag> kTrainFlags = {
      "loss plot PNG (800x500), refreshed at each validation (default: loss.png in --out, with each save)"},
     {"sample-every", "", "0", "print a generated sample every N steps; 0: only after the last step"},
     {"sample-tokens", "", "64", "tokens per sample; 0 disables samples (and the tokenizer)"},
-    {"tokenizer", "", "", "tokenizer directory for samples (default: $GPT2_DATA_DIR/gpt2 or data/gpt2)"},
+    {"tokenizer", "", "", "tokenizer directory for samples (default: --model's own, else $GPT2_DATA_DIR/gpt2 or data/gpt2)"},
     kCliPrecisionFlag,
     {"recompute", "", "",
      "keep a third less activation memory: the backward recomputes LayerNorm and GELU outputs (the same "
@@ -388,29 +388,29 @@ CliArgs resume_args(const CliArgs& given, const std::string& resume_dir, TrainSt
     return cli_merge_stored(given, stored, resume->path);
 }
 
-// The tokenizer for samples. Samples are on by default, so only a tokenizer asked for by flag must exist
-// and fit the model; otherwise training goes on without samples and says so.
+// The tokenizer for samples (cli_tokenizer: --tokenizer, --model's own, or the default directory). Samples
+// are on by default, so only a tokenizer asked for by flag must exist and fit the model; otherwise training
+// goes on without samples and says so.
 void load_sampler(Trainer* t, const CliArgs& args, const CliArgs& given) {
     const GPT2Config& cfg = t->model.cfg;
-    const std::string dir = args.has("tokenizer") ? args.str("tokenizer") : tokenizer_default_dir();
     memory_check(generate_memory_bytes(cfg, 1, std::max(1, t->o.sample_tokens)),
                  "samples of --sample-tokens " + std::to_string(t->o.sample_tokens), "lower --sample-tokens");
     const bool asked = given.has("sample-tokens") || given.has("tokenizer");
-    if (given.has("tokenizer") && !tokenizer_files_present(dir))  // asked for by name: it must be there
-        tokenizer_load(&t->tok, dir);                                // (fails naming what is missing)
-    if (!tokenizer_files_present(dir)) {
+    const std::string which = cli_tokenizer(args, args.has("model") ? args.str("model") : "", false, &t->tok);
+    if (which.empty()) {
         printf(
             "note: no tokenizer files in %s (encoder.json + vocab.bpe): training without samples; set "
             "--tokenizer or GPT2_DATA_DIR to see them\n",
-            dir.c_str());
+            tokenizer_default_dir().c_str());
         t->o.sample_tokens = 0;
     } else if (asked) {
-        tokenizer_load_for_model(&t->tok, dir, cfg.vocab_size, "--sample-tokens 0 trains without samples");
-    } else if (tokenizer_load(&t->tok, dir), t->tok.vocab_size != cfg.vocab_size) {
-        printf("note: the tokenizer in %s has %d tokens, the model %d: training without samples\n", dir.c_str(),
+        tokenizer_check_vocab(t->tok, cfg.vocab_size, "--sample-tokens 0 trains without samples");
+    } else if (t->tok.vocab_size != cfg.vocab_size) {
+        printf("note: the tokenizer in %s has %d tokens, the model %d: training without samples\n", t->tok.dir.c_str(),
                t->tok.vocab_size, cfg.vocab_size);
         t->o.sample_tokens = 0;
     }
+    if (t->o.sample_tokens) printf("tokenizer: %s\n", which.c_str());
 }
 
 // Every rank must run the same math on the same data: a rank started with other flags, another model or
@@ -594,7 +594,7 @@ static const std::vector<CliFlag> kEvalFlags = {
     {"hellaswag", "", "", "HellaSwag JSONL (hellaswag_val.jsonl) to score instead of --data: prints acc, acc_norm"},
     {"hellaswag-batch", "", "4", "HellaSwag examples per forward pass (4 rows each)"},
     {"hellaswag-scores", "", "", "write each HellaSwag example's candidate losses and choices here (JSON lines)"},
-    {"tokenizer", "", "", "tokenizer directory for --hellaswag (default: $GPT2_DATA_DIR/gpt2 or data/gpt2)"},
+    {"tokenizer", "", "", "tokenizer directory for --hellaswag (default: the model's own, else $GPT2_DATA_DIR/gpt2 or data/gpt2)"},
     kCliInferPrecisionFlag,
 };
 

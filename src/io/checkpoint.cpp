@@ -215,8 +215,9 @@ std::vector<uint8_t> file_head(const std::string& path, size_t n, size_t* file_s
     return head;
 }
 
-// A GGUF file (gguf.h): header and geometry, and with `model` the weights, all through one descriptor.
-GPT2Config open_gguf(const std::string& path, CheckpointInfo* info, GPT2* model) {
+// Opens a GGUF file and parses its header, then calls use(header, read_at) while the file is open.
+template <typename Use>
+auto with_gguf(const std::string& path, Use use) {
     const int fd = os_open_read(path);
     FileInfo file;
     if (fd < 0 || !os_fstat(fd, &file)) fatal("cannot open %s: %s", path.c_str(), strerror(errno));
@@ -229,14 +230,21 @@ GPT2Config open_gguf(const std::string& path, CheckpointInfo* info, GPT2* model)
     GgufHeader h;
     std::string err;
     if (!gguf_parse(read_at, file.size, &h, &err)) fatal("corrupt GGUF file (%s): %s", path.c_str(), err.c_str());
-    const GPT2Config cfg = gguf_config(h, path, &info->dtype);
-    info->format = "gguf v3";
-    if (model) {
-        memory_check(gpt2_params_bytes(cfg), "parameters of " + path, "use a smaller model");
-        gpt2_build(model, cfg);
-        gguf_read_params(h, read_at, path, cfg, model->params.data());
-    }
-    return cfg;
+    return use(h, read_at);
+}
+
+// A GGUF file (gguf.h): header and geometry, and with `model` the weights, all through one descriptor.
+GPT2Config open_gguf(const std::string& path, CheckpointInfo* info, GPT2* model) {
+    return with_gguf(path, [&](const GgufHeader& h, const GgufReadAt& read_at) {
+        const GPT2Config cfg = gguf_config(h, path, &info->dtype);
+        info->format = "gguf v3";
+        if (model) {
+            memory_check(gpt2_params_bytes(cfg), "parameters of " + path, "use a smaller model");
+            gpt2_build(model, cfg);
+            gguf_read_params(h, read_at, path, cfg, model->params.data());
+        }
+        return cfg;
+    });
 }
 
 // Resolves PATH to its format and geometry from headers alone. With `load`, also reads the parameters
@@ -318,7 +326,59 @@ GPT2Config checkpoint_inspect(const std::string& path, int heads_override, Check
     return open_checkpoint(path, heads_override, info, nullptr);
 }
 
-void checkpoint_save_hf(const GPT2& model, const std::string& dir, const std::string& dtype) {
+bool checkpoint_tokenizer(const std::string& path, Tokenizer* tok) {
+    if (dir_exists(path)) {
+        if (!tokenizer_files_present(path)) return false;
+        tokenizer_load(tok, path);
+        return true;
+    }
+    size_t size = 0;
+    uint64_t ino = 0;
+    const std::vector<uint8_t> head = file_head(path, 4, &size, &ino);
+    if (!gguf_detect(head.data(), head.size())) return false;
+    return with_gguf(path,
+                     [&](const GgufHeader& h, const GgufReadAt& read_at) { return gguf_tokenizer(h, read_at, path, tok); });
+}
+
+namespace {
+
+const OutputKind kNewFile = {"a new file", nullptr};  // files of a fresh staging directory
+
+// HuggingFace's GPT-2 tokenizer files for the model's vocabulary (tokenizer_spellings): vocab.json and
+// merges.txt (GPT-2's encoder.json and vocab.bpe under HF's names, merges after a `#version: 0.2` line, which
+// GPT2Tokenizer skips), and the settings it reads beside them. A vocabulary without <|endoftext|> (the first
+// V < 50257 tokens) names no special tokens, as config.json then gives null ids.
+void save_hf_tokenizer(const Tokenizer& tok, const GPT2Config& cfg, const std::string& dir) {
+    if (tok.vocab_size < cfg.vocab_size)
+        fatal("tokenizer and model disagree (%s): tokenizer has %d tokens, model %d", tok.dir.c_str(), tok.vocab_size,
+              cfg.vocab_size);
+    std::vector<std::string> tokens, merges;
+    tokenizer_spellings(tok, cfg.vocab_size, &tokens, &merges);
+    std::string vocab = "{";
+    for (size_t id = 0; id < tokens.size(); id++)
+        vocab += (id ? ", " : "") + json_escape(tokens[id]) + ": " + std::to_string(id);
+    vocab += "}\n";
+    std::string bpe = "#version: 0.2\n";
+    for (const std::string& m : merges) bpe += m + "\n";
+    const bool eot = cfg.vocab_size > kTokenizerEot;
+    const std::string special = eot ? "\"<|endoftext|>\"" : "null";
+    const std::string specials = "  \"bos_token\": " + special + ",\n  \"eos_token\": " + special +
+                                 ",\n  \"unk_token\": " + special + "\n";
+    const std::string config = "{\n  \"tokenizer_class\": \"GPT2Tokenizer\",\n  \"model_max_length\": " +
+                               std::to_string(cfg.max_seq_len) + ",\n  \"add_prefix_space\": false,\n" + specials +
+                               "}\n";
+    const std::string map = eot ? "{\n" + specials + "}\n" : "{}\n";
+    const std::pair<const char*, const std::string*> files[] = {{"vocab.json", &vocab},
+                                                                  {"merges.txt", &bpe},
+                                                                  {"tokenizer_config.json", &config},
+                                                                  {"special_tokens_map.json", &map}};
+    for (const auto& f : files)
+        output_write(path_join(dir, f.first), f.first, kNewFile, {{f.second->data(), f.second->size()}});
+}
+
+}  // namespace
+
+void checkpoint_save_hf(const GPT2& model, const std::string& dir, const std::string& dtype, const Tokenizer* tok) {
     const GPT2Config& cfg = model.cfg;
     assert((dtype == "F32" || dtype == "F16" || dtype == "BF16") && "checkpoint_save_hf dtype");
     checkpoint_check_finite(model, dir, "not saving non-finite weights");
@@ -363,17 +423,20 @@ void checkpoint_save_hf(const GPT2& model, const std::string& dir, const std::st
                      "  \"eos_token_id\": %s,\n  \"tie_word_embeddings\": true\n}\n",
                      cfg.max_seq_len, cfg.max_seq_len, cfg.channels, cfg.num_heads, cfg.num_layers, cfg.vocab_size,
                      eot.c_str(), eot.c_str());
-    static const OutputKind kNewFile = {"a new file", nullptr};  // dir is a fresh staging directory
     output_write(path_join(dir, "config.json"), "config.json", kNewFile, {{json, (size_t)n}});
+    if (tok) save_hf_tokenizer(*tok, cfg, dir);
 }
 
 namespace {
 
-bool export_is_ours(const std::string& name) { return name_is_ours(name, {"config.json", "model.safetensors"}); }
+bool export_is_ours(const std::string& name) {
+    return name_is_ours(name, {"config.json", "model.safetensors", "vocab.json", "merges.txt", "tokenizer_config.json",
+                               "special_tokens_map.json"});
+}
 
 }  // namespace
 
-void checkpoint_export_hf(const GPT2& model, const std::string& out, const std::string& dtype) {
+void checkpoint_export_hf(const GPT2& model, const std::string& out, const std::string& dtype, const Tokenizer* tok) {
     const std::string dir = path_strip_slashes(out);
     if (dir.empty()) fatal("empty value for --out (export): expected a directory path");
     if (path_is_symlink(dir))
@@ -406,5 +469,6 @@ void checkpoint_export_hf(const GPT2& model, const std::string& out, const std::
         fatal("bad value for --out (export): %s exists and is not a directory", dir.c_str());
     }
     PathLock lock(dir, "--out");
-    dir_publish(dir, export_is_ours, [&](const std::string& staging) { checkpoint_save_hf(model, staging, dtype); });
+    dir_publish(dir, export_is_ours,
+                [&](const std::string& staging) { checkpoint_save_hf(model, staging, dtype, tok); });
 }

@@ -7,6 +7,7 @@
 
 #include "base/safetensors.h"
 #include "model/model.h"
+#include "text/tokenizer.h"
 
 // Reads config.json (n_embd, n_head, n_layer, n_positions, vocab_size); fatal naming the file if bad.
 GPT2Config checkpoint_read_hf_config(const std::string& path);
@@ -22,10 +23,13 @@ void checkpoint_unpack_hf(const SafeTensors& st, const std::string& prefix, cons
 // Writes config.json and model.safetensors (HuggingFace names and orientation) into the existing
 // directory dir, each file atomically. dtype "F32", "F16" or "BF16" (narrowing rounds to nearest even, as
 // PyTorch does). fatal if a weight is not finite or does not fit the dtype's range.
-void checkpoint_save_hf(const GPT2& model, const std::string& dir, const std::string& dtype = "F32");
+// With `tok`, also the tokenizer files HuggingFace's GPT2Tokenizer loads (vocab.json, merges.txt,
+// tokenizer_config.json, special_tokens_map.json) for the model's vocabulary, its first V tokens.
+void checkpoint_save_hf(const GPT2& model, const std::string& dir, const std::string& dtype = "F32",
+                        const Tokenizer* tok = nullptr);
 // `gpt2 export --format hf`: publishes checkpoint_save_hf's files as the directory `out` in one step. `out`
 // may be absent, empty, or an export gpt2 wrote; a training checkpoint or anything else is refused.
-void checkpoint_export_hf(const GPT2& model, const std::string& out, const std::string& dtype);
+void checkpoint_export_hf(const GPT2& model, const std::string& out, const std::string& dtype, const Tokenizer* tok);
 // fatal naming the tensor if a parameter is NaN or infinite; `doing` ends the message.
 void checkpoint_check_finite(const GPT2& model, const std::string& where, const char* doing);
 // Loads a model from PATH, detecting the format from the content, not the name:
@@ -42,3 +46,7 @@ void checkpoint_load(GPT2* model, const std::string& path, int heads_override = 
 // What checkpoint_load would find, from the headers alone (config.json, the safetensors header, llm.c's
 // header and the file size): the same checks but the values', and no parameter memory.
 GPT2Config checkpoint_inspect(const std::string& path, int heads_override, CheckpointInfo* info);
+// The tokenizer the checkpoint at PATH carries, loaded into tok: a GGUF's tokenizer.ggml keys, or a
+// directory's vocab.json + merges.txt (or encoder.json + vocab.bpe). False when it carries none; fatal
+// naming the file when it carries one that is broken.
+bool checkpoint_tokenizer(const std::string& path, Tokenizer* tok);

@@ -7,6 +7,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstring>
+#include <unordered_set>
 
 #include "base/half.h"
 #include "base/platform.h"
@@ -17,7 +18,13 @@ namespace {
 
 const char kMagic[4] = {'G', 'G', 'U', 'F'};
 const uint32_t kVersion = 3;
-const uint64_t kMaxEntries = (uint64_t)1 << 24;  // keys, tensors, array elements of strings
+const uint64_t kMaxEntries = (uint64_t)1 << 24;  // array elements (tokenizer.ggml.tokens: GPT-2's has 50,257)
+const uint64_t kMaxKeys = (uint64_t)1 << 16;     // llama.cpp's files have a few dozen
+const uint64_t kMaxTensors = (uint64_t)1 << 18;  // GPT-2 XL has 580; a 1000-layer model 12,004
+// The fewest bytes one entry takes in the file, so a count is checked against the bytes that remain before
+// anything is allocated for it: a key (length, type, a one-byte value), a tensor (name length, dims count, one
+// dim, type, offset), a string (its length).
+const uint64_t kMinKeyBytes = 8 + 4 + 1, kMinTensorBytes = 8 + 4 + 8 + 4 + 8, kMinStringBytes = 8;
 const size_t kMaxKept = 4096;                    // longest string value kept (tokens, names; not templates)
 const uint64_t kAlignment = 32;
 const char* const kWriterKey = "gpt2cpp.writer";
@@ -140,11 +147,13 @@ bool read_value(Cursor* c, uint32_t type, GgufValue* v, int depth, std::string* 
     if (type != kArray) return fail(err, "unknown value type " + std::to_string(type));
     if (depth > 3) return fail(err, "arrays nested deeper than 3");
     if (!c->get(&v->array_type) || !c->get(&v->array_count)) return fail(err, "array past the end of the file");
+    v->array_at = c->pos();
     if (size_t n = scalar_size(v->array_type)) {
         if (v->array_count > c->left() / n) return fail(err, "array past the end of the file");
         return c->skip(v->array_count * n);
     }
-    if (v->array_count > std::min(kMaxEntries, c->left() / 8)) return fail(err, "array past the end of the file");
+    if (v->array_count > std::min(kMaxEntries, c->left() / kMinStringBytes))
+        return fail(err, "array of " + std::to_string(v->array_count) + " past the end of the file");
     for (uint64_t i = 0; i < v->array_count; i++) {
         GgufValue e;
         if (!read_value(c, v->array_type, &e, depth + 1, err)) return false;
@@ -173,11 +182,12 @@ bool read_tensor_info(Cursor* c, GgufTensor* t, std::string* err) {
 
 uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
-// Every tensor gpt2 can read lies inside the file, aligned, and no two share a name.
+// Every tensor gpt2 can read lies inside the file, aligned, and no two share a name (indexed by name).
 bool place_tensors(GgufHeader* h, uint64_t data_start, uint64_t alignment, uint64_t file_size, std::string* err) {
-    std::map<std::string, int> seen;
+    h->index.reserve(h->tensors.size());
     for (GgufTensor& t : h->tensors) {
-        if (!seen.emplace(t.name, 0).second) return fail(err, "tensor " + t.name + " appears twice");
+        if (!h->index.emplace(t.name, &t - h->tensors.data()).second)
+            return fail(err, "tensor " + t.name + " appears twice");
         if (t.offset % alignment != 0)
             return fail(err, "tensor " + t.name + " is not aligned to " + std::to_string(alignment) + " bytes");
         if (data_start > file_size || t.offset > file_size - data_start ||
@@ -265,22 +275,29 @@ const GgufValue* GgufHeader::find(const std::string& key) const {
 }
 
 const GgufTensor* GgufHeader::tensor(const std::string& name) const {
-    for (const GgufTensor& t : tensors)
-        if (t.name == name) return &t;
-    return nullptr;
+    auto it = index.find(name);
+    return it == index.end() ? nullptr : &tensors[it->second];
 }
 
 bool gguf_detect(const uint8_t* data, size_t n) { return n >= 4 && memcmp(data, kMagic, 4) == 0; }
 
 bool gguf_parse(const GgufReadAt& read_at, uint64_t file_size, GgufHeader* h, std::string* err) {
     Cursor c(read_at, file_size);
+    h->file_size = file_size;
     char magic[4];
     uint64_t n_tensors, n_kv;
     if (!c.take(magic, 4) || memcmp(magic, kMagic, 4) != 0) return fail(err, "no GGUF magic");
     if (!c.get(&h->version) || !c.get(&n_tensors) || !c.get(&n_kv)) return fail(err, "header past the end of the file");
     if (h->version != kVersion)
         return fail(err, "GGUF version " + std::to_string(h->version) + ", expected 3");
-    if (n_tensors > kMaxEntries || n_kv > kMaxEntries) return fail(err, "implausible tensor or key count");
+    // each count against what the bytes that remain can hold, before anything is allocated for it
+    auto too_many = [&](uint64_t n, const char* what, uint64_t most, uint64_t min_bytes) {
+        if (n <= std::min(most, c.left() / min_bytes)) return false;
+        return !fail(err, "header claims " + std::to_string(n) + " " + what + ", expected at most " +
+                              std::to_string(std::min(most, c.left() / min_bytes)) + " in the " +
+                              std::to_string(c.left()) + " bytes that follow");
+    };
+    if (too_many(n_kv, "keys", kMaxKeys, kMinKeyBytes)) return false;
     for (uint64_t i = 0; i < n_kv; i++) {
         std::string key;
         uint32_t type;
@@ -289,6 +306,7 @@ bool gguf_parse(const GgufReadAt& read_at, uint64_t file_size, GgufHeader* h, st
         if (!read_value(&c, type, &v, 0, err)) return fail(err, "key " + key + ": " + *err);
         if (!h->kv.emplace(key, v).second) return fail(err, "key " + key + " appears twice");
     }
+    if (too_many(n_tensors, "tensors", kMaxTensors, kMinTensorBytes)) return false;
     h->tensors.resize((size_t)n_tensors);
     for (GgufTensor& t : h->tensors)
         if (!read_tensor_info(&c, &t, err)) return false;
@@ -324,7 +342,8 @@ GPT2Config gguf_config(const GgufHeader& h, const std::string& path, std::string
             fatal("tokenizer and model disagree (%s): tokenizer.ggml.tokens has %llu tokens, token_embd.weight %d", p,
                   (unsigned long long)tokens->array_count, cfg.vocab_size);
     std::string weights, vectors;  // the types of the 2-D and of the 1-D tensors, or "mixed"
-    for (const TensorInfo& t : layout_params(cfg)) {
+    const std::vector<TensorInfo> table = layout_params(cfg);
+    for (const TensorInfo& t : table) {
         const GgufTensor* g = h.tensor(t.gguf_name);
         const std::vector<uint64_t> want = gguf_dims(t, cfg);
         if (!g) fatal("missing tensor %s in %s: expected dims %s", t.gguf_name.c_str(), p, dims_str(want).c_str());
@@ -338,10 +357,12 @@ GPT2Config gguf_config(const GgufHeader& h, const std::string& path, std::string
         std::string& seen = t.cols ? weights : vectors;
         seen = seen.empty() || seen == name ? name : "mixed";
     }
+    std::unordered_set<std::string> ours;
+    for (const TensorInfo& t : table) ours.insert(t.gguf_name);
     for (const GgufTensor& g : h.tensors) {
-        bool ours = g.name == "output.weight" && g.dims == wte->dims && type_name(g.type);
-        for (const TensorInfo& t : layout_params(cfg)) ours = ours || g.name == t.gguf_name;
-        if (!ours) fatal("unknown tensor %s in %s: expected only GPT-2's tensors", g.name.c_str(), p);
+        const bool tied_output = g.name == "output.weight" && g.dims == wte->dims && type_name(g.type);
+        if (!tied_output && !ours.count(g.name))
+            fatal("unknown tensor %s in %s: expected only GPT-2's tensors", g.name.c_str(), p);
     }
     *dtype = weights == vectors ? weights : weights + ", 1-D tensors " + vectors;
     return cfg;
@@ -349,14 +370,38 @@ GPT2Config gguf_config(const GgufHeader& h, const std::string& path, std::string
 
 void gguf_read_params(const GgufHeader& h, const GgufReadAt& read_at, const std::string& path,
                       const GPT2Config& cfg, float* params) {
-    for (const TensorInfo& t : layout_params(cfg)) read_tensor(*h.tensor(t.gguf_name), read_at, path, params + t.offset);
+    const std::vector<TensorInfo> table = layout_params(cfg);
+    for (const TensorInfo& t : table) read_tensor(*h.tensor(t.gguf_name), read_at, path, params + t.offset);
     if (const GgufTensor* out = h.tensor("output.weight")) {
         std::vector<float> w(out->numel());
         read_tensor(*out, read_at, path, w.data());
-        const TensorInfo wte = layout_params(cfg)[0];
+        const TensorInfo& wte = table[0];
         if (memcmp(w.data(), params + wte.offset, w.size() * sizeof(float)) != 0)
             fatal("untied output.weight in %s: expected it to equal token_embd.weight (GPT-2 ties them)", path.c_str());
     }
+}
+
+bool gguf_tokenizer(const GgufHeader& h, const GgufReadAt& read_at, const std::string& path, Tokenizer* tok) {
+    const GgufValue *tokens = h.find("tokenizer.ggml.tokens"), *merges = h.find("tokenizer.ggml.merges");
+    if (!tokens) return false;
+    const GgufValue* model = h.find("tokenizer.ggml.model");
+    const char* p = path.c_str();
+    if (!model || model->type != kString || model->str != "gpt2")
+        fatal_hint("pass --tokenizer DIR", "unsupported tokenizer (%s): tokenizer.ggml.model is %s, expected \"gpt2\"",
+                   p, model && model->type == kString ? ("\"" + model->str + "\"").c_str() : "missing");
+    auto strings = [](const GgufValue* v) { return v && v->type == kArray && v->array_type == kString; };
+    if (!strings(tokens) || !strings(merges))
+        fatal("bad tokenizer (%s): expected tokenizer.ggml.tokens and tokenizer.ggml.merges as arrays of strings", p);
+    auto elements = [&](const GgufValue* v) {  // read again from the file: gguf_parse checked their bounds
+        Cursor c(read_at, h.file_size);
+        std::vector<std::string> out((size_t)v->array_count);
+        bool ok = c.skip(v->array_at);
+        for (std::string& e : out) ok = ok && c.string(&e, kMaxKept);
+        if (!ok) fatal("cannot read %s: tokenizer.ggml arrays are cut short (the file changed or shrank?)", p);
+        return out;
+    };
+    tokenizer_from_spellings(tok, elements(tokens), elements(merges), path);
+    return true;
 }
 
 namespace {
@@ -392,15 +437,10 @@ struct HeaderWriter {
 // llama.cpp's tokenizer keys for GPT-2's BPE over the model's first V tokens: their spellings, their kinds
 // (1 normal, 3 control: <|endoftext|>) and the merges whose two sides and result all lie below V.
 int tokenizer_keys(HeaderWriter* w, const Tokenizer& tok, int V) {
-    std::vector<std::string> tokens(V), merges;
+    std::vector<std::string> tokens, merges;
+    tokenizer_spellings(tok, V, &tokens, &merges);
     std::vector<int32_t> kinds(V, 1);
-    for (int id = 0; id < V; id++) tokens[id] = tokenizer_spelling(tok.token_bytes[id]);
     if (V > kTokenizerEot) kinds[kTokenizerEot] = 3;
-    for (const auto& m : tokenizer_merge_pairs(tok)) {
-        auto it = tok.merges.find(((uint64_t)(uint32_t)m.first << 32) | (uint32_t)m.second);
-        if (m.first < V && m.second < V && it->second.merged < V)
-            merges.push_back(tokens[m.first] + " " + tokens[m.second]);
-    }
     w->kv_str("tokenizer.ggml.model", "gpt2");
     w->kv_str("tokenizer.ggml.pre", "gpt-2");
     w->kv_strings("tokenizer.ggml.tokens", tokens);

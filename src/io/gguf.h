@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "base/publish.h"
@@ -20,13 +21,14 @@
 enum class GgufType : uint32_t { kF32 = 0, kF16 = 1, kQ8_0 = 8, kBF16 = 30 };
 
 // One metadata value: numbers of every width in `number` (integers exactly up to 2^53), strings whole
-// (up to 4 KiB; longer ones only counted), arrays counted but not kept.
+// (up to 4 KiB; longer ones only counted), arrays counted and where their elements start (not kept).
 struct GgufValue {
     uint32_t type = 0;  // GGUF's value type: 0-7 and 10-12 numbers and bool, 8 string, 9 array
     double number = 0;
     std::string str;
     uint32_t array_type = 0;
     uint64_t array_count = 0;
+    uint64_t array_at = 0;  // file offset of the first element
 };
 
 struct GgufTensor {
@@ -42,6 +44,8 @@ struct GgufHeader {
     uint32_t version = 0;
     std::map<std::string, GgufValue> kv;
     std::vector<GgufTensor> tensors;
+    std::unordered_map<std::string, size_t> index;  // tensor name -> its place in tensors
+    uint64_t file_size = 0;
     const GgufValue* find(const std::string& key) const;
     const GgufTensor* tensor(const std::string& name) const;
 };
@@ -51,8 +55,9 @@ using GgufReadAt = std::function<bool(void* dst, size_t n, uint64_t offset)>;
 
 // True when the bytes start with GGUF's magic.
 bool gguf_detect(const uint8_t* data, size_t n);
-// Parses the header of a file of file_size bytes: metadata and tensor table, every length bounded by the
-// file, every tensor's data inside it and of its type's size. False with a message on anything else
+// Parses the header of a file of file_size bytes: metadata and tensor table, every count and length checked
+// against the bytes that remain before anything is allocated for it (memory stays a few times the header's
+// size), every tensor's data inside the file and of its type's size. False with a message on anything else
 // (another version, an unknown value or tensor type, a truncated file).
 bool gguf_parse(const GgufReadAt& read_at, uint64_t file_size, GgufHeader* h, std::string* err);
 // The GPT-2 geometry a parsed header describes, and the stored dtype ("F16", "Q8_0, 1-D tensors F32", ...):
@@ -62,6 +67,10 @@ GPT2Config gguf_config(const GgufHeader& h, const std::string& path, std::string
 // the file can no longer be read, or if it stores an output.weight that is not wte (untied).
 void gguf_read_params(const GgufHeader& h, const GgufReadAt& read_at, const std::string& path,
                       const GPT2Config& cfg, float* params);
+// The tokenizer the file stores (tokenizer.ggml.tokens and .merges of model "gpt2", as gguf_save writes
+// them; their strings read through read_at) into tok, named by path; false when it stores none, fatal naming
+// the file when it is unusable.
+bool gguf_tokenizer(const GgufHeader& h, const GgufReadAt& read_at, const std::string& path, Tokenizer* tok);
 // Writes model as a GGUF file at path (replacing only a GGUF gpt2 wrote; `flag` names it in messages), with
 // the first vocab_size tokens of `tok`. 2-D weights take `type` (q8_0: those whose rows are a multiple of
 // 32 long, all of GPT-2's), 1-D tensors stay f32 as llama.cpp's converters keep them.

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 
 #include "base/json.h"
 #include "base/util.h"
@@ -202,8 +203,81 @@ std::string printable(const std::string& s) {
     return s.size() > 40 ? out + "..." : out;
 }
 
-void load_vocab(Tokenizer* tok, const std::string& path, const ByteSpelling& spelling,
-                std::unordered_map<std::string, int>* ids_by_bytes) {
+// A vocabulary being built: each token's bytes by id, and the id of each spelling's bytes.
+struct VocabBuilder {
+    Tokenizer* tok;
+    std::string where;  // the file, or a GGUF file's key, for messages
+    ByteSpelling spelling;
+    std::unordered_map<std::string, int> ids_by_bytes;
+    std::vector<bool> seen;
+    std::vector<int> made_at;  // rank of the merge making each token; -1 if none yet
+    int rank = 0;
+
+    VocabBuilder(Tokenizer* t, std::string w, size_t n) : tok(t), where(std::move(w)), seen(n, false) {
+        tok->token_bytes.assign(n, std::string());
+        tok->vocab_size = (int)n;
+    }
+    // Token `spelled` is id (in 0..n-1, checked by the caller).
+    void add_token(const std::string& spelled, int id) {
+        std::string bytes;
+        if (seen[id]) fatal("duplicate id %d (%s): expected each id once", id, where.c_str());
+        if (!spelling.decode(spelled, &bytes))
+            fatal("bad token spelling '%s' (%s): expected GPT-2's byte-to-character map", printable(spelled).c_str(),
+                  where.c_str());
+        seen[id] = true;
+        tok->token_bytes[id] = bytes;
+        if (!ids_by_bytes.emplace(bytes, id).second)
+            fatal("duplicate token '%s' (%s): expected each token once", printable(spelled).c_str(), where.c_str());
+    }
+    // After every token: <|endoftext|> is id 50256 (a vocabulary of 50256 tokens or fewer, the first tokens of
+    // GPT-2's, may lack it), and every byte has its token.
+    void check_tokens() {
+        auto eot = ids_by_bytes.find("<|endoftext|>");
+        if (eot == ids_by_bytes.end() ? tok->vocab_size > kTokenizerEot : eot->second != kTokenizerEot)
+            fatal("bad <|endoftext|> id (%s): expected %d, got %d", where.c_str(), kTokenizerEot,
+                  eot == ids_by_bytes.end() ? -1 : eot->second);
+        for (int b = 0; b < 256; b++) {
+            auto it = ids_by_bytes.find(std::string(1, (char)b));
+            if (it == ids_by_bytes.end())
+                fatal("missing byte token 0x%02x (%s): expected all 256 single-byte tokens", b, where.c_str());
+            tok->byte_ids[b] = it->second;
+        }
+        made_at.assign(tok->vocab_size, -1);
+    }
+    // The next merge rule, "left right", the `number`th `unit` of its source (a line, an entry). bpe_piece's
+    // heap order equals encoder.py's pass-by-pass order only when every rule uses tokens made by earlier
+    // rules and no token is made twice, as BPE training writes them; anything else is rejected here rather
+    // than encoded wrongly.
+    void add_merge(const std::string& line, const char* unit, int number) {
+        const char* w = where.c_str();
+        std::string left, right;
+        const size_t sp = line.find(' ');
+        if (sp == std::string::npos || sp == 0 || sp + 1 == line.size() || line.find(' ', sp + 1) != std::string::npos)
+            fatal("malformed merge (%s) at %s %d: expected two tokens separated by one space, got '%s'", w, unit,
+                  number, printable(line).c_str());
+        if (!spelling.decode(line.substr(0, sp), &left) || !spelling.decode(line.substr(sp + 1), &right))
+            fatal("bad token spelling (%s) at %s %d: expected GPT-2's byte-to-character map, got '%s'", w, unit,
+                  number, printable(line).c_str());
+        auto l = ids_by_bytes.find(left), r = ids_by_bytes.find(right), m = ids_by_bytes.find(left + right);
+        if (l == ids_by_bytes.end() || r == ids_by_bytes.end() || m == ids_by_bytes.end())
+            fatal("merge not in vocabulary (%s) at %s %d: expected both tokens and their concatenation in the "
+                  "vocabulary, got '%s'", w, unit, number, printable(line).c_str());
+        auto ready = [&](int id) { return tok->token_bytes[id].size() == 1 || made_at[id] >= 0; };
+        if (!ready(l->second) || !ready(r->second))
+            fatal("merge out of order (%s) at %s %d: expected its tokens to be made by earlier lines, got '%s'", w,
+                  unit, number, printable(line).c_str());
+        if (made_at[m->second] >= 0)
+            fatal("token made twice (%s) at %s %d: expected one rule per token, got '%s'", w, unit, number,
+                  printable(line).c_str());
+        const uint64_t key = ((uint64_t)(uint32_t)l->second << 32) | (uint32_t)r->second;
+        if (!tok->merges.emplace(key, TokenizerMerge{rank, m->second}).second)
+            fatal("duplicate merge (%s) at %s %d: '%s'", w, unit, number, printable(line).c_str());
+        made_at[m->second] = rank++;
+    }
+};
+
+// encoder.json (or vocab.json): a JSON object of spelling -> id.
+void load_vocab(Tokenizer* tok, const std::string& path, std::unique_ptr<VocabBuilder>* vb) {
     std::vector<uint8_t> text = file_read(path, kTokenizerFileMax);
     Json root;
     std::string err;
@@ -211,50 +285,25 @@ void load_vocab(Tokenizer* tok, const std::string& path, const ByteSpelling& spe
         fatal("malformed JSON (%s): %s", path.c_str(), err.c_str());
     if (root.type != Json::OBJECT || root.members.empty())
         fatal("bad vocabulary (%s): expected a non-empty JSON object of token -> id", path.c_str());
-    size_t n = root.members.size();
-    tok->token_bytes.assign(n, std::string());
-    std::vector<bool> seen(n, false);
-    std::string bytes;
+    const size_t n = root.members.size();
+    vb->reset(new VocabBuilder(tok, path, n));
     for (const auto& m : root.members) {
         const Json& v = m.second;
         if (v.type != Json::NUMBER || !v.is_integer || v.integer < 0 || (size_t)v.integer >= n)
             fatal("bad id for token '%s' (%s): expected an integer in 0..%zu", printable(m.first).c_str(), path.c_str(),
                   n - 1);
-        int id = (int)v.integer;
-        if (seen[id]) fatal("duplicate id %d (%s): expected each id once", id, path.c_str());
-        if (!spelling.decode(m.first, &bytes))
-            fatal("bad token spelling '%s' (%s): expected GPT-2's byte-to-character map", printable(m.first).c_str(),
-                  path.c_str());
-        seen[id] = true;
-        tok->token_bytes[id] = bytes;
-        if (!ids_by_bytes->emplace(bytes, id).second)
-            fatal("duplicate token '%s' (%s): expected each token once", printable(m.first).c_str(), path.c_str());
+        (*vb)->add_token(m.first, (int)v.integer);
     }
-    tok->vocab_size = (int)n;
-    auto eot = ids_by_bytes->find("<|endoftext|>");
-    if (eot == ids_by_bytes->end() || eot->second != kTokenizerEot)
-        fatal("bad <|endoftext|> id (%s): expected %d, got %d", path.c_str(), kTokenizerEot,
-              eot == ids_by_bytes->end() ? -1 : eot->second);
-    for (int b = 0; b < 256; b++) {
-        auto it = ids_by_bytes->find(std::string(1, (char)b));
-        if (it == ids_by_bytes->end())
-            fatal("missing byte token 0x%02x (%s): expected all 256 single-byte tokens", b, path.c_str());
-        tok->byte_ids[b] = it->second;
-    }
+    (*vb)->check_tokens();
 }
 
-void load_merges(Tokenizer* tok, const std::string& path, const ByteSpelling& spelling,
-                 const std::unordered_map<std::string, int>& ids_by_bytes) {
+// vocab.bpe (or merges.txt): one merge per line, after an optional `#version` line.
+void load_merges(VocabBuilder* vb, const std::string& path) {
     std::vector<uint8_t> data = file_read(path, kTokenizerFileMax);
     std::string text(data.begin(), data.end());
-    // Rank of the rule producing each token; -1 if none yet. bpe_piece's heap order equals encoder.py's
-    // pass-by-pass order only when every rule uses tokens made by earlier rules and no token is made
-    // twice, as BPE training writes them; anything else is rejected here rather than encoded wrongly.
-    std::vector<int> made_at(tok->vocab_size, -1);
-    auto ready = [&](int id) { return tok->token_bytes[id].size() == 1 || made_at[id] >= 0; };
+    vb->where = path;
     size_t pos = 0;
-    int line_no = 0, rank = 0;
-    std::string left, right;
+    int line_no = 0;
     while (pos < text.size()) {
         size_t eol = text.find('\n', pos);
         if (eol == std::string::npos) eol = text.size();
@@ -263,35 +312,38 @@ void load_merges(Tokenizer* tok, const std::string& path, const ByteSpelling& sp
         line_no++;
         if (!line.empty() && line.back() == '\r') line.pop_back();
         if (line.empty() || (line_no == 1 && line.rfind("#version", 0) == 0)) continue;
-        size_t sp = line.find(' ');
-        if (sp == std::string::npos || sp == 0 || sp + 1 == line.size() || line.find(' ', sp + 1) != std::string::npos)
-            fatal("malformed merge (%s) at line %d: expected two tokens separated by one space, got '%s'", path.c_str(),
-                  line_no, printable(line).c_str());
-        if (!spelling.decode(line.substr(0, sp), &left) || !spelling.decode(line.substr(sp + 1), &right))
-            fatal("bad token spelling (%s) at line %d: expected GPT-2's byte-to-character map, got '%s'", path.c_str(),
-                  line_no, printable(line).c_str());
-        auto l = ids_by_bytes.find(left), r = ids_by_bytes.find(right), m = ids_by_bytes.find(left + right);
-        if (l == ids_by_bytes.end() || r == ids_by_bytes.end() || m == ids_by_bytes.end())
-            fatal(
-                "merge not in vocabulary (%s) at line %d: expected both tokens and their concatenation "
-                "in the vocabulary, got '%s'",
-                path.c_str(), line_no, printable(line).c_str());
-        if (!ready(l->second) || !ready(r->second))
-            fatal(
-                "merge out of order (%s) at line %d: expected its tokens to be made by earlier lines, got "
-                "'%s'",
-                path.c_str(), line_no, printable(line).c_str());
-        if (made_at[m->second] >= 0)
-            fatal("token made twice (%s) at line %d: expected one rule per token, got '%s'", path.c_str(), line_no,
-                  printable(line).c_str());
-        uint64_t key = ((uint64_t)(uint32_t)l->second << 32) | (uint32_t)r->second;
-        if (!tok->merges.emplace(key, TokenizerMerge{rank, m->second}).second)
-            fatal("duplicate merge (%s) at line %d: '%s'", path.c_str(), line_no, printable(line).c_str());
-        made_at[m->second] = rank;
-        rank++;
+        vb->add_merge(line, "line", line_no);
     }
-    if (rank == 0) fatal("empty merges file (%s): expected one merge per line", path.c_str());
+    if (vb->rank == 0) fatal("empty merges file (%s): expected one merge per line", path.c_str());
 }
+
+}  // namespace
+
+void tokenizer_from_spellings(Tokenizer* tok, const std::vector<std::string>& tokens,
+                              const std::vector<std::string>& merges, const std::string& where) {
+    *tok = Tokenizer();
+    tok->dir = where;
+    if (tokens.empty()) fatal("empty vocabulary (%s): expected GPT-2's tokens", where.c_str());
+    VocabBuilder vb(tok, where, tokens.size());
+    for (size_t id = 0; id < tokens.size(); id++) vb.add_token(tokens[id], (int)id);
+    vb.check_tokens();
+    for (size_t i = 0; i < merges.size(); i++) vb.add_merge(merges[i], "merge", (int)i + 1);
+    tok->cache.reserve(1 << 16);
+}
+
+void tokenizer_spellings(const Tokenizer& tok, int V, std::vector<std::string>* tokens,
+                         std::vector<std::string>* merges) {
+    tokens->assign(V, std::string());
+    merges->clear();
+    for (int id = 0; id < V; id++) (*tokens)[id] = tokenizer_spelling(tok.token_bytes[id]);
+    for (const auto& m : tokenizer_merge_pairs(tok)) {
+        auto it = tok.merges.find(((uint64_t)(uint32_t)m.first << 32) | (uint32_t)m.second);
+        if (m.first < V && m.second < V && it->second.merged < V)
+            merges->push_back((*tokens)[m.first] + " " + (*tokens)[m.second]);
+    }
+}
+
+namespace {
 
 // ---------------------------------------------------------------------------------------------------
 // BPE
@@ -391,10 +443,14 @@ size_t incomplete_tail(const std::string& s) {
 
 void tokenizer_load_for_model(Tokenizer* tok, const std::string& dir, int model_vocab, const std::string& hint) {
     tokenizer_load(tok, dir.empty() ? tokenizer_default_dir() : dir);
-    if (tok->vocab_size == model_vocab) return;
+    tokenizer_check_vocab(*tok, model_vocab, hint);
+}
+
+void tokenizer_check_vocab(const Tokenizer& tok, int model_vocab, const std::string& hint) {
+    if (tok.vocab_size == model_vocab) return;
     const char* fmt = "tokenizer and model disagree (%s): tokenizer has %d tokens, model %d";
-    if (hint.empty()) fatal(fmt, tok->dir.c_str(), tok->vocab_size, model_vocab);
-    fatal_hint(hint, fmt, tok->dir.c_str(), tok->vocab_size, model_vocab);
+    if (hint.empty()) fatal(fmt, tok.dir.c_str(), tok.vocab_size, model_vocab);
+    fatal_hint(hint, fmt, tok.dir.c_str(), tok.vocab_size, model_vocab);
 }
 
 std::string tokenizer_spelling(const std::string& bytes) {
@@ -455,10 +511,9 @@ void tokenizer_load(Tokenizer* tok, const std::string& dir) {
                    vocab_path.c_str());
     *tok = Tokenizer();
     tok->dir = dir;
-    ByteSpelling spelling;
-    std::unordered_map<std::string, int> ids_by_bytes;
-    load_vocab(tok, vocab_path, spelling, &ids_by_bytes);
-    load_merges(tok, merges_path, spelling, ids_by_bytes);
+    std::unique_ptr<VocabBuilder> vb;
+    load_vocab(tok, vocab_path, &vb);
+    load_merges(vb.get(), merges_path);
     tok->cache.reserve(1 << 16);
 }
 

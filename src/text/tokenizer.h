@@ -36,9 +36,20 @@ struct Tokenizer {
 
 // Loads from `dir`; fatal with a one-line error naming the file on missing or corrupt files.
 void tokenizer_load(Tokenizer* tok, const std::string& dir);
+// Builds tok from a vocabulary spelled as GPT-2's files spell it (tokens[id], as tokenizer_spelling) and merge
+// rules "left right" in rank order, with tokenizer_load's checks; `where` names the source (tok->dir too).
+// A vocabulary of 50256 tokens or fewer (a model's first V of GPT-2's) may lack <|endoftext|>.
+void tokenizer_from_spellings(Tokenizer* tok, const std::vector<std::string>& tokens,
+                              const std::vector<std::string>& merges, const std::string& where);
+// The tokenizer of a model whose vocabulary is tok's first V tokens: their spellings, and the merges (rank
+// order, "left right") whose two sides and result all lie below V. What GGUF and HuggingFace exports store.
+void tokenizer_spellings(const Tokenizer& tok, int V, std::vector<std::string>* tokens,
+                         std::vector<std::string>* merges);
 // tokenizer_load from `dir` (tokenizer_default_dir() when empty), then checks it has `model_vocab` tokens:
 // fatal naming the directory otherwise, with a `hint:` line when hint is non-empty.
 void tokenizer_load_for_model(Tokenizer* tok, const std::string& dir, int model_vocab, const std::string& hint);
+// The check of tokenizer_load_for_model alone: fatal naming tok.dir unless it has `model_vocab` tokens.
+void tokenizer_check_vocab(const Tokenizer& tok, int model_vocab, const std::string& hint);
 // Non-const because of the piece cache.
 std::vector<int> tokenizer_encode(Tokenizer* tok, const std::string& text);
 // Raw bytes (not necessarily valid UTF-8); an id out of range is fatal and names the id.

@@ -5,7 +5,10 @@
 # or oom- file) is copied into tests/fuzz/regressions/<target>/ so every later run replays it; commit it
 # with the fix. Prints executions and crashes per target and `N passed, N failed` (a target passes when it
 # ran clean); non-zero exit on any crash.
+# Memory is checked in both: one allocation past 256 MB, or 1 GB resident, is a crash (an oom- file), so an
+# input whose counts claim more than its bytes can hold fails here, not only on the machine it exhausts.
 set -u
+limits=(-rss_limit_mb=1024 -malloc_limit_mb=256)
 cd "$(dirname "$0")/../.."
 dir=$1 seconds=$2
 shift 2
@@ -22,9 +25,9 @@ for t in "$@"; do
     replayed=0
     if compgen -G "$reg/*" >/dev/null; then
         replayed=$(find "$reg" -type f | wc -l)
-        if ! "$bin" -timeout=10 $(find "$reg" -type f | sort) >"$log" 2>&1; then
+        if ! "$bin" -timeout=10 "${limits[@]}" $(find "$reg" -type f | sort) >"$log" 2>&1; then
             echo "FAIL fuzz_$t: a regression input in $reg crashes again; see $log"
-            grep -E 'ERROR|runtime error|Running:' "$log" | tail -5
+            grep -E 'ERROR|runtime error|Running:|out-of-memory' "$log" | tail -5
             status=1
             failed=$((failed + 1))
             continue
@@ -33,7 +36,7 @@ for t in "$@"; do
     rm -f "$art"/*  # only this run's crashers count
     seeds=()
     [ -d "tests/fuzz/seeds/$t" ] && seeds=("tests/fuzz/seeds/$t")
-    "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    "$bin" -max_total_time="$seconds" -timeout=10 "${limits[@]}" -print_final_stats=1 \
         -artifact_prefix="$art/" "$corpus" "${seeds[@]}" >"$log" 2>&1
     rc=$?
     execs=$(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}' | tail -1)
@@ -46,7 +49,7 @@ for t in "$@"; do
         echo "new crasher for fuzz_$t: $reg/$(basename "$f")"
     done
     if [ "$crashes" -gt 0 ]; then
-        grep -E 'ERROR|runtime error|SUMMARY' "$log" | head -5
+        grep -E 'ERROR|runtime error|SUMMARY|out-of-memory' "$log" | head -5
         status=1
     elif [ "$rc" -ne 0 ]; then
         echo "FAIL fuzz_$t: exit $rc without a crash file; see $log"

@@ -89,6 +89,17 @@ check_error "an infinite gradient norm stops training at that step" "gradient no
     "$GPT2" train --model $T/steep.bin --train $TOK -B 4 -T 16 --steps 5 --save-every 1 --sample-tokens 0 --out $T/keep
 check "... and the last checkpoint is kept as it was" test "$(sum $T/keep/model.safetensors)" = "$before"
 check "... and still evaluates to a finite loss" bash -c "'$GPT2' eval --model $T/keep --data $TOK -B 2 -T 16 | grep -Eq '^loss [0-9]'"
+# ln_f.bias 1e25: a finite loss and gradient norm, but gradients of ~1e26 whose squares overflow AdamW's v
+# when nothing clips them (in fp32 and in bf16 moments alike): the run stops at that step, as on a NaN loss
+big 1e25 $T/vbig.bin
+for state in fp32 bf16; do
+    check_error "AdamW's v overflowing stops training at that step ($state state)" "AdamW v of .* is inf at step 1: training diverged" \
+        "$GPT2" train --model $T/vbig.bin --train $TOK -B 4 -T 16 --steps 5 --save-every 1 --grad-clip 0 --sample-tokens 0 \
+        --optimizer-state $state --out $T/keep
+    check "... and the last good checkpoint is kept as it was ($state)" test "$(sum $T/keep/model.safetensors)" = "$before"
+done
+check_error "... with --optimizer-in-backward too" "AdamW v of .* is inf at step 1" \
+    "$GPT2" train --model $T/vbig.bin --train $TOK -B 4 -T 16 --steps 5 --grad-clip 0 --sample-tokens 0 --optimizer-in-backward
 perl -e 'print pack("f<", 1e5) x 32' | dd of=$T/nan.bin bs=1 seek=$((size - 128)) conv=notrunc status=none
 check_error "export f16 refuses a value past F16's range" "value out of F16 range" "$GPT2" export --model $T/nan.bin --out $T/f16 --dtype f16
 check "... and leaves nothing behind" test -z "$(ls -d $T/f16* 2>/dev/null)"

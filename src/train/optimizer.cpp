@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <utility>
 
+#include "base/half.h"
 #include "base/util.h"
 #include "kernels/adamw.h"
 
@@ -89,6 +91,7 @@ void adamw_apply(AdamW* opt, GPT2* model, const AdamWStep& k, float lr, float we
     // after each chunk the model refreshes its copies of those weights (gpt2_params_updated: a bf16 copy
     // for --precision bf16) while they are still in cache. AdamW itself knows no precision.
     const size_t kChunk = 1024;  // 4 KiB of weights: the hook reads them back from L1
+    int overflowed = 0;          // a chunk wrote a non-finite m, v or weight
 #pragma omp parallel
     for (size_t i = first; i < last; i++) {
         const TensorInfo& t = model->param_table[i];
@@ -99,14 +102,37 @@ void adamw_apply(AdamW* opt, GPT2* model, const AdamWStep& k, float lr, float we
         AdamWStep ks = k;
         ks.decay = t.decay ? 1.0f - lr * weight_decay : 1.0f;
         const long chunks = (long)((hi - lo + kChunk - 1) / kChunk);
-#pragma omp for schedule(static) nowait
+#pragma omp for schedule(static) nowait reduction(| : overflowed)
         for (long c = 0; c < chunks; c++) {
             const size_t at = lo + (size_t)c * kChunk, n = std::min(hi - at, kChunk), s = at - opt->begin;
-            if (opt->bf16) adamw_chunk_bf16(w + at, g + at, opt->m16.data() + s, opt->v16.data() + s, n, ks, at);
-            else adamw_chunk(w + at, g + at, opt->m.data() + s, opt->v.data() + s, n, ks);
+            const bool finite =
+                opt->bf16 ? adamw_chunk_bf16(w + at, g + at, opt->m16.data() + s, opt->v16.data() + s, n, ks, at)
+                          : adamw_chunk(w + at, g + at, opt->m.data() + s, opt->v.data() + s, n, ks);
+            overflowed |= !finite;
             gpt2_params_updated(model, at, n);
         }
     }
+    opt->overflowed = opt->overflowed || overflowed;
+}
+
+std::string adamw_overflow_what(const AdamW& opt, const GPT2& model) {
+    for (const TensorInfo& t : model.param_table) {
+        const size_t lo = std::max(t.offset, opt.begin), hi = std::min(t.offset + t.numel(), opt.end);
+        for (size_t i = lo; i < hi; i++) {
+            const size_t s = i - opt.begin;
+            const float m = opt.bf16 ? bf16_to_float(opt.m16[s]) : opt.m[s];
+            const float v = opt.bf16 ? bf16_to_float(opt.v16[s]) : opt.v[s];
+            const std::pair<const char*, float> values[] = {
+                {"AdamW v", v}, {"AdamW m", m}, {"weight", model.params[i]}};
+            for (const auto& [what, x] : values)
+                if (!std::isfinite(x)) {
+                    char text[256];
+                    snprintf(text, sizeof(text), "%s of %s[%zu] is %g", what, t.hf_name.c_str(), i - t.offset, x);
+                    return text;
+                }
+        }
+    }
+    return "AdamW's update is not finite";
 }
 
 void adamw_update(AdamW* opt, GPT2* model, const AdamWConfig& cfg, float lr, float grad_scale) {

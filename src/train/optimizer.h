@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "kernels/adamw.h"
@@ -31,6 +32,7 @@ struct AdamW {
     // ZeRO-1 its slice; the moments hold that range, from begin.
     size_t begin = 0, end = 0;
     int step = 0;  // updates done
+    bool overflowed = false;  // an update wrote a non-finite m, v or weight: the run stops (adamw_overflow_what)
     bool prepared() const { return end > 0 && (bf16 ? m16.size() : m.size()) == end - begin; }
     size_t moments_bytes() const { return 2 * (end - begin) * (bf16 ? sizeof(uint16_t) : sizeof(float)); }
 };
@@ -61,6 +63,9 @@ void adamw_prepare(AdamW* opt, const GPT2& model);
 // update: the result equals optimizer_clip_grads then the update bit for bit, without the extra pass.
 AdamWStep adamw_begin(AdamW* opt, const AdamWConfig& cfg, float lr, float grad_scale);
 void adamw_apply(AdamW* opt, GPT2* model, const AdamWStep& k, float lr, float weight_decay, size_t first, size_t last);
+// What the update that set opt.overflowed wrote, e.g. "AdamW v of transformer.wte.weight[70] is inf": the
+// first non-finite value in parameter order (a scan, made only once a run has failed).
+std::string adamw_overflow_what(const AdamW& opt, const GPT2& model);
 // Both parts over every tensor.
 void adamw_update(AdamW* opt, GPT2* model, const AdamWConfig& cfg, float lr, float grad_scale = 1.0f);
 // One step with the update inside the backward, for a model with layer_grads (gpt2_enable_training),

@@ -100,6 +100,15 @@ void next_batch(Trainer* t, int step, const DataLoaderState& before) {
           std::isfinite(loss) ? "gradient norm" : "loss", std::isfinite(loss) ? norm : loss, step + 1);
 }
 
+// The same stop when the update itself overflowed (AdamW::overflowed: v from a huge gradient's square, say):
+// nothing of this step is saved.
+void check_update(const Trainer& t, int step) {
+    if (!t.opt.overflowed) return;
+    fatal_hint("clip the gradients (--grad-clip 1, the default) or lower --lr",
+               "%s at step %d: training diverged; the last checkpoint (if any) is kept",
+               adamw_overflow_what(t.opt, t.model).c_str(), step + 1);
+}
+
 // One optimizer step with --optimizer-in-backward (one process, one micro-batch): AdamW applied a layer at a
 // time inside the backward (adamw_step_in_backward). A non-finite loss stops the run before any update, a
 // non-finite norm too when clipping (found by the first backward), else after the update, without saving it.
@@ -113,6 +122,7 @@ StepStats train_step_in_backward(Trainer* t, int step) {
     const float lr = lr_schedule(step, o.steps, o.adamw.lr, o.warmup, o.min_lr_frac, o.cosine);
     const float norm = adamw_step_in_backward(&t->opt, &t->model, o.adamw, lr, o.grad_clip);
     if (!std::isfinite(norm)) fail_diverged(loss, norm, step);
+    check_update(*t, step);
     const int stop = share_stop_signal();
     t->tuner.end();
     return {loss, norm, lr, (float)((time_now_s() - t0) * 1e3), stop};
@@ -136,7 +146,8 @@ void gather_weights(GPT2* model, const std::vector<size_t>& slices) {
 // and AdamW. With several ranks each takes its share of the global batch; the gradients are summed across
 // ranks in per-layer buckets started while the backward goes on (last micro-batch only) and waited for
 // before the norm, and the loss and the stop signal are summed too, so every rank takes the same decision.
-// A non-finite loss or norm stops the run before the update touches the parameters.
+// A non-finite loss or norm stops the run before the update touches the parameters; an update that
+// overflowed stops it after (check_update).
 StepStats train_step(Trainer* t, int step) {
     if (t->model.mem.layer_grads) return train_step_in_backward(t, step);
     const TrainOptions& o = t->o;
@@ -187,6 +198,7 @@ StepStats train_step(Trainer* t, int step) {
     if (!std::isfinite(loss) || !std::isfinite(norm)) fail_diverged(loss, norm, step);
     const float lr = lr_schedule(step, o.steps, o.adamw.lr, o.warmup, o.min_lr_frac, o.cosine);
     adamw_update(&t->opt, &model, o.adamw, lr, optimizer_clip_factor(norm, o.grad_clip));  // clipping folded in
+    check_update(*t, step);
     if (zero) gather_weights(&model, slices);
     t->tuner.end();
     return {loss, norm, lr, (float)((time_now_s() - t0) * 1e3), stop};

@@ -12,13 +12,9 @@ namespace {
 // a vzeroupper and the constants broadcast anew, and the update ran at half the stream's rate.
 #define ADAMW_INLINE inline __attribute__((always_inline))
 
-// x * 0 is 0 for a finite x and NaN for inf or NaN: summed over every value a chunk writes (three
-// multiply-adds per vector of a loop bound by memory), the sum is 0 exactly when all of them are finite.
-ADAMW_INLINE vf16 nonfinite_probe(vf16 a, vf16 b, vf16 c) { return a * 0.0f + b * 0.0f + c * 0.0f; }
-
 // One vector of the update: n == kVecLen in the main loop (constant-folded there: plain vector loads),
-// fewer for a chunk's tail (whose lanes past n hold zeros). Returns nonfinite_probe of the new m, v and w.
-ADAMW_INLINE vf16 adamw_vec(float* w, const float* g, float* m, float* v, int n, const AdamWStep& s) {
+// fewer for a chunk's tail.
+ADAMW_INLINE void adamw_vec(float* w, const float* g, float* m, float* v, int n, const AdamWStep& s) {
     const bool full = n == kVecLen;
     vf16 gs = (full ? vf_load(g) : vf_load_partial(g, n)) * s.grad_scale;
     vf16 mv = s.beta1 * (full ? vf_load(m) : vf_load_partial(m, n)) + (1.0f - s.beta1) * gs;
@@ -30,7 +26,6 @@ ADAMW_INLINE vf16 adamw_vec(float* w, const float* g, float* m, float* v, int n,
     } else {
         vf_store_partial(m, mv, n), vf_store_partial(v, vv, n), vf_store_partial(w, wv, n);
     }
-    return nonfinite_probe(mv, vv, wv);
 }
 
 typedef unsigned short vh16 __attribute__((vector_size(32)));
@@ -42,13 +37,11 @@ ADAMW_INLINE vf16 bf16_load(const uint16_t* p, int n) {
 }
 
 // x rounded to bf16 by adding 16 random bits below bf16's last one and truncating: rounded up with the
-// probability of its distance from the bf16 below. Returns the value stored, widened (a finite x next to
-// bf16's largest may round up to inf).
-ADAMW_INLINE vf16 bf16_store_stochastic(uint16_t* p, vf16 x, vu16 random16, int n) {
-    const vu16 rounded = ((vu16)x + random16) >> 16;
-    const vh16 h = __builtin_convertvector(rounded, vh16);
+// probability of its distance from the bf16 below. The moments are finite: a non-finite gradient norm
+// stops a run before the update.
+ADAMW_INLINE void bf16_store_stochastic(uint16_t* p, vf16 x, vu16 random16, int n) {
+    const vh16 h = __builtin_convertvector(((vu16)x + random16) >> 16, vh16);
     memcpy(p, &h, sizeof(uint16_t) * n);
-    return (vf16)(rounded << 16);
 }
 
 // 32 random bits per lane from (key, index of the lane): a multiply-xorshift hash.
@@ -62,7 +55,7 @@ ADAMW_INLINE vu16 lane_hash(uint32_t key, size_t index) {
     return h ^ (h >> 15);
 }
 
-ADAMW_INLINE vf16 adamw_vec_bf16(float* w, const float* g, uint16_t* m, uint16_t* v, int n, const AdamWStep& s,
+ADAMW_INLINE void adamw_vec_bf16(float* w, const float* g, uint16_t* m, uint16_t* v, int n, const AdamWStep& s,
                            size_t index) {
     const bool full = n == kVecLen;
     vf16 gs = (full ? vf_load(g) : vf_load_partial(g, n)) * s.grad_scale;
@@ -71,32 +64,27 @@ ADAMW_INLINE vf16 adamw_vec_bf16(float* w, const float* g, uint16_t* m, uint16_t
     vf16 denom = vf_sqrt(vv) / s.bc2_sqrt + s.eps;
     vf16 wv = (full ? vf_load(w) : vf_load_partial(w, n)) * s.decay - s.step_size * mv / denom;
     const vu16 r = lane_hash(s.round_key, index);
-    const vf16 m_stored = bf16_store_stochastic(m, mv, r & 0xFFFFu, n);
-    const vf16 v_stored = bf16_store_stochastic(v, vv, r >> 16, n);
+    bf16_store_stochastic(m, mv, r & 0xFFFFu, n);
+    bf16_store_stochastic(v, vv, r >> 16, n);
     if (full) vf_store(w, wv);
     else vf_store_partial(w, wv, n);
-    return nonfinite_probe(m_stored, v_stored, wv);
 }
 
 }  // namespace
 
-bool adamw_chunk_bf16(float* w, const float* g, uint16_t* m, uint16_t* v, size_t n, const AdamWStep& step,
+void adamw_chunk_bf16(float* w, const float* g, uint16_t* m, uint16_t* v, size_t n, const AdamWStep& step,
                       size_t index) {
     const AdamWStep s = step;  // a local copy: no store below can alias it, so its constants stay in registers
-    vf16 probe{};
     size_t o = 0;
-    for (; o + kVecLen <= n; o += kVecLen) probe += adamw_vec_bf16(w + o, g + o, m + o, v + o, kVecLen, s, index + o);
-    if (o < n) probe += adamw_vec_bf16(w + o, g + o, m + o, v + o, (int)(n - o), s, index + o);
-    return vf_reduce_add(probe) == 0.0f;
+    for (; o + kVecLen <= n; o += kVecLen) adamw_vec_bf16(w + o, g + o, m + o, v + o, kVecLen, s, index + o);
+    if (o < n) adamw_vec_bf16(w + o, g + o, m + o, v + o, (int)(n - o), s, index + o);
 }
 
-bool adamw_chunk(float* w, const float* g, float* m, float* v, size_t n, const AdamWStep& step) {
+void adamw_chunk(float* w, const float* g, float* m, float* v, size_t n, const AdamWStep& step) {
     const AdamWStep s = step;  // as in adamw_chunk_bf16
-    vf16 probe{};
     size_t o = 0;
-    for (; o + kVecLen <= n; o += kVecLen) probe += adamw_vec(w + o, g + o, m + o, v + o, kVecLen, s);
-    if (o < n) probe += adamw_vec(w + o, g + o, m + o, v + o, (int)(n - o), s);
-    return vf_reduce_add(probe) == 0.0f;
+    for (; o + kVecLen <= n; o += kVecLen) adamw_vec(w + o, g + o, m + o, v + o, kVecLen, s);
+    if (o < n) adamw_vec(w + o, g + o, m + o, v + o, (int)(n - o), s);
 }
 
 double sum_squares(const float* x, size_t n) {

@@ -22,13 +22,11 @@ inline uint32_t adamw_round_key(int step) { return (uint32_t)step * 0x9E3779B9u 
 KERNELS_BEGIN
 
 // For i < n: m = b1 m + (1 - b1) g', v = b2 v + (1 - b2) g'^2, w = w decay - step_size m / (sqrt(v) /
-// bc2_sqrt + eps), with g' = g grad_scale; in 16-float vectors. Returns false when any m, v or w it wrote
-// is not finite (an overflow: the run must stop), at the cost of three multiply-adds per vector.
-bool adamw_chunk(float* w, const float* g, float* m, float* v, size_t n, const AdamWStep& s);
+// bc2_sqrt + eps), with g' = g grad_scale; in 16-float vectors.
+void adamw_chunk(float* w, const float* g, float* m, float* v, size_t n, const AdamWStep& s);
 // The same update with m and v in bf16: read widened to fp32, written back rounded stochastically, with
 // random bits from a hash of (s.round_key, index + i), index being the first element's parameter index.
-// Returns false as adamw_chunk does, judging the moments as stored.
-bool adamw_chunk_bf16(float* w, const float* g, uint16_t* m, uint16_t* v, size_t n, const AdamWStep& s,
+void adamw_chunk_bf16(float* w, const float* g, uint16_t* m, uint16_t* v, size_t n, const AdamWStep& s,
                       size_t index);
 // The sum of x[i]^2 for i < n, each square and the sum in double, in 16 double lanes then in order: the
 // same result for the same chunk whatever the thread.

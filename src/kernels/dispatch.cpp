@@ -154,9 +154,9 @@ KERNEL(void, gemm_bf16_ref,
        (int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB, float* C,
         int ldc, bool accumulate),
        (M, N, K, A, lda, transA, B, ldb, transB, C, ldc, accumulate))
-KERNEL(bool, adamw_chunk, (float* w, const float* g, float* m, float* v, size_t n, const AdamWStep& s),
+KERNEL(void, adamw_chunk, (float* w, const float* g, float* m, float* v, size_t n, const AdamWStep& s),
        (w, g, m, v, n, s))
-KERNEL(bool, adamw_chunk_bf16,
+KERNEL(void, adamw_chunk_bf16,
        (float* w, const float* g, uint16_t* m, uint16_t* v, size_t n, const AdamWStep& s, size_t index),
        (w, g, m, v, n, s, index))
 KERNEL(double, sum_squares, (const float* x, size_t n), (x, n))

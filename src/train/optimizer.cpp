@@ -91,7 +91,6 @@ void adamw_apply(AdamW* opt, GPT2* model, const AdamWStep& k, float lr, float we
     // after each chunk the model refreshes its copies of those weights (gpt2_params_updated: a bf16 copy
     // for --precision bf16) while they are still in cache. AdamW itself knows no precision.
     const size_t kChunk = 1024;  // 4 KiB of weights: the hook reads them back from L1
-    int overflowed = 0;          // a chunk wrote a non-finite m, v or weight
 #pragma omp parallel
     for (size_t i = first; i < last; i++) {
         const TensorInfo& t = model->param_table[i];
@@ -102,20 +101,17 @@ void adamw_apply(AdamW* opt, GPT2* model, const AdamWStep& k, float lr, float we
         AdamWStep ks = k;
         ks.decay = t.decay ? 1.0f - lr * weight_decay : 1.0f;
         const long chunks = (long)((hi - lo + kChunk - 1) / kChunk);
-#pragma omp for schedule(static) nowait reduction(| : overflowed)
+#pragma omp for schedule(static) nowait
         for (long c = 0; c < chunks; c++) {
             const size_t at = lo + (size_t)c * kChunk, n = std::min(hi - at, kChunk), s = at - opt->begin;
-            const bool finite =
-                opt->bf16 ? adamw_chunk_bf16(w + at, g + at, opt->m16.data() + s, opt->v16.data() + s, n, ks, at)
-                          : adamw_chunk(w + at, g + at, opt->m.data() + s, opt->v.data() + s, n, ks);
-            overflowed |= !finite;
+            if (opt->bf16) adamw_chunk_bf16(w + at, g + at, opt->m16.data() + s, opt->v16.data() + s, n, ks, at);
+            else adamw_chunk(w + at, g + at, opt->m.data() + s, opt->v.data() + s, n, ks);
             gpt2_params_updated(model, at, n);
         }
     }
-    opt->overflowed = opt->overflowed || overflowed;
 }
 
-std::string adamw_overflow_what(const AdamW& opt, const GPT2& model) {
+std::string adamw_nonfinite(const AdamW& opt, const GPT2& model) {
     for (const TensorInfo& t : model.param_table) {
         const size_t lo = std::max(t.offset, opt.begin), hi = std::min(t.offset + t.numel(), opt.end);
         for (size_t i = lo; i < hi; i++) {
@@ -132,7 +128,7 @@ std::string adamw_overflow_what(const AdamW& opt, const GPT2& model) {
                 }
         }
     }
-    return "AdamW's update is not finite";
+    return "";
 }
 
 void adamw_update(AdamW* opt, GPT2* model, const AdamWConfig& cfg, float lr, float grad_scale) {

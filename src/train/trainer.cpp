@@ -100,13 +100,14 @@ void next_batch(Trainer* t, int step, const DataLoaderState& before) {
           std::isfinite(loss) ? "gradient norm" : "loss", std::isfinite(loss) ? norm : loss, step + 1);
 }
 
-// The same stop when the update itself overflowed (AdamW::overflowed: v from a huge gradient's square, say):
-// nothing of this step is saved.
-void check_update(const Trainer& t, int step) {
-    if (!t.opt.overflowed) return;
-    fatal_hint("clip the gradients (--grad-clip 1, the default) or lower --lr",
-               "%s at step %d: training diverged; the last checkpoint (if any) is kept",
-               adamw_overflow_what(t.opt, t.model).c_str(), step + 1);
+// The same stop when the update itself overflowed (AdamW's v from a huge gradient's square, which only an
+// unclipped step can take: adamw_may_overflow), before anything of this step is saved.
+void check_update(const Trainer& t, float norm, int step) {
+    if (!adamw_may_overflow(norm, optimizer_clip_factor(norm, t.o.grad_clip))) return;
+    const std::string what = adamw_nonfinite(t.opt, t.model);
+    if (!what.empty())
+        fatal_hint("clip the gradients (--grad-clip 1, the default) or lower --lr",
+                   "%s at step %d: training diverged; the last checkpoint (if any) is kept", what.c_str(), step + 1);
 }
 
 // One optimizer step with --optimizer-in-backward (one process, one micro-batch): AdamW applied a layer at a
@@ -122,7 +123,7 @@ StepStats train_step_in_backward(Trainer* t, int step) {
     const float lr = lr_schedule(step, o.steps, o.adamw.lr, o.warmup, o.min_lr_frac, o.cosine);
     const float norm = adamw_step_in_backward(&t->opt, &t->model, o.adamw, lr, o.grad_clip);
     if (!std::isfinite(norm)) fail_diverged(loss, norm, step);
-    check_update(*t, step);
+    check_update(*t, norm, step);
     const int stop = share_stop_signal();
     t->tuner.end();
     return {loss, norm, lr, (float)((time_now_s() - t0) * 1e3), stop};
@@ -198,7 +199,7 @@ StepStats train_step(Trainer* t, int step) {
     if (!std::isfinite(loss) || !std::isfinite(norm)) fail_diverged(loss, norm, step);
     const float lr = lr_schedule(step, o.steps, o.adamw.lr, o.warmup, o.min_lr_frac, o.cosine);
     adamw_update(&t->opt, &model, o.adamw, lr, optimizer_clip_factor(norm, o.grad_clip));  // clipping folded in
-    check_update(*t, step);
+    check_update(*t, norm, step);
     if (zero) gather_weights(&model, slices);
     t->tuner.end();
     return {loss, norm, lr, (float)((time_now_s() - t0) * 1e3), stop};

@@ -284,10 +284,11 @@ void trainer_save(Trainer* t, int step) {
     });
     t->saved = true;
     t->progress.close();
-    if (step < t->o.steps) printf("saved %s at step %d; continue with: gpt2 train --resume %s\n", t->o.out.c_str(), step,
-                                  t->o.out.c_str());
-    else printf("saved %s at step %d, the last; train on with: gpt2 train --resume %s --steps %d\n", t->o.out.c_str(),
-                step, t->o.out.c_str(), 2 * std::max(step, 1));
+    if (stop_requested()) return;  // the command's one "interrupted at step N by SIG..., saved" line says it
+    const std::string resume = train_resume_command(t->o.out, dist_world());
+    if (step < t->o.steps) printf("saved %s at step %d; continue with: %s\n", t->o.out.c_str(), step, resume.c_str());
+    else printf("saved %s at step %d, the last; train on with: %s --steps %d\n", t->o.out.c_str(), step,
+                resume.c_str(), 2 * std::max(step, 1));
 }
 
 int trainer_run(Trainer* t, int first_step) {

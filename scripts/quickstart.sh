@@ -18,7 +18,7 @@ OUT=out/shakespeare
 [ "${FINETUNE:-0}" = 1 ] && OUT=out/shakespeare-ft
 if [ -f "$OUT/train_state.safetensors" ]; then
     # an earlier run (a Ctrl-C saves one): train never replaces it, so continue it with its own flags
-    at=$(./gpt2 info --model "$OUT" | sed -n 's/^run: step \([0-9]*\) of.*/\1/p')
+    at=$(./gpt2 info --model "$OUT" 2>/dev/null | sed -n 's/^run: step \([0-9]*\) of.*/\1/p' || true)  # train says what is wrong
     echo "quickstart: $OUT holds an earlier run (at step ${at:-?}): continuing it with gpt2 train --resume $OUT; remove $OUT to start over"
     ./gpt2 train --resume "$OUT" --steps "${STEPS}"
 elif [ "${FINETUNE:-0}" = 1 ]; then

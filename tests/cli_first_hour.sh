@@ -57,7 +57,9 @@ if [ "$(tail -2 "$TEST_TMP/resumed")" = "plot: $R/loss.png
 sample from it: gpt2 generate --model $R --prompt-ids 0 --ids" ]; then
     pass "the run's end names its loss.png and the generate line"
 else fail "the run's end names its loss.png and the generate line"; tail -3 "$TEST_TMP/resumed"; fi
-"$GPT2" train "${TINY[@]}" --steps 1 --val-every 1 >"$TEST_TMP/one" 2>&1
+"$GPT2" train "${TINY[@]}" --steps 1 --val-every 1 --plot "$TEST_TMP/one.png" >"$TEST_TMP/one" 2>&1
+[ "$(tail -1 "$TEST_TMP/one")" = "plot: $TEST_TMP/one.png" ] && pass "... and a run without --out names its --plot" ||
+    { fail "... and a run without --out names its --plot"; tail -2 "$TEST_TMP/one"; }
 grep -q '; 1 step of 64 tokens' "$TEST_TMP/one" && grep -q '^val: every step, ' "$TEST_TMP/one" &&
     pass "one step is \"1 step\", not \"1 steps\"" || fail "one step is \"1 step\", not \"1 steps\""
 "$GPT2" train "${TINY[@]}" --steps 1 --optimizer-state bf16 >"$TEST_TMP/bf16state" 2>&1

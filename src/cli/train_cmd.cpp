@@ -501,12 +501,12 @@ int prepare_run(Trainer* t, const CliArgs& args, const CliArgs& given, const std
     return first_step;
 }
 
-// After a save: where the run's loss plot is and how to sample from the model it saved.
+// The end of a run: where its loss plot is and, after a save, how to sample from the model it saved.
 void print_next(const Trainer& t, const CliArgs& args) {
     const TrainOptions& o = t.o;
-    if (!t.saved) return;
-    const std::string plot = o.plot_in_out ? path_join(o.out, "loss.png") : o.plot_path;
+    const std::string plot = !o.plot_in_out ? o.plot_path : t.saved ? path_join(o.out, "loss.png") : "";
     if (!plot.empty() && path_exists(plot)) printf("plot: %s\n", plot.c_str());
+    if (!t.saved) return;
     std::string generate = "gpt2 generate --model " + o.out;
     if (args.has("tokenizer")) generate += " --tokenizer " + args.str("tokenizer");
     if (t.model.cfg.vocab_size <= kTokenizerEot) generate += " --prompt-ids 0 --ids";  // no <|endoftext|> to start from

@@ -52,6 +52,21 @@ grep -q '^note: --lr 3e-4 replaces the run.s 1e-3 (the default)$' "$TEST_TMP/res
     pass "an overriding flag is named with its old value" || fail "an overriding flag is named with its old value"
 grep -q "^saved $R at step 8, the last; train on with: gpt2 train --resume $R --steps 16$" "$TEST_TMP/resumed" &&
     pass "the last save says how to train on" || fail "the last save says how to train on"
+# the run's end names its plot and how to sample from the model it saved
+if [ "$(tail -2 "$TEST_TMP/resumed")" = "plot: $R/loss.png
+sample from it: gpt2 generate --model $R --prompt-ids 0 --ids" ]; then
+    pass "the run's end names its loss.png and the generate line"
+else fail "the run's end names its loss.png and the generate line"; tail -3 "$TEST_TMP/resumed"; fi
+"$GPT2" train "${TINY[@]}" --steps 1 --val-every 1 --plot "$TEST_TMP/one.png" >"$TEST_TMP/one" 2>&1
+[ "$(tail -1 "$TEST_TMP/one")" = "plot: $TEST_TMP/one.png" ] && pass "... and a run without --out names its --plot" ||
+    { fail "... and a run without --out names its --plot"; tail -2 "$TEST_TMP/one"; }
+grep -q '; 1 step of 64 tokens' "$TEST_TMP/one" && grep -q '^val: every step, ' "$TEST_TMP/one" &&
+    pass "one step is \"1 step\", not \"1 steps\"" || fail "one step is \"1 step\", not \"1 steps\""
+"$GPT2" train "${TINY[@]}" --steps 1 --optimizer-state bf16 >"$TEST_TMP/bf16state" 2>&1
+if grep -q '^precision: .*fp32 master weights, AdamW state bf16' "$TEST_TMP/bf16state" &&
+    ! grep -q 'master weights and optimizer' "$TEST_TMP/bf16state"; then
+    pass "--optimizer-state bf16 says the AdamW state is bf16"
+else fail "--optimizer-state bf16 says the AdamW state is bf16"; grep precision "$TEST_TMP/bf16state"; fi
 
 # ---- info on a checkpoint: where the run stands and how to continue ----
 "$GPT2" info --model $R >"$TEST_TMP/info"
@@ -88,8 +103,24 @@ grep -q "^hint: .*quote it: --train 'data/" "$TEST_TMP/err" && pass "the hint sh
 check_error "a glob matching nothing fails before allocating" "no file matches --train" \
     "$GPT2" train --train "$TEST_TMP/nothing_*.bin" --layers 96 --channels 16384 --heads 128
 "$GPT2" train "${TINY[@]}" --steps 1 --model $R >"$TEST_TMP/loaded" 2>&1
-grep -q "^loaded $R (huggingface, F32)$" "$TEST_TMP/loaded" && pass "train --model says what it loaded" ||
-    fail "train --model says what it loaded"
+grep -q "^loaded $R (huggingface, F32)$" "$TEST_TMP/loaded" && pass "train --model says what it loaded (equal geometry flags are fine)" ||
+    fail "train --model says what it loaded (equal geometry flags are fine)"
+check_error "train --model refuses a geometry flag the checkpoint does not have" \
+    "bad value for --layers (train): the --model $R has 1, got 4" \
+    "$GPT2" train --model $R --train $TOK --layers 4 --channels 64 --steps 1 --sample-tokens 0
+check_error "... each of them" "bad value for --seq-len (train): the --model $R has 32, got 64" \
+    "$GPT2" train --model $R --train $TOK --seq-len 64 --steps 1 --sample-tokens 0
+# info's flags: a --model run shows --model, never a from-scratch model's default geometry, also after a resume
+"$GPT2" train --model $R --train $TOK -B 4 -T 16 --steps 4 --stop-after 2 --sample-tokens 0 --out $TEST_TMP/ft >/dev/null 2>&1
+"$GPT2" info --model $TEST_TMP/ft | grep '^flags:' >"$TEST_TMP/ft_flags"
+"$GPT2" train --resume $TEST_TMP/ft >/dev/null 2>&1
+"$GPT2" info --model $TEST_TMP/ft | grep '^flags:' >>"$TEST_TMP/ft_flags"
+if [ "$(grep -c -- "--model $R " "$TEST_TMP/ft_flags")" = 2 ] && ! grep -Eq -- '--(layers|heads|channels|seq-len|vocab) ' "$TEST_TMP/ft_flags"; then
+    pass "info's flags for a --model run: --model, no default geometry, before and after a resume"
+else fail "info's flags for a --model run: --model, no default geometry, before and after a resume"; cat "$TEST_TMP/ft_flags"; fi
+check_error "-b (for -B) suggests -B" "unknown flag -b (train)" "$GPT2" train -b 4
+grep -qx 'hint: did you mean -B (--batch)?' "$TEST_TMP/err" && pass "... as -B (--batch), not --lr" ||
+    { fail "... as -B (--batch), not --lr"; cat "$TEST_TMP/err"; }
 
 # ---- config.json names the model's real stop token: 50256 only in a vocabulary that has it ----
 "$GPT2" export --model $R --out $TEST_TMP/exported >/dev/null
@@ -108,15 +139,41 @@ check_error "compare: another model than the dump's is named as the mismatch" \
 check_error "compare: the same with llm.c's debug state" "llm.c debug state .* does not fit the model" \
     "$GPT2" compare --model $R --ref tests/fixtures/ref_tiny/llmc_debug_state.bin
 
+# ---- the quick start after a Ctrl-C: run again, it resumes the interrupted run and says so ----
+# scripts/quickstart.sh in a scratch tree: this gpt2, the fixture tokens as tiny shakespeare, and stand-ins
+# for the package install and make (the build and the data are there)
+Q=$TEST_TMP/qs
+mkdir -p $Q/scripts $Q/bin $Q/data/tinyshakespeare
+cp scripts/quickstart.sh $Q/scripts/ && printf '#!/bin/sh\n' >$Q/scripts/install_deps.sh && printf '#!/bin/sh\n' >$Q/bin/make
+chmod +x $Q/bin/make && ln -s "$(cd "$(dirname "$GPT2")" && pwd)/$(basename "$GPT2")" $Q/gpt2
+cp $TOK $Q/data/tinyshakespeare/train.bin && cp $TOK $Q/data/tinyshakespeare/val.bin
+quickstart() { (cd $Q && PATH=$Q/bin:$PATH STEPS=3 exec env -u GPT2_DATA_DIR bash scripts/quickstart.sh) >>$Q/qs.log 2>&1; }
+quickstart &
+pid=$!
+for _ in $(seq 1200); do grep -q "^step *[12]/3" $Q/qs.log && break; sleep 0.1; done
+kill -INT "$(head -1 $Q/out/shakespeare.lock 2>/dev/null)" 2>/dev/null  # Ctrl-C to train (its pid is in its --out's lock)
+wait $pid
+stopped=$(grep -o 'interrupted at step [0-9]*' $Q/qs.log | grep -o '[0-9]*$')
+quickstart
+if [ -n "$stopped" ] && grep -q "^quickstart: out/shakespeare holds an earlier run (at step $stopped): continuing it with gpt2 train --resume out/shakespeare" $Q/qs.log &&
+    grep -q "^saved out/shakespeare at step 3, the last" $Q/qs.log && ! grep -q '^error' $Q/qs.log &&
+    [ "$(grep -c "\"loss\"" $Q/out/shakespeare.jsonl)" = 3 ]; then
+    pass "the quick start run again after a Ctrl-C at step $stopped resumes it to step 3 and says so"
+else fail "the quick start run again after a Ctrl-C at step ${stopped:-?} resumes it to step 3 and says so"; grep -v '^step' $Q/qs.log | sed 's/^/    /'; fi
+
 # ---- --help and --version ----
 bad=0
 for c in train eval generate tokenize compare info export plot; do
     "$GPT2" $c --help >"$TEST_TMP/help_$c" || bad=1
     grep -q '(default: .*(default: ' "$TEST_TMP/help_$c" && { echo "    $c: a default printed twice"; bad=1; }
-    grep -Eq '^  -n, ' "$TEST_TMP/help_$c" && { echo "    $c: -n"; bad=1; }
+    [ $c != generate ] && grep -Eq '^  -n, ' "$TEST_TMP/help_$c" && { echo "    $c: -n"; bad=1; }
 done
-[ $bad = 0 ] && pass "no command's --help prints a default twice or gives -n a meaning" ||
-    fail "no command's --help prints a default twice or gives -n a meaning"
+grep -Eq '^  -n, --max-tokens X ' "$TEST_TMP/help_generate" || { echo "    generate: no -n, --max-tokens"; bad=1; }
+[ $bad = 0 ] && pass "no command's --help prints a default twice; -n is generate's --max-tokens alone" ||
+    fail "no command's --help prints a default twice; -n is generate's --max-tokens alone"
+"$GPT2" generate --model $R --prompt-ids 1 --ids -n 5 2>/dev/null >"$TEST_TMP/gen_n"
+[ "$(wc -w <"$TEST_TMP/gen_n")" = 5 ] && pass "generate -n 5 (llama.cpp's spelling) makes 5 tokens" ||
+    { fail "generate -n 5 (llama.cpp's spelling) makes 5 tokens"; cat "$TEST_TMP/gen_n"; }
 "$GPT2" --version >"$TEST_TMP/version" && grep -Eq '^gpt2.cpp [0-9]+\.[0-9]+\.[0-9]+ \(built with' "$TEST_TMP/version" &&
     pass "gpt2 --version" || fail "gpt2 --version"
 grep -q 'steps of 64 tokens (-B 4 x -T 16)' "$TEST_TMP/first" && pass "the data line spells out a step's tokens" ||

@@ -104,7 +104,7 @@ check_error "the default tokenizer missing" "tokenizer directory not found (.*no
     env GPT2_DATA_DIR="$TEST_TMP/no_data" "$GPT2" eval --model "$M" --hellaswag $FIX
 check_error "a model whose vocabulary is not the tokenizer's" "tokenizer and model disagree" \
     "$GPT2" eval --model tests/fixtures/ref_tiny/model --tokenizer "$TOK_DIR" --hellaswag $FIX
-check_error "--data with --hellaswag" "conflicting flags (eval): --data belongs to --data" hs --hellaswag $FIX --data $TOK
+check_error "--data with --hellaswag" "conflicting flags (eval): --data and --hellaswag; expected one of them" hs --hellaswag $FIX --data $TOK
 check_error "-T with --hellaswag" "conflicting flags (eval): --tokens" hs --hellaswag $FIX -T 16
 check_error "--tokenizer without --hellaswag" "flag --tokenizer (eval) needs --hellaswag" hs --data $TOK -B 2 -T 16
 check_error "--hellaswag-batch 0" "bad value for --hellaswag-batch (eval): expected 1.." hs --hellaswag $FIX --hellaswag-batch 0

@@ -187,7 +187,8 @@ size=$(stat -c %s "$TEST_TMP/poison.bin")
 perl -e 'print pack("f<", 3e38) x 32' | dd of="$TEST_TMP/poison.bin" bs=1 seek=$((size - 128)) conv=notrunc status=none
 before=$(cksum <"$TEST_TMP/trained/model.safetensors")
 check_error "a NaN loss stops training, naming the step" "loss is -*nan at step 1" \
-    "$GPT2" train --model "$TEST_TMP/poison.bin" --train $TOK -B 4 -T 16 --steps 5 --sample-tokens 0 --out "$TEST_TMP/trained"
+    "$GPT2" train --model "$TEST_TMP/poison.bin" --train $TOK -B 4 -T 16 --steps 5 --sample-tokens 0 --out "$TEST_TMP/trained" \
+    --overwrite
 check "the last good checkpoint survives the NaN" test "$(cksum <"$TEST_TMP/trained/model.safetensors")" = "$before"
 check_error "empty prompt" "empty prompt (--prompt-ids)" "$GPT2" generate --model $TRAINED --prompt-ids "" --ids
 

@@ -36,7 +36,20 @@ before=$(sum $T/ck/model.safetensors)
 check_error "train --out refuses a symbolic link" "is a symbolic link" "$GPT2" train $tiny --steps 2 --out $T/link
 check "... and the link's target is untouched" test "$(sum $T/ck/model.safetensors)" = "$before"
 cp -r $T/ck $T/notes && echo mine >$T/notes/NOTES.md
-check "train --out replaces its own checkpoint" "$GPT2" train $tiny --steps 3 --out $T/notes
+before=$(sum $T/notes/model.safetensors)
+check_error "train --out refuses another run's finished checkpoint, naming it" \
+    "bad value for --out (train): $T/notes holds the checkpoint of another run (at step 10)" \
+    "$GPT2" train $tiny --steps 3 --out $T/notes
+check "... offering --resume and --overwrite in one hint" \
+    grep -q "^hint: continue that run with: gpt2 train --resume $T/notes; or replace it with a new one: --overwrite$" $T/err
+check "... and the checkpoint is untouched" test "$(sum $T/notes/model.safetensors)" = "$before"
+"$GPT2" train $tiny --steps 40 --stop-after 3 --out $T/half >/dev/null 2>&1
+check_error "... and an unfinished one (3 of 40 steps)" "$T/half holds the checkpoint of another run (at step 3)" \
+    "$GPT2" train $tiny --steps 1 --out $T/half/
+check_error "--overwrite with the --resume directory itself is refused" "conflicting flags (train): --overwrite" \
+    "$GPT2" train --resume $T/half --overwrite
+check "--resume A --out B refuses B's run too" bash -c "'$GPT2' train --resume $T/half --out $T/notes 2>&1 | grep -q 'notes holds the checkpoint of another run'"
+check "train --out --overwrite replaces its own checkpoint" "$GPT2" train $tiny --steps 3 --out $T/notes --overwrite
 check "... keeping a file the user put in it" test "$(cat $T/notes/NOTES.md 2>/dev/null)" = mine
 check "... and the new model is there" bash -c "'$GPT2' train --resume $T/notes --steps 3 | grep -q 'nothing to do: .* at step 3 of 3'"
 check_error "export refuses a directory it did not write" "which gpt2 export did not write" \
@@ -44,6 +57,10 @@ check_error "export refuses a directory it did not write" "which gpt2 export did
 check_error "export --format llmc refuses to replace a file of another kind" "is not an llm.c checkpoint" \
     "$GPT2" export --model $FIX/model --out $T/thesis/thesis.txt --format llmc
 check "... and the file is untouched" test "$(cat $T/thesis/thesis.txt)" = draft
+check_error "export --format gguf refuses it too" "is not a GGUF file gpt2 wrote" \
+    "$GPT2" export --model $FIX/model --out $T/thesis/thesis.txt --format gguf
+check "... with a hint that reads as a sentence" \
+    grep -qx "hint: choose a new path; gpt2 replaces a file only when it is a GGUF file gpt2 wrote" $T/err
 if [ -n "${GPT2_DATA_DIR:-}" ]; then TOK_DIR=$GPT2_DATA_DIR/gpt2; else TOK_DIR=data/gpt2; fi
 echo "To be, or not to be: that is the question." >$T/text.txt
 mkdir -p $T/tok && echo notes >$T/tok/val.bin
@@ -86,9 +103,20 @@ check_error "generate refuses non-finite logits" "non-finite logits" "$GPT2" gen
 rm -rf $T/keep && "$GPT2" train --model $TRAINED --train $TOK -B 4 -T 16 --steps 2 --sample-tokens 0 --out $T/keep >/dev/null
 before=$(sum $T/keep/model.safetensors)
 check_error "an infinite gradient norm stops training at that step" "gradient norm is inf at step 1" \
-    "$GPT2" train --model $T/steep.bin --train $TOK -B 4 -T 16 --steps 5 --save-every 1 --sample-tokens 0 --out $T/keep
+    "$GPT2" train --model $T/steep.bin --train $TOK -B 4 -T 16 --steps 5 --save-every 1 --sample-tokens 0 --out $T/keep --overwrite
 check "... and the last checkpoint is kept as it was" test "$(sum $T/keep/model.safetensors)" = "$before"
 check "... and still evaluates to a finite loss" bash -c "'$GPT2' eval --model $T/keep --data $TOK -B 2 -T 16 | grep -Eq '^loss [0-9]'"
+# ln_f.bias 1e25: a finite loss and gradient norm, but gradients of ~1e26 whose squares overflow AdamW's v
+# when nothing clips them (in fp32 and in bf16 moments alike): the run stops at that step, as on a NaN loss
+big 1e25 $T/vbig.bin
+for state in fp32 bf16; do
+    check_error "AdamW's v overflowing stops training at that step ($state state)" "AdamW v of .* is inf at step 1: training diverged" \
+        "$GPT2" train --model $T/vbig.bin --train $TOK -B 4 -T 16 --steps 5 --save-every 1 --grad-clip 0 --sample-tokens 0 \
+        --optimizer-state $state --out $T/keep --overwrite
+    check "... and the last good checkpoint is kept as it was ($state)" test "$(sum $T/keep/model.safetensors)" = "$before"
+done
+check_error "... with --optimizer-in-backward too" "AdamW v of .* is inf at step 1" \
+    "$GPT2" train --model $T/vbig.bin --train $TOK -B 4 -T 16 --steps 5 --grad-clip 0 --sample-tokens 0 --optimizer-in-backward
 perl -e 'print pack("f<", 1e5) x 32' | dd of=$T/nan.bin bs=1 seek=$((size - 128)) conv=notrunc status=none
 check_error "export f16 refuses a value past F16's range" "value out of F16 range" "$GPT2" export --model $T/nan.bin --out $T/f16 --dtype f16
 check "... and leaves nothing behind" test -z "$(ls -d $T/f16* 2>/dev/null)"
@@ -220,6 +248,8 @@ check_error "a second run on the same --out is refused" "output in use (--out $T
     "$GPT2" train $tiny --steps 2 --out $T/busy
 kill -INT $pid; wait $pid
 check "the lock file goes with the run" test ! -e $T/busy.lock
+check "SIGINT: one line says the run was interrupted and saved, and how to continue" \
+    test "$(grep -c "saved $T/busy" $T/busy.log) $(grep -c "^interrupted at step [0-9]* by SIGINT, saved $T/busy; continue with: gpt2 train --resume $T/busy$" $T/busy.log)" = "1 1"
 
 # --- 11. strict readers and range-checked flags -----------------------------------------------------------
 cp -r $TRAINED $T/dupcfg && sed -i 's/"n_layer"/"n_head": 2, "n_layer"/' $T/dupcfg/config.json

@@ -63,7 +63,9 @@ check "... and plain step lines with tok/s and ETA, no carriage returns" \
 check "rank 0 alone prints: one 'saved' line" test "$(grep -c '^saved ' $W/two.out)" = 1
 
 # Resume under MPI: 10 steps, then 10 more from the checkpoint, equal the straight 20.
-"${MPIRUN[@]}" -np 2 "$GPT2_MPI" "${A[@]}" -B 2 --steps 20 --stop-after 10 --log $W/r.jsonl --out $W/r >/dev/null 2>&1
+"${MPIRUN[@]}" -np 2 "$GPT2_MPI" "${A[@]}" -B 2 --steps 20 --stop-after 10 --log $W/r.jsonl --out $W/r >$W/r10.out 2>&1
+check "the 2-rank save says how to resume: the mpirun line" \
+    grep -qx "saved $W/r at step 10; continue with: mpirun -np 2 ./gpt2-mpi train --resume $W/r" $W/r10.out
 "${MPIRUN[@]}" -np 2 "$GPT2_MPI" train --resume $W/r --log $W/r.jsonl >$W/r.out 2>&1
 log_losses $W/r.jsonl >$W/lr
 check "2 ranks: stopped at 10 and resumed under mpirun, the same 22 losses as straight through" cmp $W/lr $W/l2
@@ -73,7 +75,7 @@ check "... and the same model" cmp $W/r/model.safetensors $W/two/model.safetenso
 # can make one rank's loss NaN alone); the summed loss is NaN on both, and both stop before the update.
 B=(train --train $TOK -T 16 -B 2 --steps 5 --sample-tokens 0 --val "" --model $TRAINED)
 cp -r $W/two $W/good && before=$(cksum <$W/good/model.safetensors)
-"${MPIRUN[@]}" -x GPT2_TEST_NAN_ON_RANK=1 -np 2 "$GPT2_MPI" "${B[@]}" --out $W/good >$W/nan.out 2>$W/nan.err
+"${MPIRUN[@]}" -x GPT2_TEST_NAN_ON_RANK=1 -np 2 "$GPT2_MPI" "${B[@]}" --out $W/good --overwrite >$W/nan.out 2>$W/nan.err
 rc=$?
 cat $W/nan.err | grep -v '^ *$' | head -5
 check "a NaN on one rank stops both with an error line naming the step (exit $rc)" \
@@ -107,8 +109,9 @@ done
 [ -n "$victim" ] && kill -TERM "$victim"
 wait $job
 rc=$?
-check "SIGTERM to rank 1: the job exits 143 after rank 0 saved (exit $rc)" \
-    eval '[ -n "$victim" ] && [ $rc = 143 ] && grep -q "^saved .*term at step" $W/term.out'
+check "SIGTERM to rank 1: the job exits 143 after rank 0 saved, saying so with the mpirun line (exit $rc)" \
+    eval '[ -n "$victim" ] && [ $rc = 143 ] &&
+        grep -qx "interrupted at step [0-9]* by SIGTERM, saved $W/term; continue with: mpirun -np 2 ./gpt2-mpi train --resume $W/term" $W/term.out'
 check "... and the run resumes from there" "$GPT2_MPI" eval --model $W/term --data $TOK -B 2 -T 16 --batches 2
 check "... and no rank claims nothing was saved" bash -c "! grep -q 'nothing saved' $W/term.out"
 

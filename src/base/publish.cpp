@@ -120,7 +120,7 @@ void output_check(const std::string& path, const char* flag, const OutputKind& k
     if (path_is_input(path))
         fatal("bad value for %s: %s is an input of this run; expected a different output path", flag, path.c_str());
     if (!kind.is_ours || !kind.is_ours(path))
-        fatal_hint(std::string("choose a new path; gpt2 replaces only ") + kind.what + " it wrote",
+        fatal_hint(std::string("choose a new path; gpt2 replaces a file only when it is ") + kind.what,
                    "bad value for %s: %s exists and is not %s", flag, path.c_str(), kind.what);
 }
 

@@ -55,11 +55,9 @@ void print_run(const std::string& dir) {
         if (first) flags += " --" + name + (stored_flag(ts, name.c_str()).empty() ? "" : " " + stored_flag(ts, name.c_str()));
     }
     printf("flags:%s\n", flags.c_str());
-    const std::string mpi = ranks > 1 ? "mpirun -np " + std::to_string(ranks) + " ./gpt2-mpi" : "gpt2";
-    if (ts.step < steps) printf("continue with: %s train --resume %s\n", mpi.c_str(), dir.c_str());
-    else
-        printf("finished; train on with: %s train --resume %s --steps %lld\n", mpi.c_str(), dir.c_str(),
-               2 * std::max(steps, 1LL));
+    const std::string resume = train_resume_command(dir, (int)ranks);
+    if (ts.step < steps) printf("continue with: %s\n", resume.c_str());
+    else printf("finished; train on with: %s --steps %lld\n", resume.c_str(), 2 * std::max(steps, 1LL));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 
 #include <cassert>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -86,15 +87,21 @@ CliArgs cli_parse(int argc, char** argv, const char* command, const char* usage,
         }
         const CliFlag* f = find_flag(flags, name, !is_long);
         if (!f) {
-            std::string best;
-            int best_d = 1 << 30;
-            for (const CliFlag& g : flags) {
-                int d = cli_edit_distance(name, g.name);
-                if (d < best_d) best_d = d, best = g.name;
+            std::string best;  // the suggestion, as it would be typed
+            if (is_short && name.size() == 1) {  // one letter is near every short name: only its other case counts
+                for (const CliFlag& g : flags)
+                    if (g.short_name[0] && tolower((unsigned char)g.short_name[0]) == tolower((unsigned char)name[0]))
+                        best = std::string("-") + g.short_name + " (--" + g.name + ")";
+            } else {
+                int best_d = 4;  // at most 3 edits away
+                for (const CliFlag& g : flags) {
+                    int d = cli_edit_distance(name, g.name);
+                    if (d < best_d) best_d = d, best = std::string("--") + g.name;
+                }
             }
             std::string shown = (is_long ? "--" : "-") + name;
-            if (!best.empty() && best_d <= 3)
-                fatal_hint("did you mean --" + best + "?", "unknown flag %s (%s): see `gpt2 %s --help`", shown.c_str(),
+            if (!best.empty())
+                fatal_hint("did you mean " + best + "?", "unknown flag %s (%s): see `gpt2 %s --help`", shown.c_str(),
                            command, command);
             fatal("unknown flag %s (%s): see `gpt2 %s --help`", shown.c_str(), command, command);
         }

@@ -170,7 +170,7 @@ CliArgs generate_args(int argc, char** argv) {
         {"prompt", "", "", "prompt text (default: start from <|endoftext|>)"},
         {"prompt-file", "", "", "read the prompt text from this file"},
         {"prompt-ids", "", "", "prompt as space-separated token ids instead of text"},
-        {"max-tokens", "", "64", "new tokens to generate at most (exactly, with --ignore-eos)"},
+        {"max-tokens", "n", "64", "new tokens to generate at most (exactly, with --ignore-eos)"},
         {"temperature", "", "1.0", "softmax temperature; 0 is greedy"},
         {"top-k", "", "50", "keep the k most likely tokens; 0 disables"},
         {"top-p", "", "1.0", "keep the smallest set whose probability reaches p; 1 disables"},

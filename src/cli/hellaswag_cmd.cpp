@@ -20,7 +20,7 @@
 namespace {
 
 const char* const kHellaSwagOnly[] = {"hellaswag-batch", "hellaswag-scores", "tokenizer"};
-const char* const kDataOnly[] = {"data", "batch", "tokens", "batches"};
+const char* const kDataOnly[] = {"batch", "tokens", "batches"};  // --data is refused on its own
 
 // A scores file gpt2 wrote: JSON lines starting with the example's line number (or an empty file).
 bool scores_is_ours(const std::string& path) {
@@ -62,6 +62,7 @@ void eval_check_hellaswag_flags(const CliArgs& args) {
 }
 
 int cmd_eval_hellaswag(const CliArgs& args) {
+    if (args.has("data")) fatal("conflicting flags (eval): --data and --hellaswag; expected one of them");
     for (const char* name : kDataOnly)
         if (args.has(name))
             fatal(

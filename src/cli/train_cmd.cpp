@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <string>
 
@@ -59,6 +60,10 @@ const std::vector<CliFlag> kTrainFlags = {
     {"val-batches", "", "8", "validation batches of -B x -T tokens, from the start of --val (`gpt2 eval` scores all)"},
     {"log", "", "", "append one JSON line per step and per validation to this file (a --resume keeps appending)"},
     {"out", "", "", "checkpoint directory: HuggingFace-layout model + train_state.safetensors"},
+    {"overwrite", "", "",
+     "start a new run in an --out that holds another run's checkpoint, replacing it (default: refused; --resume "
+     "continues it)",
+     true},
     {"save-every", "", "0", "save to --out every N steps (always after the last step); 0: only at the end"},
     {"stop-after", "", "0",
      "stop (and save) after N steps of this run, keeping the --steps schedule; 0: run to --steps"},
@@ -90,7 +95,15 @@ const char* const kFixedOnResume[] = {"batch",  "tokens", "grad-accum", "seed", 
                                       "layers", "heads",  "channels",   "seq-len", "vocab"};
 // Flags that belong to one invocation, not to the run: a resumed run never inherits them. (--log is the
 // run's: a resumed run appends to it.)
-const char* const kPerInvocation[] = {"out", "resume", "stop-after", "plot"};
+const char* const kPerInvocation[] = {"out", "resume", "stop-after", "plot", "overwrite"};
+// The flags of a from-scratch model's geometry: a --model run takes its checkpoint's.
+const char* const kGeometry[] = {"layers", "heads", "channels", "seq-len", "vocab"};
+
+bool is_geometry(const std::string& name) {
+    for (const char* n : kGeometry)
+        if (name == n) return true;
+    return false;
+}
 
 // The run's rank count, kept in the checkpoint's flags: with -B and --grad-accum it makes the global batch
 // a resume keeps (keep_global_batch).
@@ -111,15 +124,16 @@ bool is_per_invocation(const std::string& name) {
 }
 
 // The flags a checkpoint records: those given but the per-invocation ones, the effective values of the
-// ones a resumed run must keep (defaults included, so a resume can tell a change), and the resolved
-// validation file.
+// ones a resumed run must keep (defaults included, so a resume can tell a change; a --model run's geometry
+// is its checkpoint's, never the from-scratch defaults), and the resolved validation file.
 std::vector<std::pair<std::string, std::string>> run_flags(const CliArgs& args, const std::string& val_path) {
     std::vector<std::pair<std::string, std::string>> flags;
     for (size_t i = 0; i < args.names.size(); i++)
         if (!is_per_invocation(args.names[i]) && args.names[i] != "val")
             flags.push_back({args.names[i], args.values[i]});
     for (const char* name : kFixedOnResume)
-        if (!args.has(name) && std::string(name) != "model") flags.push_back({name, args.str(name)});
+        if (!args.has(name) && std::string(name) != "model" && !(args.has("model") && is_geometry(name)))
+            flags.push_back({name, args.str(name)});
     flags.push_back({"val", val_path});
     flags.push_back({kRanksKey, std::to_string(dist_world())});
     return flags;
@@ -175,6 +189,16 @@ void setup_phase(const char* what, double bytes, const std::function<void()>& ru
     if (said) fprintf(stderr, " %.1f s\n", time_now_s() - t0);
 }
 
+// A --model run takes the checkpoint's geometry: a geometry flag given with it must say the same.
+void check_model_geometry(const CliArgs& args, const GPT2Config& cfg, const std::string& path) {
+    const int values[] = {cfg.num_layers, cfg.num_heads, cfg.channels, cfg.max_seq_len, cfg.vocab_size};
+    for (size_t i = 0; i < std::size(kGeometry); i++)
+        if (args.has(kGeometry[i]) && args.integer_in(kGeometry[i], 0, LLONG_MAX) != values[i])
+            fatal_hint(std::string("drop --") + kGeometry[i] + ": --model sets the geometry",
+                       "bad value for --%s (train): the --model %s has %d, got %s", kGeometry[i], path.c_str(),
+                       values[i], args.str(kGeometry[i]).c_str());
+}
+
 // The model a run trains: the checkpoint it resumes, --model, or a random init from the geometry flags.
 // Memory is checked before anything large is allocated.
 void build_model(GPT2* model, const CliArgs& args, const TrainOptions& o) {
@@ -184,8 +208,10 @@ void build_model(GPT2* model, const CliArgs& args, const TrainOptions& o) {
     if (!resume_dir.empty() || args.has("model")) {
         const std::string path = resume_dir.empty() ? args.str("model") : resume_dir;
         CheckpointInfo info;
-        const int heads = args.has("model") && args.has("heads") ? cli_heads(args) : 0;  // for a bare .safetensors
+        const bool from_model = resume_dir.empty();  // a resumed --model run keeps --model among its flags
+        const int heads = from_model && args.has("heads") ? cli_heads(args) : 0;  // for a bare .safetensors
         GPT2Config cfg = checkpoint_inspect(path, heads, &info);  // its files are now inputs of the run
+        if (from_model) check_model_geometry(args, cfg, path);
         if (resume_dir.empty() && !out.empty() && !dir_input_entry(out).empty())
             fatal_hint("continue it with --resume " + out + ", or save elsewhere",
                        "bad value for --out (train): %s holds the --model this run starts from; a new run there "
@@ -371,7 +397,7 @@ CliArgs resume_args(const CliArgs& given, const std::string& resume_dir, TrainSt
     std::string ranks;  // the global batch and the data order depend on the rank count
     for (const auto& kv : resume->flags) {
         if (kv.first == kRanksKey) ranks = kv.second;
-        else if (kv.first != "model" && !is_per_invocation(kv.first)) stored.push_back(kv);
+        else if (!is_per_invocation(kv.first)) stored.push_back(kv);  // --model too: `info` shows where the run began
     }
     for (const char* name : kFixedOnResume)
         for (const auto& kv : stored)
@@ -451,7 +477,25 @@ void lock_outputs(Trainer* t, const CliArgs& args, const CliArgs& given, const s
     const TrainOptions& o = t->o;
     if (!o.out.empty() || (given.has("out") && dist_rank() == 0))
         train_dir_check(o.out, given.has("out") ? "--out" : "--resume");
+    if (given.on("overwrite") && o.out_is_resume)
+        fatal("conflicting flags (train): --overwrite starts a new run in --out; --resume %s continues its own",
+              resume_dir.c_str());
+    if (given.on("overwrite") && !given.has("out"))
+        fatal("missing flag --out (train): --overwrite replaces the run in --out with a new one");
     locks->out.reset(o.out.empty() || o.out == resume_dir ? nullptr : new PathLock(o.out, "--out"));
+    // Another run's checkpoint (looked for under the lock) is never replaced unasked: HF's trainers refuse a
+    // non-empty output directory without --overwrite_output_dir. With --overwrite, the first save replaces it
+    // as every save does. (A --model that is --out itself is refused by build_model, --overwrite or not.)
+    FileInfo out_dir, model_dir;
+    const bool out_is_model = resume_dir.empty() && args.has("model") && os_stat(o.out, &out_dir) &&
+                              os_stat(args.str("model"), &model_dir) && same_file(out_dir, model_dir);
+    if (const int step = o.out.empty() || o.out_is_resume || out_is_model ? -1 : train_dir_step(o.out);
+        step >= 0 && !given.on("overwrite"))
+        fatal_hint("continue that run with: " + train_resume_command(o.out, dist_world()) +
+                       "; or replace it with a new one: --overwrite",
+                   "bad value for --out (train): %s holds the checkpoint of another run (at step %d); expected a "
+                   "new or empty directory",
+                   o.out.c_str(), step);
     if (!o.out.empty()) dir_clear_dead_staging(o.out, train_dir_is_ours);  // before anything opens files in it
     if (args.has("plot") && !o.plot_path.empty()) {
         check_plot_path(o.plot_path, o.out);
@@ -474,15 +518,17 @@ void print_data(const Trainer& t) {
     std::string shape = o.accum > 1 ? "--grad-accum " + std::to_string(o.accum) + " x " : "";
     shape += "-B " + std::to_string(o.B) + " x -T " + std::to_string(o.T);
     if (dist_world() > 1) shape += " x " + std::to_string(dist_world()) + " ranks";
-    printf("data: %s%s; %d steps of %lld tokens (%s)\n", count(t.train_dl, "train").c_str(),
-           o.shuffle ? "" : " (in order)", o.steps, (long long)dist_world() * o.accum * o.B * o.T, shape.c_str());
+    printf("data: %s%s; %d step%s of %lld tokens (%s)\n", count(t.train_dl, "train").c_str(),
+           o.shuffle ? "" : " (in order)", o.steps, o.steps == 1 ? "" : "s",
+           (long long)dist_world() * o.accum * o.B * o.T, shape.c_str());
     if (o.val_path.empty()) {
         printf("val: none\n");
         return;
     }
-    printf("val: every %d steps, the first %lld of %s (--val-batches %zu x -B %d x -T %d; `gpt2 eval` scores "
+    const std::string every = o.val_every == 1 ? "step" : std::to_string(o.val_every) + " steps";
+    printf("val: every %s, the first %lld of %s (--val-batches %zu x -B %d x -T %d; `gpt2 eval` scores "
            "all of them)\n",
-           o.val_every, (long long)t.val_n * dist_world() * o.B * o.T, count(t.val_dl, "val").c_str(), t.val_n,
+           every.c_str(), (long long)t.val_n * dist_world() * o.B * o.T, count(t.val_dl, "val").c_str(), t.val_n,
            o.B * dist_world(), o.T);
 }
 
@@ -509,8 +555,11 @@ int prepare_run(Trainer* t, const CliArgs& args, const CliArgs& given, const std
         printf("resumed %s at step %d\n", resume_dir.c_str(), first_step);
     }
     gpt2_set_precision(&t->model, cli_precision(args));  // the weights are in place: bf16 copies them
-    if (t->model.precision == Precision::kBf16)
-        printf("precision: bf16 matmuls (fp32 accumulation), fp32 master weights and optimizer\n");
+    const bool bf16 = t->model.precision == Precision::kBf16;
+    if (bf16 || o.bf16_moments)
+        printf("precision: %s, fp32 master weights, AdamW state %s\n",
+               bf16 ? "bf16 matmuls (fp32 accumulation)" : "fp32 matmuls",
+               o.bf16_moments ? "bf16 (stochastic rounding)" : "fp32");
     // The buffers the first step would otherwise allocate and fault in: that step then runs as a steady one.
     setup_phase("activations and AdamW state",
                 gpt2_acts_bytes(cfg, o.B, o.T, true, o.mem.recompute) + train_memory(cfg, o, false).moments, [&] {
@@ -526,25 +575,39 @@ int prepare_run(Trainer* t, const CliArgs& args, const CliArgs& given, const std
     return first_step;
 }
 
+// The end of a run: where its loss plot is and, after a save, how to sample from the model it saved.
+void print_next(const Trainer& t, const CliArgs& args) {
+    const TrainOptions& o = t.o;
+    const std::string plot = !o.plot_in_out ? o.plot_path : t.saved ? path_join(o.out, "loss.png") : "";
+    if (!plot.empty() && path_exists(plot)) printf("plot: %s\n", plot.c_str());
+    if (!t.saved) return;
+    std::string generate = "gpt2 generate --model " + o.out;
+    if (args.has("tokenizer")) generate += " --tokenizer " + args.str("tokenizer");
+    if (t.model.cfg.vocab_size <= kTokenizerEot) generate += " --prompt-ids 0 --ids";  // no <|endoftext|> to start from
+    printf("sample from it: %s\n", generate.c_str());
+}
+
 // Trains from first_step to --steps and says how the run ended: 0 when it ran to its end, 128 + the signal
 // when one stopped it.
-int run_steps(Trainer* t, int first_step, const std::string& resume_dir) {
+int run_steps(Trainer* t, int first_step, const std::string& resume_dir, const CliArgs& args) {
     const TrainOptions& o = t->o;
     if (first_step >= o.steps) {  // nothing to train: a fresh run still saves what was asked for
         if (o.saving && !o.out_is_resume) trainer_save(t, first_step);  // what --out asked for
         else if (!resume_dir.empty())
             printf("nothing to do: %s is at step %d of %d\n", resume_dir.c_str(), first_step, o.steps);
         t->log.close();
+        print_next(*t, args);
         return 0;
     }
     const int step = trainer_run(t, first_step);
     t->log.close();
     stop_catch(false);
+    print_next(*t, args);
     const int sig = stop_requested();
     if (!sig) return 0;
-    if (t->saved)
-        fprintf(stderr, "interrupted at step %d by %s, saved %s; continue with: gpt2 train --resume %s\n", step,
-                stop_signal_name(sig), o.out.c_str(), o.out.c_str());
+    if (t->saved)  // the one line that says so (trainer_save is silent when a signal stopped the run)
+        fprintf(stderr, "interrupted at step %d by %s, saved %s; continue with: %s\n", step, stop_signal_name(sig),
+                o.out.c_str(), train_resume_command(o.out, dist_world()).c_str());
     else if (dist_rank() == 0)  // rank 0 alone saves (and says so)
         fprintf(stderr, "interrupted at step %d by %s; nothing saved (%s)\n", step, stop_signal_name(sig),
                 o.out.empty() ? "no --out" : "no step was done");
@@ -581,7 +644,7 @@ int cmd_train(int argc, char** argv) {
     lock_outputs(&t, args, given, resume_dir, &locks);
     const int first_step = prepare_run(&t, args, given, resume_dir, &resume);
     if (dist_world() > 1) check_ranks_agree(t);
-    return run_steps(&t, first_step, resume_dir);
+    return run_steps(&t, first_step, resume_dir, args);
 }
 
 static const std::vector<CliFlag> kEvalFlags = {

@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <utility>
 
+#include "base/half.h"
 #include "base/util.h"
 #include "kernels/adamw.h"
 
@@ -107,6 +109,26 @@ void adamw_apply(AdamW* opt, GPT2* model, const AdamWStep& k, float lr, float we
             gpt2_params_updated(model, at, n);
         }
     }
+}
+
+std::string adamw_nonfinite(const AdamW& opt, const GPT2& model) {
+    for (const TensorInfo& t : model.param_table) {
+        const size_t lo = std::max(t.offset, opt.begin), hi = std::min(t.offset + t.numel(), opt.end);
+        for (size_t i = lo; i < hi; i++) {
+            const size_t s = i - opt.begin;
+            const float m = opt.bf16 ? bf16_to_float(opt.m16[s]) : opt.m[s];
+            const float v = opt.bf16 ? bf16_to_float(opt.v16[s]) : opt.v[s];
+            const std::pair<const char*, float> values[] = {
+                {"AdamW v", v}, {"AdamW m", m}, {"weight", model.params[i]}};
+            for (const auto& [what, x] : values)
+                if (!std::isfinite(x)) {
+                    char text[256];
+                    snprintf(text, sizeof(text), "%s of %s[%zu] is %g", what, t.hf_name.c_str(), i - t.offset, x);
+                    return text;
+                }
+        }
+    }
+    return "";
 }
 
 void adamw_update(AdamW* opt, GPT2* model, const AdamWConfig& cfg, float lr, float grad_scale) {

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "kernels/adamw.h"
@@ -61,6 +62,15 @@ void adamw_prepare(AdamW* opt, const GPT2& model);
 // update: the result equals optimizer_clip_grads then the update bit for bit, without the extra pass.
 AdamWStep adamw_begin(AdamW* opt, const AdamWConfig& cfg, float lr, float grad_scale);
 void adamw_apply(AdamW* opt, GPT2* model, const AdamWStep& k, float lr, float weight_decay, size_t first, size_t last);
+// Whether an update of gradients whose global norm is `norm`, scaled by grad_scale, may have left a
+// non-finite value in AdamW's state or the weights: only when a scaled gradient (at most norm * grad_scale)
+// can square past float's range (from |g| ~ 1.8e19: v holds g^2, while m stays within the largest |g| and
+// the step within a few lr).
+// Every clipped step is far below, so a run looks (adamw_nonfinite) only then and a normal step costs nothing.
+inline bool adamw_may_overflow(float norm, float grad_scale) { return norm * grad_scale > 1e18f; }
+// The first non-finite value in opt's moments or the weights they update, in parameter order, e.g. "AdamW v
+// of wte.weight[70] is inf", or "" when all are finite: a pass over them.
+std::string adamw_nonfinite(const AdamW& opt, const GPT2& model);
 // Both parts over every tensor.
 void adamw_update(AdamW* opt, GPT2* model, const AdamWConfig& cfg, float lr, float grad_scale = 1.0f);
 // One step with the update inside the backward, for a model with layer_grads (gpt2_enable_training),

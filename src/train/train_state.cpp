@@ -202,16 +202,27 @@ bool train_dir_is_ours(const std::string& name) {
     return name_is_ours(name, {"config.json", "model.safetensors", kStateFile, "loss.png"});
 }
 
-bool train_dir_is_checkpoint(const std::string& dir) {
+int train_dir_step(const std::string& dir) {
     const std::string path = path_join(dir, kStateFile);
     FileInfo info;
-    if (path_is_symlink(path) || !os_stat(path, &info)) return false;
+    if (path_is_symlink(path) || !os_stat(path, &info)) return -1;
     // the format key comes first in the header we write
     const std::vector<uint8_t> head = file_head_bytes(path, 1 << 16);
     SafeTensors st;
     std::string err;
-    if (!safetensors_parse_header(&st, head.data(), head.size(), (size_t)info.size, &err)) return false;
-    return st.meta("format") == kFormat || st.meta("format") == kFormatV2 || st.meta("format") == kFormatV1;
+    if (!safetensors_parse_header(&st, head.data(), head.size(), (size_t)info.size, &err)) return -1;
+    if (st.meta("format") != kFormat && st.meta("format") != kFormatV2 && st.meta("format") != kFormatV1) return -1;
+    const std::string step = st.meta("step");
+    return step.empty() || step.size() > 9 || step.find_first_not_of("0123456789") != std::string::npos
+               ? 0
+               : atoi(step.c_str());
+}
+
+bool train_dir_is_checkpoint(const std::string& dir) { return train_dir_step(dir) >= 0; }
+
+std::string train_resume_command(const std::string& dir, int ranks) {
+    return (ranks > 1 ? "mpirun -np " + std::to_string(ranks) + " ./gpt2-mpi" : std::string("gpt2")) +
+           " train --resume " + dir;
 }
 
 void train_dir_check(const std::string& dir, const char* flag) {

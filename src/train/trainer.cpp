@@ -100,6 +100,16 @@ void next_batch(Trainer* t, int step, const DataLoaderState& before) {
           std::isfinite(loss) ? "gradient norm" : "loss", std::isfinite(loss) ? norm : loss, step + 1);
 }
 
+// The same stop when the update itself overflowed (AdamW's v from a huge gradient's square, which only an
+// unclipped step can take: adamw_may_overflow), before anything of this step is saved.
+void check_update(const Trainer& t, float norm, int step) {
+    if (!adamw_may_overflow(norm, optimizer_clip_factor(norm, t.o.grad_clip))) return;
+    const std::string what = adamw_nonfinite(t.opt, t.model);
+    if (!what.empty())
+        fatal_hint("clip the gradients (--grad-clip 1, the default) or lower --lr",
+                   "%s at step %d: training diverged; the last checkpoint (if any) is kept", what.c_str(), step + 1);
+}
+
 // One optimizer step with --optimizer-in-backward (one process, one micro-batch): AdamW applied a layer at a
 // time inside the backward (adamw_step_in_backward). A non-finite loss stops the run before any update, a
 // non-finite norm too when clipping (found by the first backward), else after the update, without saving it.
@@ -113,6 +123,7 @@ StepStats train_step_in_backward(Trainer* t, int step) {
     const float lr = lr_schedule(step, o.steps, o.adamw.lr, o.warmup, o.min_lr_frac, o.cosine);
     const float norm = adamw_step_in_backward(&t->opt, &t->model, o.adamw, lr, o.grad_clip);
     if (!std::isfinite(norm)) fail_diverged(loss, norm, step);
+    check_update(*t, norm, step);
     const int stop = share_stop_signal();
     t->tuner.end();
     return {loss, norm, lr, (float)((time_now_s() - t0) * 1e3), stop};
@@ -136,7 +147,8 @@ void gather_weights(GPT2* model, const std::vector<size_t>& slices) {
 // and AdamW. With several ranks each takes its share of the global batch; the gradients are summed across
 // ranks in per-layer buckets started while the backward goes on (last micro-batch only) and waited for
 // before the norm, and the loss and the stop signal are summed too, so every rank takes the same decision.
-// A non-finite loss or norm stops the run before the update touches the parameters.
+// A non-finite loss or norm stops the run before the update touches the parameters; an update that
+// overflowed stops it after (check_update).
 StepStats train_step(Trainer* t, int step) {
     if (t->model.mem.layer_grads) return train_step_in_backward(t, step);
     const TrainOptions& o = t->o;
@@ -187,6 +199,7 @@ StepStats train_step(Trainer* t, int step) {
     if (!std::isfinite(loss) || !std::isfinite(norm)) fail_diverged(loss, norm, step);
     const float lr = lr_schedule(step, o.steps, o.adamw.lr, o.warmup, o.min_lr_frac, o.cosine);
     adamw_update(&t->opt, &model, o.adamw, lr, optimizer_clip_factor(norm, o.grad_clip));  // clipping folded in
+    check_update(*t, norm, step);
     if (zero) gather_weights(&model, slices);
     t->tuner.end();
     return {loss, norm, lr, (float)((time_now_s() - t0) * 1e3), stop};
@@ -272,10 +285,11 @@ void trainer_save(Trainer* t, int step) {
     });
     t->saved = true;
     t->progress.close();
-    if (step < t->o.steps) printf("saved %s at step %d; continue with: gpt2 train --resume %s\n", t->o.out.c_str(), step,
-                                  t->o.out.c_str());
-    else printf("saved %s at step %d, the last; train on with: gpt2 train --resume %s --steps %d\n", t->o.out.c_str(),
-                step, t->o.out.c_str(), 2 * std::max(step, 1));
+    if (stop_requested()) return;  // the command's one "interrupted at step N by SIG..., saved" line says it
+    const std::string resume = train_resume_command(t->o.out, dist_world());
+    if (step < t->o.steps) printf("saved %s at step %d; continue with: %s\n", t->o.out.c_str(), step, resume.c_str());
+    else printf("saved %s at step %d, the last; train on with: %s --steps %d\n", t->o.out.c_str(), step,
+                resume.c_str(), 2 * std::max(step, 1));
 }
 
 int trainer_run(Trainer* t, int first_step) {

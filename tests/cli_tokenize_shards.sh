@@ -217,7 +217,7 @@ sigterm_clean() {
     local staged
     staged=$(ls "$T/sig" | grep -c '\.tmp\.')
     kill -TERM "$pid"
-    wait "$pid"
+    wait_bounded "$pid" 60
     local rc=$?
     echo "exit $rc, $staged staged before the signal: $(ls "$T/sig" | tr '\n' ' ')"
     [ "$rc" -eq 143 ] && [ "$staged" -eq 1 ] || return 1

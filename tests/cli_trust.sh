@@ -176,7 +176,7 @@ for sig in TERM HUP; do
     pid=$!
     for _ in $(seq 100); do grep -q '^step' $T/sig.log && break; sleep 0.1; done
     kill -$sig $pid
-    wait $pid
+    wait_bounded $pid 120
     rc=$?
     want=$((128 + $(kill -l $sig)))
     check "SIG$sig exits $want" test $rc -eq $want
@@ -218,7 +218,7 @@ pid=$!
 for _ in $(seq 100); do grep -q '^step' $T/busy.log && break; sleep 0.1; done
 check_error "a second run on the same --out is refused" "output in use (--out $T/busy): another gpt2 process (pid $pid)" \
     "$GPT2" train $tiny --steps 2 --out $T/busy
-kill -INT $pid; wait $pid
+kill -INT $pid; wait_bounded $pid 120
 check "the lock file goes with the run" test ! -e $T/busy.lock
 
 # --- 11. strict readers and range-checked flags -----------------------------------------------------------
@@ -279,7 +279,7 @@ perl -e 'my $n = 30000000; print pack("l<256", 20240520, 1, $n, (0) x 253) . ("\
 pid=$!
 sleep 0.2
 kill -TERM $pid
-wait $pid
+wait_bounded $pid 120
 rc=$?
 check "SIGTERM early in a run exits 143 and says so" bash -c "test $rc -eq 143 && grep -q '^interrupted at step .* by SIGTERM' $T/rt/early.log"
 check "... leaving no lock file" test ! -e $T/rt/early.lock
@@ -292,7 +292,7 @@ for delay in 0.05 0.1 0.15 0.2 0.25 0.3 0.35 0.4 0.45 0.5 0.55 0.6; do
     pid=$!
     sleep $delay
     kill -9 $pid
-    wait $pid 2>/dev/null
+    wait_bounded $pid 30 2>/dev/null
 done
 "$GPT2" train --resume $T/rt/k9 --stop-after 1 >/dev/null 2>&1
 check "after 12 kill -9 during saves, the user's file is back in the checkpoint" test "$(cat $T/rt/k9/NOTES.md 2>/dev/null)" = mine

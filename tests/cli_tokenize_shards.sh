@@ -215,7 +215,7 @@ sigterm_clean() {
     local pid=$!
     sleep 1.5
     local staged
-    staged=$(ls "$T/sig" | grep -c '\.tmp\.')
+    staged=$(ls "$T/sig" | grep -c '\.tmp\.[0-9]*$')  # the staged shard, not its mark
     kill -TERM "$pid"
     wait_bounded "$pid" 60
     local rc=$?

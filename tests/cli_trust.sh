@@ -223,7 +223,7 @@ start_until() {
 start_until "$T/sk/o.gguf.tmp.*[0-9]" "$GPT2" export --model $T/big.bin --out $T/sk/o.gguf --format gguf --tokenizer $TOK_DIR
 killed=$T/sk/o.gguf.tmp.$pid
 for _ in $(seq 300); do [ -s $killed ] && break; sleep 0.01; done
-kill -9 $pid; wait_bounded $pid 30
+kill -9 $pid; wait_bounded $pid 30 2>/dev/null
 check "kill -9 during export --format gguf leaves its staged file (the case below)" test -s $killed
 echo mine >$T/sk/o.gguf.tmp.99999999  # a user's file of that name, no mark
 # a staged file whose pid is alive now (reused) but whose mark nobody holds: its writer is dead

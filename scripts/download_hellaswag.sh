@@ -11,7 +11,7 @@ SHA256=0aa3b88843990f3f10a97b9575c94d7b71fb2205240ba04ae4884d9e9c992588
 LINES=10042
 dest=data/hellaswag/hellaswag_val.jsonl
 
-die() { echo "error: $1" >&2; exit 1; }
+die() { echo "error: $1" >&2; [ -z "${2:-}" ] || echo "hint: $2" >&2; exit 1; }
 sha256_of() {
     if command -v sha256sum >/dev/null; then sha256sum "$1" | cut -d' ' -f1
     else shasum -a 256 "$1" | cut -d' ' -f1; fi
@@ -32,9 +32,11 @@ fi
 mkdir -p "$(dirname "$dest")"
 tmp="$dest.tmp.$$"
 trap 'rm -f "$tmp"' EXIT
-if command -v curl >/dev/null; then curl -fsSL --retry 3 -o "$tmp" "$URL" || die "cannot download $URL (curl failed)"
-elif command -v wget >/dev/null; then wget -q -O "$tmp" "$URL" || die "cannot download $URL (wget failed)"
-else die "cannot download $URL: expected curl or wget on PATH"; fi
+offline="offline: copy hellaswag_val.jsonl (from github.com/rowanz/hellaswag, data/) to $dest yourself; this script checks it"
+if command -v curl >/dev/null; then err=$(curl -fsSL --retry 3 --connect-timeout 20 -o "$tmp" "$URL" 2>&1)
+elif command -v wget >/dev/null; then err=$(wget -q -O "$tmp" "$URL" 2>&1)
+else die "cannot download $URL: expected curl or wget on PATH" "$offline"; fi ||
+    die "cannot download $URL: expected a reachable URL, got ${err##*$'\n'}" "$offline"
 verify "$tmp" "$URL"
 mv "$tmp" "$dest"
 echo "fetched  $dest (sha256 and $LINES lines check)"

@@ -18,17 +18,18 @@ declare -A SHA256=(
     [data/gpt2/vocab.bpe]=1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5
 )
 
-die() { echo "error: $1" >&2; exit 1; }
+die() { echo "error: $1" >&2; [ -z "${2:-}" ] || echo "hint: $2" >&2; exit 1; }
 
 sha256_of() {
     if command -v sha256sum >/dev/null; then sha256sum "$1" | cut -d' ' -f1
     else shasum -a 256 "$1" | cut -d' ' -f1; fi
 }
 
-download() {  # URL OUT
-    if command -v curl >/dev/null; then curl -fsSL --retry 3 -o "$2" "$1"
-    elif command -v wget >/dev/null; then wget -q -O "$2" "$1"
-    else die "cannot download $1: expected curl or wget on PATH"; fi
+download() {  # URL OUT: quiet; on failure the tool's last message line is on stdout
+    local err
+    if command -v curl >/dev/null; then err=$(curl -fsSL --retry 3 --connect-timeout 20 -o "$2" "$1" 2>&1)
+    elif command -v wget >/dev/null; then err=$(wget -q -O "$2" "$1" 2>&1)
+    else echo "no curl or wget on PATH"; return 1; fi || { echo "${err##*$'\n'}"; return 1; }
 }
 
 # fetch DEST [CANDIDATE...] URL: copy DEST from the first candidate under $GPT2_DATA_DIR that exists,
@@ -49,7 +50,11 @@ fetch() {
         cp "$src" "$dest.tmp"
         chmod 644 "$dest.tmp"
     else
-        download "$url" "$dest.tmp" || { rm -f "$dest.tmp"; die "download failed ($url): expected a reachable URL (see the message above)"; }
+        why=$(download "$url" "$dest.tmp") || {
+            rm -f "$dest.tmp"
+            die "download failed ($url): expected a reachable URL, got ${why:-no answer}" \
+                "offline: set GPT2_DATA_DIR to a directory holding tinyshakespeare.txt, gpt2/encoder.json and gpt2/vocab.bpe (make data copies them), or put $dest there yourself"
+        }
     fi
     local got
     got=$(sha256_of "$dest.tmp")

@@ -11,8 +11,14 @@ import json
 import math
 import os
 import struct
+import sys
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError:
+    sys.exit(f"error: numpy not found ({sys.executable}): expected a Python with numpy (Debian: apt-get install "
+             "python3-numpy); without Python, ./gpt2 train --layers 12 --heads 12 --channels 768 --seq-len 1024 "
+             "--steps 0 --out DIR writes a random 124M checkpoint too")
 
 SIZES = {"gpt2": (12, 12, 768), "gpt2-medium": (24, 16, 1024), "gpt2-large": (36, 20, 1280),
          "gpt2-xl": (48, 25, 1600)}

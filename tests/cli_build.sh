@@ -109,6 +109,76 @@ check "ARCH=haswell builds its own objects into ./gpt2" test "$(fake_make ARCH=h
 check "... and a plain make after it relinks ./gpt2 from the native objects, compiling nothing" \
     test "$(fake_make)" = "compile 0 gpt2 "
 
+# .ci/run installs every tool the tests call: the words in command position of the suites make check runs and
+# of the scripts they call (commands.pl reads them: quoted prose and awk/perl/python code skipped, bash -c
+# scripts and arrays run as commands read) each come from a package every Debian has (priority required or
+# essential), from one of install_deps.sh's test set, or from a package those depend on. A command not
+# installed here, or not from a package, must be named like a package of the set. (A fresh Debian lacked
+# procps's pgrep.)
+cat >$TEST_TMP/commands.pl <<'EOF'
+local $/;
+my (%fn, @found);
+for my $f (@ARGV) {
+    open(my $fh, '<', $f) or die "cannot read $f\n";
+    my $s = <$fh>;
+    $s =~ s/<<-?\s*'?(\w+)'?.*?\n.*?\n\1\n/\n/gs;    # here-documents
+    $s =~ s/"(\$\{\w+\[@\]\})"/$1/g;                  # "${ARRAY[@]}" run as a command: read below
+    for my $pass (1, 2) {  # quotes and comments left to right; a bash -c "..." script is read as commands
+        $s =~ s/(-c )?('[^']*'|"(?:[^"\\]|\\.)*"|(?<![\w\$\{])#.*$)/
+            my ($c, $q) = ($1, $2);
+            ($c && substr($q, 0, 1) eq '"') ? do { $q = substr($q, 1, -1); $q =~ s|\\(.)|$1|g; "; $q ;" } : "''"/gme;
+    }
+    $s =~ s/\(\((?:[^()\n]|\([^()\n]*\))*\)\)//g;    # arithmetic
+    my %first = $s =~ /\b(\w+)=\(\s*([a-z_][\w.+-]*)/g;  # an array's first word: a command when it is run
+    $s =~ s/=\(/= /g;
+    $s =~ s/\$\{(\w+)\[@\]\}/$first{$1} \/\/ ''/ge;
+    $s =~ s/(^\s*|\bin\s+)[\w.*-]+(?:\s*\|\s*[\w.*-]+)*\)/$1/mg;  # case labels
+    $fn{$_} = 1 for $s =~ /^\s*(?:function\s+)?([A-Za-z_][\w-]*)\s*\(\)/mg;
+    my $before = qr/^|[|;&(`{!]|\$\(|\b(?:if|elif|while|until|then|do|else|exec|time|xargs|command -v|check\s+\S+|check_error\s+\S+\s+\S+|timeout(?:\s+-\w(?:\s+[0-9.]+[smh]?)?|\s+--\S+)*\s+[0-9.]+[smh]?)\s/m;
+    push @found, [$f, $1] while $s =~ /(?:(?:$before)\s*)+([a-z_][A-Za-z0-9_.+-]*)(?=[\s;)|&`"]|$)/mg;
+}
+print "$_->[1] $_->[0]\n" for grep { !$fn{$_->[1]} } @found;
+EOF
+if ! command -v dpkg-query >/dev/null; then
+    skip "the tools the tests call: not Debian (no dpkg-query)"
+else
+    suites=$(ls tests/*.sh tests/fuzz/*.sh | grep -v tests/fresh_machine.sh)  # fresh_machine.sh: by hand, as root
+    scripts=$(grep -ohE 'scripts/[a-z_]+\.sh' $suites Makefile .ci/run | sort -u)
+    set_pkgs=" $(bash scripts/install_deps.sh --list test) "
+    # the set and what its installed packages depend on, to any depth
+    dpkg-query -W -f='${Package} ${Depends}, ${Pre-Depends}\n' >$TEST_TMP/depends 2>/dev/null
+    covered=" $(awk -v set="$set_pkgs" '
+        { deps[$1] = $0 }
+        END {
+            n = split(set, todo, " "); for (i = 1; i <= n; i++) seen[todo[i]] = 1
+            while (n > 0) {
+                p = todo[n--]; m = split(deps[p], d, /[ ,|]+/)
+                for (j = 2; j <= m; j++) { q = d[j]; sub(/:.*/, "", q)
+                    if (q ~ /^[a-z0-9][a-z0-9.+-]+$/ && !(q in seen)) { seen[q] = 1; todo[++n] = q } }
+            }
+            for (p in seen) printf "%s ", p
+        }' $TEST_TMP/depends) "
+    perl $TEST_TMP/commands.pl $suites $scripts .ci/run | sort -u >$TEST_TMP/commands
+    uncovered=""
+    while read -r cmd file; do
+        case $(type -t "$cmd") in builtin | keyword) continue ;; esac
+        case $cmd in wget) continue ;; esac  # prepare_data.sh's fallback when curl (in the set) is missing
+        if ! path=$(type -P "$cmd"); then
+            [[ "$set_pkgs" == *" $cmd "* ]] || uncovered+=" $cmd ($file: not installed here)"
+            continue
+        fi
+        real=$(readlink -f "$path")
+        pkg=$( (dpkg -S "$real"; dpkg -S "${real#/usr}") 2>/dev/null | grep ': /' | head -1 | cut -d: -f1)
+        how=$(dpkg-query -W -f='${Priority} ${Essential}' "$pkg" 2>/dev/null)
+        case $how in required* | *yes) continue ;; esac
+        # not from a Debian package here (a pyenv python3, say): named like a package of the set
+        [[ "$covered" == *" $pkg "* || ( -z "$pkg" && "$set_pkgs" == *" $cmd "* ) ]] ||
+            uncovered+=" $cmd ($file: package ${pkg:-none})"
+    done <$TEST_TMP/commands
+    check "the tests' $(cut -d' ' -f1 $TEST_TMP/commands | sort -u | wc -l) commands are on every Debian or installed by install_deps.sh test${uncovered:+; not:$uncovered}" \
+        test -z "$uncovered"
+fi
+
 RUN_BENCH=${RUN_BENCH:-build/omp/run_bench}
 if [ ! -x "$RUN_BENCH" ]; then
     skip "run_bench: $RUN_BENCH not built (make build/omp/run_bench)"; summary; exit
@@ -144,6 +214,6 @@ else
     fail "run_bench writes each figure as it is measured (the peak's line is in the file while the next case runs)"
     sed 's/^/    /' $TEST_TMP/streamed | tail -5
 fi
-kill $bench_pid 2>/dev/null; wait $bench_pid 2>/dev/null
+kill $bench_pid 2>/dev/null; wait_bounded $bench_pid 30 2>/dev/null
 check "... and a run stopped then keeps it" grep -q '^peak fp32' $TEST_TMP/streamed
 summary

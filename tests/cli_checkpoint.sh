@@ -46,7 +46,7 @@ check_error "resume refuses a train state of another model" "does not belong to 
 pid=$!
 sleep 1
 kill -INT $pid
-wait $pid
+wait_bounded $pid 120
 rc=$?
 check "Ctrl-C exits 130" test $rc -eq 130
 step=$(grep -o 'interrupted at step [0-9]*' $T/c.log | grep -o '[0-9]*$')
@@ -64,7 +64,7 @@ for delay in 0.1 0.35 0.6 0.9 1.3; do
     for _ in $(seq 600); do grep -q '^saved ' $T/k.log && break; sleep 0.1; done
     sleep $delay
     kill -9 $pid
-    wait $pid 2>/dev/null
+    wait_bounded $pid 30 2>/dev/null
     if ! "$GPT2" train --resume $T/K --stop-after 1 >$T/kr.log 2>&1; then ok=0; echo "    resume after kill at ${delay}s failed:"; tail -2 $T/kr.log; fi
     if [ "$(ls $T/K | tr '\n' ' ')" != "config.json loss.png model.safetensors train_state.safetensors " ]; then ok=0; ls $T/K; fi
 done

@@ -179,4 +179,36 @@ grep -Eq '^  -n, --max-tokens X ' "$TEST_TMP/help_generate" || { echo "    gener
 grep -q 'steps of 64 tokens (-B 4 x -T 16)' "$TEST_TMP/first" && pass "the data line spells out a step's tokens" ||
     fail "the data line spells out a step's tokens"
 
+# ---- offline: every download fails in one error line and a hint saying how to give the file locally ----
+# Each script runs from a copy of scripts/ (it works in the directory above its own) with a curl that fails
+# as an unreachable host makes it fail; no network is touched.
+mkdir -p "$TEST_TMP/offline/scripts" "$TEST_TMP/bin"
+cp scripts/download_gpt2.sh scripts/download_hellaswag.sh scripts/prepare_data.sh "$TEST_TMP/offline/scripts/"
+printf '#!/bin/sh\necho "curl: (6) Could not resolve host: example" >&2\nexit 6\n' >"$TEST_TMP/bin/curl"
+chmod +x "$TEST_TMP/bin/curl"
+offline_hint() {  # SCRIPT HINT_PATTERN: exit 1, an error line naming curl's reason, then one hint line
+    env -u GPT2_DATA_DIR PATH="$TEST_TMP/bin:$PATH" bash "$TEST_TMP/offline/scripts/$1" >/dev/null 2>"$TEST_TMP/offline.err"
+    local rc=$?
+    sed 's/^/    /' "$TEST_TMP/offline.err"
+    [ $rc = 1 ] && [ "$(wc -l <"$TEST_TMP/offline.err")" = 2 ] &&
+        grep -q '^error: .*expected a reachable URL, got curl: (6) Could not resolve host' "$TEST_TMP/offline.err" &&
+        sed -n 2p "$TEST_TMP/offline.err" | grep -q "^hint: $2" &&
+        [ -z "$(find "$TEST_TMP/offline" -name '*.tmp*')" ]
+}
+check "download_gpt2.sh offline: one error line, a hint naming the files to put in data/gpt2/, exit 1" \
+    offline_hint download_gpt2.sh "offline, put config.json, vocab.json, merges.txt and model.safetensors .* in data/gpt2/"
+check "download_hellaswag.sh offline: the same, naming its file" \
+    offline_hint download_hellaswag.sh "offline: copy hellaswag_val.jsonl .* to data/hellaswag/hellaswag_val.jsonl"
+check "make data (prepare_data.sh) offline: the same, naming GPT2_DATA_DIR" \
+    offline_hint prepare_data.sh "offline: set GPT2_DATA_DIR to a directory holding tinyshakespeare.txt"
+# ---- the random checkpoint README offers for fine-tuning without a download: without numpy, one line ----
+if command -v python3 >/dev/null; then
+    python3 -S scripts/random_checkpoint.py --size gpt2 --out "$TEST_TMP/random" 2>"$TEST_TMP/nonumpy.err"  # -S: no site-packages
+    rc=$?
+    check "random_checkpoint.py under a Python without numpy: exit 1 and one line saying what it needs" \
+        bash -c "test $rc = 1 && test \$(wc -l <'$TEST_TMP/nonumpy.err') = 1 && grep -q '^error: numpy not found (.*python3-numpy' '$TEST_TMP/nonumpy.err'"
+else
+    skip "random_checkpoint.py without numpy: no python3"
+fi
+
 summary

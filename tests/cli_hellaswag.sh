@@ -110,4 +110,17 @@ check_error "--tokenizer without --hellaswag" "flag --tokenizer (eval) needs --h
 check_error "--hellaswag-batch 0" "bad value for --hellaswag-batch (eval): expected 1.." hs --hellaswag $FIX --hellaswag-batch 0
 check_error "--hellaswag-scores in a missing directory" "bad value for --hellaswag-scores (eval): directory .*nodir does not exist" \
     hs --hellaswag $FIX --hellaswag-scores "$TEST_TMP/nodir/s.jsonl"
+# Ctrl-C while scoring: exit 130, one line saying so, no scores file
+for _ in 1 2 3 4 5; do cat $FIX; done >"$TEST_TMP/five.jsonl"
+"$GPT2" eval --model "$M" --tokenizer "$TOK_DIR" --hellaswag "$TEST_TMP/five.jsonl" --hellaswag-scores "$TEST_TMP/int.jsonl" \
+    >/dev/null 2>"$TEST_TMP/int.err" &  # not through hs(): the signal must reach gpt2, not a subshell
+pid=$!
+sleep 0.5
+kill -INT $pid
+wait_bounded $pid 120
+rc=$?
+check "SIGINT during HellaSwag: exit 130, one line saying so, no scores file" \
+    bash -c "test $rc = 130 && grep -qx 'interrupted by SIGINT: HellaSwag stopped before its end' '$TEST_TMP/int.err' &&
+             test ! -e '$TEST_TMP/int.jsonl' && test -z \"\$(ls '$TEST_TMP' | grep 'int.jsonl.')\""
+
 summary

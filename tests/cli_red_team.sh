@@ -34,11 +34,9 @@ error_is() {
     done
     if [ $ok = 1 ]; then pass "$name"; else fail "$name (exit $rc, wanted 1 and one error line with: $*)"; sed 's/^/    /' "$T/run.err" | tail -5; fi
 }
-# bounded_wait PID: waits for a background process (at most 120 s, a hang guard: then it is killed), sets rc.
+# bounded_wait PID: wait_bounded (lib.sh) at most 120 s, setting rc.
 bounded_wait() {
-    timeout 120 tail --pid="$1" -f /dev/null
-    kill -0 "$1" 2>/dev/null && { echo "    (still running after 120 s: killed)"; kill -KILL "$1"; }
-    wait "$1" 2>/dev/null
+    wait_bounded "$1" 120 2>/dev/null
     rc=$?
 }
 # wait_for CMD...: polls CMD every 0.1 s until it succeeds, at most 120 s (a hang guard, not a time limit:
@@ -227,7 +225,7 @@ hold_lock() {
     holder=$!
     wait_for test -e $T/held
 }
-release_lock() { kill $holder; wait $holder 2>/dev/null; rm -f "$1"; }
+release_lock() { kill $holder; wait_bounded $holder 30 2>/dev/null; rm -f "$1"; }
 cp -r $T/ck $T/ck10
 hold_lock $T/ck10.lock
 run "$GPT2" train --resume $T/ck10 --steps 12
@@ -268,7 +266,7 @@ staged() { ls $T/k9 | grep -q '\.tmp\.'; }
 staged_still() { local a; a=$(ls $T/k9 | grep '\.tmp\.') && sleep 1 && [ "$(ls $T/k9 | grep '\.tmp\.')" = "$a" ]; }
 wait_for staged_still
 kill -9 $pid
-wait $pid 2>/dev/null
+wait_bounded $pid 30 2>/dev/null
 exec 3>&-
 check "kill -9 in the middle of a shard leaves its staged file" staged
 check "the next tokenize on the prefix completes" "$GPT2" tokenize --tokenizer "$TOK_DIR" $T/fx.txt -o $T/k9/s --shard-tokens 5000

@@ -57,6 +57,22 @@ check "-o DIR/ writes DIR/val.bin and DIR/train.bin" \
     "$GPT2" tokenize "$FIX/shakespeare.in" -o "$TEST_TMP/dir/" --val-tokens 0
 check "DIR/val.bin is empty with --val-tokens 0" header_is "$TEST_TMP/dir/val.bin" 0
 check "DIR/train.bin holds every token" header_is "$TEST_TMP/dir/train.bin" "$total"
+# Without --val-tokens the text's last 10% (by bytes, as nanoGPT's split) is val: each file holds the ids of
+# its part of the text, encoded on its own, and the command says how many went where.
+fixture_text 40 >"$TEST_TMP/ten.txt"
+size=$(wc -c <"$TEST_TMP/ten.txt")
+head -c $((size - size / 10)) "$TEST_TMP/ten.txt" >"$TEST_TMP/ten_head.txt"
+tail -c $((size / 10)) "$TEST_TMP/ten.txt" >"$TEST_TMP/ten_tail.txt"
+"$GPT2" tokenize "$TEST_TMP/ten.txt" -o "$TEST_TMP/ten" >"$TEST_TMP/ten.out"
+ids_in() { od -v -An -t u2 -j 1024 "$1" | tr -s ' \n' ' ' | sed 's/^ //; s/ $//'; }
+check "-o without --val-tokens: val holds the last 10% of the text" \
+    test "$(ids_in "$TEST_TMP/ten_val.bin")" = "$("$GPT2" tokenize --ids "$TEST_TMP/ten_tail.txt")"
+check "... and train the rest" test "$(ids_in "$TEST_TMP/ten_train.bin")" = "$("$GPT2" tokenize --ids "$TEST_TMP/ten_head.txt")"
+n_train=$(ids_in "$TEST_TMP/ten_train.bin" | wc -w) n_val=$(ids_in "$TEST_TMP/ten_val.bin" | wc -w)
+check "... and says so ($n_train train, $n_val val tokens)" \
+    grep -q ": $n_train train tokens -> $TEST_TMP/ten_train.bin, $n_val val tokens (the last 10% of the text" "$TEST_TMP/ten.out"
+check_error "... which needs the input's size: a pipe is refused without --val-tokens" "unknown input size (stdin)" \
+    bash -c "cat '$TEST_TMP/ten.txt' | '$GPT2' tokenize -o '$TEST_TMP/stdin' -"
 
 documents() {
     # shakespeare.in has 6 blank-line separators, so 7 sections each opened by <|endoftext|>.
@@ -78,7 +94,9 @@ check_error "empty stdin" "empty input (stdin)" "$GPT2" tokenize --ids - </dev/n
 check_error "neither --ids nor -o" "missing output" "$GPT2" tokenize "$FIX/greek.in"
 check_error "both --ids and -o" "conflicting flags" "$GPT2" tokenize --ids -o "$TEST_TMP/x" "$FIX/greek.in"
 check_error "--val-tokens larger than the text" "too few tokens for --val-tokens" \
-    "$GPT2" tokenize -o "$TEST_TMP/small" "$FIX/greek.in"
+    "$GPT2" tokenize -o "$TEST_TMP/small" --val-tokens 32768 "$FIX/greek.in"
+check_error "a text too short to hold out a tenth of it" "too little text to hold out its last 10% as val" \
+    bash -c "printf x >'$TEST_TMP/x.txt' && exec '$GPT2' tokenize -o '$TEST_TMP/small' '$TEST_TMP/x.txt'"
 check_error "malformed --val-tokens" "val-tokens" "$GPT2" tokenize -o "$TEST_TMP/x" --val-tokens ten "$FIX/greek.in"
 check_error "missing tokenizer dir" "tokenizer directory not found ($TEST_TMP/nope)" \
     "$GPT2" tokenize --tokenizer "$TEST_TMP/nope" --ids "$FIX/greek.in"

@@ -215,9 +215,9 @@ sigterm_clean() {
     local pid=$!
     sleep 1.5
     local staged
-    staged=$(ls "$T/sig" | grep -c '\.tmp\.')
+    staged=$(ls "$T/sig" | grep -c '\.tmp\.[0-9]*$')  # the staged shard, not its mark
     kill -TERM "$pid"
-    wait "$pid"
+    wait_bounded "$pid" 60
     local rc=$?
     echo "exit $rc, $staged staged before the signal: $(ls "$T/sig" | tr '\n' ' ')"
     [ "$rc" -eq 143 ] && [ "$staged" -eq 1 ] || return 1

@@ -204,7 +204,7 @@ for sig in TERM HUP; do
     pid=$!
     for _ in $(seq 100); do grep -q '^step' $T/sig.log && break; sleep 0.1; done
     kill -$sig $pid
-    wait $pid
+    wait_bounded $pid 120
     rc=$?
     want=$((128 + $(kill -l $sig)))
     check "SIG$sig exits $want" test $rc -eq $want
@@ -235,6 +235,64 @@ check_error "export refuses to replace a training checkpoint's model" "is a trai
 check "export replaces its own export in one step" "$GPT2" export --model $FIX/model --out $T/exp/ --dtype bf16
 check "... leaving no staging directory" test -z "$(ls -d $T/exp.* 2>/dev/null)"
 check "... and the new dtype is there" bash -c "'$GPT2' info --model $T/exp | grep -q 'dtype: BF16'"
+# Staged files of a killed or interrupted export. A 25M-parameter llm.c file of zeros (sparse) exports 100 MB:
+# long enough to aim a signal at once its staged output exists (start_until).
+C=256 L=16
+perl -e 'print pack("l<256", 20240326, 3, 64, 50257, 16, 4, 256, 50304, (0) x 248)' >$T/big.bin
+truncate -s $((1024 + 4 * (50304 * C + 64 * C + L * (12 * C * C + 13 * C) + 2 * C))) $T/big.bin
+mkdir $T/sk
+# start_until GLOB CMD...: runs CMD in the background (its pid in $pid), returning once a path matches GLOB
+start_until() {
+    local glob=$1; shift
+    "$@" >$T/sk.out 2>$T/sk.err &
+    pid=$!
+    for _ in $(seq 3000); do compgen -G "$glob" >/dev/null && return; kill -0 $pid 2>/dev/null || return; sleep 0.01; done
+}
+start_until "$T/sk/o.gguf.tmp.*[0-9]" "$GPT2" export --model $T/big.bin --out $T/sk/o.gguf --format gguf --tokenizer $TOK_DIR
+killed=$T/sk/o.gguf.tmp.$pid
+for _ in $(seq 300); do [ -s $killed ] && break; sleep 0.01; done
+kill -9 $pid; wait_bounded $pid 30 2>/dev/null
+check "kill -9 during export --format gguf leaves its staged file (the case below)" test -s $killed
+echo mine >$T/sk/o.gguf.tmp.99999999  # a user's file of that name, no mark
+# a staged file whose pid is alive now (reused) but whose mark nobody holds: its writer is dead
+printf 'gpt2.cpp staged file\n' >$T/sk/o.gguf.tmp.$$.gpt2-staging && echo half >$T/sk/o.gguf.tmp.$$
+# a live writer's (in another pid namespace, say: pid 99999998 is dead here), its mark locked
+printf 'gpt2.cpp staged file\n' >$T/sk/o.gguf.tmp.99999998.gpt2-staging && echo half >$T/sk/o.gguf.tmp.99999998
+flock $T/sk/o.gguf.tmp.99999998.gpt2-staging sleep 120 &
+holder=$!
+for _ in $(seq 100); do flock -n $T/sk/o.gguf.tmp.99999998.gpt2-staging true || break; sleep 0.05; done
+"$GPT2" export --model $T/big.bin --out $T/sk/o.gguf --format gguf --tokenizer $TOK_DIR >/dev/null 2>$T/sk.again.err
+check "the next export removes what the killed one staged, and says so" \
+    bash -c "test ! -e $killed && test ! -e $killed.gpt2-staging && grep -q 'note: removed .*o.gguf.tmp.$pid, left by a gpt2' $T/sk.again.err"
+check "... and a dead writer's staged file whose pid is reused" test ! -e $T/sk/o.gguf.tmp.$$ -a ! -e $T/sk/o.gguf.tmp.$$.gpt2-staging
+check "... but not a user's file of such a name" test "$(cat $T/sk/o.gguf.tmp.99999999)" = mine
+check "... nor a live writer's" test -e $T/sk/o.gguf.tmp.99999998 -a -e $T/sk/o.gguf.tmp.99999998.gpt2-staging
+kill $holder; wait_bounded $holder 30
+rm $T/sk/o.gguf.tmp.9999999*
+before=$(sum $T/sk/o.gguf)
+for sig in INT TERM; do
+    start_until "$T/sk/o.gguf.tmp.*[0-9]" "$GPT2" export --model $T/big.bin --out $T/sk/o.gguf --format gguf --dtype f16 --tokenizer $TOK_DIR
+    kill -$sig $pid; wait_bounded $pid 60
+    rc=$?
+    check "SIG$sig during export --format gguf: exit $((128 + $(kill -l $sig))), one line, nothing staged left, the old file kept" \
+        bash -c "test $rc -eq $((128 + $(kill -l $sig))) && test \"\$(cat $T/sk.err)\" = 'interrupted by SIG$sig: export stopped; $T/sk/o.gguf is as it was' &&
+                 test \"\$(ls $T/sk)\" = o.gguf && test '$(sum $T/sk/o.gguf)' = '$before'"
+    start_until "$T/sk/h.saving.*" "$GPT2" export --model $T/big.bin --out $T/sk/h --format hf
+    kill -$sig $pid; wait_bounded $pid 60
+    rc=$?
+    check "SIG$sig during export --format hf: exit $((128 + $(kill -l $sig))), one line, no staging directory left" \
+        bash -c "test $rc -eq $((128 + $(kill -l $sig))) && grep -qx 'interrupted by SIG$sig: export stopped; $T/sk/h is as it was' $T/sk.err &&
+                 test \"\$(ls $T/sk)\" = o.gguf"
+done
+"$GPT2" eval --model $T/big.bin --data $TOK -B 8 -T 64 --batches all >$T/sk.out 2>$T/sk.err &
+pid=$!
+sleep 1  # loading, or scoring: its 14 batches take seconds
+kill -INT $pid; wait_bounded $pid 60
+rc=$?
+check "SIGINT during eval: exit 130 and one line saying so" \
+    bash -c "test $rc -eq 130 && grep -qx 'interrupted by SIGINT: eval stopped before its end; no loss' $T/sk.err"
+rm -f $T/big.bin
+
 # what the two-rename fallback leaves when killed between its renames: the marked old checkpoint only
 cp -r $T/ck $T/fallback && mark_staging $T/fallback && mv $T/fallback $T/fallback.old.99999999
 check "resume restores a checkpoint left as DIR.old.PID by a save killed between two renames" \
@@ -246,7 +304,7 @@ pid=$!
 for _ in $(seq 100); do grep -q '^step' $T/busy.log && break; sleep 0.1; done
 check_error "a second run on the same --out is refused" "output in use (--out $T/busy): another gpt2 process (pid $pid)" \
     "$GPT2" train $tiny --steps 2 --out $T/busy
-kill -INT $pid; wait $pid
+kill -INT $pid; wait_bounded $pid 120
 check "the lock file goes with the run" test ! -e $T/busy.lock
 check "SIGINT: one line says the run was interrupted and saved, and how to continue" \
     test "$(grep -c "saved $T/busy" $T/busy.log) $(grep -c "^interrupted at step [0-9]* by SIGINT, saved $T/busy; continue with: gpt2 train --resume $T/busy$" $T/busy.log)" = "1 1"
@@ -309,7 +367,7 @@ perl -e 'my $n = 30000000; print pack("l<256", 20240520, 1, $n, (0) x 253) . ("\
 pid=$!
 sleep 0.2
 kill -TERM $pid
-wait $pid
+wait_bounded $pid 120
 rc=$?
 check "SIGTERM early in a run exits 143 and says so" bash -c "test $rc -eq 143 && grep -q '^interrupted at step .* by SIGTERM' $T/rt/early.log"
 check "... leaving no lock file" test ! -e $T/rt/early.lock
@@ -322,7 +380,7 @@ for delay in 0.05 0.1 0.15 0.2 0.25 0.3 0.35 0.4 0.45 0.5 0.55 0.6; do
     pid=$!
     sleep $delay
     kill -9 $pid
-    wait $pid 2>/dev/null
+    wait_bounded $pid 30 2>/dev/null
 done
 "$GPT2" train --resume $T/rt/k9 --stop-after 1 >/dev/null 2>&1
 check "after 12 kill -9 during saves, the user's file is back in the checkpoint" test "$(cat $T/rt/k9/NOTES.md 2>/dev/null)" = mine

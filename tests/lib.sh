@@ -18,6 +18,24 @@ skip() { TESTS_SKIPPED=$((TESTS_SKIPPED + 1)); echo "skip $1"; }
 # and a training step costs about 50 times more.
 under_asan() { ldd "$GPT2" 2>/dev/null | grep -q libasan; }
 
+# wait_bounded PID [SECONDS]: waits for the background job PID, at most SECONDS (60 unless given), and returns
+# its exit code; a job still running then is killed (SIGKILL) and 124 returned, so a test that would hang
+# fails instead of stalling the suite.
+wait_bounded() {
+    local pid=$1 limit=${2:-60} i
+    for ((i = 0; i < limit * 10; i++)); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        echo "    (pid $pid still running after ${limit}s: killed)"
+        kill -9 "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+        return 124
+    fi
+    wait "$pid"
+}
+
 # check NAME CMD...: passes when CMD exits 0.
 check() {
     local name=$1; shift

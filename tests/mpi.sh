@@ -91,8 +91,9 @@ victim=""
 for p in $(pgrep -f "gpt2.* train .*--out $W/kill"); do
     tr '\0' '\n' </proc/$p/environ 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1' && victim=$p
 done
-[ -n "$victim" ] && kill -9 "$victim"
-wait $job
+# no victim found (the job ended, or pgrep is missing): the job is ended, and the check below fails
+if [ -n "$victim" ]; then kill -9 "$victim"; else kill -TERM $job 2>/dev/null; fi
+wait_bounded $job 300
 rc=$?
 check "killing rank 1 ends the job with a non-zero exit (exit $rc)" bash -c "[ -n '$victim' ] && [ $rc != 0 ]"
 check "... and the last checkpoint loads" "$GPT2_MPI" eval --model $W/kill --data $TOK -B 2 -T 16 --batches 2
@@ -106,8 +107,8 @@ victim=""
 for p in $(pgrep -f "gpt2.* train .*--out $W/term"); do
     tr '\0' '\n' </proc/$p/environ 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1' && victim=$p
 done
-[ -n "$victim" ] && kill -TERM "$victim"
-wait $job
+if [ -n "$victim" ]; then kill -TERM "$victim"; else kill -TERM $job 2>/dev/null; fi
+wait_bounded $job 300
 rc=$?
 check "SIGTERM to rank 1: the job exits 143 after rank 0 saved, saying so with the mpirun line (exit $rc)" \
     eval '[ -n "$victim" ] && [ $rc = 143 ] &&

@@ -94,20 +94,20 @@ check "... and said so" grep -q "note: removed .*train.bin.tmp.99999999, left by
 long_run() { "$WINE" "$G" train "${tiny[@]}" --steps 1000000 --val-every 0 --out $1 >$1.out 2>&1 & }
 long_run $W/C
 holder=$!
-while ! grep -q '^step' $W/C.out && kill -0 $holder 2>/dev/null; do sleep 0.2; done
+for _ in $(seq 1500); do grep -q '^step' $W/C.out || ! kill -0 $holder 2>/dev/null && break; sleep 0.2; done
 check_error "a second run writing the same --out is refused while the first holds its lock" \
     "output in use (--out $W/C): another gpt2 process (pid [0-9]*) is writing it" win "$G" train "${tiny[@]}" --out $W/C
 kill -INT $holder
-wait $holder
+wait_bounded $holder 300
 check "Ctrl-C (SIGINT) under wine: the run saves and exits 130" test $? -eq 130
 check "... saying so" grep -q "^interrupted at step [0-9]* by SIGINT, saved $W/C; continue with: gpt2 train --resume $W/C" \
     <(tr -d '\r' <$W/C.out)
 check "... and leaves no lock file" test ! -e $W/C.lock
 long_run $W/D
 holder=$!
-while ! grep -q '^step' $W/D.out && kill -0 $holder 2>/dev/null; do sleep 0.2; done
+for _ in $(seq 1500); do grep -q '^step' $W/D.out || ! kill -0 $holder 2>/dev/null && break; sleep 0.2; done
 kill -KILL $holder
-wait $holder 2>/dev/null
+wait_bounded $holder 60 2>/dev/null
 check "a run killed outright leaves its lock file, which does not stop the next" \
     bash -c "test -e $W/D.lock && '$WINE' '$G' train ${tiny[*]} --steps 2 --out $W/D 2>&1 | grep -q '^saved $W/D at step 2'"
 mkdir -p $W/other && echo "my notes" >$W/other/train.bin

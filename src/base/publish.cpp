@@ -50,16 +50,60 @@ bool leftover_is_ours(const std::string& tmp, const OutputKind& kind) {
     return st.size == 0 || (kind.is_ours && kind.is_ours(tmp));
 }
 
-// Removes `path.tmp.<pid>` files of dead processes that leftover_is_ours accepts.
+// The mark beside a staged file `NAME.tmp.<pid>`: `NAME.tmp.<pid>.gpt2-staging`, holding kStagedText, created
+// before the staged file and removed after it, locked by its writer all the while. It says the staged file
+// is gpt2's whatever its bytes (a file killed mid-write is no whole file of its kind), and its lock, not the
+// pid (which another process may hold by now, or which another pid namespace may not see), says whether
+// its writer is alive.
+const char kStagedText[] = "gpt2.cpp staged file\n";
+
+std::string mark_of(const std::string& staged) { return staged + kStagingMarker; }
+
+// How much of kStagedText the regular file `mark` holds: -1 when it is no mark of ours (a link, another
+// kind of file, other bytes), else the bytes of a prefix (a writer killed while filling it leaves less).
+long mark_text_bytes(const std::string& mark) {
+    FileInfo st;
+    if (!os_lstat(mark, &st) || st.kind != FileKind::regular || st.size >= sizeof(kStagedText)) return -1;
+    const std::vector<uint8_t> head = file_head_bytes(mark, sizeof(kStagedText));
+    if (head.size() != st.size || memcmp(head.data(), kStagedText, head.size()) != 0) return -1;
+    return (long)head.size();
+}
+
+// True when `mark` is a mark of ours that no live writer holds: its lock taken (released at once), and the
+// name still the file locked (a writer unlinks its mark before letting go of the lock). Marks still being
+// filled count only when their pid is gone too: a writer fills its mark after locking it.
+bool mark_abandoned(const std::string& mark, long pid) {
+    const long text = mark_text_bytes(mark);
+    if (text < 0 || (text < (long)sizeof(kStagedText) - 1 && pid != os_getpid() && os_pid_alive(pid))) return false;
+    const int fd = os_open_read_nofollow(mark);
+    if (fd < 0) return false;
+    FileInfo held, now;
+    const bool free = os_lock_try(fd) && os_fstat(fd, &held) && os_lstat(mark, &now) && same_file(held, now);
+    os_close(fd);
+    return free;
+}
+
+// Removes what dead writers of `path` left beside it: staged files with an abandoned mark (and the mark),
+// marks alone (a writer killed just before or after its staged file existed), and unmarked `path.tmp.<pid>`
+// files of dead processes that leftover_is_ours accepts (empty, or whole files of the kind).
 void clear_dead_temps(const std::string& path, const OutputKind& kind) {
     const std::string parent = path_parent(path), prefix = path_base(path) + ".tmp.";
     if (!dir_exists(parent)) return;
+    const size_t mark_len = strlen(kStagingMarker);
     for (const std::string& name : dir_entries(parent)) {
-        const long pid = suffix_pid(name, prefix);
-        const std::string tmp = path_join(parent, name);
-        if (pid > 0 && pid != os_getpid() && !os_pid_alive(pid) && leftover_is_ours(tmp, kind) &&
-            os_unlink(tmp.c_str()))
-            fprintf(stderr, "note: removed %s, left by a gpt2 process that was killed\n", tmp.c_str());
+        const bool is_mark = name.size() > mark_len && name.compare(name.size() - mark_len, mark_len, kStagingMarker) == 0;
+        const std::string staged_name = is_mark ? name.substr(0, name.size() - mark_len) : name;
+        const long pid = suffix_pid(staged_name, prefix);
+        const std::string tmp = path_join(parent, staged_name), mark = mark_of(tmp);
+        if (pid <= 0 || (is_mark && path_exists_no_follow(tmp))) continue;  // a mark with its file: done with it
+        bool removed = false;
+        if (mark_abandoned(mark, pid)) {
+            removed = path_exists_no_follow(tmp) && os_unlink(tmp.c_str());
+            os_unlink(mark.c_str());
+        } else if (!is_mark && pid != os_getpid() && !os_pid_alive(pid) && leftover_is_ours(tmp, kind)) {
+            removed = os_unlink(tmp.c_str());
+        }
+        if (removed) fprintf(stderr, "note: removed %s, left by a gpt2 process that was killed\n", tmp.c_str());
     }
 }
 
@@ -129,6 +173,16 @@ OutputFile::OutputFile(std::string path, const char* flag, const OutputKind& kin
     output_check(path_, flag, kind);
     clear_dead_temps(path_, kind);
     const std::string staged = path_ + ".tmp." + std::to_string(os_getpid());
+    if (kind.is_ours) {  // marked (a file in a fresh staging directory has the directory's marker)
+        if (!create_exclusive(mark_of(staged), &mark_fd_))
+            fatal_hint("move it away: gpt2 neither follows nor truncates a file it did not leave",
+                       "cannot stage %s (%s): %s exists and gpt2 did not write it", path_.c_str(), flag,
+                       mark_of(staged).c_str());
+        mark_ = mark_of(staged);
+        mark_slot_ = stop_track(mark_);
+        if (!os_lock_try(mark_fd_)) fatal("cannot lock %s: %s", mark_.c_str(), strerror(errno));
+        write_all(mark_fd_, kStagedText, sizeof(kStagedText) - 1, mark_);
+    }
     // A name with our pid was left by a dead process whose pid we now have (we remove our own).
     if (!create_exclusive(staged, &fd_) &&
         !(leftover_is_ours(staged, kind) && os_unlink(staged.c_str()) && create_exclusive(staged, &fd_)))
@@ -142,11 +196,13 @@ OutputFile::~OutputFile() { discard(); }
 
 void OutputFile::write(const void* data, size_t n) {
     assert(fd_ >= 0 && "OutputFile::write after close");
+    stop_point();  // a command that stops at its next write (stop.h) ends here, this file removed
     write_all(fd_, data, n, staged_);
 }
 
 void OutputFile::write_at(const void* data, size_t n, uint64_t offset) {
     assert(fd_ >= 0 && "OutputFile::write_at after close");
+    stop_point();
     if (os_pwrite(fd_, data, n, offset) != (long)n) fatal("cannot write %s: %s", staged_.c_str(), strerror(errno));
 }
 
@@ -159,12 +215,14 @@ void OutputFile::close() {
 
 void OutputFile::publish() {
     close();
+    stop_point();
     output_check(path_, flag_.c_str(), kind_);  // again: the target may have changed since we started
     if (!os_rename(staged_, path_))
         fatal("cannot rename %s to %s: %s", staged_.c_str(), path_.c_str(), strerror(errno));
     stop_untrack(stop_slot_);
     stop_slot_ = -1;
     staged_.clear();
+    unmark();
 }
 
 void OutputFile::discard() {
@@ -174,6 +232,17 @@ void OutputFile::discard() {
     staged_.clear();
     stop_untrack(stop_slot_);
     stop_slot_ = -1;
+    unmark();
+}
+
+// The mark goes after the staged file and before its lock (clear_dead_temps relies on that order).
+void OutputFile::unmark() {
+    if (!mark_.empty()) os_unlink(mark_.c_str());
+    mark_.clear();
+    stop_untrack(mark_slot_);
+    mark_slot_ = -1;
+    if (mark_fd_ >= 0) os_close(mark_fd_);
+    mark_fd_ = -1;
 }
 
 void output_write(const std::string& path, const char* flag, const OutputKind& kind,
@@ -323,7 +392,8 @@ bool dir_has_marker(const std::string& dir) {
 bool path_is_staged_temp(const std::string& name) {
     size_t at = name.rfind(".tmp.");
     if (at == std::string::npos || at == 0 || at + 5 == name.size()) return false;
-    return name.find_first_not_of("0123456789", at + 5) == std::string::npos;
+    const size_t end = name.find_first_not_of("0123456789", at + 5);
+    return end == std::string::npos || (end > at + 5 && name.compare(end, std::string::npos, kStagingMarker) == 0);
 }
 
 bool name_is_ours(const std::string& name, std::initializer_list<const char*> ours) {
@@ -459,6 +529,7 @@ void dir_publish(const std::string& dir, const std::function<bool(const std::str
     mark(staging);
     FatalCleanup cleanup([&] { clear_staging(staging, dir, ours); });
     write(staging);
+    stop_point();  // stop.h: a command ended by a signal here leaves `dir` as it was
     const bool dir_marked = dir_exists(dir) && !path_exists_no_follow(path_join(dir, kStagingMarker));
     if (dir_marked) mark(dir);
     dir_replace_atomic(staging, dir);

@@ -1,8 +1,10 @@
 // publish.h: the one door through which gpt2 writes files. Nothing else in src/ opens a file for writing
 // (tests/cli_rules.sh fails when something does). Every output is
 //   - staged under `NAME.tmp.<pid>`, created with O_CREAT|O_EXCL|O_NOFOLLOW: an existing name is never
-//     followed or truncated (a dead gpt2 process's leftover of the same kind is removed, anything else is
-//     an error naming it), fsync'ed, then renamed over NAME;
+//     followed or truncated, fsync'ed, then renamed over NAME. Beside it `NAME.tmp.<pid>.gpt2-staging`
+//     marks it as gpt2's and is locked by its writer: the next writer of NAME removes a staged file whose
+//     mark no live process holds (a writer killed by SIGKILL), whatever it holds; anything else of that
+//     name is an error naming it;
 //   - allowed to replace only a missing path or a regular file of its own kind (OutputKind) that is not an
 //     input of this run: never a symlink, a device, a FIFO, a directory or a file of another kind;
 //   - written by one process at a time: a writer holds PathLock on `NAME.lock` while it runs.
@@ -59,10 +61,11 @@ public:
 
 private:
     void discard();
-    std::string path_, staged_, flag_;
+    void unmark();
+    std::string path_, staged_, flag_, mark_;
     OutputKind kind_;
-    int fd_ = -1;
-    int stop_slot_ = -1;  // stop.h's list of paths removed when a signal ends the process
+    int fd_ = -1, mark_fd_ = -1;             // mark_: `staged.gpt2-staging`, locked while staged_ exists
+    int stop_slot_ = -1, mark_slot_ = -1;  // stop.h's list of paths removed when a signal ends the process
     FatalCleanup cleanup_;
 };
 
@@ -131,7 +134,8 @@ const char* const kStagingMarker = ".gpt2-staging";
 // True when dir/kStagingMarker is a regular file holding the marker text, or a prefix of it (a marker whose
 // writer was killed before it was filled, possibly empty).
 bool dir_has_marker(const std::string& dir);
-// True for a name OutputFile leaves only when killed mid-write: `<base>.tmp.<digits>`.
+// True for a name OutputFile leaves only when killed mid-write: `<base>.tmp.<digits>`, or its mark
+// `<base>.tmp.<digits>.gpt2-staging`.
 bool path_is_staged_temp(const std::string& name);
 // True when `name` is one of `ours` or a staged temporary of one of them: the entries an output directory
 // may hold that its writer may replace or remove.

@@ -2,13 +2,22 @@
 #include "base/stop.h"
 
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "base/platform.h"
+#include "base/util.h"
 
 namespace {
 
-volatile sig_atomic_t g_catching = 0;
+volatile sig_atomic_t g_catching = 0;  // 0: signals end the process; 1: the command polls; kAbortAtPoint
+const int kAbortAtPoint = 2;            // stop_catch_abort: stop_point() ends the command
+
+std::string& abort_what() {
+    static std::string what;
+    return what;
+}
 volatile sig_atomic_t g_stop = 0;
 
 const int kSlots = 16;
@@ -35,6 +44,21 @@ void stop_install() { os_signals_install(on_stop, end_now); }
 void stop_catch(bool on) {
     if (on) g_stop = 0;
     g_catching = on;
+}
+
+void stop_catch_abort(const std::string& what) {
+    abort_what() = what;
+    g_stop = 0;
+    g_catching = kAbortAtPoint;
+}
+
+void stop_point() {
+    const int sig = g_stop;
+    if (g_catching != kAbortAtPoint || !sig) return;
+    fflush(stdout);
+    fprintf(stderr, "interrupted by %s: %s\n", os_signal_name(sig), abort_what().c_str());
+    run_fatal_cleanups();  // the staged files and directories, the locks
+    exit(128 + sig);
 }
 
 int stop_requested() { return g_stop; }

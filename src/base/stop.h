@@ -12,6 +12,12 @@
 void stop_install();
 // On: stop signals set the flag (and clear an earlier one); off: they end the process.
 void stop_catch(bool on);
+// For a command with nothing to save on the way out (eval, export): stop signals set the flag, and the next
+// stop_point() -- every staged write polls one (publish.h), long loops too -- removes what the command
+// staged (fatal()'s cleanups), prints `interrupted by SIGINT: <what>` and exits 128 + the signal.
+void stop_catch_abort(const std::string& what);
+// Ends the command there when stop_catch_abort is on and a stop signal came; else does nothing.
+void stop_point();
 // The signal that asked the command to stop, or 0.
 int stop_requested();
 // Records a stop that reached another process of the run (MPI ranks share their flags).

@@ -26,7 +26,7 @@ FatalCleanup::~FatalCleanup() {
 
 // Runs the open cleanups newest first; each is taken off the list before it runs, so a fatal() inside
 // one cannot run it again.
-static void run_fatal_cleanups() {
+void run_fatal_cleanups() {
     auto& fns = fatal_cleanups();
     while (!fns.empty()) {
         std::function<void()>* fn = fns.back();

@@ -25,6 +25,8 @@ public:
 private:
     std::function<void()> fn_;
 };
+// Runs the open FatalCleanups now, newest first (fatal() does; so does a command ended by a signal, stop.h).
+void run_fatal_cleanups();
 
 // Reads a whole regular file whose size is known before reading (and checked against available memory);
 // a missing, unreadable or non-regular file (a directory, a pipe, /dev/zero), or one over max_bytes (what

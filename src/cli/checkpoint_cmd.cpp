@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "base/publish.h"
+#include "base/stop.h"
 #include "base/util.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
@@ -94,6 +95,7 @@ int cmd_export(int argc, char** argv) {
                              "Converts a checkpoint to HuggingFace's layout, llm.c's format or llama.cpp's GGUF.",
                              flags, false);
     const std::string format = args.str("format"), dtype = args.str("dtype"), out = args.str("out");
+    stop_catch_abort("export stopped; " + out + " is as it was");  // at its next write (stop.h)
     if (format != "hf" && format != "llmc" && format != "gguf")
         fatal("bad value for --format (export): expected hf, llmc or gguf, got '%s'", format.c_str());
     if (dtype != "f32" && dtype != "f16" && dtype != "bf16" && dtype != "q8_0")

@@ -106,9 +106,9 @@ CliArgs tokenize_args(int argc, char** argv) {
          "a single text file: write PREFIX_val.bin and PREFIX_train.bin (PREFIX ending in /: PREFIX/val.bin "
          "and PREFIX/train.bin); sharded: PREFIX_val_000000.bin, PREFIX_train_000001.bin, ... (PREFIX/val_000000.bin, "
          "... when it ends in /)"},
-        {"val-tokens", "", "32768",
-         "leading tokens written to the val file (-o); sharded: the val shard's size (default there: one shard, as "
-         "llm.c's fineweb.py)"},
+        {"val-tokens", "", "",
+         "leading tokens written to the val file (-o; default: the last 10% of the text is val, as nanoGPT holds it "
+         "out); sharded: the val shard's size (default there: one shard, as llm.c's fineweb.py)"},
         {"shard-tokens", "", "100000000",
          "write shards of N tokens, the first one val (llm.c's fineweb.py layout); implied by a directory, several "
          "inputs or --jsonl-field"},
@@ -137,6 +137,7 @@ struct TokenizeOptions {
     bool to_ids = false;   // print the ids; else write token files under prefix
     bool sharded = false;  // llm.c shards of shard_tokens each; else one val/train pair
     long long val_tokens = 0, shard_tokens = 0;
+    bool val_last_tenth = false;  // one val/train pair without --val-tokens: the text's last 10% is val
     std::string prefix;      // --output
     std::string input_name;  // the inputs, for messages
     TextStreamOptions stream_opt;
@@ -160,9 +161,11 @@ TokenizeOptions tokenize_options(const CliArgs& args) {
     const bool many_docs = args.positional.size() > 1 || is_directory(args.positional[0]);
     o.sharded = to_files && (args.has("shard-tokens") || jsonl || many_docs);
     o.shard_tokens = args.integer_in("shard-tokens", 1, INT32_MAX);
+    o.val_last_tenth = to_files && !o.sharded && !args.has("val-tokens");
     o.val_tokens = o.sharded && !args.has("val-tokens") ? o.shard_tokens
-                   : o.sharded ? args.integer_in("val-tokens", 1, INT32_MAX)
-                               : args.integer_in("val-tokens", 0, 1ll << 40);
+                   : o.sharded              ? args.integer_in("val-tokens", 1, INT32_MAX)
+                   : to_ids || o.val_last_tenth ? 0
+                                            : args.integer_in("val-tokens", 0, 1ll << 40);
     for (const std::string& in : args.positional)  // JSON lines read as plain text are rarely what was meant
         if (!jsonl && in.size() > 6 && in.compare(in.size() - 6, 6, ".jsonl") == 0)
             fprintf(stderr, "note: %s is encoded as plain text, JSON syntax included; --jsonl-field text encodes "
@@ -201,6 +204,7 @@ std::vector<TextInput> expand_inputs(const std::vector<std::string>& positional)
 // directories made, then the lock, then the writer (whose unpublished files go with it).
 struct TokenizeOutputs {
     std::string val_path, train_path;  // the val/train pair; empty when sharded
+    int64_t train_tokens = -1;         // val_last_tenth: the train file's tokens, once the text's last 10% starts
     std::unique_ptr<TokenFileWriter> writer;
     std::unique_ptr<PathLock> lock;
     std::unique_ptr<MadeDirs> made;
@@ -218,6 +222,18 @@ void open_outputs(const TokenizeOptions& o, TokenizeOutputs* out) {
         out->writer.reset(new TokenFileWriter([&o](int k) { return shard_name(o.prefix, k); },
                                               [&o](int k) { return (int64_t)(k == 0 ? o.val_tokens : o.shard_tokens); }, "--output (tokenize)",
                                               false));
+    } else if (o.val_last_tenth) {  // train first, then val; the switch comes with the text's last tenth
+        out->val_path = prefix.back() == '/' ? prefix + "val.bin" : prefix + "_val.bin";
+        out->train_path = prefix.back() == '/' ? prefix + "train.bin" : prefix + "_train.bin";
+        out->writer.reset(new TokenFileWriter(
+            [out](int k) { return k == 0 ? out->train_path : out->val_path; },
+            [&o, out](int k) {  // asked as file k opens
+                if (k > 1 || (k == 1 && out->train_tokens < 0))
+                    fatal("too many tokens for one train file (%s): expected at most %d; use --shard-tokens",
+                          o.input_name.c_str(), INT32_MAX);
+                return k == 0 && out->train_tokens >= 0 ? out->train_tokens : (int64_t)INT32_MAX;
+            },
+            "--output (tokenize)", true));
     } else {
         out->val_path = prefix.back() == '/' ? prefix + "val.bin" : prefix + "_val.bin";
         out->train_path = prefix.back() == '/' ? prefix + "train.bin" : prefix + "_train.bin";
@@ -267,6 +283,9 @@ int encode_inputs(TextStream* stream, const Tokenizer& tok, const TokenizeOption
     std::vector<std::vector<int>> ids;
     TokenizeProgress progress;
     bool checked_empty = false;
+    // val_last_tenth: the byte where the text's last tenth starts; parts from val_from on are val
+    const int64_t cut = o.val_last_tenth ? stream->total_bytes() - stream->total_bytes() / 10 : -1;
+    size_t val_from = 0;
     stop_catch(true);  // a signal ends the loop after the batch at hand
     for (;;) {
         if (const int sig = stop_requested()) {
@@ -283,8 +302,21 @@ int encode_inputs(TextStream* stream, const Tokenizer& tok, const TokenizeOption
         size_t bytes = 0;
         TextPart part;
         bool more = true;
+        val_from = out->train_tokens >= 0 ? 0 : SIZE_MAX;
         while (batch.size() < batch_parts && bytes < batch_bytes && (more = stream->next(&part))) {
             bytes += part.text.size();
+            if (val_from == SIZE_MAX && cut >= 0 && (int64_t)stream->bytes_read() > cut) {
+                // the part that crosses the cut: its bytes before it (to a whole UTF-8 character) stay train
+                const int64_t start = (int64_t)stream->bytes_read() - (int64_t)part.text.size();
+                size_t at = (size_t)std::min<int64_t>(std::max<int64_t>(cut - start, 0), (int64_t)part.text.size());
+                while (at < part.text.size() && ((unsigned char)part.text[at] & 0xC0) == 0x80) at++;
+                if (at > 0) {
+                    batch.push_back(TextPart{part.text.substr(0, at), part.starts_doc});
+                    part.text.erase(0, at);
+                    part.starts_doc = false;
+                }
+                val_from = batch.size();
+            }
             batch.push_back(std::move(part));
         }
         if (!checked_empty && !more && stream->bytes_read() == 0)
@@ -292,7 +324,9 @@ int encode_inputs(TextStream* stream, const Tokenizer& tok, const TokenizeOption
         checked_empty = true;
         if (batch.empty()) break;
         encode_batch(batch, &toks, &ids);
-        for (const std::vector<int>& v : ids) {
+        for (size_t i = 0; i < ids.size(); i++) {
+            const std::vector<int>& v = ids[i];
+            if (i == val_from && out->train_tokens < 0) out->train_tokens = out->writer->tokens();  // val from here
             if (o.to_ids) printer->add(v);
             else out->writer->append(v.data(), v.size());
             *tokens += (int64_t)v.size();
@@ -324,6 +358,12 @@ int finish_outputs(const TokenizeOptions& o, TokenizeOutputs* out, const TextStr
                    int threads) {
     const std::string& prefix = o.prefix;
     if (out->writer->files() < 2) {
+        if (o.val_last_tenth)
+            fatal_hint("give --val-tokens N, or a longer text",
+                       "too little text to hold out its last 10%% as val (%s): expected tokens after byte %lld of "
+                       "%lld, got none",
+                       o.input_name.c_str(), (long long)(stream.total_bytes() - stream.total_bytes() / 10),
+                       (long long)stream.total_bytes());
         if (o.sharded)
             fatal(
                 "too few tokens for a val shard of %lld (%s): expected more than %lld so that a train shard "
@@ -335,6 +375,14 @@ int finish_outputs(const TokenizeOptions& o, TokenizeOutputs* out, const TextStr
     const int64_t last_count = out->writer->tokens_in_current();
     const int files = out->writer->finish();
     const unsigned long long in_bytes = (unsigned long long)stream.bytes_read();
+    if (o.val_last_tenth) {
+        size_t sections = o.stream_opt.eot ? (size_t)stream.documents() : 1;
+        printf("tokenized %s (%llu bytes, %zu section%s): %lld train tokens -> %s, %lld val tokens (the last 10%% "
+               "of the text; --val-tokens N sets the val size) -> %s\n",
+               o.input_name.c_str(), in_bytes, sections, sections == 1 ? "" : "s", (long long)out->train_tokens,
+               out->train_path.c_str(), (long long)(tokens - out->train_tokens), out->val_path.c_str());
+        return 0;
+    }
     if (!o.sharded) {
         size_t sections = o.stream_opt.eot ? (size_t)stream.documents() : 1;
         printf("tokenized %s (%llu bytes, %zu section%s): %lld val tokens -> %s, %lld train tokens -> %s\n",
@@ -368,6 +416,10 @@ int cmd_tokenize(int argc, char** argv) {
     tokenizer_load(&tok, args.has("tokenizer") ? args.str("tokenizer") : tokenizer_default_dir());
 
     // Outputs: the paths are checked before any work, and again as each file is opened.
+    if (o.val_last_tenth && stream.total_bytes() < 0)
+        fatal_hint("give --val-tokens N (the first N tokens are val), or a file",
+                   "unknown input size (%s): holding out the text's last 10%% as val needs it before reading",
+                   o.input_name.c_str());
     TokenizeOutputs out;
     if (!o.to_ids) open_outputs(o, &out);
 

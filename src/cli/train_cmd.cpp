@@ -668,6 +668,8 @@ int cmd_eval(int argc, char** argv) {
         "token 0 or over every token of the file, or HellaSwag's acc and acc_norm (llm.c's completion-style "
         "scoring).",
         kEvalFlags, false);
+    // Nothing to save on the way out: a stop signal ends the scoring with one line (stop.h).
+    stop_catch_abort(args.has("hellaswag") ? "HellaSwag stopped before its end" : "eval stopped before its end; no loss");
     if (args.has("hellaswag")) return cmd_eval_hellaswag(args);
     eval_check_hellaswag_flags(args);
     if (!args.has("data")) fatal("missing flag --data or --hellaswag (eval): expected token files or a HellaSwag file");
@@ -696,6 +698,10 @@ int cmd_eval(int argc, char** argv) {
     ProgressLine line(stderr, progress_in_place(stderr, false), true);
     const double t0 = time_now_s(), total = all ? (double)(dataloader_num_tokens(dl) - dl.shards.size()) : (double)batches * B * T;
     const auto progress = [&](double done) {
+        if (stop_requested()) {  // stop_catch_abort's: the line ends before the interrupted one
+            line.close();
+            stop_point();
+        }
         const double s = time_now_s() - t0;
         char text[160];
         snprintf(text, sizeof(text), "eval: %3.0f%% of %.0f tokens | %.0f tok/s | %s", 100 * done, total,

@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "base/platform.h"
+#include "base/stop.h"
 #include "base/json.h"
 #include "base/util.h"
 #include "model/layout.h"
@@ -196,6 +197,10 @@ std::vector<HellaSwagScore> hellaswag_evaluate(GPT2* model, const std::vector<He
     int tenths_shown = 0;
     for (size_t b = 0; b < total; b += per_batch) {
         const int n = (int)std::min((size_t)per_batch, total - b);
+        if (stop_requested()) {  // eval's stop_catch_abort (stop.h): the progress line ends first
+            if (tty) fprintf(stderr, "\n");
+            stop_point();
+        }
         score_batch(model, examples.data(), &order[b], n, scores.data(), path, &inputs, &targets);
         for (size_t k = b; k < b + n; k++) {
             correct_sum += scores[order[k]].pred_sum == examples[order[k]].label;

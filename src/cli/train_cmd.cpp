@@ -150,9 +150,11 @@ void check_memory(const GPT2Config& cfg, const TrainOptions& o, bool bf16_matmul
     if (m.samples > 0) snprintf(samples, sizeof(samples), ", samples %.0f", m.samples / mib);
     printf("memory: %.0f MiB (parameters %.0f, gradients %.0f, AdamW state %.0f, activations %.0f%s MiB)\n",
            m.total() / mib, m.params / mib, m.grads / mib, m.moments / mib, m.acts / mib, samples);
-    memory_check(m.total(), "train",
+    memory_check(m.total() - m.samples, "train",
                  "lower -B or -T, train a smaller model, or see --recompute, --optimizer-state bf16 and "
                  "--optimizer-in-backward");
+    memory_check(m.total(), "samples of --sample-tokens " + std::to_string(o.sample_tokens) + " beside training",
+                 "lower --sample-tokens (0: no samples)");
 }
 
 // Checks --plot before the first step: never inside --out, and a path plot_check_path accepts.
@@ -324,8 +326,6 @@ CliArgs resume_args(const CliArgs& given, const std::string& resume_dir, TrainSt
 void load_sampler(Trainer* t, const CliArgs& args, const CliArgs& given) {
     const GPT2Config& cfg = t->model.cfg;
     const std::string dir = args.has("tokenizer") ? args.str("tokenizer") : tokenizer_default_dir();
-    memory_check(generate_memory_bytes(cfg, 1, std::max(1, t->o.sample_tokens)),
-                 "samples of --sample-tokens " + std::to_string(t->o.sample_tokens), "lower --sample-tokens");
     const bool asked = given.has("sample-tokens") || given.has("tokenizer");
     if (given.has("tokenizer") && !tokenizer_files_present(dir))  // asked for by name: it must be there
         tokenizer_load(&t->tok, dir);                                // (fails naming what is missing)

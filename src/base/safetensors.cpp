@@ -217,18 +217,13 @@ bool widen(const uint8_t* src, const std::string& dtype, size_t n, float* out) {
 
 }  // namespace
 
-void safetensors_read_into(const SafeTensors& st, const StTensor& t, float* out) {
-    const size_t n = t.numel(), esize = safetensors_dtype_size(t.dtype);
-    const char* fmt = "unsupported dtype for tensor %s (%s): expected F32, F16, BF16, F64 or I32, got %s";
+void safetensors_read_bytes(const SafeTensors& st, const StTensor& t, size_t first, size_t n, void* out) {
+    assert(first + n <= t.end - t.begin && "a span inside the tensor");
     if (!st.bytes.empty()) {
         assert(st.bytes.size() >= t.end && "tensor span inside the loaded image");
-        if (!widen(st.bytes.data() + t.begin, t.dtype, n, out))
-            fatal(fmt, t.name.c_str(), st.path.c_str(), t.dtype.c_str());
+        if (n) memcpy(out, st.bytes.data() + t.begin + first, n);
         return;
     }
-    // Header-only load: the tensor comes from the file in chunks, straight into `out`, so loading a model
-    // holds the parameters once rather than the file as well.
-    if (!widen(nullptr, t.dtype, 0, out)) fatal(fmt, t.name.c_str(), st.path.c_str(), t.dtype.c_str());
     int fd = os_open_read(st.path);
     if (fd < 0) fatal("cannot open %s: %s", st.path.c_str(), strerror(errno));
     FileInfo now;  // a checkpoint replaced while loading must not give a model made of two files
@@ -236,24 +231,33 @@ void safetensors_read_into(const SafeTensors& st, const StTensor& t, float* out)
         os_close(fd);
         fatal("file changed while loading (%s): expected the file its header was read from", st.path.c_str());
     }
-    std::vector<uint8_t> chunk(t.dtype == "F32" ? 0 : (size_t)1 << 20);
-    const size_t per_chunk = t.dtype == "F32" ? n : chunk.size() / esize;
-    for (size_t done = 0; done < n;) {
-        const size_t count = std::min(per_chunk, n - done), bytes = count * esize;
-        uint8_t* dst = t.dtype == "F32" ? reinterpret_cast<uint8_t*>(out + done) : chunk.data();
-        for (size_t got = 0; got < bytes;) {
-            long r = os_pread(fd, dst + got, bytes - got, t.begin + done * esize + got);
-            if (r <= 0) {
-                os_close(fd);
-                fatal("cannot read tensor %s from %s: %s", t.name.c_str(), st.path.c_str(),
-                      r == 0 ? "the file is shorter than its header says" : strerror(errno));
-            }
-            got += (size_t)r;
+    for (size_t got = 0; got < n;) {
+        long r = os_pread(fd, static_cast<uint8_t*>(out) + got, n - got, t.begin + first + got);
+        if (r <= 0) {
+            os_close(fd);
+            fatal("cannot read tensor %s from %s: %s", t.name.c_str(), st.path.c_str(),
+                  r == 0 ? "the file is shorter than its header says" : strerror(errno));
         }
-        if (t.dtype != "F32") widen(chunk.data(), t.dtype, count, out + done);
-        done += count;
+        got += (size_t)r;
     }
     os_close(fd);
+}
+
+void safetensors_read_into(const SafeTensors& st, const StTensor& t, float* out) {
+    const size_t n = t.numel(), esize = safetensors_dtype_size(t.dtype);
+    if (!widen(nullptr, t.dtype, 0, out))
+        fatal("unsupported dtype for tensor %s (%s): expected F32, F16, BF16, F64 or I32, got %s", t.name.c_str(),
+              st.path.c_str(), t.dtype.c_str());
+    if (t.dtype == "F32") return safetensors_read_bytes(st, t, 0, n * 4, out);
+    // Other dtypes a piece at a time (from the file after a header-only load, so loading a model holds the
+    // parameters once rather than the file as well), widened into out.
+    std::vector<uint8_t> chunk(std::min(n * esize, (size_t)1 << 20));
+    const size_t per_chunk = ((size_t)1 << 20) / esize;
+    for (size_t done = 0; done < n; done += per_chunk) {
+        const size_t count = std::min(per_chunk, n - done);
+        safetensors_read_bytes(st, t, done * esize, count * esize, chunk.data());
+        widen(chunk.data(), t.dtype, count, out + done);
+    }
 }
 
 std::vector<float> safetensors_read_f32(const SafeTensors& st, const StTensor& t) {
@@ -272,7 +276,7 @@ void safetensors_write(const std::string& path, const std::vector<StWriteItem>& 
         header += "}";
     }
     size_t offset = 0;
-    std::vector<std::pair<const void*, size_t>> parts;
+    std::vector<size_t> sizes;
     for (const StWriteItem& it : items) {
         size_t esize = safetensors_dtype_size(it.dtype);
         assert(esize > 0 && "safetensors_write of an unknown dtype");
@@ -285,14 +289,30 @@ void safetensors_write(const std::string& path, const std::vector<StWriteItem>& 
         if (header.size() > 1) header += ",";
         header += json_escape(it.name) + ":{\"dtype\":\"" + it.dtype + "\",\"shape\":[" + shape +
                   "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + n) + "]}";
-        parts.push_back({it.data, n});
+        sizes.push_back(n);
         offset += n;
     }
     header += "}";
     while (header.size() % 8 != 0) header += ' ';
     uint8_t len[8];
     for (int i = 0; i < 8; i++) len[i] = (uint8_t)((uint64_t)header.size() >> (8 * i));
-    parts.insert(parts.begin(), {{len, 8}, {header.data(), header.size()}});
     static const OutputKind kNewFile = {"a new file", nullptr};  // written into fresh staging directories
-    output_write(path, "safetensors", kNewFile, parts);
+    OutputFile f(path, "safetensors", kNewFile);
+    f.write(len, 8);
+    f.write(header.data(), header.size());
+    std::vector<uint8_t> piece;
+    for (size_t i = 0; i < items.size(); i++) {
+        if (!items[i].fill) {
+            f.write(items[i].data, sizes[i]);
+            continue;
+        }
+        const size_t esize = safetensors_dtype_size(items[i].dtype), per = ((size_t)4 << 20) / esize;
+        piece.resize(std::min(sizes[i], per * esize));
+        for (size_t first = 0; first * esize < sizes[i]; first += per) {
+            const size_t count = std::min(per, sizes[i] / esize - first);
+            items[i].fill(first, count, piece.data());
+            f.write(piece.data(), count * esize);
+        }
+    }
+    f.publish();
 }

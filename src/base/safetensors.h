@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,12 +45,18 @@ void safetensors_load(SafeTensors* st, const std::string& path, bool header_only
 std::vector<float> safetensors_read_f32(const SafeTensors& st, const StTensor& t);
 // The same into out (numel floats), without a temporary: F32 is read straight into it.
 void safetensors_read_into(const SafeTensors& st, const StTensor& t, float* out);
+// Bytes [first, first + n) of a tensor's data into out, as stored: from the image, or after a header-only
+// load from the file (fatal if it changed since its header was read, or is short).
+void safetensors_read_bytes(const SafeTensors& st, const StTensor& t, size_t first, size_t n, void* out);
 
 struct StWriteItem {
     std::string name;
     std::string dtype;  // "F32" or "I32" (any known dtype; data is copied as is)
     std::vector<int64_t> shape;
-    const void* data;
+    const void* data;  // the tensor's bytes, or nullptr when fill makes them
+    // Writes elements [first, first + count) of a tensor made as it is written into out, a piece of at most
+    // 4 MiB at a time: a transposed or narrowed copy of a model is then never held whole.
+    std::function<void(size_t first, size_t count, void* out)> fill = nullptr;
 };
 // Writes atomically (temporary name, fsync, rename). Header padded with spaces to a multiple of 8.
 void safetensors_write(const std::string& path, const std::vector<StWriteItem>& items,

@@ -140,10 +140,12 @@ std::vector<std::pair<std::string, std::string>> run_flags(const CliArgs& args, 
 }
 
 // What training allocates, in bytes: parameters (and their bf16 copy for --precision bf16), gradients,
-// AdamW's moments, activations with their gradients. (The sampler's is checked on its own, load_sampler.)
+// AdamW's moments, activations with their gradients, and the sampler's KV cache and scratch while a sample
+// is drawn (every other buffer still held). A save writes the model and its state from these buffers, a
+// resume reads the moments into them, a few MiB at a time.
 struct TrainMemory {
-    double params, grads, moments, acts;
-    double total() const { return params + grads + moments + acts; }
+    double params, grads, moments, acts, samples;
+    double total() const { return params + grads + moments + acts + samples; }
 };
 
 TrainMemory train_memory(const GPT2Config& cfg, const TrainOptions& o, bool bf16_matmuls) {
@@ -152,6 +154,7 @@ TrainMemory train_memory(const GPT2Config& cfg, const TrainOptions& o, bool bf16
     m.grads = gpt2_grads_bytes(cfg, o.mem.layer_grads);
     m.moments = gpt2_params_bytes(cfg) * (o.bf16_moments ? 1.0 : 2.0) / (o.zero ? dist_world() : 1);
     m.acts = gpt2_acts_bytes(cfg, o.B, o.T, true, o.mem.recompute);
+    m.samples = o.sample_tokens > 0 ? generate_memory_bytes(cfg, 1, o.sample_tokens) : 0;
     return m;
 }
 
@@ -159,11 +162,15 @@ TrainMemory train_memory(const GPT2Config& cfg, const TrainOptions& o, bool bf16
 void check_memory(const GPT2Config& cfg, const TrainOptions& o, bool bf16_matmuls) {
     const double mib = 1024.0 * 1024.0;
     const TrainMemory m = train_memory(cfg, o, bf16_matmuls);
-    printf("memory: %.0f MiB (parameters %.0f, gradients %.0f, AdamW state %.0f, activations %.0f MiB)\n",
-           m.total() / mib, m.params / mib, m.grads / mib, m.moments / mib, m.acts / mib);
-    memory_check(m.total(), "train",
+    char samples[64] = "";
+    if (m.samples > 0) snprintf(samples, sizeof(samples), ", samples %.0f", m.samples / mib);
+    printf("memory: %.0f MiB (parameters %.0f, gradients %.0f, AdamW state %.0f, activations %.0f%s MiB)\n",
+           m.total() / mib, m.params / mib, m.grads / mib, m.moments / mib, m.acts / mib, samples);
+    memory_check(m.total() - m.samples, "train",
                  "lower -B or -T, train a smaller model, or see --recompute, --optimizer-state bf16 and "
                  "--optimizer-in-backward");
+    memory_check(m.total(), "samples of --sample-tokens " + std::to_string(o.sample_tokens) + " beside training",
+                 "lower --sample-tokens (0: no samples)");
 }
 
 // Checks --plot before the first step: never inside --out, and a path plot_check_path accepts.
@@ -419,8 +426,6 @@ CliArgs resume_args(const CliArgs& given, const std::string& resume_dir, TrainSt
 // goes on without samples and says so.
 void load_sampler(Trainer* t, const CliArgs& args, const CliArgs& given) {
     const GPT2Config& cfg = t->model.cfg;
-    memory_check(generate_memory_bytes(cfg, 1, std::max(1, t->o.sample_tokens)),
-                 "samples of --sample-tokens " + std::to_string(t->o.sample_tokens), "lower --sample-tokens");
     const bool asked = given.has("sample-tokens") || given.has("tokenizer");
     const std::string which = cli_tokenizer(args, args.has("model") ? args.str("model") : "", false, &t->tok);
     if (which.empty()) {
@@ -550,7 +555,7 @@ int prepare_run(Trainer* t, const CliArgs& args, const CliArgs& given, const std
     trainer_load_data(t);
     int first_step = 0;
     if (!resume_dir.empty()) {
-        train_state_restore(resume, t->model, &t->opt, &t->train_dl, &t->history);  // moves the moments out
+        train_state_restore(resume, t->model, &t->opt, &t->train_dl, &t->history);  // reads the moments in
         first_step = resume->step;
         printf("resumed %s at step %d\n", resume_dir.c_str(), first_step);
     }

@@ -382,33 +382,31 @@ void checkpoint_save_hf(const GPT2& model, const std::string& dir, const std::st
     const GPT2Config& cfg = model.cfg;
     assert((dtype == "F32" || dtype == "F16" || dtype == "BF16") && "checkpoint_save_hf dtype");
     checkpoint_check_finite(model, dir, "not saving non-finite weights");
-    std::vector<std::vector<float>> transposed;  // keep converted copies alive until written
-    std::vector<std::vector<uint16_t>> narrowed;
     std::vector<StWriteItem> items;
     for (const TensorInfo& t : model.param_table) {
         const float* src = model.params.data() + t.offset;
-        std::vector<int64_t> shape = hf_shape(t, cfg);
-        if (t.hf_transposed) {
-            transposed.emplace_back(t.numel());
-            float* dst = transposed.back().data();
-            for (size_t r = 0; r < t.rows; r++)
-                for (size_t c = 0; c < t.cols; c++) dst[c * t.rows + r] = src[r * t.cols + c];
-            src = dst;
-        }
-        if (dtype == "F32") {
-            items.push_back({t.hf_name, dtype, shape, src});
+        if (dtype == "F32" && !t.hf_transposed) {
+            items.push_back({t.hf_name, dtype, hf_shape(t, cfg), src});
             continue;
         }
-        size_t n = 1;
-        for (int64_t d : shape) n *= (size_t)d;  // wte: the real vocabulary only
-        narrowed.emplace_back(n);
-        for (size_t i = 0; i < n; i++) {
-            narrowed.back()[i] = dtype == "F16" ? fp16_round(src[i]) : bf16_round(src[i]);
-            if (std::isinf(dtype == "F16" ? fp16_to_float(narrowed.back()[i]) : bf16_to_float(narrowed.back()[i])))
-                fatal_hint("export as f32 or bf16", "value out of %s range (%s): %s[%zu] is %g", dtype.c_str(),
-                           dir.c_str(), t.hf_name.c_str(), i, src[i]);
-        }
-        items.push_back({t.hf_name, dtype, shape, narrowed.back().data()});
+        // transposed (HF's Conv1D layout) or narrowed a piece at a time as it is written: never a second model
+        items.push_back({t.hf_name, dtype, hf_shape(t, cfg), nullptr, [&, src](size_t first, size_t count, void* out) {
+            size_t r = 0, c = 0;  // transposed: HF's element i is (c, r) of the (cols, rows) matrix
+            if (t.hf_transposed) r = first % t.rows, c = first / t.rows;
+            for (size_t i = first; i < first + count; i++) {
+                const float x = t.hf_transposed ? src[r * t.cols + c] : src[i];
+                if (t.hf_transposed && ++r == t.rows) r = 0, c++;
+                if (dtype == "F32") {
+                    static_cast<float*>(out)[i - first] = x;
+                    continue;
+                }
+                const uint16_t h = dtype == "F16" ? fp16_round(x) : bf16_round(x);
+                if (std::isinf(dtype == "F16" ? fp16_to_float(h) : bf16_to_float(h)))
+                    fatal_hint("export as f32 or bf16", "value out of %s range (%s): %s[%zu] is %g", dtype.c_str(),
+                               dir.c_str(), t.hf_name.c_str(), i, x);
+                static_cast<uint16_t*>(out)[i - first] = h;
+            }
+        }});
     }
     safetensors_write(path_join(dir, "model.safetensors"), items, {{"format", "pt"}, {"writer", kWriter}});
     // GPT-2's <|endoftext|> (50256) starts and ends text only in a vocabulary that has it; a model trained on

@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <type_traits>
 #include <utility>
 
 #include "base/platform.h"
@@ -122,7 +121,8 @@ bool parse_counters(const SafeTensors& st, TrainState* ts, std::string* err) {
     return true;
 }
 
-// AdamW's moments, F32 or BF16 (both alike): the same size, finite, and v never negative.
+// AdamW's moments, F32 or BF16 (both alike) and the same size; their values stay in the file until
+// train_state_restore reads them (read_moments).
 bool parse_moments(const SafeTensors& st, TrainState* ts, std::string* err) {
     const StTensor* found = st.find("adamw.m");
     const char* dtype = found && found->dtype == "BF16" ? "BF16" : "F32";
@@ -130,24 +130,15 @@ bool parse_moments(const SafeTensors& st, TrainState* ts, std::string* err) {
     const StTensor* v = m ? tensor_of(st, "adamw.v", dtype, 0, err) : nullptr;
     if (!v) return false;
     if (m->numel() != v->numel()) return fail(err, "adamw.m and adamw.v differ in size");
-    auto bad = [&](size_t i) {
-        return fail(err, "AdamW moments at " + std::to_string(i) + ": expected finite values and v >= 0");
-    };
-    if (std::string(dtype) == "BF16") {
-        ts->m16.resize(m->numel());
-        ts->v16.resize(v->numel());
-        memcpy(ts->m16.data(), st.bytes.data() + m->begin, m->end - m->begin);
-        memcpy(ts->v16.data(), st.bytes.data() + v->begin, v->end - v->begin);
-        for (size_t i = 0; i < ts->m16.size(); i++)
-            if ((ts->m16[i] & 0x7F80) == 0x7F80 || (ts->v16[i] & 0x7F80) == 0x7F80 || (ts->v16[i] & 0x8000 && ts->v16[i] != 0x8000))
-                return bad(i);
-        return true;
-    }
-    ts->m = safetensors_read_f32(st, *m);
-    ts->v = safetensors_read_f32(st, *v);
-    for (size_t i = 0; i < ts->m.size(); i++)
-        if (!std::isfinite(ts->m[i]) || !std::isfinite(ts->v[i]) || ts->v[i] < 0) return bad(i);
+    ts->m = *m, ts->v = *v;
     return true;
+}
+
+// A U32 tensor's values.
+std::vector<uint32_t> read_u32(const SafeTensors& st, const StTensor& t) {
+    std::vector<uint32_t> out(t.numel());
+    safetensors_read_bytes(st, t, 0, out.size() * 4, out.data());
+    return out;
 }
 
 // Format 3's shard order and position, the number of shards, and the computed window order when there is one.
@@ -173,9 +164,7 @@ bool parse_shard_order(const SafeTensors& st, TrainState* ts, std::string* err) 
             return fail(err, "metadata \"loader.order_key\" is '" + key.substr(0, 40) + "', expected a 64-bit integer");
         dl.order_key = k;
     }
-    dl.shard_order.resize(shard_order->numel());
-    if (!dl.shard_order.empty())
-        memcpy(dl.shard_order.data(), st.bytes.data() + shard_order->begin, shard_order->numel() * 4);
+    dl.shard_order = read_u32(st, *shard_order);
     if (!dl.shard_order.empty() && dl.shard_order.size() != ts->data_shards)
         return fail(err, "loader.shard_order and data.shards differ in the number of shards");
     return true;
@@ -186,8 +175,7 @@ bool parse_loader(const SafeTensors& st, bool one_file, TrainState* ts, std::str
     const StTensor* order = tensor_of(st, "loader.order", "U32", 0, err);
     if (!order) return false;
     DataLoaderState& dl = ts->loader;
-    dl.order.resize(order->numel());
-    if (!dl.order.empty()) memcpy(dl.order.data(), st.bytes.data() + order->begin, order->numel() * 4);
+    dl.order = read_u32(st, *order);
     if (one_file) {  // one file: a list of one shard
         if (!dl.order.empty()) dl.shard_order = {0};
     } else if (!parse_shard_order(st, ts, err)) {
@@ -316,6 +304,7 @@ void train_state_save(const std::string& dir, const GPT2& model, const AdamW& op
 bool train_state_parse(const SafeTensors& st, TrainState* ts, std::string* err) {
     *ts = TrainState();
     ts->path = st.path;
+    ts->file = st;
     const std::string format = st.meta("format");
     const bool v1 = format == kFormatV1, v2 = format == kFormatV2;
     if (format != kFormat && !v1 && !v2) return fail(err, std::string("expected format \"") + kFormat + "\"");
@@ -342,42 +331,37 @@ void train_state_read(TrainState* ts, const std::string& dir) {
     if (!file_exists(path))
         fatal("missing %s: expected a checkpoint directory written by `gpt2 train --out`", path.c_str());
     SafeTensors st;
-    safetensors_load(&st, path);
+    safetensors_load(&st, path, true);  // the header: the moments are read by train_state_restore, in pieces
     if (!train_state_parse(st, ts, &err)) fatal("bad train state (%s): %s", path.c_str(), err.c_str());
 }
 
 namespace {
 
-// Moves (or converts) the saved moments into opt, keeping opt's range of the parameters.
-void restore_moments(TrainState* ts, AdamW* opt) {
-    if (opt->end == 0) opt->begin = 0, opt->end = ts->m16.empty() ? ts->m.size() : ts->m16.size();
-    const size_t b = opt->begin, n = opt->end - opt->begin;
-    auto slice = [&](auto* from, auto* to) {  // no second copy of the moments for the rest of the run
-        if (b == 0 && n == from->size()) {
-            *to = std::move(*from);
-        } else {
-            to->assign(from->begin() + b, from->begin() + b + n);
-            std::decay_t<decltype(*from)>().swap(*from);
-        }
-    };
-    if (opt->bf16 == !ts->m16.empty()) {
-        if (opt->bf16) slice(&ts->m16, &opt->m16), slice(&ts->v16, &opt->v16);
-        else slice(&ts->m, &opt->m), slice(&ts->v, &opt->v);
-        return;
-    }
-    std::vector<float>().swap(opt->m), std::vector<float>().swap(opt->v);
-    std::vector<uint16_t>().swap(opt->m16), std::vector<uint16_t>().swap(opt->v16);
-    for (size_t i = 0; i < n; i++) {
-        if (opt->bf16) {
-            opt->m16.push_back(bf16_round(ts->m[b + i]));
-            opt->v16.push_back(bf16_round(ts->v[b + i]));
-        } else {
-            opt->m.push_back(bf16_to_float(ts->m16[b + i]));
-            opt->v.push_back(bf16_to_float(ts->v16[b + i]));
+// Reads the saved moments of opt's range of the parameters into opt's buffers, 1M values at a time (straight
+// in when the dtypes agree, else through a buffer and converted), checking each value.
+void read_moments(const TrainState& ts, const GPT2& model, AdamW* opt) {
+    adamw_prepare(opt, model);  // opt's range, all or a ZeRO-1 slice, in zeros
+    const bool saved16 = ts.m.dtype == "BF16";
+    const size_t esize = saved16 ? 2 : 4, per = (size_t)1 << 20;
+    std::vector<uint8_t> piece(opt->bf16 == saved16 ? 0 : per * esize);
+    for (int k = 0; k < 2; k++) {  // m, then v
+        const StTensor& t = k ? ts.v : ts.m;
+        for (size_t first = opt->begin; first < opt->end; first += per) {
+            const size_t n = std::min(per, opt->end - first), at = first - opt->begin;
+            uint16_t* to16 = opt->bf16 ? (k ? opt->v16 : opt->m16).data() + at : nullptr;
+            float* to32 = opt->bf16 ? nullptr : (k ? opt->v : opt->m).data() + at;
+            void* raw = opt->bf16 != saved16 ? (void*)piece.data() : to16 ? (void*)to16 : (void*)to32;
+            safetensors_read_bytes(ts.file, t, first * esize, n * esize, raw);
+            for (size_t i = 0; i < n; i++) {
+                const float x = saved16 ? bf16_to_float(static_cast<uint16_t*>(raw)[i]) : static_cast<float*>(raw)[i];
+                if (!std::isfinite(x) || (k == 1 && x < 0))
+                    fatal("bad train state (%s): AdamW moments at %zu: expected finite values and v >= 0",
+                          ts.path.c_str(), first + i);
+                if (to16 && !saved16) to16[i] = bf16_round(x);
+                else if (to32 && saved16) to32[i] = x;
+            }
         }
     }
-    std::vector<float>().swap(ts->m), std::vector<float>().swap(ts->v);
-    std::vector<uint16_t>().swap(ts->m16), std::vector<uint16_t>().swap(ts->v16);
 }
 
 }  // namespace
@@ -385,7 +369,7 @@ void restore_moments(TrainState* ts, AdamW* opt) {
 void train_state_restore(TrainState* state, const GPT2& model, AdamW* opt, DataLoader* dl, LossHistory* history) {
     TrainState& ts = *state;
     const char* path = ts.path.c_str();
-    const size_t moments = ts.m16.empty() ? ts.m.size() : ts.m16.size();
+    const size_t moments = ts.m.numel();
     if (moments != model.num_params)
         fatal("train state does not belong to this model (%s): expected AdamW moments of %zu values, got %zu", path,
               model.num_params, moments);
@@ -414,7 +398,7 @@ void train_state_restore(TrainState* state, const GPT2& model, AdamW* opt, DataL
         fatal("training data changed (%s): the shards of %s fingerprint to %s, the run was trained on %s", path, spec,
               train_state_shards_hash(*dl).c_str(), ts.data_hash.c_str());
     }
-    restore_moments(&ts, opt);
+    read_moments(ts, model, opt);
     opt->step = ts.step;
     dataloader_restore(dl, ts.loader, ts.path);
     *history = ts.history;

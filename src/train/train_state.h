@@ -26,8 +26,10 @@ struct TrainState {
     std::string path;
     std::vector<std::pair<std::string, std::string>> flags;  // (name, value) as the run was given them
     int step = 0;                                            // optimizer steps done
-    std::vector<float> m, v;                                 // AdamW moments, saved as F32
-    std::vector<uint16_t> m16, v16;                          // or saved as BF16 (--optimizer-state bf16)
+    // AdamW's moments, F32 or BF16 (--optimizer-state bf16), left in the file (whose header, or image when
+    // parsed from one, `file` holds) until train_state_restore reads them a piece at a time
+    SafeTensors file;
+    StTensor m, v;
     DataLoaderState loader;                                  // order: a permutation of the windows
     LossHistory history;
     std::string params_hash, data_hash, geometry;  // data_hash and geometry are empty in format 1 files
@@ -55,14 +57,17 @@ void train_state_save(const std::string& dir, const GPT2& model, const AdamW& op
                       const std::vector<std::pair<std::string, std::string>>& run_flags, const LossHistory& history,
                       const std::function<void(const std::string& staging)>& extra);
 // Validates a parsed train_state.safetensors on its own: format, ranges, a permutation for the loader's
-// order, finite moments and history. false with a one-line message otherwise.
+// order, moments of one size and dtype, the history. false with a one-line message otherwise. (The moments'
+// values are checked as train_state_restore reads them.)
 bool train_state_parse(const SafeTensors& st, TrainState* ts, std::string* err);
-// Reads and parses dir/train_state.safetensors; fatal naming the file if missing or malformed.
+// Reads and parses dir/train_state.safetensors (all but the moments); fatal naming the file if missing or
+// malformed.
 void train_state_read(TrainState* ts, const std::string& dir);
-// Restores AdamW (moving the moments out of *ts, in opt->bf16's precision: fp32 moments are rounded to
-// nearest for a bf16 state, bf16 ones widened exactly for an fp32 one; opt's range, all of the parameters or
-// a ZeRO-1 slice, is kept), the data loader and the history; fatal if the state does not belong to
-// `model` (parameters, geometry) or to the loader's data (window count, content hash).
+// Restores AdamW (its moments read from the file a few MiB at a time straight into opt's, in opt->bf16's
+// precision: fp32 moments are rounded to nearest for a bf16 state, bf16 ones widened exactly for an fp32
+// one; only opt's range, all of the parameters or a ZeRO-1 slice), the data loader and the history; fatal
+// if the state does not belong to `model` (parameters, geometry) or to the loader's data (window count,
+// content hash), or a moment is not finite (or v negative).
 void train_state_restore(TrainState* ts, const GPT2& model, AdamW* opt, DataLoader* dl, LossHistory* history);
 // FNV-1a hash of a model's parameters or of all a loader's tokens (format 2's data hash), and the cheap
 // hash of the loader's shard fingerprints format 3 records, as 16 hex digits.

@@ -2,8 +2,10 @@
 # cli_build.sh: the Makefile's promises about which binary each build writes, read from `make -n -B` (which
 # prints every command and runs none, so nothing is built): `make MPI=1` links its own binary and never
 # ./gpt2, with or without SAN=1 or NO_OMP=1, so a later plain `make` cannot keep an MPI binary unknowingly;
-# `make test-mpi` tests the binary MPI=1 links; README's mpirun lines run that binary; git ignores it.
-# Then `make bench`'s driver, run_bench ($RUN_BENCH, which `make test` builds): README names each of its cases,
+# `make test-mpi` tests the binary MPI=1 links; README's mpirun lines run that binary; git ignores it; README.md
+# stays a user's page of at most 300 lines (measurements go to tests/README.md, architecture to src/README.md).
+# Then `make bench`'s driver, run_bench ($RUN_BENCH, which `make test` builds): tests/README.md's Benchmarks
+# section names each of its cases,
 # it runs the cases named and no others, refuses an unknown name, and a figure reaches a file (or a pipe) as
 # soon as it is measured, so a run stopped later keeps it. And packagers' flags: CXXFLAGS, CPPFLAGS and
 # LDFLAGS add to what the build needs, ARCH picks the target, and switching flags or builds rebuilds or
@@ -46,6 +48,8 @@ check "README shows mpirun lines" test -s $TEST_TMP/mpirun_lines
 check "README's mpirun lines each run ./$mpi" \
     eval '! grep -v -- " \./$mpi " $TEST_TMP/mpirun_lines'
 check "README shows mpirun with --allow-run-as-root (needed as root)" grep -q -- '--allow-run-as-root' $TEST_TMP/mpirun_lines
+readme_lines=$(wc -l <README.md)
+check "README.md is at most 300 lines (it has $readme_lines)" test "$readme_lines" -le 300
 
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
     check "git ignores ./$mpi" git check-ignore -q "$mpi"
@@ -184,7 +188,7 @@ if [ ! -x "$RUN_BENCH" ]; then
     skip "run_bench: $RUN_BENCH not built (make build/omp/run_bench)"; summary; exit
 fi
 "$RUN_BENCH" --list | cut -d' ' -f1 >$TEST_TMP/cases
-sed -n '/^## Benchmarks/,/^## /p' README.md >$TEST_TMP/bench_section
+sed -n '/^## Benchmarks/,/^## /p' tests/README.md >$TEST_TMP/bench_section
 check "run_bench --list names its cases" test "$(wc -l <$TEST_TMP/cases)" -gt 5
 # names_all FILE: every case name in $TEST_TMP/cases appears in FILE in backquotes.
 names_all() {
@@ -192,7 +196,7 @@ names_all() {
     for c in $(cat $TEST_TMP/cases); do grep -qF "\`$c\`" "$1" || { echo "missing: $c"; missing=1; }; done
     return $missing
 }
-check "README's Benchmarks section names every case run_bench --list prints" names_all $TEST_TMP/bench_section
+check "tests/README.md's Benchmarks section names every case run_bench --list prints" names_all $TEST_TMP/bench_section
 check_error "run_bench refuses an unknown case, naming it" "no_such_case" "$RUN_BENCH" peak no_such_case
 BENCH_TORCH=0 "$RUN_BENCH" torch_decode peak >$TEST_TMP/picked 2>&1
 check "run_bench NAME... runs those cases and no others" \

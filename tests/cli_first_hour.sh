@@ -147,17 +147,18 @@ mkdir -p $Q/scripts $Q/bin $Q/data/tinyshakespeare
 cp scripts/quickstart.sh $Q/scripts/ && printf '#!/bin/sh\n' >$Q/scripts/install_deps.sh && printf '#!/bin/sh\n' >$Q/bin/make
 chmod +x $Q/bin/make && ln -s "$(cd "$(dirname "$GPT2")" && pwd)/$(basename "$GPT2")" $Q/gpt2
 cp $TOK $Q/data/tinyshakespeare/train.bin && cp $TOK $Q/data/tinyshakespeare/val.bin
-quickstart() { (cd $Q && PATH=$Q/bin:$PATH STEPS=3 exec env -u GPT2_DATA_DIR bash scripts/quickstart.sh) >>$Q/qs.log 2>&1; }
+quickstart() { (cd $Q && PATH=$Q/bin:$PATH STEPS=3 exec timeout -k 10 600 env -u GPT2_DATA_DIR bash scripts/quickstart.sh) >>$Q/qs.log 2>&1; }
 quickstart &
 pid=$!
 for _ in $(seq 1200); do grep -q "^step *[12]/3" $Q/qs.log && break; sleep 0.1; done
 kill -INT "$(head -1 $Q/out/shakespeare.lock 2>/dev/null)" 2>/dev/null  # Ctrl-C to train (its pid is in its --out's lock)
-wait $pid
+wait_bounded $pid 600
 stopped=$(grep -o 'interrupted at step [0-9]*' $Q/qs.log | grep -o '[0-9]*$')
 quickstart
+losses=$(grep -c '"loss"' $Q/out/shakespeare.jsonl)
 if [ -n "$stopped" ] && grep -q "^quickstart: out/shakespeare holds an earlier run (at step $stopped): continuing it with gpt2 train --resume out/shakespeare" $Q/qs.log &&
     grep -q "^saved out/shakespeare at step 3, the last" $Q/qs.log && ! grep -q '^error' $Q/qs.log &&
-    [ "$(grep -c "\"loss\"" $Q/out/shakespeare.jsonl)" = 3 ]; then
+    [ "$losses" = 3 ]; then
     pass "the quick start run again after a Ctrl-C at step $stopped resumes it to step 3 and says so"
 else fail "the quick start run again after a Ctrl-C at step ${stopped:-?} resumes it to step 3 and says so"; grep -v '^step' $Q/qs.log | sed 's/^/    /'; fi
 

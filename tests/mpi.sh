@@ -193,7 +193,8 @@ resume_ranks() {  # resume_ranks FROM TO [FLAGS]: stopped at 20 under FROM ranks
     if [ $to = 1 ]; then timeout -k 10 300 "$GPT2_MPI" train --resume $d --log $d.jsonl >$d.out 2>&1
     else timeout -k 10 300 "${MPIRUN[@]}" -np $to "$GPT2_MPI" train --resume $d --log $d.jsonl >$d.out 2>&1; fi
     log_losses $d.jsonl >$d.l
-    check "$from ranks -> $to$([ $# = 0 ] || echo " with $*"): --grad-accum $((6 / to)), the uninterrupted run's 44 losses within 1e-6" \
+    local flags=${*:+ with $*}
+    check "$from ranks -> $to$flags: --grad-accum $((6 / to)), the uninterrupted run's 44 losses within 1e-6" \
         eval "grep -q 'note: -B 1 x --grad-accum $((6 / to)) x $to rank' $d.out && [ \$(wc -l <$d.l) = 44 ] &&
               REL_TOL=1e-6 rel_close $d.l $W/lg$from"
     cat $TEST_TMP/out

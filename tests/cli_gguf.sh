@@ -95,6 +95,9 @@ text $T/hf_tok >$T/hf.out 2>$T/hf.err
 check "... which generate reads back from the export alone, to the same text" \
     bash -c "grep -q '^To be, or not' $T/hf.out && cmp $T/hf.out $T/own.out"
 check "... saying whose tokenizer it used" grep -qx "tokenizer: $T/hf_tok (the model's own)" $T/hf.err
+cp -r $T/hf_tok $T/hf_half && rm $T/hf_half/merges.txt
+check_error "an HF directory with vocab.json but no merges.txt, away from data/gpt2, names the missing file" \
+    "tokenizer merges not found ($T/hf_half/merges.txt)" away generate --model $T/hf_half --prompt hi --max-tokens 2
 "$GPT2" generate --model $T/hf_tok --prompt hi --max-tokens 2 2>$T/wins.err >/dev/null
 check "the model's own tokenizer wins over GPT2_DATA_DIR's (50257 tokens; the model has 1000)" \
     grep -qx "tokenizer: $T/hf_tok (the model's own)" $T/wins.err

@@ -71,6 +71,12 @@ check "... and train the rest" test "$(ids_in "$TEST_TMP/ten_train.bin")" = "$("
 n_train=$(ids_in "$TEST_TMP/ten_train.bin" | wc -w) n_val=$(ids_in "$TEST_TMP/ten_val.bin" | wc -w)
 check "... and says so ($n_train train, $n_val val tokens)" \
     grep -q ": $n_train train tokens -> $TEST_TMP/ten_train.bin, $n_val val tokens (the last 10% of the text" "$TEST_TMP/ten.out"
+# One token is "1 val token", not "1 val tokens" (issue 34 item 4: counts read as words)
+printf 'Hello world' >"$TEST_TMP/one_val.txt"
+check "a split of one val token says \"1 val token\"" \
+    bash -c "'$GPT2' tokenize '$TEST_TMP/one_val.txt' -o '$TEST_TMP/one_val' | grep -q ' 1 val token (the last 10%'"
+check "... and with --val-tokens 1 too" \
+    bash -c "'$GPT2' tokenize '$TEST_TMP/one_val.txt' -o '$TEST_TMP/one_val1' --val-tokens 1 | grep -q ': 1 val token -> '"
 check_error "... which needs the input's size: a pipe is refused without --val-tokens" "unknown input size (stdin)" \
     bash -c "cat '$TEST_TMP/ten.txt' | '$GPT2' tokenize -o '$TEST_TMP/stdin' -"
 

@@ -194,6 +194,11 @@ std::string cli_tokenizer(const CliArgs& args, const std::string& model, bool re
     if (!model.empty() && checkpoint_tokenizer(model, tok)) return tok->dir + " (the model's own)";
     const std::string dir = tokenizer_default_dir();
     if (!required && !tokenizer_files_present(dir)) return "";
+    // A model directory with half a tokenizer (vocab.json without merges.txt, say) and no default one to fall
+    // back on: name what the model lacks rather than the default directory it never meant.
+    if (!tokenizer_files_present(dir) && !model.empty() && dir_exists(model) &&
+        (file_exists(path_join(model, "vocab.json")) || file_exists(path_join(model, "encoder.json"))))
+        tokenizer_load(tok, model);
     tokenizer_load(tok, dir);
     return dir;
 }

@@ -377,17 +377,21 @@ int finish_outputs(const TokenizeOptions& o, TokenizeOutputs* out, const TextStr
     const unsigned long long in_bytes = (unsigned long long)stream.bytes_read();
     if (o.val_last_tenth) {
         size_t sections = o.stream_opt.eot ? (size_t)stream.documents() : 1;
-        printf("tokenized %s (%llu bytes, %zu section%s): %lld train tokens -> %s, %lld val tokens (the last 10%% "
+        const long long val = (long long)(tokens - out->train_tokens);
+        printf("tokenized %s (%llu bytes, %zu section%s): %lld train token%s -> %s, %lld val token%s (the last 10%% "
                "of the text; --val-tokens N sets the val size) -> %s\n",
                o.input_name.c_str(), in_bytes, sections, sections == 1 ? "" : "s", (long long)out->train_tokens,
-               out->train_path.c_str(), (long long)(tokens - out->train_tokens), out->val_path.c_str());
+               out->train_tokens == 1 ? "" : "s", out->train_path.c_str(), val, val == 1 ? "" : "s",
+               out->val_path.c_str());
         return 0;
     }
     if (!o.sharded) {
         size_t sections = o.stream_opt.eot ? (size_t)stream.documents() : 1;
-        printf("tokenized %s (%llu bytes, %zu section%s): %lld val tokens -> %s, %lld train tokens -> %s\n",
-               o.input_name.c_str(), in_bytes, sections, sections == 1 ? "" : "s", o.val_tokens, out->val_path.c_str(),
-               (long long)(tokens - o.val_tokens), out->train_path.c_str());
+        const long long train = (long long)(tokens - o.val_tokens);
+        printf("tokenized %s (%llu bytes, %zu section%s): %lld val token%s -> %s, %lld train token%s -> %s\n",
+               o.input_name.c_str(), in_bytes, sections, sections == 1 ? "" : "s", o.val_tokens,
+               o.val_tokens == 1 ? "" : "s", out->val_path.c_str(), train, train == 1 ? "" : "s",
+               out->train_path.c_str());
         return 0;
     }
     remove_stale_shards(prefix, files);

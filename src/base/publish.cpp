@@ -98,7 +98,9 @@ void clear_dead_temps(const std::string& path, const OutputKind& kind) {
         if (pid <= 0 || (is_mark && path_exists_no_follow(tmp))) continue;  // a mark with its file: done with it
         bool removed = false;
         if (mark_abandoned(mark, pid)) {
-            removed = path_exists_no_follow(tmp) && os_unlink(tmp.c_str());
+            // A writer fills its mark before it stages: beside a mark not filled, the file is not its.
+            const bool filled = mark_text_bytes(mark) == (long)sizeof(kStagedText) - 1;
+            removed = filled && path_exists_no_follow(tmp) && os_unlink(tmp.c_str());
             os_unlink(mark.c_str());
         } else if (!is_mark && pid != os_getpid() && !os_pid_alive(pid) && leftover_is_ours(tmp, kind)) {
             removed = os_unlink(tmp.c_str());

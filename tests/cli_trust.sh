@@ -254,6 +254,8 @@ for _ in $(seq 300); do [ -s $killed ] && break; sleep 0.01; done
 kill -9 $pid; wait_bounded $pid 30 2>/dev/null
 check "kill -9 during export --format gguf leaves its staged file (the case below)" test -s $killed
 echo mine >$T/sk/o.gguf.tmp.99999999  # a user's file of that name, no mark
+# ... and a user's whole GGUF of that name, no mark (every staged file of gpt2's has one)
+"$GPT2" export --model $T/ck --out $T/sk/o.gguf.tmp.99999996 --format gguf --tokenizer $TOK_DIR >/dev/null 2>&1
 : >$T/sk/o.gguf.tmp.99999997.gpt2-staging && echo mine >$T/sk/o.gguf.tmp.99999997  # ... beside an empty mark
 # a staged file whose pid is alive now (reused) but whose mark nobody holds: its writer is dead
 printf 'gpt2.cpp staged file\n' >$T/sk/o.gguf.tmp.$$.gpt2-staging && echo half >$T/sk/o.gguf.tmp.$$
@@ -267,6 +269,7 @@ check "the next export removes what the killed one staged, and says so" \
     bash -c "test ! -e $killed && test ! -e $killed.gpt2-staging && grep -q 'note: removed .*o.gguf.tmp.$pid, left by a gpt2' $T/sk.again.err"
 check "... and a dead writer's staged file whose pid is reused" test ! -e $T/sk/o.gguf.tmp.$$ -a ! -e $T/sk/o.gguf.tmp.$$.gpt2-staging
 check "... but not a user's file of such a name" test "$(cat $T/sk/o.gguf.tmp.99999999)" = mine
+check "... nor a user's whole GGUF of such a name" test -s $T/sk/o.gguf.tmp.99999996
 check "... nor one beside a mark not filled (a writer fills its mark before it stages)" \
     test "$(cat $T/sk/o.gguf.tmp.99999997)" = mine
 check "... nor a live writer's" test -e $T/sk/o.gguf.tmp.99999998 -a -e $T/sk/o.gguf.tmp.99999998.gpt2-staging

@@ -42,12 +42,12 @@ void write_all(int fd, const void* data, size_t n, const std::string& path) {
     }
 }
 
-// A staged temporary `tmp` that a dead writer of this kind left: a regular file (no link) that is empty
-// (killed before its first byte) or that the kind recognises.
-bool leftover_is_ours(const std::string& tmp, const OutputKind& kind) {
+// An unmarked staged temporary `tmp` that a dead writer may have left: an empty regular file (no link).
+// Anything more is a user's: every staged file of a kind gpt2 recognises has a mark (below), and one of
+// another kind killed mid-write is not told apart from a user's file.
+bool leftover_is_ours(const std::string& tmp) {
     FileInfo st;
-    if (!os_lstat(tmp, &st) || st.kind != FileKind::regular) return false;
-    return st.size == 0 || (kind.is_ours && kind.is_ours(tmp));
+    return os_lstat(tmp, &st) && st.kind == FileKind::regular && st.size == 0;
 }
 
 // The mark beside a staged file `NAME.tmp.<pid>`: `NAME.tmp.<pid>.gpt2-staging`, holding kStagedText, created
@@ -85,8 +85,8 @@ bool mark_abandoned(const std::string& mark, long pid) {
 
 // Removes what dead writers of `path` left beside it: staged files with an abandoned mark (and the mark),
 // marks alone (a writer killed just before or after its staged file existed), and unmarked `path.tmp.<pid>`
-// files of dead processes that leftover_is_ours accepts (empty, or whole files of the kind).
-void clear_dead_temps(const std::string& path, const OutputKind& kind) {
+// files of dead processes that leftover_is_ours accepts (empty).
+void clear_dead_temps(const std::string& path) {
     const std::string parent = path_parent(path), prefix = path_base(path) + ".tmp.";
     if (!dir_exists(parent)) return;
     const size_t mark_len = strlen(kStagingMarker);
@@ -102,7 +102,7 @@ void clear_dead_temps(const std::string& path, const OutputKind& kind) {
             const bool filled = mark_text_bytes(mark) == (long)sizeof(kStagedText) - 1;
             removed = filled && path_exists_no_follow(tmp) && os_unlink(tmp.c_str());
             os_unlink(mark.c_str());
-        } else if (!is_mark && pid != os_getpid() && !os_pid_alive(pid) && leftover_is_ours(tmp, kind)) {
+        } else if (!is_mark && pid != os_getpid() && !os_pid_alive(pid) && leftover_is_ours(tmp)) {
             removed = os_unlink(tmp.c_str());
         }
         if (removed) fprintf(stderr, "note: removed %s, left by a gpt2 process that was killed\n", tmp.c_str());
@@ -173,7 +173,7 @@ void output_check(const std::string& path, const char* flag, const OutputKind& k
 OutputFile::OutputFile(std::string path, const char* flag, const OutputKind& kind)
     : path_(std::move(path)), flag_(flag), kind_(kind), cleanup_([this] { discard(); }) {
     output_check(path_, flag, kind);
-    clear_dead_temps(path_, kind);
+    clear_dead_temps(path_);
     const std::string staged = path_ + ".tmp." + std::to_string(os_getpid());
     if (kind.is_ours) {  // marked (a file in a fresh staging directory has the directory's marker)
         if (!create_exclusive(mark_of(staged), &mark_fd_))
@@ -187,7 +187,7 @@ OutputFile::OutputFile(std::string path, const char* flag, const OutputKind& kin
     }
     // A name with our pid was left by a dead process whose pid we now have (we remove our own).
     if (!create_exclusive(staged, &fd_) &&
-        !(leftover_is_ours(staged, kind) && os_unlink(staged.c_str()) && create_exclusive(staged, &fd_)))
+        !(leftover_is_ours(staged) && os_unlink(staged.c_str()) && create_exclusive(staged, &fd_)))
         fatal_hint("move it away: gpt2 neither follows nor truncates a file it did not leave",
                    "cannot stage %s (%s): %s exists and gpt2 did not write it", path_.c_str(), flag, staged.c_str());
     staged_ = staged;

@@ -87,7 +87,13 @@ check "eval --hellaswag on a GGUF, away from data/gpt2, encodes with its tokeniz
     grep -qx "tokenizer: $T/m_f32.gguf (the model's own)" $T/hs.out
 away train --model $T/m_f32.gguf --train $(pwd)/$TOK --val '' -B 2 -T 16 --steps 1 --sample-tokens 4 --out $T/away/s \
     >$T/train.out 2>&1
-check "train --model FILE.gguf samples with the file's tokenizer" grep -qx "tokenizer: $T/m_f32.gguf (the model's own)" $T/train.out
+rc=$?
+check "train --model FILE.gguf samples with the file's tokenizer (its 1000 tokens hold no <|endoftext|>), exit $rc" \
+    bash -c "test $rc = 0 && grep -qx 'tokenizer: $T/m_f32.gguf (the model'\''s own)' $T/train.out && grep -q '^---- sample ----' $T/train.out"
+mv $T/m_f32.gguf $T/m_moved.gguf  # a resume reads its own checkpoint, not the --model it began from
+away train --resume $T/away/s --steps 2 >$T/resume.out 2>&1
+check "... and its --resume goes on after that file has moved" grep -q "^saved $T/away/s at step 2" $T/resume.out
+mv $T/m_moved.gguf $T/m_f32.gguf
 away export --model $T/m_f32.gguf --out $T/hf_tok >/dev/null 2>&1
 check "export --format hf from a GGUF, away from data/gpt2, stores its tokenizer" test "$(ls $T/hf_tok | tr '\n' ' ')" = \
     "config.json merges.txt model.safetensors special_tokens_map.json tokenizer_config.json vocab.json "
@@ -104,6 +110,12 @@ check "the model's own tokenizer wins over GPT2_DATA_DIR's (50257 tokens; the mo
 check_error "an explicit --tokenizer wins over the model's own" \
     "tokenizer and model disagree ($TOKDIR): tokenizer has 50257 tokens, model 1000" \
     "$GPT2" generate --model $T/m_f32.gguf --tokenizer $TOKDIR --prompt hi
+"$GPT2" train --train $TOK --val '' --vocab 50304 --layers 1 --heads 1 --channels 8 --seq-len 16 -T 16 --steps 0 \
+    --sample-tokens 0 --out $T/v50304 >/dev/null 2>&1
+"$GPT2" export --model $T/v50304 --out $T/v50304_hf >$T/v50304.out 2>&1
+check "export --format hf of a model with more tokens than the default tokenizer: the weights alone, with a note" \
+    bash -c "grep -q 'has 50257 tokens, the model 50304: exporting without tokenizer files' $T/v50304.out &&
+             test \"\$(ls $T/v50304_hf | tr '\n' ' ')\" = 'config.json model.safetensors '"
 
 # Broken and foreign files, made from a good one by replacing bytes of the same length (perl -pe on raw bytes).
 patch() { perl -0777 -pe "s/$2/$3/" "$1"; }

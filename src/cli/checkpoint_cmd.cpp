@@ -117,10 +117,15 @@ int cmd_export(int argc, char** argv) {
     std::string which;
     if (format != "llmc") which = cli_tokenizer(args, args.str("model"), format == "gguf", &tok);
     if (format == "hf") {
-        if (which.empty())
+        if (which.empty()) {
             printf("note: no tokenizer files in %s (encoder.json + vocab.bpe), the model carries none: exporting "
                    "without tokenizer files; set --tokenizer or GPT2_DATA_DIR to include them\n",
                    tokenizer_default_dir().c_str());
+        } else if (tok.vocab_size < model.cfg.vocab_size && !args.has("tokenizer")) {  // one given must fit
+            printf("note: the tokenizer in %s has %d tokens, the model %d: exporting without tokenizer files\n",
+                   tok.dir.c_str(), tok.vocab_size, model.cfg.vocab_size);
+            which.clear();
+        }
         checkpoint_export_hf(model, out, dtype == "f32" ? "F32" : dtype == "f16" ? "F16" : "BF16",
                              which.empty() ? nullptr : &tok);
     } else if (format == "llmc") {

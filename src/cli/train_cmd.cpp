@@ -341,16 +341,17 @@ void keep_global_batch(const CliArgs& given, const std::string& resume_dir,
             if (name == std::string(f.name)) stored->push_back({name, f.default_value ? f.default_value : ""});
         return stored->back().second;
     };
-    const auto count = [&](const std::string& v, long long hi) {
+    const auto count = [&](const char* name, const std::string& v, long long hi) {
         char* end = nullptr;
         const long long x = strtoll(v.c_str(), &end, 10);
         if (v.empty() || *end || x < 1 || x > hi)
-            fatal("bad train state (%s): -B, --grad-accum, --val-batches and ranks '%s', expected counts in 1..%lld",
-                  resume_dir.c_str(), v.c_str(), hi);
+            fatal("bad train state (%s): its flag %s is '%s', expected a count in 1..%lld",
+                  path_join(resume_dir, "train_state.safetensors").c_str(), name, v.c_str(), hi);
         return x;
     };
-    const long long B0 = count(value("batch"), 1 << 16), A0 = count(value("grad-accum"), 1 << 16);
-    const long long W0 = stored_ranks.empty() ? 1 : count(stored_ranks, 1 << 20), W = dist_world(), G = B0 * A0 * W0;
+    const long long B0 = count("batch", value("batch"), 1 << 16), A0 = count("grad-accum", value("grad-accum"), 1 << 16);
+    const long long W0 = stored_ranks.empty() ? 1 : count(kRanksKey, stored_ranks, 1 << 20), W = dist_world(),
+                    G = B0 * A0 * W0;
     const bool has_b = given.has("batch"), has_a = given.has("grad-accum");
     long long B = has_b ? given.integer_in("batch", 1, 1 << 16) : B0;
     long long A = has_a ? given.integer_in("grad-accum", 1, 1 << 16) : A0;
@@ -379,7 +380,7 @@ void keep_global_batch(const CliArgs& given, const std::string& resume_dir,
     }
     const long long per_val = B0 * W0;  // sequences per validation batch, as the run had them
     if (!given.has("val-batches") && B * W != per_val && find("val") && !find("val")->empty()) {
-        const long long V = count(value("val-batches"), 1 << 20) * per_val;
+        const long long V = count("val-batches", value("val-batches"), 1 << 20) * per_val;
         const long long vb = std::max(1LL, (V + B * W / 2) / (B * W));
         value("val-batches") = std::to_string(vb);
         if (dist_rank() == 0)
@@ -427,7 +428,9 @@ CliArgs resume_args(const CliArgs& given, const std::string& resume_dir, TrainSt
 void load_sampler(Trainer* t, const CliArgs& args, const CliArgs& given) {
     const GPT2Config& cfg = t->model.cfg;
     const bool asked = given.has("sample-tokens") || given.has("tokenizer");
-    const std::string which = cli_tokenizer(args, args.has("model") ? args.str("model") : "", false, &t->tok);
+    // A resumed run's --model (kept for `info`) may have moved since: the tokenizer then comes from the defaults.
+    const std::string model = args.has("model") && t->o.resume_dir.empty() ? args.str("model") : "";
+    const std::string which = cli_tokenizer(args, model, false, &t->tok);
     if (which.empty()) {
         printf(
             "note: no tokenizer files in %s (encoder.json + vocab.bpe): training without samples; set "

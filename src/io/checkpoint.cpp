@@ -14,6 +14,7 @@
 #include "base/half.h"
 #include "base/platform.h"
 #include "base/publish.h"
+#include "base/stop.h"
 #include "base/util.h"
 #include "io/gguf.h"
 #include "io/llmc.h"
@@ -320,6 +321,7 @@ void checkpoint_load(GPT2* model, const std::string& path, int heads_override, C
     CheckpointInfo local;
     open_checkpoint(path, heads_override, info ? info : &local, model);
     checkpoint_check_finite(*model, path, "expected finite weights");
+    stop_point();  // a command that ends at its next stop point (stop.h) need not wait for its first write
 }
 
 GPT2Config checkpoint_inspect(const std::string& path, int heads_override, CheckpointInfo* info) {

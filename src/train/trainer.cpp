@@ -19,9 +19,9 @@
 
 namespace {
 
-// Prints a sample from <|endoftext|> with the generator's defaults (temperature 1, top-k 50). It runs for
-// the full length, showing a further <|endoftext|> as a blank line, so a young model's early end of text
-// does not cut the sample short.
+// Prints a sample from <|endoftext|> (token 0 for a vocabulary without it) with the generator's defaults
+// (temperature 1, top-k 50). It runs for the full length, showing a further <|endoftext|> as a blank line,
+// so a young model's early end of text does not cut the sample short.
 void print_sample(const GPT2& model, const Tokenizer& tok, int tokens, uint64_t seed) {
     GenerateOptions opts;
     opts.max_tokens = tokens;
@@ -31,7 +31,7 @@ void print_sample(const GPT2& model, const Tokenizer& tok, int tokens, uint64_t 
     printf("---- sample ----\n");
     GenerateStats stats;
     generate(
-        model, {kTokenizerEot}, opts, &rng,
+        model, {model.cfg.vocab_size > kTokenizerEot ? kTokenizerEot : 0}, opts, &rng,
         [&](int id) {
             fputs(id == kTokenizerEot ? (decoder.flush() + "\n\n").c_str() : decoder.push(id).c_str(), stdout);
         },

@@ -40,25 +40,28 @@ static void matvec_forward(float* out, const float* x, const float* W, const flo
 #if defined(__x86_64__)
 // The bf16 matrix-vector product: x is rounded to bf16 once; each output row's weights are streamed as
 // bf16 (half fp32's bytes: decoding is bound by them) into vdpbf16ps, four accumulators deep.
-__attribute__((target("avx512f,avx512bf16"))) static void matvec_bf16_avx512(float* out, const uint16_t* x16,
-                                                                             const uint16_t* W16, const float* b,
-                                                                             int IC, int OC) {
+// (The row is a function of its own: clang does not carry a target attribute into an OpenMP region.)
+__attribute__((target("avx512f,avx512bf16"))) static float dot_bf16_avx512(const uint16_t* w, const uint16_t* x16,
+                                                                           int IC) {
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    int i = 0;
+    for (; i + 128 <= IC; i += 128)
+        for (int u = 0; u < 4; u++)
+            acc[u] = _mm512_dpbf16_ps(acc[u], (__m512bh)_mm512_loadu_si512(w + i + 32 * u),
+                                      (__m512bh)_mm512_loadu_si512(x16 + i + 32 * u));
+    for (; i + 32 <= IC; i += 32)
+        acc[0] = _mm512_dpbf16_ps(acc[0], (__m512bh)_mm512_loadu_si512(w + i), (__m512bh)_mm512_loadu_si512(x16 + i));
+    float lanes[16], sum = 0;  // (GCC 12's _mm512_reduce_add_ps trips a false uninitialised warning)
+    _mm512_storeu_ps(lanes, _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
+    for (int l = 0; l < 16; l++) sum += lanes[l];
+    for (; i < IC; i++) sum += bf16_to_float(w[i]) * bf16_to_float(x16[i]);
+    return sum;
+}
+
+static void matvec_bf16_avx512(float* out, const uint16_t* x16, const uint16_t* W16, const float* b, int IC, int OC) {
 #pragma omp parallel for schedule(static)
     for (int j = 0; j < OC; j++) {
-        const uint16_t* w = W16 + (size_t)j * IC;
-        __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-        int i = 0;
-        for (; i + 128 <= IC; i += 128)
-            for (int u = 0; u < 4; u++)
-                acc[u] = _mm512_dpbf16_ps(acc[u], (__m512bh)_mm512_loadu_si512(w + i + 32 * u),
-                                          (__m512bh)_mm512_loadu_si512(x16 + i + 32 * u));
-        for (; i + 32 <= IC; i += 32)
-            acc[0] =
-                _mm512_dpbf16_ps(acc[0], (__m512bh)_mm512_loadu_si512(w + i), (__m512bh)_mm512_loadu_si512(x16 + i));
-        float lanes[16], sum = 0;  // (GCC 12's _mm512_reduce_add_ps trips a false uninitialised warning)
-        _mm512_storeu_ps(lanes, _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
-        for (int l = 0; l < 16; l++) sum += lanes[l];
-        for (; i < IC; i++) sum += bf16_to_float(w[i]) * bf16_to_float(x16[i]);
+        const float sum = dot_bf16_avx512(W16 + (size_t)j * IC, x16, IC);
         out[j] = b ? sum + b[j] : sum;
     }
 }

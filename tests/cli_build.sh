@@ -163,7 +163,9 @@ else
             for (p in seen) printf "%s ", p
         }' $TEST_TMP/depends) "
     perl $TEST_TMP/commands.pl $suites $scripts .ci/run | sort -u >$TEST_TMP/commands
-    uncovered=""
+    # Each command's file, then the package of every file in one dpkg -S and every package's priority in one
+    # dpkg-query (a dpkg call per command took minutes).
+    uncovered="" >$TEST_TMP/paths
     while read -r cmd file; do
         case $(type -t "$cmd") in builtin | keyword) continue ;; esac
         case $cmd in wget) continue ;; esac  # prepare_data.sh's fallback when curl (in the set) is missing
@@ -172,13 +174,20 @@ else
             continue
         fi
         real=$(readlink -f "$path")
-        pkg=$( (dpkg -S "$real"; dpkg -S "${real#/usr}") 2>/dev/null | grep ': /' | head -1 | cut -d: -f1)
-        how=$(dpkg-query -W -f='${Priority} ${Essential}' "$pkg" 2>/dev/null)
+        echo "$cmd $file $real" >>$TEST_TMP/paths
+    done <$TEST_TMP/commands
+    # dpkg -S prints "pkg[:arch][, pkg]: /path" (a file usrmerge moved is listed without /usr).
+    dpkg -S $(awk '{ print $3; sub(/^\/usr/, "", $3); print $3 }' $TEST_TMP/paths | sort -u) 2>/dev/null |
+        grep -v '^diversion by' | sed -n 's/^\([^:, ]*\).*: \(\/[^ ]*\)$/\2 \1/p' >$TEST_TMP/owners
+    dpkg-query -W -f='${Package} ${Priority} ${Essential}\n' $(cut -d' ' -f2 $TEST_TMP/owners | sort -u) \
+        2>/dev/null >$TEST_TMP/priorities
+    while read -r cmd file real; do
+        pkg=$(awk -v a="$real" -v b="${real#/usr}" '$1 == a || $1 == b { print $2; exit }' $TEST_TMP/owners)
+        how=$(awk -v p="$pkg" '$1 == p { print $2, $3; exit }' $TEST_TMP/priorities)
         case $how in required* | *yes) continue ;; esac
-        # not from a Debian package here (a pyenv python3, say): named like a package of the set
         [[ "$covered" == *" $pkg "* || ( -z "$pkg" && "$set_pkgs" == *" $cmd "* ) ]] ||
             uncovered+=" $cmd ($file: package ${pkg:-none})"
-    done <$TEST_TMP/commands
+    done <$TEST_TMP/paths
     check "the tests' $(cut -d' ' -f1 $TEST_TMP/commands | sort -u | wc -l) commands are on every Debian or installed by install_deps.sh test${uncovered:+; not:$uncovered}" \
         test -z "$uncovered"
 fi

@@ -10,6 +10,7 @@
 #include "kernels/gemm.h"
 #include "kernels/isa.h"
 #include "kernels/layers.h"
+#include "kernels/matvec.h"
 
 #ifdef GPT2_DISPATCH
 

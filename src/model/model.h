@@ -89,7 +89,7 @@ double gpt2_grads_bytes(const GPT2Config& cfg, bool layer_grads);
 // Bytes of one copy of the parameters (gpt2_build allocates one; training adds gradients and AdamW's two).
 double gpt2_params_bytes(const GPT2Config& cfg);
 // Forward over inputs (B, T); with targets (B, T) also the loss, returned (else returns 0), and the
-// per-position losses in a.losses. Token ids must be < vocab_size (checked; fatal otherwise).
+// per-position losses in a.losses. Token ids must be < vocab_size (asserted: the loaders check them).
 // a.logits then holds the logits, except after a forward with targets on a training model: there the
 // classifier is fused with its backward and a.logits holds d(mean loss)/dlogits (layout.h). To read the
 // logits of a training model, run a forward without targets.

@@ -18,6 +18,7 @@
 #include "bench.h"
 #include "model/generate.h"
 #include "model/model.h"
+#include "model/precision.h"
 
 namespace {
 

@@ -18,6 +18,7 @@
 #include "kernels/bf16.h"
 #include "kernels/gemm.h"
 #include "model/model.h"
+#include "model/precision.h"
 #include "train/optimizer.h"
 
 #if defined(__x86_64__)

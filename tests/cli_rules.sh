@@ -2,8 +2,9 @@
 # cli_rules.sh: the rules that keep outputs and signals safe by construction, enforced on src/: only
 # src/base/publish.cpp opens a file for writing (staged with O_EXCL|O_NOFOLLOW, locked, checked for kind),
 # only src/base/stop.cpp installs signal handlers, and only the platform layer (src/base/platform*, for the
-# unit tests tests/test_os.cpp) meets the operating system. Each checker is tried on made-up trees first, so
-# it is seen to find each kind of fault, then run on src/ (and tests/).
+# unit tests tests/test_os.cpp) meets the operating system; src/kernels and src/model never print or exit.
+# Each checker is tried on made-up trees first, so it is seen to find each kind of fault, then run on src/
+# (and tests/).
 source "$(dirname "$0")/lib.sh"
 T=$TEST_TMP
 
@@ -107,6 +108,42 @@ write_rule src >$T/rule.out
 check "src/: only base/publish.cpp opens files for writing, only base/stop.cpp calls signal or sigaction" \
     test ! -s $T/rule.out
 sed 's/^/    /' $T/rule.out
+
+# --- the error rule: kernels and model never print or exit ---------------------------------------------------
+# error_rule DIR: prints FILE:LINE: CALL for each call under DIR/kernels and DIR/model (comments aside) that
+# reports or ends the process: fatal, fatal_hint, printf, fprintf, puts, fputs, perror, std::cout, std::cerr,
+# exit, abort; fails if any. What a caller has already checked is an assert there, what only the computation
+# finds is returned, and io/, train/ and cli/ report it (src/README.md, "The rules the code keeps").
+error_rule() {
+    find "$1/kernels" "$1/model" -type f \( -name '*.cpp' -o -name '*.h' \) 2>/dev/null | sort | perl -e '
+        my $bad = 0;
+        while (my $file = <STDIN>) {
+            chomp $file; open(my $h, "<", $file) or die "$file: $!"; local $/; my $src = <$h>;
+            $src =~ s{(//[^\n]*|/\*.*?\*/)}{$1 =~ tr/\n//cdr}gse;  # comments blanked, newlines kept
+            while ($src =~ /\b(fatal|fatal_hint|printf|fprintf|puts|fputs|perror|exit|abort)\s*\(|\bstd::(cout|cerr)\b/g) {
+                my $n = 1 + (substr($src, 0, $-[0]) =~ tr/\n//);
+                print "$file:$n: ", $1 // "std::$2", "\n"; $bad++;
+            }
+        }
+        exit($bad ? 1 : 0);'
+}
+mkdir -p $T/err/kernels $T/err/model $T/err/cli
+cat >$T/err/model/quiet.cpp <<'EOF'
+// fatal("x") in a comment, /* printf("y") */ and exit(1) here are not calls
+#include <cassert>
+int check(int id, int V) { assert(id < V && "callers check ids"); return snprintf(buf, 8, "%d", id); }
+EOF
+printf 'void f() { fatal("out of range"); }\n' >$T/err/cli/loud.cpp
+check "the error rule passes kernels and model that only assert and return (fatal in cli/ is cli's)" \
+    error_rule $T/err
+printf 'void g() {\n  fatal("x");\n  fatal_hint("h", "x"); printf("x");\n  std::cerr << 1; exit(1);\n}\n' \
+    >$T/err/kernels/loud.cpp
+error_rule $T/err >$T/err.out
+check "... and fails once kernels/ calls fatal, fatal_hint, printf, std::cerr or exit, naming each line" \
+    test "$(cut -d: -f2- $T/err.out | tr '\n' ' ')" = "2: fatal 3: fatal_hint 3: printf 4: std::cerr 4: exit "
+error_rule src >$T/err.out
+check "src/: kernels/ and model/ never print or exit (no fatal(): their callers report errors)" test ! -s $T/err.out
+sed 's/^/    /' $T/err.out
 
 # --- the platform rule: the operating system is met in the platform layer only ------------------------------
 # platform_rule DIR: prints FILE:LINE: WHAT for each C++ source under DIR but the platform layer

@@ -8,6 +8,7 @@
 #include "model/generate.h"
 #include "model/infer.h"
 #include "model/model.h"
+#include "model/precision.h"
 #include "model/sampler.h"
 #include "test.h"
 

@@ -12,6 +12,7 @@
 #include "io/checkpoint.h"
 #include "io/gguf.h"
 #include "model/model.h"
+#include "model/precision.h"
 #include "test.h"
 #include "test_os.h"
 #include "text/tokenizer.h"

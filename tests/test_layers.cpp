@@ -21,6 +21,7 @@
 #include "base/safetensors.h"
 #include "kernels/gemm.h"
 #include "kernels/layers.h"
+#include "kernels/matvec.h"
 #include "test.h"
 
 namespace {

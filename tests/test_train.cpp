@@ -15,6 +15,7 @@
 #include "base/util.h"
 #include "kernels/adamw.h"
 #include "model/model.h"
+#include "model/precision.h"
 #include "test.h"
 #include "test_os.h"
 #include "train/optimizer.h"

@@ -12,6 +12,7 @@
 #include "base/util.h"
 #include "io/checkpoint.h"
 #include "model/model.h"
+#include "model/precision.h"
 #include "text/tokenizer.h"
 
 int cli_edit_distance(const std::string& a, const std::string& b) {

@@ -18,6 +18,7 @@
 #include "io/checkpoint.h"
 #include "io/llmc.h"
 #include "model/model.h"
+#include "model/precision.h"
 #include "train/optimizer.h"
 
 namespace {

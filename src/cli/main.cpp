@@ -31,7 +31,7 @@ static const Command kCommands[] = {
     {"tokenize", cmd_tokenize, "encode text to GPT-2 token ids or token files"},
     {"compare", cmd_compare, "check forward, backward and AdamW against a PyTorch reference dump"},
     {"info", cmd_info, "print a checkpoint's format, geometry, parameter count and dtype"},
-    {"export", cmd_export, "convert a checkpoint between HuggingFace and llm.c formats"},
+    {"export", cmd_export, "convert a checkpoint to HuggingFace's layout, llm.c's format or GGUF"},
     {"plot", cmd_plot, "draw the loss of one or more train --log files on one PNG"},
 };
 
@@ -87,7 +87,8 @@ int main(int argc, char** argv) {
     std::set_new_handler(on_out_of_memory);
     os_init();       // base/platform.h: the operating system's part
     stop_install();  // signals: base/stop.h
-    kernels_isa();   // the kernels' instruction set, chosen now: a bad GPT2_ISA stops here, before any work
+    // the kernels' instruction set: a bad GPT2_ISA stops here, before any work (the kernels never print)
+    if (const std::string bad_isa = kernels_isa_error(); !bad_isa.empty()) fatal("%s", bad_isa.c_str());
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         print_usage();
         if (argc < 2) fatal("missing command: expected one of the commands above");

@@ -22,6 +22,7 @@
 #include "io/dataloader.h"
 #include "model/generate.h"
 #include "model/model.h"
+#include "model/precision.h"
 #include "text/tokenizer.h"
 #include "train/plot.h"
 #include "train/evaluate.h"

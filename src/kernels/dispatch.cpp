@@ -1,15 +1,16 @@
 // dispatch.cpp: see isa.h. kernels_isa() in every build; in the dispatching one (GPT2_DISPATCH: ARCH=portable
 // on x86-64) also the global kernel functions, each calling the copy compiled for the instruction set
 // chosen once, at its first call. This file itself is compiled for the x86-64 baseline.
+#include <cassert>
 #include <cstdlib>
-#include <cstring>
+#include <string>
 
-#include "base/util.h"
 #include "kernels/adamw.h"
 #include "kernels/bf16.h"
 #include "kernels/gemm.h"
 #include "kernels/isa.h"
 #include "kernels/layers.h"
+#include "kernels/matvec.h"
 
 #ifdef GPT2_DISPATCH
 
@@ -32,22 +33,32 @@ Isa detect() {
     return kBaseline;
 }
 
-Isa choose() {
+// The set GPT2_ISA asks for, or the best this CPU runs when it is unset. A GPT2_ISA naming a set this CPU
+// cannot run, or none at all, is said in *error, and the best set returned.
+Isa isa_wanted(std::string* error) {
     const Isa best = detect();
-    const char* forced = getenv("GPT2_ISA");
-    if (!forced || !*forced) return best;
+    const std::string forced = getenv("GPT2_ISA") ? getenv("GPT2_ISA") : "";
+    if (forced.empty()) return best;
     for (int i = 0; i <= best; i++)
-        if (!strcmp(forced, kIsaName[i])) return (Isa)i;
-    for (int i = best + 1; i <= kAvx512; i++)
-        if (!strcmp(forced, kIsaName[i]))
-            fatal("bad value for GPT2_ISA: this CPU cannot run the %s kernels, expected one of baseline%s%s, got '%s'",
-                  forced, best >= kAvx2 ? ", avx2" : "", best >= kAvx512 ? ", avx512" : "", forced);
-    fatal("bad value for GPT2_ISA: expected avx512, avx2 or baseline (or unset: the best this CPU runs), got '%s'",
-          forced);
+        if (forced == kIsaName[i]) return (Isa)i;
+    bool too_high = false;
+    for (int i = best + 1; i <= kAvx512; i++) too_high = too_high || forced == kIsaName[i];
+    if (too_high)
+        *error = "bad value for GPT2_ISA: this CPU cannot run the " + forced + " kernels, expected one of baseline" +
+                 (best >= kAvx2 ? ", avx2" : "") + ", got '" + forced + "'";
+    else
+        *error = "bad value for GPT2_ISA: expected avx512, avx2 or baseline (or unset: the best this CPU runs), got '" +
+                 forced + "'";
+    return best;
 }
 
 Isa chosen() {
-    static const Isa isa = choose();
+    static const Isa isa = [] {
+        std::string error;
+        const Isa wanted = isa_wanted(&error);
+        assert(error.empty() && "a bad GPT2_ISA: the program reports kernels_isa_error() before it runs a kernel");
+        return wanted;
+    }();
     return isa;
 }
 
@@ -60,6 +71,12 @@ F pick(F baseline, F avx2, F avx512) {
 }  // namespace
 
 const char* kernels_isa() { return kIsaName[chosen()]; }
+
+std::string kernels_isa_error() {
+    std::string error;
+    isa_wanted(&error);
+    return error;
+}
 
 const char* kernels_isa_how() {
     const char* forced = getenv("GPT2_ISA");
@@ -177,12 +194,15 @@ KERNEL(void, bf16_amx_use, (bool on), (on))
 
 #else  // one kernel set, chosen by the compiler's target
 
+std::string kernels_isa_error() {
+    const char* forced = getenv("GPT2_ISA");
+    if (!forced || !*forced) return "";
+    return std::string("bad value for GPT2_ISA: this build has one kernel set; expected GPT2_ISA unset, or a build "
+                       "with ARCH=portable (make ARCH=portable), got '") +
+           forced + "'";
+}
+
 const char* kernels_isa() {
-    if (const char* forced = getenv("GPT2_ISA"); forced && *forced)
-        fatal(
-            "bad value for GPT2_ISA: this build has one kernel set; expected GPT2_ISA unset, or a build with "
-            "ARCH=portable (make ARCH=portable), got '%s'",
-            forced);
 #if defined(__AVX512F__)
     return "avx512";
 #elif defined(__AVX2__) && defined(__FMA__)

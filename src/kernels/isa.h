@@ -7,6 +7,7 @@
 // Without GPT2_ISA (every other build) the macros are empty and the kernels are the global functions.
 // Types the callers share (Precision, Weight) stay outside the namespace.
 #pragma once
+#include <string>
 
 #ifdef GPT2_ISA
 #define KERNELS_BEGIN namespace GPT2_ISA {
@@ -18,8 +19,12 @@
 
 // The kernels this process runs: "avx512", "avx2" or "baseline" in a dispatching build (the best this CPU
 // runs, or a lower one forced by the environment variable GPT2_ISA), else the one set the build's -march
-// chose ("generic vectors" off x86). The first call makes the choice; fatal, naming GPT2_ISA, if it
-// asks for a set this CPU cannot run, one that does not exist, or any in a build without dispatch.
+// chose ("generic vectors" off x86). The first call (or the first kernel's) makes the choice.
 const char* kernels_isa();
 // How that set was chosen: "chosen at run time", "forced by GPT2_ISA" or "fixed at build time".
 const char* kernels_isa_how();
+// What is wrong with GPT2_ISA, as one error line without its "error: ": it asks for a set this CPU cannot
+// run, one that does not exist, or any set in a build without dispatch. "" when it is unset or fine. The
+// kernels print nothing: the program reports this before its first kernel call (cli/main.cpp), and a
+// dispatching kernel called with a bad GPT2_ISA asserts.
+std::string kernels_isa_error();

@@ -35,7 +35,7 @@ KERNELS_END
 // result from fewer bytes: bf16, the same values rounded; q8, the weight as q8_0 blocks (base/half.h) whose
 // values the fp32 ones equal exactly (the model quantized them in place), read by the matrix-vector
 // product of decoding. A plain float pointer is an fp32 weight. A further precision adds its copy here and
-// its kernel in matmul.cpp; no caller changes.
+// its mat-vec in matvec.cpp; no caller changes.
 struct Weight {
     Weight(const float* f32 = nullptr, Precision prec = Precision::kFp32, const uint16_t* bf16 = nullptr)
         : f32(f32), prec(prec), bf16(bf16) {}
@@ -54,16 +54,6 @@ void matmul_forward(float* out, const float* inp, const Weight& weight, const fl
 // dout (if non-null). dout (N, OC). The weight's precision applies to both products.
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const Weight& weight, int N, int IC, int OC);
-// out (OC) = bf16(W16 (OC, IC)) bf16(x (IC)) + b: the bf16 matrix-vector product of decoding, and its scalar
-// reference (x rounded to bf16, sums in double).
-void matvec_bf16(float* out, const float* x, const uint16_t* W16, const float* b, int IC, int OC);
-void matvec_bf16_ref(float* out, const float* x, const uint16_t* W16, const float* b, int IC, int OC);
-
-// out (OC) = W x + b for W (OC, IC) in q8_0 blocks: q (OC, IC) and fp16 scales d (OC, IC / kQ8Block),
-// IC a multiple of kQ8Block; x and the sums in fp32 (weight-only int8: decoding reads a byte per weight).
-// And its scalar reference (sums in double).
-void matvec_q8(float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC);
-void matvec_q8_ref(float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC);
 
 // Causal multi-head self-attention, HS = C / NH. qkv (N, 3C) holds q, k, v per row; out (N, C)
 // (overwrites); lse (B, NH, T) the log-sum-exp of each query's scaled scores (overwrites), all the

@@ -20,9 +20,10 @@ struct InferState {
 
 // Bytes infer_init allocates for these sizes.
 double infer_memory_bytes(const GPT2Config& cfg, int max_len, int max_rows);
-// Sizes the cache for max_len positions and the scratch for max_rows per call; fatal when memory is short.
+// Sizes the cache for max_len positions and the scratch for max_rows per call (1 <= max_rows <= max_len <=
+// the context, asserted); the caller checks infer_memory_bytes against the memory it has first.
 void infer_init(InferState* st, const GPT2& model, int max_len, int max_rows);
 // Runs tokens[0..n) at positions len..len+n-1 and appends them to the cache. Writes the logits (Vp per
 // row) of every new position to `logits` when all_logits is true, else only the last one's.
-// fatal if the cache would overflow, n > max_rows, or a token is out of range.
+// The caller keeps n <= max_rows, the cache from overflowing and the tokens in range (asserted).
 void infer_forward(InferState* st, const GPT2& model, const int* tokens, int n, float* logits, bool all_logits);

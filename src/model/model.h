@@ -34,7 +34,7 @@ struct GPT2 {
     bool dlogits_ready = false;  // a.logits holds d(mean loss)/dlogits (since the last forward with targets)
     float dlogits_scale = 0;     // the loss_scale a backward scaled them by; 0 before the first
     float mean_loss = 0;
-    Precision precision = Precision::kFp32;  // how the matmuls run (gpt2_set_precision)
+    Precision precision = Precision::kFp32;  // how the matmuls run (gpt2_set_precision, precision.h)
     std::vector<uint16_t> params16;          // kBf16: params rounded to bf16, same layout; else empty
     // kInt8: the quantized matrices as q8_0 blocks (base/half.h), values at their offset in params and
     // fp16 scales from ceil(offset / kQ8Block) in params8_d; q8_offsets lists those matrices' offsets,
@@ -58,17 +58,6 @@ struct KvLayer {
 // one (B = 1), this step's keys and values are appended to it first. x may be la.residual3 (read before it
 // is written).
 void block_forward(const GPT2& model, int l, const LayerActs& la, const float* x, int B, int T, const KvLayer* kv);
-// Sets how the matmuls run: kFp32 (exact), or kBf16, bf16 operands with fp32 accumulation (kernels/gemm.h;
-// fp32 everywhere else: master weights, AdamW, LayerNorm statistics, softmax, residual stream, loss). kBf16
-// needs bf16_supported() (asserted) and fills params16 from params, so call it once the weights are in place
-// (loaded or initialised); gpt2_params_updated keeps it current from then on.
-// kInt8 is for inference only: it quantizes every matrix whose rows are a multiple of kQ8Block (all of them
-// at GPT-2's sizes; the rule GGUF's q8_0 export follows) to q8_0 blocks in place: params then hold the
-// quantized values, which every matmul uses, and the matrix-vector products of decoding read the one-byte
-// copy. A matrix with a value non-finite or past q8_0's range (|x| > 65504 * 127) stays fp32. Returns the
-// number of matrices quantized. Irreversible: setting another precision afterwards drops the int8 copy
-// but keeps the quantized values.
-int gpt2_set_precision(GPT2* model, Precision prec);
 // The weight handle of a tensor of model.params (w points into it) for the matmuls: its values, the
 // precision its products run at and its reduced-precision copies, if the model keeps them (kernels/layers.h).
 Weight gpt2_weight(const GPT2& model, const float* w);
@@ -100,7 +89,7 @@ double gpt2_grads_bytes(const GPT2Config& cfg, bool layer_grads);
 // Bytes of one copy of the parameters (gpt2_build allocates one; training adds gradients and AdamW's two).
 double gpt2_params_bytes(const GPT2Config& cfg);
 // Forward over inputs (B, T); with targets (B, T) also the loss, returned (else returns 0), and the
-// per-position losses in a.losses. Token ids must be < vocab_size (checked; fatal otherwise).
+// per-position losses in a.losses. Token ids must be < vocab_size (asserted: the loaders check them).
 // a.logits then holds the logits, except after a forward with targets on a training model: there the
 // classifier is fused with its backward and a.logits holds d(mean loss)/dlogits (layout.h). To read the
 // logits of a training model, run a forward without targets.

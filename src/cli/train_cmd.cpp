@@ -11,6 +11,7 @@
 
 #include "base/platform.h"
 #include "base/dist.h"
+#include "base/hash.h"
 #include "base/publish.h"
 #include "base/stop.h"
 #include "base/util.h"

@@ -4,9 +4,67 @@
 # only src/base/stop.cpp installs signal handlers, and only the platform layer (src/base/platform*, for the
 # unit tests tests/test_os.cpp) meets the operating system; src/kernels and src/model never print or exit.
 # Each checker is tried on made-up trees first, so it is seen to find each kind of fault, then run on src/
-# (and tests/).
+# (and tests/). First, src/README.md's reading path names files that exist, with their true line counts and
+# total.
 source "$(dirname "$0")/lib.sh"
 T=$TEST_TMP
+
+# --- src/README.md's reading path: each row's lines and the total are the files' ----------------------------
+# reading_path README SRC: prints each disagreement between README's table under "## One training step, in
+# order" (rows `| N | `path` | what | lines |` numbered from 1, one file a row, then `| | total | | lines |`)
+# and the files under SRC: a file that does not exist, a row whose lines are not the file's `wc -l`, a total
+# that is not their sum, rows out of order or none at all; fails if there is any.
+reading_path() {
+    local readme=$1 src=$2 bad=0 rows=0 sum=0 total="" n file lines count
+    while IFS='|' read -r _ n file _ lines _; do
+        n=${n// /} lines=${lines//[ ,]/} file=$(echo $file)
+        case $n in '#' | -*) continue ;; esac
+        if [ "$file" = total ]; then total=$lines; continue; fi
+        file=${file//\`/} rows=$((rows + 1))
+        [ "$n" = $rows ] || { echo "row $n: expected number $rows"; bad=1; }
+        if [ ! -f "$src/$file" ]; then echo "row $n: no file $src/$file"; bad=1; continue; fi
+        count=$(wc -l <"$src/$file")
+        sum=$((sum + count))
+        [ "$lines" = $count ] || { echo "row $n: $file has $count lines, the table says '$lines'"; bad=1; }
+    done < <(sed -n '/^## One training step, in order/,/^## /p' "$readme" | grep '^|')
+    [ $rows -gt 0 ] || { echo "no rows under '## One training step, in order' in $readme"; bad=1; }
+    [ "$total" = $sum ] || { echo "total: the files have $sum lines, the table says '$total'"; bad=1; }
+    return $bad
+}
+mkdir -p $T/path/src/kernels $T/path/src/model
+printf '1\n2\n3\n' >$T/path/src/model/config.h && printf 'a\nb\n' >$T/path/src/kernels/gelu.cpp
+cat >$T/path/README.md <<'TABLE'
+# Reading src/
+## One training step, in order
+| # | file | what to look for | lines |
+|---|------|------------------|-------|
+| 1 | `model/config.h` | the geometry | 3 |
+| 2 | `kernels/gelu.cpp` | GELU | 2 |
+| | total | | 5 |
+
+## Skip on a first read
+| 3 | `kernels/gemm.cpp` | past the section: not a row of the table | 1,000 |
+TABLE
+check "the reading-path check passes a table whose rows and total are the files' line counts" \
+    reading_path $T/path/README.md $T/path/src
+# fails_with NAME SED OUTPUT: the check fails on the made-up table edited by SED, printing OUTPUT alone.
+fails_with() {
+    sed "$2" $T/path/README.md >$T/path/edited.md
+    reading_path $T/path/edited.md $T/path/src >$T/path.out
+    check "$1" test $? -eq 1 -a "$(cat $T/path.out)" = "$3"
+}
+fails_with "... and fails on a row's wrong count, naming the row and both counts" 's/| 3 |$/| 4 |/' \
+    "row 1: model/config.h has 3 lines, the table says '4'"
+fails_with "... on a wrong total" 's/| 5 |$/| 6 |/' "total: the files have 5 lines, the table says '6'"
+fails_with "... on a file that does not exist" 's|`kernels/gelu.cpp`|`kernels/gelu.c`|' \
+    "row 2: no file $T/path/src/kernels/gelu.c
+total: the files have 3 lines, the table says '5'"
+fails_with "... on a missing total" '/| total |/d' "total: the files have 5 lines, the table says ''"
+fails_with "... on a row out of order" 's/^| 2 |/| 3 |/' "row 3: expected number 2"
+reading_path src/README.md src >$T/path.out
+check "src/README.md's reading path: every file exists, each row's lines and the total are wc -l's" \
+    test ! -s $T/path.out
+sed 's/^/    /' $T/path.out
 
 # --- the write rule: only src/base/publish.cpp writes files, only src/base/stop.cpp handles signals -------------
 # write_rule DIR: prints FILE:LINE: WHAT for each file under DIR (C++ sources) but base/publish.cpp that opens a

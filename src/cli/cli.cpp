@@ -162,6 +162,12 @@ double CliArgs::number_in(const char* name, double lo, double hi) const {
 
 int cli_heads(const CliArgs& args) { return (int)args.integer_in("heads", 0, 65536); }
 
+void cli_check_tokens(const CliArgs& args, int T, int context, const char* bound_flag) {
+    if (T > context)
+        fatal("bad value for -T (%s): expected <= %s%d (the model's context), got %d%s", args.command.c_str(),
+              bound_flag, context, T, args.has("tokens") ? "" : " (the default)");
+}
+
 Precision cli_precision(const CliArgs& args, bool inference) {
     const std::string v = args.str("precision");
     if (v == "int8" && inference) return Precision::kInt8;

@@ -38,6 +38,10 @@ struct CliArgs {
 const CliFlag kCliHeadsFlag = {"heads", "", "0", "heads of a bare .safetensors without config.json (0: channels/64)"};
 // The value of kCliHeadsFlag, range-checked.
 int cli_heads(const CliArgs& args);
+// -T (the flag "tokens") against the model's context, before anything is sized by it: fatal naming the
+// command, the bound (`bound_flag` before the number: "--seq-len " for a from-scratch model) and, when -T
+// was not given, that T is its default.
+void cli_check_tokens(const CliArgs& args, int T, int context, const char* bound_flag = "");
 const CliFlag kCliPrecisionFlag = {
     "precision", "", "fp32",
     "fp32 (exact), or bf16: matmuls on bf16 operands with fp32 accumulation (needs AVX512_BF16; else fp32)"};

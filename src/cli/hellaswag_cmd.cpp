@@ -1,6 +1,6 @@
 // hellaswag_cmd.cpp: `gpt2 eval --hellaswag FILE`: checks the flags, reads and tokenizes the examples, checks
 // memory, scores them (train/hellaswag.h) and prints acc and acc_norm, optionally writing every example's
-// candidate losses. The flags themselves are declared in eval's table (train_cmd.cpp).
+// candidate losses. The flags themselves are declared in eval's table (eval_cmd.cpp).
 #include <algorithm>
 #include <cstring>
 #include <memory>

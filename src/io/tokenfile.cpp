@@ -7,6 +7,7 @@
 #include <cstring>
 #include <utility>
 
+#include "base/hash.h"
 #include "base/platform.h"
 #include "base/publish.h"
 #include "base/util.h"
@@ -154,12 +155,6 @@ void tokenfile_map(TokenShard* shard, const std::string& path, int vocab_size) {
     *shard = std::move(s);
 }
 
-uint64_t fnv1a(const void* data, size_t n, uint64_t h) {
-    const uint8_t* p = static_cast<const uint8_t*>(data);
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
-    return h;
-}
-
 std::string tokenfile_fingerprint(const TokenShard& shard) {
     const size_t edge = (size_t)1 << 19;  // tokens in 1 MiB
     const uint64_t count = shard.num_tokens;
@@ -171,7 +166,5 @@ std::string tokenfile_fingerprint(const TokenShard& shard) {
         h = fnv1a(shard.tokens, edge * 2, h);
         h = fnv1a(shard.tokens + shard.num_tokens - edge, edge * 2, h);
     }
-    char buf[32];
-    snprintf(buf, sizeof(buf), "%016llx", (unsigned long long)h);
-    return buf;
+    return hash_hex(h);
 }

@@ -47,12 +47,8 @@ struct TokenShard {
 // file at open, then the pages are dropped from this process: a bad id is reported before training rather
 // than hours into it). Any defect is fatal with tokenfile_parse's message naming the file.
 void tokenfile_map(TokenShard* shard, const std::string& path, int vocab_size);
-// A cheap fingerprint of a shard for resume (16 hex digits): FNV-1a over the token count, the header and
+// A cheap fingerprint of a shard for resume (16 hex digits): FNV-1a (base/hash.h) over the token count, the header and
 // the first and last MiB of tokens (all tokens when there are at most 2 MiB of them). It catches a shard
 // added, removed, reordered, grown, shrunk or rewritten at either end; it misses an edit of the same length
 // confined to the middle of a shard bigger than 2 MiB.
 std::string tokenfile_fingerprint(const TokenShard& shard);
-// FNV-1a, 64-bit, continuing from h (start with kFnv1aInit). The start value is not FNV's published
-// offset basis (one digit short); format 2 train states hold hashes made with it, so it stays.
-const uint64_t kFnv1aInit = 1469598103934665603ull;
-uint64_t fnv1a(const void* data, size_t n, uint64_t h = kFnv1aInit);

@@ -12,6 +12,7 @@
 
 #include "base/platform.h"
 #include "base/half.h"
+#include "base/hash.h"
 #include "base/json.h"
 #include "base/publish.h"
 #include "base/util.h"
@@ -24,12 +25,6 @@ const char* const kFormatV2 = "gpt2.cpp train state 2";  // one data file, hashe
 const char* const kFormatV1 = "gpt2.cpp train state 1";  // before the data hash and the geometry
 const char* const kStateFile = "train_state.safetensors";
 const int kMaxSteps = 1 << 30;
-
-std::string hex64(uint64_t h) {
-    char buf[32];
-    snprintf(buf, sizeof(buf), "%016llx", (unsigned long long)h);
-    return buf;
-}
 
 std::string geometry_of(const GPT2Config& c) {
     return "layers " + std::to_string(c.num_layers) + ", heads " + std::to_string(c.num_heads) + ", channels " +
@@ -232,13 +227,13 @@ void train_dir_check(const std::string& dir, const char* flag) {
 }
 
 std::string train_state_params_hash(const GPT2& model) {
-    return hex64(fnv1a(model.params.data(), model.params.size() * sizeof(float)));
+    return hash_hex(fnv1a(model.params.data(), model.params.size() * sizeof(float)));
 }
 
 std::string train_state_data_hash(const DataLoader& dl) {
     uint64_t h = kFnv1aInit;
     for (const TokenShard& s : dl.shards) h = fnv1a(s.tokens, s.num_tokens * sizeof(uint16_t), h);
-    return hex64(h);
+    return hash_hex(h);
 }
 
 // Format 3 ties a run to its shards by their fingerprints (tokenfile_fingerprint) in order, hashed into
@@ -249,7 +244,7 @@ std::string train_state_shards_hash(const DataLoader& dl) {
     for (const TokenShard& s : dl.shards) {
         h = fnv1a(s.fingerprint.data(), s.fingerprint.size(), h);
     }
-    return hex64(h);
+    return hash_hex(h);
 }
 
 void train_state_save(const std::string& dir, const GPT2& model, const AdamW& opt, const DataLoader& dl, int step,

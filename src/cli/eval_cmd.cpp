@@ -1,0 +1,96 @@
+// eval_cmd.cpp: the `eval` command: the mean loss (and perplexity) of a checkpoint on token files, over the
+// first n batches of consecutive windows or over every token (train/evaluate.h); with --hellaswag it hands
+// over to hellaswag_cmd.cpp, whose flags are declared here, in eval's one table.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "base/progress.h"
+#include "base/stop.h"
+#include "base/util.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "io/checkpoint.h"
+#include "io/dataloader.h"
+#include "model/model.h"
+#include "train/evaluate.h"
+
+static const std::vector<CliFlag> kEvalFlags = {
+    {"model", "", "", "checkpoint to evaluate"},
+    {"data", "", "", "token file(s), llm.c format: a path, a quoted glob or a comma list (shards in turn)"},
+    {"batch", "B", "4", "sequences per batch"},
+    {"tokens", "T", "64", "tokens per sequence"},
+    {"batches", "", "all", "batches of consecutive windows to average, or `all`: every token of the file"},
+    kCliHeadsFlag,
+    {"hellaswag", "", "", "HellaSwag JSONL (hellaswag_val.jsonl) to score instead of --data: prints acc, acc_norm"},
+    {"hellaswag-batch", "", "4", "HellaSwag examples per forward pass (4 rows each)"},
+    {"hellaswag-scores", "", "", "write each HellaSwag example's candidate losses and choices here (JSON lines)"},
+    {"tokenizer", "", "", "tokenizer directory for --hellaswag (default: the model's own, else $GPT2_DATA_DIR/gpt2 or data/gpt2)"},
+    kCliInferPrecisionFlag,
+};
+
+int cmd_eval(int argc, char** argv) {
+    CliArgs args = cli_parse(
+        argc, argv, "eval", "gpt2 eval --model PATH (--data FILE [-B b] [-T t] [--batches n|all] | --hellaswag FILE)",
+        "Prints the mean loss (and its perplexity) over the first n batches of consecutive (T+1)-token windows from "
+        "token 0 or over every token of the file, or HellaSwag's acc and acc_norm (llm.c's completion-style "
+        "scoring).",
+        kEvalFlags, false);
+    // Nothing to save on the way out: a stop signal ends the scoring with one line (stop.h).
+    stop_catch_abort(args.has("hellaswag") ? "HellaSwag stopped before its end" : "eval stopped before its end; no loss");
+    if (args.has("hellaswag")) return cmd_eval_hellaswag(args);
+    eval_check_hellaswag_flags(args);
+    if (!args.has("data")) fatal("missing flag --data or --hellaswag (eval): expected token files or a HellaSwag file");
+    const int B = args.integer_in("batch", 1, 1 << 16), T = args.integer_in("tokens", 1, 1 << 20);
+    const std::string batches_arg = args.str("batches");
+    const bool all = batches_arg == "all";
+    if (!all && batches_arg.find_first_not_of("0123456789") != std::string::npos)
+        fatal("malformed value for --batches (eval): expected a count of batches or `all`, got '%s'",
+              batches_arg.c_str());
+    const int batches = all ? 0 : args.integer_in("batches", 1, 1 << 30);
+    GPT2 model;
+    checkpoint_load(&model, args.str("model"), cli_heads(args));
+    cli_set_precision(&model, args, true);
+    cli_check_tokens(args, T, model.cfg.max_seq_len);
+    memory_check(gpt2_acts_bytes(model.cfg, B, T, false), "activations for -B " + std::to_string(B) + " -T " +
+                 std::to_string(T), "lower -B or -T");
+    DataLoader dl;
+    dataloader_init(&dl, args.str("data"), "--data", model.cfg.vocab_size, B, T, false, 0);
+    size_t available = dataloader_num_batches(dl);
+    if ((size_t)batches > available)
+        fatal("too few tokens in %s for --batches %d: it holds %zu batches of B=%d, T=%d", args.str("data").c_str(),
+              batches, available, B, T);
+    // Progress on stderr: rewritten in place on a terminal, else a line at each tenth.
+    ProgressLine line(stderr, progress_in_place(stderr, false), true);
+    const double t0 = time_now_s(), total = all ? (double)(dataloader_num_tokens(dl) - dl.shards.size()) : (double)batches * B * T;
+    const auto progress = [&](double done) {
+        if (stop_requested()) {  // stop_catch_abort's: the line ends before the interrupted one
+            line.close();
+            stop_point();
+        }
+        const double s = time_now_s() - t0;
+        char text[160];
+        snprintf(text, sizeof(text), "eval: %3.0f%% of %.0f tokens | %.0f tok/s | %s", 100 * done, total,
+                 done * total / std::max(s, 1e-9), progress_eta(1 - done, s / std::max(done, 1e-9)).c_str());
+        line.update(text, done);
+    };
+    double loss;
+    if (all) {
+        size_t tokens = 0;
+        loss = evaluate_every_token(&model, &dl, &tokens, progress);
+        printf("tokens %zu (all of %s after the first, each predicted once)\n", tokens, args.str("data").c_str());
+    } else {
+        loss = evaluate_batches(&model, &dl, (size_t)batches, progress);
+        printf("batches %d of %d x %d tokens\n", batches, B, T);
+    }
+    line.close();
+    if (!std::isfinite(loss))
+        fatal("loss is %g on %s: the model's weights or activations overflow; expected a finite loss", loss,
+              args.str("data").c_str());
+    printf("perplexity %.4f\n", std::exp(loss));
+    printf("loss %.6f\n", loss);
+    return 0;
+}

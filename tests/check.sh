@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # check.sh (make check): every test stage in turn, then the grand total `N passed, N failed`:
-#   make test (no Python), make test-ref (PyTorch references, 124M geometry), make test-mpi (mpirun -np 2
+#   make test (no Python), make test-bench (the benchmarks' driver, run_bench), make test-ref (PyTorch references, 124M geometry), make test-mpi (mpirun -np 2
 #   against one process, with the MPI=1 build), make test-portable (the x86-64 build that picks its kernels
 #   at run time, under each kernel set and on emulated older CPUs), make test-arm64 (the aarch64 cross
 #   build under qemu-aarch64), make test-windows (the mingw-w64 cross build's unit tests and a tiny train,
@@ -12,6 +12,7 @@ source tests/suite.sh
 suite_limit=${STAGE_LIMIT:-2700}  # seconds a stage may take; each suite inside one has its own bound (run.sh)
 FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 run_suite "make test" make -s test
+run_suite "make test-bench" make -s test-bench
 run_suite "make test-ref" make -s test-ref
 run_suite "make test-mpi" make -s test-mpi
 run_suite "make test-portable" make -s test-portable

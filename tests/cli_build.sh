@@ -4,12 +4,10 @@
 # ./gpt2, with or without SAN=1 or NO_OMP=1, so a later plain `make` cannot keep an MPI binary unknowingly;
 # `make test-mpi` tests the binary MPI=1 links; README's mpirun lines run that binary; git ignores it; README.md
 # stays a user's page of at most 300 lines (measurements go to tests/README.md, architecture to src/README.md).
-# Then `make bench`'s driver, run_bench ($RUN_BENCH, which `make test` builds): tests/README.md's Benchmarks
-# section names each of its cases,
-# it runs the cases named and no others, refuses an unknown name, and a figure reaches a file (or a pipe) as
-# soon as it is measured, so a run stopped later keeps it. And packagers' flags: CXXFLAGS, CPPFLAGS and
-# LDFLAGS add to what the build needs, ARCH picks the target, and switching flags or builds rebuilds or
-# relinks what they changed (in a copy of the tree, with a stand-in compiler).
+# And packagers' flags: CXXFLAGS, CPPFLAGS and LDFLAGS add to what the build needs, ARCH picks the target,
+# and switching flags or builds rebuilds or relinks what they changed (in a copy of the tree, with a
+# stand-in compiler). `make bench`'s driver, run_bench, is tested by tests/bench_driver.sh (make test-bench),
+# so that make test builds no benchmark.
 source "$(dirname "$0")/lib.sh"
 if ! command -v make >/dev/null; then
     skip "make not found"; summary; exit
@@ -78,7 +76,7 @@ check "CXX=clang++ builds in a build directory of its own" \
     eval '[[ "$(compile_line CXX=clang++)" == *"-o build/clang++-native/"* ]]'
 
 tree=$TEST_TMP/tree
-mkdir -p $tree && cp -r Makefile src $tree/
+mkdir -p $tree/tests/fuzz && cp -r Makefile src $tree/ && cp tests/*.mk $tree/tests/ && cp tests/fuzz/*.mk $tree/tests/fuzz/
 cat >$TEST_TMP/fakecxx <<'EOS'
 #!/usr/bin/env bash
 # A compiler that writes only its -o file, and logs each call (but -dumpmachine, which make asks once: it
@@ -112,6 +110,29 @@ check "... and going back recompiles again" test "$(fake_make)" = "compile $n gp
 check "ARCH=haswell builds its own objects into ./gpt2" test "$(fake_make ARCH=haswell)" = "compile $n gpt2 "
 check "... and a plain make after it relinks ./gpt2 from the native objects, compiling nothing" \
     test "$(fake_make)" = "compile 0 gpt2 "
+
+# Reading the Makefile writes nothing, and neither does make -n: the flags files, the record of which build
+# linked ./gpt2 and a Windows build's stb link are written by rules, which -n only prints. make -q runs no
+# recipe at all, so whatever it writes was written while the Makefile was read.
+# written_by ARGS...: the files `make ARGS` in the copy (stand-in compiler) created or changed.
+listing() { (cd $tree && find . -printf '%p %T@\n' | sort); }
+written_by() {
+    listing >$TEST_TMP/listing_before
+    (cd $tree && "${clean_env[@]}" make CXX=$TEST_TMP/fakecxx "$@" >/dev/null 2>&1)
+    listing | diff $TEST_TMP/listing_before - | sed -n 's/^> \.\/\([^ ]*\) .*/\1/p' | tr '\n' ' '
+}
+rm -rf $tree/build $tree/gpt2
+for args in "-n" "-q" "-n CXXFLAGS=-O2" "-n ARCH=haswell SAN=1" "-n test bench"; do
+    written=$(written_by $args)
+    check "make $args writes nothing${written:+ (wrote: $written)}" test -z "$written"
+done
+written=$(FAKE_TARGET=x86_64-w64-mingw32 written_by -n)
+check "... nor make -n for a Windows compiler${written:+ (wrote: $written)}" test -z "$written"
+check "... whose make links stb's headers into its build directory" \
+    eval 'FAKE_TARGET=x86_64-w64-mingw32 fake_make >/dev/null; [ -L $tree/build/fakecxx-portable/omp/stb-include/stb ]'
+check "make test builds no benchmark" eval '! dry_make test | grep -qE "bench_[a-z]+\.cpp|run_bench"'
+check "... make test-bench builds run_bench and tests it" \
+    eval 'dry_make test-bench | grep -q -- "-o build/omp/run_bench " && dry_make test-bench | grep -q "RUN_BENCH=build/omp/run_bench .*tests/bench_driver.sh"'
 
 # .ci/run installs every tool the tests call: the words in command position of the suites make check runs and
 # of the scripts they call (commands.pl reads them: quoted prose and awk/perl/python code skipped, bash -c
@@ -192,41 +213,4 @@ else
         test -z "$uncovered"
 fi
 
-RUN_BENCH=${RUN_BENCH:-build/omp/run_bench}
-if [ ! -x "$RUN_BENCH" ]; then
-    skip "run_bench: $RUN_BENCH not built (make build/omp/run_bench)"; summary; exit
-fi
-"$RUN_BENCH" --list | cut -d' ' -f1 >$TEST_TMP/cases
-sed -n '/^## Benchmarks/,/^## /p' tests/README.md >$TEST_TMP/bench_section
-check "run_bench --list names its cases" test "$(wc -l <$TEST_TMP/cases)" -gt 5
-# names_all FILE: every case name in $TEST_TMP/cases appears in FILE in backquotes.
-names_all() {
-    local c missing=0
-    for c in $(cat $TEST_TMP/cases); do grep -qF "\`$c\`" "$1" || { echo "missing: $c"; missing=1; }; done
-    return $missing
-}
-check "tests/README.md's Benchmarks section names every case run_bench --list prints" names_all $TEST_TMP/bench_section
-check_error "run_bench refuses an unknown case, naming it" "no_such_case" "$RUN_BENCH" peak no_such_case
-BENCH_TORCH=0 "$RUN_BENCH" torch_decode peak >$TEST_TMP/picked 2>&1
-check "run_bench NAME... runs those cases and no others" \
-    eval '[ "$(grep "^== " $TEST_TMP/picked | sort | tr "\n" " ")" = "== peak == torch_decode " ]'
-check "... and BENCH_TORCH=0 skips the PyTorch ones" grep -q "skipped (BENCH_TORCH=0)" $TEST_TMP/picked
-
-# The peak takes well under a second and decode_fp32 several; the peak's line must be in the file while
-# decode_fp32 still runs (buffered output shows nothing until the process ends). Then the run is stopped.
-"$RUN_BENCH" peak decode_fp32 >$TEST_TMP/streamed 2>&1 &
-bench_pid=$!
-for i in $(seq 1200); do
-    grep -q '^peak fp32' $TEST_TMP/streamed && break
-    kill -0 $bench_pid 2>/dev/null || break
-    sleep 0.1
-done
-if grep -q '^peak fp32' $TEST_TMP/streamed && kill -0 $bench_pid 2>/dev/null; then
-    pass "run_bench writes each figure as it is measured (the peak's line is in the file while the next case runs)"
-else
-    fail "run_bench writes each figure as it is measured (the peak's line is in the file while the next case runs)"
-    sed 's/^/    /' $TEST_TMP/streamed | tail -5
-fi
-kill $bench_pid 2>/dev/null; wait_bounded $bench_pid 30 2>/dev/null
-check "... and a run stopped then keeps it" grep -q '^peak fp32' $TEST_TMP/streamed
 summary

@@ -1,0 +1,56 @@
+# tests/tests.mk (included by the Makefile): the test stages tests/check.sh runs after `make test` (which is
+# in the Makefile), in its order. Each other build builds beside the others, never as ./gpt2, and drops the
+# outer make's switches (PLAIN), so `make test-portable SAN=1` still builds the plain portable build.
+.PHONY: test-ref node-deps test-mpi test-portable test-arm64 windows test-windows test-clang test-bench
+PLAIN := SAN= DEBUG= MPI= NO_OMP=
+
+# Against PyTorch, tiktoken and llama.cpp (tests/ref_*.sh; needs Python with torch, and node-deps).
+test-ref: $(BIN)
+	GPT2=./$(BIN) bash tests/run.sh 'tests/ref_*.sh'
+
+# The npm packages of tests/node (tiktoken, the test oracle; Unicode data for the table generator), pinned by
+# its package-lock.json and installed by `npm ci` when the lock file changes. Needs node, npm and the npm
+# registry; test-ref uses them but does not install them (.ci/run does). The build never needs node.
+node-deps: tests/node/node_modules/.package-lock.json
+tests/node/node_modules/.package-lock.json: tests/node/package.json tests/node/package-lock.json
+	cd tests/node && npm ci --omit=optional --no-audit --no-fund  # no CUDA, Vulkan or ARM builds of llama.cpp
+
+# Data-parallel training under mpirun with the MPI=1 build (tests/mpi.sh; needs openmpi-bin, libopenmpi-dev).
+test-mpi:
+	$(MAKE) -s MPI=1
+	GPT2_MPI=./gpt2-mpi bash tests/run.sh 'tests/mpi.sh tests/mpi_net.sh'
+
+# The run-time dispatching build (ARCH=portable) and its kernel sets, natively and under qemu-x86_64
+# (tests/portable.sh). make bench runs this build's run_bench too (tests/bench.mk).
+PORTABLE_DIR := build/$(COMPILER)-portable/omp
+test-portable: $(BIN)
+	$(MAKE) -s ARCH=portable $(PLAIN) BIN=$(PORTABLE_DIR)/gpt2 $(PORTABLE_DIR)/gpt2 $(PORTABLE_DIR)/run_tests
+	GPT2=./$(BIN) GPT2_PORTABLE=$(PORTABLE_DIR)/gpt2 PORTABLE_TESTS=$(PORTABLE_DIR)/run_tests bash tests/run.sh tests/portable.sh
+
+# ARM64: Debian's cross compiler builds gpt2 and the unit tests for aarch64 (ARCH=portable: ARMv8-A with
+# NEON), and tests/arm64.sh runs them under qemu-aarch64 beside the native build.
+ARM64_CXX := aarch64-linux-gnu-g++
+ARM64_DIR := build/$(ARM64_CXX)-portable/omp
+test-arm64: $(BIN)
+	$(MAKE) -s CXX=$(ARM64_CXX) ARCH=portable $(PLAIN) BIN=$(ARM64_DIR)/gpt2 $(ARM64_DIR)/gpt2 $(ARM64_DIR)/run_tests
+	GPT2=./$(BIN) GPT2_ARM64=$(ARM64_DIR)/gpt2 ARM64_TESTS=$(ARM64_DIR)/run_tests bash tests/run.sh tests/arm64.sh
+
+# Windows, cross-built with mingw-w64 (Debian: g++-mingw-w64-x86-64) as one ARCH=portable build, and its
+# unit tests and a tiny train, resume and generate under wine (tests/windows.sh; Debian: wine, wine64).
+WIN_CXX := x86_64-w64-mingw32-g++
+WIN_DIR := build/$(WIN_CXX)-portable/omp
+windows:
+	$(MAKE) -s CXX=$(WIN_CXX) ARCH=portable $(PLAIN) BIN=$(WIN_DIR)/gpt2.exe $(WIN_DIR)/gpt2.exe $(WIN_DIR)/run_tests.exe
+test-windows: $(BIN) windows
+	GPT2=./$(BIN) GPT2_WIN=$(WIN_DIR)/gpt2.exe WIN_TESTS=$(WIN_DIR)/run_tests.exe bash tests/run.sh tests/windows.sh
+
+# Clang with libomp-dev (macOS's compiler, on Linux): the whole of make test, built in a directory of its own.
+CLANG_CXX := clang++
+test-clang:  # the 124M memory runs (minutes, the same code) only in make test
+	MEMORY_124M=0 $(MAKE) -s CXX=$(CLANG_CXX) $(PLAIN) BIN=build/$(CLANG_CXX)-$(ARCH)/omp/gpt2 test
+
+# The benchmarks' driver, run_bench (tests/bench_driver.sh): it runs the cases named and no others, each figure
+# reaches its file as it is measured, and tests/README.md names every case. Here, not in make test, so that
+# make test builds no benchmark.
+test-bench: $(BUILD)/run_bench
+	RUN_BENCH=$(BUILD)/run_bench bash tests/run.sh tests/bench_driver.sh

@@ -9,7 +9,9 @@ include src/build.mk
 .PHONY: all test check data bench clean format FORCE
 all: $(BIN)                            # ./gpt2 (./gpt2-mpi with MPI=1)
 test: $(BIN) $(BUILD)/run_tests        # the tests that need no Python: unit tests, then every tests/cli_*.sh
-	GPT2=./$(BIN) bash tests/run.sh --unit $(BUILD)/run_tests 'tests/cli_*.sh'
+	GPT2=./$(BIN) bash tests/run.sh --unit $(BUILD)/run_tests '$(CLI_SUITES)'
+# make test CLI_SUITES='tests/cli_model.sh' runs the unit tests and the suites named.
+CLI_SUITES := tests/cli_*.sh
 check:                                 # every test stage in turn, as CI runs them (tests/check.sh)
 	bash tests/check.sh
 data: gpt2                             # tiny shakespeare and the GPT-2 tokenizer into data/

@@ -4,7 +4,7 @@
 #   against one process, with the MPI=1 build), make test-portable (the x86-64 build that picks its kernels
 #   at run time, under each kernel set and on emulated older CPUs), make test-arm64 (the aarch64 cross
 #   build under qemu-aarch64), make test-windows (the mingw-w64 cross build's unit tests and a tiny train,
-#   resume and generate under wine), make test-clang (make test built by clang++ with libomp), make test SAN=1
+#   resume and generate under wine), make test-clang (the unit tests and the numeric suites built by clang++ with libomp), make test SAN=1
 #   (AddressSanitizer + UBSan build), make fuzz FUZZ_SECONDS=$FUZZ_SECONDS (libFuzzer smoke, 20 s each).
 # Needs what .ci/run installs. Exits non-zero if any stage fails.
 cd "$(dirname "$0")/.."

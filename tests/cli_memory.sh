@@ -15,11 +15,11 @@
 #   * the flags it refuses (--grad-accum > 1 with --optimizer-in-backward, a bad --optimizer-state).
 # Under AddressSanitizer (make test SAN=1) a step costs about 50 times more (400 steps: 194 s): the runs are
 # short there (10 and 40 steps, two of the eight memory combinations), for the sanitizer's sake, and the
-# 400-step bars and the other six combinations are counted as skipped: make test and make test-clang check them.
+# 400-step bars and the other six combinations are counted as skipped: make test checks them.
 source "$(dirname "$0")/lib.sh"
 SHORT=50 LONG=400 SAN_NOTE=""
 if under_asan; then
-    SHORT=10 LONG=40 SAN_NOTE="under AddressSanitizer (checked by make test and make test-clang)"
+    SHORT=10 LONG=40 SAN_NOTE="under AddressSanitizer (checked by make test)"
 fi
 T=$TEST_TMP
 TRAIN=data/tinyshakespeare/train.bin VAL=data/tinyshakespeare/val.bin
@@ -109,9 +109,8 @@ done
 # the sample (its KV cache) and the resume's read of the moments.
 TOK_DIR=${GPT2_DATA_DIR:-data}/gpt2
 M124=(train --model $T/gpt2-124m --train $TRAIN --val $VAL -B 4 -T 64 --val-batches 1 --tokenizer $TOK_DIR)
-# MEMORY_124M=0 (make test-clang, whose make test already ran it on the same code) skips it, counted.
-if [ -n "$SAN_NOTE" ] || [ ! -f $TOK_DIR/encoder.json ] || [ "${MEMORY_124M:-1}" = 0 ]; then
-    why=${SAN_NOTE:-$([ "${MEMORY_124M:-1}" = 0 ] && echo "(MEMORY_124M=0: make test ran it)" || echo "(no tokenizer in $TOK_DIR: make data)")}
+if [ -n "$SAN_NOTE" ] || [ ! -f $TOK_DIR/encoder.json ]; then
+    why=${SAN_NOTE:-"(no tokenizer in $TOK_DIR: make data)"}
     skip "predicted memory within 5% of the peak at 124M, fine-tuned and resumed with samples on, every combination $why"
 else
     "$GPT2" train --train $TRAIN --val "" --layers 12 --heads 12 --channels 768 --seq-len 1024 --steps 0 \

@@ -27,7 +27,8 @@ void grad_sync_init(GradSync* s, GPT2* model, bool zero, AdamW* opt);
 // The scale of one micro-batch's gradients: 1 / (the step's micro-batches, on every rank).
 float grad_sync_loss_scale(const GradSync& s, int accum);
 // The per-layer hook, for gpt2_backward's layer_done: layer l's gradients are final, so they start on their
-// way to the other ranks while the backward goes on. Empty with one process (nothing to do).
+// way to the other ranks while the backward goes on. Empty with one process (nothing to do). It is the
+// seam an optimizer applied per layer (adamw_step_in_backward) takes too: a hook may call this one first.
 std::function<void(int layer)> grad_sync_layer_hook(GradSync* s);
 // After the backward that took the hook: the gradients outside the layers (wte, wpe, ln_f) start too.
 void grad_sync_backward_done(GradSync* s);

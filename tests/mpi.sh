@@ -6,10 +6,9 @@
 #   * a 2-rank run stopped at step 10 and resumed under mpirun continues exactly (same losses, same model);
 #   * rank 0 alone writes: the log and the checkpoint, once;
 #   * SIGTERM to one rank stops both after the same step, with rank 0's save;
-#   * a NaN on one rank only (GPT2_TEST_NAN_ON_RANK=1 makes rank 1's first loss NaN) stops both with one
-#     error line and
-#     keeps the last good checkpoint; a rank killed mid-run ends the job with a non-zero exit and the last
-#     checkpoint still loads;
+#   * a NaN on one rank only (a model whose embedding of one token overflows, and a token file in which that
+#     token appears only in rank 1's first windows) stops both with one error line and keeps the last good
+#     checkpoint; a rank killed mid-run ends the job with a non-zero exit and the last checkpoint still loads;
 #   * ranks started with different flags or data stop with an error saying they disagree, never hang;
 #   * a checkpoint resumes under another rank count keeping its global batch (2 -> 1, 2 -> 3, 3 -> 2,
 #     ZeRO-1 too): the uninterrupted run's losses within 1e-6; one it cannot keep is refused, naming a
@@ -71,15 +70,50 @@ log_losses $W/r.jsonl >$W/lr
 check "2 ranks: stopped at 10 and resumed under mpirun, the same 22 losses as straight through" cmp $W/lr $W/l2
 check "... and the same model" cmp $W/r/model.safetensors $W/two/model.safetensors
 
-# A NaN on rank 1 only (a fault the test injects: every rank must run the same model and data, so no input
-# can make one rank's loss NaN alone); the summed loss is NaN on both, and both stop before the update.
-B=(train --train $TOK -T 16 -B 2 --steps 5 --sample-tokens 0 --val "" --model $TRAINED)
+# A NaN on rank 1 only, from the inputs: poison_nan SRC DST TOKENS DST_TOKENS copies the model SRC to DST with
+# token X's embedding at FLT_MAX in channel 0 and every position's at 1e32 there, so the embedding of X alone
+# overflows to inf (and the LayerNorm after it makes NaN); ln_f passes 0 in channel 0 (X's logit stays finite)
+# and 1 in channel 1, where X's embedding is -1e4 (its probability is 0, so no huge gradient reaches the
+# others). The token file is TOKENS with X = the smallest id not among its first 33 tokens written at token
+# 40 and removed elsewhere: without shuffling, -B 2 -T 16 on 2 ranks gives rank 0 windows 0-1 (tokens 0-32)
+# and rank 1 windows 2-3 (tokens 32-64) in the first step.
+poison_nan() {
+    mkdir -p "$2" && cp "$1/config.json" "$2/" &&
+    perl -e 'my ($src, $dst, $tin, $tout) = @ARGV;
+        open(my $f, "<", $src) or die "$src"; binmode $f; local $/; my $b = <$f>; close $f;
+        my $n = unpack("Q<", substr($b, 0, 8)); my $h = substr($b, 8, $n);
+        my $at = sub { $h =~ /"\Q$_[0]\E":\{"dtype":"F32","shape":\[([\d,]+)\],"data_offsets":\[(\d+),/ or die "$_[0]";
+                       my @s = split /,/, $1; return (8 + $n + $2, @s); };
+        my $set = sub { substr($b, $_[0], 4) = pack("f<", $_[1]); };
+        my ($wte, $V, $C) = $at->("wte.weight"); my ($wpe, $P) = $at->("wpe.weight");
+        my ($lw) = $at->("ln_f.weight"); my ($lb) = $at->("ln_f.bias");
+        open($f, "<", $tin) or die "$tin"; binmode $f; my $t = <$f>; close $f;
+        my @ids = unpack("v*", substr($t, 1024)); my %seen; $seen{$_} = 1 for @ids[0 .. 32];
+        my $x = 1; $x++ while $seen{$x};
+        $_ = ($_ == $x ? 0 : $_) for @ids; $ids[40] = $x;
+        substr($t, 1024) = pack("v*", @ids);
+        $set->($wte + 4 * $x * $C, unpack("f<", pack("L<", 0x7f7fffff)));
+        $set->($wpe + 4 * $_ * $C, 1e32) for 0 .. $P - 1;
+        $set->($lw, 0); $set->($lb, 0); $set->($lw + 4, 0); $set->($lb + 4, 1);
+        $set->($wte + 4 * ($x * $C + 1), -1e4);
+        open($f, ">", $tout) or die "$tout"; binmode $f; print $f $t; close $f;
+        open($f, ">", $dst) or die "$dst"; binmode $f; print $f $b; close $f;' \
+        "$1/model.safetensors" "$2/model.safetensors" "$3" "$4"
+}
+poison_nan $TRAINED $W/nanmodel $TOK $W/nan.bin
+check "the poisoned model's loss is finite on rank 0's first windows (0-1)" \
+    "$GPT2_MPI" eval --model $W/nanmodel --data $W/nan.bin -B 2 -T 16 --batches 1
+check "... and NaN with rank 1's (2-3)" bash -c "'$GPT2_MPI' eval --model $W/nanmodel --data $W/nan.bin -B 2 -T 16 \
+    --batches 2 2>&1 | grep -q 'error: loss is -*nan on'"
+B=(train --train $W/nan.bin --no-shuffle -T 16 -B 2 --steps 5 --sample-tokens 0 --val "" --model $W/nanmodel)
 cp -r $W/two $W/good && before=$(cksum <$W/good/model.safetensors)
-"${MPIRUN[@]}" -x GPT2_TEST_NAN_ON_RANK=1 -np 2 "$GPT2_MPI" "${B[@]}" --out $W/good --overwrite >$W/nan.out 2>$W/nan.err
+timeout -k 10 300 "${MPIRUN[@]}" -np 2 "$GPT2_MPI" "${B[@]}" --out $W/good --overwrite >$W/nan.out 2>$W/nan.err
 rc=$?
 cat $W/nan.err | grep -v '^ *$' | head -5
-check "a NaN on one rank stops both with an error line naming the step (exit $rc)" \
-    eval '[ $rc != 0 ] && grep -q "error: loss is -*nan at step 1: training diverged" $W/nan.err'
+# every rank that speaks says the same (the summed loss): not rank 0 its gradient norm and rank 1 its loss
+check "a NaN on one rank stops both with one error line naming the step (exit $rc)" \
+    eval '[ $rc != 0 ] && [ "$(grep "^error: " $W/nan.err | sort -u | wc -l)" = 1 ] &&
+          grep -q "^error: loss is -*nan at step 1: training diverged" $W/nan.err'
 check "... and the last good checkpoint is kept" test "$(cksum <$W/good/model.safetensors)" = "$before"
 
 # A rank killed mid-run (SIGKILL, as a crashed or lost machine): the job ends with a non-zero exit, and the

@@ -24,6 +24,7 @@
 #include "model/precision.h"
 #include "text/tokenizer.h"
 #include "train/plot.h"
+#include "train/grad_sync.h"
 #include "train/trainer.h"
 
 namespace {
@@ -548,7 +549,7 @@ int prepare_run(Trainer* t, const CliArgs& args, const CliArgs& given, const std
     setup_phase("gradients", gpt2_grads_bytes(t->model.cfg, o.mem.layer_grads),
                 [&] { gpt2_enable_training(&t->model, o.mem); });
     t->opt.bf16 = o.bf16_moments;
-    trainer_shard_optimizer(t);
+    grad_sync_init(&t->sync, &t->model, o.zero, &t->opt);  // with --zero 1: this rank's slice of AdamW
     const GPT2Config& cfg = t->model.cfg;
     printf("model: %d layers, %d heads, %d channels, context %d, vocab %d: %.2fM parameters\n", cfg.num_layers,
            cfg.num_heads, cfg.channels, cfg.max_seq_len, cfg.vocab_size, gpt2_num_real_params(cfg) / 1e6);

@@ -15,6 +15,7 @@
 #include "io/dataloader.h"
 #include "model/model.h"
 #include "text/tokenizer.h"
+#include "train/grad_sync.h"
 #include "train/optimizer.h"
 #include "train/run_log.h"
 #include "train/train_state.h"
@@ -66,6 +67,7 @@ struct Trainer {
     Progress progress;
     bool saved = false;
     ThreadTuner tuner;  // the team size of each step
+    GradSync sync;      // what each step shares with the other ranks (none without mpirun): grad_sync_init
 };
 
 // Opens the training data (seeded order) and the validation data (in order) of t->o.
@@ -73,8 +75,5 @@ void trainer_load_data(Trainer* t);
 // Saves t->o.out after `step` steps (with the loss plot when t->o.plot_in_out) and says so. With ZeRO-1
 // every rank calls it (it gathers the moments into rank 0, which saves).
 void trainer_save(Trainer* t, int step);
-// With ZeRO-1 under several ranks: sets t->opt's range to this rank's slice of the parameters (before
-// the moments are allocated or restored).
-void trainer_shard_optimizer(Trainer* t);
 // Runs steps first_step+1.. until --steps, --stop-after or a stop signal; returns the last step done.
 int trainer_run(Trainer* t, int first_step);

@@ -9,7 +9,7 @@
 # Needs what .ci/run installs. Exits non-zero if any stage fails.
 cd "$(dirname "$0")/.."
 source tests/suite.sh
-suite_limit=${STAGE_LIMIT:-2700}  # seconds a stage may take; each suite inside one has its own bound (run.sh)
+suite_limit=${STAGE_LIMIT:-3600}  # seconds a stage may take; each suite inside one has its own bound (run.sh)
 FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 run_suite "make test" make -s test
 run_suite "make test-bench" make -s test-bench

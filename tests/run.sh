@@ -5,7 +5,7 @@
 # Each suite must end with its own `N passed, N failed` line (see suite.sh).
 cd "$(dirname "$0")/.."
 source tests/suite.sh
-suite_limit=${SUITE_LIMIT:-1200}  # seconds a suite may take (a stalled one fails)
+suite_limit=${SUITE_LIMIT:-1800}  # seconds a suite may take (a stalled one fails)
 if [ "${1:-}" = "--unit" ]; then
     run_suite unit "$2"
     shift 2

@@ -11,7 +11,7 @@ trap 'rm -f "$suite_log"' EXIT
 
 run_suite() {
     local name=$1; shift
-    local start=$SECONDS limit=${suite_limit:-1200} rc line p f s
+    local start=$SECONDS limit=${suite_limit:-1800} rc line p f s
     echo "== $name"
     timeout --kill-after=20 "$limit" "$@" 2>&1 | tee "$suite_log"
     rc=${PIPESTATUS[0]}

@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # check.sh (make check): every test stage in turn, then the grand total `N passed, N failed`:
-#   make test (no Python), make test-bench (the benchmarks' driver, run_bench), make test-ref (PyTorch references, 124M geometry), make test-mpi (mpirun -np 2
-#   against one process, with the MPI=1 build), make test-portable (the x86-64 build that picks its kernels
-#   at run time, under each kernel set and on emulated older CPUs), make test-arm64 (the aarch64 cross
-#   build under qemu-aarch64), make test-windows (the mingw-w64 cross build's unit tests and a tiny train,
-#   resume and generate under wine), make test-clang (the unit tests and the numeric suites built by clang++ with libomp), make test SAN=1
-#   (AddressSanitizer + UBSan build), make fuzz FUZZ_SECONDS=$FUZZ_SECONDS (libFuzzer smoke, 20 s each).
+#   make test (no Python), make test-bench (the benchmarks' driver, run_bench), make test-ref (PyTorch
+#   references, 124M geometry), make test-mpi (mpirun -np 2 against one process, with the MPI=1 build),
+#   make test-portable (the x86-64 build that picks its kernels at run time, under each kernel set and on
+#   emulated older CPUs), make test-arm64 (the aarch64 cross build under qemu-aarch64), make test-windows
+#   (the mingw-w64 cross build's unit tests and a tiny train, resume and generate under wine), make
+#   test-clang (the unit tests and the numeric suites built by clang++ with libomp), make test SAN=1
+#   (AddressSanitizer + UBSan; SAN_SUITES below), make fuzz (libFuzzer, FUZZ_SECONDS=10 per target).
 # Needs what .ci/run installs. Exits non-zero if any stage fails.
 cd "$(dirname "$0")/.."
 source tests/suite.sh
 suite_limit=${STAGE_LIMIT:-3600}  # seconds a stage may take; each suite inside one has its own bound (run.sh)
-FUZZ_SECONDS=${FUZZ_SECONDS:-20}
+FUZZ_SECONDS=${FUZZ_SECONDS:-10}
 run_suite "make test" make -s test
 run_suite "make test-bench" make -s test-bench
 run_suite "make test-ref" make -s test-ref
@@ -19,6 +20,10 @@ run_suite "make test-portable" make -s test-portable
 run_suite "make test-arm64" make -s test-arm64
 run_suite "make test-windows" make -s test-windows
 run_suite "make test-clang" make -s test-clang
-run_suite "make test SAN=1" make -s test SAN=1
+# Under AddressSanitizer + UBSan (a step costs 10-50 times more): the unit tests and the suites that read what
+# a user hands over (checkpoints, GGUF, token and text files, flags) or handle signals and outputs. The rest of
+# make test runs the same code on fixtures and tiny models (make test, and make fuzz parses under ASan).
+SAN_SUITES="tests/cli_checkpoint.sh tests/cli_gguf.sh tests/cli_generate.sh tests/cli_red_team.sh tests/cli_tokenize.sh tests/cli_trust.sh"
+run_suite "make test SAN=1" make -s test SAN=1 CLI_SUITES="$SAN_SUITES"
 run_suite "make fuzz" make -s fuzz FUZZ_SECONDS="$FUZZ_SECONDS"
 suite_total

@@ -1,6 +1,6 @@
 # tests/fuzz/fuzz.mk (included by the Makefile): fuzzing with clang's libFuzzer (Debian packages clang and
 # libclang-rt-14-dev). `make fuzz` replays tests/fuzz/regressions/<target>/, then fuzzes each target for
-# FUZZ_SECONDS (CI: FUZZ_SECONDS=20). Library objects get coverage instrumentation (fuzzer-no-link); only
+# FUZZ_SECONDS (CI: FUZZ_SECONDS=10). Library objects get coverage instrumentation (fuzzer-no-link); only
 # the targets link libFuzzer's main.
 FUZZ_CXX     ?= clang++
 FUZZ_SECONDS ?= 60

@@ -96,7 +96,7 @@ endif
 COMPILE  := $(CXX) $(NEEDED) $(MARCH) $(OPT) $(CPPFLAGS) $(CXXFLAGS)
 LINK     := $(LDNEEDED) $(LDFLAGS)
 
-# Run-time dispatch (ARCH=portable on x86-64, see src/kernels/isa.h): the kernels once per instruction set,
+# Run-time dispatch (ARCH=portable on x86-64, see src/core/isa.h): the kernels once per instruction set,
 # in build/.../isa_NAME/, linked after everything else and the baseline first, so that where the copies
 # share an inline function or template the linker keeps the baseline one (the first it sees).
 ISAS      := baseline avx2 avx512
@@ -113,7 +113,8 @@ BIN_FROM   := build/linked/$(subst /,_,$(BIN))
 SRC       := $(wildcard src/*/*.cpp)
 LIB_OBJ   := $(patsubst src/%.cpp,$(BUILD)/%.o,$(filter-out src/cli/main.cpp,$(SRC)))
 ifeq ($(DISPATCH),1)
-KERNEL_SRC := $(filter-out src/kernels/dispatch.cpp,$(wildcard src/kernels/*.cpp))
+KERNEL_SRC := $(addprefix src/core/,adamw.cpp attention.cpp crossentropy.cpp encoder.cpp gelu.cpp gemm.cpp \
+              layernorm.cpp matmul.cpp residual.cpp) src/precision/gemm_bf16.cpp src/inference/matvec.cpp
 LIB_OBJ   := $(filter-out $(patsubst src/%.cpp,$(BUILD)/%.o,$(KERNEL_SRC)),$(LIB_OBJ)) \
              $(foreach i,$(ISAS),$(patsubst src/%.cpp,$(BUILD)/isa_$(i)/%.o,$(KERNEL_SRC)))
 endif

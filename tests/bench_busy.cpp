@@ -1,7 +1,7 @@
 // bench_busy.cpp: GPT-2 124M (random weights) on a machine that is not ours alone: the training step
 // (B=4 T=64) and KV-cache decode, each idle and with one busy process (a forked child spinning on one
 // CPU, killed after), each as the program runs them (all OpenMP threads, team size tuned per round as
-// train_step and generate do: base/threads.h) and with one thread (omp_set_num_threads(1)). Prints medians
+// train_step and generate do: platform/threads.h) and with one thread (omp_set_num_threads(1)). Prints medians
 // and the ratios "busy: tuned / 1 thread"; the goal is a step no slower and a decode no slower than one
 // thread's when another process holds a CPU, and idle speed no lower than all threads'. The settings are
 // interleaved over rounds so a neighbour's burst lands on all of them. Asserts nothing (not a test).
@@ -19,13 +19,13 @@
 #include <omp.h>
 #endif
 
-#include "base/rng.h"
-#include "base/threads.h"
-#include "base/util.h"
+#include "core/rng.h"
+#include "platform/threads.h"
+#include "platform/util.h"
 #include "bench.h"
-#include "model/generate.h"
-#include "model/model.h"
-#include "train/optimizer.h"
+#include "inference/generate.h"
+#include "core/model.h"
+#include "core/optimizer.h"
 
 namespace {
 

@@ -14,11 +14,11 @@
 #include <omp.h>
 #endif
 
-#include "base/util.h"
+#include "platform/util.h"
 #include "bench.h"
-#include "model/generate.h"
-#include "model/model.h"
-#include "model/precision.h"
+#include "inference/generate.h"
+#include "core/model.h"
+#include "precision/precision.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// bench_isa.cpp: the cases of run_bench for the kernels' instruction sets (kernels/isa.h). They run the
+// bench_isa.cpp: the cases of run_bench for the kernels' instruction sets (core/isa.h). They run the
 // run_bench of the dispatching build (ARCH=portable; $PORTABLE_BENCH, which `make bench` builds and names)
 // as a child process, since a process chooses its kernels once: its fp32 step against this (native)
 // run's, and under each set GPT2_ISA forces, the step and that set's own peak. Prints; asserts nothing.
@@ -7,7 +7,7 @@
 #include <string>
 
 #include "bench.h"
-#include "kernels/isa.h"
+#include "core/isa.h"
 
 namespace {
 

@@ -11,10 +11,10 @@
 #include <cstdlib>
 #include <string>
 
-#include "base/util.h"
+#include "platform/util.h"
 #include "bench.h"
-#include "io/gguf.h"
-#include "model/model.h"
+#include "formats/gguf.h"
+#include "core/model.h"
 #include "text/tokenizer.h"
 
 namespace {

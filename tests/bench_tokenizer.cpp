@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "base/util.h"
+#include "platform/util.h"
 #include "bench.h"
 #include "text/tokenizer.h"
 

@@ -16,7 +16,7 @@
 #include <omp.h>
 #endif
 
-#include "base/util.h"
+#include "platform/util.h"
 #include "bench.h"
 
 namespace {

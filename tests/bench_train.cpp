@@ -11,15 +11,15 @@
 #include <omp.h>
 #endif
 
-#include "base/rng.h"
-#include "base/util.h"
+#include "core/rng.h"
+#include "platform/util.h"
 #include "bench.h"
-#include "kernels/adamw.h"
-#include "kernels/bf16.h"
-#include "kernels/gemm.h"
-#include "model/model.h"
-#include "model/precision.h"
-#include "train/optimizer.h"
+#include "core/adamw.h"
+#include "core/bf16.h"
+#include "core/gemm.h"
+#include "core/model.h"
+#include "precision/precision.h"
+#include "core/optimizer.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -30,7 +30,7 @@ namespace {
 const long kPeakIters = 20000000;
 
 // kPeakIters x independent vector FMAs on 16 lanes that never touch memory (32 FLOPs each), as many as
-// the registers hold. A kernel (kernels/adamw.h), so that it runs the instruction set the kernels run.
+// the registers hold. A kernel (core/adamw.h), so that it runs the instruction set the kernels run.
 // Returns the FLOPs done.
 double fma_loop(float* sink) { return fma_peak_loop(kPeakIters, sink); }
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# cli_rules.sh: the rules that keep outputs and signals safe by construction, enforced on src/: only
-# src/base/publish.cpp opens a file for writing (staged with O_EXCL|O_NOFOLLOW, locked, checked for kind),
-# only src/base/stop.cpp installs signal handlers, and only the platform layer (src/base/platform*, for the
-# unit tests tests/test_os.cpp) meets the operating system; src/kernels and src/model never print or exit.
+# cli_rules.sh: the rules that keep the core plain and outputs and signals safe by construction, enforced on
+# src/: src/core includes nothing outside itself but the arrows in tests/core_arrows.txt (each a piece of an
+# extension still to be cut out of a core file; the list only shrinks); only src/platform/output_files.cpp
+# opens a file for writing (staged with O_EXCL|O_NOFOLLOW, locked, checked for kind), only
+# src/platform/signals.cpp installs signal handlers, and only src/platform/platform* (and, for the unit
+# tests, tests/test_os.cpp) meets the operating system; the kernels and the model never print or exit.
 # Each checker is tried on made-up trees first, so it is seen to find each kind of fault, then run on src/
 # (and tests/). First, src/README.md's reading path names files that exist, with their true line counts and
 # total.
@@ -31,19 +33,19 @@ reading_path() {
     [ "$total" = $sum ] || { echo "total: the files have $sum lines, the table says '$total'"; bad=1; }
     return $bad
 }
-mkdir -p $T/path/src/kernels $T/path/src/model
-printf '1\n2\n3\n' >$T/path/src/model/config.h && printf 'a\nb\n' >$T/path/src/kernels/gelu.cpp
+mkdir -p $T/path/src/core
+printf '1\n2\n3\n' >$T/path/src/core/config.h && printf 'a\nb\n' >$T/path/src/core/gelu.cpp
 cat >$T/path/README.md <<'TABLE'
 # Reading src/
 ## One training step, in order
 | # | file | what to look for | lines |
 |---|------|------------------|-------|
-| 1 | `model/config.h` | the geometry | 3 |
-| 2 | `kernels/gelu.cpp` | GELU | 2 |
+| 1 | `core/config.h` | the geometry | 3 |
+| 2 | `core/gelu.cpp` | GELU | 2 |
 | | total | | 5 |
 
 ## Skip on a first read
-| 3 | `kernels/gemm.cpp` | past the section: not a row of the table | 1,000 |
+| 3 | `core/gemm.cpp` | past the section: not a row of the table | 1,000 |
 TABLE
 check "the reading-path check passes a table whose rows and total are the files' line counts" \
     reading_path $T/path/README.md $T/path/src
@@ -54,9 +56,9 @@ fails_with() {
     check "$1" test $? -eq 1 -a "$(cat $T/path.out)" = "$3"
 }
 fails_with "... and fails on a row's wrong count, naming the row and both counts" 's/| 3 |$/| 4 |/' \
-    "row 1: model/config.h has 3 lines, the table says '4'"
+    "row 1: core/config.h has 3 lines, the table says '4'"
 fails_with "... on a wrong total" 's/| 5 |$/| 6 |/' "total: the files have 5 lines, the table says '6'"
-fails_with "... on a file that does not exist" 's|`kernels/gelu.cpp`|`kernels/gelu.c`|' \
+fails_with "... on a file that does not exist" 's|`core/gelu.cpp`|`kernels/gelu.c`|' \
     "row 2: no file $T/path/src/kernels/gelu.c
 total: the files have 3 lines, the table says '5'"
 fails_with "... on a missing total" '/| total |/d' "total: the files have 5 lines, the table says ''"
@@ -66,12 +68,12 @@ check "src/README.md's reading path: every file exists, each row's lines and the
     test ! -s $T/path.out
 sed 's/^/    /' $T/path.out
 
-# --- the write rule: only src/base/publish.cpp writes files, only src/base/stop.cpp handles signals -------------
-# write_rule DIR: prints FILE:LINE: WHAT for each file under DIR (C++ sources) but base/publish.cpp that opens a
+# --- the write rule: only src/platform/output_files.cpp writes files, only src/platform/signals.cpp handles signals -------------
+# write_rule DIR: prints FILE:LINE: WHAT for each file under DIR (C++ sources) but platform/output_files.cpp that opens a
 # file for writing (fopen with a mode of w, a or + or not a literal, freopen, ofstream/fstream, creat, open or
 # openat with O_WRONLY, O_RDWR or O_CREAT, platform.h's os_create_exclusive, os_open_append or os_open_lock),
-# and each but base/stop.cpp that calls signal, sigaction or os_signals_install; fails if any. The platform
-# layer (base/platform*) is how those two do it, and is exempt.
+# and each but platform/signals.cpp that calls signal, sigaction or os_signals_install; fails if any. The platform
+# layer (platform/platform*) is how those two do it, and is exempt.
 write_rule() {
     find "$1" -type f \( -name '*.cpp' -o -name '*.h' -o -name '*.cc' -o -name '*.hpp' \) | sort | perl -e '
         my ($root, $bad) = ($ARGV[0], 0);
@@ -86,8 +88,8 @@ write_rule() {
                      {defined $1 ? do { push @lit, $1; "\"$#lit\"" } : ($2 =~ tr/\n//cdr)}gsme;
             my @hits;
             my $at = sub { my $n = 1 + (substr($src, 0, $_[0]) =~ tr/\n//); push @hits, [$n, "$file:$n: $_[1]"]; };
-            next if $rel =~ m{^base/platform(?:_\w+\.cpp|\.h)$};
-            if ($rel ne "base/publish.cpp") {
+            next if $rel =~ m{^platform/platform(?:_\w+\.cpp|\.h)$};
+            if ($rel ne "platform/output_files.cpp") {
                 while ($src =~ /\bfopen\s*$args/g) {
                     my $p = $-[0]; my @ids = $1 =~ /"(\d+)"/g;  # the mode: the last literal
                     $at->($p, "fopen for writing") if !@ids || $lit[$ids[-1]] =~ /[wa+]/;
@@ -99,18 +101,18 @@ write_rule() {
                 }
                 while ($src =~ /\bos_(?:create_exclusive|open_append|open_lock)\s*\(/g) { $at->($-[0], "open for writing") }
             }
-            if ($rel ne "base/stop.cpp") {
+            if ($rel ne "platform/signals.cpp") {
                 while ($src =~ /\b(?:signal|sigaction|os_signals_install)\s*\(/g) { $at->($-[0], "signal handler") }
             }
             print "$_->[1]\n" for sort { $a->[0] <=> $b->[0] } @hits; $bad += @hits;
         }
         exit($bad ? 1 : 0);' "$1"
 }
-mkdir -p $T/rule/src/base $T/rule/src/cli
-cat >$T/rule/src/base/publish.cpp <<'EOF'
+mkdir -p $T/rule/src/platform $T/rule/src/cli
+cat >$T/rule/src/platform/output_files.cpp <<'EOF'
 int publish(const char* p) { FILE* f = fopen(p, "w"); int fd = open(p, O_WRONLY | O_CREAT, 0644); return fd; }
 EOF
-cat >$T/rule/src/base/stop.cpp <<'EOF'
+cat >$T/rule/src/platform/signals.cpp <<'EOF'
 void stop_install() { struct sigaction sa = {}; sigaction(SIGINT, &sa, nullptr); signal(SIGPIPE, SIG_IGN); }
 EOF
 cat >$T/rule/src/cli/reads.cpp <<'EOF'
@@ -125,7 +127,7 @@ void reads(const char* p) {
     struct sigaction old;
 }
 EOF
-check "the write rule passes a tree that writes only in publish.cpp and handles signals only in stop.cpp" \
+check "the write rule passes a tree that writes only in output_files.cpp and handles signals only in signals.cpp" \
     write_rule $T/rule/src
 cp $T/rule/src/cli/reads.cpp $T/rule/reads.cpp && echo '    FILE* g = fopen(p, "w");' >>$T/rule/src/cli/reads.cpp
 write_rule $T/rule/src >$T/rule.out
@@ -159,21 +161,26 @@ void via_os(const std::string& p) { int fd = os_open_read(p); fd = os_create_exc
     os_signals_install(on_stop, on_fault); }
 EOF
 write_rule $T/rule/src >$T/rule.out
-check "... and finds platform.h's write and signal calls outside publish.cpp and stop.cpp (not its reads)" \
+check "... and finds platform.h's write and signal calls outside output_files.cpp and signals.cpp (not its reads)" \
     test "$(grep via_os.cpp $T/rule.out | cut -d: -f2- | tr '\n' ' ')" = "1: open for writing 2: signal handler "
 rm $T/rule/src/cli/via_os.cpp
 write_rule src >$T/rule.out
-check "src/: only base/publish.cpp opens files for writing, only base/stop.cpp calls signal or sigaction" \
+check "src/: only platform/output_files.cpp opens files for writing, only platform/signals.cpp calls signal or sigaction" \
     test ! -s $T/rule.out
 sed 's/^/    /' $T/rule.out
 
-# --- the error rule: kernels and model never print or exit ---------------------------------------------------
-# error_rule DIR: prints FILE:LINE: CALL for each call under DIR/kernels and DIR/model (comments aside) that
-# reports or ends the process: fatal, fatal_hint, printf, fprintf, puts, fputs, perror, std::cout, std::cerr,
-# exit, abort; fails if any. What a caller has already checked is an assert there, what only the computation
-# finds is returned, and io/, train/ and cli/ report it (src/README.md, "The rules the code keeps").
+# --- the error rule: kernels and the model never print or exit ----------------------------------------------
+# error_rule DIR: prints FILE:LINE: CALL for each call (comments aside) that reports or ends the process:
+# fatal, fatal_hint, printf, fprintf, puts, fputs, perror, std::cout, std::cerr, exit, abort, in the files
+# under DIR/core, DIR/precision and DIR/inference that compute (kernels, the model, its precisions and
+# decoding): all but the ones that read a user's input (the trainer, optimizer, data loader, token file,
+# safetensors and JSON readers); fails if any. What a caller has already checked is an assert there, what
+# only the computation finds is returned, and the callers report it (src/README.md, "The rules the code
+# keeps").
 error_rule() {
-    find "$1/kernels" "$1/model" -type f \( -name '*.cpp' -o -name '*.h' \) 2>/dev/null | sort | perl -e '
+    find "$1/core" "$1/precision" "$1/inference" -type f \( -name '*.cpp' -o -name '*.h' \) \
+        ! -name 'trainer.*' ! -name 'optimizer.*' ! -name 'dataloader.*' ! -name 'tokenfile.*' \
+        ! -name 'safetensors.*' ! -name 'json.*' 2>/dev/null | sort | perl -e '
         my $bad = 0;
         while (my $file = <STDIN>) {
             chomp $file; open(my $h, "<", $file) or die "$file: $!"; local $/; my $src = <$h>;
@@ -185,42 +192,66 @@ error_rule() {
         }
         exit($bad ? 1 : 0);'
 }
-mkdir -p $T/err/kernels $T/err/model $T/err/cli
-cat >$T/err/model/quiet.cpp <<'EOF'
+mkdir -p $T/err/core $T/err/inference $T/err/cli
+cat >$T/err/inference/quiet.cpp <<'EOF'
 // fatal("x") in a comment, /* printf("y") */ and exit(1) here are not calls
 #include <cassert>
 int check(int id, int V) { assert(id < V && "callers check ids"); return snprintf(buf, 8, "%d", id); }
 EOF
 printf 'void f() { fatal("out of range"); }\n' >$T/err/cli/loud.cpp
-check "the error rule passes kernels and model that only assert and return (fatal in cli/ is cli's)" \
+printf 'void f() { fatal("bad token file"); }\n' >$T/err/core/dataloader.cpp
+check "the error rule passes kernels that only assert and return (fatal in cli/ and the data loader is theirs)" \
     error_rule $T/err
 printf 'void g() {\n  fatal("x");\n  fatal_hint("h", "x"); printf("x");\n  std::cerr << 1; exit(1);\n}\n' \
-    >$T/err/kernels/loud.cpp
+    >$T/err/core/gelu.cpp
 error_rule $T/err >$T/err.out
-check "... and fails once kernels/ calls fatal, fatal_hint, printf, std::cerr or exit, naming each line" \
+check "... and fails once a kernel calls fatal, fatal_hint, printf, std::cerr or exit, naming each line" \
     test "$(cut -d: -f2- $T/err.out | tr '\n' ' ')" = "2: fatal 3: fatal_hint 3: printf 4: std::cerr 4: exit "
 error_rule src >$T/err.out
-check "src/: kernels/ and model/ never print or exit (no fatal(): their callers report errors)" test ! -s $T/err.out
+check "src/: the kernels and the model never print or exit (no fatal(): their callers report errors)" test ! -s $T/err.out
 sed 's/^/    /' $T/err.out
+
+# --- the direction rule: src/core includes nothing outside itself ---------------------------------------------
+# core_arrows DIR: prints `FILE: HEADER` for each #include "HEADER" in DIR/core/ whose HEADER is not one of
+# core's own (core/...); the C++ library's <...> headers are allowed.
+core_arrows() {
+    (cd "$1" && grep -HE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' core/*.cpp core/*.h 2>/dev/null) |
+        sed -E 's/:[[:space:]]*#[[:space:]]*include[[:space:]]*"([^"]*)".*/: \1/' | grep -v ': core/' | sort
+}
+# The arrows still to cut: each is a piece of an extension that lives in a core file today. Cutting one
+# removes its line here; a new one fails the check.
+KNOWN_ARROWS=$(cat "$(dirname "$0")/core_arrows.txt")
+mkdir -p $T/dir/core && printf '#include <vector>\n#include "core/model.h"\n' >$T/dir/core/model.cpp
+check "the direction rule passes a core that includes only core/ and the C++ library" test -z "$(core_arrows $T/dir)"
+printf '#include "platform/util.h"\n' >>$T/dir/core/model.cpp
+check "... and names a core file's include from outside core" \
+    test "$(core_arrows $T/dir)" = "core/model.cpp: platform/util.h"
+core_arrows src >$T/dir.out
+if [ "$(cat $T/dir.out)" = "$KNOWN_ARROWS" ]; then
+    pass "src/core includes nothing outside itself but the $(grep -c . $T/dir.out) arrows in tests/core_arrows.txt"
+else
+    fail "src/core's includes from outside it are not tests/core_arrows.txt's (<: src now, >: the list)"
+    diff $T/dir.out <(echo "$KNOWN_ARROWS") | grep '^[<>]' | sed 's/^/    /'
+fi
 
 # --- the platform rule: the operating system is met in the platform layer only ------------------------------
 # platform_rule DIR: prints FILE:LINE: WHAT for each C++ source under DIR but the platform layer
-# (base/platform*, and test_os.cpp for the unit tests), the benchmarks (never built for Windows) and npm's
+# (platform/platform*, and test_os.cpp for the unit tests), the benchmarks (never built for Windows) and npm's
 # node_modules (third-party sources the tests run, not ours) that tests
 # _WIN32 or includes a system header: <windows.h>, <io.h>, <unistd.h>, <fcntl.h>, <dirent.h>, <glob.h>,
-# <sched.h>, <signal.h> or <sys/*.h>; fails if any. (<csignal> is standard C++: stop.cpp's flags need it.)
+# <sched.h>, <signal.h> or <sys/*.h>; fails if any. (<csignal> is standard C++: signals.cpp's flags need it.)
 platform_rule() {
-    find "$1" -name node_modules -prune -o -type f \( -name '*.cpp' -o -name '*.h' \) ! -path "$1/base/platform*" \
+    find "$1" -name node_modules -prune -o -type f \( -name '*.cpp' -o -name '*.h' \) ! -path "$1/platform/platform*" \
         ! -name test_os.cpp ! -name 'bench*' -print | sort | xargs -r grep -nHE \
         '_WIN32|^[[:space:]]*#[[:space:]]*include[[:space:]]*<(windows|io|unistd|fcntl|dirent|glob|sched|signal|sys/[a-z_]+)\.h>'
 }
 platform_rule_clean() { ! platform_rule "$1" >$T/plat.out; }
-mkdir -p $T/plat/base $T/plat/io
-printf '#ifdef _WIN32\n#include <windows.h>\n#endif\n' >$T/plat/base/platform_win.cpp
-printf '#include <sys/mman.h>\n#include <dirent.h>\n' >$T/plat/base/platform_posix.cpp
-printf '#include <csignal>\n#include "base/platform.h"\nint f() { return os_getpid(); }\n' >$T/plat/io/reader.cpp
+mkdir -p $T/plat/platform $T/plat/io
+printf '#ifdef _WIN32\n#include <windows.h>\n#endif\n' >$T/plat/platform/platform_win.cpp
+printf '#include <sys/mman.h>\n#include <dirent.h>\n' >$T/plat/platform/platform_posix.cpp
+printf '#include <csignal>\n#include "platform/platform.h"\nint f() { return os_getpid(); }\n' >$T/plat/io/reader.cpp
 mkdir -p $T/plat/node/node_modules/addon && printf '#ifdef _WIN32\n#endif\n' >$T/plat/node/node_modules/addon/env.cpp
-check "the platform rule passes a tree that meets the system only in base/platform* (and in node_modules)" \
+check "the platform rule passes a tree that meets the system only in platform/platform* (and in node_modules)" \
     platform_rule_clean $T/plat
 printf 'int g() {\n#ifdef _WIN32\n  return 1;\n#endif\n}\n#include <sys/mman.h>\n#include <fcntl.h>\n#include <io.h>\n' \
     >>$T/plat/io/reader.cpp
@@ -228,7 +259,7 @@ platform_rule $T/plat >$T/plat.out
 check "... and finds _WIN32 and <sys/mman.h>, <fcntl.h>, <io.h> outside it, naming each line" \
     test "$(cut -d: -f2 $T/plat.out | tr '\n' ' ')" = "5 9 10 11 "
 platform_rule_clean src
-check "src/ meets the operating system only in base/platform* (no _WIN32, no system headers elsewhere)" \
+check "src/ meets the operating system only in platform/platform* (no _WIN32, no system headers elsewhere)" \
     test ! -s $T/plat.out
 sed 's/^/    /' $T/plat.out
 platform_rule_clean tests

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # portable.sh (make test-portable, part of make check): the x86-64 build that picks its kernels at run time
-# (ARCH=portable, kernels/isa.h), built by the caller ($GPT2_PORTABLE and $PORTABLE_TESTS):
+# (ARCH=portable, core/isa.h), built by the caller ($GPT2_PORTABLE and $PORTABLE_TESTS):
 #   * --version names the set it chose (the best this CPU runs, from /proc/cpuinfo), or the one GPT2_ISA
 #     forces; a GPT2_ISA it cannot honour is one error line, as is GPT2_ISA given to a build without dispatch;
 #   * the unit tests pass under each set forced in turn, and a tiny training run gives the native build's

@@ -6,16 +6,16 @@
 #include <string>
 #include <vector>
 
-#include "base/json.h"
-#include "base/half.h"
-#include "base/platform.h"
-#include "base/publish.h"
-#include "base/safetensors.h"
-#include "io/dataloader.h"
-#include "io/tokenfile.h"
-#include "model/model.h"
+#include "core/json.h"
+#include "precision/half.h"
+#include "platform/platform.h"
+#include "platform/output_files.h"
+#include "core/safetensors.h"
+#include "core/dataloader.h"
+#include "core/tokenfile.h"
+#include "core/model.h"
 #include "test.h"
-#include "train/optimizer.h"
+#include "core/optimizer.h"
 
 namespace {
 

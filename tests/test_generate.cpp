@@ -4,12 +4,12 @@
 #include <cstdio>
 #include <vector>
 
-#include "io/checkpoint.h"
-#include "model/generate.h"
-#include "model/infer.h"
-#include "model/model.h"
-#include "model/precision.h"
-#include "model/sampler.h"
+#include "formats/checkpoint.h"
+#include "inference/generate.h"
+#include "inference/infer.h"
+#include "core/model.h"
+#include "precision/precision.h"
+#include "inference/sampler.h"
 #include "test.h"
 
 namespace {

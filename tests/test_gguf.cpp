@@ -1,4 +1,4 @@
-// test_gguf.cpp: GGUF export and import (io/gguf.h): every tensor comes back exactly at f32 and as its
+// test_gguf.cpp: GGUF export and import (formats/gguf.h): every tensor comes back exactly at f32 and as its
 // rounding at f16, bf16 and q8_0; the tokenizer keys llama.cpp reads; the parser refuses truncated and
 // corrupt headers. Whether llama.cpp itself runs the files is tests/ref_gguf.sh's question.
 #include <cmath>
@@ -6,13 +6,13 @@
 #include <string>
 #include <vector>
 
-#include "base/half.h"
-#include "base/platform.h"
-#include "base/publish.h"
-#include "io/checkpoint.h"
-#include "io/gguf.h"
-#include "model/model.h"
-#include "model/precision.h"
+#include "precision/half.h"
+#include "platform/platform.h"
+#include "platform/output_files.h"
+#include "formats/checkpoint.h"
+#include "formats/gguf.h"
+#include "core/model.h"
+#include "precision/precision.h"
 #include "test.h"
 #include "test_os.h"
 #include "text/tokenizer.h"

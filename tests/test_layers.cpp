@@ -16,12 +16,12 @@
 #include <omp.h>
 #endif
 
-#include "base/half.h"
-#include "base/rng.h"
-#include "base/safetensors.h"
-#include "kernels/gemm.h"
-#include "kernels/layers.h"
-#include "kernels/matvec.h"
+#include "precision/half.h"
+#include "core/rng.h"
+#include "core/safetensors.h"
+#include "core/gemm.h"
+#include "core/layers.h"
+#include "inference/matvec.h"
 #include "test.h"
 
 namespace {

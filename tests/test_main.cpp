@@ -2,7 +2,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "base/publish.h"
+#include "platform/output_files.h"
 #include "test.h"
 
 std::vector<TestCase>& test_registry() {

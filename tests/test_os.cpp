@@ -71,7 +71,7 @@ void test_os_setenv(const char* name, const char* value) {
 #else  // Windows
 #include <windows.h>
 
-#include "base/platform.h"
+#include "platform/platform.h"
 
 bool test_os_run_child(void (*)(), int*, std::string*) { return false; }
 long test_os_spin_child() { return -1; }

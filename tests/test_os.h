@@ -1,4 +1,4 @@
-// test_os.h: what the unit tests need of the system beyond src/base/platform.h: a child process, a
+// test_os.h: what the unit tests need of the system beyond src/platform/platform.h: a child process, a
 // symbolic link, a temporary directory, environment variables. test_os.cpp is the one test file that may
 // ask which system it is built for (tests/cli_rules.sh): on Windows there is no fork and links need a
 // privilege, so the calls that need them return false there and their tests skip, counted as skips.

@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "base/platform.h"
-#include "base/publish.h"
-#include "base/util.h"
+#include "platform/platform.h"
+#include "platform/output_files.h"
+#include "platform/util.h"
 #include "test.h"
-#include "train/plot.h"
-#include "train/trainer.h"
+#include "report/plot.h"
+#include "core/trainer.h"
 
 namespace {
 

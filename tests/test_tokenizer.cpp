@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "base/platform.h"
-#include "base/util.h"
+#include "platform/platform.h"
+#include "platform/util.h"
 #include "test.h"
 #include "test_os.h"
 #include "text/tokenizer.h"

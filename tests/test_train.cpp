@@ -10,15 +10,15 @@
 #include <functional>
 #include <vector>
 
-#include "base/half.h"
-#include "base/threads.h"
-#include "base/util.h"
-#include "kernels/adamw.h"
-#include "model/model.h"
-#include "model/precision.h"
+#include "precision/half.h"
+#include "platform/threads.h"
+#include "platform/util.h"
+#include "core/adamw.h"
+#include "core/model.h"
+#include "precision/precision.h"
 #include "test.h"
 #include "test_os.h"
-#include "train/optimizer.h"
+#include "core/optimizer.h"
 
 namespace {
 

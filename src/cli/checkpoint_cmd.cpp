@@ -6,15 +6,15 @@
 #include <cstdlib>
 #include <memory>
 
-#include "base/publish.h"
-#include "base/stop.h"
-#include "base/util.h"
+#include "platform/output_files.h"
+#include "platform/signals.h"
+#include "platform/util.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
-#include "io/checkpoint.h"
-#include "io/gguf.h"
-#include "io/llmc.h"
-#include "train/train_state.h"
+#include "formats/checkpoint.h"
+#include "formats/gguf.h"
+#include "formats/llmc.h"
+#include "formats/train_state.h"
 
 namespace {
 
@@ -95,7 +95,7 @@ int cmd_export(int argc, char** argv) {
                              "Converts a checkpoint to HuggingFace's layout, llm.c's format or llama.cpp's GGUF.",
                              flags, false);
     const std::string format = args.str("format"), dtype = args.str("dtype"), out = args.str("out");
-    stop_catch_abort("export stopped; " + out + " is as it was");  // at its next write (stop.h)
+    stop_catch_abort("export stopped; " + out + " is as it was");  // at its next write (signals.h)
     if (format != "hf" && format != "llmc" && format != "gguf")
         fatal("bad value for --format (export): expected hf, llmc or gguf, got '%s'", format.c_str());
     if (dtype != "f32" && dtype != "f16" && dtype != "bf16" && dtype != "q8_0")

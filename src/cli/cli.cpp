@@ -9,10 +9,10 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "base/util.h"
-#include "io/checkpoint.h"
-#include "model/model.h"
-#include "model/precision.h"
+#include "platform/util.h"
+#include "formats/checkpoint.h"
+#include "core/model.h"
+#include "precision/precision.h"
 #include "text/tokenizer.h"
 
 int cli_edit_distance(const std::string& a, const std::string& b) {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/bf16.h"
+#include "core/bf16.h"
 
 struct CliFlag {
     const char* name;           // long name without dashes, e.g. "seq-len"

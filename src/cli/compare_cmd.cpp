@@ -1,7 +1,7 @@
 // compare_cmd.cpp: the `compare` command. Loads a model and a reference dump, detected by its first bytes:
 //   * ours, written by scripts/reference.py (safetensors: x, y, logits, loss, grad.<HF name> for every
 //     parameter, the losses of AdamW steps on the same batch and the optimizer's settings);
-//   * llm.c's gpt2_124M_debug_state.bin (train_gpt2.py's write_state; io/llmc.h), which holds no AdamW
+//   * llm.c's gpt2_124M_debug_state.bin (train_gpt2.py's write_state; formats/llmc.h), which holds no AdamW
 //     trajectory: its losses are printed for the user to hold against test_gpt2.c's expected ones.
 // Reports, per tensor, max |ours - ref| / max |ref|; loss values are compared in absolute terms.
 // Bars: 1e-5 for both, the project's parity bar for our fp32 against PyTorch's float64 (PyTorch's fp32,
@@ -11,15 +11,15 @@
 #include <cstdio>
 #include <string>
 
-#include "base/safetensors.h"
-#include "base/util.h"
+#include "core/safetensors.h"
+#include "platform/util.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
-#include "io/checkpoint.h"
-#include "io/llmc.h"
-#include "model/model.h"
-#include "model/precision.h"
-#include "train/optimizer.h"
+#include "formats/checkpoint.h"
+#include "formats/llmc.h"
+#include "core/model.h"
+#include "precision/precision.h"
+#include "core/optimizer.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // eval_cmd.cpp: the `eval` command: the mean loss (and perplexity) of a checkpoint on token files, over the
-// first n batches of consecutive windows or over every token (train/evaluate.h); with --hellaswag it hands
+// first n batches of consecutive windows or over every token (report/evaluate.h); with --hellaswag it hands
 // over to hellaswag_cmd.cpp, whose flags are declared here, in eval's one table.
 
 #include <algorithm>
@@ -8,15 +8,15 @@
 #include <string>
 #include <vector>
 
-#include "base/progress.h"
-#include "base/stop.h"
-#include "base/util.h"
+#include "report/progress.h"
+#include "platform/signals.h"
+#include "platform/util.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
-#include "io/checkpoint.h"
-#include "io/dataloader.h"
-#include "model/model.h"
-#include "train/evaluate.h"
+#include "formats/checkpoint.h"
+#include "core/dataloader.h"
+#include "core/model.h"
+#include "report/evaluate.h"
 
 static const std::vector<CliFlag> kEvalFlags = {
     {"model", "", "", "checkpoint to evaluate"},
@@ -39,7 +39,7 @@ int cmd_eval(int argc, char** argv) {
         "token 0 or over every token of the file, or HellaSwag's acc and acc_norm (llm.c's completion-style "
         "scoring).",
         kEvalFlags, false);
-    // Nothing to save on the way out: a stop signal ends the scoring with one line (stop.h).
+    // Nothing to save on the way out: a stop signal ends the scoring with one line (signals.h).
     stop_catch_abort(args.has("hellaswag") ? "HellaSwag stopped before its end" : "eval stopped before its end; no loss");
     if (args.has("hellaswag")) return cmd_eval_hellaswag(args);
     eval_check_hellaswag_flags(args);

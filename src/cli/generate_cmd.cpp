@@ -8,13 +8,13 @@
 #include <cstring>
 #include <string>
 
-#include "base/platform.h"
-#include "base/stop.h"
-#include "base/util.h"
+#include "platform/platform.h"
+#include "platform/signals.h"
+#include "platform/util.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
-#include "io/checkpoint.h"
-#include "model/generate.h"
+#include "formats/checkpoint.h"
+#include "inference/generate.h"
 #include "text/tokenizer.h"
 
 namespace {

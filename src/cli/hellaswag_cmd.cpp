@@ -1,5 +1,5 @@
 // hellaswag_cmd.cpp: `gpt2 eval --hellaswag FILE`: checks the flags, reads and tokenizes the examples, checks
-// memory, scores them (train/hellaswag.h) and prints acc and acc_norm, optionally writing every example's
+// memory, scores them (report/hellaswag.h) and prints acc and acc_norm, optionally writing every example's
 // candidate losses. The flags themselves are declared in eval's table (eval_cmd.cpp).
 #include <algorithm>
 #include <cstring>
@@ -8,14 +8,14 @@
 #include <string>
 #include <vector>
 
-#include "base/publish.h"
-#include "base/util.h"
+#include "platform/output_files.h"
+#include "platform/util.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
-#include "io/checkpoint.h"
-#include "model/model.h"
+#include "formats/checkpoint.h"
+#include "core/model.h"
 #include "text/tokenizer.h"
-#include "train/hellaswag.h"
+#include "report/hellaswag.h"
 
 namespace {
 

@@ -10,13 +10,13 @@
 #include <omp.h>
 #endif
 
-#include "base/platform.h"
-#include "base/stop.h"
-#include "base/util.h"
+#include "platform/platform.h"
+#include "platform/signals.h"
+#include "platform/util.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
-#include "kernels/bf16.h"
-#include "kernels/isa.h"
+#include "core/bf16.h"
+#include "core/isa.h"
 
 struct Command {
     const char* name;
@@ -85,8 +85,8 @@ static int finish(int rc) {
 
 int main(int argc, char** argv) {
     std::set_new_handler(on_out_of_memory);
-    os_init();       // base/platform.h: the operating system's part
-    stop_install();  // signals: base/stop.h
+    os_init();       // platform/platform.h: the operating system's part
+    stop_install();  // signals: platform/signals.h
     // the kernels' instruction set: a bad GPT2_ISA stops here, before any work (the kernels never print)
     if (const std::string bad_isa = kernels_isa_error(); !bad_isa.empty()) fatal("%s", bad_isa.c_str());
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {

@@ -1,18 +1,18 @@
 // plot_cmd.cpp: the `plot` command: several runs' --log files (JSON lines) drawn on one loss plot, e.g. an
 // fp32 and a bf16 run of the same model, against step or tokens, smoothed or on a log scale as asked. Every
 // log is read and checked before the PNG is written, so a bad one leaves no output. Reading logs lives in
-// train/run_log.h, drawing in train/plot.h.
+// report/run_log.h, drawing in report/plot.h.
 #include <cstdint>
 #include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "base/util.h"
+#include "platform/util.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
-#include "train/plot.h"
-#include "train/run_log.h"
+#include "report/plot.h"
+#include "report/run_log.h"
 
 namespace {
 

@@ -13,14 +13,14 @@
 #include <omp.h>
 #endif
 
-#include "base/platform.h"
-#include "base/publish.h"
-#include "base/stop.h"
-#include "base/util.h"
+#include "platform/platform.h"
+#include "platform/output_files.h"
+#include "platform/signals.h"
+#include "platform/util.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
-#include "io/token_writer.h"
-#include "io/tokenfile.h"
+#include "formats/token_writer.h"
+#include "core/tokenfile.h"
 #include "text/text_stream.h"
 #include "text/tokenizer.h"
 

@@ -1,6 +1,6 @@
 // train_cmd.cpp: the `train` command: options from flags (and from a checkpoint's stored flags
 // on --resume), the checks on outputs and memory before anything is computed, then the run itself
-// (train/trainer.h).
+// (core/trainer.h).
 
 #include <climits>
 #include <cstdio>
@@ -9,23 +9,23 @@
 #include <memory>
 #include <string>
 
-#include "base/platform.h"
-#include "base/dist.h"
-#include "base/hash.h"
-#include "base/publish.h"
-#include "base/stop.h"
-#include "base/util.h"
+#include "platform/platform.h"
+#include "dist/dist.h"
+#include "platform/hash.h"
+#include "platform/output_files.h"
+#include "platform/signals.h"
+#include "platform/util.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
-#include "io/checkpoint.h"
-#include "io/dataloader.h"
-#include "model/generate.h"
-#include "model/model.h"
-#include "model/precision.h"
+#include "formats/checkpoint.h"
+#include "core/dataloader.h"
+#include "inference/generate.h"
+#include "core/model.h"
+#include "precision/precision.h"
 #include "text/tokenizer.h"
-#include "train/plot.h"
-#include "train/grad_sync.h"
-#include "train/trainer.h"
+#include "report/plot.h"
+#include "dist/grad_sync.h"
+#include "core/trainer.h"
 
 namespace {
 
@@ -322,7 +322,7 @@ std::string batch_shape(long long B, long long accum, long long ranks) {
 }
 
 // A resumed run keeps its global batch, -B x --grad-accum x ranks sequences per optimizer step, and with it
-// the data order (a step's windows depend on the global batch alone, io/dataloader.h). Under another rank
+// the data order (a step's windows depend on the global batch alone, core/dataloader.h). Under another rank
 // count, or with -B or --grad-accum given, the flag not given is fitted (--grad-accum first, so -B and the
 // memory stay); a shape that cannot keep it is refused naming one that can. --val-batches (when not
 // given) is fitted too, so validation keeps its sequences. The values go into *stored, which the run records.

@@ -6,10 +6,10 @@
 #include <cerrno>
 #include <cstring>
 
-#include "base/platform.h"
-#include "base/json.h"
-#include "base/publish.h"
-#include "base/util.h"
+#include "platform/platform.h"
+#include "core/json.h"
+#include "platform/output_files.h"
+#include "platform/util.h"
 #include "text/tokenizer.h"
 
 namespace {

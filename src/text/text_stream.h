@@ -35,7 +35,7 @@ struct TextInput {
 // Expands the command line's inputs: "-" is stdin, a directory stands for the regular files directly inside
 // it whose names do not start with '.' and that skip(path) does not reject (the command's own outputs),
 // sorted by name. A missing input, or a directory without such files, is fatal naming it. Every input file
-// is noted as one (publish.h), so no output of the run can replace it.
+// is noted as one (output_files.h), so no output of the run can replace it.
 std::vector<TextInput> text_inputs_expand(const std::vector<std::string>& args,
                                           const std::function<bool(const std::string&)>& skip = nullptr);
 

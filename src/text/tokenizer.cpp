@@ -10,8 +10,8 @@
 #include <functional>
 #include <memory>
 
-#include "base/json.h"
-#include "base/util.h"
+#include "core/json.h"
+#include "platform/util.h"
 #include "text/unicode_tables.h"
 
 // ---------------------------------------------------------------------------------------------------

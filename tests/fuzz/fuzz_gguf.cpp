@@ -6,7 +6,7 @@
 #include <set>
 #include <string>
 
-#include "io/gguf.h"
+#include "formats/gguf.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     GgufHeader h;

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "base/json.h"
+#include "core/json.h"
 
 static void check_string_roundtrip(const std::string& s) {
     std::string quoted = json_escape(s);

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "io/llmc.h"
-#include "model/layout.h"
+#include "formats/llmc.h"
+#include "core/layout.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::vector<uint8_t> bytes(data, data + size);

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "base/safetensors.h"
+#include "core/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     SafeTensors st;

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "train/train_state.h"
+#include "formats/train_state.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     SafeTensors st;

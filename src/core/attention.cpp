@@ -1,0 +1,259 @@
+// attention.cpp: causal multi-head self-attention, forward and backward. See layers.h.
+// The fast kernels work on blocks of kQBlock queries of one (batch, head): scores S = Q K^T, P = softmax,
+// O = P V are small matrix products done by gemm_serial on the calling thread, while OpenMP splits the
+// (batch, head, query block) items. Only the log-sum-exp of each query's scores is kept for the
+// backward, which recomputes S and P block by block (as FlashAttention does), so no (T, T) buffer
+// exists beyond one block's (kQBlock, T) scratch per thread. The *_ref kernels are the scalar loops the
+// tests compare against.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/gemm.h"
+#include "core/layers.h"
+#include "core/simd.h"
+
+KERNELS_BEGIN
+
+namespace {
+
+const int kQBlock = 64;  // queries per block: a multiple of the gemm's register tile
+
+// Per-thread scratch for one block's (kQBlock, T) scores/probabilities and their gradients.
+std::vector<float>& scratch(int which) {
+    static thread_local std::vector<float> buf[2];
+    return buf[which];
+}
+
+// S (rows, tn) = q k^T for a block of queries of one head against keys 0..tn; q points at the block's
+// first query and k at key 0, their rows q_row and k_row floats apart. Unscaled.
+void block_scores(float* S, const float* q, size_t q_row, const float* k, size_t k_row, int rows, int tn, int HS,
+                  Precision prec) {
+    if (rows > 1) return gemm_serial(rows, tn, HS, q, (int)q_row, false, k, (int)k_row, true, S, tn, false, prec);
+    for (int j = 0; j < tn; j++) {  // one query (decoding): packing operands for gemm would cost more
+        const float* kj = k + (size_t)j * k_row;
+        float d = 0;
+        for (int c = 0; c < HS; c++) d += q[c] * kj[c];
+        S[j] = d;
+    }
+}
+
+// lse[r] = log sum_{j <= t0 + r} exp(S[r][j] * scale), the sum in double lanes.
+void block_lse(float* lse, const float* S, int t0, int rows, int tn, float scale) {
+    for (int r = 0; r < rows; r++) {
+        const float* s = S + (size_t)r * tn;
+        const int n = t0 + r + 1;  // causal: keys 0..t
+        vf16 m = vf_set(-INFINITY);
+        int j = 0;
+        for (; j + kVecLen <= n; j += kVecLen) m = vf_max(m, vf_load(s + j) * scale);
+        float mx = vf_reduce_max(m);
+        for (; j < n; j++) mx = s[j] * scale > mx ? s[j] * scale : mx;
+        const vf16 vmx = vf_set(mx);
+        vd8 lo{}, hi{};
+        for (j = 0; j + kVecLen <= n; j += kVecLen)
+            vf_accumulate_double(&lo, &hi, vf_exp(vf_load(s + j) * scale - vmx));
+        double sum = vd_reduce_add(lo, hi);
+        if (j < n) {
+            vf16 e = vf_exp(vf_load_partial(s + j, n - j) * scale - vmx);
+            for (int i = 0; i < n - j; i++) sum += e[i];
+        }
+        lse[r] = mx + (float)std::log(sum);
+    }
+}
+
+// S becomes P = exp(S * scale - lse) on and below the diagonal, 0 above it.
+void block_probs(float* S, const float* lse, int t0, int rows, int tn, float scale) {
+    for (int r = 0; r < rows; r++) {
+        float* p = S + (size_t)r * tn;
+        const int n = t0 + r + 1;
+        const vf16 vl = vf_set(lse[r]);
+        int j = 0;
+        for (; j + kVecLen <= n; j += kVecLen) vf_store(p + j, vf_exp(vf_load(p + j) * scale - vl));
+        if (j < n) vf_store_partial(p + j, vf_exp(vf_load_partial(p + j, n - j) * scale - vl), n - j);
+        for (j = n; j < tn; j++) p[j] = 0.0f;
+    }
+}
+
+// One head's attention for `rows` queries at positions t0..t0+rows-1 (q: the first one, rows q_row floats
+// apart) over the keys and values of positions 0..t0+rows-1 (k, v: position 0, rows kv_row apart):
+// out (rows x HS, rows out_row apart) and lse (rows) (both overwritten).
+void attend_block(float* out, size_t out_row, float* lse, const float* q, size_t q_row, const float* k, const float* v,
+                  size_t kv_row, int t0, int rows, int HS, float scale, Precision prec) {
+    const int tn = t0 + rows;
+    std::vector<float>& P = scratch(0);
+    if (P.size() < (size_t)kQBlock * tn) P.resize((size_t)kQBlock * tn);
+    block_scores(P.data(), q, q_row, k, kv_row, rows, tn, HS, prec);
+    block_lse(lse, P.data(), t0, rows, tn, scale);
+    block_probs(P.data(), lse, t0, rows, tn, scale);
+    if (rows > 1) {
+        gemm_serial(rows, HS, tn, P.data(), tn, false, v, (int)kv_row, false, out, (int)out_row, false, prec);  // P V
+        return;
+    }
+    for (int c = 0; c < HS; c++) out[c] = 0;
+    for (int j = 0; j < tn; j++) {
+        const float* vj = v + (size_t)j * kv_row;
+        const float p = P[j];
+        for (int c = 0; c < HS; c++) out[c] += p * vj[c];
+    }
+}
+
+}  // namespace
+
+void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH, Precision prec) {
+    const int HS = C / NH, nblocks = (T + kQBlock - 1) / kQBlock;
+    const float scale = 1.0f / sqrtf((float)HS);
+    const size_t row = 3 * (size_t)C;
+#pragma omp parallel for collapse(3) schedule(static)
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int blk = 0; blk < nblocks; blk++) {
+                const int t0 = blk * kQBlock, rows = std::min(kQBlock, T - t0);
+                const float* q = qkv + (size_t)b * T * row + h * HS;  // position 0 of this sequence and head
+                attend_block(out + ((size_t)b * T + t0) * C + h * HS, C, lse + ((size_t)b * NH + h) * T + t0,
+                             q + (size_t)t0 * row, row, q + C, q + 2 * C, row, t0, rows, HS, scale, prec);
+            }
+}
+
+void attention_forward_cached(float* out, float* lse, const float* qkv, const float* kcache, const float* vcache, int n,
+                              int p0, int C, int NH, Precision prec) {
+    const int HS = C / NH, nblocks = (n + kQBlock - 1) / kQBlock;
+    const float scale = 1.0f / sqrtf((float)HS);
+    const size_t row = 3 * (size_t)C;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int h = 0; h < NH; h++)
+        for (int blk = 0; blk < nblocks; blk++) {
+            const int i0 = blk * kQBlock, rows = std::min(kQBlock, n - i0);
+            attend_block(out + (size_t)i0 * C + h * HS, C, lse + (size_t)h * n + i0, qkv + (size_t)i0 * row + h * HS,
+                         row, kcache + h * HS, vcache + h * HS, C, p0 + i0, rows, HS, scale, prec);
+        }
+}
+
+void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* lse, int B, int T, int C, int NH,
+                        Precision prec) {
+    const int HS = C / NH, nblocks = (T + kQBlock - 1) / kQBlock;
+    const float scale = 1.0f / sqrtf((float)HS);
+    const size_t row = 3 * (size_t)C;
+    // Keys and values of position t2 receive gradient from every later query block, so one (batch, head)
+    // is one thread's work, blocks in order: no two threads write the same element of dqkv and each
+    // element is summed in the same order whatever the thread count.
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            const float* q = qkv + (size_t)b * T * row + h * HS;
+            float* dq = dqkv + (size_t)b * T * row + h * HS;
+            const float* d = dout + (size_t)b * T * C + h * HS;
+            for (int t = 0; t < T; t++) {  // dk and dv accumulate over query blocks; dq is overwritten
+                memset(dq + (size_t)t * row + C, 0, sizeof(float) * HS);
+                memset(dq + (size_t)t * row + 2 * C, 0, sizeof(float) * HS);
+            }
+            std::vector<float>&P = scratch(0), &dP = scratch(1);
+            if (P.size() < (size_t)kQBlock * T) P.resize((size_t)kQBlock * T);
+            if (dP.size() < (size_t)kQBlock * T) dP.resize((size_t)kQBlock * T);
+            for (int blk = 0; blk < nblocks; blk++) {
+                const int t0 = blk * kQBlock, rows = std::min(kQBlock, T - t0), tn = t0 + rows;
+                block_scores(P.data(), q + (size_t)t0 * row, row, q + C, row, rows, tn, HS, prec);
+                block_probs(P.data(), lse + ((size_t)b * NH + h) * T + t0, t0, rows, tn, scale);
+                // through out = P V: dP = dout V^T, dV += P^T dout
+                gemm_serial(rows, tn, HS, d + (size_t)t0 * C, C, false, q + 2 * C, (int)row, true, dP.data(), tn, false,
+                            prec);
+                gemm_serial(tn, HS, rows, P.data(), tn, true, d + (size_t)t0 * C, C, false, dq + 2 * C, (int)row, true,
+                            prec);
+                // through the softmax: dS = P (dP - sum_j P dP) * scale (zero above the diagonal, as P)
+                for (int r = 0; r < rows; r++) {
+                    const float* p = P.data() + (size_t)r * tn;
+                    float* ds = dP.data() + (size_t)r * tn;
+                    const int n = t0 + r + 1;
+                    vf16 acc{};
+                    int j = 0;
+                    for (; j + kVecLen <= n; j += kVecLen) acc += vf_load(p + j) * vf_load(ds + j);
+                    float dot = 0;
+                    for (int i = 0; i < kVecLen; i++) dot += acc[i];
+                    for (; j < n; j++) dot += p[j] * ds[j];
+                    const vf16 vdot = vf_set(dot);
+                    for (j = 0; j + kVecLen <= n; j += kVecLen)
+                        vf_store(ds + j, vf_load(p + j) * (vf_load(ds + j) - vdot) * scale);
+                    for (; j < n; j++) ds[j] = p[j] * (ds[j] - dot) * scale;
+                    for (j = n; j < tn; j++) ds[j] = 0.0f;
+                }
+                // through S = q k^T: dq = dS k (overwrites), dk += dS^T q
+                gemm_serial(rows, HS, tn, dP.data(), tn, false, q + C, (int)row, false, dq + (size_t)t0 * row, (int)row,
+                            false, prec);
+                gemm_serial(tn, HS, rows, dP.data(), tn, true, q + (size_t)t0 * row, (int)row, false, dq + C, (int)row,
+                            true, prec);
+            }
+        }
+}
+
+void attention_forward_ref(float* out, float* lse, const float* qkv, int B, int T, int C, int NH) {
+    const int HS = C / NH;
+    const float scale = 1.0f / sqrtf((float)HS);
+    const size_t row = 3 * (size_t)C;
+    std::vector<float> a(T);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int t = 0; t < T; t++) {
+                const float* q = qkv + ((size_t)b * T + t) * row + h * HS;
+                float amax = -INFINITY;
+                for (int t2 = 0; t2 <= t; t2++) {
+                    const float* k = qkv + ((size_t)b * T + t2) * row + C + h * HS;
+                    float s = 0;
+                    for (int i = 0; i < HS; i++) s += q[i] * k[i];
+                    a[t2] = s * scale;
+                    amax = a[t2] > amax ? a[t2] : amax;
+                }
+                double sum = 0;
+                for (int t2 = 0; t2 <= t; t2++) sum += expf(a[t2] - amax);
+                float l = amax + (float)std::log(sum);
+                lse[((size_t)b * NH + h) * T + t] = l;
+                float* o = out + ((size_t)b * T + t) * C + h * HS;
+                for (int i = 0; i < HS; i++) o[i] = 0;
+                for (int t2 = 0; t2 <= t; t2++) {
+                    const float* v = qkv + ((size_t)b * T + t2) * row + 2 * C + h * HS;
+                    float p = expf(a[t2] - l);
+                    for (int i = 0; i < HS; i++) o[i] += p * v[i];
+                }
+            }
+}
+
+void attention_backward_ref(float* dqkv, const float* dout, const float* qkv, const float* lse, int B, int T, int C,
+                            int NH) {
+    const int HS = C / NH;
+    const float scale = 1.0f / sqrtf((float)HS);
+    const size_t row = 3 * (size_t)C;
+    for (int i = 0; i < B * T; i++) memset(dqkv + i * row, 0, sizeof(float) * row);
+    std::vector<float> p(T), dscore(T);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int t = 0; t < T; t++) {
+                const float* d = dout + ((size_t)b * T + t) * C + h * HS;
+                const float* q = qkv + ((size_t)b * T + t) * row + h * HS;
+                float* dq = dqkv + ((size_t)b * T + t) * row + h * HS;
+                float dot = 0;
+                for (int t2 = 0; t2 <= t; t2++) {
+                    const float* k = qkv + ((size_t)b * T + t2) * row + C + h * HS;
+                    const float* v = qkv + ((size_t)b * T + t2) * row + 2 * C + h * HS;
+                    float* dv = dqkv + ((size_t)b * T + t2) * row + 2 * C + h * HS;
+                    float s = 0, da = 0;
+                    for (int i = 0; i < HS; i++) s += q[i] * k[i];
+                    p[t2] = expf(s * scale - lse[((size_t)b * NH + h) * T + t]);
+                    for (int i = 0; i < HS; i++) {
+                        da += d[i] * v[i];
+                        dv[i] += p[t2] * d[i];
+                    }
+                    dscore[t2] = da;
+                    dot += p[t2] * da;
+                }
+                for (int t2 = 0; t2 <= t; t2++) {
+                    float ds = p[t2] * (dscore[t2] - dot) * scale;
+                    const float* k = qkv + ((size_t)b * T + t2) * row + C + h * HS;
+                    float* dk = dqkv + ((size_t)b * T + t2) * row + C + h * HS;
+                    for (int i = 0; i < HS; i++) {
+                        dq[i] += ds * k[i];
+                        dk[i] += ds * q[i];
+                    }
+                }
+            }
+}
+
+KERNELS_END

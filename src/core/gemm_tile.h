@@ -1,0 +1,144 @@
+// gemm_tile.h: what the fp32 gemm (gemm.cpp) and its bf16 operands (gemm_bf16.cpp) share: the register
+// tile and cache blocking sizes, element access to op(A) and op(B), the 16 x 16 in-register transpose the
+// packers use, and storing a tile of accumulators into C. Internal to the two gemm files; see gemm.h.
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "core/isa.h"
+#include "core/simd.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+KERNELS_BEGIN
+namespace gemm_tile {
+
+// Register tile per instruction set (overridable with -DGEMM_MR/-DGEMM_NV for experiments): 8 x 48 in
+// 24 zmm accumulators with AVX-512 (10-20% faster than 8 x 32 on the backward products here, and 48
+// divides every GPT-2 width: 768, 2304, 3072, 50304); 6 x 16 in 12 ymm with AVX2 and in 24 q registers with
+// NEON; 4 x 16 elsewhere.
+#if defined(__AVX512F__)
+#define GEMM_ISA_MR 8
+#define GEMM_ISA_NV 3
+#elif defined(__AVX2__) && defined(__FMA__)
+#define GEMM_ISA_MR 6
+#define GEMM_ISA_NV 1
+#elif defined(__aarch64__)
+#define GEMM_ISA_MR 6
+#define GEMM_ISA_NV 1
+#else
+#define GEMM_ISA_MR 4
+#define GEMM_ISA_NV 1
+#endif
+#ifndef GEMM_MR
+#define GEMM_MR GEMM_ISA_MR
+#endif
+#ifndef GEMM_NV
+#define GEMM_NV GEMM_ISA_NV
+#endif
+const int MR = GEMM_MR;         // rows of the register tile
+const int NR = 16 * GEMM_NV;    // columns of the register tile: GEMM_NV 16-float vectors
+const int KC = 256;             // depth of one packed panel pair (B's KC x NR micro-panel: 48 KiB, in L1/L2)
+const int MC = 128 / MR * MR;   // rows of A packed at once (MC x KC floats, in L2)
+const int NC = 1024 / NR * NR;  // columns of B packed at once (KC x NC floats = 1 MiB, in L2)
+// When C is far larger than L2 (the lm_head's logits, 51 MB at B=4 T=64) every extra pass over K
+// re-reads and re-writes it from memory; such products take the whole of a K <= KC_DEEP in one pass,
+// with a narrower B block to keep it in L2.
+const int KC_DEEP = 768;
+const int NC_DEEP = 256 / NR * NR;
+const size_t DEEP_MIN_C = (size_t)4 << 20;  // floats of C (16 MB)
+
+inline float a_at(const float* A, int lda, bool trans, int i, int k) {
+    return trans ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
+}
+inline float b_at(const float* B, int ldb, bool trans, int k, int j) {
+    return trans ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
+}
+
+// In-register transposes for packing operands whose k runs along memory: each stage swaps the
+// off-diagonal b x b blocks of every 2b x 2b block (b = 8, 4, 2, 1), leaving row i holding column i.
+#define SHUF16(x, y, ...) __builtin_shufflevector(x, y, __VA_ARGS__)
+inline void transpose16(vf16 r[16]) {
+    for (int j = 0; j < 8; j++) {
+        vf16 x = r[j], y = r[j + 8];
+        r[j] = SHUF16(x, y, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
+        r[j + 8] = SHUF16(x, y, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+    }
+    for (int i = 0; i < 16; i += 8)
+        for (int j = 0; j < 4; j++) {
+            vf16 x = r[i + j], y = r[i + j + 4];
+            r[i + j] = SHUF16(x, y, 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27);
+            r[i + j + 4] = SHUF16(x, y, 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31);
+        }
+    for (int i = 0; i < 16; i += 4)
+        for (int j = 0; j < 2; j++) {
+            vf16 x = r[i + j], y = r[i + j + 2];
+            r[i + j] = SHUF16(x, y, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29);
+            r[i + j + 2] = SHUF16(x, y, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
+        }
+    for (int i = 0; i < 16; i += 2) {
+        vf16 x = r[i], y = r[i + 1];
+        r[i] = SHUF16(x, y, 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30);
+        r[i + 1] = SHUF16(x, y, 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31);
+    }
+}
+#undef SHUF16
+
+// Fetches the lines of C's tile (rows x cols floats) for writing, before the micro-kernel's k loop: its
+// stores (and loads, when adding) come after thousands of cycles of products, by when an output or gradient
+// that was not in cache has arrived instead of stalling the tile's stores.
+inline void prefetch_tile(const float* C, int ldc, int rows, int cols) {
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < cols; j += 16) __builtin_prefetch(C + (size_t)r * ldc + j, 1);
+}
+
+#if defined(__x86_64__)
+// C[0:rows, 0:cols] = (or +=) an MR x NR tile held in MR x NR/16 zmm accumulators.
+__attribute__((target("avx512f"))) inline void store_tile(const __m512 (*acc)[GEMM_NV], float* C, int ldc, int rows,
+                                                          int cols, bool add) {
+    const int NV = GEMM_NV;
+    if (rows == MR && cols == NR) {
+        for (int r = 0; r < MR; r++)
+            for (int v = 0; v < NV; v++) {
+                float* c = C + (size_t)r * ldc + 16 * v;
+                __m512 x = add ? _mm512_add_ps(acc[r][v], _mm512_loadu_ps(c)) : acc[r][v];
+                _mm512_storeu_ps(c, x);
+            }
+        return;
+    }
+    for (int r = 0; r < rows; r++)
+        for (int v = 0; v < NV && 16 * v < cols; v++) {
+            int n = std::min(16, cols - 16 * v);
+            __mmask16 m = (__mmask16)((1u << n) - 1);
+            float* c = C + (size_t)r * ldc + 16 * v;
+            __m512 x = add ? _mm512_add_ps(acc[r][v], _mm512_maskz_loadu_ps(m, c)) : acc[r][v];
+            _mm512_mask_storeu_ps(c, m, x);
+        }
+}
+#endif
+
+// The bf16 operands (gemm_bf16.cpp): panels of k-pair words for vdpbf16ps, and its micro-kernel. B's
+// source is fp32 (rounded as it is packed) or the model's bf16 copy (uint16_t, read as is).
+void pack_a_bf16(uint32_t* dst, const float* A, int lda, bool trans, int i0, int mc, int k0, int kc);
+template <typename T>
+void pack_b_bf16(uint32_t* dst, const T* B, int ldb, bool trans, int k0, int kc, int j0, int nc);
+void micro_kernel_bf16(int kc2, const uint32_t* a, const uint32_t* b, float* C, int ldc, int rows, int cols, bool add);
+
+// The same operands on AMX tiles (gemm_bf16.cpp), where bf16_amx(): TDPBF16PS multiplies a tile of 16 rows
+// of A by a tile of 16 k-pair rows of B, each 64 bytes wide, so both panels hold k in blocks of 16 pairs
+// (kc2 rounded up, amx_kc2), zero-padded. A's panels have AMX_MR = 16 rows, each block a tile: [16 rows]
+// [16 words]. B's panels are pack_b_bf16's ([k2][NR] words), each 16-column strip of a block a tile.
+const int AMX_MR = 16;
+inline int amx_kc2(int kc) { return ((kc + 1) / 2 + 15) / 16 * 16; }
+void amx_configure();  // once per thread, before its first amx micro-kernel
+void pack_a_amx(uint32_t* dst, const float* A, int lda, bool trans, int i0, int mc, int k0, int kc);
+template <typename T>
+void pack_b_amx(uint32_t* dst, const T* B, int ldb, bool trans, int k0, int kc, int j0, int nc);
+void micro_kernel_amx(int kc2p, const uint32_t* a, const uint32_t* b, float* C, int ldc, int rows, int cols, bool add);
+
+}  // namespace gemm_tile
+
+KERNELS_END

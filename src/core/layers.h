@@ -1,0 +1,102 @@
+// layers.h: the forward/backward kernel pairs of GPT-2, fp32. Argument order follows llm.c: outputs,
+// then caches, then inputs, then weights, then sizes. Backward kernels ACCUMULATE (+=) into parameter
+// gradients (the caller zeroes them once per optimizer step, so micro-batches add up). An activation
+// gradient with a single writer is OVERWRITTEN (=) by that writer, so the backward needs no zeroing
+// pass over the activation gradients; layernorm_backward's dinp is the one that still accumulates (it
+// adds onto the residual stream's gradient). Each declaration says which. N = B*T rows.
+// Each kernel's shapes are given at its declaration. The math follows the GPT-2 paper and nanoGPT.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "core/bf16.h"
+#include "core/isa.h"
+
+KERNELS_BEGIN
+
+// out (N, C) = wte[tokens] + wpe[t] (overwrites). tokens (B, T).
+void encoder_forward(float* out, const int* tokens, const float* wte, const float* wpe, int B, int T, int C);
+// dwte (Vp, C), dwpe (maxT, C) += from dout (N, C).
+void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* tokens, int B, int T, int C);
+
+// out (N, C) = (inp - mean) * rstd * weight + bias, eps 1e-5, population variance (overwrites out,
+// mean (N), rstd (N)).
+void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
+                       int N, int C);
+// dinp (N, C), dweight (C), dbias (C) += ; reads the mean/rstd cache.
+void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                        const float* weight, const float* mean, const float* rstd, int N, int C);
+
+KERNELS_END
+
+// A weight as the matmuls read it: its fp32 values, how products with it run (bf16.h's Precision: kFp32,
+// or kBf16 for bf16 operands with fp32 accumulation, gemm.h, which needs bf16_supported()), and the copies
+// the model keeps of it in a reduced precision, read instead of the fp32 values where they give the same
+// result from fewer bytes: bf16, the same values rounded; q8, the weight as q8_0 blocks (precision/half.h) whose
+// values the fp32 ones equal exactly (the model quantized them in place), read by the matrix-vector
+// product of decoding. A plain float pointer is an fp32 weight. A further precision adds its copy here and
+// its mat-vec in matvec.cpp; no caller changes.
+struct Weight {
+    Weight(const float* f32 = nullptr, Precision prec = Precision::kFp32, const uint16_t* bf16 = nullptr)
+        : f32(f32), prec(prec), bf16(bf16) {}
+    const float* f32;
+    Precision prec;
+    const uint16_t* bf16;              // or null
+    const int8_t* q8 = nullptr;        // (OC, IC) values, or null
+    const uint16_t* q8_d = nullptr;    // (OC, IC / kQ8Block) fp16 scales
+};
+
+KERNELS_BEGIN
+
+// out (N, OC) = inp (N, IC) weight^T + bias; weight (OC, IC), bias (OC) or null (overwrites).
+void matmul_forward(float* out, const float* inp, const Weight& weight, const float* bias, int N, int IC, int OC);
+// dinp (N, IC) = dout weight (overwrites); dweight (OC, IC) += dout^T inp; dbias (OC) += column sums of
+// dout (if non-null). dout (N, OC). The weight's precision applies to both products.
+void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                     const Weight& weight, int N, int IC, int OC);
+
+// Causal multi-head self-attention, HS = C / NH. qkv (N, 3C) holds q, k, v per row; out (N, C)
+// (overwrites); lse (B, NH, T) the log-sum-exp of each query's scaled scores (overwrites), all the
+// backward needs to rebuild the softmax: no (T, T) probabilities are stored.
+void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH,
+                       Precision prec = Precision::kFp32);
+// The same attention for n new rows of one sequence at positions p0..p0+n-1 over a KV cache: qkv (n, 3C)
+// holds their q (k and v are already in the cache); kcache, vcache (>= p0+n, C) hold positions 0..p0+n-1.
+// out (n, C) and lse (NH, n) are overwritten. Same blocks and arithmetic as attention_forward.
+void attention_forward_cached(float* out, float* lse, const float* qkv, const float* kcache, const float* vcache, int n,
+                              int p0, int C, int NH, Precision prec = Precision::kFp32);
+// dqkv (N, 3C) = from dout (N, C) (overwrites), recomputing the probabilities from qkv and lse.
+void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* lse, int B, int T, int C, int NH,
+                        Precision prec = Precision::kFp32);
+
+// GELU, tanh approximation: out (n) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (overwrites).
+void gelu_forward(float* out, const float* inp, size_t n);
+// dinp (n) = dout * gelu'(inp) (OVERWRITES: the only writer of its gradient).
+void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n);
+
+// out (n) = a + b (overwrites).
+void residual_forward(float* out, const float* a, const float* b, size_t n);
+// da, db (n) = dout (overwrites both).
+void residual_backward(float* da, float* db, const float* dout, size_t n);
+
+// The classifier's loss, fused with its gradient so that one (N, Vp) buffer serves both (no probabilities
+// are stored). logits (N, Vp) holds the lm_head's output on entry; targets (N) are < V. losses (N) =
+// -log softmax(row)[target], the softmax over the first V columns of the row (overwrites); returns their
+// mean, summed in row order in double (the same for any thread count).
+// grad false: logits is only read. grad true: each row of logits is OVERWRITTEN in place by
+// d(mean loss)/dlogits = (softmax - onehot(target)) / N, zero in the padding columns V..Vp, which
+// crossentropy_backward and the lm_head's matmul_backward then read as dlogits.
+float crossentropy_fused(float* logits, float* losses, const int* targets, bool grad, int N, int V, int Vp);
+// dlogits (N, Vp) *= loss_scale, in place (a no-op for 1): turns crossentropy_fused's d(mean loss)/dlogits
+// into d(loss * loss_scale)/dlogits for micro-batch accumulation. Call it once per fused forward.
+void crossentropy_backward(float* dlogits, float loss_scale, int N, int Vp);
+
+// Plain scalar references of the vectorised kernels above, same contracts; the tests compare against them.
+void gelu_forward_ref(float* out, const float* inp, size_t n);
+void gelu_backward_ref(float* dinp, const float* inp, const float* dout, size_t n);
+float crossentropy_fused_ref(float* logits, float* losses, const int* targets, bool grad, int N, int V, int Vp);
+void attention_forward_ref(float* out, float* lse, const float* qkv, int B, int T, int C, int NH);
+void attention_backward_ref(float* dqkv, const float* dout, const float* qkv, const float* lse, int B, int T, int C,
+                            int NH);
+
+KERNELS_END

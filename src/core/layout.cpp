@@ -1,0 +1,216 @@
+// layout.cpp: see layout.h. The tables and the views are built from the same ordered lists, so a
+// tensor added to one cannot be missing from the other.
+#include "core/layout.h"
+
+#include <cassert>
+
+namespace {
+
+struct TableBuilder {
+    std::vector<TensorInfo> table;
+    size_t offset = 0;
+    TensorInfo& add(const std::string& name, size_t rows, size_t cols, bool decay) {
+        TensorInfo t;
+        t.name = name, t.offset = offset, t.rows = rows, t.cols = cols, t.decay = decay;
+        table.push_back(t);
+        offset += table.back().numel();
+        return table.back();
+    }
+};
+
+// Parameters outside the blocks.
+TensorInfo& add_param(TableBuilder* tb, const char* name, size_t rows, size_t cols, bool decay, const char* hf_name,
+                      const char* gguf_name, TensorInit init) {
+    TensorInfo& t = tb->add(name, rows, cols, decay);
+    t.hf_name = hf_name, t.gguf_name = gguf_name, t.init = init;
+    return t;
+}
+
+}  // namespace
+
+const LayerTensorSpec kLayerTensors[12] = {
+    {"ln1w", &LayerParams::ln1w, 1, 0, false, "ln_1.weight", false, "attn_norm.weight", TensorInit::kOne},
+    {"ln1b", &LayerParams::ln1b, 1, 0, false, "ln_1.bias", false, "attn_norm.bias", TensorInit::kZero},
+    {"qkvw", &LayerParams::qkvw, 3, 1, true, "attn.c_attn.weight", true, "attn_qkv.weight", TensorInit::kNormal},
+    {"qkvb", &LayerParams::qkvb, 3, 0, false, "attn.c_attn.bias", false, "attn_qkv.bias", TensorInit::kZero},
+    {"attprojw", &LayerParams::attprojw, 1, 1, true, "attn.c_proj.weight", true, "attn_output.weight", TensorInit::kResidualNormal},
+    {"attprojb", &LayerParams::attprojb, 1, 0, false, "attn.c_proj.bias", false, "attn_output.bias", TensorInit::kZero},
+    {"ln2w", &LayerParams::ln2w, 1, 0, false, "ln_2.weight", false, "ffn_norm.weight", TensorInit::kOne},
+    {"ln2b", &LayerParams::ln2b, 1, 0, false, "ln_2.bias", false, "ffn_norm.bias", TensorInit::kZero},
+    {"fcw", &LayerParams::fcw, 4, 1, true, "mlp.c_fc.weight", true, "ffn_up.weight", TensorInit::kNormal},
+    {"fcb", &LayerParams::fcb, 4, 0, false, "mlp.c_fc.bias", false, "ffn_up.bias", TensorInit::kZero},
+    {"fcprojw", &LayerParams::fcprojw, 1, 4, true, "mlp.c_proj.weight", true, "ffn_down.weight", TensorInit::kResidualNormal},
+    {"fcprojb", &LayerParams::fcprojb, 1, 0, false, "mlp.c_proj.bias", false, "ffn_down.bias", TensorInit::kZero},
+};
+static_assert(sizeof(LayerParams) == sizeof(kLayerTensors) / sizeof(kLayerTensors[0]) * sizeof(float*),
+              "every LayerParams view has a row in kLayerTensors");
+
+std::vector<TensorInfo> layout_params(const GPT2Config& cfg) {
+    const size_t C = cfg.channels;
+    TableBuilder tb;
+    add_param(&tb, "wte", cfg.padded_vocab_size, C, true, "wte.weight", "token_embd.weight", TensorInit::kNormal);
+    add_param(&tb, "wpe", cfg.max_seq_len, C, true, "wpe.weight", "position_embd.weight", TensorInit::kNormal);
+    for (int l = 0; l < cfg.num_layers; l++)
+        for (int k = 0; k < 12; k++) {
+            const LayerTensorSpec& s = kLayerTensors[k];
+            const std::string h = "h." + std::to_string(l) + ".";
+            TensorInfo& t = tb.add(h + s.name, s.rows_per_c * C, s.cols_per_c * C, s.decay);
+            t.hf_name = h + s.hf_suffix, t.hf_transposed = s.hf_transposed, t.init = s.init;
+            t.gguf_name = "blk." + std::to_string(l) + "." + s.gguf_suffix;
+            t.layer = l, t.slot = k;
+        }
+    add_param(&tb, "lnfw", C, 0, false, "ln_f.weight", "output_norm.weight", TensorInit::kOne);
+    add_param(&tb, "lnfb", C, 0, false, "ln_f.bias", "output_norm.bias", TensorInit::kZero);
+    return tb.table;
+}
+
+std::vector<size_t> layout_llmc_order(const std::vector<TensorInfo>& table) {
+    std::vector<size_t> order;
+    for (size_t i = 0; i < table.size(); i++)  // wte, wpe
+        if (table[i].layer < 0 && (table[i].name == "wte" || table[i].name == "wpe")) order.push_back(i);
+    for (int k = 0; k < 12; k++)
+        for (size_t i = 0; i < table.size(); i++)
+            if (table[i].slot == k) order.push_back(i);
+    for (size_t i = 0; i < table.size(); i++)  // lnfw, lnfb
+        if (table[i].layer < 0 && table[i].name != "wte" && table[i].name != "wpe") order.push_back(i);
+    assert(order.size() == table.size());
+    return order;
+}
+
+size_t layout_params_size(const std::vector<TensorInfo>& table) {
+    return table.empty() ? 0 : table.back().offset + table.back().numel();
+}
+
+ParamViews layout_param_views(const GPT2Config& cfg, float* base) {
+    ParamViews v;
+    v.layers.resize(cfg.num_layers);
+    for (const TensorInfo& t : layout_params(cfg)) {
+        float* at = base + t.offset;
+        if (t.layer >= 0) v.layers[t.layer].*kLayerTensors[t.slot].view = at;
+        else if (t.name == "wte") v.wte = at;
+        else if (t.name == "wpe") v.wpe = at;
+        else if (t.name == "lnfw") v.lnfw = at;
+        else v.lnfb = at;
+    }
+    return v;
+}
+
+namespace {
+
+// Per-layer activations in LayerActs order: rows are N = B*T unless `is_att`.
+struct LayerActShape {
+    const char* name;
+    float* LayerActs::*view;
+    size_t cols_per_c;  // 0: one float per row (mean/rstd)
+    bool is_att;        // (B, NH, T)
+    bool cache;         // read by the backward, has no gradient: not in the gradient layout
+    bool recomputed;    // with recompute, one copy for all layers, refilled by the backward (layout.h)
+};
+const LayerActShape kLayerActs[] = {
+    {"ln1", &LayerActs::ln1, 1, false, false, true},
+    {"ln1_mean", &LayerActs::ln1_mean, 0, false, true, false},
+    {"ln1_rstd", &LayerActs::ln1_rstd, 0, false, true, false},
+    {"qkv", &LayerActs::qkv, 3, false, false, false},
+    {"atty", &LayerActs::atty, 1, false, false, false},
+    {"att_lse", &LayerActs::att_lse, 0, true, true, false},
+    {"attproj", &LayerActs::attproj, 1, false, false, false},
+    {"residual2", &LayerActs::residual2, 1, false, false, false},
+    {"ln2", &LayerActs::ln2, 1, false, false, true},
+    {"ln2_mean", &LayerActs::ln2_mean, 0, false, true, false},
+    {"ln2_rstd", &LayerActs::ln2_rstd, 0, false, true, false},
+    {"fch", &LayerActs::fch, 4, false, false, false},
+    {"fch_gelu", &LayerActs::fch_gelu, 4, false, false, true},
+    {"fcproj", &LayerActs::fcproj, 1, false, false, false},
+    {"residual3", &LayerActs::residual3, 1, false, false, false},
+};
+static_assert(sizeof(LayerActs) == sizeof(kLayerActs) / sizeof(kLayerActs[0]) * sizeof(float*),
+              "every LayerActs view has a row in kLayerActs");
+
+}  // namespace
+
+namespace {
+
+// Adds one layer's activations (gradients: their gradients) to tb; with `only` set, only the recomputed
+// ones (only = 1) or all but them (only = 0).
+void add_layer_acts(TableBuilder* tb, const std::string& prefix, const GPT2Config& cfg, int B, int T, bool gradients,
+                    int only = -1) {
+    const size_t C = cfg.channels, N = (size_t)B * T;
+    for (const LayerActShape& s : kLayerActs) {
+        if ((gradients && s.cache) || (only >= 0 && s.recomputed != (only == 1))) continue;
+        if (s.is_att) tb->add(prefix + s.name, (size_t)B * cfg.num_heads * T, 0, false);
+        else tb->add(prefix + s.name, N, s.cols_per_c * C, false);
+    }
+}
+
+// The views of the table's next layer, from entry *i on; the recomputed ones from `recomputed` when given.
+LayerActs layer_act_views(const std::vector<TensorInfo>& table, size_t* i, float* base, bool gradients,
+                          const LayerActs* recomputed = nullptr) {
+    LayerActs la;
+    for (const LayerActShape& s : kLayerActs)
+        la.*s.view = gradients && s.cache               ? nullptr
+                     : recomputed && s.recomputed ? (*recomputed).*s.view
+                                                  : base + table[(*i)++].offset;
+    return la;
+}
+
+}  // namespace
+
+std::vector<TensorInfo> layout_acts(const GPT2Config& cfg, int B, int T, bool gradients, bool recompute) {
+    const size_t C = cfg.channels, N = (size_t)B * T;
+    TableBuilder tb;
+    if (gradients) {  // one layer, shared by all; its residual3 is also every other residual's and encoded's
+        add_layer_acts(&tb, "h.", cfg, B, T, true);
+        tb.add("lnf", N, C, false);
+        return tb.table;
+    }
+    tb.add("encoded", N, C, false);
+    if (recompute) add_layer_acts(&tb, "recomputed.", cfg, B, T, false, 1);
+    for (int l = 0; l < cfg.num_layers; l++)
+        add_layer_acts(&tb, "h." + std::to_string(l) + ".", cfg, B, T, false, recompute ? 0 : -1);
+    tb.add("lnf", N, C, false);
+    tb.add("lnf_mean", N, 0, false);
+    tb.add("lnf_rstd", N, 0, false);
+    tb.add("logits", N, cfg.padded_vocab_size, false);
+    tb.add("losses", N, 0, false);
+    return tb.table;
+}
+
+ActViews layout_act_views(const GPT2Config& cfg, int B, int T, float* base, bool gradients, bool recompute) {
+    std::vector<TensorInfo> table = layout_acts(cfg, B, T, gradients, recompute);
+    ActViews v;
+    size_t i = 0;
+    auto next = [&]() { return base + table[i++].offset; };
+    if (gradients) {
+        const LayerActs shared = layer_act_views(table, &i, base, true);
+        v.layers.assign(cfg.num_layers, shared);
+        v.encoded = shared.residual3;
+        v.lnf = next();
+        assert(i == table.size());
+        return v;
+    }
+    v.encoded = next();
+    LayerActs recomputed;  // only its recomputed views are read
+    if (recompute)
+        for (const LayerActShape& s : kLayerActs)
+            if (s.recomputed) recomputed.*s.view = next();
+    for (int l = 0; l < cfg.num_layers; l++)
+        v.layers.push_back(layer_act_views(table, &i, base, false, recompute ? &recomputed : nullptr));
+    v.lnf = next();
+    v.lnf_mean = next();
+    v.lnf_rstd = next();
+    v.logits = next();
+    v.losses = next();
+    assert(i == table.size());
+    return v;
+}
+
+std::vector<TensorInfo> layout_layer_acts(const GPT2Config& cfg, int B, int T) {
+    TableBuilder tb;
+    add_layer_acts(&tb, "", cfg, B, T, false);
+    return tb.table;
+}
+
+LayerActs layout_layer_act_views(const GPT2Config& cfg, int B, int T, float* base) {
+    size_t i = 0;
+    return layer_act_views(layout_layer_acts(cfg, B, T), &i, base, false);
+}

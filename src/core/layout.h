@@ -1,0 +1,114 @@
+// layout.h: where every tensor lives in the flat parameter buffer and the flat activation buffer.
+// One table lays out each buffer and names views into it. The parameter table is the one description of
+// GPT-2's tensors that everything reads: our name and shape, AdamW decay, the initialisation, the
+// HuggingFace name and orientation (checkpoint.h), llm.c's file order (llmc.h) and llama.cpp's GGUF name (gguf.h). Gradients and AdamW
+// m/v use the parameter layout unchanged. Knows nothing of the math.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+
+// How gpt2_init_random fills a parameter: GPT-2's N(0, 0.02), N(0, 0.02 / sqrt(2L)) for the
+// projections into the residual stream, or a constant.
+enum class TensorInit { kNormal, kResidualNormal, kOne, kZero };
+
+// One tensor of a flat buffer: name ("wte", "h.3.qkvw"), offset and shape in floats. Weights are stored
+// (out, in) as in llm.c; 1-D tensors have cols == 0. Parameters also carry what files and init need.
+struct TensorInfo {
+    std::string name;
+    size_t offset = 0;
+    size_t rows = 0, cols = 0;
+    bool decay = false;          // AdamW weight decay applies (the 2-D tensors, as nanoGPT does)
+    std::string hf_name;         // HuggingFace's name without prefix ("h.3.attn.c_attn.weight")
+    bool hf_transposed = false;  // HuggingFace's Conv1D stores it (in, out)
+    std::string gguf_name;       // llama.cpp's name in a GGUF file ("blk.3.attn_qkv.weight"), stored as ours
+    TensorInit init = TensorInit::kZero;
+    int layer = -1;  // block index, -1 outside the blocks
+    int slot = -1;   // index of a block tensor in kLayerTensors
+    size_t numel() const { return cols ? rows * cols : rows; }
+};
+
+struct LayerParams {
+    float *ln1w, *ln1b;          // (C)
+    float *qkvw, *qkvb;          // (3C, C), (3C)
+    float *attprojw, *attprojb;  // (C, C), (C)
+    float *ln2w, *ln2b;          // (C)
+    float *fcw, *fcb;            // (4C, C), (4C)
+    float *fcprojw, *fcprojb;    // (C, 4C), (C)
+};
+
+struct ParamViews {
+    float* wte;  // (Vp, C); rows >= V stay zero
+    float* wpe;  // (maxT, C)
+    std::vector<LayerParams> layers;
+    float *lnfw, *lnfb;  // (C)
+};
+
+// One block tensor: our name, its view in LayerParams, its shape in multiples of C (cols 0: 1-D), and the
+// rest of a TensorInfo. This order is llm.c's within each group.
+struct LayerTensorSpec {
+    const char* name;
+    float* LayerParams::*view;
+    size_t rows_per_c, cols_per_c;
+    bool decay;
+    const char* hf_suffix;
+    bool hf_transposed;
+    const char* gguf_suffix;
+    TensorInit init;
+};
+extern const LayerTensorSpec kLayerTensors[12];
+
+// The table for a config: wte, wpe, then each layer's 12 tensors in kLayerTensors order, then lnfw, lnfb.
+std::vector<TensorInfo> layout_params(const GPT2Config& cfg);
+// Indices into the table in llm.c's file order: wte, wpe, each block tensor for all layers in turn
+// (all ln1w, then all ln1b, ...), lnfw, lnfb.
+std::vector<size_t> layout_llmc_order(const std::vector<TensorInfo>& table);
+size_t layout_params_size(const std::vector<TensorInfo>& table);
+// Views into a buffer laid out by layout_params (parameters, gradients, m or v alike).
+ParamViews layout_param_views(const GPT2Config& cfg, float* base);
+
+// Activations of one layer for a (B, T) batch; N = B*T rows.
+struct LayerActs {
+    float* ln1;                  // (N, C) LayerNorm 1 output
+    float *ln1_mean, *ln1_rstd;  // (N) cache for the backward
+    float* qkv;                  // (N, 3C)
+    float* atty;                 // (N, C) attention output before the projection
+    float* att_lse;              // (B, NH, T) log-sum-exp of each query's attention scores
+    float* attproj;              // (N, C)
+    float* residual2;            // (N, C) = block input + attproj
+    float* ln2;                  // (N, C)
+    float *ln2_mean, *ln2_rstd;  // (N)
+    float* fch;                  // (N, 4C) before GELU
+    float* fch_gelu;             // (N, 4C)
+    float* fcproj;               // (N, C)
+    float* residual3;            // (N, C) = residual2 + fcproj; the block's output
+};
+
+// The activations of a forward, and (gradients = true) the layout of their gradients. The backward needs
+// one layer's activation gradients at a time, so the gradient layout holds one layer (and lnf), which
+// every layer's views share: its residual3 is also the gradient of each block's input (encoded included).
+// It leaves out what has no gradient: the mean/rstd/lse caches, logits and losses (their views stay null).
+// With recompute, the forward keeps one copy of ln1, ln2 and fch_gelu, which every layer's views share,
+// and the backward recomputes a layer's from what it kept (gpt2_backward): about a third less memory.
+struct ActViews {
+    float* encoded = nullptr;  // (N, C) wte[token] + wpe[t]
+    std::vector<LayerActs> layers;
+    float* lnf = nullptr;                            // (N, C)
+    float *lnf_mean = nullptr, *lnf_rstd = nullptr;  // (N)
+    // (N, Vp) the classifier's one buffer. After a forward without targets, or with targets on a model
+    // that is not training: the logits (the lm_head's output). After a forward with targets on a training
+    // model: d(mean loss)/dlogits in their place (crossentropy_fused), which gpt2_backward scales by its
+    // loss_scale and consumes; the logits themselves are gone.
+    float* logits = nullptr;
+    float* losses = nullptr;  // (N) per-position cross-entropy, after a forward with targets
+};
+
+std::vector<TensorInfo> layout_acts(const GPT2Config& cfg, int B, int T, bool gradients = false,
+                                    bool recompute = false);
+ActViews layout_act_views(const GPT2Config& cfg, int B, int T, float* base, bool gradients = false,
+                          bool recompute = false);
+// One block's activations alone: scratch that inference reuses for every layer.
+std::vector<TensorInfo> layout_layer_acts(const GPT2Config& cfg, int B, int T);
+LayerActs layout_layer_act_views(const GPT2Config& cfg, int B, int T, float* base);

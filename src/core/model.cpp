@@ -1,0 +1,274 @@
+// model.cpp: GPT-2 forward and backward as one call per layer; see model.h. gpt2_backward lists the
+// forward's calls in reverse so the two can be read side by side.
+#include "core/model.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <cstring>
+
+#include "core/rng.h"
+#include "platform/util.h"
+#include "core/layers.h"
+
+void gpt2_build(GPT2* model, const GPT2Config& cfg) {
+    assert(config_check(cfg, "gpt2_build").empty());
+    model->cfg = cfg;
+    model->param_table = layout_params(cfg);
+    model->num_params = layout_params_size(model->param_table);
+    buffer_assign_zero(&model->params, model->num_params);
+    model->p = layout_param_views(cfg, model->params.data());
+    model->grads.clear();
+    model->training = false;
+    model->B = model->T = 0;
+}
+
+namespace {
+
+// The layout of layer_grads' gradients: the parameter layout of the same model with one layer.
+GPT2Config one_layer(GPT2Config cfg) {
+    cfg.num_layers = 1;
+    return cfg;
+}
+
+}  // namespace
+
+void gpt2_enable_training(GPT2* model, TrainingMemory mem) {
+    if (model->training) return;
+    model->mem = mem;
+    model->grad_offsets.clear();
+    if (!mem.layer_grads) {
+        buffer_assign_zero(&model->grads, model->num_params);
+        model->g = layout_param_views(model->cfg, model->grads.data());
+        for (const TensorInfo& t : model->param_table) model->grad_offsets.push_back(t.offset);
+    } else {
+        const std::vector<TensorInfo> one = layout_params(one_layer(model->cfg));
+        buffer_assign_zero(&model->grads, layout_params_size(one));
+        model->g = layout_param_views(one_layer(model->cfg), model->grads.data());
+        model->g.layers.assign(model->cfg.num_layers, model->g.layers[0]);
+        size_t begin = SIZE_MAX, end = 0;
+        for (const TensorInfo& u : one)
+            if (u.layer == 0) begin = std::min(begin, u.offset), end = std::max(end, u.offset + u.numel());
+        model->layer_grads_span = {begin, end - begin};
+        for (const TensorInfo& t : model->param_table)
+            for (const TensorInfo& u : one)
+                if (t.layer >= 0 ? u.slot == t.slot : u.name == t.name) model->grad_offsets.push_back(u.offset);
+        assert(model->grad_offsets.size() == model->param_table.size());
+    }
+    model->training = true;
+    model->B = model->T = 0;  // the activations gain their gradients at the next forward
+}
+
+void gpt2_init_random(GPT2* model, uint64_t seed) {
+    const GPT2Config& cfg = model->cfg;
+    const float std_resid = 0.02f / sqrtf(2.0f * cfg.num_layers);
+    // Chunks of 64K values, each from its own stream seeded by (seed, tensor, chunk): all threads fill
+    // them, and the weights are the same for any thread count.
+    const size_t kChunk = 1 << 16;
+    std::vector<std::pair<size_t, size_t>> chunks;  // (tensor, first value)
+    for (size_t t = 0; t < model->param_table.size(); t++)
+        for (size_t i = 0; i < model->param_table[t].numel(); i += kChunk) chunks.push_back({t, i});
+#pragma omp parallel for schedule(dynamic, 4)
+    for (long c = 0; c < (long)chunks.size(); c++) {
+        const TensorInfo& t = model->param_table[chunks[c].first];
+        float* w = model->params.data() + t.offset;
+        size_t n = t.numel();
+        if (t.name == "wte") n = (size_t)cfg.vocab_size * cfg.channels;  // padded rows stay zero
+        const float std = t.init == TensorInit::kResidualNormal ? std_resid : 0.02f;
+        Rng rng(seed ^ (chunks[c].first << 40) ^ (chunks[c].second / kChunk * 0x9E3779B97F4A7C15ull));
+        for (size_t i = chunks[c].second; i < std::min(n, chunks[c].second + kChunk); i++) {
+            if (t.init == TensorInit::kNormal || t.init == TensorInit::kResidualNormal) w[i] = std * rng.normal();
+            else w[i] = t.init == TensorInit::kOne ? 1.0f : 0.0f;
+        }
+    }
+}
+
+double gpt2_params_bytes(const GPT2Config& cfg) {
+    return sizeof(float) * (double)layout_params_size(layout_params(cfg));
+}
+
+double gpt2_grads_bytes(const GPT2Config& cfg, bool layer_grads) {
+    return layer_grads ? sizeof(float) * (double)layout_params_size(layout_params(one_layer(cfg)))
+                       : gpt2_params_bytes(cfg);
+}
+
+double gpt2_acts_bytes(const GPT2Config& cfg, int B, int T, bool training, bool recompute) {
+    const double n = (double)layout_params_size(layout_acts(cfg, B, T, false, training && recompute));
+    return sizeof(float) * (n + (training ? (double)layout_params_size(layout_acts(cfg, B, T, true)) : 0.0));
+}
+
+void gpt2_alloc_acts(GPT2* model, int B, int T) {
+    if (B == model->B && T == model->T) return;
+    assert(B >= 1 && T >= 1 && T <= model->cfg.max_seq_len && "callers check -B and -T against the context");
+    const bool recompute = model->training && model->mem.recompute;
+    std::vector<TensorInfo> table = layout_acts(model->cfg, B, T, false, recompute);
+    size_t n = layout_params_size(table);
+    if (!model->training && n <= model->acts.size()) {
+        // A smaller shape is laid out inside the buffer already there: every forward kernel overwrites its
+        // outputs, and refilling gigabytes with zeros (page faults included) can cost more than the forward.
+        model->a = layout_act_views(model->cfg, B, T, model->acts.data());
+        model->B = B;
+        model->T = T;
+        return;
+    }
+    std::vector<float>().swap(model->acts);  // release the old size before checking for the new one
+    std::vector<float>().swap(model->dacts);
+    // activations, and their gradients when training (a smaller layout: no caches, no logits)
+    const size_t nd = model->training ? layout_params_size(layout_acts(model->cfg, B, T, true)) : 0;
+    buffer_assign_zero(&model->acts, n);
+    model->a = layout_act_views(model->cfg, B, T, model->acts.data(), false, recompute);
+    if (model->training) {
+        buffer_assign_zero(&model->dacts, nd);
+        model->da = layout_act_views(model->cfg, B, T, model->dacts.data(), true);
+    }
+    model->B = B;
+    model->T = T;
+}
+
+namespace {
+
+// The precision the kernels run for a model's: an int8 model's products are fp32 on its quantized weights.
+Precision kernel_precision(Precision prec) { return prec == Precision::kBf16 ? prec : Precision::kFp32; }
+
+}  // namespace
+
+Weight gpt2_weight(const GPT2& model, const float* w) {
+    const size_t offset = w - model.params.data();
+    const uint16_t* bf16 = model.params16.empty() ? nullptr : model.params16.data() + offset;
+    Weight weight(w, kernel_precision(model.precision), bf16);
+    if (std::binary_search(model.q8_offsets.begin(), model.q8_offsets.end(), offset)) {
+        weight.q8 = model.params8.data() + offset;
+        weight.q8_d = model.params8_d.data() + (offset + kQ8Block - 1) / kQ8Block;
+    }
+    return weight;
+}
+
+void gpt2_params_updated(GPT2* model, size_t offset, size_t n) {
+    assert(model->params8.empty() && "int8 models are for inference");
+    if (!model->params16.empty()) bf16_round_serial(model->params16.data() + offset, model->params.data() + offset, n);
+}
+
+void block_forward(const GPT2& model, int l, const LayerActs& la, const float* x, int B, int T, const KvLayer* kv) {
+    const int N = B * T, C = model.cfg.channels, NH = model.cfg.num_heads;
+    const LayerParams& lp = model.p.layers[l];
+    const Precision prec = kernel_precision(model.precision);  // attention's products run at it too
+    auto linear = [&](float* out, const float* inp, const float* w, const float* b, int IC, int OC) {
+        matmul_forward(out, inp, gpt2_weight(model, w), b, N, IC, OC);
+    };
+    // x = x + attn(ln_1(x))
+    layernorm_forward(la.ln1, la.ln1_mean, la.ln1_rstd, x, lp.ln1w, lp.ln1b, N, C);
+    linear(la.qkv, la.ln1, lp.qkvw, lp.qkvb, C, 3 * C);
+    if (!kv) {
+        attention_forward(la.atty, la.att_lse, la.qkv, B, T, C, NH, prec);
+    } else {
+        for (int i = 0; i < N; i++) {  // this step's keys and values join the cache
+            memcpy(kv->k + (size_t)(kv->p0 + i) * C, la.qkv + (size_t)i * 3 * C + C, C * sizeof(float));
+            memcpy(kv->v + (size_t)(kv->p0 + i) * C, la.qkv + (size_t)i * 3 * C + 2 * C, C * sizeof(float));
+        }
+        attention_forward_cached(la.atty, la.att_lse, la.qkv, kv->k, kv->v, N, kv->p0, C, NH, prec);
+    }
+    linear(la.attproj, la.atty, lp.attprojw, lp.attprojb, C, C);
+    residual_forward(la.residual2, x, la.attproj, (size_t)N * C);
+    // x = x + mlp(ln_2(x))
+    layernorm_forward(la.ln2, la.ln2_mean, la.ln2_rstd, la.residual2, lp.ln2w, lp.ln2b, N, C);
+    linear(la.fch, la.ln2, lp.fcw, lp.fcb, C, 4 * C);
+    gelu_forward(la.fch_gelu, la.fch, (size_t)N * 4 * C);
+    linear(la.fcproj, la.fch_gelu, lp.fcprojw, lp.fcprojb, 4 * C, C);
+    residual_forward(la.residual3, la.residual2, la.fcproj, (size_t)N * C);
+}
+
+float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int T) {
+    const GPT2Config& cfg = model->cfg;
+    const int C = cfg.channels, V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
+    const int N = B * T;
+    gpt2_alloc_acts(model, B, T);
+    for (int i = 0; i < N; i++)  // the loaders check every id against the vocabulary
+        assert(inputs[i] >= 0 && inputs[i] < V && (!targets || (targets[i] >= 0 && targets[i] < V)));
+    model->inputs.assign(inputs, inputs + N);
+    model->dlogits_ready = false;
+    model->dlogits_scale = 0;
+    const ParamViews& p = model->p;
+    const ActViews& a = model->a;
+
+    encoder_forward(a.encoded, inputs, p.wte, p.wpe, B, T, C);
+    const float* x = a.encoded;  // (N, C) the residual stream
+    for (int l = 0; l < cfg.num_layers; l++) {
+        block_forward(*model, l, a.layers[l], x, B, T, nullptr);
+        x = a.layers[l].residual3;
+    }
+    layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, x, p.lnfw, p.lnfb, N, C);
+    matmul_forward(a.logits, a.lnf, gpt2_weight(*model, p.wte), nullptr, N, C, Vp);  // lm_head tied to wte
+    model->mean_loss = 0.0f;
+    if (!targets) return 0.0f;
+    // training: a.logits becomes d(mean loss)/dlogits in place, the backward's starting point
+    model->mean_loss = crossentropy_fused(a.logits, a.losses, targets, model->training, N, V, Vp);
+    model->dlogits_ready = model->training;
+    model->dlogits_scale = 0;
+    return model->mean_loss;
+}
+
+void gpt2_zero_grad(GPT2* model) {
+    // 500 MB at 124M: one memset per thread over contiguous slices, not one thread for all of it.
+    float* g = model->grads.data();
+    const long n = (long)model->grads.size(), chunk = 1 << 20;
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < n; i += chunk) memset(g + i, 0, sizeof(float) * std::min(chunk, n - i));
+}
+
+void gpt2_backward(GPT2* model, float loss_scale, const std::function<void(int layer)>& layer_done) {
+    assert(model->training && model->dlogits_ready &&
+           "gpt2_backward needs gpt2_enable_training and a forward with targets since the last backward");
+    const GPT2Config& cfg = model->cfg;
+    const int B = model->B, T = model->T, N = B * T;
+    const int C = cfg.channels, NH = cfg.num_heads, Vp = cfg.padded_vocab_size;
+    const ParamViews &p = model->p, &g = model->g;
+    const ActViews &a = model->a, &da = model->da;
+    // Activation gradients are overwritten by their one writer (layers.h) except where layernorm_backward
+    // adds onto the residual stream: that stream's first writer is the final LayerNorm's backward.
+    const int last = cfg.num_layers - 1;
+    memset(da.layers[last].residual3, 0, sizeof(float) * N * C);
+    if (model->dlogits_scale == 0) {  // a.logits holds dlogits (crossentropy_fused), scaled once
+        crossentropy_backward(a.logits, loss_scale, N, Vp);
+        model->dlogits_scale = loss_scale;
+    }
+    assert(model->dlogits_scale == loss_scale && "a second backward after a forward takes the first's loss_scale");
+    assert((layer_done || !model->mem.layer_grads) && "layer_grads: layer_done consumes each layer's gradients");
+    const Precision prec = kernel_precision(model->precision);
+    auto w = [&](const float* weight) { return gpt2_weight(*model, weight); };
+    matmul_backward(da.lnf, g.wte, nullptr, a.logits, a.lnf, w(p.wte), N, C, Vp);
+    layernorm_backward(da.layers[last].residual3, g.lnfw, g.lnfb, da.lnf, a.layers[last].residual3, p.lnfw, a.lnf_mean,
+                       a.lnf_rstd, N, C);
+    for (int l = last; l >= 0; l--) {
+        const LayerParams &lp = p.layers[l], &lg = g.layers[l];
+        const LayerActs &la = a.layers[l], &lda = da.layers[l];
+        const float* x = l == 0 ? a.encoded : a.layers[l - 1].residual3;  // this block's input
+        float* dx = l == 0 ? da.encoded : da.layers[l - 1].residual3;  // the same buffer as lda.residual3
+        if (model->mem.recompute) {  // what the forward did not keep, by its own kernels: the same values
+            layernorm_forward(la.ln1, la.ln1_mean, la.ln1_rstd, x, lp.ln1w, lp.ln1b, N, C);
+            layernorm_forward(la.ln2, la.ln2_mean, la.ln2_rstd, la.residual2, lp.ln2w, lp.ln2b, N, C);
+            gelu_forward(la.fch_gelu, la.fch, (size_t)N * 4 * C);
+        }
+        // x = x + mlp(ln_2(x)), backwards
+        residual_backward(lda.residual2, lda.fcproj, lda.residual3, (size_t)N * C);
+        matmul_backward(lda.fch_gelu, lg.fcprojw, lg.fcprojb, lda.fcproj, la.fch_gelu, w(lp.fcprojw), N, 4 * C, C);
+        gelu_backward(lda.fch, la.fch, lda.fch_gelu, (size_t)N * 4 * C);
+        matmul_backward(lda.ln2, lg.fcw, lg.fcb, lda.fch, la.ln2, w(lp.fcw), N, C, 4 * C);
+        layernorm_backward(lda.residual2, lg.ln2w, lg.ln2b, lda.ln2, la.residual2, lp.ln2w, la.ln2_mean, la.ln2_rstd, N,
+                           C);
+        // x = x + attn(ln_1(x)), backwards
+        residual_backward(dx, lda.attproj, lda.residual2, (size_t)N * C);
+        matmul_backward(lda.atty, lg.attprojw, lg.attprojb, lda.attproj, la.atty, w(lp.attprojw), N, C, C);
+        attention_backward(lda.qkv, lda.atty, la.qkv, la.att_lse, B, T, C, NH, prec);
+        matmul_backward(lda.ln1, lg.qkvw, lg.qkvb, lda.qkv, la.ln1, w(lp.qkvw), N, C, 3 * C);
+        layernorm_backward(dx, lg.ln1w, lg.ln1b, lda.ln1, x, lp.ln1w, la.ln1_mean, la.ln1_rstd, N, C);
+        if (layer_done) layer_done(l);
+        if (model->mem.layer_grads)  // consumed: the next layer accumulates into zeros
+            memset(model->grads.data() + model->layer_grads_span.first, 0, sizeof(float) * model->layer_grads_span.second);
+    }
+    encoder_backward(g.wte, g.wpe, da.encoded, model->inputs.data(), B, T, C);
+}
+
+size_t gpt2_num_real_params(const GPT2Config& cfg) {
+    size_t n = layout_params_size(layout_params(cfg));
+    return n - (size_t)(cfg.padded_vocab_size - cfg.vocab_size) * cfg.channels;
+}

@@ -1,0 +1,181 @@
+// optimizer.cpp: see optimizer.h.
+#include "core/optimizer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <utility>
+
+#include "precision/half.h"
+#include "platform/util.h"
+#include "core/adamw.h"
+
+void optimizer_grad_sumsq(const GPT2& model, size_t first, size_t last, double* sumsq, size_t lo, size_t hi) {
+    // Fixed chunks of each tensor summed in double lanes, then each tensor's chunk sums in order.
+    const size_t chunk = 1 << 16;
+    struct Chunk {
+        size_t tensor, begin, end;  // values [begin, end) of the tensor
+    };
+    std::vector<Chunk> chunks;
+    for (size_t i = first; i < last; i++) {
+        const TensorInfo& t = model.param_table[i];
+        const size_t b = std::max(lo, t.offset) - t.offset, e = std::min(hi, t.offset + t.numel());
+        for (size_t c = b; t.offset + c < e; c += chunk) chunks.push_back({i, c, std::min(c + chunk, e - t.offset)});
+    }
+    std::vector<double> partial(chunks.size());
+    GPT2* m = const_cast<GPT2*>(&model);  // gpt2_grad's pointer is only read here
+#pragma omp parallel for schedule(static)
+    for (long c = 0; c < (long)chunks.size(); c++)
+        partial[c] = sum_squares(gpt2_grad(m, chunks[c].tensor) + chunks[c].begin, chunks[c].end - chunks[c].begin);
+    for (size_t i = first; i < last; i++) sumsq[i] = 0;
+    for (size_t c = 0; c < chunks.size(); c++) sumsq[chunks[c].tensor] += partial[c];
+}
+
+float optimizer_norm_of(const std::vector<double>& sumsq) {
+    double sum = 0;
+    for (double s : sumsq) sum += s;
+    return (float)std::sqrt(sum);
+}
+
+float optimizer_grad_norm(const GPT2& model) {
+    std::vector<double> sumsq(model.param_table.size());
+    optimizer_grad_sumsq(model, 0, sumsq.size(), sumsq.data());
+    return optimizer_norm_of(sumsq);
+}
+
+float optimizer_clip_factor(float norm, float max_norm) {
+    if (max_norm <= 0) return 1.0f;
+    float factor = max_norm / (norm + 1e-6f);
+    return factor < 1.0f ? factor : 1.0f;
+}
+
+float optimizer_clip_grads(GPT2* model, float max_norm) {
+    float norm = optimizer_grad_norm(*model);
+    float factor = optimizer_clip_factor(norm, max_norm);
+    if (factor == 1.0f) return norm;
+    float* g = model->grads.data();
+    const long n = (long)model->grads.size();
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < n; i++) g[i] *= factor;
+    return norm;
+}
+
+void adamw_prepare(AdamW* opt, const GPT2& model) {
+    if (opt->end == 0) opt->begin = 0, opt->end = model.params.size();
+    if (opt->prepared()) return;
+    const size_t n = opt->end - opt->begin;
+    if (opt->bf16) {
+        buffer_assign_zero(&opt->m16, n);
+        buffer_assign_zero(&opt->v16, n);
+    } else {
+        buffer_assign_zero(&opt->m, n);
+        buffer_assign_zero(&opt->v, n);
+    }
+}
+
+AdamWStep adamw_begin(AdamW* opt, const AdamWConfig& cfg, float lr, float grad_scale) {
+    opt->step++;
+    AdamWStep k;
+    k.beta1 = cfg.beta1, k.beta2 = cfg.beta2, k.eps = cfg.eps, k.grad_scale = grad_scale;
+    k.step_size = lr / (1.0f - powf(cfg.beta1, (float)opt->step));
+    k.bc2_sqrt = sqrtf(1.0f - powf(cfg.beta2, (float)opt->step));
+    k.decay = 1.0f;
+    k.round_key = adamw_round_key(opt->step);
+    return k;
+}
+
+void adamw_apply(AdamW* opt, GPT2* model, const AdamWStep& k, float lr, float weight_decay, size_t first, size_t last) {
+    if (!opt->prepared()) adamw_prepare(opt, *model);
+    // One streaming pass (core/adamw.h): each element is read and written once, a chunk at a time;
+    // after each chunk the model refreshes its copies of those weights (gpt2_params_updated: a bf16 copy
+    // for --precision bf16) while they are still in cache. AdamW itself knows no precision.
+    const size_t kChunk = 1024;  // 4 KiB of weights: the hook reads them back from L1
+#pragma omp parallel
+    for (size_t i = first; i < last; i++) {
+        const TensorInfo& t = model->param_table[i];
+        const size_t lo = std::max(t.offset, opt->begin), hi = std::min(t.offset + t.numel(), opt->end);
+        if (lo >= hi) continue;
+        float* w = model->params.data();
+        const float* g = gpt2_grad(model, i) - t.offset;  // indexed by the parameter's offset, as w
+        AdamWStep ks = k;
+        ks.decay = t.decay ? 1.0f - lr * weight_decay : 1.0f;
+        const long chunks = (long)((hi - lo + kChunk - 1) / kChunk);
+#pragma omp for schedule(static) nowait
+        for (long c = 0; c < chunks; c++) {
+            const size_t at = lo + (size_t)c * kChunk, n = std::min(hi - at, kChunk), s = at - opt->begin;
+            if (opt->bf16) adamw_chunk_bf16(w + at, g + at, opt->m16.data() + s, opt->v16.data() + s, n, ks, at);
+            else adamw_chunk(w + at, g + at, opt->m.data() + s, opt->v.data() + s, n, ks);
+            gpt2_params_updated(model, at, n);
+        }
+    }
+}
+
+std::string adamw_nonfinite(const AdamW& opt, const GPT2& model) {
+    for (const TensorInfo& t : model.param_table) {
+        const size_t lo = std::max(t.offset, opt.begin), hi = std::min(t.offset + t.numel(), opt.end);
+        for (size_t i = lo; i < hi; i++) {
+            const size_t s = i - opt.begin;
+            const float m = opt.bf16 ? bf16_to_float(opt.m16[s]) : opt.m[s];
+            const float v = opt.bf16 ? bf16_to_float(opt.v16[s]) : opt.v[s];
+            const std::pair<const char*, float> values[] = {
+                {"AdamW v", v}, {"AdamW m", m}, {"weight", model.params[i]}};
+            for (const auto& [what, x] : values)
+                if (!std::isfinite(x)) {
+                    char text[256];
+                    snprintf(text, sizeof(text), "%s of %s[%zu] is %g", what, t.hf_name.c_str(), i - t.offset, x);
+                    return text;
+                }
+        }
+    }
+    return "";
+}
+
+void adamw_update(AdamW* opt, GPT2* model, const AdamWConfig& cfg, float lr, float grad_scale) {
+    const AdamWStep k = adamw_begin(opt, cfg, lr, grad_scale);
+    adamw_apply(opt, model, k, lr, cfg.weight_decay, 0, model->param_table.size());
+}
+
+float adamw_step_in_backward(AdamW* opt, GPT2* model, const AdamWConfig& cfg, float lr, float grad_clip) {
+    const std::vector<TensorInfo>& table = model->param_table;
+    std::vector<std::pair<size_t, size_t>> layers(model->cfg.num_layers, {SIZE_MAX, 0});  // tensors [first, last)
+    for (size_t i = 0; i < table.size(); i++)
+        if (table[i].layer >= 0) {
+            auto& [first, last] = layers[table[i].layer];
+            first = std::min(first, i), last = i + 1;
+        }
+    std::vector<double> sumsq(table.size());
+    auto measure_layer = [&](int l) { optimizer_grad_sumsq(*model, layers[l].first, layers[l].second, sumsq.data()); };
+    auto measure_rest = [&] {  // wte, wpe, ln_f: final once the backward returns
+        for (size_t i = 0; i < table.size(); i++)
+            if (table[i].layer < 0) optimizer_grad_sumsq(*model, i, i + 1, sumsq.data());
+    };
+    const bool clip = grad_clip > 0;
+    float norm = 0;
+    gpt2_zero_grad(model);
+    if (clip) {
+        gpt2_backward(model, 1.0f, measure_layer);
+        measure_rest();
+        norm = optimizer_norm_of(sumsq);
+        if (!std::isfinite(norm)) return norm;
+        gpt2_zero_grad(model);
+    }
+    const AdamWStep k = adamw_begin(opt, cfg, lr, optimizer_clip_factor(norm, grad_clip));
+    gpt2_backward(model, 1.0f, [&](int l) {
+        if (!clip) measure_layer(l);
+        adamw_apply(opt, model, k, lr, cfg.weight_decay, layers[l].first, layers[l].second);
+    });
+    if (!clip) measure_rest();
+    for (size_t i = 0; i < table.size(); i++)
+        if (table[i].layer < 0) adamw_apply(opt, model, k, lr, cfg.weight_decay, i, i + 1);
+    return clip ? norm : optimizer_norm_of(sumsq);
+}
+
+float lr_schedule(int step, int total, float lr, int warmup, float min_lr_frac, bool cosine) {
+    if (step < warmup) return lr * (float)(step + 1) / (float)warmup;
+    if (!cosine || total <= warmup) return lr;
+    float progress = (float)(step - warmup) / (float)(total - warmup);
+    if (progress > 1.0f) progress = 1.0f;
+    float min_lr = lr * min_lr_frac;
+    return min_lr + 0.5f * (lr - min_lr) * (1.0f + cosf(3.14159265358979f * progress));
+}

@@ -1,0 +1,318 @@
+// safetensors.cpp: see safetensors.h. Format reference: huggingface/safetensors README.
+#include "core/safetensors.h"
+#include "precision/half.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "platform/platform.h"
+#include "core/json.h"
+#include "platform/output_files.h"
+#include "platform/util.h"
+
+size_t StTensor::numel() const {
+    size_t n = 1;
+    for (int64_t d : shape) n *= (size_t)d;
+    return n;
+}
+
+const StTensor* SafeTensors::find(const std::string& name) const {
+    for (const StTensor& t : tensors)
+        if (t.name == name) return &t;
+    return nullptr;
+}
+
+std::string SafeTensors::meta(const std::string& key) const {
+    for (const auto& kv : metadata)
+        if (kv.first == key) return kv.second;
+    return "";
+}
+
+size_t safetensors_dtype_size(const std::string& dtype) {
+    static const std::pair<const char*, size_t> kSizes[] = {
+        {"F64", 8}, {"F32", 4}, {"F16", 2},  {"BF16", 2}, {"I64", 8}, {"I32", 4}, {"I16", 2},
+        {"I8", 1},  {"U8", 1},  {"BOOL", 1}, {"U16", 2},  {"U32", 4}, {"U64", 8},
+    };
+    for (const auto& s : kSizes)
+        if (dtype == s.first) return s.second;
+    return 0;
+}
+
+static bool parse_fail(std::string* err, const std::string& msg) {
+    if (err) *err = msg;
+    return false;
+}
+
+// The header length in the first 8 bytes, checked against the file size; false with a message otherwise.
+static bool header_length(const uint8_t* first8, size_t file_size, uint64_t* len, std::string* err) {
+    if (file_size < 8) return parse_fail(err, "file shorter than the 8-byte header length");
+    uint64_t header_len = 0;
+    for (int i = 7; i >= 0; i--) header_len = header_len << 8 | first8[i];
+    if (header_len > file_size - 8)
+        return parse_fail(err, "header length " + std::to_string(header_len) + " runs past the end of the file (" +
+                                   std::to_string(file_size) + " bytes)");
+    *len = header_len;
+    return true;
+}
+
+// One tensor's header entry: dtype known, shape x dtype size equal to a byte span inside the data section.
+static bool parse_tensor_entry(const std::string& name, const Json& v, size_t data_start, size_t data_size, StTensor* t,
+                               std::string* err) {
+    t->name = name;
+    const Json* dtype = v.find("dtype");
+    const Json* shape = v.find("shape");
+    const Json* offsets = v.find("data_offsets");
+    if (!dtype || dtype->type != Json::STRING || !shape || shape->type != Json::ARRAY || !offsets ||
+        offsets->type != Json::ARRAY || offsets->items.size() != 2)
+        return parse_fail(err, "tensor " + name + ": expected dtype, shape and data_offsets [begin, end]");
+    t->dtype = dtype->str;
+    size_t esize = safetensors_dtype_size(t->dtype);
+    if (esize == 0) return parse_fail(err, "tensor " + name + ": unknown dtype " + t->dtype);
+    // numel * esize in 128 bits: each factor is < 2^63 and the product is capped at 2^64 before the next
+    unsigned __int128 bytes_needed = esize;
+    for (const Json& d : shape->items) {
+        if (d.type != Json::NUMBER || !d.is_integer || d.integer < 0)
+            return parse_fail(err, "tensor " + name + ": shape entries must be non-negative integers");
+        t->shape.push_back(d.integer);
+        bytes_needed *= (uint64_t)d.integer;
+        if (bytes_needed > (unsigned __int128)UINT64_MAX)
+            return parse_fail(err, "tensor " + name + ": shape too large");
+    }
+    for (const Json& o : offsets->items)
+        if (o.type != Json::NUMBER || !o.is_integer || o.integer < 0)
+            return parse_fail(err, "tensor " + name + ": data_offsets must be non-negative integers");
+    uint64_t b = (uint64_t)offsets->items[0].integer, e = (uint64_t)offsets->items[1].integer;
+    if (b > e || e > data_size)
+        return parse_fail(err, "tensor " + name + ": data_offsets [" + std::to_string(b) + ", " + std::to_string(e) +
+                                   "] outside the data section of " + std::to_string(data_size) + " bytes");
+    if (bytes_needed != (unsigned __int128)(e - b))
+        return parse_fail(
+            err, "tensor " + name + ": shape x dtype size does not match its byte span of " + std::to_string(e - b));
+    t->begin = data_start + b;
+    t->end = data_start + e;
+    return true;
+}
+
+bool safetensors_parse_header(SafeTensors* st, const uint8_t* data, size_t n, size_t file_size, std::string* err) {
+    st->tensors.clear();
+    st->metadata.clear();
+    uint64_t header_len = 0;
+    if (n < 8) return parse_fail(err, "file shorter than the 8-byte header length");
+    if (!header_length(data, file_size, &header_len, err)) return false;
+    if (header_len > n - 8) return parse_fail(err, "header cut short");
+    Json header;
+    std::string jerr;
+    if (!json_parse(reinterpret_cast<const char*>(data) + 8, header_len, &header, &jerr))
+        return parse_fail(err, "malformed JSON header: " + jerr);
+    if (header.type != Json::OBJECT) return parse_fail(err, "JSON header is not an object");
+    const size_t data_start = 8 + header_len, data_size = file_size - data_start;
+    for (const auto& member : header.members) {
+        const std::string& name = member.first;
+        const Json& v = member.second;
+        if (name == "__metadata__") {
+            if (v.type != Json::OBJECT) return parse_fail(err, "__metadata__ is not an object");
+            for (const auto& kv : v.members) {
+                if (kv.second.type != Json::STRING) return parse_fail(err, "__metadata__ value is not a string");
+                st->metadata.push_back({kv.first, kv.second.str});
+            }
+            continue;
+        }
+        StTensor t;
+        if (!parse_tensor_entry(name, v, data_start, data_size, &t, err)) return false;
+        st->tensors.push_back(std::move(t));
+    }
+    // The format lays tensors end to end from the start of the data section to the end of the file, as the
+    // official reader checks: no overlap, no hole, nothing after the last tensor.
+    std::vector<const StTensor*> sorted;
+    for (const StTensor& t : st->tensors) sorted.push_back(&t);
+    std::sort(sorted.begin(), sorted.end(), [](const StTensor* x, const StTensor* y) {
+        return x->begin != y->begin ? x->begin < y->begin : x->end < y->end;
+    });
+    size_t expect = data_start;
+    for (size_t i = 0; i < sorted.size(); i++) {
+        if (sorted[i]->begin < expect)
+            return parse_fail(err, "tensors " + sorted[i - 1]->name + " and " + sorted[i]->name + " overlap");
+        if (sorted[i]->begin > expect)
+            return parse_fail(err, "hole of " + std::to_string(sorted[i]->begin - expect) + " bytes before tensor " +
+                                       sorted[i]->name + ": expected tensors laid end to end");
+        expect = sorted[i]->end;
+    }
+    if (expect != file_size)
+        return parse_fail(err, std::to_string(file_size - expect) +
+                                   " bytes after the last tensor: expected the data section to end the file");
+    return true;
+}
+
+bool safetensors_parse(SafeTensors* st, std::vector<uint8_t> bytes, std::string* err) {
+    if (!safetensors_parse_header(st, bytes.data(), bytes.size(), bytes.size(), err)) return false;
+    st->bytes = std::move(bytes);
+    return true;
+}
+
+void safetensors_load(SafeTensors* st, const std::string& path, bool header_only) {
+    std::string err;
+    st->path = path;
+    st->bytes.clear();
+    if (!header_only) {
+        if (!safetensors_parse(st, file_read(path), &err))
+            fatal("corrupt safetensors file (%s): %s", path.c_str(), err.c_str());
+        return;
+    }
+    FILE* f = os_fopen_read(path);
+    FileInfo info;
+    if (!f) fatal("cannot open %s: %s", path.c_str(), strerror(errno));
+    input_note_fd(fileno(f));
+    if (!os_fstat(fileno(f), &info) || info.kind != FileKind::regular) {
+        fclose(f);
+        fatal("not a regular file (%s): expected a file whose size is known before reading", path.c_str());
+    }
+    const size_t file_size = (size_t)info.size;
+    st->file_dev = info.dev, st->file_ino = info.ino, st->file_size = file_size;
+    std::vector<uint8_t> head(8, 0);
+    uint64_t len = 0;
+    bool ok = fread(head.data(), 1, 8, f) == std::min<size_t>(8, file_size) &&
+              header_length(head.data(), file_size, &len, &err);
+    if (ok) {
+        head.resize(8 + len);
+        ok = fread(head.data() + 8, 1, len, f) == len;
+        if (!ok) err = "cannot read the header";
+    }
+    fclose(f);
+    if (!ok || !safetensors_parse_header(st, head.data(), head.size(), file_size, &err))
+        fatal("corrupt safetensors file (%s): %s", path.c_str(), err.c_str());
+}
+
+namespace {
+
+// n values of `dtype` at src widened to fp32 as PyTorch does; false for a dtype it cannot read.
+bool widen(const uint8_t* src, const std::string& dtype, size_t n, float* out) {
+    if (dtype == "F32") {
+        if (n) memcpy(out, src, n * 4);
+    } else if (dtype == "F16" || dtype == "BF16") {
+        for (size_t i = 0; i < n; i++) {
+            uint16_t h;
+            memcpy(&h, src + 2 * i, 2);
+            out[i] = dtype == "F16" ? fp16_to_float(h) : bf16_to_float(h);
+        }
+    } else if (dtype == "F64") {
+        for (size_t i = 0; i < n; i++) {
+            double d;
+            memcpy(&d, src + 8 * i, 8);
+            out[i] = (float)d;
+        }
+    } else if (dtype == "I32") {
+        for (size_t i = 0; i < n; i++) {
+            int32_t v;
+            memcpy(&v, src + 4 * i, 4);
+            out[i] = (float)v;
+        }
+    } else {
+        return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+void safetensors_read_bytes(const SafeTensors& st, const StTensor& t, size_t first, size_t n, void* out) {
+    assert(first + n <= t.end - t.begin && "a span inside the tensor");
+    if (!st.bytes.empty()) {
+        assert(st.bytes.size() >= t.end && "tensor span inside the loaded image");
+        if (n) memcpy(out, st.bytes.data() + t.begin + first, n);
+        return;
+    }
+    int fd = os_open_read(st.path);
+    if (fd < 0) fatal("cannot open %s: %s", st.path.c_str(), strerror(errno));
+    FileInfo now;  // a checkpoint replaced while loading must not give a model made of two files
+    if (!os_fstat(fd, &now) || now.dev != st.file_dev || now.ino != st.file_ino || now.size != st.file_size) {
+        os_close(fd);
+        fatal("file changed while loading (%s): expected the file its header was read from", st.path.c_str());
+    }
+    for (size_t got = 0; got < n;) {
+        long r = os_pread(fd, static_cast<uint8_t*>(out) + got, n - got, t.begin + first + got);
+        if (r <= 0) {
+            os_close(fd);
+            fatal("cannot read tensor %s from %s: %s", t.name.c_str(), st.path.c_str(),
+                  r == 0 ? "the file is shorter than its header says" : strerror(errno));
+        }
+        got += (size_t)r;
+    }
+    os_close(fd);
+}
+
+void safetensors_read_into(const SafeTensors& st, const StTensor& t, float* out) {
+    const size_t n = t.numel(), esize = safetensors_dtype_size(t.dtype);
+    if (!widen(nullptr, t.dtype, 0, out))
+        fatal("unsupported dtype for tensor %s (%s): expected F32, F16, BF16, F64 or I32, got %s", t.name.c_str(),
+              st.path.c_str(), t.dtype.c_str());
+    if (t.dtype == "F32") return safetensors_read_bytes(st, t, 0, n * 4, out);
+    // Other dtypes a piece at a time (from the file after a header-only load, so loading a model holds the
+    // parameters once rather than the file as well), widened into out.
+    std::vector<uint8_t> chunk(std::min(n * esize, (size_t)1 << 20));
+    const size_t per_chunk = ((size_t)1 << 20) / esize;
+    for (size_t done = 0; done < n; done += per_chunk) {
+        const size_t count = std::min(per_chunk, n - done);
+        safetensors_read_bytes(st, t, done * esize, count * esize, chunk.data());
+        widen(chunk.data(), t.dtype, count, out + done);
+    }
+}
+
+std::vector<float> safetensors_read_f32(const SafeTensors& st, const StTensor& t) {
+    std::vector<float> out(t.numel());
+    safetensors_read_into(st, t, out.data());
+    return out;
+}
+
+void safetensors_write(const std::string& path, const std::vector<StWriteItem>& items,
+                       const std::vector<std::pair<std::string, std::string>>& metadata) {
+    std::string header = "{";
+    if (!metadata.empty()) {
+        header += "\"__metadata__\":{";
+        for (size_t i = 0; i < metadata.size(); i++)
+            header += (i ? "," : "") + json_escape(metadata[i].first) + ":" + json_escape(metadata[i].second);
+        header += "}";
+    }
+    size_t offset = 0;
+    std::vector<size_t> sizes;
+    for (const StWriteItem& it : items) {
+        size_t esize = safetensors_dtype_size(it.dtype);
+        assert(esize > 0 && "safetensors_write of an unknown dtype");
+        size_t n = esize;
+        std::string shape;
+        for (size_t d = 0; d < it.shape.size(); d++) {
+            n *= (size_t)it.shape[d];
+            shape += (d ? "," : "") + std::to_string(it.shape[d]);
+        }
+        if (header.size() > 1) header += ",";
+        header += json_escape(it.name) + ":{\"dtype\":\"" + it.dtype + "\",\"shape\":[" + shape +
+                  "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + n) + "]}";
+        sizes.push_back(n);
+        offset += n;
+    }
+    header += "}";
+    while (header.size() % 8 != 0) header += ' ';
+    uint8_t len[8];
+    for (int i = 0; i < 8; i++) len[i] = (uint8_t)((uint64_t)header.size() >> (8 * i));
+    static const OutputKind kNewFile = {"a new file", nullptr};  // written into fresh staging directories
+    OutputFile f(path, "safetensors", kNewFile);
+    f.write(len, 8);
+    f.write(header.data(), header.size());
+    std::vector<uint8_t> piece;
+    for (size_t i = 0; i < items.size(); i++) {
+        if (!items[i].fill) {
+            f.write(items[i].data, sizes[i]);
+            continue;
+        }
+        const size_t esize = safetensors_dtype_size(items[i].dtype), per = ((size_t)4 << 20) / esize;
+        piece.resize(std::min(sizes[i], per * esize));
+        for (size_t first = 0; first * esize < sizes[i]; first += per) {
+            const size_t count = std::min(per, sizes[i] / esize - first);
+            items[i].fill(first, count, piece.data());
+            f.write(piece.data(), count * esize);
+        }
+    }
+    f.publish();
+}

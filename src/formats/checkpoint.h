@@ -1,0 +1,52 @@
+// checkpoint.h: GPT-2 checkpoints in HuggingFace's layout (config.json + model.safetensors). The names and
+// orientations come from the parameter table (layout.h: Conv1D keeps weights (in, out); we keep
+// (out, in)); this file does the copying, transposing and checking. Every copy checks the shape it expects.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/safetensors.h"
+#include "core/model.h"
+#include "text/tokenizer.h"
+
+// Reads config.json (n_embd, n_head, n_layer, n_positions, vocab_size); fatal naming the file if bad.
+GPT2Config checkpoint_read_hf_config(const std::string& path);
+// What checkpoint_load found.
+struct CheckpointInfo {
+    std::string format;  // "huggingface", "safetensors", "llm.c v3", "llm.c v5" or "gguf v3"
+    std::string dtype;   // dtype of the stored weights: F32, F16, BF16, Q8_0 (or "mixed"; GGUF: "Q8_0, 1-D tensors F32")
+};
+
+// Copies tensors named prefix + hf_name out of st into a buffer laid out by layout_params(cfg),
+// transposing Conv1D weights. Used for models ("" or "transformer.") and reference gradients ("grad.").
+void checkpoint_unpack_hf(const SafeTensors& st, const std::string& prefix, const GPT2Config& cfg, float* base);
+// Writes config.json and model.safetensors (HuggingFace names and orientation) into the existing
+// directory dir, each file atomically. dtype "F32", "F16" or "BF16" (narrowing rounds to nearest even, as
+// PyTorch does). fatal if a weight is not finite or does not fit the dtype's range.
+// With `tok`, also the tokenizer files HuggingFace's GPT2Tokenizer loads (vocab.json, merges.txt,
+// tokenizer_config.json, special_tokens_map.json) for the model's vocabulary, its first V tokens.
+void checkpoint_save_hf(const GPT2& model, const std::string& dir, const std::string& dtype = "F32",
+                        const Tokenizer* tok = nullptr);
+// `gpt2 export --format hf`: publishes checkpoint_save_hf's files as the directory `out` in one step. `out`
+// may be absent, empty, or an export gpt2 wrote; a training checkpoint or anything else is refused.
+void checkpoint_export_hf(const GPT2& model, const std::string& out, const std::string& dtype, const Tokenizer* tok);
+// fatal naming the tensor if a parameter is NaN or infinite; `doing` ends the message.
+void checkpoint_check_finite(const GPT2& model, const std::string& where, const char* doing);
+// Loads a model from PATH, detecting the format from the content, not the name:
+//  * a directory with config.json + model.safetensors (HuggingFace's GPT-2 layout, ours too): F32, F16
+//    or BF16 tensors, optional "transformer." prefix, attention-mask buffers skipped, lm_head.weight
+//    accepted when equal to the tied wte;
+//  * a bare .safetensors file in that naming: geometry inferred from the shapes, heads = C / 64 (as in
+//    every GPT-2 size) unless heads_override > 0;
+//  * an llm.c checkpoint (llmc.h);
+//  * a GGUF file of architecture gpt2 (gguf.h): F32, F16, BF16 or Q8_0 tensors.
+// Missing, unknown or misshapen tensors, truncated files and non-finite weights are fatal, naming the
+// tensor and the expected shape.
+void checkpoint_load(GPT2* model, const std::string& path, int heads_override = 0, CheckpointInfo* info = nullptr);
+// What checkpoint_load would find, from the headers alone (config.json, the safetensors header, llm.c's
+// header and the file size): the same checks but the values', and no parameter memory.
+GPT2Config checkpoint_inspect(const std::string& path, int heads_override, CheckpointInfo* info);
+// The tokenizer the checkpoint at PATH carries, loaded into tok: a GGUF's tokenizer.ggml keys, or a
+// directory's vocab.json + merges.txt (or encoder.json + vocab.bpe). False when it carries none; fatal
+// naming the file when it carries one that is broken.
+bool checkpoint_tokenizer(const std::string& path, Tokenizer* tok);

@@ -1,0 +1,52 @@
+// infer.cpp: see infer.h. Shapes: n new rows, C channels, positions p0..p0+n-1 with p0 = st->len.
+#include "inference/infer.h"
+
+#include <cassert>
+
+#include "platform/util.h"
+#include "core/layers.h"
+
+double infer_memory_bytes(const GPT2Config& cfg, int max_len, int max_rows) {
+    const double C = cfg.channels;
+    const double block = (double)layout_params_size(layout_layer_acts(cfg, 1, max_rows));
+    // cache; embedding, block scratch, final LayerNorm with mean and rstd
+    return 4.0 * (2.0 * cfg.num_layers * max_len * C + max_rows * (2.0 * C + 2) + block);
+}
+
+void infer_init(InferState* st, const GPT2& model, int max_len, int max_rows) {
+    const GPT2Config& cfg = model.cfg;
+    assert(max_len >= 1 && max_len <= cfg.max_seq_len && max_rows >= 1 && max_rows <= max_len);
+    const size_t C = cfg.channels, rows = (size_t)max_rows;
+    st->max_len = max_len;
+    st->max_rows = max_rows;
+    st->len = 0;
+    st->k.assign((size_t)cfg.num_layers * max_len * C, 0.0f);
+    st->v.assign((size_t)cfg.num_layers * max_len * C, 0.0f);
+    st->x.assign(rows * C, 0.0f);
+    st->block.assign(layout_params_size(layout_layer_acts(cfg, 1, max_rows)), 0.0f);
+    st->lnf.assign(rows * C, 0.0f);
+    st->mean.assign(rows, 0.0f);
+    st->rstd.assign(rows, 0.0f);
+}
+
+void infer_forward(InferState* st, const GPT2& model, const int* tokens, int n, float* logits, bool all_logits) {
+    const GPT2Config& cfg = model.cfg;
+    const int C = cfg.channels, p0 = st->len;
+    assert(n >= 1 && p0 + n <= st->max_len && n <= st->max_rows && "generate sizes the cache");
+    for (int i = 0; i < n; i++) assert(tokens[i] >= 0 && tokens[i] < cfg.vocab_size);
+    const ParamViews& p = model.p;
+    encoder_forward(st->x.data(), tokens, p.wte, p.wpe + (size_t)p0 * C, 1, n, C);  // positions p0..
+    // one block's scratch serves every layer: each block's output (la.residual3) is the next one's input
+    const LayerActs la = layout_layer_act_views(cfg, 1, n, st->block.data());
+    const float* x = st->x.data();
+    for (int l = 0; l < cfg.num_layers; l++) {
+        const KvLayer kv = {st->k.data() + (size_t)l * st->max_len * C, st->v.data() + (size_t)l * st->max_len * C, p0};
+        block_forward(model, l, la, x, 1, n, &kv);
+        x = la.residual3;
+    }
+    const int first = all_logits ? 0 : n - 1, rows = n - first;
+    layernorm_forward(st->lnf.data(), st->mean.data(), st->rstd.data(), x + (size_t)first * C, p.lnfw, p.lnfb, rows, C);
+    matmul_forward(logits, st->lnf.data(), gpt2_weight(model, p.wte), nullptr, rows, C,
+                   cfg.padded_vocab_size);  // lm_head tied to wte
+    st->len += n;
+}

@@ -1,0 +1,175 @@
+// matvec.cpp: the matrix-vector products of decoding, fp32, bf16 and q8_0 (see matvec.h), with the
+// references the tests hold the last two against.
+#include "inference/matvec.h"
+
+#include <cassert>
+#include <cstring>
+#include <vector>
+
+#include "core/simd.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#endif
+
+KERNELS_BEGIN
+
+// Two accumulators per row, so one row's sums do not wait on each other.
+void matvec_fp32(float* out, const float* x, const float* W, const float* b, int IC, int OC) {
+#pragma omp parallel for schedule(static)
+    for (int j = 0; j < OC; j++) {
+        const float* w = W + (size_t)j * IC;
+        vf16 acc0 = vf16{}, acc1 = vf16{};
+        int i = 0;
+        for (; i + 32 <= IC; i += 32) {
+            acc0 += vf_load(w + i) * vf_load(x + i);
+            acc1 += vf_load(w + i + 16) * vf_load(x + i + 16);
+        }
+        vf16 acc = acc0 + acc1;
+        float sum = 0;
+        for (int l = 0; l < kVecLen; l++) sum += acc[l];
+        for (; i < IC; i++) sum += w[i] * x[i];
+        out[j] = b ? sum + b[j] : sum;
+    }
+}
+
+#if defined(__x86_64__)
+// The bf16 matrix-vector product: x is rounded to bf16 once; each output row's weights are streamed as
+// bf16 (half fp32's bytes: decoding is bound by them) into vdpbf16ps, four accumulators deep.
+// (The row is a function of its own: clang does not carry a target attribute into an OpenMP region.)
+__attribute__((target("avx512f,avx512bf16"))) static float dot_bf16_avx512(const uint16_t* w, const uint16_t* x16,
+                                                                           int IC) {
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    int i = 0;
+    for (; i + 128 <= IC; i += 128)
+        for (int u = 0; u < 4; u++)
+            acc[u] = _mm512_dpbf16_ps(acc[u], (__m512bh)_mm512_loadu_si512(w + i + 32 * u),
+                                      (__m512bh)_mm512_loadu_si512(x16 + i + 32 * u));
+    for (; i + 32 <= IC; i += 32)
+        acc[0] = _mm512_dpbf16_ps(acc[0], (__m512bh)_mm512_loadu_si512(w + i), (__m512bh)_mm512_loadu_si512(x16 + i));
+    float lanes[16], sum = 0;  // (GCC 12's _mm512_reduce_add_ps trips a false uninitialised warning)
+    _mm512_storeu_ps(lanes, _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
+    for (int l = 0; l < 16; l++) sum += lanes[l];
+    for (; i < IC; i++) sum += bf16_to_float(w[i]) * bf16_to_float(x16[i]);
+    return sum;
+}
+
+static void matvec_bf16_avx512(float* out, const uint16_t* x16, const uint16_t* W16, const float* b, int IC, int OC) {
+#pragma omp parallel for schedule(static)
+    for (int j = 0; j < OC; j++) {
+        const float sum = dot_bf16_avx512(W16 + (size_t)j * IC, x16, IC);
+        out[j] = b ? sum + b[j] : sum;
+    }
+}
+#endif
+
+void matvec_bf16(float* out, const float* x, const uint16_t* W16, const float* b, int IC, int OC) {
+    assert(bf16_supported());
+    static thread_local std::vector<uint16_t> x16;  // decoding calls this ~50 times a token: no allocation each
+    x16.resize(IC);
+    for (int i = 0; i < IC; i++) x16[i] = bf16_round(x[i]);
+#if defined(__x86_64__)
+    matvec_bf16_avx512(out, x16.data(), W16, b, IC, OC);
+#endif
+}
+
+void matvec_bf16_ref(float* out, const float* x, const uint16_t* W16, const float* b, int IC, int OC) {
+    for (int j = 0; j < OC; j++) {
+        double sum = 0;
+        for (int i = 0; i < IC; i++) sum += (double)bf16_to_float(W16[(size_t)j * IC + i]) * bf16_rounded(x[i]);
+        out[j] = b ? (float)sum + b[j] : (float)sum;
+    }
+}
+
+// 16 fp16 values (n < 16: the first n, zero beyond) as floats, exactly for every finite half: its exponent
+// and mantissa moved to fp32's place, times 2^112 to move fp16's exponent bias (15) to fp32's (127);
+// subnormal halves become fp32 subnormals first, which the product makes normal again.
+static inline vf16 vf_from_fp16(const uint16_t* h, int n) {
+    typedef unsigned short vu16x16 __attribute__((vector_size(32)));
+    vu16x16 v{};
+    if (n == kVecLen)
+        memcpy(&v, h, sizeof(v));  // one load (a memcpy of variable size is a slow string move)
+    else
+        for (int l = 0; l < n; l++) v[l] = h[l];
+    const vu16 w = __builtin_convertvector(v, vu16);
+    return (vf16)(((w & 0x7FFF) << 13) | ((w & 0x8000) << 16)) * 0x1p112f;
+}
+
+// 16 int8 values widened to floats. GCC 12 turns a generic int8 -> float vector conversion into scalar
+// code, so each instruction set gets its widening instructions; plain x86-64 (SSE2: no sign-extending
+// move) and other targets convert in a scalar loop.
+static inline vf16 vf_from_i8(const int8_t* p) {
+    vf16 r;
+#if defined(__AVX512F__)
+    // (the masked forms: the unmasked ones trip GCC 12's false uninitialised warning)
+    r = (vf16)_mm512_maskz_cvtepi32_ps(0xFFFF, _mm512_maskz_cvtepi8_epi32(0xFFFF, _mm_loadu_si128((const __m128i*)p)));
+#elif defined(__AVX2__)
+    const __m256 lo = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)p)));
+    const __m256 hi = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)(p + 8))));
+    memcpy(&r, &lo, 32);
+    memcpy((char*)&r + 32, &hi, 32);
+#elif defined(__aarch64__)
+    const int8x16_t v = vld1q_s8(p);
+    const int16x8_t lo = vmovl_s8(vget_low_s8(v)), hi = vmovl_s8(vget_high_s8(v));
+    const float32x4_t f[4] = {vcvtq_f32_s32(vmovl_s16(vget_low_s16(lo))), vcvtq_f32_s32(vmovl_s16(vget_high_s16(lo))),
+                              vcvtq_f32_s32(vmovl_s16(vget_low_s16(hi))), vcvtq_f32_s32(vmovl_s16(vget_high_s16(hi)))};
+    memcpy(&r, f, sizeof(r));
+#else
+    for (int l = 0; l < kVecLen; l++) r[l] = (float)p[l];
+#endif
+    return r;
+}
+
+// out[0..R) = the R rows of q8 blocks from w (row stride IC, scales d with stride nb) times x. R rows at
+// once share x's loads, and their R independent sums keep the FMA units busy where one row's chain would
+// leave them waiting (decoding is bound by the rate the weight bytes arrive, not by arithmetic).
+template <int R>
+static inline void q8_rows(float* out, const float* x, const int8_t* w, const uint16_t* d, int IC, int nb) {
+    vf16 acc[R];
+    for (int r = 0; r < R; r++) acc[r] = vf16{};
+    for (int b0 = 0; b0 < nb; b0 += kVecLen) {
+        const int n = nb - b0 < kVecLen ? nb - b0 : kVecLen;
+        float scale[R][kVecLen];  // this chunk's block scales, 16 converted at once per row
+        for (int r = 0; r < R; r++) vf_store(scale[r], vf_from_fp16(d + (size_t)r * nb + b0, n));
+        for (int k = 0; k < n; k++) {
+            const int i = (b0 + k) * kQ8Block;
+            // the next R rows, as fast as these are read: the hardware alone keeps too few lines in flight
+            // when each line feeds this much arithmetic
+            for (int l = 0; l < R * kQ8Block; l += 64) __builtin_prefetch(w + (size_t)R * IC + (size_t)i * R + l);
+            const vf16 x0 = vf_load(x + i), x1 = vf_load(x + i + 16);
+            for (int r = 0; r < R; r++) {
+                const int8_t* wr = w + (size_t)r * IC + i;
+                acc[r] += (vf_from_i8(wr) * x0 + vf_from_i8(wr + 16) * x1) * scale[r][k];
+            }
+        }
+    }
+    for (int r = 0; r < R; r++) out[r] = vf_reduce_add(acc[r]);
+}
+
+void matvec_q8(float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC) {
+    assert(IC % kQ8Block == 0);
+    const int nb = IC / kQ8Block, R = 8, groups = (OC + R - 1) / R;
+#pragma omp parallel for schedule(static)
+    for (int g = 0; g < groups; g++) {
+        const int j0 = g * R;
+        if (j0 + R <= OC)
+            q8_rows<R>(out + j0, x, q + (size_t)j0 * IC, d + (size_t)j0 * nb, IC, nb);
+        else
+            for (int j = j0; j < OC; j++) q8_rows<1>(out + j, x, q + (size_t)j * IC, d + (size_t)j * nb, IC, nb);
+        if (b)
+            for (int j = j0; j < j0 + R && j < OC; j++) out[j] += b[j];
+    }
+}
+
+void matvec_q8_ref(float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC) {
+    for (int j = 0; j < OC; j++) {
+        double sum = 0;
+        for (int i = 0; i < IC; i++)
+            sum += (double)fp16_to_float(d[((size_t)j * IC + i) / kQ8Block]) * q[(size_t)j * IC + i] * x[i];
+        out[j] = b ? (float)sum + b[j] : (float)sum;
+    }
+}
+
+KERNELS_END

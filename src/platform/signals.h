@@ -1,0 +1,34 @@
+// signals.h: the one owner of signals. main() calls stop_install() once; no other file installs a handler
+// (tests/cli_rules.sh fails when one does).
+//   - SIGINT, SIGTERM, SIGHUP: while a command catches them (stop_catch), the first one only sets a flag
+//     that its loop polls: it finishes the unit of work at hand (a step, a batch), saves or cleans up, says
+//     what happened and how to go on, and exits 128 + the signal. A second signal, or one arriving while
+//     nothing catches it, ends the process at once, after removing the staged files listed here.
+//   - SIGPIPE and SIGXFSZ are ignored: the failed write reports itself in one error line.
+//   - SIGBUS (a mapped file shrank under the run) inside stop_guard_bus returns to the caller as a failure.
+#pragma once
+#include <string>
+
+void stop_install();
+// On: stop signals set the flag (and clear an earlier one); off: they end the process.
+void stop_catch(bool on);
+// For a command with nothing to save on the way out (eval, export): stop signals set the flag, and the next
+// stop_point() -- every staged write polls one (output_files.h), long loops too -- removes what the command
+// staged (fatal()'s cleanups), prints `interrupted by SIGINT: <what>` and exits 128 + the signal.
+void stop_catch_abort(const std::string& what);
+// Ends the command there when stop_catch_abort is on and a stop signal came; else does nothing.
+void stop_point();
+// The signal that asked the command to stop, or 0.
+int stop_requested();
+// Records a stop that reached another process of the run (MPI ranks share their flags).
+void stop_set(int sig);
+const char* stop_signal_name(int sig);  // "SIGINT", ...
+
+// A path removed if a signal ends the process at once (staged temporaries). Fixed slots: the handler may
+// not allocate; a path that finds none is left to the next run (OutputFile clears dead leftovers).
+int stop_track(const std::string& path);
+void stop_untrack(int slot);
+
+// Calls fn(arg); true when it returned, false when it raised SIGBUS (reading a page of a mapped file that
+// no longer exists). fn must not leave anything half-done that matters: it is abandoned where it stood.
+bool stop_guard_bus(void (*fn)(void*), void* arg);

@@ -1,0 +1,51 @@
+// evaluate.cpp: see evaluate.h.
+#include "report/evaluate.h"
+
+#include "dist/dist.h"
+
+float evaluate_batches(GPT2* model, DataLoader* dl, size_t batches, const std::function<void(double)>& progress) {
+    // A batch is world * B windows, as a training step's: this rank takes the rank-th B of each.
+    const int world = dist_world();
+    double sum = 0;
+    for (size_t i = 0; i < batches; i++) {
+        dataloader_batch_at(dl, i * world + dist_rank());
+        sum += gpt2_forward(model, dl->inputs.data(), dl->targets.data(), dl->B, dl->T);
+        if (progress) progress((double)(i + 1) / (double)batches);
+    }
+    dist_sum(&sum, 1);
+    return (float)(sum / ((double)batches * world));
+}
+
+double evaluate_every_token(GPT2* model, DataLoader* dl, size_t* tokens, const std::function<void(double)>& progress) {
+    const size_t T = dl->T;
+    const double total = (double)(dataloader_num_tokens(*dl) - dl->shards.size());  // tokens predicted
+    double sum = 0;  // of per-token losses
+    size_t batch = 0, predicted = 0;
+    for (size_t s = 0; s < dl->shards.size(); s++) {
+        const size_t batches = dataloader_shard_windows(*dl, s) / dl->B;
+        for (size_t i = 0; i < batches; i++) {
+            dataloader_batch_at(dl, batch++);
+            sum += (double)gpt2_forward(model, dl->inputs.data(), dl->targets.data(), dl->B, dl->T) * dl->B * T;
+            if (progress) progress((double)(predicted + (i + 1) * dl->B * T) / total);
+        }
+        // What whole batches leave: windows first (one batch of fewer rows), then the tokens after them.
+        const uint16_t* tok = dl->shards[s].tokens;
+        size_t start = batches * dl->B * T;
+        const size_t n = dl->shards[s].num_tokens, rows = (n - 1 - start) / T, tail = n - 1 - start - rows * T;
+        std::vector<int> in, out;
+        const int shapes[2][2] = {{(int)rows, (int)T}, {1, (int)tail}};  // (B, T) of each
+        for (const auto& bt : shapes) {
+            const size_t len = (size_t)bt[0] * bt[1];
+            if (len == 0) continue;
+            in.assign(tok + start, tok + start + len);
+            out.assign(tok + start + 1, tok + start + len + 1);
+            sum += (double)gpt2_forward(model, in.data(), out.data(), bt[0], bt[1]) * len;
+            start += len;
+        }
+        predicted += n - 1;
+        if (progress) progress((double)predicted / total);
+    }
+    *tokens = predicted;
+    return sum / (double)predicted;
+}
+

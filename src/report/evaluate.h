@@ -1,0 +1,19 @@
+// evaluate.h: the mean loss of a model over token files, for train's validation and the `eval` command: the
+// first n batches of consecutive windows, or every token once. It does not train.
+#pragma once
+#include <cstddef>
+#include <functional>
+
+#include "core/dataloader.h"
+#include "core/model.h"
+
+// Mean loss over the first `batches` consecutive batches of dl. With several ranks (dist/dist.h) a batch is
+// world * B windows, this rank evaluating its B of each; every rank gets the shared mean.
+// `progress`, when set, is called after each batch with the fraction done.
+float evaluate_batches(GPT2* model, DataLoader* dl, size_t batches,
+                       const std::function<void(double)>& progress = nullptr);
+// Mean loss over every token of each of dl's shards after its first, each predicted once: per shard, the
+// whole batches, then the windows left over as one smaller batch, then the last partial window. *tokens
+// gets the count.
+double evaluate_every_token(GPT2* model, DataLoader* dl, size_t* tokens,
+                            const std::function<void(double)>& progress = nullptr);

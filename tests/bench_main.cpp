@@ -137,6 +137,7 @@ double bench_kept(const std::string& key) {
 
 int main(int argc, char** argv) {
     setvbuf(stdout, nullptr, _IOLBF, 0);
+    buffer_prefault = buffer_prefault_huge;  // as gpt2's main does (core/buffer.h)
     if (argc == 2 && !strcmp(argv[1], "--list")) {
         list_cases();
         return 0;

@@ -86,6 +86,7 @@ static int finish(int rc) {
 int main(int argc, char** argv) {
     std::set_new_handler(on_out_of_memory);
     os_init();       // platform/platform.h: the operating system's part
+    buffer_prefault = buffer_prefault_huge;  // the core's large buffers on huge pages (core/buffer.h)
     stop_install();  // signals: platform/signals.h
     // the kernels' instruction set: a bad GPT2_ISA stops here, before any work (the kernels never print)
     if (const std::string bad_isa = kernels_isa_error(); !bad_isa.empty()) fatal("%s", bad_isa.c_str());

@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "core/rng.h"
-#include "platform/util.h"
+#include "core/buffer.h"
 #include "core/layers.h"
 
 void gpt2_build(GPT2* model, const GPT2Config& cfg) {

@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "precision/half.h"
-#include "platform/util.h"
+#include "core/buffer.h"
 #include "core/adamw.h"
 
 void optimizer_grad_sumsq(const GPT2& model, size_t first, size_t last, double* sumsq, size_t lo, size_t hi) {

@@ -1,7 +1,5 @@
-// util.h: errors the user can cause, whole-file reads, memory checks and paths. Errors print one line
-// `error: ...` (plus at most one `hint:` line) and exit 1; programmer invariants use assert instead. What a
-// failed command had staged is removed by the FatalCleanup guards that fatal() runs. Writing files is
-// output_files.h's job alone.
+// util.h: whole-file reads, memory checks, paths and huge pages; fatal() and its cleanups are
+// core/error.h's. Writing files is output_files.h's job alone.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -9,24 +7,8 @@
 #include <string>
 #include <vector>
 
-[[noreturn]] void fatal(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-// fatal() with a second `hint:` line.
-[[noreturn]] void fatal_hint(const std::string& hint, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-
-// While one of these lives, fatal() runs its function before exiting (newest first): it removes what the
-// failing command had staged, so a failure leaves no half-written output behind.
-class FatalCleanup {
-public:
-    explicit FatalCleanup(std::function<void()> fn);
-    ~FatalCleanup();
-    FatalCleanup(const FatalCleanup&) = delete;
-    FatalCleanup& operator=(const FatalCleanup&) = delete;
-
-private:
-    std::function<void()> fn_;
-};
-// Runs the open FatalCleanups now, newest first (fatal() does; so does a command ended by a signal, signals.h).
-void run_fatal_cleanups();
+#include "core/buffer.h"
+#include "core/error.h"
 
 // Reads a whole regular file whose size is known before reading (and checked against available memory);
 // a missing, unreadable or non-regular file (a directory, a pipe, /dev/zero), or one over max_bytes (what
@@ -66,16 +48,5 @@ double time_now_s();  // monotonic seconds
 std::string format_duration(double seconds);
 
 // The part of [data, data + bytes) made of whole 2 MiB pages, asked for huge pages and faulted in on all
-// threads (buffer_assign_zero's first half).
+// threads: what main() sets core/buffer.h's buffer_prefault to.
 void buffer_prefault_huge(const void* data, size_t bytes);
-// Makes *v n zeros, the way a large buffer is best set up: the old storage freed first, then the new one
-// asked for huge pages (2 MiB, where the kernel offers them) and faulted in on all threads before it is
-// zeroed. Faulting 4 KiB pages one at a time was most of a first training step (8.1 s against 0.9 s at
-// 124M on a 2-core VM); this is what keeps it near a steady one. Same result as v->assign(n, T()).
-template <typename T>
-void buffer_assign_zero(std::vector<T>* v, size_t n) {
-    std::vector<T>().swap(*v);
-    v->reserve(n);  // allocated, not yet touched
-    buffer_prefault_huge(v->data(), n * sizeof(T));
-    v->assign(n, T());
-}

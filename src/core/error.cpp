@@ -1,0 +1,61 @@
+// error.cpp: see error.h.
+#include "core/error.h"
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+static std::vector<std::function<void()>*>& fatal_cleanups() {
+    static std::vector<std::function<void()>*> fns;
+    return fns;
+}
+
+FatalCleanup::FatalCleanup(std::function<void()> fn) : fn_(std::move(fn)) { fatal_cleanups().push_back(&fn_); }
+
+FatalCleanup::~FatalCleanup() {
+    auto& fns = fatal_cleanups();
+    fns.erase(std::remove(fns.begin(), fns.end(), &fn_), fns.end());
+}
+
+// Runs the open cleanups newest first; each is taken off the list before it runs, so a fatal() inside
+// one cannot run it again.
+void run_fatal_cleanups() {
+    auto& fns = fatal_cleanups();
+    while (!fns.empty()) {
+        std::function<void()>* fn = fns.back();
+        fns.pop_back();
+        (*fn)();
+    }
+}
+
+// One write per line, so the lines of processes sharing stderr (MPI ranks) do not interleave.
+static void vprint_error(const char* fmt, va_list ap) {
+    fflush(stdout);
+    char line[4096];
+    int n = snprintf(line, sizeof(line), "error: ");
+    n += vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+    n = std::min(n, (int)sizeof(line) - 2);
+    line[n] = '\n';
+    fwrite(line, 1, (size_t)n + 1, stderr);
+}
+
+void fatal(const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vprint_error(fmt, ap);
+    va_end(ap);
+    run_fatal_cleanups();
+    exit(1);
+}
+
+void fatal_hint(const std::string& hint, const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vprint_error(fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "hint: %s\n", hint.c_str());
+    run_fatal_cleanups();
+    exit(1);
+}

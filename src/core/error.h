@@ -1,0 +1,24 @@
+// error.h: errors a user can cause. fatal() prints one line `error: ...` (fatal_hint: plus one `hint:`
+// line), runs the open FatalCleanups and exits 1; programmer invariants use assert instead.
+#pragma once
+#include <functional>
+#include <string>
+
+[[noreturn]] void fatal(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+// fatal() with a second `hint:` line.
+[[noreturn]] void fatal_hint(const std::string& hint, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+
+// While one of these lives, fatal() runs its function before exiting (newest first): it removes what the
+// failing command had staged, so a failure leaves no half-written output behind.
+class FatalCleanup {
+public:
+    explicit FatalCleanup(std::function<void()> fn);
+    ~FatalCleanup();
+    FatalCleanup(const FatalCleanup&) = delete;
+    FatalCleanup& operator=(const FatalCleanup&) = delete;
+
+private:
+    std::function<void()> fn_;
+};
+// Runs the open FatalCleanups now, newest first (fatal() does; so does a command ended by a signal, signals.h).
+void run_fatal_cleanups();

@@ -42,7 +42,7 @@ TEST(kv_cache_logits_equal_full_forward) {
         double max_diff = 0, max_ref = 0;
         for (int t = 0; t < T; t++)
             for (int v = 0; v < V; v++) {
-                double ref = model.a.logits[(size_t)t * Vp + v];
+                double ref = model.act.logits[(size_t)t * Vp + v];
                 max_diff = max_abs(max_diff, kv[(size_t)t * Vp + v] - ref);
                 max_ref = max_abs(max_ref, ref);
             }
@@ -75,8 +75,8 @@ TEST(int8_decode_equals_its_full_forward_and_stays_near_fp32) {
     double max_diff = 0, max_ref = 0;
     for (int t = 0; t < T; t++)
         for (int v = 0; v < V; v++) {
-            max_diff = max_abs(max_diff, kv[(size_t)t * Vp + v] - model.a.logits[(size_t)t * Vp + v]);
-            max_ref = max_abs(max_ref, model.a.logits[(size_t)t * Vp + v]);
+            max_diff = max_abs(max_diff, kv[(size_t)t * Vp + v] - model.act.logits[(size_t)t * Vp + v]);
+            max_ref = max_abs(max_ref, model.act.logits[(size_t)t * Vp + v]);
         }
     const float loss32 = gpt2_forward(&fp32, tokens.data(), tokens.data() + 1, 1, T);
     printf("    int8 decode vs its full forward: max |diff| / max |ref| = %.2e; loss int8 %.6f, fp32 %.6f\n",

@@ -76,7 +76,7 @@ TEST(inference_allocates_no_training_memory) {
     // the gradients' layout: no logits, no caches
     CHECK(model.dacts.size() == layout_params_size(layout_acts(model.cfg, 1, 8, true)));
     CHECK(model.dacts.size() < model.acts.size());
-    CHECK(model.da.logits == nullptr && model.da.lnf_mean == nullptr && model.da.layers[0].att_lse == nullptr);
+    CHECK(model.dact.logits == nullptr && model.dact.lnf_mean == nullptr && model.dact.layers[0].att_lse == nullptr);
 }
 
 TEST(training_forward_fuses_the_classifier_backward) {
@@ -88,15 +88,15 @@ TEST(training_forward_fuses_the_classifier_backward) {
     CHECK(Vp > V);  // padding columns to check
     // inference with targets: the loss, and the logits stay
     const float eval_loss = gpt2_forward(&eval, x.data(), y.data(), B, T);
-    std::vector<float> logits(eval.a.logits, eval.a.logits + (size_t)N * Vp), losses(eval.a.losses, eval.a.losses + N);
+    std::vector<float> logits(eval.act.logits, eval.act.logits + (size_t)N * Vp), losses(eval.act.losses, eval.act.losses + N);
     gpt2_forward(&eval, x.data(), nullptr, B, T);
-    CHECK(std::equal(logits.begin(), logits.end(), eval.a.logits));
+    CHECK(std::equal(logits.begin(), logits.end(), eval.act.logits));
     // a training model: the same logits without targets; with targets the same loss, and dlogits instead
     gpt2_enable_training(&train);
     gpt2_forward(&train, x.data(), nullptr, B, T);
-    CHECK(std::equal(logits.begin(), logits.end(), train.a.logits));
+    CHECK(std::equal(logits.begin(), logits.end(), train.act.logits));
     CHECK(gpt2_forward(&train, x.data(), y.data(), B, T) == eval_loss);
-    CHECK(std::equal(losses.begin(), losses.end(), train.a.losses));
+    CHECK(std::equal(losses.begin(), losses.end(), train.act.losses));
     double max_diff = 0;
     for (int i = 0; i < N; i++) {
         const float* z = logits.data() + (size_t)i * Vp;
@@ -105,7 +105,7 @@ TEST(training_forward_fuses_the_classifier_backward) {
         for (int v = 0; v < V; v++) sum += std::exp(z[v] - zmax);
         for (int v = 0; v < Vp; v++) {
             double want = v < V ? (std::exp(z[v] - zmax) / sum - (v == y[i])) / N : 0.0;
-            max_diff = max_abs(max_diff, train.a.logits[(size_t)i * Vp + v] - want);
+            max_diff = max_abs(max_diff, train.act.logits[(size_t)i * Vp + v] - want);
         }
     }
     CHECK(max_diff <= 1e-6 / N);
@@ -189,7 +189,7 @@ TEST(recompute_and_one_layer_of_gradients_change_no_number) {
     forward_backward(&recompute);
     CHECK(recompute.grads == plain.grads);  // bit for bit
     CHECK(recompute.acts.size() < plain.acts.size());
-    CHECK(recompute.a.layers[0].ln1 == recompute.a.layers[1].ln1 && plain.a.layers[0].ln1 != plain.a.layers[1].ln1);
+    CHECK(recompute.act.layers[0].ln1 == recompute.act.layers[1].ln1 && plain.act.layers[0].ln1 != plain.act.layers[1].ln1);
     // one layer's gradients at a time: each, read in layer_done, is the full buffer's, and so are the rest
     int layers_seen = 0, mismatched = 0;
     forward_backward(&layered, [&](int l) {

@@ -239,7 +239,7 @@ float check_gradients(GPT2* model, const Reference& ref, Checks* checks) {
     // The logits first, from a forward of the model before training is enabled: a training forward with
     // targets leaves dlogits in their place (model.h).
     gpt2_forward(model, ref.x.data(), nullptr, B, T);
-    checks->tensor("logits", model->a.logits, ref.logits.data(), (size_t)B * T, V, Vp);
+    checks->tensor("logits", model->act.logits, ref.logits.data(), (size_t)B * T, V, Vp);
     gpt2_enable_training(model);
     float loss = gpt2_forward(model, ref.x.data(), ref.y.data(), B, T);
     checks->loss_line("loss", loss, ref.loss);

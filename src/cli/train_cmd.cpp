@@ -427,29 +427,29 @@ void load_sampler(Trainer* t, const CliArgs& args, const CliArgs& given) {
     const GPT2Config& cfg = t->model.cfg;
     const bool asked = given.has("sample-tokens") || given.has("tokenizer");
     // A resumed run's --model (kept for `info`) may have moved since: the tokenizer then comes from the defaults.
-    const std::string model = args.has("model") && t->o.resume_dir.empty() ? args.str("model") : "";
+    const std::string model = args.has("model") && t->opts.resume_dir.empty() ? args.str("model") : "";
     const std::string which = cli_tokenizer(args, model, false, &t->tok);
     if (which.empty()) {
         printf(
             "note: no tokenizer files in %s (encoder.json + vocab.bpe): training without samples; set "
             "--tokenizer or GPT2_DATA_DIR to see them\n",
             tokenizer_default_dir().c_str());
-        t->o.sample_tokens = 0;
+        t->opts.sample_tokens = 0;
     } else if (asked) {
         tokenizer_check_vocab(t->tok, cfg.vocab_size, "--sample-tokens 0 trains without samples");
     } else if (t->tok.vocab_size != cfg.vocab_size) {
         printf("note: the tokenizer in %s has %d tokens, the model %d: training without samples\n", t->tok.dir.c_str(),
                t->tok.vocab_size, cfg.vocab_size);
-        t->o.sample_tokens = 0;
+        t->opts.sample_tokens = 0;
     }
-    if (t->o.sample_tokens) printf("tokenizer: %s\n", which.c_str());
+    if (t->opts.sample_tokens) printf("tokenizer: %s\n", which.c_str());
 }
 
 // Every rank must run the same math on the same data: a rank started with other flags, another model or
 // other files would wait forever in a sum of another size, or train silently wrong. The ranks compare
 // digests of the flags that shape the run (their parsed values), of the model, and of the data.
 void check_ranks_agree(const Trainer& t) {
-    const TrainOptions& o = t.o;
+    const TrainOptions& o = t.opts;
     char numbers[256];  // the parsed values, so that "08" and "8" agree
     snprintf(numbers, sizeof(numbers), "%d %d %d %d %llu %a %a %a %a %a %a %a %d %d %d %d %d %d %d", o.B, o.T,
              o.steps, o.accum, (unsigned long long)o.seed, o.adamw.lr, o.adamw.beta1, o.adamw.beta2, o.adamw.eps,
@@ -480,7 +480,7 @@ struct TrainLocks {
 // Outputs are checked, and --out locked, before anything is computed: a run that cannot save fails now.
 void lock_outputs(Trainer* t, const CliArgs& args, const CliArgs& given, const std::string& resume_dir,
                   TrainLocks* locks) {
-    const TrainOptions& o = t->o;
+    const TrainOptions& o = t->opts;
     if (!o.out.empty() || (given.has("out") && dist_rank() == 0))
         train_dir_check(o.out, given.has("out") ? "--out" : "--resume");
     if (given.on("overwrite") && o.out_is_resume)
@@ -516,7 +516,7 @@ void lock_outputs(Trainer* t, const CliArgs& args, const CliArgs& given, const s
 
 // The data: tokens (and shards) to train on, what one step takes, and what a val loss covers.
 void print_data(const Trainer& t) {
-    const TrainOptions& o = t.o;
+    const TrainOptions& o = t.opts;
     const auto count = [](const DataLoader& dl, const char* what) {
         std::string s = std::to_string(dataloader_num_tokens(dl)) + " " + what + " tokens";
         return dl.shards.size() > 1 ? s + " in " + std::to_string(dl.shards.size()) + " shards" : s;
@@ -542,7 +542,7 @@ void print_data(const Trainer& t) {
 // state, the precision and the sampler. Returns the step the run starts from.
 int prepare_run(Trainer* t, const CliArgs& args, const CliArgs& given, const std::string& resume_dir,
                 TrainState* resume) {
-    const TrainOptions& o = t->o;
+    const TrainOptions& o = t->opts;
     dataloader_expand(o.train_path, "--train");  // a pattern that matches nothing fails before any allocation
     if (!o.val_path.empty()) dataloader_expand(o.val_path, "--val");
     build_model(&t->model, args, o);
@@ -583,7 +583,7 @@ int prepare_run(Trainer* t, const CliArgs& args, const CliArgs& given, const std
 
 // The end of a run: where its loss plot is and, after a save, how to sample from the model it saved.
 void print_next(const Trainer& t, const CliArgs& args) {
-    const TrainOptions& o = t.o;
+    const TrainOptions& o = t.opts;
     const std::string plot = !o.plot_in_out ? o.plot_path : t.saved ? path_join(o.out, "loss.png") : "";
     if (!plot.empty() && path_exists(plot)) printf("plot: %s\n", plot.c_str());
     if (!t.saved) return;
@@ -596,7 +596,7 @@ void print_next(const Trainer& t, const CliArgs& args) {
 // Trains from first_step to --steps and says how the run ended: 0 when it ran to its end, 128 + the signal
 // when one stopped it.
 int run_steps(Trainer* t, int first_step, const std::string& resume_dir, const CliArgs& args) {
-    const TrainOptions& o = t->o;
+    const TrainOptions& o = t->opts;
     if (first_step >= o.steps) {  // nothing to train: a fresh run still saves what was asked for
         if (o.saving && !o.out_is_resume) trainer_save(t, first_step);  // what --out asked for
         else if (!resume_dir.empty())
@@ -640,11 +640,11 @@ int cmd_train(int argc, char** argv) {
     TrainLocks locks;
     if (!resume_dir.empty() && dist_rank() == 0) locks.resume.reset(new PathLock(resume_dir, "--resume"));
     const CliArgs args = given.has("resume") ? resume_args(given, resume_dir, &resume) : given;
-    t.o = train_options(args, given, resume_dir);
-    t.run_flags = run_flags(args, t.o.val_path);
+    t.opts = train_options(args, given, resume_dir);
+    t.run_flags = run_flags(args, t.opts.val_path);
     if (dist_rank() != 0) {  // rank 0 alone prints, logs, plots, samples and saves
-        t.o.out.clear(), t.o.plot_path.clear();
-        t.o.plot_in_out = false, t.o.sample_tokens = 0;
+        t.opts.out.clear(), t.opts.plot_path.clear();
+        t.opts.plot_in_out = false, t.opts.sample_tokens = 0;
         output_silence_stdout();
     }
     lock_outputs(&t, args, given, resume_dir, &locks);

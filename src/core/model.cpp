@@ -17,7 +17,7 @@ void gpt2_build(GPT2* model, const GPT2Config& cfg) {
     model->param_table = layout_params(cfg);
     model->num_params = layout_params_size(model->param_table);
     buffer_assign_zero(&model->params, model->num_params);
-    model->p = layout_param_views(cfg, model->params.data());
+    model->param = layout_param_views(cfg, model->params.data());
     model->grads.clear();
     model->training = false;
     model->B = model->T = 0;
@@ -39,13 +39,13 @@ void gpt2_enable_training(GPT2* model, TrainingMemory mem) {
     model->grad_offsets.clear();
     if (!mem.layer_grads) {
         buffer_assign_zero(&model->grads, model->num_params);
-        model->g = layout_param_views(model->cfg, model->grads.data());
+        model->grad = layout_param_views(model->cfg, model->grads.data());
         for (const TensorInfo& t : model->param_table) model->grad_offsets.push_back(t.offset);
     } else {
         const std::vector<TensorInfo> one = layout_params(one_layer(model->cfg));
         buffer_assign_zero(&model->grads, layout_params_size(one));
-        model->g = layout_param_views(one_layer(model->cfg), model->grads.data());
-        model->g.layers.assign(model->cfg.num_layers, model->g.layers[0]);
+        model->grad = layout_param_views(one_layer(model->cfg), model->grads.data());
+        model->grad.layers.assign(model->cfg.num_layers, model->grad.layers[0]);
         size_t begin = SIZE_MAX, end = 0;
         for (const TensorInfo& u : one)
             if (u.layer == 0) begin = std::min(begin, u.offset), end = std::max(end, u.offset + u.numel());
@@ -106,7 +106,7 @@ void gpt2_alloc_acts(GPT2* model, int B, int T) {
     if (!model->training && n <= model->acts.size()) {
         // A smaller shape is laid out inside the buffer already there: every forward kernel overwrites its
         // outputs, and refilling gigabytes with zeros (page faults included) can cost more than the forward.
-        model->a = layout_act_views(model->cfg, B, T, model->acts.data());
+        model->act = layout_act_views(model->cfg, B, T, model->acts.data());
         model->B = B;
         model->T = T;
         return;
@@ -116,10 +116,10 @@ void gpt2_alloc_acts(GPT2* model, int B, int T) {
     // activations, and their gradients when training (a smaller layout: no caches, no logits)
     const size_t nd = model->training ? layout_params_size(layout_acts(model->cfg, B, T, true)) : 0;
     buffer_assign_zero(&model->acts, n);
-    model->a = layout_act_views(model->cfg, B, T, model->acts.data(), false, recompute);
+    model->act = layout_act_views(model->cfg, B, T, model->acts.data(), false, recompute);
     if (model->training) {
         buffer_assign_zero(&model->dacts, nd);
-        model->da = layout_act_views(model->cfg, B, T, model->dacts.data(), true);
+        model->dact = layout_act_views(model->cfg, B, T, model->dacts.data(), true);
     }
     model->B = B;
     model->T = T;
@@ -150,7 +150,7 @@ void gpt2_params_updated(GPT2* model, size_t offset, size_t n) {
 
 void block_forward(const GPT2& model, int l, const LayerActs& la, const float* x, int B, int T, const KvLayer* kv) {
     const int N = B * T, C = model.cfg.channels, NH = model.cfg.num_heads;
-    const LayerParams& lp = model.p.layers[l];
+    const LayerParams& lp = model.param.layers[l];
     const Precision prec = kernel_precision(model.precision);  // attention's products run at it too
     auto linear = [&](float* out, const float* inp, const float* w, const float* b, int IC, int OC) {
         matmul_forward(out, inp, gpt2_weight(model, w), b, N, IC, OC);
@@ -187,8 +187,8 @@ float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, in
     model->inputs.assign(inputs, inputs + N);
     model->dlogits_ready = false;
     model->dlogits_scale = 0;
-    const ParamViews& p = model->p;
-    const ActViews& a = model->a;
+    const ParamViews& p = model->param;
+    const ActViews& a = model->act;
 
     encoder_forward(a.encoded, inputs, p.wte, p.wpe, B, T, C);
     const float* x = a.encoded;  // (N, C) the residual stream
@@ -221,8 +221,8 @@ void gpt2_backward(GPT2* model, float loss_scale, const std::function<void(int l
     const GPT2Config& cfg = model->cfg;
     const int B = model->B, T = model->T, N = B * T;
     const int C = cfg.channels, NH = cfg.num_heads, Vp = cfg.padded_vocab_size;
-    const ParamViews &p = model->p, &g = model->g;
-    const ActViews &a = model->a, &da = model->da;
+    const ParamViews &p = model->param, &g = model->grad;
+    const ActViews &a = model->act, &da = model->dact;
     // Activation gradients are overwritten by their one writer (layers.h) except where layernorm_backward
     // adds onto the residual stream: that stream's first writer is the final LayerNorm's backward.
     const int last = cfg.num_layers - 1;

@@ -22,16 +22,16 @@ struct GPT2 {
     std::vector<TensorInfo> param_table;
     size_t num_params = 0;             // floats in the parameter buffer (padded vocabulary included)
     std::vector<float> params, grads;  // grads (and dacts) only after gpt2_enable_training
-    ParamViews p, g;                   // views into params and grads
+    ParamViews param, grad;                 // views into params and grads
     bool training = false;
     TrainingMemory mem;                 // set by gpt2_enable_training
     std::vector<size_t> grad_offsets;  // where each param_table tensor's gradient starts in grads
     std::pair<size_t, size_t> layer_grads_span;  // with mem.layer_grads: the shared layer's (offset, floats)
     int B = 0, T = 0;  // batch the activations are sized for
     std::vector<float> acts, dacts;
-    ActViews a, da;
+    ActViews act, dact;
     std::vector<int> inputs;     // (B, T) of the last forward
-    bool dlogits_ready = false;  // a.logits holds d(mean loss)/dlogits (since the last forward with targets)
+    bool dlogits_ready = false;  // act.logits holds d(mean loss)/dlogits (since the last forward with targets)
     float dlogits_scale = 0;     // the loss_scale a backward scaled them by; 0 before the first
     float mean_loss = 0;
     Precision precision = Precision::kFp32;  // how the matmuls run (gpt2_set_precision, precision.h)
@@ -90,14 +90,14 @@ double gpt2_grads_bytes(const GPT2Config& cfg, bool layer_grads);
 double gpt2_params_bytes(const GPT2Config& cfg);
 // Forward over inputs (B, T); with targets (B, T) also the loss, returned (else returns 0), and the
 // per-position losses in a.losses. Token ids must be < vocab_size (asserted: the loaders check them).
-// a.logits then holds the logits, except after a forward with targets on a training model: there the
-// classifier is fused with its backward and a.logits holds d(mean loss)/dlogits (layout.h). To read the
+// act.logits then holds the logits, except after a forward with targets on a training model: there the
+// classifier is fused with its backward and act.logits holds d(mean loss)/dlogits (layout.h). To read the
 // logits of a training model, run a forward without targets.
 float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int T);
 void gpt2_zero_grad(GPT2* model);
 // Accumulates d(loss * loss_scale)/dparams into grads; needs gpt2_enable_training and a forward with
 // targets first. loss_scale is 1/grad_accum when accumulating micro-batches. The first backward after a
-// forward scales a.logits' dlogits by it; a second one with the same loss_scale computes the same
+// forward scales act.logits' dlogits by it; a second one with the same loss_scale computes the same
 // gradients again (the forward's activations are left as they were), which an optimizer applied per
 // layer uses to learn the clipping norm first. layer_done(l), when given, is called as soon as layer l's
 // parameter gradients are final (layers in reverse order; wte, wpe and ln_f only at the end), so they can

@@ -50,7 +50,7 @@ struct StepStats {
 // still whole, so save it when there is somewhere to (one process: with several, the other ranks wait in
 // a sum and fatal aborts them all), then stop.
 [[noreturn]] void fail_on_data(Trainer* t, int step, const std::string& err) {
-    if (!t->o.out.empty() && t->sync.ranks == 1 && step > 0) trainer_save(t, step);
+    if (!t->opts.out.empty() && t->sync.ranks == 1 && step > 0) trainer_save(t, step);
     fatal("%s", err.c_str());
 }
 
@@ -70,7 +70,7 @@ void next_batch(Trainer* t, int step, const DataLoaderState& before) {
 // The same stop when the update itself overflowed (AdamW's v from a huge gradient's square, which only an
 // unclipped step can take: adamw_may_overflow), before anything of this step is saved.
 void check_update(const Trainer& t, float norm, int step) {
-    if (!adamw_may_overflow(norm, optimizer_clip_factor(norm, t.o.grad_clip))) return;
+    if (!adamw_may_overflow(norm, optimizer_clip_factor(norm, t.opts.grad_clip))) return;
     const std::string what = adamw_nonfinite(t.opt, t.model);
     if (!what.empty())
         fatal_hint("clip the gradients (--grad-clip 1, the default) or lower --lr",
@@ -81,7 +81,7 @@ void check_update(const Trainer& t, float norm, int step) {
 // time inside the backward (adamw_step_in_backward). A non-finite loss stops the run before any update, a
 // non-finite norm too when clipping (found by the first backward), else after the update, without saving it.
 StepStats train_step_in_backward(Trainer* t, int step) {
-    const TrainOptions& o = t->o;
+    const TrainOptions& o = t->opts;
     const double t0 = time_now_s();
     t->tuner.begin();
     next_batch(t, step, dataloader_state(t->train_dl));
@@ -103,7 +103,7 @@ StepStats train_step_in_backward(Trainer* t, int step) {
 // that overflowed stops it after (check_update).
 StepStats train_step(Trainer* t, int step) {
     if (t->model.mem.layer_grads) return train_step_in_backward(t, step);
-    const TrainOptions& o = t->o;
+    const TrainOptions& o = t->opts;
     const double t0 = time_now_s();
     t->tuner.begin();  // all CPUs, or one when another process holds a CPU (platform/threads.h)
     GPT2& model = t->model;
@@ -134,12 +134,12 @@ void validate(Trainer* t, int step) {
     if (!std::isfinite(val_loss))
         fatal("val loss is %g at step %d: training diverged; the last checkpoint (if any) is kept", val_loss, step);
     t->progress.close();
-    printf("step %5d/%d | val loss %.6f on %lld tokens\n", step, t->o.steps, val_loss,
-           (long long)t->val_n * t->sync.ranks * t->o.B * t->o.T);
+    printf("step %5d/%d | val loss %.6f on %lld tokens\n", step, t->opts.steps, val_loss,
+           (long long)t->val_n * t->sync.ranks * t->opts.B * t->opts.T);
     t->history.val.push_back({step, val_loss});
-    if (!t->o.plot_path.empty()) plot_losses(t->o.plot_path, {{"", t->history.train, t->history.val}}, 800, 500, "--plot (train)");
+    if (!t->opts.plot_path.empty()) plot_losses(t->opts.plot_path, {{"", t->history.train, t->history.val}}, 800, 500, "--plot (train)");
     t->log.line("{\"step\":%d,\"val_loss\":%.6f,\"tokens\":%lld}\n", step, val_loss,
-                (long long)step * t->o.B * t->o.T * t->o.accum * t->sync.ranks);
+                (long long)step * t->opts.B * t->opts.T * t->opts.accum * t->sync.ranks);
 }
 
 }  // namespace
@@ -154,7 +154,7 @@ void Progress::step(int step, int steps, double loss, float lr, float norm, doub
 }
 
 void trainer_load_data(Trainer* t) {
-    const TrainOptions& o = t->o;
+    const TrainOptions& o = t->opts;
     t->train_dl.rank = t->sync.rank;  // before init, which checks each shard against accum * world * B windows
     t->train_dl.world = t->sync.ranks;
     t->train_dl.accum = o.accum;
@@ -172,21 +172,21 @@ void trainer_save(Trainer* t, int step) {
     const LossHistory& h = t->history;
     AdamW whole;  // with ZeRO-1: every rank's moments, gathered for the save
     const AdamW& opt = grad_sync_whole_moments(t->sync, t->opt, t->model, &whole);
-    if (t->o.out.empty()) return;  // another rank: its moments are sent
-    train_state_save(t->o.out, t->model, opt, t->train_dl, step, t->run_flags, h, [&](const std::string& staging) {
-        if (t->o.plot_in_out) plot_losses(path_join(staging, "loss.png"), {{"", h.train, h.val}});
+    if (t->opts.out.empty()) return;  // another rank: its moments are sent
+    train_state_save(t->opts.out, t->model, opt, t->train_dl, step, t->run_flags, h, [&](const std::string& staging) {
+        if (t->opts.plot_in_out) plot_losses(path_join(staging, "loss.png"), {{"", h.train, h.val}});
     });
     t->saved = true;
     t->progress.close();
     if (stop_requested()) return;  // the command's one "interrupted at step N by SIG..., saved" line says it
-    const std::string resume = train_resume_command(t->o.out, t->sync.ranks);
-    if (step < t->o.steps) printf("saved %s at step %d; continue with: %s\n", t->o.out.c_str(), step, resume.c_str());
-    else printf("saved %s at step %d, the last; train on with: %s --steps %d\n", t->o.out.c_str(), step,
+    const std::string resume = train_resume_command(t->opts.out, t->sync.ranks);
+    if (step < t->opts.steps) printf("saved %s at step %d; continue with: %s\n", t->opts.out.c_str(), step, resume.c_str());
+    else printf("saved %s at step %d, the last; train on with: %s --steps %d\n", t->opts.out.c_str(), step,
                 resume.c_str(), 2 * std::max(step, 1));
 }
 
 int trainer_run(Trainer* t, int first_step) {
-    const TrainOptions& o = t->o;
+    const TrainOptions& o = t->opts;
     t->progress.line = ProgressLine(stdout, progress_in_place(stdout, t->sync.ranks > 1), false);
     int step = first_step;
     while (step < o.steps && !(step == first_step && stop_requested())) {

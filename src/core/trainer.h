@@ -55,7 +55,7 @@ struct Progress {
 
 // A run in progress: the model, its optimizer, data, history and outputs.
 struct Trainer {
-    TrainOptions o;
+    TrainOptions opts;
     std::vector<std::pair<std::string, std::string>> run_flags;  // what the checkpoint records
     GPT2 model;
     AdamW opt;
@@ -70,9 +70,9 @@ struct Trainer {
     GradSync sync;      // what each step shares with the other ranks (none without mpirun): grad_sync_init
 };
 
-// Opens the training data (seeded order) and the validation data (in order) of t->o.
+// Opens the training data (seeded order) and the validation data (in order) of t->opts.
 void trainer_load_data(Trainer* t);
-// Saves t->o.out after `step` steps (with the loss plot when t->o.plot_in_out) and says so. With ZeRO-1
+// Saves t->opts.out after `step` steps (with the loss plot when t->opts.plot_in_out) and says so. With ZeRO-1
 // every rank calls it (it gathers the moments into rank 0, which saves).
 void trainer_save(Trainer* t, int step);
 // Runs steps first_step+1.. until --steps, --stop-after or a stop signal; returns the last step done.

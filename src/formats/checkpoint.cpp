@@ -168,7 +168,7 @@ void load_from_safetensors(GPT2* model, const GPT2Config& cfg, const SafeTensors
     checkpoint_unpack_hf(st, prefix, cfg, model->params.data());
     if (const StTensor* s = st.find("lm_head.weight")) {
         std::vector<float> w = safetensors_read_f32(st, *s);
-        if (memcmp(w.data(), model->p.wte, w.size() * sizeof(float)) != 0)
+        if (memcmp(w.data(), model->param.wte, w.size() * sizeof(float)) != 0)
             fatal("untied lm_head.weight in %s: expected it to equal wte.weight (GPT-2 ties them)", st.path.c_str());
     }
 }

@@ -34,7 +34,7 @@ void infer_forward(InferState* st, const GPT2& model, const int* tokens, int n, 
     const int C = cfg.channels, p0 = st->len;
     assert(n >= 1 && p0 + n <= st->max_len && n <= st->max_rows && "generate sizes the cache");
     for (int i = 0; i < n; i++) assert(tokens[i] >= 0 && tokens[i] < cfg.vocab_size);
-    const ParamViews& p = model.p;
+    const ParamViews& p = model.param;
     encoder_forward(st->x.data(), tokens, p.wte, p.wpe + (size_t)p0 * C, 1, n, C);  // positions p0..
     // one block's scratch serves every layer: each block's output (la.residual3) is the next one's input
     const LayerActs la = layout_layer_act_views(cfg, 1, n, st->block.data());

@@ -106,7 +106,7 @@ void score_batch(GPT2* model, const HellaSwagExample* all, const size_t* idx, in
         }
     }
     gpt2_forward(model, inputs->data(), targets->data(), rows, T);
-    const float* losses = model->a.losses;  // (rows, T)
+    const float* losses = model->act.losses;  // (rows, T)
     for (int i = 0; i < n; i++) {
         HellaSwagScore& s = out[idx[i]];
         const int nc = (int)ex[i]->ctx_ids.size();

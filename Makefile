@@ -6,9 +6,10 @@
 # other test stages are in tests/tests.mk, the benchmarks in tests/bench.mk, fuzzing in tests/fuzz/fuzz.mk.
 include src/build.mk
 
-.PHONY: all test check data bench clean format FORCE
+.PHONY: all core test check data bench clean format FORCE
 all: $(BIN)                            # ./gpt2 (./gpt2-mpi with MPI=1)
-test: $(BIN) $(BUILD)/run_tests        # the tests that need no Python: unit tests, then every tests/cli_*.sh
+core: $(CORE_BIN)                      # ./gpt2-core: src/core alone, the fp32 trainer (src/README.md)
+test: $(BIN) $(BUILD)/run_tests $(CORE_BIN)  # the tests that need no Python: unit tests, then every tests/cli_*.sh
 	GPT2=./$(BIN) bash tests/run.sh --unit $(BUILD)/run_tests '$(CLI_SUITES)'
 # make test CLI_SUITES='tests/cli_model.sh' runs the unit tests and the suites named.
 CLI_SUITES := tests/cli_*.sh
@@ -18,8 +19,8 @@ data: gpt2                             # tiny shakespeare and the GPT-2 tokenize
 	bash scripts/prepare_data.sh
 bench: $(BUILD)/run_bench portable-bench  # the headline benchmarks; CASES="peak decode_fp32" picks cases
 	$(BENCH_ENV) $(BUILD)/run_bench $(CASES)
-clean:                                 # removes build/, ./gpt2 and ./gpt2-mpi
-	rm -rf build gpt2 gpt2-mpi
+clean:                                 # removes build/, ./gpt2, ./gpt2-mpi and ./gpt2-core
+	rm -rf build gpt2 gpt2-mpi gpt2-core
 format:                                # clang-format over the sources
 	clang-format -i src/*/*.cpp src/*/*.h tests/*.cpp tests/*.h tests/fuzz/*.cpp
 
@@ -31,6 +32,12 @@ $(BUILD)/run_tests$(EXE): $(TEST_OBJ) $(LIB_OBJ)
 	$(CXX) -o $@ $^ $(LINK)
 $(BUILD)/run_bench$(EXE): $(BENCH_OBJ) $(LIB_OBJ)
 	$(CXX) -o $@ $^ $(LINK)
+$(CORE_BIN): $(CORE_OBJ)
+	$(CXX) -o $@ $^ $(LINK)
+$(CORE_DIR)/%.o: src/core/%.cpp $(FLAGS_FILE) | $(CORE_DIR)/include/core
+	$(CORE_COMPILE) -c $< -o $@
+$(CORE_DIR)/include/core:
+	@mkdir -p $(dir $@) && ln -sfn $(abspath src/core) $@
 $(BUILD)/%.o: src/%.cpp $(FLAGS_FILE) | $(STB_LINK)
 	@mkdir -p $(dir $@)
 	$(COMPILE) -c $< -o $@

@@ -111,7 +111,7 @@ FLAGS_FILE := $(BUILD)/flags
 BIN_FROM   := build/linked/$(subst /,_,$(BIN))
 
 SRC       := $(wildcard src/*/*.cpp)
-LIB_OBJ   := $(patsubst src/%.cpp,$(BUILD)/%.o,$(filter-out src/cli/main.cpp,$(SRC)))
+LIB_OBJ   := $(patsubst src/%.cpp,$(BUILD)/%.o,$(filter-out src/cli/main.cpp src/core/main.cpp,$(SRC)))
 ifeq ($(DISPATCH),1)
 KERNEL_SRC := $(addprefix src/core/,adamw.cpp attention.cpp crossentropy.cpp encoder.cpp gelu.cpp gemm.cpp \
               layernorm.cpp matmul.cpp residual.cpp) src/precision/gemm_bf16.cpp src/inference/matvec.cpp
@@ -122,3 +122,12 @@ TEST_SRC  := $(filter-out tests/bench%.cpp,$(wildcard tests/*.cpp))
 TEST_OBJ  := $(patsubst tests/%.cpp,$(BUILD)/tests/%.o,$(TEST_SRC))
 BENCH_SRC := $(wildcard tests/bench*.cpp)
 BENCH_OBJ := $(patsubst tests/%.cpp,$(BUILD)/tests/%.o,$(BENCH_SRC))
+
+# make core: src/core alone into gpt2-core, compiled where nothing else of src/ can be included (its one
+# include directory holds a link to src/core alone) and linked with the C++ library and OpenMP only. No
+# MPI, no dispatch: the kernels for ARCH's one instruction set.
+CORE_BIN     := $(if $(filter ./,$(dir $(BIN))),,$(dir $(BIN)))gpt2-core$(EXE)  # beside $(BIN)
+CORE_DIR     := $(BUILD)/core-alone
+CORE_OBJ     := $(patsubst src/core/%.cpp,$(CORE_DIR)/%.o,$(wildcard src/core/*.cpp))
+CORE_COMPILE := $(CXX) -std=c++17 -I$(CORE_DIR)/include -MMD -MP -Wall -Wextra -Wno-unused-parameter \
+                $(if $(filter 1,$(NO_OMP)),,$(OMP_CXX)) $(MARCH) $(OPT) $(CPPFLAGS) $(CXXFLAGS)

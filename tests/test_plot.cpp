@@ -13,7 +13,8 @@
 #include "platform/util.h"
 #include "test.h"
 #include "report/plot.h"
-#include "core/trainer.h"
+#include "formats/train_state.h"
+#include "report/run_log.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // train_cmd.cpp: the `train` command: options from flags (and from a checkpoint's stored flags
 // on --resume), the checks on outputs and memory before anything is computed, then the run itself
-// (core/trainer.h).
+// (cli/train_run.h).
 
 #include <climits>
 #include <cstdio>
@@ -25,7 +25,7 @@
 #include "text/tokenizer.h"
 #include "report/plot.h"
 #include "dist/grad_sync.h"
-#include "core/trainer.h"
+#include "cli/train_run.h"
 
 namespace {
 
@@ -148,20 +148,20 @@ struct TrainMemory {
     double total() const { return params + grads + moments + acts + samples; }
 };
 
-TrainMemory train_memory(const GPT2Config& cfg, const TrainOptions& o, bool bf16_matmuls) {
+TrainMemory train_memory(const GPT2Config& cfg, const TrainOptions& o, const RunOptions& r, bool bf16_matmuls) {
     TrainMemory m;
     m.params = gpt2_params_bytes(cfg) * (bf16_matmuls ? 1.5 : 1.0);
-    m.grads = gpt2_grads_bytes(cfg, o.mem.layer_grads);
-    m.moments = gpt2_params_bytes(cfg) * (o.bf16_moments ? 1.0 : 2.0) / (o.zero ? dist_world() : 1);
-    m.acts = gpt2_acts_bytes(cfg, o.B, o.T, true, o.mem.recompute);
-    m.samples = o.sample_tokens > 0 ? generate_memory_bytes(cfg, 1, o.sample_tokens) : 0;
+    m.grads = gpt2_grads_bytes(cfg, r.mem.layer_grads);
+    m.moments = gpt2_params_bytes(cfg) * (r.bf16_moments ? 1.0 : 2.0) / (r.zero ? dist_world() : 1);
+    m.acts = gpt2_acts_bytes(cfg, o.B, o.T, true, r.mem.recompute);
+    m.samples = r.sample_tokens > 0 ? generate_memory_bytes(cfg, 1, r.sample_tokens) : 0;
     return m;
 }
 
 // Prints what training will allocate and stops before allocating if the machine does not have it.
-void check_memory(const GPT2Config& cfg, const TrainOptions& o, bool bf16_matmuls) {
+void check_memory(const GPT2Config& cfg, const TrainOptions& o, const RunOptions& r, bool bf16_matmuls) {
     const double mib = 1024.0 * 1024.0;
-    const TrainMemory m = train_memory(cfg, o, bf16_matmuls);
+    const TrainMemory m = train_memory(cfg, o, r, bf16_matmuls);
     char samples[64] = "";
     if (m.samples > 0) snprintf(samples, sizeof(samples), ", samples %.0f", m.samples / mib);
     printf("memory: %.0f MiB (parameters %.0f, gradients %.0f, AdamW state %.0f, activations %.0f%s MiB)\n",
@@ -169,7 +169,7 @@ void check_memory(const GPT2Config& cfg, const TrainOptions& o, bool bf16_matmul
     memory_check(m.total() - m.samples, "train",
                  "lower -B or -T, train a smaller model, or see --recompute, --optimizer-state bf16 and "
                  "--optimizer-in-backward");
-    memory_check(m.total(), "samples of --sample-tokens " + std::to_string(o.sample_tokens) + " beside training",
+    memory_check(m.total(), "samples of --sample-tokens " + std::to_string(r.sample_tokens) + " beside training",
                  "lower --sample-tokens (0: no samples)");
 }
 
@@ -208,8 +208,8 @@ void check_model_geometry(const CliArgs& args, const GPT2Config& cfg, const std:
 
 // The model a run trains: the checkpoint it resumes, --model, or a random init from the geometry flags.
 // Memory is checked before anything large is allocated.
-void build_model(GPT2* model, const CliArgs& args, const TrainOptions& o) {
-    const std::string &resume_dir = o.resume_dir, &out = o.out;
+void build_model(GPT2* model, const CliArgs& args, const TrainOptions& o, const RunOptions& r) {
+    const std::string &resume_dir = r.resume_dir, &out = r.out;
     const int T = o.T;
     const bool bf16 = args.str("precision") == "bf16" && bf16_supported();  // cli_precision says it later
     if (!resume_dir.empty() || args.has("model")) {
@@ -225,7 +225,7 @@ void build_model(GPT2* model, const CliArgs& args, const TrainOptions& o) {
                        "would replace it and its training state",
                        out.c_str());
         cli_check_tokens(args, T, cfg.max_seq_len);
-        check_memory(cfg, o, bf16);
+        check_memory(cfg, o, r, bf16);
         checkpoint_load(model, path, heads);
         if (resume_dir.empty()) printf("loaded %s (%s, %s)\n", path.c_str(), info.format.c_str(), info.dtype.c_str());
         return;
@@ -235,15 +235,17 @@ void build_model(GPT2* model, const CliArgs& args, const TrainOptions& o) {
                                  args.integer_in("channels", 1, 65536));
     if (const std::string bad = config_check(cfg, "train flags"); !bad.empty()) fatal("%s", bad.c_str());
     cli_check_tokens(args, T, cfg.max_seq_len, "--seq-len ");
-    check_memory(cfg, o, bf16);
+    check_memory(cfg, o, r, bf16);
     setup_phase("random init of the parameters", gpt2_params_bytes(cfg), [&] {
         gpt2_build(model, cfg);
         gpt2_init_random(model, o.seed);
     });
 }
 
-TrainOptions train_options(const CliArgs& args, const CliArgs& given, const std::string& resume_dir) {
-    TrainOptions o;
+void train_options(const CliArgs& args, const CliArgs& given, const std::string& resume_dir, TrainOptions* to,
+                   RunOptions* ro) {
+    TrainOptions& o = *to;
+    RunOptions& r = *ro;
     o.B = args.integer_in("batch", 1, 1 << 16), o.T = args.integer_in("tokens", 1, 1 << 20);
     o.steps = args.integer_in("steps", 0, 1 << 30), o.accum = args.integer_in("grad-accum", 1, 1 << 16);
     o.seed = (uint64_t)args.integer_in("seed", 0, LLONG_MAX);
@@ -262,39 +264,38 @@ TrainOptions train_options(const CliArgs& args, const CliArgs& given, const std:
         fatal("bad value for --lr-schedule (train): expected cosine or constant, got '%s'", schedule.c_str());
     o.cosine = schedule == "cosine";
     o.shuffle = !args.on("no-shuffle");
-    o.val_every = args.integer_in("val-every", 0, 1 << 30), o.val_batches = args.integer_in("val-batches", 1, 1 << 20);
-    o.save_every = args.integer_in("save-every", 0, 1 << 30), o.stop_after = args.integer_in("stop-after", 0, 1 << 30);
-    o.sample_every = args.integer_in("sample-every", 0, 1 << 30);
-    o.sample_tokens = args.integer_in("sample-tokens", 0, 1 << 20);
-    o.train_path = args.str("train");
-    o.resume_dir = resume_dir;
+    r.val_every = args.integer_in("val-every", 0, 1 << 30), r.val_batches = args.integer_in("val-batches", 1, 1 << 20);
+    r.save_every = args.integer_in("save-every", 0, 1 << 30), r.stop_after = args.integer_in("stop-after", 0, 1 << 30);
+    r.sample_every = args.integer_in("sample-every", 0, 1 << 30);
+    r.sample_tokens = args.integer_in("sample-tokens", 0, 1 << 20);
+    r.train_path = args.str("train");
+    r.resume_dir = resume_dir;
     // A resumed run saves where it resumed from unless --out says otherwise.
-    o.out = given.has("out") ? path_strip_slashes(given.str("out")) : resume_dir;
-    o.plot_in_out = !args.has("plot") && !o.out.empty();
-    o.plot_path = args.has("plot") ? args.str("plot") : "";
-    if (o.save_every > 0 && o.out.empty())
+    r.out = given.has("out") ? path_strip_slashes(given.str("out")) : resume_dir;
+    r.plot_in_out = !args.has("plot") && !r.out.empty();
+    r.plot_path = args.has("plot") ? args.str("plot") : "";
+    if (r.save_every > 0 && r.out.empty())
         fatal("missing flag --out (train): --save-every needs a directory to save to");
     // The default val file belongs to the default train file; custom training data validates only on --val.
     const std::string val = args.has("val") ? args.str("val") : args.has("train") ? "" : args.str("val");
-    o.val_path = o.val_every > 0 ? val : "";
-    o.mem.recompute = args.on("recompute");
-    o.mem.layer_grads = args.on("optimizer-in-backward");
+    r.val_path = r.val_every > 0 ? val : "";
+    r.mem.recompute = args.on("recompute");
+    r.mem.layer_grads = args.on("optimizer-in-backward");
     const std::string state = args.str("optimizer-state");
     if (state != "fp32" && state != "bf16")
         fatal("bad value for --optimizer-state (train): expected fp32 or bf16, got '%s'", state.c_str());
-    o.bf16_moments = state == "bf16";
-    o.zero = args.integer_in("zero", 0, 1) == 1;
-    o.saving = !o.out.empty();
-    o.out_is_resume = o.out == resume_dir;
-    if (o.mem.layer_grads && o.accum > 1)
+    r.bf16_moments = state == "bf16";
+    r.zero = args.integer_in("zero", 0, 1) == 1;
+    r.saving = !r.out.empty();
+    r.out_is_resume = r.out == resume_dir;
+    if (r.mem.layer_grads && o.accum > 1)
         fatal("bad value for --grad-accum (train): --optimizer-in-backward updates during each backward, so it "
               "takes --grad-accum 1, got %d",
               o.accum);
-    if (o.mem.layer_grads && dist_world() > 1)
+    if (r.mem.layer_grads && dist_world() > 1)
         fatal("--optimizer-in-backward (train) runs in one process: with %d ranks the gradients are summed across "
               "ranks before any update",
               dist_world());
-    return o;
 }
 
 // Says which flags given to a resumed run replace the values it was trained with (stored, else the default).
@@ -423,38 +424,39 @@ CliArgs resume_args(const CliArgs& given, const std::string& resume_dir, TrainSt
 // The tokenizer for samples (cli_tokenizer: --tokenizer, --model's own, or the default directory). Samples
 // are on by default, so only a tokenizer asked for by flag must exist and fit the model; otherwise training
 // goes on without samples and says so.
-void load_sampler(Trainer* t, const CliArgs& args, const CliArgs& given) {
+void load_sampler(TrainRun* t, const CliArgs& args, const CliArgs& given) {
     const GPT2Config& cfg = t->model.cfg;
     const bool asked = given.has("sample-tokens") || given.has("tokenizer");
     // A resumed run's --model (kept for `info`) may have moved since: the tokenizer then comes from the defaults.
-    const std::string model = args.has("model") && t->opts.resume_dir.empty() ? args.str("model") : "";
+    const std::string model = args.has("model") && t->run.resume_dir.empty() ? args.str("model") : "";
     const std::string which = cli_tokenizer(args, model, false, &t->tok);
     if (which.empty()) {
         printf(
             "note: no tokenizer files in %s (encoder.json + vocab.bpe): training without samples; set "
             "--tokenizer or GPT2_DATA_DIR to see them\n",
             tokenizer_default_dir().c_str());
-        t->opts.sample_tokens = 0;
+        t->run.sample_tokens = 0;
     } else if (asked) {
         tokenizer_check_vocab(t->tok, cfg.vocab_size, "--sample-tokens 0 trains without samples");
     } else if (t->tok.vocab_size != cfg.vocab_size) {
         printf("note: the tokenizer in %s has %d tokens, the model %d: training without samples\n", t->tok.dir.c_str(),
                t->tok.vocab_size, cfg.vocab_size);
-        t->opts.sample_tokens = 0;
+        t->run.sample_tokens = 0;
     }
-    if (t->opts.sample_tokens) printf("tokenizer: %s\n", which.c_str());
+    if (t->run.sample_tokens) printf("tokenizer: %s\n", which.c_str());
 }
 
 // Every rank must run the same math on the same data: a rank started with other flags, another model or
 // other files would wait forever in a sum of another size, or train silently wrong. The ranks compare
 // digests of the flags that shape the run (their parsed values), of the model, and of the data.
-void check_ranks_agree(const Trainer& t) {
+void check_ranks_agree(const TrainRun& t) {
     const TrainOptions& o = t.opts;
+    const RunOptions& r = t.run;
     char numbers[256];  // the parsed values, so that "08" and "8" agree
     snprintf(numbers, sizeof(numbers), "%d %d %d %d %llu %a %a %a %a %a %a %a %d %d %d %d %d %d %d", o.B, o.T,
              o.steps, o.accum, (unsigned long long)o.seed, o.adamw.lr, o.adamw.beta1, o.adamw.beta2, o.adamw.eps,
-             o.adamw.weight_decay, o.grad_clip, o.min_lr_frac, o.warmup, o.cosine, o.shuffle, o.val_every,
-             o.val_batches, o.stop_after, (int)t.model.precision);
+             o.adamw.weight_decay, o.grad_clip, o.min_lr_frac, o.warmup, o.cosine, o.shuffle, r.val_every,
+             r.val_batches, r.stop_after, (int)t.model.precision);
     std::string data;
     for (const DataLoader* dl : {&t.train_dl, &t.val_dl})
         for (const TokenShard& s : dl->shards) data += s.fingerprint + ";";
@@ -478,34 +480,34 @@ struct TrainLocks {
 };
 
 // Outputs are checked, and --out locked, before anything is computed: a run that cannot save fails now.
-void lock_outputs(Trainer* t, const CliArgs& args, const CliArgs& given, const std::string& resume_dir,
+void lock_outputs(TrainRun* t, const CliArgs& args, const CliArgs& given, const std::string& resume_dir,
                   TrainLocks* locks) {
-    const TrainOptions& o = t->opts;
-    if (!o.out.empty() || (given.has("out") && dist_rank() == 0))
-        train_dir_check(o.out, given.has("out") ? "--out" : "--resume");
-    if (given.on("overwrite") && o.out_is_resume)
+    const RunOptions& r = t->run;
+    if (!r.out.empty() || (given.has("out") && dist_rank() == 0))
+        train_dir_check(r.out, given.has("out") ? "--out" : "--resume");
+    if (given.on("overwrite") && r.out_is_resume)
         fatal("conflicting flags (train): --overwrite starts a new run in --out; --resume %s continues its own",
               resume_dir.c_str());
     if (given.on("overwrite") && !given.has("out"))
         fatal("missing flag --out (train): --overwrite replaces the run in --out with a new one");
-    locks->out.reset(o.out.empty() || o.out == resume_dir ? nullptr : new PathLock(o.out, "--out"));
+    locks->out.reset(r.out.empty() || r.out == resume_dir ? nullptr : new PathLock(r.out, "--out"));
     // Another run's checkpoint (looked for under the lock) is never replaced unasked: HF's trainers refuse a
     // non-empty output directory without --overwrite_output_dir. With --overwrite, the first save replaces it
     // as every save does. (A --model that is --out itself is refused by build_model, --overwrite or not.)
     FileInfo out_dir, model_dir;
-    const bool out_is_model = resume_dir.empty() && args.has("model") && os_stat(o.out, &out_dir) &&
+    const bool out_is_model = resume_dir.empty() && args.has("model") && os_stat(r.out, &out_dir) &&
                               os_stat(args.str("model"), &model_dir) && same_file(out_dir, model_dir);
-    if (const int step = o.out.empty() || o.out_is_resume || out_is_model ? -1 : train_dir_step(o.out);
+    if (const int step = r.out.empty() || r.out_is_resume || out_is_model ? -1 : train_dir_step(r.out);
         step >= 0 && !given.on("overwrite"))
-        fatal_hint("continue that run with: " + train_resume_command(o.out, dist_world()) +
+        fatal_hint("continue that run with: " + train_resume_command(r.out, dist_world()) +
                        "; or replace it with a new one: --overwrite",
                    "bad value for --out (train): %s holds the checkpoint of another run (at step %d); expected a "
                    "new or empty directory",
-                   o.out.c_str(), step);
-    if (!o.out.empty()) dir_clear_dead_staging(o.out, train_dir_is_ours);  // before anything opens files in it
-    if (args.has("plot") && !o.plot_path.empty()) {
-        check_plot_path(o.plot_path, o.out);
-        locks->plot.reset(new PathLock(o.plot_path, "--plot (train)"));
+                   r.out.c_str(), step);
+    if (!r.out.empty()) dir_clear_dead_staging(r.out, train_dir_is_ours);  // before anything opens files in it
+    if (args.has("plot") && !r.plot_path.empty()) {
+        check_plot_path(r.plot_path, r.out);
+        locks->plot.reset(new PathLock(r.plot_path, "--plot (train)"));
     }
     if (args.has("log") && dist_rank() == 0) {
         locks->log.reset(new PathLock(args.str("log"), "--log (train)"));
@@ -515,8 +517,9 @@ void lock_outputs(Trainer* t, const CliArgs& args, const CliArgs& given, const s
 }
 
 // The data: tokens (and shards) to train on, what one step takes, and what a val loss covers.
-void print_data(const Trainer& t) {
+void print_data(const TrainRun& t) {
     const TrainOptions& o = t.opts;
+    const RunOptions& r = t.run;
     const auto count = [](const DataLoader& dl, const char* what) {
         std::string s = std::to_string(dataloader_num_tokens(dl)) + " " + what + " tokens";
         return dl.shards.size() > 1 ? s + " in " + std::to_string(dl.shards.size()) + " shards" : s;
@@ -527,11 +530,11 @@ void print_data(const Trainer& t) {
     printf("data: %s%s; %d step%s of %lld tokens (%s)\n", count(t.train_dl, "train").c_str(),
            o.shuffle ? "" : " (in order)", o.steps, o.steps == 1 ? "" : "s",
            (long long)dist_world() * o.accum * o.B * o.T, shape.c_str());
-    if (o.val_path.empty()) {
+    if (r.val_path.empty()) {
         printf("val: none\n");
         return;
     }
-    const std::string every = o.val_every == 1 ? "step" : std::to_string(o.val_every) + " steps";
+    const std::string every = r.val_every == 1 ? "step" : std::to_string(r.val_every) + " steps";
     printf("val: every %s, the first %lld of %s (--val-batches %zu x -B %d x -T %d; `gpt2 eval` scores "
            "all of them)\n",
            every.c_str(), (long long)t.val_n * dist_world() * o.B * o.T, count(t.val_dl, "val").c_str(), t.val_n,
@@ -540,16 +543,17 @@ void print_data(const Trainer& t) {
 
 // Everything the first step needs, each said as it is set up: the model, the data, the resumed optimizer
 // state, the precision and the sampler. Returns the step the run starts from.
-int prepare_run(Trainer* t, const CliArgs& args, const CliArgs& given, const std::string& resume_dir,
+int prepare_run(TrainRun* t, const CliArgs& args, const CliArgs& given, const std::string& resume_dir,
                 TrainState* resume) {
     const TrainOptions& o = t->opts;
-    dataloader_expand(o.train_path, "--train");  // a pattern that matches nothing fails before any allocation
-    if (!o.val_path.empty()) dataloader_expand(o.val_path, "--val");
-    build_model(&t->model, args, o);
-    setup_phase("gradients", gpt2_grads_bytes(t->model.cfg, o.mem.layer_grads),
-                [&] { gpt2_enable_training(&t->model, o.mem); });
-    t->opt.bf16 = o.bf16_moments;
-    grad_sync_init(&t->sync, &t->model, o.zero, &t->opt);  // with --zero 1: this rank's slice of AdamW
+    const RunOptions& r = t->run;
+    dataloader_expand(r.train_path, "--train");  // a pattern that matches nothing fails before any allocation
+    if (!r.val_path.empty()) dataloader_expand(r.val_path, "--val");
+    build_model(&t->model, args, o, r);
+    setup_phase("gradients", gpt2_grads_bytes(t->model.cfg, r.mem.layer_grads),
+                [&] { gpt2_enable_training(&t->model, r.mem); });
+    t->opt.bf16 = r.bf16_moments;
+    grad_sync_init(&t->sync, &t->model, r.zero, &t->opt);  // with --zero 1: this rank's slice of AdamW
     const GPT2Config& cfg = t->model.cfg;
     printf("model: %d layers, %d heads, %d channels, context %d, vocab %d: %.2fM parameters\n", cfg.num_layers,
            cfg.num_heads, cfg.channels, cfg.max_seq_len, cfg.vocab_size, gpt2_num_real_params(cfg) / 1e6);
@@ -562,13 +566,13 @@ int prepare_run(Trainer* t, const CliArgs& args, const CliArgs& given, const std
     }
     gpt2_set_precision(&t->model, cli_precision(args));  // the weights are in place: bf16 copies them
     const bool bf16 = t->model.precision == Precision::kBf16;
-    if (bf16 || o.bf16_moments)
+    if (bf16 || r.bf16_moments)
         printf("precision: %s, fp32 master weights, AdamW state %s\n",
                bf16 ? "bf16 matmuls (fp32 accumulation)" : "fp32 matmuls",
-               o.bf16_moments ? "bf16 (stochastic rounding)" : "fp32");
+               r.bf16_moments ? "bf16 (stochastic rounding)" : "fp32");
     // The buffers the first step would otherwise allocate and fault in: that step then runs as a steady one.
     setup_phase("activations and AdamW state",
-                gpt2_acts_bytes(cfg, o.B, o.T, true, o.mem.recompute) + train_memory(cfg, o, false).moments, [&] {
+                gpt2_acts_bytes(cfg, o.B, o.T, true, r.mem.recompute) + train_memory(cfg, o, r, false).moments, [&] {
                     gpt2_alloc_acts(&t->model, o.B, o.T);
                     adamw_prepare(&t->opt, t->model);
                 });
@@ -577,17 +581,17 @@ int prepare_run(Trainer* t, const CliArgs& args, const CliArgs& given, const std
         printf("note: -T %d trains positions 0-%d of the model's %d; text generated past %d tokens runs on untrained "
                "positions (-T %d trains them all)\n",
                o.T, o.T - 1, cfg.max_seq_len, o.T, cfg.max_seq_len);
-    if (o.sample_tokens > 0) load_sampler(t, args, given);  // before training, so a bad tokenizer fails fast
+    if (r.sample_tokens > 0) load_sampler(t, args, given);  // before training, so a bad tokenizer fails fast
     return first_step;
 }
 
 // The end of a run: where its loss plot is and, after a save, how to sample from the model it saved.
-void print_next(const Trainer& t, const CliArgs& args) {
-    const TrainOptions& o = t.opts;
-    const std::string plot = !o.plot_in_out ? o.plot_path : t.saved ? path_join(o.out, "loss.png") : "";
+void print_next(const TrainRun& t, const CliArgs& args) {
+    const RunOptions& r = t.run;
+    const std::string plot = !r.plot_in_out ? r.plot_path : t.saved ? path_join(r.out, "loss.png") : "";
     if (!plot.empty() && path_exists(plot)) printf("plot: %s\n", plot.c_str());
     if (!t.saved) return;
-    std::string generate = "gpt2 generate --model " + o.out;
+    std::string generate = "gpt2 generate --model " + r.out;
     if (args.has("tokenizer")) generate += " --tokenizer " + args.str("tokenizer");
     if (t.model.cfg.vocab_size <= kTokenizerEot) generate += " --prompt-ids 0 --ids";  // no <|endoftext|> to start from
     printf("sample from it: %s\n", generate.c_str());
@@ -595,10 +599,11 @@ void print_next(const Trainer& t, const CliArgs& args) {
 
 // Trains from first_step to --steps and says how the run ended: 0 when it ran to its end, 128 + the signal
 // when one stopped it.
-int run_steps(Trainer* t, int first_step, const std::string& resume_dir, const CliArgs& args) {
+int run_steps(TrainRun* t, int first_step, const std::string& resume_dir, const CliArgs& args) {
     const TrainOptions& o = t->opts;
+    const RunOptions& r = t->run;
     if (first_step >= o.steps) {  // nothing to train: a fresh run still saves what was asked for
-        if (o.saving && !o.out_is_resume) trainer_save(t, first_step);  // what --out asked for
+        if (r.saving && !r.out_is_resume) trainer_save(t, first_step);  // what --out asked for
         else if (!resume_dir.empty())
             printf("nothing to do: %s is at step %d of %d\n", resume_dir.c_str(), first_step, o.steps);
         t->log.close();
@@ -613,10 +618,10 @@ int run_steps(Trainer* t, int first_step, const std::string& resume_dir, const C
     if (!sig) return 0;
     if (t->saved)  // the one line that says so (trainer_save is silent when a signal stopped the run)
         fprintf(stderr, "interrupted at step %d by %s, saved %s; continue with: %s\n", step, stop_signal_name(sig),
-                o.out.c_str(), train_resume_command(o.out, dist_world()).c_str());
+                r.out.c_str(), train_resume_command(r.out, dist_world()).c_str());
     else if (dist_rank() == 0)  // rank 0 alone saves (and says so)
         fprintf(stderr, "interrupted at step %d by %s; nothing saved (%s)\n", step, stop_signal_name(sig),
-                o.out.empty() ? "no --out" : "no step was done");
+                r.out.empty() ? "no --out" : "no step was done");
     return 128 + sig;
 }
 
@@ -633,18 +638,18 @@ int cmd_train(int argc, char** argv) {
     // released, nothing saved); from then on the step finishes and the run saves.
     stop_catch(true);
     dist_init(nullptr, nullptr);  // under mpirun: join the other ranks (make MPI=1); else one process
-    Trainer t;
+    TrainRun t;
     TrainState resume;
     const std::string resume_dir = given.has("resume") ? path_strip_slashes(given.str("resume")) : "";
     // The checkpoint is locked before its train state is read: a save in progress is never read half-way.
     TrainLocks locks;
     if (!resume_dir.empty() && dist_rank() == 0) locks.resume.reset(new PathLock(resume_dir, "--resume"));
     const CliArgs args = given.has("resume") ? resume_args(given, resume_dir, &resume) : given;
-    t.opts = train_options(args, given, resume_dir);
-    t.run_flags = run_flags(args, t.opts.val_path);
+    train_options(args, given, resume_dir, &t.opts, &t.run);
+    t.run_flags = run_flags(args, t.run.val_path);
     if (dist_rank() != 0) {  // rank 0 alone prints, logs, plots, samples and saves
-        t.opts.out.clear(), t.opts.plot_path.clear();
-        t.opts.plot_in_out = false, t.opts.sample_tokens = 0;
+        t.run.out.clear(), t.run.plot_path.clear();
+        t.run.plot_in_out = false, t.run.sample_tokens = 0;
         output_silence_stdout();
     }
     lock_outputs(&t, args, given, resume_dir, &locks);

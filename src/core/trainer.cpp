@@ -1,75 +1,20 @@
 // trainer.cpp: see trainer.h.
 #include "core/trainer.h"
 
-#include <algorithm>
+#include <chrono>
 #include <cmath>
-#include <cstdint>
-#include <cstdio>
-#include <cstring>
-#include <string>
 
-#include "platform/platform.h"
-#include "platform/signals.h"
-#include "platform/util.h"
-#include "inference/generate.h"
-#include "report/evaluate.h"
-#include "dist/grad_sync.h"
-#include "report/plot.h"
+#include "core/error.h"
 
-namespace {
+void StepHooks::data_failed(int step, const std::string& err) { fatal("%s", err.c_str()); }
 
-// Prints a sample from <|endoftext|> (token 0 for a vocabulary without it) with the generator's defaults
-// (temperature 1, top-k 50). It runs for the full length, showing a further <|endoftext|> as a blank line,
-// so a young model's early end of text does not cut the sample short.
-void print_sample(const GPT2& model, const Tokenizer& tok, int tokens, uint64_t seed) {
-    GenerateOptions opts;
-    opts.max_tokens = tokens;
-    opts.cancelled = [] { return stop_requested() != 0; };  // a stop signal cuts a long sample short
-    Rng rng(seed);
-    TokenDecoder decoder(tok);
-    printf("---- sample ----\n");
-    GenerateStats stats;
-    generate(
-        model, {model.cfg.vocab_size > kTokenizerEot ? kTokenizerEot : 0}, opts, &rng,
-        [&](int id) {
-            fputs(id == kTokenizerEot ? (decoder.flush() + "\n\n").c_str() : decoder.push(id).c_str(), stdout);
-        },
-        &stats);
-    if (stats.stop == GenerateStop::kNonFinite) fatal("%s (sample)", generate_nonfinite_message(stats).c_str());
-    printf("%s\n----------------\n", decoder.flush().c_str());
-    fflush(stdout);
-}
-
-struct StepStats {
-    double loss;
-    float norm, lr, ms;
-    int stop;  // the stop signal every rank agreed on during the step (grad_sync_stop)
-};
-
-// The training data changed under the run (dataloader_try_next's message): the state before this step is
-// still whole, so save it when there is somewhere to (one process: with several, the other ranks wait in
-// a sum and fatal aborts them all), then stop.
-[[noreturn]] void fail_on_data(Trainer* t, int step, const std::string& err) {
-    if (!t->opts.out.empty() && t->sync.ranks == 1 && step > 0) trainer_save(t, step);
-    fatal("%s", err.c_str());
-}
-
-// The next batch, or the run stops on the data's error (fail_on_data).
-void next_batch(Trainer* t, int step, const DataLoaderState& before) {
-    std::string err;
-    if (dataloader_try_next(&t->train_dl, &err)) return;
-    dataloader_restore(&t->train_dl, before, "");  // earlier micro-batches of this step are undone too
-    fail_on_data(t, step, err);
-}
-
-[[noreturn]] void fail_diverged(double loss, float norm, int step) {
+void train_check_finite(double loss, float norm, int step) {
+    if (std::isfinite(loss) && std::isfinite(norm)) return;
     fatal("%s is %g at step %d: training diverged; the last checkpoint (if any) is kept",
           std::isfinite(loss) ? "gradient norm" : "loss", std::isfinite(loss) ? norm : loss, step + 1);
 }
 
-// The same stop when the update itself overflowed (AdamW's v from a huge gradient's square, which only an
-// unclipped step can take: adamw_may_overflow), before anything of this step is saved.
-void check_update(const Trainer& t, float norm, int step) {
+void train_check_update(const Trainer& t, float norm, int step) {
     if (!adamw_may_overflow(norm, optimizer_clip_factor(norm, t.opts.grad_clip))) return;
     const std::string what = adamw_nonfinite(t.opt, t.model);
     if (!what.empty())
@@ -77,144 +22,34 @@ void check_update(const Trainer& t, float norm, int step) {
                    "%s at step %d: training diverged; the last checkpoint (if any) is kept", what.c_str(), step + 1);
 }
 
-// One optimizer step with --optimizer-in-backward (one process, one micro-batch): AdamW applied a layer at a
-// time inside the backward (adamw_step_in_backward). A non-finite loss stops the run before any update, a
-// non-finite norm too when clipping (found by the first backward), else after the update, without saving it.
-StepStats train_step_in_backward(Trainer* t, int step) {
-    const TrainOptions& o = t->opts;
-    const double t0 = time_now_s();
-    t->tuner.begin();
-    next_batch(t, step, dataloader_state(t->train_dl));
-    const double loss = gpt2_forward(&t->model, t->train_dl.inputs.data(), t->train_dl.targets.data(), o.B, o.T);
-    if (!std::isfinite(loss)) fail_diverged(loss, 0, step);
-    const float lr = lr_schedule(step, o.steps, o.adamw.lr, o.warmup, o.min_lr_frac, o.cosine);
-    const float norm = adamw_step_in_backward(&t->opt, &t->model, o.adamw, lr, o.grad_clip);
-    if (!std::isfinite(norm)) fail_diverged(loss, norm, step);
-    check_update(*t, norm, step);
-    const int stop = grad_sync_stop(t->sync);
-    t->tuner.end();
-    return {loss, norm, lr, (float)((time_now_s() - t0) * 1e3), stop};
-}
-
-// One optimizer step: grad-accum micro-batches (batch, forward, backward), the gradient norm, clipping
-// and AdamW. t->sync shares the step with the other ranks, if any (dist/grad_sync.h): each layer's gradients
-// as the last micro-batch's backward finishes it, then the loss and the stop signal, so every rank takes the
-// same decision. A non-finite loss or norm stops the run before the update touches the parameters; an update
-// that overflowed stops it after (check_update).
+// The hooks pass each layer's gradients on as the last micro-batch's backward finishes them, then the loss
+// and the stop signal, so every process takes the same decision.
 StepStats train_step(Trainer* t, int step) {
-    if (t->model.mem.layer_grads) return train_step_in_backward(t, step);
+    StepHooks plain;
+    StepHooks& hooks = t->hooks ? *t->hooks : plain;
     const TrainOptions& o = t->opts;
-    const double t0 = time_now_s();
-    t->tuner.begin();  // all CPUs, or one when another process holds a CPU (platform/threads.h)
+    const auto t0 = std::chrono::steady_clock::now();
+    hooks.begin();
     GPT2& model = t->model;
     gpt2_zero_grad(&model);
     double loss = 0;
-    const DataLoaderState before = dataloader_state(t->train_dl);
     for (int micro = 0; micro < o.accum; micro++) {
-        next_batch(t, step, before);
+        std::string err;
+        if (!dataloader_try_next(&t->train_dl, &err)) hooks.data_failed(step, err);
         loss += gpt2_forward(&model, t->train_dl.inputs.data(), t->train_dl.targets.data(), o.B, o.T) / o.accum;
         const bool last = micro == o.accum - 1;  // its gradients are final as each layer's backward ends
-        gpt2_backward(&model, grad_sync_loss_scale(t->sync, o.accum), last ? grad_sync_layer_hook(&t->sync) : nullptr);
+        gpt2_backward(&model, hooks.loss_scale(o.accum), last ? hooks.layer_done() : nullptr);
     }
-    grad_sync_backward_done(&t->sync);
-    loss = grad_sync_loss(t->sync, loss);
-    const int stop = grad_sync_stop(t->sync);
-    const float norm = grad_sync_norm(t->sync, model, t->opt);
-    if (!std::isfinite(loss) || !std::isfinite(norm)) fail_diverged(loss, norm, step);
+    hooks.backward_done();
+    loss = hooks.loss(loss);
+    const int stop = hooks.stop();
+    const float norm = hooks.norm(model, t->opt);
+    train_check_finite(loss, norm, step);
     const float lr = lr_schedule(step, o.steps, o.adamw.lr, o.warmup, o.min_lr_frac, o.cosine);
     adamw_update(&t->opt, &model, o.adamw, lr, optimizer_clip_factor(norm, o.grad_clip));  // clipping folded in
-    check_update(*t, norm, step);
-    grad_sync_weights(t->sync, &model);
-    t->tuner.end();
-    return {loss, norm, lr, (float)((time_now_s() - t0) * 1e3), stop};
-}
-
-void validate(Trainer* t, int step) {
-    const float val_loss = evaluate_batches(&t->model, &t->val_dl, t->val_n);
-    if (!std::isfinite(val_loss))
-        fatal("val loss is %g at step %d: training diverged; the last checkpoint (if any) is kept", val_loss, step);
-    t->progress.close();
-    printf("step %5d/%d | val loss %.6f on %lld tokens\n", step, t->opts.steps, val_loss,
-           (long long)t->val_n * t->sync.ranks * t->opts.B * t->opts.T);
-    t->history.val.push_back({step, val_loss});
-    if (!t->opts.plot_path.empty()) plot_losses(t->opts.plot_path, {{"", t->history.train, t->history.val}}, 800, 500, "--plot (train)");
-    t->log.line("{\"step\":%d,\"val_loss\":%.6f,\"tokens\":%lld}\n", step, val_loss,
-                (long long)step * t->opts.B * t->opts.T * t->opts.accum * t->sync.ranks);
-}
-
-}  // namespace
-
-void Progress::step(int step, int steps, double loss, float lr, float norm, double ms, double tokens) {
-    if (count++ > 0) ms_sum += ms;
-    const double mean_ms = count > 1 ? ms_sum / (count - 1) : ms;
-    char text[256];
-    snprintf(text, sizeof(text), "step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms | %.0f tok/s | %s", step,
-             steps, loss, lr, norm, ms, tokens / (ms / 1e3), progress_eta(steps - step, mean_ms / 1e3).c_str());
-    line.update(text);
-}
-
-void trainer_load_data(Trainer* t) {
-    const TrainOptions& o = t->opts;
-    t->train_dl.rank = t->sync.rank;  // before init, which checks each shard against accum * world * B windows
-    t->train_dl.world = t->sync.ranks;
-    t->train_dl.accum = o.accum;
-    dataloader_init(&t->train_dl, o.train_path, "--train", t->model.cfg.vocab_size, o.B, o.T, o.shuffle, o.seed);
-    if (o.val_path.empty()) return;
-    dataloader_init(&t->val_dl, o.val_path, "--val", t->model.cfg.vocab_size, o.B, o.T, false, o.seed);
-    const int ranks = t->sync.ranks;  // each validates its share of the batches
-    t->val_n = std::min((size_t)o.val_batches, dataloader_num_batches(t->val_dl) / ranks);
-    if (dataloader_num_batches(t->val_dl) < (size_t)ranks)
-        fatal("too few tokens in %s for %d ranks: expected at least %d windows of T=%d", o.val_path.c_str(), ranks,
-              o.B * ranks, o.T);
-}
-
-void trainer_save(Trainer* t, int step) {
-    const LossHistory& h = t->history;
-    AdamW whole;  // with ZeRO-1: every rank's moments, gathered for the save
-    const AdamW& opt = grad_sync_whole_moments(t->sync, t->opt, t->model, &whole);
-    if (t->opts.out.empty()) return;  // another rank: its moments are sent
-    train_state_save(t->opts.out, t->model, opt, t->train_dl, step, t->run_flags, h, [&](const std::string& staging) {
-        if (t->opts.plot_in_out) plot_losses(path_join(staging, "loss.png"), {{"", h.train, h.val}});
-    });
-    t->saved = true;
-    t->progress.close();
-    if (stop_requested()) return;  // the command's one "interrupted at step N by SIG..., saved" line says it
-    const std::string resume = train_resume_command(t->opts.out, t->sync.ranks);
-    if (step < t->opts.steps) printf("saved %s at step %d; continue with: %s\n", t->opts.out.c_str(), step, resume.c_str());
-    else printf("saved %s at step %d, the last; train on with: %s --steps %d\n", t->opts.out.c_str(), step,
-                resume.c_str(), 2 * std::max(step, 1));
-}
-
-int trainer_run(Trainer* t, int first_step) {
-    const TrainOptions& o = t->opts;
-    t->progress.line = ProgressLine(stdout, progress_in_place(stdout, t->sync.ranks > 1), false);
-    int step = first_step;
-    while (step < o.steps && !(step == first_step && stop_requested())) {
-        const StepStats s = train_step(t, step);
-        step++;
-        t->history.train.push_back({step, (float)s.loss});
-        t->progress.step(step, o.steps, s.loss, s.lr, s.norm, s.ms, (double)o.B * o.T * o.accum * t->sync.ranks);
-        t->log.line("{\"step\":%d,\"loss\":%.6f,\"lr\":%.6e,\"norm\":%.6f,\"ms\":%.3f,\"tokens\":%lld}\n", step, s.loss,
-                    s.lr, s.norm, s.ms, (long long)step * o.B * o.T * o.accum * t->sync.ranks);
-        if (const int err = t->progress.line.error()) {  // `train | head -1`: nobody reads on, so stop now
-            const bool save = !o.out.empty() && !t->sync.sharded;  // a ZeRO-1 save needs every rank
-            if (save) trainer_save(t, step);
-            fatal("cannot write standard output: %s%s", strerror(err), save ? " (saved --out first)" : "");
-        }
-        bool last = step == o.steps || (o.stop_after > 0 && step - first_step == o.stop_after) || s.stop;
-        if (!o.val_path.empty() && (step % o.val_every == 0 || last)) validate(t, step);
-        const int stop = grad_sync_stop(t->sync);
-        last = last || stop;  // a signal during validation saves at this step, not the next
-        if (o.saving && ((o.save_every > 0 && step % o.save_every == 0) || last)) trainer_save(t, step);
-        // after the save, so a sample that fails cannot cost the run
-        if (o.sample_tokens > 0 && !stop && ((o.sample_every > 0 && step % o.sample_every == 0) || last)) {
-            t->progress.close();
-            print_sample(t->model, t->tok, o.sample_tokens, o.seed + step);
-        }
-        if (last) break;
-    }
-    t->progress.close();
-    if (step > first_step && os_peak_rss() > 0) printf("peak memory: %.0f MiB\n", os_peak_rss() / (1024.0 * 1024.0));
-    grad_sync_report(t->sync, step - first_step);
-    return step;
+    train_check_update(*t, norm, step);
+    hooks.updated(&model);
+    hooks.end();
+    const float ms = std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return {loss, norm, lr, ms, stop};
 }

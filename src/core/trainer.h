@@ -1,79 +1,65 @@
-// trainer.h: a training run in progress: the model, AdamW, data, loss history and outputs, and the loop
-// that advances it one optimizer step at a time (batch, forward, backward, norm, clip, update, log, then
-// validate / save / sample when due). Building the options from flags and resuming a checkpoint's flags
-// belong to the command (cli/train_cmd.cpp); this knows no flags.
+// trainer.h: training, one optimizer step at a time: grad-accum micro-batches (batch, forward, backward),
+// the global gradient norm, clipping and AdamW. gpt2-core (core/main.cpp) and `gpt2 train` run this same
+// step; what `gpt2 train` adds around it (other ranks, the thread team, saving before a data error) comes in
+// through StepHooks, and the run around the steps (validation, saves, samples, logs) is cli/train_run.h's.
 #pragma once
 #include <cstdint>
-#include <cstdio>
+#include <functional>
 #include <string>
-#include <utility>
-#include <vector>
 
-#include "report/progress.h"
-#include "platform/output_files.h"
-#include "platform/threads.h"
 #include "core/dataloader.h"
 #include "core/model.h"
-#include "text/tokenizer.h"
-#include "dist/grad_sync.h"
 #include "core/optimizer.h"
-#include "report/run_log.h"
-#include "formats/train_state.h"
 
-// Everything a run is given, read from the (merged) flags once.
+// What a step needs to know, read from the flags once.
 struct TrainOptions {
-    int B, T, steps, accum;
-    uint64_t seed;
+    int B = 8, T = 64, steps = 200, accum = 1;
+    uint64_t seed = 1337;
     AdamWConfig adamw;
-    float grad_clip, min_lr_frac;
-    int warmup;
-    bool cosine, shuffle;  // shuffle: the training data's shard and window order (else sequential)
-    int val_every, val_batches, save_every, stop_after, sample_every, sample_tokens;
-    std::string train_path, resume_dir, out, plot_path, val_path;  // out: "" for none; val_path: "" for none
-    bool plot_in_out;                                              // loss.png saved into --out with each checkpoint
-    // Memory: --recompute, --optimizer-in-backward (gpt2_enable_training's TrainingMemory) and
-    // --optimizer-state bf16 (AdamW::bf16).
-    TrainingMemory mem;
-    bool bf16_moments = false;
-    // --zero 1 under mpirun: each rank keeps its slice of AdamW's state (dist_slices), the gradients are
-    // reduce-scattered and the updated weights all-gathered. saving: rank 0 saves (--out), known on every
-    // rank, since a ZeRO-1 save gathers the moments from all of them.
-    bool zero = false, saving = false;
-    bool out_is_resume = false;  // --out is the --resume directory (known on every rank too)
+    float grad_clip = 1.0f, min_lr_frac = 0.1f;
+    int warmup = 10;
+    bool cosine = true, shuffle = true;  // shuffle: the training data's shard and window order (else sequential)
 };
 
-
-// The step lines (report/progress.h): one line rewritten in place on a terminal, one line per step
-// otherwise, with the same fields: step, loss, lr, norm, ms, tok/s and the ETA.
-struct Progress {
-    ProgressLine line{stdout, false, false};  // set up by trainer_run
-    double ms_sum = 0;                        // of the steps after this run's first (which warms up)
-    int count = 0;
-    void step(int step, int steps, double loss, float lr, float norm, double ms, double tokens);
-    void close() { line.close(); }  // before any other line
+// The step's seams. The defaults are one process alone: nothing shared, nothing waited for. `gpt2 train`
+// overrides them (dist/grad_sync.h under mpirun, platform/threads.h's thread team, signals).
+struct StepHooks {
+    virtual ~StepHooks() = default;
+    virtual void begin() {}  // before the step's first batch
+    virtual void end() {}    // after its update
+    // The scale of one micro-batch's gradients: 1 / (the step's micro-batches, over every process).
+    virtual float loss_scale(int accum) { return 1.0f / (float)accum; }
+    // Called as the last micro-batch's backward finishes each layer (gpt2_backward's layer_done), or empty.
+    virtual std::function<void(int layer)> layer_done() { return nullptr; }
+    virtual void backward_done() {}                     // after the last backward
+    virtual double loss(double mine) { return mine; }   // the step's mean loss over every process
+    virtual int stop() { return 0; }                    // a stop signal every process agreed on, or 0
+    virtual float norm(const GPT2& model, const AdamW& opt) { return optimizer_grad_norm(model); }
+    virtual void updated(GPT2* model) {}                // after the update
+    // The training data failed (dataloader_try_next's message) at `step`: reports it and does not return.
+    [[noreturn]] virtual void data_failed(int step, const std::string& err);
 };
 
-// A run in progress: the model, its optimizer, data, history and outputs.
+struct StepStats {
+    double loss;
+    float norm, lr, ms;
+    int stop;  // the stop signal every process agreed on during the step (StepHooks::stop)
+};
+
+// The model, its optimizer and its data: what the steps advance.
 struct Trainer {
     TrainOptions opts;
-    std::vector<std::pair<std::string, std::string>> run_flags;  // what the checkpoint records
     GPT2 model;
     AdamW opt;
-    DataLoader train_dl, val_dl;
-    size_t val_n = 0;
-    LossHistory history;
-    AppendFile log;  // --log; every write checked: a log that cannot be written stops the run
-    Tokenizer tok;
-    Progress progress;
-    bool saved = false;
-    ThreadTuner tuner;  // the team size of each step
-    GradSync sync;      // what each step shares with the other ranks (none without mpirun): grad_sync_init
+    DataLoader train_dl;
+    StepHooks* hooks = nullptr;  // nullptr: StepHooks' defaults
 };
 
-// Opens the training data (seeded order) and the validation data (in order) of t->opts.
-void trainer_load_data(Trainer* t);
-// Saves t->opts.out after `step` steps (with the loss plot when t->opts.plot_in_out) and says so. With ZeRO-1
-// every rank calls it (it gathers the moments into rank 0, which saves).
-void trainer_save(Trainer* t, int step);
-// Runs steps first_step+1.. until --steps, --stop-after or a stop signal; returns the last step done.
-int trainer_run(Trainer* t, int first_step);
+// One optimizer step (step counts from 0). A non-finite loss or norm stops the run (fatal) before the update
+// touches the parameters; an update that overflowed stops it after (train_check_update).
+StepStats train_step(Trainer* t, int step);
+// fatal when the loss or the norm of step `step` is not finite: training diverged.
+void train_check_finite(double loss, float norm, int step);
+// fatal when the update of step `step` left a non-finite value in AdamW's state or the weights (only an
+// unclipped step can: adamw_may_overflow).
+void train_check_update(const Trainer& t, float norm, int step);

@@ -1,0 +1,182 @@
+// train_run.cpp: see train_run.h.
+#include "cli/train_run.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "core/error.h"
+#include "inference/generate.h"
+#include "platform/platform.h"
+#include "platform/signals.h"
+#include "platform/util.h"
+#include "report/evaluate.h"
+#include "report/plot.h"
+
+namespace {
+
+// Prints a sample from <|endoftext|> (token 0 for a vocabulary without it) with the generator's defaults
+// (temperature 1, top-k 50). It runs for the full length, showing a further <|endoftext|> as a blank line,
+// so a young model's early end of text does not cut the sample short.
+void print_sample(const GPT2& model, const Tokenizer& tok, int tokens, uint64_t seed) {
+    GenerateOptions opts;
+    opts.max_tokens = tokens;
+    opts.cancelled = [] { return stop_requested() != 0; };  // a stop signal cuts a long sample short
+    Rng rng(seed);
+    TokenDecoder decoder(tok);
+    printf("---- sample ----\n");
+    GenerateStats stats;
+    generate(
+        model, {model.cfg.vocab_size > kTokenizerEot ? kTokenizerEot : 0}, opts, &rng,
+        [&](int id) {
+            fputs(id == kTokenizerEot ? (decoder.flush() + "\n\n").c_str() : decoder.push(id).c_str(), stdout);
+        },
+        &stats);
+    if (stats.stop == GenerateStop::kNonFinite) fatal("%s (sample)", generate_nonfinite_message(stats).c_str());
+    printf("%s\n----------------\n", decoder.flush().c_str());
+    fflush(stdout);
+}
+
+// The training data changed under the run (dataloader_try_next's message): the state before this step is
+// still whole, so save it when there is somewhere to (one process: with several, the other ranks wait in
+// a sum and fatal aborts them all), then stop.
+[[noreturn]] void fail_on_data(TrainRun* t, int step, const std::string& err) {
+    if (!t->run.out.empty() && t->sync.ranks == 1 && step > 0) trainer_save(t, step);
+    fatal("%s", err.c_str());
+}
+
+// One optimizer step with --optimizer-in-backward (one process, one micro-batch): AdamW applied a layer at a
+// time inside the backward (adamw_step_in_backward). A non-finite loss stops the run before any update, a
+// non-finite norm too when clipping (found by the first backward), else after the update, without saving it.
+StepStats train_step_in_backward(TrainRun* t, int step) {
+    const TrainOptions& o = t->opts;
+    const double t0 = time_now_s();
+    t->tuner.begin();
+    const DataLoaderState before = dataloader_state(t->train_dl);
+    std::string err;
+    if (!dataloader_try_next(&t->train_dl, &err)) {
+        dataloader_restore(&t->train_dl, before, "");
+        fail_on_data(t, step, err);
+    }
+    const double loss = gpt2_forward(&t->model, t->train_dl.inputs.data(), t->train_dl.targets.data(), o.B, o.T);
+    train_check_finite(loss, 0, step);
+    const float lr = lr_schedule(step, o.steps, o.adamw.lr, o.warmup, o.min_lr_frac, o.cosine);
+    const float norm = adamw_step_in_backward(&t->opt, &t->model, o.adamw, lr, o.grad_clip);
+    train_check_finite(loss, norm, step);
+    train_check_update(*t, norm, step);
+    const int stop = grad_sync_stop(t->sync);
+    t->tuner.end();
+    return {loss, norm, lr, (float)((time_now_s() - t0) * 1e3), stop};
+}
+
+void validate(TrainRun* t, int step) {
+    const float val_loss = evaluate_batches(&t->model, &t->val_dl, t->val_n);
+    if (!std::isfinite(val_loss))
+        fatal("val loss is %g at step %d: training diverged; the last checkpoint (if any) is kept", val_loss, step);
+    t->progress.close();
+    printf("step %5d/%d | val loss %.6f on %lld tokens\n", step, t->opts.steps, val_loss,
+           (long long)t->val_n * t->sync.ranks * t->opts.B * t->opts.T);
+    t->history.val.push_back({step, val_loss});
+    if (!t->run.plot_path.empty()) plot_losses(t->run.plot_path, {{"", t->history.train, t->history.val}}, 800, 500, "--plot (train)");
+    t->log.line("{\"step\":%d,\"val_loss\":%.6f,\"tokens\":%lld}\n", step, val_loss,
+                (long long)step * t->opts.B * t->opts.T * t->opts.accum * t->sync.ranks);
+}
+
+}  // namespace
+
+void RunHooks::begin() {
+    run->tuner.begin();  // all CPUs, or one when another process holds a CPU (platform/threads.h)
+    before = dataloader_state(run->train_dl);
+}
+void RunHooks::end() { run->tuner.end(); }
+float RunHooks::loss_scale(int accum) { return grad_sync_loss_scale(run->sync, accum); }
+std::function<void(int layer)> RunHooks::layer_done() { return grad_sync_layer_hook(&run->sync); }
+void RunHooks::backward_done() { grad_sync_backward_done(&run->sync); }
+double RunHooks::loss(double mine) { return grad_sync_loss(run->sync, mine); }
+int RunHooks::stop() { return grad_sync_stop(run->sync); }
+float RunHooks::norm(const GPT2& model, const AdamW& opt) { return grad_sync_norm(run->sync, model, opt); }
+void RunHooks::updated(GPT2* model) { grad_sync_weights(run->sync, model); }
+void RunHooks::data_failed(int step, const std::string& err) {
+    dataloader_restore(&run->train_dl, before, "");  // earlier micro-batches of this step are undone too
+    fail_on_data(run, step, err);
+}
+
+void Progress::step(int step, int steps, double loss, float lr, float norm, double ms, double tokens) {
+    if (count++ > 0) ms_sum += ms;
+    const double mean_ms = count > 1 ? ms_sum / (count - 1) : ms;
+    char text[256];
+    snprintf(text, sizeof(text), "step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms | %.0f tok/s | %s", step,
+             steps, loss, lr, norm, ms, tokens / (ms / 1e3), progress_eta(steps - step, mean_ms / 1e3).c_str());
+    line.update(text);
+}
+
+void trainer_load_data(TrainRun* t) {
+    const TrainOptions& o = t->opts;
+    const RunOptions& r = t->run;
+    t->train_dl.rank = t->sync.rank;  // before init, which checks each shard against accum * world * B windows
+    t->train_dl.world = t->sync.ranks;
+    t->train_dl.accum = o.accum;
+    dataloader_init(&t->train_dl, r.train_path, "--train", t->model.cfg.vocab_size, o.B, o.T, o.shuffle, o.seed);
+    if (r.val_path.empty()) return;
+    dataloader_init(&t->val_dl, r.val_path, "--val", t->model.cfg.vocab_size, o.B, o.T, false, o.seed);
+    const int ranks = t->sync.ranks;  // each validates its share of the batches
+    t->val_n = std::min((size_t)r.val_batches, dataloader_num_batches(t->val_dl) / ranks);
+    if (dataloader_num_batches(t->val_dl) < (size_t)ranks)
+        fatal("too few tokens in %s for %d ranks: expected at least %d windows of T=%d", r.val_path.c_str(), ranks,
+              o.B * ranks, o.T);
+}
+
+void trainer_save(TrainRun* t, int step) {
+    const LossHistory& h = t->history;
+    AdamW whole;  // with ZeRO-1: every rank's moments, gathered for the save
+    const AdamW& opt = grad_sync_whole_moments(t->sync, t->opt, t->model, &whole);
+    if (t->run.out.empty()) return;  // another rank: its moments are sent
+    train_state_save(t->run.out, t->model, opt, t->train_dl, step, t->run_flags, h, [&](const std::string& staging) {
+        if (t->run.plot_in_out) plot_losses(path_join(staging, "loss.png"), {{"", h.train, h.val}});
+    });
+    t->saved = true;
+    t->progress.close();
+    if (stop_requested()) return;  // the command's one "interrupted at step N by SIG..., saved" line says it
+    const std::string resume = train_resume_command(t->run.out, t->sync.ranks);
+    if (step < t->opts.steps) printf("saved %s at step %d; continue with: %s\n", t->run.out.c_str(), step, resume.c_str());
+    else printf("saved %s at step %d, the last; train on with: %s --steps %d\n", t->run.out.c_str(), step,
+                resume.c_str(), 2 * std::max(step, 1));
+}
+
+int trainer_run(TrainRun* t, int first_step) {
+    const TrainOptions& o = t->opts;
+    const RunOptions& r = t->run;
+    t->progress.line = ProgressLine(stdout, progress_in_place(stdout, t->sync.ranks > 1), false);
+    int step = first_step;
+    while (step < o.steps && !(step == first_step && stop_requested())) {
+        const StepStats s = t->run.mem.layer_grads ? train_step_in_backward(t, step) : train_step(t, step);
+        step++;
+        t->history.train.push_back({step, (float)s.loss});
+        t->progress.step(step, o.steps, s.loss, s.lr, s.norm, s.ms, (double)o.B * o.T * o.accum * t->sync.ranks);
+        t->log.line("{\"step\":%d,\"loss\":%.6f,\"lr\":%.6e,\"norm\":%.6f,\"ms\":%.3f,\"tokens\":%lld}\n", step, s.loss,
+                    s.lr, s.norm, s.ms, (long long)step * o.B * o.T * o.accum * t->sync.ranks);
+        if (const int err = t->progress.line.error()) {  // `train | head -1`: nobody reads on, so stop now
+            const bool save = !r.out.empty() && !t->sync.sharded;  // a ZeRO-1 save needs every rank
+            if (save) trainer_save(t, step);
+            fatal("cannot write standard output: %s%s", strerror(err), save ? " (saved --out first)" : "");
+        }
+        bool last = step == o.steps || (r.stop_after > 0 && step - first_step == r.stop_after) || s.stop;
+        if (!r.val_path.empty() && (step % r.val_every == 0 || last)) validate(t, step);
+        const int stop = grad_sync_stop(t->sync);
+        last = last || stop;  // a signal during validation saves at this step, not the next
+        if (r.saving && ((r.save_every > 0 && step % r.save_every == 0) || last)) trainer_save(t, step);
+        // after the save, so a sample that fails cannot cost the run
+        if (r.sample_tokens > 0 && !stop && ((r.sample_every > 0 && step % r.sample_every == 0) || last)) {
+            t->progress.close();
+            print_sample(t->model, t->tok, r.sample_tokens, o.seed + step);
+        }
+        if (last) break;
+    }
+    t->progress.close();
+    if (step > first_step && os_peak_rss() > 0) printf("peak memory: %.0f MiB\n", os_peak_rss() / (1024.0 * 1024.0));
+    grad_sync_report(t->sync, step - first_step);
+    return step;
+}

@@ -1,0 +1,89 @@
+// train_run.h: a `gpt2 train` run: the core's steps (core/trainer.h) with what the command adds around them:
+// the other ranks and the thread team at the step's seams, the optimizer applied inside the backward,
+// validation, saves, samples, the progress line, the log and the plot. Building the options from flags and
+// resuming a checkpoint's flags belong to the command (train_cmd.cpp); this knows no flags.
+#pragma once
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/trainer.h"
+#include "dist/grad_sync.h"
+#include "formats/train_state.h"
+#include "platform/output_files.h"
+#include "platform/threads.h"
+#include "report/progress.h"
+#include "report/run_log.h"
+#include "text/tokenizer.h"
+
+// What the run does around its steps, read from the (merged) flags once.
+struct RunOptions {
+    int val_every = 0, val_batches = 0, save_every = 0, stop_after = 0, sample_every = 0, sample_tokens = 0;
+    std::string train_path, resume_dir, out, plot_path, val_path;  // out: "" for none; val_path: "" for none
+    bool plot_in_out = false;                                      // loss.png saved into --out with each checkpoint
+    // Memory: --recompute, --optimizer-in-backward (gpt2_enable_training's TrainingMemory) and
+    // --optimizer-state bf16 (AdamW::bf16).
+    TrainingMemory mem;
+    bool bf16_moments = false;
+    // --zero 1 under mpirun: each rank keeps its slice of AdamW's state (dist_slices), the gradients are
+    // reduce-scattered and the updated weights all-gathered. saving: rank 0 saves (--out), known on every
+    // rank, since a ZeRO-1 save gathers the moments from all of them.
+    bool zero = false, saving = false;
+    bool out_is_resume = false;  // --out is the --resume directory (known on every rank too)
+};
+
+// The step lines (report/progress.h): one line rewritten in place on a terminal, one line per step
+// otherwise, with the same fields: step, loss, lr, norm, ms, tok/s and the ETA.
+struct Progress {
+    ProgressLine line{stdout, false, false};  // set up by trainer_run
+    double ms_sum = 0;                        // of the steps after this run's first (which warms up)
+    int count = 0;
+    void step(int step, int steps, double loss, float lr, float norm, double ms, double tokens);
+    void close() { line.close(); }  // before any other line
+};
+
+struct TrainRun;
+// The step's seams as `gpt2 train` fills them: the thread team, the other ranks (GradSync), and a data
+// error that saves the state before the step first.
+struct RunHooks : StepHooks {
+    TrainRun* run = nullptr;
+    DataLoaderState before;  // the training data's position before the step
+    void begin() override;
+    void end() override;
+    float loss_scale(int accum) override;
+    std::function<void(int layer)> layer_done() override;
+    void backward_done() override;
+    double loss(double mine) override;
+    int stop() override;
+    float norm(const GPT2& model, const AdamW& opt) override;
+    void updated(GPT2* model) override;
+    [[noreturn]] void data_failed(int step, const std::string& err) override;
+};
+
+// A run in progress: the core's trainer, and its validation, history and outputs.
+struct TrainRun : Trainer {
+    RunOptions run;
+    std::vector<std::pair<std::string, std::string>> run_flags;  // what the checkpoint records
+    DataLoader val_dl;
+    size_t val_n = 0;
+    LossHistory history;
+    AppendFile log;  // --log; every write checked: a log that cannot be written stops the run
+    Tokenizer tok;
+    Progress progress;
+    bool saved = false;
+    ThreadTuner tuner;  // the team size of each step
+    GradSync sync;      // what each step shares with the other ranks (none without mpirun): grad_sync_init
+    RunHooks step_hooks;
+    TrainRun() { step_hooks.run = this, hooks = &step_hooks; }
+    TrainRun(const TrainRun&) = delete;
+    TrainRun& operator=(const TrainRun&) = delete;
+};
+
+// Opens the training data (seeded order) and the validation data (in order) of t->run.
+void trainer_load_data(TrainRun* t);
+// Saves t->run.out after `step` steps (with the loss plot when t->run.plot_in_out) and says so. With ZeRO-1
+// every rank calls it (it gathers the moments into rank 0, which saves).
+void trainer_save(TrainRun* t, int step);
+// Runs steps first_step+1.. until --steps, --stop-after or a stop signal; returns the last step done.
+int trainer_run(TrainRun* t, int first_step);

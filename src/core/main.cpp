@@ -1,0 +1,133 @@
+// main.cpp: gpt2-core (`make core`), the core alone: trains GPT-2 in fp32 on one process from a random init
+// or a HuggingFace checkpoint, on one llm.c token file, and saves a HuggingFace checkpoint. For the same flags
+// its losses equal `gpt2 train`'s bit for bit (tests/cli_core.sh): it runs the same step (core/trainer.h).
+// Everything else (validation, resume, samples, shards, bf16, int8, MPI, safe replacing of outputs) is ./gpt2's.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+
+#include "core/buffer.h"
+#include "core/error.h"
+#include "core/hf.h"
+#include "core/trainer.h"
+
+namespace {
+
+// The flags and their defaults: the same names and values as `gpt2 train`'s.
+std::map<std::string, std::string> flags = {
+    {"train", "data/tinyshakespeare/train.bin"},
+    {"model", ""},
+    {"out", ""},
+    {"layers", "4"},
+    {"heads", "4"},
+    {"channels", "256"},
+    {"seq-len", "256"},
+    {"vocab", "50257"},
+    {"batch", "8"},
+    {"tokens", "64"},
+    {"steps", "200"},
+    {"grad-accum", "1"},
+    {"lr", "1e-3"},
+    {"warmup", "10"},
+    {"min-lr-frac", "0.1"},
+    {"lr-schedule", "cosine"},
+    {"beta1", "0.9"},
+    {"beta2", "0.95"},
+    {"eps", "1e-8"},
+    {"weight-decay", "0.1"},
+    {"grad-clip", "1.0"},
+    {"seed", "1337"},
+    {"no-shuffle", ""},
+};
+
+double number(const char* name, double lo, double hi) {
+    const std::string& v = flags[name];
+    char* end = nullptr;
+    const double x = strtod(v.c_str(), &end);
+    if (v.empty() || *end || !(x >= lo && x <= hi))
+        fatal("bad value for --%s (gpt2-core): expected a number in [%g, %g], got '%s'", name, lo, hi, v.c_str());
+    return x;
+}
+
+int count(const char* name, int lo, int hi) {
+    const double x = number(name, lo, hi);
+    if (x != (int)x) fatal("bad value for --%s (gpt2-core): expected an integer, got '%s'", name, flags[name].c_str());
+    return (int)x;
+}
+
+void parse(int argc, char** argv) {
+    for (int i = 1; i < argc; i++) {
+        std::string name = argv[i];
+        if (name == "-h" || name == "--help") {
+            printf("usage: gpt2-core [--NAME VALUE]...   flags and defaults:\n");
+            for (const auto& kv : flags) printf("  --%s %s\n", kv.first.c_str(), kv.second.c_str());
+            exit(0);
+        }
+        name = name == "-B" ? "--batch" : name == "-T" ? "--tokens" : name;
+        if (name.rfind("--", 0) != 0 || !flags.count(name.substr(2)))
+            fatal("unknown flag %s (gpt2-core): expected one of --help's", argv[i]);
+        name = name.substr(2);
+        if (name == "no-shuffle") {
+            flags[name] = "1";
+            continue;
+        }
+        if (i + 1 == argc) fatal("missing value for --%s (gpt2-core)", name.c_str());
+        flags[name] = argv[++i];
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    parse(argc, argv);
+    Trainer t;
+    TrainOptions& o = t.opts;
+    o.B = count("batch", 1, 1 << 16), o.T = count("tokens", 1, 1 << 20);
+    o.steps = count("steps", 0, 1 << 30), o.accum = count("grad-accum", 1, 1 << 16);
+    o.seed = (uint64_t)number("seed", 0, 9e15);
+    o.adamw.lr = (float)number("lr", 0, 10);
+    o.adamw.beta1 = (float)number("beta1", 0, 0.999999), o.adamw.beta2 = (float)number("beta2", 0, 0.999999);
+    o.adamw.eps = (float)number("eps", 1e-30, 1), o.adamw.weight_decay = (float)number("weight-decay", 0, 10);
+    o.grad_clip = (float)number("grad-clip", 0, 1e9), o.min_lr_frac = (float)number("min-lr-frac", 0, 1);
+    o.warmup = count("warmup", 0, 1 << 30);
+    if (flags["lr-schedule"] != "cosine" && flags["lr-schedule"] != "constant")
+        fatal("bad value for --lr-schedule (gpt2-core): expected cosine or constant, got '%s'",
+              flags["lr-schedule"].c_str());
+    o.cosine = flags["lr-schedule"] == "cosine";
+    o.shuffle = flags["no-shuffle"].empty();
+    const std::string out = flags["out"];
+    if (!out.empty() && hf_dir_exists(out)) fatal("bad value for --out (gpt2-core): %s exists; expected a new directory", out.c_str());
+
+    if (!flags["model"].empty()) {
+        hf_load(&t.model, flags["model"]);
+    } else {
+        const GPT2Config cfg = config_make(count("seq-len", 1, 1 << 20), count("vocab", 1, 65536),
+                                           count("layers", 1, 1000), count("heads", 1, 65536),
+                                           count("channels", 1, 65536));
+        if (const std::string bad = config_check(cfg, "gpt2-core flags"); !bad.empty()) fatal("%s", bad.c_str());
+        gpt2_build(&t.model, cfg);
+        gpt2_init_random(&t.model, o.seed);
+    }
+    const GPT2Config& cfg = t.model.cfg;
+    if (o.T > cfg.max_seq_len) fatal("bad value for -T (gpt2-core): expected at most %d, got %d", cfg.max_seq_len, o.T);
+    gpt2_enable_training(&t.model);
+    gpt2_alloc_acts(&t.model, o.B, o.T);
+    adamw_prepare(&t.opt, t.model);
+    dataloader_init(&t.train_dl, flags["train"], "--train", cfg.vocab_size, o.B, o.T, o.shuffle, o.seed);
+    printf("model: %d layers, %d heads, %d channels, context %d, vocab %d\n", cfg.num_layers, cfg.num_heads,
+           cfg.channels, cfg.max_seq_len, cfg.vocab_size);
+
+    for (int step = 0; step < o.steps; step++) {
+        const StepStats s = train_step(&t, step);
+        printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms\n", step + 1, o.steps, s.loss, s.lr, s.norm,
+               s.ms);
+        fflush(stdout);
+    }
+    if (!out.empty()) {
+        hf_save(t.model, out);
+        printf("saved %s\n", out.c_str());
+    }
+    return 0;
+}

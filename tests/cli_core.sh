@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# cli_core.sh: src/core is the trainer ./gpt2 runs, and it stands alone. gpt2-core (`make core`: src/core
+# compiled where nothing else of src/ can be included) trains with the same flags to the same losses,
+# learning rates and norms as `gpt2 train`, step for step, and to the same weights bit for bit, from a random
+# init and from a HuggingFace checkpoint; src/core stays within its line budget; and a core file that
+# includes anything outside src/core does not build.
+source "$(dirname "$0")/lib.sh"
+CORE=${GPT2_CORE:-$(dirname "$GPT2")/gpt2-core}
+TOK=tests/fixtures/tokens_v1000.bin
+T=$TEST_TMP
+BUDGET=3000
+tiny="--vocab 1000 --layers 2 --heads 2 --channels 64 --seq-len 32 -B 4 -T 16 --steps 20 --lr 3e-3 --warmup 5"
+# steps LOG: each step's loss, lr and norm as printed (the same fields, in the same format, by both).
+steps() { grep -o '^step *[0-9]*/[0-9]* | loss [0-9.]* | lr [0-9.e+-]* | norm [0-9.]*' "$1"; }
+# data_of FILE: a safetensors file's tensor bytes (what follows its 8-byte length and JSON header).
+data_of() { tail -c +$((9 + $(od -An -tu8 -N8 "$1"))) "$1"; }
+# same_run A B: both logs hold 20 steps, the same in every field, and both saved the same weights bit for bit.
+same_run() {
+    [ "$(steps $T/$1.log | wc -l)" = 20 ] && diff <(steps $T/$1.log) <(steps $T/$2.log) &&
+        cmp <(data_of $T/$1/model.safetensors) <(data_of $T/$2/model.safetensors)
+}
+
+if [ ! -x "$CORE" ]; then
+    fail "gpt2-core is built beside $GPT2 (make core)"
+    summary
+fi
+
+# --- the same run, bit for bit ------------------------------------------------------------------------------
+"$GPT2" train $tiny --train $TOK --val '' --sample-tokens 0 --out $T/full >$T/full.log 2>&1
+"$CORE" $tiny --train $TOK --out $T/core >$T/core.log 2>&1
+check "from a random init: gpt2-core's 20 steps (loss, lr, norm) and weights equal gpt2 train's bit for bit" \
+    same_run full core
+"$GPT2" train $tiny --train $TOK --val '' --sample-tokens 0 --model $T/full --grad-accum 2 --lr 1e-3 \
+    --out $T/full_hf >$T/full_hf.log 2>&1
+"$CORE" $tiny --train $TOK --model $T/full --grad-accum 2 --lr 1e-3 --out $T/core_hf >$T/core_hf.log 2>&1
+check "from a HuggingFace checkpoint, 2 micro-batches a step: the same, bit for bit" same_run full_hf core_hf
+"$CORE" $tiny --train $TOK --model $T/full --grad-accum 2 --lr 1.1e-3 --out $T/core_lr >$T/core_lr.log 2>&1
+check "... and the check tells another --lr apart" ! same_run full_hf core_lr
+"$CORE" $tiny --train $TOK --out $T/core >$T/again.log 2>&1
+check "gpt2-core never replaces an existing --out (exit 1, one error line naming it)" \
+    test $? = 1 -a "$(cat $T/again.log)" = "error: bad value for --out (gpt2-core): $T/core exists; expected a new directory"
+
+# --- the budget ---------------------------------------------------------------------------------------------
+# over_budget DIR LIMIT: prints the lines of DIR's files and fails when they exceed LIMIT.
+over_budget() {
+    local n
+    n=$(cat "$1"/* | wc -l)
+    echo "$n lines"
+    [ "$n" -le "$2" ]
+}
+mkdir -p $T/budget && seq 3000 >$T/budget/a.cpp
+check "the budget check passes a folder of exactly $BUDGET lines" over_budget $T/budget $BUDGET
+echo >>$T/budget/a.cpp
+check "... and fails at $((BUDGET + 1))" ! over_budget $T/budget $BUDGET
+check "src/core is at most $BUDGET lines ($(cat src/core/* | wc -l))" over_budget src/core $BUDGET
+
+# --- the core builds alone ----------------------------------------------------------------------------------
+# builds_alone DIR FILE: compiles DIR/FILE as make core does: its one include directory links to DIR alone.
+builds_alone() {
+    mkdir -p $T/inc && ln -sfn "$(cd "$1" && pwd)" $T/inc/core
+    ${CXX:-g++} -std=c++17 -fopenmp -I$T/inc -fsyntax-only "$1/$2" 2>$T/alone.err
+}
+cp -r src/core $T/copy
+check "a core file compiles with src/core as its only include directory" builds_alone $T/copy trainer.cpp
+sed -i '1i #include "platform/util.h"' $T/copy/trainer.cpp
+builds_alone $T/copy trainer.cpp
+check "... and fails once it includes platform/util.h" test $? -ne 0 -a -n "$(grep -l 'platform/util.h' $T/alone.err)"
+summary

@@ -13,6 +13,9 @@
 #include "core/safetensors.h"
 #include "core/dataloader.h"
 #include "core/tokenfile.h"
+#include "formats/token_files.h"
+#include "formats/token_writer.h"
+#include "formats/train_state.h"
 #include "core/model.h"
 #include "test.h"
 #include "core/optimizer.h"
@@ -113,8 +116,9 @@ TEST(token_files_and_batches) {
     std::vector<int> tokens;
     for (int i = 0; i < 25; i++) tokens.push_back(i * 3 % 50);
     tokenfile_write(path, tokens);
-    std::vector<uint16_t> back = tokenfile_read(path, 50);
-    CHECK(back.size() == 25 && back[24] == (uint16_t)(24 * 3 % 50));
+    TokenShard back;
+    tokenfile_open(&back, path, 50);
+    CHECK(back.num_tokens == 25 && back.tokens[24] == (uint16_t)(24 * 3 % 50));
     DataLoader dl;
     dataloader_init(&dl, path, "--train", 50, 2, 4, true, 7);
     os_unlink(path.c_str());
@@ -413,7 +417,7 @@ TEST(large_shards_compute_their_order) {
     CHECK(dataloader_state_valid(s, &err));
     DataLoader r;
     dataloader_init(&r, path, "--train", 1000, 16, 1, true, 1);
-    dataloader_restore(&r, s, "test");
+    dataloader_restore(&r, s);
     for (int i = 0; i < 3; i++) {
         dataloader_next(&a), dataloader_next(&r);
         CHECK(a.inputs == r.inputs);

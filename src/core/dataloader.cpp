@@ -5,31 +5,16 @@
 #include <cassert>
 #include <utility>
 
-#include "platform/platform.h"
-#include "platform/signals.h"
-#include "platform/util.h"
+#include "core/error.h"
 
-std::vector<std::string> dataloader_expand(const std::string& spec, const char* flag) {
-    std::vector<std::string> paths;
-    size_t start = 0;
-    while (start <= spec.size()) {
-        size_t end = spec.find(',', start);
-        if (end == std::string::npos) end = spec.size();
-        const std::string item = spec.substr(start, end - start);
-        start = end + 1;
-        if (item.empty())
-            fatal("empty path in %s '%s': expected comma-separated token files or globs", flag, spec.c_str());
-        if (item.find_first_of("*?[") == std::string::npos) {
-            paths.push_back(item);  // a plain path: opening it reports what is wrong
-            continue;
-        }
-        std::vector<std::string> found;
-        if (!os_glob(item, &found)) fatal("cannot expand %s '%s': glob failed", flag, item.c_str());
-        if (found.empty()) fatal("no file matches %s '%s': expected at least one token file", flag, item.c_str());
-        paths.insert(paths.end(), found.begin(), found.end());
-    }
-    return paths;
+static std::vector<std::string> one_path(const std::string& spec, const char*) { return {spec}; }
+std::vector<std::string> (*dataloader_expand)(const std::string& spec, const char* flag) = one_path;
+
+static bool unguarded(void (*copy)(void*), void* arg) {
+    copy(arg);
+    return true;
 }
+bool (*dataloader_guard)(void (*copy)(void*), void* arg) = unguarded;
 
 void dataloader_init(DataLoader* dl, const std::string& spec, const char* flag, int vocab_size, int B, int T,
                      bool shuffle, uint64_t seed) {
@@ -42,7 +27,7 @@ void dataloader_init(DataLoader* dl, const std::string& spec, const char* flag, 
     const size_t need = (size_t)dl->accum * dl->world * B * T + 1;
     for (const std::string& path : dataloader_expand(spec, flag)) {
         TokenShard shard;
-        tokenfile_map(&shard, path, vocab_size);
+        tokenfile_open(&shard, path, vocab_size);
         if (shard.num_tokens < need)
             fatal("too few tokens in %s: expected at least %s%sB*T+1 = %zu, got %zu", path.c_str(),
                   dl->accum > 1 ? "grad-accum*" : "", dl->world > 1 ? "world*" : "", need, shard.num_tokens);
@@ -95,12 +80,12 @@ void copy_windows(void* arg) {
     }
 }
 
-// Copies B windows of `shard` into the batch. The shard is mapped, so a file another process truncated
-// raises SIGBUS here (caught, signals.h), and one rewritten in place may hold ids it did not hold at open.
+// Copies B windows of `shard` into the batch. A mapped shard another process truncated faults here (caught
+// by the guard), and one rewritten in place may hold ids it did not hold at open.
 bool load_windows(DataLoader* dl, const TokenShard& shard, const uint32_t* windows, std::string* err) {
     WindowCopy w{dl, &shard, windows};
     const char* hint = "expected token files to stay unchanged while gpt2 reads them";
-    if (!stop_guard_bus(copy_windows, &w))
+    if (!dataloader_guard(copy_windows, &w))
         *err = "token file changed during the run (" + shard.path + "): it is shorter than when it was opened; " + hint;
     else if (w.bad_id >= 0)
         *err = "token file changed during the run (" + shard.path + "): it now holds id " + std::to_string(w.bad_id) +
@@ -215,42 +200,7 @@ DataLoaderState dataloader_state(const DataLoader& dl) {
     return s;
 }
 
-static bool is_permutation(const std::vector<uint32_t>& order) {
-    std::vector<bool> seen(order.size(), false);
-    for (uint32_t w : order) {
-        if (w >= seen.size() || seen[w]) return false;
-        seen[w] = true;
-    }
-    return true;
-}
-
-bool dataloader_state_valid(const DataLoaderState& s, std::string* err) {
-    if (!is_permutation(s.order)) return *err = "loader.order is not a permutation of the windows", false;
-    if (!is_permutation(s.shard_order)) return *err = "loader.shard_order is not a permutation of the shards", false;
-    if (s.order_windows &&
-        (!s.order.empty() || s.order_windows <= kDataLoaderStoredOrder || s.order_windows > UINT32_MAX))
-        return *err = "loader.order_windows with a stored loader.order, or out of range", false;
-    if (!s.order_windows && s.order_key) return *err = "loader.order_key without loader.order_windows", false;
-    const size_t windows = s.order_windows ? s.order_windows : s.order.size();
-    if (s.pos > windows) return *err = "loader.pos past the end of loader.order", false;
-    if ((windows == 0) != (s.epoch < 0) || s.shard_order.empty() != (s.epoch < 0) || (windows == 0 && s.pos != 0) ||
-        (s.shard_order.empty() ? s.shard_pos != 0 : s.shard_pos >= s.shard_order.size()))
-        return *err = "loader.epoch, loader.pos, loader.shard_pos and the orders disagree", false;
-    if (s.rng == 0) return *err = "loader.rng is 0, expected a non-zero state", false;
-    return true;
-}
-
-void dataloader_restore(DataLoader* dl, const DataLoaderState& s, const std::string& where) {
-    if (!s.shard_order.empty()) {
-        if (s.shard_order.size() != dl->shards.size())
-            fatal("training data changed (%s): the train state orders %zu shards, %s holds %zu", where.c_str(),
-                  s.shard_order.size(), dl->spec.c_str(), dl->shards.size());
-        const size_t shard = s.shard_order[s.shard_pos], windows = dataloader_shard_windows(*dl, shard);
-        const size_t ordered = s.order_windows ? s.order_windows : s.order.size();
-        if (ordered != windows)
-            fatal("training data changed (%s): the train state orders %zu windows of %s, it holds %zu", where.c_str(),
-                  ordered, dl->shards[shard].path.c_str(), windows);
-    }
+void dataloader_restore(DataLoader* dl, const DataLoaderState& s) {
     dl->shard_order = s.shard_order;
     dl->shard_pos = s.shard_pos;
     dl->order = s.order;

@@ -1,12 +1,12 @@
-// dataloader.h: batches of (B, T+1) windows from one token file or a list/glob of shards (llm.c's format),
-// each memory-mapped. Window i of a shard covers its tokens [i*T, i*T + T] (consecutive windows share one
+// dataloader.h: batches of (B, T+1) windows from one token file or a list of shards (llm.c's format).
+// Window i of a shard covers its tokens [i*T, i*T + T] (consecutive windows share one
 // token, as llm.c's loader reads them); a batch never spans two shards. Training batches follow llm.c's
 // shuffle: each epoch a seeded permutation of the shards, and within each shard a permutation of its
-// windows (with no shuffle, both in order); a shard of more than kDataLoaderStoredOrder windows gets a
-// keyed permutation computed per batch instead of a stored one, so memory stays flat with shard size. llm.c permutes whole batches of B*T contiguous tokens; here the
-// unit is one window, as the single-file loader always had it. Evaluation reads each shard's consecutive
-// windows from token 0.
-// File validation lives in tokenfile.h. Reference: llm.c llmc/dataloader.h (read, not copied).
+// windows (with no shuffle, both in order). llm.c permutes whole batches of B*T contiguous tokens; here
+// the unit is one window, as the single-file loader always had it. Evaluation reads each shard's
+// consecutive windows from token 0. File validation lives in tokenfile.h; ./gpt2 plugs globs, mapped
+// shards and the SIGBUS guard in through the seams below (formats/token_files.h).
+// Reference: llm.c llmc/dataloader.h (read, not copied).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -61,16 +61,16 @@ const size_t kDataLoaderStoredOrder = 65536;
 // smallest 2^(2h) >= n, applied again until the value falls inside [0, n) (cycle walking).
 uint32_t dataloader_permute(uint64_t i, uint64_t n, uint64_t key);
 DataLoaderState dataloader_state(const DataLoader& dl);  // between optimizer steps (micro 0)
-// Consistent on its own: both orders permutations (or a computed window order), positions inside them,
-// epoch -1 exactly when there are no orders, a non-zero RNG state. false with a message otherwise.
-bool dataloader_state_valid(const DataLoaderState& s, std::string* err);
-// Puts dl where s says; fatal (naming `where`, the train state) if s does not fit dl's shards.
-void dataloader_restore(DataLoader* dl, const DataLoaderState& s, const std::string& where);
+// Puts dl where s says; s must fit dl's shards (formats/train_state.cpp checks a state read from a file).
+void dataloader_restore(DataLoader* dl, const DataLoaderState& s);
 
-// The files `spec` names: comma-separated paths or glob patterns (a pattern's matches sorted by name, as
-// llm.c sorts them). fatal naming `flag` and the pattern when a pattern matches nothing.
-std::vector<std::string> dataloader_expand(const std::string& spec, const char* flag);
-// Maps the shards of `spec` (ids checked against vocab_size) and prepares (B, T) batches; fatal naming
+// Seam: the files `spec` names (`flag` for messages). The core's default takes spec as one path; ./gpt2's
+// takes comma-separated paths and globs (formats/token_files.h).
+extern std::vector<std::string> (*dataloader_expand)(const std::string& spec, const char* flag);
+// Seam: runs copy(arg), the read of a batch from its shard; false when the shard's memory vanished under
+// it. The core's default just calls it; ./gpt2's catches the SIGBUS of a mapped file that shrank.
+extern bool (*dataloader_guard)(void (*copy)(void*), void* arg);
+// Opens the shards of `spec` (ids checked against vocab_size) and prepares (B, T) batches; fatal naming
 // the shard when one holds fewer than accum*world*B*T + 1 tokens.
 void dataloader_init(DataLoader* dl, const std::string& spec, const char* flag, int vocab_size, int B, int T,
                      bool shuffle, uint64_t seed);
@@ -80,7 +80,7 @@ size_t dataloader_shard_windows(const DataLoader& dl, size_t s);
 // Next training batch into inputs/targets: this rank's B windows of the current micro-batch. The first
 // micro-batch of a step places the step's accum*world*B windows in the current shard (the next shard begins
 // when fewer remain, a new epoch after the last shard); the last moves past them.
-// A shard that changed under the run (shrunk: the read raises SIGBUS, caught; or an id now out of range)
+// A shard that changed under the run (shrunk, caught by dataloader_guard; or an id now out of range)
 // is fatal naming it; dataloader_try_next returns false with that message instead, dl having moved on
 // (a caller that carries on restores the dataloader_state it took before, as train_step does per step).
 void dataloader_next(DataLoader* dl);

@@ -58,7 +58,7 @@ struct StepStats {
 void next_batch(Trainer* t, int step, const DataLoaderState& before) {
     std::string err;
     if (dataloader_try_next(&t->train_dl, &err)) return;
-    dataloader_restore(&t->train_dl, before, "");  // earlier micro-batches of this step are undone too
+    dataloader_restore(&t->train_dl, before);  // earlier micro-batches of this step are undone too
     fail_on_data(t, step, err);
 }
 

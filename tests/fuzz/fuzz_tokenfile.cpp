@@ -1,5 +1,5 @@
-// fuzz_tokenfile.cpp: libFuzzer target for llm.c token files (tokenfile_parse, the non-exiting core of
-// tokenfile_read). Accepted files must hold exactly the header's count of ids, all below the vocabulary,
+// fuzz_tokenfile.cpp: libFuzzer target for llm.c token files (tokenfile_parse: tokenfile_check, which
+// every opener runs, and a copy). Accepted files must hold exactly the header's count of ids, all below the vocabulary,
 // and write back byte for byte; rejections must carry a message naming the file.
 #include <cstdint>
 #include <cstdlib>

@@ -18,6 +18,7 @@
 #include "formats/train_state.h"
 #include "core/model.h"
 #include "test.h"
+#include "test_os.h"
 #include "core/optimizer.h"
 
 namespace {
@@ -137,6 +138,48 @@ TEST(token_files_and_batches) {
                 if (dl.inputs[b * 4] == tokens[w * 4] && dl.inputs[b * 4 + 1] == tokens[w * 4 + 1]) seen[w]++;
     }
     for (int w = 0; w < 6; w++) CHECK(seen[w] == 1);
+}
+
+// A file with an id out of range, opened in a child through each opener (both exit with one message).
+static std::string g_bad_tokens;
+static void read_bad_tokens() { TokenShard s; tokenfile_read(&s, g_bad_tokens, 50); }
+static void map_bad_tokens() { TokenShard s; tokenfile_map(&s, g_bad_tokens, 50); }
+
+TEST(core_reads_token_files_as_gpt2_maps_them) {
+    const std::string path = tmp_path("core_read.bin");
+    std::vector<int> tokens(3001);
+    for (size_t i = 0; i < tokens.size(); i++) tokens[i] = (int)(i * 7 % 50);
+    tokenfile_write(path, tokens);
+    TokenShard read, mapped;
+    tokenfile_read(&read, path, 50);
+    tokenfile_map(&mapped, path, 50);
+    CHECK(read.path == path && read.num_tokens == tokens.size() && mapped.num_tokens == tokens.size());
+    bool same = read.num_tokens == mapped.num_tokens;
+    for (size_t i = 0; same && i < read.num_tokens; i++) same = read.tokens[i] == mapped.tokens[i];
+    CHECK(same);
+    CHECK(tokenfile_fingerprint(read) == mapped.fingerprint);  // either image keeps the header before the tokens
+    // a loader on the core's opener takes the batches ./gpt2's takes
+    DataLoader core, gpt2;
+    tokenfile_open = tokenfile_read;
+    dataloader_init(&core, path, "--train", 50, 4, 8, true, 3);
+    tokenfile_open = tokenfile_map;
+    dataloader_init(&gpt2, path, "--train", 50, 4, 8, true, 3);
+    for (int step = 0; step < 30; step++) {
+        dataloader_next(&core), dataloader_next(&gpt2);
+        CHECK(core.inputs == gpt2.inputs && core.targets == gpt2.targets);
+    }
+    // a bad id: the same message from both
+    tokens[1234] = 60;
+    g_bad_tokens = tmp_path("core_read_bad.bin");
+    tokenfile_write(g_bad_tokens, tokens);
+    int rc_read = 0, rc_map = 0;
+    std::string err_read, err_map;
+    if (!test_os_run_child(read_bad_tokens, &rc_read, &err_read) || !test_os_run_child(map_bad_tokens, &rc_map, &err_map))
+        SKIP("no child processes here");
+    CHECK(rc_read != 0 && rc_map != 0 && err_read == err_map);
+    CHECK(err_read.find("token id 60 out of range in " + g_bad_tokens + " at byte offset 3492") != std::string::npos);
+    os_unlink(path.c_str());
+    os_unlink(g_bad_tokens.c_str());
 }
 
 // Three shards of 41, 25 and 33 tokens whose ids are their global positions, so a window's first id names

@@ -60,17 +60,7 @@ bool tokenfile_check(const uint8_t* data, size_t n, int vocab_size, const std::s
     return true;
 }
 
-bool tokenfile_parse(const uint8_t* data, size_t n, int vocab_size, const std::string& where,
-                     std::vector<uint16_t>* out, std::string* err) {
-    size_t count = 0;
-    if (!tokenfile_check(data, n, vocab_size, where, &count, err)) return false;
-    const uint16_t* tokens = reinterpret_cast<const uint16_t*>(data + kTokenFileHeaderBytes);
-    out->assign(tokens, tokens + count);
-    return true;
-}
-
-// The core's opener: the whole file into memory, then checked in place.
-static void tokenfile_read(TokenShard* shard, const std::string& path, int vocab_size) {
+void tokenfile_read(TokenShard* shard, const std::string& path, int vocab_size) {
     FILE* f = fopen(path.c_str(), "rb");
     if (!f) fatal("cannot open %s: %s", path.c_str(), strerror(errno));
     auto bytes = std::make_shared<std::vector<uint8_t>>();

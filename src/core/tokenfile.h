@@ -19,9 +19,6 @@ const size_t kTokenFileHeaderBytes = kTokenFileHeaderInts * sizeof(int32_t);
 // >= vocab_size (with its byte offset). Reads no byte past a short header.
 bool tokenfile_check(const uint8_t* data, size_t n, int vocab_size, const std::string& where, size_t* count,
                      std::string* err);
-// tokenfile_check, then copies the tokens to *out.
-bool tokenfile_parse(const uint8_t* data, size_t n, int vocab_size, const std::string& where,
-                     std::vector<uint16_t>* out, std::string* err);
 
 // One opened token file. `image` owns the memory the tokens sit in (the file read whole, or ./gpt2's
 // read-only mapping), so copies share it and the last one releases it; the file's header sits right
@@ -34,5 +31,7 @@ struct TokenShard {
     std::shared_ptr<const void> image;
 };
 // Opens and validates `path` as tokenfile_check does; any defect is fatal with its message. A seam: the
-// core's default reads the file into memory; ./gpt2 maps it instead (token_files_plug_in).
+// core's default is tokenfile_read; ./gpt2 maps the file instead (token_files_plug_in).
 extern void (*tokenfile_open)(TokenShard* shard, const std::string& path, int vocab_size);
+// Reads the whole file into memory and checks it there.
+void tokenfile_read(TokenShard* shard, const std::string& path, int vocab_size);

@@ -227,15 +227,15 @@ TEST(shards_shuffle_like_llmc) {
             for (int r : rows) seen[r]++;
             // both rows come from one shard: the shard the loader says it is in
             for (int r : rows)
-                CHECK(r >= tok[a.shard_order[a.shard_pos]][0] && r <= tok[a.shard_order[a.shard_pos]].back());
+                CHECK(r >= tok[a.at.shard_order[a.at.shard_pos]][0] && r <= tok[a.at.shard_order[a.at.shard_pos]].back());
             for (int t = 0; t < 4; t++) CHECK(a.targets[t] == a.inputs[t] + 1);
             // in order: shards 0, 1, 2 and their windows from the first
             const int k = i < 5 ? i : i < 8 ? i - 5 : i - 8, s = i < 5 ? 0 : i < 8 ? 1 : 2;
             CHECK(row_starts(seq) == (std::vector<int>{tok[s][0] + 8 * k, tok[s][0] + 8 * k + 4}));
         }
-        if (epoch == 0) first_shard_order = a.shard_order;
-        else orders_differ = orders_differ || a.shard_order != first_shard_order;
-        CHECK(a.epoch == epoch);
+        if (epoch == 0) first_shard_order = a.at.shard_order;
+        else orders_differ = orders_differ || a.at.shard_order != first_shard_order;
+        CHECK(a.at.epoch == epoch);
         for (size_t s = 0; s < 3; s++)  // every window once per epoch, nothing else
             for (int i = 0; i < (int)tok[s].size(); i++)
                 CHECK(seen[tok[s][i]] == ((i % 4 == 0 && i + 4 < (int)tok[s].size()) ? 1 : 0));
@@ -284,7 +284,7 @@ TEST(shards_shuffle_like_llmc) {
         }
         for (const std::vector<int>& set : sets) CHECK(set == sets[0] && set.size() == 4);
     }
-    CHECK(loaders[0].epoch >= 2);  // through three epochs
+    CHECK(loaders[0].at.epoch >= 2);  // through three epochs
     // evaluation batches go through each shard's consecutive windows in turn
     CHECK(dataloader_num_batches(a) == 12);
     dataloader_batch_at(&a, 6);  // shard 1, its second batch: windows 2 and 3
@@ -440,7 +440,7 @@ TEST(large_shards_compute_their_order) {
     bool seeds_differ = false;
     for (size_t step = 0; step < n / 16 - 10; step++) {  // most of an epoch
         dataloader_next(&a), dataloader_next(&b), dataloader_next(&seq);
-        CHECK(a.order.empty() && a.order_windows == n);  // nothing stored
+        CHECK(a.at.order.empty() && a.at.order_windows == n);  // nothing stored
         seeds_differ = seeds_differ || a.inputs != b.inputs;
         for (int r = 0; r < 16; r++) CHECK(seq.inputs[r] == (int)((step * 16 + r) % 1000));  // in order
         if (step < 4) first_epoch.insert(first_epoch.end(), a.inputs.begin(), a.inputs.end());
@@ -450,7 +450,7 @@ TEST(large_shards_compute_their_order) {
     DataLoader c;
     dataloader_init(&c, path, "--train", 1000, 16, 1, true, 7);
     dataloader_next(&c);
-    for (size_t i = 0; i < n; i++) count[dataloader_permute(i, c.order_windows, c.order_key)]++;
+    for (size_t i = 0; i < n; i++) count[dataloader_permute(i, c.at.order_windows, c.at.order_key)]++;
     bool once = true;
     for (int k : count) once = once && k == 1;
     CHECK(once);
@@ -466,8 +466,8 @@ TEST(large_shards_compute_their_order) {
         CHECK(a.inputs == r.inputs);
     }
     // the next epoch draws another key
-    const uint64_t key = a.order_key;
-    while (a.epoch == 0) dataloader_next(&a);
-    CHECK(a.order_key != key && a.order_key != 0);
+    const uint64_t key = a.at.order_key;
+    while (a.at.epoch == 0) dataloader_next(&a);
+    CHECK(a.at.order_key != key && a.at.order_key != 0);
     os_unlink(path.c_str());
 }

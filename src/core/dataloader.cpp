@@ -36,14 +36,9 @@ void dataloader_init(DataLoader* dl, const std::string& spec, const char* flag, 
     }
     if (dl->shards.size() > UINT32_MAX) fatal("too many shards in %s '%s'", flag, spec.c_str());
     dl->shuffle = shuffle;
-    dl->rng = Rng(seed);
-    dl->shard_order.clear();
-    dl->shard_pos = 0;
-    dl->order.clear();
-    dl->order_key = 0, dl->order_windows = 0;
-    dl->pos = 0;
+    dl->at = DataLoaderState();  // epoch -1: dataloader_next starts epoch 0
+    dl->at.rng = Rng(seed);
     dl->micro = 0;
-    dl->epoch = -1;  // dataloader_next starts epoch 0
     dl->inputs.assign((size_t)B * T, 0);
     dl->targets.assign((size_t)B * T, 0);
 }
@@ -128,9 +123,9 @@ uint32_t dataloader_permute(uint64_t i, uint64_t n, uint64_t key) {
 }
 
 // The current shard's window order: its length, and entry i.
-static size_t order_size(const DataLoader& dl) { return dl.order_windows ? dl.order_windows : dl.order.size(); }
+static size_t order_size(const DataLoader& dl) { return dl.at.order_windows ? dl.at.order_windows : dl.at.order.size(); }
 static uint32_t order_at(const DataLoader& dl, size_t i) {
-    return dl.order_windows ? dataloader_permute(i, dl.order_windows, dl.order_key) : dl.order[i];
+    return dl.at.order_windows ? dataloader_permute(i, dl.at.order_windows, dl.at.order_key) : dl.at.order[i];
 }
 
 void dataloader_next(DataLoader* dl) {
@@ -140,31 +135,31 @@ void dataloader_next(DataLoader* dl) {
 
 bool dataloader_try_next(DataLoader* dl, std::string* err) {
     const size_t step = (size_t)dl->accum * dl->world * dl->B;
-    if (dl->micro == 0 && (dl->epoch < 0 || dl->pos + step > order_size(*dl))) {
+    if (dl->micro == 0 && (dl->at.epoch < 0 || dl->at.pos + step > order_size(*dl))) {
         // every shard holds >= step windows (dataloader_init), so one move always lands on a usable shard
-        if (dl->epoch < 0 || dl->shard_pos + 1 >= dl->shard_order.size()) {
-            dl->epoch++;
-            make_order(&dl->shard_order, dl->shards.size(), dl->shuffle, &dl->rng);
-            dl->shard_pos = 0;
+        if (dl->at.epoch < 0 || dl->at.shard_pos + 1 >= dl->at.shard_order.size()) {
+            dl->at.epoch++;
+            make_order(&dl->at.shard_order, dl->shards.size(), dl->shuffle, &dl->at.rng);
+            dl->at.shard_pos = 0;
         } else {
-            dl->shard_pos++;
+            dl->at.shard_pos++;
         }
-        const size_t n = dataloader_shard_windows(*dl, dl->shard_order[dl->shard_pos]);
+        const size_t n = dataloader_shard_windows(*dl, dl->at.shard_order[dl->at.shard_pos]);
         if (n <= kDataLoaderStoredOrder) {
-            make_order(&dl->order, n, dl->shuffle, &dl->rng);
-            dl->order_key = 0, dl->order_windows = 0;
+            make_order(&dl->at.order, n, dl->shuffle, &dl->at.rng);
+            dl->at.order_key = 0, dl->at.order_windows = 0;
         } else {  // computed: two draws make the key (never 0 when shuffling)
-            std::vector<uint32_t>().swap(dl->order);
-            dl->order_key = dl->shuffle ? ((uint64_t)dl->rng.next_u32() << 32 | dl->rng.next_u32()) | 1 : 0;
-            dl->order_windows = n;
+            std::vector<uint32_t>().swap(dl->at.order);
+            dl->at.order_key = dl->shuffle ? ((uint64_t)dl->at.rng.next_u32() << 32 | dl->at.rng.next_u32()) | 1 : 0;
+            dl->at.order_windows = n;
         }
-        dl->pos = 0;
+        dl->at.pos = 0;
     }
     std::vector<uint32_t> windows(dl->B);
     const size_t group = (size_t)dl->micro * dl->world + dl->rank;
-    for (int b = 0; b < dl->B; b++) windows[b] = order_at(*dl, dl->pos + group * dl->B + b);
-    if (!load_windows(dl, dl->shards[dl->shard_order[dl->shard_pos]], windows.data(), err)) return false;
-    if (++dl->micro == dl->accum) dl->pos += step, dl->micro = 0;
+    for (int b = 0; b < dl->B; b++) windows[b] = order_at(*dl, dl->at.pos + group * dl->B + b);
+    if (!load_windows(dl, dl->shards[dl->at.shard_order[dl->at.shard_pos]], windows.data(), err)) return false;
+    if (++dl->micro == dl->accum) dl->at.pos += step, dl->micro = 0;
     return true;
 }
 
@@ -188,26 +183,10 @@ void dataloader_batch_at(DataLoader* dl, size_t index) {
 
 DataLoaderState dataloader_state(const DataLoader& dl) {
     assert(dl.micro == 0 && "taken between steps");
-    DataLoaderState s;
-    s.shard_order = dl.shard_order;
-    s.shard_pos = dl.shard_pos;
-    s.order = dl.order;
-    s.order_key = dl.order_key;
-    s.order_windows = dl.order_windows;
-    s.epoch = dl.epoch;
-    s.pos = dl.pos;
-    s.rng = dl.rng.state;
-    return s;
+    return dl.at;
 }
 
 void dataloader_restore(DataLoader* dl, const DataLoaderState& s) {
-    dl->shard_order = s.shard_order;
-    dl->shard_pos = s.shard_pos;
-    dl->order = s.order;
-    dl->order_key = s.order_key;
-    dl->order_windows = s.order_windows;
-    dl->epoch = s.epoch;
-    dl->pos = s.pos;
+    dl->at = s;
     dl->micro = 0;  // states are taken between steps
-    dl->rng.state = s.rng;
 }

@@ -15,6 +15,23 @@
 #include "core/rng.h"
 #include "core/tokenfile.h"
 
+// Where a training loader is in its data, as a checkpoint keeps it: the epoch's shard order and the
+// current shard in it, that shard's window order and the next position in it, and the RNG that shuffles
+// what comes next. Empty orders mean no batch was drawn yet.
+struct DataLoaderState {
+    std::vector<uint32_t> shard_order;  // shard order of the current epoch
+    size_t shard_pos = 0;               // index into shard_order of the current shard
+    std::vector<uint32_t> order;        // window order within the current shard, when stored (small shards)
+    // A shard of more than kDataLoaderStoredOrder windows keeps no order: window i of its epoch order is
+    // dataloader_permute(i, order_windows, order_key), so memory stays flat with shard size. order_key 0
+    // is the identity (no shuffle). order_windows is 0 while the order is stored.
+    uint64_t order_key = 0;
+    size_t order_windows = 0;
+    int epoch = -1;
+    size_t pos = 0;  // next index into the order
+    Rng rng;
+};
+
 struct DataLoader {
     std::string spec;  // the --train/--val value the shards came from, for messages
     std::vector<TokenShard> shards;
@@ -28,33 +45,10 @@ struct DataLoader {
     int micro = 0;  // the next micro-batch of the current step
     size_t num_windows = 0;  // over all shards
     bool shuffle = false;
-    Rng rng;
-    std::vector<uint32_t> shard_order;  // shard order of the current epoch
-    size_t shard_pos = 0;               // index into shard_order of the current shard
-    std::vector<uint32_t> order;        // window order within the current shard, when stored (small shards)
-    // A shard of more than kDataLoaderStoredOrder windows keeps no order: window i of its epoch order is
-    // dataloader_permute(i, order_windows, order_key), so memory stays flat with shard size. order_key 0
-    // is the identity (no shuffle). order_windows is 0 while the order is stored.
-    uint64_t order_key = 0;
-    size_t order_windows = 0;
-    size_t pos = 0;  // next index into the order
-    int epoch = 0;
+    DataLoaderState at;  // where it is in its data
     std::vector<int> inputs, targets;  // (B, T) of the current batch
 };
 
-// Where a training loader is in its data, as a checkpoint keeps it: the epoch's shard order and the
-// current shard in it, that shard's window order and the next position in it, and the RNG that shuffles
-// what comes next. Empty orders mean no batch was drawn yet.
-struct DataLoaderState {
-    std::vector<uint32_t> shard_order;
-    size_t shard_pos = 0;
-    std::vector<uint32_t> order;
-    uint64_t order_key = 0;
-    size_t order_windows = 0;  // non-zero: a computed order of this many windows (order empty)
-    int epoch = -1;
-    size_t pos = 0;
-    uint64_t rng = 0;
-};
 // Shards of up to this many windows keep their order as a list (256 KB at most); larger ones compute it.
 const size_t kDataLoaderStoredOrder = 65536;
 // A bijection of [0, n) chosen by key (n <= 2^32; key 0: the identity): a 4-round Feistel network on the

@@ -39,7 +39,7 @@ bool dataloader_state_valid(const DataLoaderState& s, std::string* err) {
     if ((windows == 0) != (s.epoch < 0) || s.shard_order.empty() != (s.epoch < 0) || (windows == 0 && s.pos != 0) ||
         (s.shard_order.empty() ? s.shard_pos != 0 : s.shard_pos >= s.shard_order.size()))
         return *err = "loader.epoch, loader.pos, loader.shard_pos and the orders disagree", false;
-    if (s.rng == 0) return *err = "loader.rng is 0, expected a non-zero state", false;
+    if (s.rng.state == 0) return *err = "loader.rng is 0, expected a non-zero state", false;
     return true;
 }
 
@@ -150,7 +150,7 @@ bool parse_counters(const SafeTensors& st, TrainState* ts, std::string* err) {
     unsigned long long r = strtoull(rng.c_str(), &end, 10);
     if (rng.empty() || rng[0] < '0' || rng[0] > '9' || *end || errno || r == 0)
         return fail(err, "metadata \"loader.rng\" is '" + rng.substr(0, 40) + "', expected a non-zero 64-bit integer");
-    ts->loader.rng = r;
+    ts->loader.rng.state = r;
     return true;
 }
 
@@ -324,7 +324,7 @@ void train_state_save(const std::string& dir, const GPT2& model, const AdamW& op
              {"loader.shard_pos", std::to_string(loader.shard_pos)},
              {"loader.order_windows", std::to_string(loader.order_windows)},
              {"loader.order_key", std::to_string(loader.order_key)},
-             {"loader.rng", std::to_string(loader.rng)},
+             {"loader.rng", std::to_string(loader.rng.state)},
              {"params.fnv1a", train_state_params_hash(model)},
              {"data.shards", std::to_string(dl.shards.size())},
              {"data.fingerprint", train_state_shards_hash(dl)},

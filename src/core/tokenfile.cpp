@@ -50,10 +50,11 @@ bool tokenfile_check(const uint8_t* data, size_t n, int vocab_size, const std::s
                      std::string* err) {
     if (!check_header(data, n, where.c_str(), count, err)) return false;
     const uint16_t* tokens = reinterpret_cast<const uint16_t*>(data + kTokenFileHeaderBytes);
+    const size_t n_tokens = *count;
     uint16_t max = 0;  // one branch-free pass; the position is looked up only on failure
-    for (size_t i = 0; i < *count; i++) max = tokens[i] > max ? tokens[i] : max;
+    for (size_t i = 0; i < n_tokens; i++) max = tokens[i] > max ? tokens[i] : max;
     if ((int)max < vocab_size) return true;
-    for (size_t i = 0; i < *count; i++)
+    for (size_t i = 0; i < n_tokens; i++)
         if ((int)tokens[i] >= vocab_size)
             return tokenfile_fail(err, "token id %d out of range in %s at byte offset %zu: expected < %d", tokens[i],
                                   where.c_str(), kTokenFileHeaderBytes + 2 * i, vocab_size);

@@ -13,8 +13,12 @@
 #include "core/safetensors.h"
 #include "core/dataloader.h"
 #include "core/tokenfile.h"
+#include "formats/token_files.h"
+#include "formats/token_writer.h"
+#include "formats/train_state.h"
 #include "core/model.h"
 #include "test.h"
+#include "test_os.h"
 #include "core/optimizer.h"
 
 namespace {
@@ -113,8 +117,9 @@ TEST(token_files_and_batches) {
     std::vector<int> tokens;
     for (int i = 0; i < 25; i++) tokens.push_back(i * 3 % 50);
     tokenfile_write(path, tokens);
-    std::vector<uint16_t> back = tokenfile_read(path, 50);
-    CHECK(back.size() == 25 && back[24] == (uint16_t)(24 * 3 % 50));
+    TokenShard back;
+    tokenfile_open(&back, path, 50);
+    CHECK(back.num_tokens == 25 && back.tokens[24] == (uint16_t)(24 * 3 % 50));
     DataLoader dl;
     dataloader_init(&dl, path, "--train", 50, 2, 4, true, 7);
     os_unlink(path.c_str());
@@ -133,6 +138,48 @@ TEST(token_files_and_batches) {
                 if (dl.inputs[b * 4] == tokens[w * 4] && dl.inputs[b * 4 + 1] == tokens[w * 4 + 1]) seen[w]++;
     }
     for (int w = 0; w < 6; w++) CHECK(seen[w] == 1);
+}
+
+// A file with an id out of range, opened in a child through each opener (both exit with one message).
+static std::string g_bad_tokens;
+static void read_bad_tokens() { TokenShard s; tokenfile_read(&s, g_bad_tokens, 50); }
+static void map_bad_tokens() { TokenShard s; tokenfile_map(&s, g_bad_tokens, 50); }
+
+TEST(core_reads_token_files_as_gpt2_maps_them) {
+    const std::string path = tmp_path("core_read.bin");
+    std::vector<int> tokens(3001);
+    for (size_t i = 0; i < tokens.size(); i++) tokens[i] = (int)(i * 7 % 50);
+    tokenfile_write(path, tokens);
+    TokenShard read, mapped;
+    tokenfile_read(&read, path, 50);
+    tokenfile_map(&mapped, path, 50);
+    CHECK(read.path == path && read.num_tokens == tokens.size() && mapped.num_tokens == tokens.size());
+    bool same = read.num_tokens == mapped.num_tokens;
+    for (size_t i = 0; same && i < read.num_tokens; i++) same = read.tokens[i] == mapped.tokens[i];
+    CHECK(same);
+    CHECK(tokenfile_fingerprint(read) == mapped.fingerprint);  // either image keeps the header before the tokens
+    // a loader on the core's opener takes the batches ./gpt2's takes
+    DataLoader core, gpt2;
+    tokenfile_open = tokenfile_read;
+    dataloader_init(&core, path, "--train", 50, 4, 8, true, 3);
+    tokenfile_open = tokenfile_map;
+    dataloader_init(&gpt2, path, "--train", 50, 4, 8, true, 3);
+    for (int step = 0; step < 30; step++) {
+        dataloader_next(&core), dataloader_next(&gpt2);
+        CHECK(core.inputs == gpt2.inputs && core.targets == gpt2.targets);
+    }
+    // a bad id: the same message from both
+    tokens[1234] = 60;
+    g_bad_tokens = tmp_path("core_read_bad.bin");
+    tokenfile_write(g_bad_tokens, tokens);
+    int rc_read = 0, rc_map = 0;
+    std::string err_read, err_map;
+    if (!test_os_run_child(read_bad_tokens, &rc_read, &err_read) || !test_os_run_child(map_bad_tokens, &rc_map, &err_map))
+        SKIP("no child processes here");
+    CHECK(rc_read != 0 && rc_map != 0 && err_read == err_map);
+    CHECK(err_read.find("token id 60 out of range in " + g_bad_tokens + " at byte offset 3492") != std::string::npos);
+    os_unlink(path.c_str());
+    os_unlink(g_bad_tokens.c_str());
 }
 
 // Three shards of 41, 25 and 33 tokens whose ids are their global positions, so a window's first id names
@@ -180,15 +227,15 @@ TEST(shards_shuffle_like_llmc) {
             for (int r : rows) seen[r]++;
             // both rows come from one shard: the shard the loader says it is in
             for (int r : rows)
-                CHECK(r >= tok[a.shard_order[a.shard_pos]][0] && r <= tok[a.shard_order[a.shard_pos]].back());
+                CHECK(r >= tok[a.at.shard_order[a.at.shard_pos]][0] && r <= tok[a.at.shard_order[a.at.shard_pos]].back());
             for (int t = 0; t < 4; t++) CHECK(a.targets[t] == a.inputs[t] + 1);
             // in order: shards 0, 1, 2 and their windows from the first
             const int k = i < 5 ? i : i < 8 ? i - 5 : i - 8, s = i < 5 ? 0 : i < 8 ? 1 : 2;
             CHECK(row_starts(seq) == (std::vector<int>{tok[s][0] + 8 * k, tok[s][0] + 8 * k + 4}));
         }
-        if (epoch == 0) first_shard_order = a.shard_order;
-        else orders_differ = orders_differ || a.shard_order != first_shard_order;
-        CHECK(a.epoch == epoch);
+        if (epoch == 0) first_shard_order = a.at.shard_order;
+        else orders_differ = orders_differ || a.at.shard_order != first_shard_order;
+        CHECK(a.at.epoch == epoch);
         for (size_t s = 0; s < 3; s++)  // every window once per epoch, nothing else
             for (int i = 0; i < (int)tok[s].size(); i++)
                 CHECK(seen[tok[s][i]] == ((i % 4 == 0 && i + 4 < (int)tok[s].size()) ? 1 : 0));
@@ -237,7 +284,7 @@ TEST(shards_shuffle_like_llmc) {
         }
         for (const std::vector<int>& set : sets) CHECK(set == sets[0] && set.size() == 4);
     }
-    CHECK(loaders[0].epoch >= 2);  // through three epochs
+    CHECK(loaders[0].at.epoch >= 2);  // through three epochs
     // evaluation batches go through each shard's consecutive windows in turn
     CHECK(dataloader_num_batches(a) == 12);
     dataloader_batch_at(&a, 6);  // shard 1, its second batch: windows 2 and 3
@@ -393,7 +440,7 @@ TEST(large_shards_compute_their_order) {
     bool seeds_differ = false;
     for (size_t step = 0; step < n / 16 - 10; step++) {  // most of an epoch
         dataloader_next(&a), dataloader_next(&b), dataloader_next(&seq);
-        CHECK(a.order.empty() && a.order_windows == n);  // nothing stored
+        CHECK(a.at.order.empty() && a.at.order_windows == n);  // nothing stored
         seeds_differ = seeds_differ || a.inputs != b.inputs;
         for (int r = 0; r < 16; r++) CHECK(seq.inputs[r] == (int)((step * 16 + r) % 1000));  // in order
         if (step < 4) first_epoch.insert(first_epoch.end(), a.inputs.begin(), a.inputs.end());
@@ -403,7 +450,7 @@ TEST(large_shards_compute_their_order) {
     DataLoader c;
     dataloader_init(&c, path, "--train", 1000, 16, 1, true, 7);
     dataloader_next(&c);
-    for (size_t i = 0; i < n; i++) count[dataloader_permute(i, c.order_windows, c.order_key)]++;
+    for (size_t i = 0; i < n; i++) count[dataloader_permute(i, c.at.order_windows, c.at.order_key)]++;
     bool once = true;
     for (int k : count) once = once && k == 1;
     CHECK(once);
@@ -413,14 +460,14 @@ TEST(large_shards_compute_their_order) {
     CHECK(dataloader_state_valid(s, &err));
     DataLoader r;
     dataloader_init(&r, path, "--train", 1000, 16, 1, true, 1);
-    dataloader_restore(&r, s, "test");
+    dataloader_restore(&r, s);
     for (int i = 0; i < 3; i++) {
         dataloader_next(&a), dataloader_next(&r);
         CHECK(a.inputs == r.inputs);
     }
     // the next epoch draws another key
-    const uint64_t key = a.order_key;
-    while (a.epoch == 0) dataloader_next(&a);
-    CHECK(a.order_key != key && a.order_key != 0);
+    const uint64_t key = a.at.order_key;
+    while (a.at.epoch == 0) dataloader_next(&a);
+    CHECK(a.at.order_key != key && a.at.order_key != 0);
     os_unlink(path.c_str());
 }

@@ -4,6 +4,7 @@
 
 #include "platform/util.h"
 #include "platform/output_files.h"
+#include "formats/token_files.h"
 #include "test.h"
 
 std::vector<TestCase>& test_registry() {
@@ -16,6 +17,7 @@ std::string g_test_skip;
 int main(int argc, char** argv) {
     const char* filter = argc > 1 ? argv[1] : nullptr;
     buffer_prefault = buffer_prefault_huge;  // as gpt2's main does (core/buffer.h)
+    token_files_plug_in();                   // and this (formats/token_files.h)
     int passed = 0, failed = 0, skipped = 0;
     for (const TestCase& t : test_registry()) {
         if (filter && !strstr(t.name, filter)) continue;

@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "core/bf16.h"
 #include "core/isa.h"
+#include "formats/token_files.h"
 
 struct Command {
     const char* name;
@@ -88,6 +89,7 @@ int main(int argc, char** argv) {
     os_init();       // platform/platform.h: the operating system's part
     buffer_prefault = buffer_prefault_huge;  // the core's large buffers on huge pages (core/buffer.h)
     stop_install();  // signals: platform/signals.h
+    token_files_plug_in();  // shards mapped, globs, the SIGBUS guard (formats/token_files.h)
     // the kernels' instruction set: a bad GPT2_ISA stops here, before any work (the kernels never print)
     if (const std::string bad_isa = kernels_isa_error(); !bad_isa.empty()) fatal("%s", bad_isa.c_str());
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {

@@ -58,7 +58,7 @@ StepStats train_step_in_backward(TrainRun* t, int step) {
     const DataLoaderState before = dataloader_state(t->train_dl);
     std::string err;
     if (!dataloader_try_next(&t->train_dl, &err)) {
-        dataloader_restore(&t->train_dl, before, "");
+        dataloader_restore(&t->train_dl, before);
         fail_on_data(t, step, err);
     }
     const double loss = gpt2_forward(&t->model, t->train_dl.inputs.data(), t->train_dl.targets.data(), o.B, o.T);
@@ -100,7 +100,7 @@ int RunHooks::stop() { return grad_sync_stop(run->sync); }
 float RunHooks::norm(const GPT2& model, const AdamW& opt) { return grad_sync_norm(run->sync, model, opt); }
 void RunHooks::updated(GPT2* model) { grad_sync_weights(run->sync, model); }
 void RunHooks::data_failed(int step, const std::string& err) {
-    dataloader_restore(&run->train_dl, before, "");  // earlier micro-batches of this step are undone too
+    dataloader_restore(&run->train_dl, before);  // earlier micro-batches of this step are undone too
     fail_on_data(run, step, err);
 }
 

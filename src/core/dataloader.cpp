@@ -5,31 +5,16 @@
 #include <cassert>
 #include <utility>
 
-#include "platform/platform.h"
-#include "platform/signals.h"
-#include "platform/util.h"
+#include "core/error.h"
 
-std::vector<std::string> dataloader_expand(const std::string& spec, const char* flag) {
-    std::vector<std::string> paths;
-    size_t start = 0;
-    while (start <= spec.size()) {
-        size_t end = spec.find(',', start);
-        if (end == std::string::npos) end = spec.size();
-        const std::string item = spec.substr(start, end - start);
-        start = end + 1;
-        if (item.empty())
-            fatal("empty path in %s '%s': expected comma-separated token files or globs", flag, spec.c_str());
-        if (item.find_first_of("*?[") == std::string::npos) {
-            paths.push_back(item);  // a plain path: opening it reports what is wrong
-            continue;
-        }
-        std::vector<std::string> found;
-        if (!os_glob(item, &found)) fatal("cannot expand %s '%s': glob failed", flag, item.c_str());
-        if (found.empty()) fatal("no file matches %s '%s': expected at least one token file", flag, item.c_str());
-        paths.insert(paths.end(), found.begin(), found.end());
-    }
-    return paths;
+static std::vector<std::string> one_path(const std::string& spec, const char*) { return {spec}; }
+std::vector<std::string> (*dataloader_expand)(const std::string& spec, const char* flag) = one_path;
+
+static bool unguarded(void (*copy)(void*), void* arg) {
+    copy(arg);
+    return true;
 }
+bool (*dataloader_guard)(void (*copy)(void*), void* arg) = unguarded;
 
 void dataloader_init(DataLoader* dl, const std::string& spec, const char* flag, int vocab_size, int B, int T,
                      bool shuffle, uint64_t seed) {
@@ -42,7 +27,7 @@ void dataloader_init(DataLoader* dl, const std::string& spec, const char* flag, 
     const size_t need = (size_t)dl->accum * dl->world * B * T + 1;
     for (const std::string& path : dataloader_expand(spec, flag)) {
         TokenShard shard;
-        tokenfile_map(&shard, path, vocab_size);
+        tokenfile_open(&shard, path, vocab_size);
         if (shard.num_tokens < need)
             fatal("too few tokens in %s: expected at least %s%sB*T+1 = %zu, got %zu", path.c_str(),
                   dl->accum > 1 ? "grad-accum*" : "", dl->world > 1 ? "world*" : "", need, shard.num_tokens);
@@ -51,14 +36,9 @@ void dataloader_init(DataLoader* dl, const std::string& spec, const char* flag, 
     }
     if (dl->shards.size() > UINT32_MAX) fatal("too many shards in %s '%s'", flag, spec.c_str());
     dl->shuffle = shuffle;
-    dl->rng = Rng(seed);
-    dl->shard_order.clear();
-    dl->shard_pos = 0;
-    dl->order.clear();
-    dl->order_key = 0, dl->order_windows = 0;
-    dl->pos = 0;
+    dl->at = DataLoaderState();  // epoch -1: dataloader_next starts epoch 0
+    dl->at.rng = Rng(seed);
     dl->micro = 0;
-    dl->epoch = -1;  // dataloader_next starts epoch 0
     dl->inputs.assign((size_t)B * T, 0);
     dl->targets.assign((size_t)B * T, 0);
 }
@@ -95,12 +75,12 @@ void copy_windows(void* arg) {
     }
 }
 
-// Copies B windows of `shard` into the batch. The shard is mapped, so a file another process truncated
-// raises SIGBUS here (caught, signals.h), and one rewritten in place may hold ids it did not hold at open.
+// Copies B windows of `shard` into the batch. A mapped shard another process truncated faults here (caught
+// by the guard), and one rewritten in place may hold ids it did not hold at open.
 bool load_windows(DataLoader* dl, const TokenShard& shard, const uint32_t* windows, std::string* err) {
     WindowCopy w{dl, &shard, windows};
     const char* hint = "expected token files to stay unchanged while gpt2 reads them";
-    if (!stop_guard_bus(copy_windows, &w))
+    if (!dataloader_guard(copy_windows, &w))
         *err = "token file changed during the run (" + shard.path + "): it is shorter than when it was opened; " + hint;
     else if (w.bad_id >= 0)
         *err = "token file changed during the run (" + shard.path + "): it now holds id " + std::to_string(w.bad_id) +
@@ -143,9 +123,9 @@ uint32_t dataloader_permute(uint64_t i, uint64_t n, uint64_t key) {
 }
 
 // The current shard's window order: its length, and entry i.
-static size_t order_size(const DataLoader& dl) { return dl.order_windows ? dl.order_windows : dl.order.size(); }
+static size_t order_size(const DataLoader& dl) { return dl.at.order_windows ? dl.at.order_windows : dl.at.order.size(); }
 static uint32_t order_at(const DataLoader& dl, size_t i) {
-    return dl.order_windows ? dataloader_permute(i, dl.order_windows, dl.order_key) : dl.order[i];
+    return dl.at.order_windows ? dataloader_permute(i, dl.at.order_windows, dl.at.order_key) : dl.at.order[i];
 }
 
 void dataloader_next(DataLoader* dl) {
@@ -155,31 +135,31 @@ void dataloader_next(DataLoader* dl) {
 
 bool dataloader_try_next(DataLoader* dl, std::string* err) {
     const size_t step = (size_t)dl->accum * dl->world * dl->B;
-    if (dl->micro == 0 && (dl->epoch < 0 || dl->pos + step > order_size(*dl))) {
+    if (dl->micro == 0 && (dl->at.epoch < 0 || dl->at.pos + step > order_size(*dl))) {
         // every shard holds >= step windows (dataloader_init), so one move always lands on a usable shard
-        if (dl->epoch < 0 || dl->shard_pos + 1 >= dl->shard_order.size()) {
-            dl->epoch++;
-            make_order(&dl->shard_order, dl->shards.size(), dl->shuffle, &dl->rng);
-            dl->shard_pos = 0;
+        if (dl->at.epoch < 0 || dl->at.shard_pos + 1 >= dl->at.shard_order.size()) {
+            dl->at.epoch++;
+            make_order(&dl->at.shard_order, dl->shards.size(), dl->shuffle, &dl->at.rng);
+            dl->at.shard_pos = 0;
         } else {
-            dl->shard_pos++;
+            dl->at.shard_pos++;
         }
-        const size_t n = dataloader_shard_windows(*dl, dl->shard_order[dl->shard_pos]);
+        const size_t n = dataloader_shard_windows(*dl, dl->at.shard_order[dl->at.shard_pos]);
         if (n <= kDataLoaderStoredOrder) {
-            make_order(&dl->order, n, dl->shuffle, &dl->rng);
-            dl->order_key = 0, dl->order_windows = 0;
+            make_order(&dl->at.order, n, dl->shuffle, &dl->at.rng);
+            dl->at.order_key = 0, dl->at.order_windows = 0;
         } else {  // computed: two draws make the key (never 0 when shuffling)
-            std::vector<uint32_t>().swap(dl->order);
-            dl->order_key = dl->shuffle ? ((uint64_t)dl->rng.next_u32() << 32 | dl->rng.next_u32()) | 1 : 0;
-            dl->order_windows = n;
+            std::vector<uint32_t>().swap(dl->at.order);
+            dl->at.order_key = dl->shuffle ? ((uint64_t)dl->at.rng.next_u32() << 32 | dl->at.rng.next_u32()) | 1 : 0;
+            dl->at.order_windows = n;
         }
-        dl->pos = 0;
+        dl->at.pos = 0;
     }
     std::vector<uint32_t> windows(dl->B);
     const size_t group = (size_t)dl->micro * dl->world + dl->rank;
-    for (int b = 0; b < dl->B; b++) windows[b] = order_at(*dl, dl->pos + group * dl->B + b);
-    if (!load_windows(dl, dl->shards[dl->shard_order[dl->shard_pos]], windows.data(), err)) return false;
-    if (++dl->micro == dl->accum) dl->pos += step, dl->micro = 0;
+    for (int b = 0; b < dl->B; b++) windows[b] = order_at(*dl, dl->at.pos + group * dl->B + b);
+    if (!load_windows(dl, dl->shards[dl->at.shard_order[dl->at.shard_pos]], windows.data(), err)) return false;
+    if (++dl->micro == dl->accum) dl->at.pos += step, dl->micro = 0;
     return true;
 }
 
@@ -203,61 +183,10 @@ void dataloader_batch_at(DataLoader* dl, size_t index) {
 
 DataLoaderState dataloader_state(const DataLoader& dl) {
     assert(dl.micro == 0 && "taken between steps");
-    DataLoaderState s;
-    s.shard_order = dl.shard_order;
-    s.shard_pos = dl.shard_pos;
-    s.order = dl.order;
-    s.order_key = dl.order_key;
-    s.order_windows = dl.order_windows;
-    s.epoch = dl.epoch;
-    s.pos = dl.pos;
-    s.rng = dl.rng.state;
-    return s;
+    return dl.at;
 }
 
-static bool is_permutation(const std::vector<uint32_t>& order) {
-    std::vector<bool> seen(order.size(), false);
-    for (uint32_t w : order) {
-        if (w >= seen.size() || seen[w]) return false;
-        seen[w] = true;
-    }
-    return true;
-}
-
-bool dataloader_state_valid(const DataLoaderState& s, std::string* err) {
-    if (!is_permutation(s.order)) return *err = "loader.order is not a permutation of the windows", false;
-    if (!is_permutation(s.shard_order)) return *err = "loader.shard_order is not a permutation of the shards", false;
-    if (s.order_windows &&
-        (!s.order.empty() || s.order_windows <= kDataLoaderStoredOrder || s.order_windows > UINT32_MAX))
-        return *err = "loader.order_windows with a stored loader.order, or out of range", false;
-    if (!s.order_windows && s.order_key) return *err = "loader.order_key without loader.order_windows", false;
-    const size_t windows = s.order_windows ? s.order_windows : s.order.size();
-    if (s.pos > windows) return *err = "loader.pos past the end of loader.order", false;
-    if ((windows == 0) != (s.epoch < 0) || s.shard_order.empty() != (s.epoch < 0) || (windows == 0 && s.pos != 0) ||
-        (s.shard_order.empty() ? s.shard_pos != 0 : s.shard_pos >= s.shard_order.size()))
-        return *err = "loader.epoch, loader.pos, loader.shard_pos and the orders disagree", false;
-    if (s.rng == 0) return *err = "loader.rng is 0, expected a non-zero state", false;
-    return true;
-}
-
-void dataloader_restore(DataLoader* dl, const DataLoaderState& s, const std::string& where) {
-    if (!s.shard_order.empty()) {
-        if (s.shard_order.size() != dl->shards.size())
-            fatal("training data changed (%s): the train state orders %zu shards, %s holds %zu", where.c_str(),
-                  s.shard_order.size(), dl->spec.c_str(), dl->shards.size());
-        const size_t shard = s.shard_order[s.shard_pos], windows = dataloader_shard_windows(*dl, shard);
-        const size_t ordered = s.order_windows ? s.order_windows : s.order.size();
-        if (ordered != windows)
-            fatal("training data changed (%s): the train state orders %zu windows of %s, it holds %zu", where.c_str(),
-                  ordered, dl->shards[shard].path.c_str(), windows);
-    }
-    dl->shard_order = s.shard_order;
-    dl->shard_pos = s.shard_pos;
-    dl->order = s.order;
-    dl->order_key = s.order_key;
-    dl->order_windows = s.order_windows;
-    dl->epoch = s.epoch;
-    dl->pos = s.pos;
+void dataloader_restore(DataLoader* dl, const DataLoaderState& s) {
+    dl->at = s;
     dl->micro = 0;  // states are taken between steps
-    dl->rng.state = s.rng;
 }

@@ -3,8 +3,34 @@
 
 #include <cassert>
 #include <climits>
+#include <cstring>
 
 #include "core/tokenfile.h"
+#include "platform/util.h"
+
+const OutputKind kTokenFileKind = {"a token file", tokenfile_is_token_file};
+
+void tokenfile_write(const std::string& path, const std::vector<int>& tokens) {
+    int32_t header[kTokenFileHeaderInts] = {0};
+    header[0] = kTokenFileMagic;
+    header[1] = kTokenFileVersion;
+    header[2] = (int32_t)tokens.size();
+    std::vector<uint16_t> data(tokens.size());
+    for (size_t i = 0; i < tokens.size(); i++) {
+        if (tokens[i] < 0 || tokens[i] > 65535)
+            fatal("token %d at index %zu does not fit uint16 (%s)", tokens[i], i, path.c_str());
+        data[i] = (uint16_t)tokens[i];
+    }
+    output_write(path, "token file", kTokenFileKind,
+                 {{header, sizeof(header)}, {data.data(), data.size() * sizeof(uint16_t)}});
+}
+
+bool tokenfile_is_token_file(const std::string& path) {
+    const std::vector<uint8_t> head = file_head_bytes(path, 4);
+    int32_t magic = 0;
+    if (head.size() == 4) memcpy(&magic, head.data(), 4);
+    return magic == kTokenFileMagic;
+}
 
 namespace {
 

@@ -2,7 +2,7 @@
 // file k holding capacity(k) tokens before the next one starts: llm.c's shards, or tokenize's val/train
 // pair. Each file is a output_files.h OutputFile (staged beside its path, the header's count filled in at the
 // end, renamed into place whole), so neither an error nor a signal leaves a half-written file, and it
-// replaces only token files. It does not read token files (tokenfile.h).
+// replaces only token files. It does not read token files (tokenfile.h, token_files.h).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -11,6 +11,13 @@
 #include <vector>
 
 #include "platform/output_files.h"
+
+// Writes one token file atomically, replacing only a token file; ids must be < 65536 (fatal otherwise,
+// naming the path).
+void tokenfile_write(const std::string& path, const std::vector<int>& tokens);
+// True when `path` is a regular file starting with the token file magic (tokenize may replace it).
+bool tokenfile_is_token_file(const std::string& path);
+extern const OutputKind kTokenFileKind;  // what token file outputs may replace
 
 class TokenFileWriter {
 public:

@@ -18,6 +18,44 @@
 #include "platform/util.h"
 #include "formats/checkpoint.h"
 
+static bool is_permutation(const std::vector<uint32_t>& order) {
+    std::vector<bool> seen(order.size(), false);
+    for (uint32_t w : order) {
+        if (w >= seen.size() || seen[w]) return false;
+        seen[w] = true;
+    }
+    return true;
+}
+
+bool dataloader_state_valid(const DataLoaderState& s, std::string* err) {
+    if (!is_permutation(s.order)) return *err = "loader.order is not a permutation of the windows", false;
+    if (!is_permutation(s.shard_order)) return *err = "loader.shard_order is not a permutation of the shards", false;
+    if (s.order_windows &&
+        (!s.order.empty() || s.order_windows <= kDataLoaderStoredOrder || s.order_windows > UINT32_MAX))
+        return *err = "loader.order_windows with a stored loader.order, or out of range", false;
+    if (!s.order_windows && s.order_key) return *err = "loader.order_key without loader.order_windows", false;
+    const size_t windows = s.order_windows ? s.order_windows : s.order.size();
+    if (s.pos > windows) return *err = "loader.pos past the end of loader.order", false;
+    if ((windows == 0) != (s.epoch < 0) || s.shard_order.empty() != (s.epoch < 0) || (windows == 0 && s.pos != 0) ||
+        (s.shard_order.empty() ? s.shard_pos != 0 : s.shard_pos >= s.shard_order.size()))
+        return *err = "loader.epoch, loader.pos, loader.shard_pos and the orders disagree", false;
+    if (s.rng.state == 0) return *err = "loader.rng is 0, expected a non-zero state", false;
+    return true;
+}
+
+// fatal (naming `where`, the train state) when the loader state s does not fit dl's shards.
+static void check_loader_fits(const DataLoader& dl, const DataLoaderState& s, const std::string& where) {
+    if (s.shard_order.empty()) return;
+    if (s.shard_order.size() != dl.shards.size())
+        fatal("training data changed (%s): the train state orders %zu shards, %s holds %zu", where.c_str(),
+              s.shard_order.size(), dl.spec.c_str(), dl.shards.size());
+    const size_t shard = s.shard_order[s.shard_pos], windows = dataloader_shard_windows(dl, shard);
+    const size_t ordered = s.order_windows ? s.order_windows : s.order.size();
+    if (ordered != windows)
+        fatal("training data changed (%s): the train state orders %zu windows of %s, it holds %zu", where.c_str(),
+              ordered, dl.shards[shard].path.c_str(), windows);
+}
+
 namespace {
 
 const char* const kFormat = "gpt2.cpp train state 3";
@@ -112,7 +150,7 @@ bool parse_counters(const SafeTensors& st, TrainState* ts, std::string* err) {
     unsigned long long r = strtoull(rng.c_str(), &end, 10);
     if (rng.empty() || rng[0] < '0' || rng[0] > '9' || *end || errno || r == 0)
         return fail(err, "metadata \"loader.rng\" is '" + rng.substr(0, 40) + "', expected a non-zero 64-bit integer");
-    ts->loader.rng = r;
+    ts->loader.rng.state = r;
     return true;
 }
 
@@ -286,7 +324,7 @@ void train_state_save(const std::string& dir, const GPT2& model, const AdamW& op
              {"loader.shard_pos", std::to_string(loader.shard_pos)},
              {"loader.order_windows", std::to_string(loader.order_windows)},
              {"loader.order_key", std::to_string(loader.order_key)},
-             {"loader.rng", std::to_string(loader.rng)},
+             {"loader.rng", std::to_string(loader.rng.state)},
              {"params.fnv1a", train_state_params_hash(model)},
              {"data.shards", std::to_string(dl.shards.size())},
              {"data.fingerprint", train_state_shards_hash(dl)},
@@ -395,6 +433,7 @@ void train_state_restore(TrainState* state, const GPT2& model, AdamW* opt, DataL
     }
     read_moments(ts, model, opt);
     opt->step = ts.step;
-    dataloader_restore(dl, ts.loader, ts.path);
+    check_loader_fits(*dl, ts.loader, ts.path);
+    dataloader_restore(dl, ts.loader);
     *history = ts.history;
 }

@@ -31,7 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     if (!dl.shard_order.empty() && (dl.shard_pos >= dl.shard_order.size() || dl.shard_order.size() != ts.data_shards))
         abort();
-    if (dl.pos > dl.order.size() || ts.m.numel() != ts.v.numel() || dl.rng == 0 || ts.step < 0) abort();
+    if (dl.pos > dl.order.size() || ts.m.numel() != ts.v.numel() || dl.rng.state == 0 || ts.step < 0) abort();
     for (const auto& p : ts.history.train)
         if (p.first < 1 || p.first > ts.step) abort();
     return 0;

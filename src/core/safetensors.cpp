@@ -215,8 +215,8 @@ void safetensors_read_bytes(const SafeTensors& st, const StTensor& t, size_t fir
 void safetensors_read_into(const SafeTensors& st, const StTensor& t, float* out) {
     const size_t n = t.numel(), esize = safetensors_dtype_size(t.dtype);
     if (!widen(nullptr, t.dtype, 0, out))
-        fatal("unsupported dtype for tensor %s (%s): expected F32, F16, BF16, F64 or I32, got %s", t.name.c_str(),
-              st.path.c_str(), t.dtype.c_str());
+        fatal("unsupported dtype for tensor %s (%s): expected F32, %sF64 or I32, got %s", t.name.c_str(),
+              st.path.c_str(), safetensors_widen16 ? "F16, BF16, " : "", t.dtype.c_str());
     if (t.dtype == "F32") return safetensors_read_bytes(st, t, 0, n * 4, out);
     // Other dtypes a piece at a time (from the file after a header-only load, so loading a model holds the
     // parameters once rather than the file as well), widened into out.

@@ -41,11 +41,11 @@ bool safetensors_parse(SafeTensors* st, std::vector<uint8_t> bytes, std::string*
 // stays empty.
 bool safetensors_parse_header(SafeTensors* st, const uint8_t* data, size_t n, size_t file_size, std::string* err);
 // Reads a whole file of at most max_bytes; fatal naming it on failure. nullptr (the core alone): fopen and
-// fread; main() sets it to platform/util.h's file_read (regular files only, never blocking, input noted).
+// fread; ./gpt2's safetensors_plug_in sets platform/util.h's file_read (regular files only, never blocking).
 inline std::vector<uint8_t> (*file_read_hook)(const std::string& path, size_t max_bytes) = nullptr;
 std::vector<uint8_t> read_whole_file(const std::string& path, size_t max_bytes);
 // Widens n F16 or BF16 values to fp32 exactly, as PyTorch does. nullptr (the core alone): those dtypes are
-// refused; main() sets it to formats/safetensors_file.h's safetensors_widen_half.
+// refused; ./gpt2's safetensors_plug_in (formats/safetensors_file.h) sets precision/half.h's widenings.
 inline void (*safetensors_widen16)(const std::string& dtype, const uint16_t* src, size_t n, float* out) = nullptr;
 // Reads and validates the whole file `path`; fatal with a one-line error naming the file on any defect.
 void safetensors_load(SafeTensors* st, const std::string& path);

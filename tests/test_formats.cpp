@@ -11,6 +11,10 @@
 #include "platform/platform.h"
 #include "platform/output_files.h"
 #include "core/safetensors.h"
+#include "formats/safetensors_file.h"
+#include "formats/checkpoint.h"
+#include "core/hf.h"
+#include "platform/util.h"
 #include "core/dataloader.h"
 #include "core/tokenfile.h"
 #include "formats/token_files.h"
@@ -67,7 +71,7 @@ TEST(safetensors_round_trip) {
     std::vector<float> a = {1.5f, -2.0f, 3.25f, 0.0f, 1e-30f, -7.0f};
     std::vector<int32_t> b = {7, -8, 9};
     std::string path = tmp_path("rt.safetensors");
-    safetensors_write(path, {{"a", "F32", {2, 3}, a.data()}, {"b.c", "I32", {3}, b.data()}}, {{"k", "v \"q\""}});
+    safetensors_write_file(path, {{"a", "F32", {2, 3}, a.data()}, {"b.c", "I32", {3}, b.data()}}, {{"k", "v \"q\""}});
     SafeTensors st;
     safetensors_load(&st, path);
     os_unlink(path.c_str());
@@ -318,6 +322,35 @@ TEST(shard_fingerprints) {
     edit = small, edit[50] = 0;  // a small shard is hashed whole
     CHECK(fp(ps, edit) != s0);
     os_unlink(pb.c_str()), os_unlink(ps.c_str());
+}
+
+// The core alone (no hooks: plain fopen) reads back what it writes, Conv1D weights transposed and back,
+// bit for bit; and the file is the same ./gpt2's F32 export writes.
+TEST(hf_save_load_round_trip_core_alone) {
+    GPT2 model;
+    gpt2_build(&model, config_make(4, 8, 1, 1, 4));
+    for (size_t i = 0; i < model.num_params; i++) model.params[i] = 0.1f * (float)((i * 7) % 13) - 0.6f + 1e-3f * i;
+    for (size_t i = (size_t)8 * 4; i < model.param_table[0].numel(); i++) model.params[i] = 0;  // wte's padded rows
+    std::string image, config = hf_config_json(model.cfg);
+    hf_write_safetensors(model, [&](const void* data, size_t n) { image.append((const char*)data, n); });
+    const std::string dir = tmp_path("hf_core"), ours = tmp_path("hf_gpt2");
+    CHECK(os_mkdir(dir) && os_mkdir(ours));
+    const OutputKind any = {"a test file", [](const std::string&) { return true; }};
+    output_write(dir + "/model.safetensors", "test", any, {{image.data(), image.size()}});
+    output_write(dir + "/config.json", "test", any, {{config.data(), config.size()}});
+    checkpoint_save_hf(model, ours);
+    CHECK(file_read(ours + "/model.safetensors") == std::vector<uint8_t>(image.begin(), image.end()));
+    CHECK(file_read(ours + "/config.json") == std::vector<uint8_t>(config.begin(), config.end()));
+    const auto saved = file_read_hook;
+    file_read_hook = nullptr;
+    GPT2 back;
+    hf_load(&back, dir);
+    file_read_hook = saved;
+    CHECK(back.cfg.channels == 4 && back.cfg.vocab_size == 8 && back.params == model.params);
+    for (const std::string& d : {dir, ours}) {
+        for (const char* f : {"/model.safetensors", "/config.json"}) os_unlink((d + f).c_str());
+        os_rmdir(d);
+    }
 }
 
 TEST(adamw_matches_the_formula) {

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <string>
 
+#include "core/hf.h"
 #include "core/safetensors.h"
 #include "platform/util.h"
 #include "cli/cli.h"
@@ -145,7 +146,7 @@ void load_ours(Reference* r, const std::string& path, const GPT2Config& cfg) {
         fatal("bad tensor loss in %s: expected one value, got %zu", ref.path.c_str(), ref_loss.numel());
     r->loss = safetensors_read_f32(ref, ref_loss)[0];
     r->grads.assign(layout_params_size(layout_params(cfg)), 0.0f);
-    checkpoint_unpack_hf(ref, "grad.", cfg, r->grads.data());
+    hf_unpack(ref, "grad.", cfg, r->grads.data());
     r->losses = safetensors_read_f32(ref, need(ref, "losses"));
     if (r->losses.empty())
         fatal("bad tensor losses in %s: expected the losses of at least one AdamW step", ref.path.c_str());

@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "core/bf16.h"
 #include "core/isa.h"
+#include "formats/safetensors_file.h"
 #include "formats/token_files.h"
 
 struct Command {
@@ -88,6 +89,7 @@ int main(int argc, char** argv) {
     std::set_new_handler(on_out_of_memory);
     os_init();       // platform/platform.h: the operating system's part
     buffer_prefault = buffer_prefault_huge;  // the core's large buffers on huge pages (core/buffer.h)
+    safetensors_plug_in();  // file reading and F16/BF16 widening (core/safetensors.h)
     stop_install();  // signals: platform/signals.h
     token_files_plug_in();  // shards mapped, globs, the SIGBUS guard (formats/token_files.h)
     // the kernels' instruction set: a bad GPT2_ISA stops here, before any work (the kernels never print)

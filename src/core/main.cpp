@@ -2,9 +2,11 @@
 // or a HuggingFace checkpoint, on one llm.c token file, and saves a HuggingFace checkpoint. For the same flags
 // its losses equal `gpt2 train`'s bit for bit (tests/cli_core.sh): it runs the same step (core/trainer.h).
 // Everything else (validation, resume, samples, shards, bf16, int8, MPI, safe replacing of outputs) is ./gpt2's.
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <string>
 
@@ -57,6 +59,27 @@ int count(const char* name, int lo, int hi) {
     return (int)x;
 }
 
+// Writes a new file (never one that exists: "x") through `write`, which is given a sink; fatal naming it
+// on any failure.
+void write_new(const std::string& path, const std::function<void(const ByteSink&)>& write) {
+    FILE* f = fopen(path.c_str(), "wbx");
+    if (!f) fatal("cannot create %s: %s", path.c_str(), strerror(errno));
+    bool ok = true;
+    write([&](const void* data, size_t n) { ok = ok && fwrite(data, 1, n, f) == n; });
+    if (fclose(f) != 0 || !ok) fatal("cannot write %s: %s", path.c_str(), strerror(errno));
+}
+
+// Saves a HuggingFace checkpoint (config.json, model.safetensors) into `dir`, which it creates: it never
+// replaces anything (gpt2 train's --out replaces its own checkpoints, safely).
+void save(const GPT2& model, const std::string& dir) {
+    std::error_code err;
+    if (!std::filesystem::create_directory(dir, err))
+        fatal("cannot create --out %s: %s", dir.c_str(), err ? err.message().c_str() : "it exists");
+    const std::string config = hf_config_json(model.cfg);
+    write_new(dir + "/config.json", [&](const ByteSink& out) { out(config.data(), config.size()); });
+    write_new(dir + "/model.safetensors", [&](const ByteSink& out) { hf_write_safetensors(model, out); });
+}
+
 void parse(int argc, char** argv) {
     for (int i = 1; i < argc; i++) {
         std::string name = argv[i];
@@ -98,7 +121,8 @@ int main(int argc, char** argv) {
     o.cosine = flags["lr-schedule"] == "cosine";
     o.shuffle = flags["no-shuffle"].empty();
     const std::string out = flags["out"];
-    if (!out.empty() && hf_dir_exists(out)) fatal("bad value for --out (gpt2-core): %s exists; expected a new directory", out.c_str());
+    if (!out.empty() && std::filesystem::exists(out))
+        fatal("bad value for --out (gpt2-core): %s exists; expected a new directory", out.c_str());
 
     if (!flags["model"].empty()) {
         hf_load(&t.model, flags["model"]);
@@ -126,7 +150,7 @@ int main(int argc, char** argv) {
         fflush(stdout);
     }
     if (!out.empty()) {
-        hf_save(t.model, out);
+        save(t.model, out);
         printf("saved %s\n", out.c_str());
     }
     return 0;

@@ -1,6 +1,5 @@
 // safetensors.cpp: see safetensors.h. Format reference: huggingface/safetensors README.
 #include "core/safetensors.h"
-#include "precision/half.h"
 
 #include <algorithm>
 #include <cassert>
@@ -8,10 +7,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "platform/platform.h"
+#include "core/error.h"
 #include "core/json.h"
-#include "platform/output_files.h"
-#include "platform/util.h"
 
 size_t StTensor::numel() const {
     size_t n = 1;
@@ -46,8 +43,7 @@ static bool parse_fail(std::string* err, const std::string& msg) {
     return false;
 }
 
-// The header length in the first 8 bytes, checked against the file size; false with a message otherwise.
-static bool header_length(const uint8_t* first8, size_t file_size, uint64_t* len, std::string* err) {
+bool safetensors_header_length(const uint8_t* first8, size_t file_size, uint64_t* len, std::string* err) {
     if (file_size < 8) return parse_fail(err, "file shorter than the 8-byte header length");
     uint64_t header_len = 0;
     for (int i = 7; i >= 0; i--) header_len = header_len << 8 | first8[i];
@@ -101,7 +97,7 @@ bool safetensors_parse_header(SafeTensors* st, const uint8_t* data, size_t n, si
     st->metadata.clear();
     uint64_t header_len = 0;
     if (n < 8) return parse_fail(err, "file shorter than the 8-byte header length");
-    if (!header_length(data, file_size, &header_len, err)) return false;
+    if (!safetensors_header_length(data, file_size, &header_len, err)) return false;
     if (header_len > n - 8) return parse_fail(err, "header cut short");
     Json header;
     std::string jerr;
@@ -152,36 +148,26 @@ bool safetensors_parse(SafeTensors* st, std::vector<uint8_t> bytes, std::string*
     return true;
 }
 
-void safetensors_load(SafeTensors* st, const std::string& path, bool header_only) {
+std::vector<uint8_t> read_whole_file(const std::string& path, size_t max_bytes) {
+    if (file_read_hook) return file_read_hook(path, max_bytes);
+    FILE* f = fopen(path.c_str(), "rb");
+    if (!f) fatal("cannot open %s: %s", path.c_str(), strerror(errno));
+    std::vector<uint8_t> bytes;
+    uint8_t piece[1 << 16];
+    for (size_t n; (n = fread(piece, 1, sizeof(piece), f)) > 0;) {
+        bytes.insert(bytes.end(), piece, piece + n);
+        if (bytes.size() > max_bytes) fatal("file too large (%s): expected at most %zu bytes", path.c_str(), max_bytes);
+    }
+    const bool failed = ferror(f);
+    fclose(f);
+    if (failed) fatal("cannot read %s: %s", path.c_str(), strerror(errno));
+    return bytes;
+}
+
+void safetensors_load(SafeTensors* st, const std::string& path) {
     std::string err;
     st->path = path;
-    st->bytes.clear();
-    if (!header_only) {
-        if (!safetensors_parse(st, file_read(path), &err))
-            fatal("corrupt safetensors file (%s): %s", path.c_str(), err.c_str());
-        return;
-    }
-    FILE* f = os_fopen_read(path);
-    FileInfo info;
-    if (!f) fatal("cannot open %s: %s", path.c_str(), strerror(errno));
-    input_note_fd(fileno(f));
-    if (!os_fstat(fileno(f), &info) || info.kind != FileKind::regular) {
-        fclose(f);
-        fatal("not a regular file (%s): expected a file whose size is known before reading", path.c_str());
-    }
-    const size_t file_size = (size_t)info.size;
-    st->file_dev = info.dev, st->file_ino = info.ino, st->file_size = file_size;
-    std::vector<uint8_t> head(8, 0);
-    uint64_t len = 0;
-    bool ok = fread(head.data(), 1, 8, f) == std::min<size_t>(8, file_size) &&
-              header_length(head.data(), file_size, &len, &err);
-    if (ok) {
-        head.resize(8 + len);
-        ok = fread(head.data() + 8, 1, len, f) == len;
-        if (!ok) err = "cannot read the header";
-    }
-    fclose(f);
-    if (!ok || !safetensors_parse_header(st, head.data(), head.size(), file_size, &err))
+    if (!safetensors_parse(st, read_whole_file(path, SIZE_MAX), &err))
         fatal("corrupt safetensors file (%s): %s", path.c_str(), err.c_str());
 }
 
@@ -191,12 +177,10 @@ namespace {
 bool widen(const uint8_t* src, const std::string& dtype, size_t n, float* out) {
     if (dtype == "F32") {
         if (n) memcpy(out, src, n * 4);
-    } else if (dtype == "F16" || dtype == "BF16") {
-        for (size_t i = 0; i < n; i++) {
-            uint16_t h;
-            memcpy(&h, src + 2 * i, 2);
-            out[i] = dtype == "F16" ? fp16_to_float(h) : bf16_to_float(h);
-        }
+    } else if ((dtype == "F16" || dtype == "BF16") && safetensors_widen16) {
+        std::vector<uint16_t> h(n);
+        if (n) memcpy(h.data(), src, 2 * n);
+        safetensors_widen16(dtype, h.data(), n, out);
     } else if (dtype == "F64") {
         for (size_t i = 0; i < n; i++) {
             double d;
@@ -224,30 +208,15 @@ void safetensors_read_bytes(const SafeTensors& st, const StTensor& t, size_t fir
         if (n) memcpy(out, st.bytes.data() + t.begin + first, n);
         return;
     }
-    int fd = os_open_read(st.path);
-    if (fd < 0) fatal("cannot open %s: %s", st.path.c_str(), strerror(errno));
-    FileInfo now;  // a checkpoint replaced while loading must not give a model made of two files
-    if (!os_fstat(fd, &now) || now.dev != st.file_dev || now.ino != st.file_ino || now.size != st.file_size) {
-        os_close(fd);
-        fatal("file changed while loading (%s): expected the file its header was read from", st.path.c_str());
-    }
-    for (size_t got = 0; got < n;) {
-        long r = os_pread(fd, static_cast<uint8_t*>(out) + got, n - got, t.begin + first + got);
-        if (r <= 0) {
-            os_close(fd);
-            fatal("cannot read tensor %s from %s: %s", t.name.c_str(), st.path.c_str(),
-                  r == 0 ? "the file is shorter than its header says" : strerror(errno));
-        }
-        got += (size_t)r;
-    }
-    os_close(fd);
+    assert(st.read_at && "a header-only load reads through read_at");
+    st.read_at(t, t.begin + first, n, out);
 }
 
 void safetensors_read_into(const SafeTensors& st, const StTensor& t, float* out) {
     const size_t n = t.numel(), esize = safetensors_dtype_size(t.dtype);
     if (!widen(nullptr, t.dtype, 0, out))
-        fatal("unsupported dtype for tensor %s (%s): expected F32, F16, BF16, F64 or I32, got %s", t.name.c_str(),
-              st.path.c_str(), t.dtype.c_str());
+        fatal("unsupported dtype for tensor %s (%s): expected F32, %sF64 or I32, got %s", t.name.c_str(),
+              st.path.c_str(), safetensors_widen16 ? "F16, BF16, " : "", t.dtype.c_str());
     if (t.dtype == "F32") return safetensors_read_bytes(st, t, 0, n * 4, out);
     // Other dtypes a piece at a time (from the file after a header-only load, so loading a model holds the
     // parameters once rather than the file as well), widened into out.
@@ -266,7 +235,7 @@ std::vector<float> safetensors_read_f32(const SafeTensors& st, const StTensor& t
     return out;
 }
 
-void safetensors_write(const std::string& path, const std::vector<StWriteItem>& items,
+void safetensors_write(const ByteSink& out, const std::vector<StWriteItem>& items,
                        const std::vector<std::pair<std::string, std::string>>& metadata) {
     std::string header = "{";
     if (!metadata.empty()) {
@@ -296,14 +265,12 @@ void safetensors_write(const std::string& path, const std::vector<StWriteItem>& 
     while (header.size() % 8 != 0) header += ' ';
     uint8_t len[8];
     for (int i = 0; i < 8; i++) len[i] = (uint8_t)((uint64_t)header.size() >> (8 * i));
-    static const OutputKind kNewFile = {"a new file", nullptr};  // written into fresh staging directories
-    OutputFile f(path, "safetensors", kNewFile);
-    f.write(len, 8);
-    f.write(header.data(), header.size());
+    out(len, 8);
+    out(header.data(), header.size());
     std::vector<uint8_t> piece;
     for (size_t i = 0; i < items.size(); i++) {
         if (!items[i].fill) {
-            f.write(items[i].data, sizes[i]);
+            out(items[i].data, sizes[i]);
             continue;
         }
         const size_t esize = safetensors_dtype_size(items[i].dtype), per = ((size_t)4 << 20) / esize;
@@ -311,8 +278,7 @@ void safetensors_write(const std::string& path, const std::vector<StWriteItem>& 
         for (size_t first = 0; first * esize < sizes[i]; first += per) {
             const size_t count = std::min(per, sizes[i] / esize - first);
             items[i].fill(first, count, piece.data());
-            f.write(piece.data(), count * esize);
+            out(piece.data(), count * esize);
         }
     }
-    f.publish();
 }

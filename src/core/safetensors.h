@@ -1,7 +1,8 @@
 // safetensors.h: reads and writes the safetensors format (8-byte little-endian header length, JSON
 // header, raw little-endian data). The whole header is validated before any tensor is read: length
 // within the file, JSON well-formed with unique keys, dtype known, shape x dtype size == byte span, spans
-// laid end to end over the data section (no overlap, no hole). Knows nothing of GPT-2 (see checkpoint.h).
+// laid end to end over the data section (no overlap, no hole). Knows nothing of GPT-2 (see hf.h). Plain C++:
+// ./gpt2 plugs in its file reading, header-only loads (formats/safetensors_file.h) and 16-bit widening.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -21,7 +22,8 @@ struct StTensor {
 struct SafeTensors {
     std::string path;
     std::vector<uint8_t> bytes;                                 // the whole file; empty when only the header was read
-    uint64_t file_dev = 0, file_ino = 0, file_size = 0;         // the file the header came from (header-only loads)
+    // After a header-only load (bytes empty): reads n bytes of tensor t at file offset `at` into out.
+    std::function<void(const StTensor& t, size_t at, size_t n, void* out)> read_at;
     std::vector<StTensor> tensors;                              // in header order
     std::vector<std::pair<std::string, std::string>> metadata;  // "__metadata__"
 
@@ -31,22 +33,30 @@ struct SafeTensors {
 
 // Bytes per element of a dtype name, 0 if unknown.
 size_t safetensors_dtype_size(const std::string& dtype);
+// The header length in the first 8 bytes, checked against the file size; false with a message otherwise.
+bool safetensors_header_length(const uint8_t* first8, size_t file_size, uint64_t* len, std::string* err);
 // Parses and validates a file image; false with a message on any defect (no tensor is read).
 bool safetensors_parse(SafeTensors* st, std::vector<uint8_t> bytes, std::string* err);
 // The same checks from the first n bytes of a file of file_size bytes (n covers the header); st->bytes
 // stays empty.
 bool safetensors_parse_header(SafeTensors* st, const uint8_t* data, size_t n, size_t file_size, std::string* err);
-// Reads and validates `path` (only its header when header_only); fatal with a one-line error naming the
-// file on any defect.
-void safetensors_load(SafeTensors* st, const std::string& path, bool header_only = false);
+// Reads a whole file of at most max_bytes; fatal naming it on failure. nullptr (the core alone): fopen and
+// fread; ./gpt2's safetensors_plug_in sets platform/util.h's file_read (regular files only, never blocking).
+inline std::vector<uint8_t> (*file_read_hook)(const std::string& path, size_t max_bytes) = nullptr;
+std::vector<uint8_t> read_whole_file(const std::string& path, size_t max_bytes);
+// Widens n F16 or BF16 values to fp32 exactly, as PyTorch does. nullptr (the core alone): those dtypes are
+// refused; ./gpt2's safetensors_plug_in (formats/safetensors_file.h) sets precision/half.h's widenings.
+inline void (*safetensors_widen16)(const std::string& dtype, const uint16_t* src, size_t n, float* out) = nullptr;
+// Reads and validates the whole file `path`; fatal with a one-line error naming the file on any defect.
+void safetensors_load(SafeTensors* st, const std::string& path);
 // A tensor's values as fp32, converting F16 and BF16 as PyTorch does (exact widening); also accepts
 // F64 (rounded) and I32. fatal for other dtypes, naming the tensor. After a header-only load the values
-// come from the file (a short read is fatal).
+// come from st.read_at.
 std::vector<float> safetensors_read_f32(const SafeTensors& st, const StTensor& t);
 // The same into out (numel floats), without a temporary: F32 is read straight into it.
 void safetensors_read_into(const SafeTensors& st, const StTensor& t, float* out);
 // Bytes [first, first + n) of a tensor's data into out, as stored: from the image, or after a header-only
-// load from the file (fatal if it changed since its header was read, or is short).
+// load through st.read_at.
 void safetensors_read_bytes(const SafeTensors& st, const StTensor& t, size_t first, size_t n, void* out);
 
 struct StWriteItem {
@@ -58,7 +68,9 @@ struct StWriteItem {
     // 4 MiB at a time: a transposed or narrowed copy of a model is then never held whole.
     std::function<void(size_t first, size_t count, void* out)> fill = nullptr;
 };
-// Writes atomically (temporary name, fsync, rename). Header padded with spaces to a multiple of 8.
-void safetensors_write(const std::string& path, const std::vector<StWriteItem>& items,
+// Where a writer puts its bytes, in order (./gpt2 stages them through platform/output_files.h).
+using ByteSink = std::function<void(const void* data, size_t n)>;
+// Writes the file's bytes into out. Header padded with spaces to a multiple of 8.
+void safetensors_write(const ByteSink& out, const std::vector<StWriteItem>& items,
                        const std::vector<std::pair<std::string, std::string>>& metadata);
 

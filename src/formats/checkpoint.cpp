@@ -9,8 +9,9 @@
 #include <cstdio>
 #include <cstring>
 
-#include "platform/platform.h"
+#include "core/hf.h"
 #include "core/json.h"
+#include "formats/safetensors_file.h"
 #include "precision/half.h"
 #include "platform/platform.h"
 #include "platform/output_files.h"
@@ -21,156 +22,14 @@
 
 namespace {
 
-const char* const kWriter = "gpt2.cpp";  // model.safetensors metadata: export may replace what it wrote
-
-std::string shape_str(const std::vector<int64_t>& s) {
-    std::string out = "(";
-    for (size_t i = 0; i < s.size(); i++) out += (i ? ", " : "") + std::to_string(s[i]);
-    return out + (s.size() == 1 ? ",)" : ")");
-}
-
-// The shape HuggingFace stores for one of our tensors.
-std::vector<int64_t> hf_shape(const TensorInfo& t, const GPT2Config& cfg) {
-    if (t.name == "wte") return {cfg.vocab_size, (int64_t)t.cols};
-    if (t.cols == 0) return {(int64_t)t.rows};
-    if (t.hf_transposed) return {(int64_t)t.cols, (int64_t)t.rows};
-    return {(int64_t)t.rows, (int64_t)t.cols};
-}
-
-int config_int(const Json& root, const char* key, const char* fallback_key, const std::string& path) {
-    const Json* v = root.find(key);
-    if (!v && fallback_key) v = root.find(fallback_key);
-    if (!v) fatal("missing key \"%s\" in %s: expected an integer", key, path.c_str());
-    if (v->type != Json::NUMBER || !v->is_integer || v->integer < 1 || v->integer > (1 << 24))
-        fatal("bad value for \"%s\" in %s: expected a positive integer", key, path.c_str());
-    return (int)v->integer;
-}
-
-// Fields of HuggingFace's GPT2Config that change the math: a value this implementation does not compute
-// is refused rather than silently ignored (absent fields take GPT-2's defaults, which are what it does).
-void check_config_math(const Json& root, const std::string& path, int channels) {
-    auto bad = [&](const char* key, const char* expected) {
-        fatal("unsupported value for \"%s\" in %s: expected %s", key, path.c_str(), expected);
-    };
-    if (const Json* v = root.find("activation_function"))
-        if (v->type != Json::STRING || (v->str != "gelu_new" && v->str != "gelu_pytorch_tanh"))
-            bad("activation_function", "\"gelu_new\" (GELU, tanh approximation)");
-    if (const Json* v = root.find("layer_norm_epsilon"))
-        if (v->type != Json::NUMBER || std::fabs(v->number - 1e-5) > 1e-12) bad("layer_norm_epsilon", "1e-05");
-    if (const Json* v = root.find("n_inner"))
-        if (v->type != Json::NUL && !(v->type == Json::NUMBER && v->is_integer && v->integer == 4LL * channels))
-            bad("n_inner", "null or 4 x n_embd");
-    const struct {
-        const char* key;
-        bool want;
-    } flags[] = {{"tie_word_embeddings", true},
-                 {"scale_attn_weights", true},
-                 {"scale_attn_by_inverse_layer_idx", false},
-                 {"add_cross_attention", false}};
-    for (const auto& f : flags)
-        if (const Json* v = root.find(f.key))
-            if (v->type != Json::BOOL || v->boolean != f.want) bad(f.key, f.want ? "true" : "false");
-}
-
-// "h.<l>.attn.bias" / "h.<l>.attn.masked_bias": the causal-mask buffers older exports include.
-bool is_attention_buffer(const std::string& name) {
-    if (name.compare(0, 2, "h.") != 0) return false;
-    size_t i = 2;
-    while (i < name.size() && name[i] >= '0' && name[i] <= '9') i++;
-    if (i == 2) return false;
-    std::string rest = name.substr(i);
-    return rest == ".attn.bias" || rest == ".attn.masked_bias";
-}
-
-}  // namespace
-
-GPT2Config checkpoint_read_hf_config(const std::string& path) {
-    std::vector<uint8_t> bytes = file_read(path, (size_t)1 << 20);  // config.json: a few hundred bytes
-    Json root;
-    std::string err;
-    if (!json_parse(reinterpret_cast<const char*>(bytes.data()), bytes.size(), &root, &err))
-        fatal("malformed JSON in %s: %s", path.c_str(), err.c_str());
-    if (root.type != Json::OBJECT) fatal("bad config (%s): expected a JSON object", path.c_str());
-    GPT2Config cfg =
-        config_make(config_int(root, "n_positions", "n_ctx", path), config_int(root, "vocab_size", nullptr, path),
-                    config_int(root, "n_layer", nullptr, path), config_int(root, "n_head", nullptr, path),
-                    config_int(root, "n_embd", nullptr, path));
-    if (const std::string bad = config_check(cfg, path.c_str()); !bad.empty()) fatal("%s", bad.c_str());
-    check_config_math(root, path, cfg.channels);
-    return cfg;
-}
-
-// The stored tensor for one of ours: fatal naming it if it is missing or not in HuggingFace's shape.
-static const StTensor& find_hf_tensor(const SafeTensors& st, const std::string& prefix, const TensorInfo& t,
-                                      const GPT2Config& cfg) {
-    const std::string name = prefix + t.hf_name;
-    const StTensor* s = st.find(name);
-    const std::vector<int64_t> want = hf_shape(t, cfg);
-    if (!s) fatal("missing tensor %s in %s: expected shape %s", name.c_str(), st.path.c_str(), shape_str(want).c_str());
-    if (s->shape != want)
-        fatal("shape mismatch for tensor %s in %s: expected %s, got %s", name.c_str(), st.path.c_str(),
-              shape_str(want).c_str(), shape_str(s->shape).c_str());
-    return *s;
-}
-
-void checkpoint_unpack_hf(const SafeTensors& st, const std::string& prefix, const GPT2Config& cfg, float* base) {
-    for (const TensorInfo& t : layout_params(cfg)) {
-        const StTensor* s = &find_hf_tensor(st, prefix, t, cfg);
-        float* dst = base + t.offset;
-        if (!t.hf_transposed) {
-            safetensors_read_into(st, *s, dst);
-            continue;
-        }
-        std::vector<float> src = safetensors_read_f32(st, *s);  // one matrix at a time
-        const size_t rows = t.rows, cols = t.cols;              // ours (rows, cols) = theirs transposed
-        for (size_t r = 0; r < rows; r++)
-            for (size_t c = 0; c < cols; c++) dst[r * cols + c] = src[c * rows + r];
-    }
-}
-
-namespace {
-
-// Checks st's header against cfg: every parameter present in HuggingFace's shape (checkpoint_unpack_hf
-// checks those), and nothing else but mask buffers and an lm_head.weight of wte's shape. Returns the
-// dtype of the parameters ("mixed" when they differ).
-std::string check_hf_header(const SafeTensors& st, const std::string& prefix, const GPT2Config& cfg) {
-    const std::vector<TensorInfo> table = layout_params(cfg);
-    std::string dtype;
-    for (const TensorInfo& t : table) {
-        const StTensor& s = find_hf_tensor(st, prefix, t, cfg);
-        dtype = dtype.empty() || dtype == s.dtype ? s.dtype : "mixed";
-    }
-    for (const StTensor& s : st.tensors) {
-        bool ok = s.name.compare(0, prefix.size(), prefix) == 0 && is_attention_buffer(s.name.substr(prefix.size()));
-        for (const TensorInfo& t : table) ok = ok || s.name == prefix + t.hf_name;
-        if (s.name == "lm_head.weight") {
-            std::vector<int64_t> want = {cfg.vocab_size, cfg.channels};
-            if (s.shape != want)
-                fatal("shape mismatch for tensor lm_head.weight in %s: expected %s, got %s", st.path.c_str(),
-                      shape_str(want).c_str(), shape_str(s.shape).c_str());
-            ok = true;
-        }
-        if (!ok) fatal("unknown tensor %s in %s: expected only GPT-2 parameters", s.name.c_str(), st.path.c_str());
-    }
-    return dtype;
-}
-
-std::string hf_prefix(const SafeTensors& st) { return st.find("transformer.wte.weight") ? "transformer." : ""; }
-
 // Loads parameters named in HuggingFace's scheme from st into a model built for cfg; a stored
 // lm_head.weight must equal the tied wte.
 void load_from_safetensors(GPT2* model, const GPT2Config& cfg, const SafeTensors& st, const char* where,
                            CheckpointInfo* info) {
-    const std::string prefix = hf_prefix(st);
-    info->dtype = check_hf_header(st, prefix, cfg);
+    info->dtype = hf_check_header(st, hf_prefix(st), cfg);
     memory_check(gpt2_params_bytes(cfg), std::string("parameters of ") + where, "use a smaller model");
     gpt2_build(model, cfg);
-    checkpoint_unpack_hf(st, prefix, cfg, model->params.data());
-    if (const StTensor* s = st.find("lm_head.weight")) {
-        std::vector<float> w = safetensors_read_f32(st, *s);
-        if (memcmp(w.data(), model->param.wte, w.size() * sizeof(float)) != 0)
-            fatal("untied lm_head.weight in %s: expected it to equal wte.weight (GPT-2 ties them)", st.path.c_str());
-    }
+    hf_read_params(st, model);
 }
 
 // Geometry of a bare safetensors file from its shapes: wte (V, C), wpe (maxT, C), layers counted.
@@ -256,15 +115,15 @@ GPT2Config open_checkpoint(const std::string& path, int heads_override, Checkpoi
         if (!file_exists(config_path))
             fatal("missing %s: expected a HuggingFace GPT-2 directory with config.json and model.safetensors",
                   config_path.c_str());
-        GPT2Config cfg = checkpoint_read_hf_config(config_path);
+        GPT2Config cfg = hf_read_config(config_path);
         if (heads_override > 0 && heads_override != cfg.num_heads)
             fatal("conflicting head count (--heads %d): %s says %d", heads_override, config_path.c_str(),
                   cfg.num_heads);
         SafeTensors st;
-        safetensors_load(&st, st_path, true);  // tensors are read from the file into the model
+        safetensors_load_header(&st, st_path);  // tensors are read from the file into the model
         info->format = "huggingface";
         if (model) load_from_safetensors(model, cfg, st, config_path.c_str(), info);
-        else info->dtype = check_hf_header(st, hf_prefix(st), cfg);
+        else info->dtype = hf_check_header(st, hf_prefix(st), cfg);
         return cfg;
     }
     if (!file_exists(path))
@@ -293,11 +152,11 @@ GPT2Config open_checkpoint(const std::string& path, int heads_override, Checkpoi
     // safetensors: an 8-byte little-endian length and a JSON object
     if (head.size() >= 9 && head[8] == '{') {
         SafeTensors st;
-        safetensors_load(&st, path, true);
+        safetensors_load_header(&st, path);
         GPT2Config cfg = infer_config(st, heads_override);
         info->format = "safetensors";
         if (model) load_from_safetensors(model, cfg, st, path.c_str(), info);
-        else info->dtype = check_hf_header(st, hf_prefix(st), cfg);
+        else info->dtype = hf_check_header(st, hf_prefix(st), cfg);
         return cfg;
     }
     fatal(
@@ -384,46 +243,27 @@ void checkpoint_save_hf(const GPT2& model, const std::string& dir, const std::st
     const GPT2Config& cfg = model.cfg;
     assert((dtype == "F32" || dtype == "F16" || dtype == "BF16") && "checkpoint_save_hf dtype");
     checkpoint_check_finite(model, dir, "not saving non-finite weights");
-    std::vector<StWriteItem> items;
-    for (const TensorInfo& t : model.param_table) {
-        const float* src = model.params.data() + t.offset;
-        if (dtype == "F32" && !t.hf_transposed) {
-            items.push_back({t.hf_name, dtype, hf_shape(t, cfg), src});
-            continue;
-        }
-        // transposed (HF's Conv1D layout) or narrowed a piece at a time as it is written: never a second model
-        items.push_back({t.hf_name, dtype, hf_shape(t, cfg), nullptr, [&, src](size_t first, size_t count, void* out) {
-            size_t r = 0, c = 0;  // transposed: HF's element i is (c, r) of the (cols, rows) matrix
-            if (t.hf_transposed) r = first % t.rows, c = first / t.rows;
-            for (size_t i = first; i < first + count; i++) {
-                const float x = t.hf_transposed ? src[r * t.cols + c] : src[i];
-                if (t.hf_transposed && ++r == t.rows) r = 0, c++;
-                if (dtype == "F32") {
-                    static_cast<float*>(out)[i - first] = x;
-                    continue;
+    std::vector<StWriteItem> items = hf_tensors(model);
+    if (dtype != "F32")  // narrowed a piece at a time as it is written: never a second model
+        for (StWriteItem& item : items) {
+            StWriteItem wide = item;
+            item.dtype = dtype;
+            item.fill = [wide, &dtype, &dir](size_t first, size_t count, void* out) {
+                std::vector<float> piece(count);
+                if (wide.fill) wide.fill(first, count, piece.data());
+                else memcpy(piece.data(), static_cast<const float*>(wide.data) + first, count * sizeof(float));
+                for (size_t i = 0; i < count; i++) {
+                    const uint16_t h = dtype == "F16" ? fp16_round(piece[i]) : bf16_round(piece[i]);
+                    if (std::isinf(dtype == "F16" ? fp16_to_float(h) : bf16_to_float(h)))
+                        fatal_hint("export as f32 or bf16", "value out of %s range (%s): %s[%zu] is %g", dtype.c_str(),
+                                   dir.c_str(), wide.name.c_str(), first + i, piece[i]);
+                    static_cast<uint16_t*>(out)[i] = h;
                 }
-                const uint16_t h = dtype == "F16" ? fp16_round(x) : bf16_round(x);
-                if (std::isinf(dtype == "F16" ? fp16_to_float(h) : bf16_to_float(h)))
-                    fatal_hint("export as f32 or bf16", "value out of %s range (%s): %s[%zu] is %g", dtype.c_str(),
-                               dir.c_str(), t.hf_name.c_str(), i, x);
-                static_cast<uint16_t*>(out)[i - first] = h;
-            }
-        }});
-    }
-    safetensors_write(path_join(dir, "model.safetensors"), items, {{"format", "pt"}, {"writer", kWriter}});
-    // GPT-2's <|endoftext|> (50256) starts and ends text only in a vocabulary that has it; a model trained on
-    // a smaller one (train --vocab 1000) has no such token, and HuggingFace takes null for none.
-    const std::string eot = cfg.vocab_size > 50256 ? "50256" : "null";
-    char json[1024];
-    int n = snprintf(json, sizeof(json),
-                     "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n"
-                     "  \"activation_function\": \"gelu_new\",\n  \"layer_norm_epsilon\": 1e-05,\n"
-                     "  \"n_ctx\": %d,\n  \"n_positions\": %d,\n  \"n_embd\": %d,\n  \"n_head\": %d,\n"
-                     "  \"n_layer\": %d,\n  \"vocab_size\": %d,\n  \"bos_token_id\": %s,\n"
-                     "  \"eos_token_id\": %s,\n  \"tie_word_embeddings\": true\n}\n",
-                     cfg.max_seq_len, cfg.max_seq_len, cfg.channels, cfg.num_heads, cfg.num_layers, cfg.vocab_size,
-                     eot.c_str(), eot.c_str());
-    output_write(path_join(dir, "config.json"), "config.json", kNewFile, {{json, (size_t)n}});
+            };
+        }
+    safetensors_write_file(path_join(dir, "model.safetensors"), items, {{"format", "pt"}, {"writer", kHfWriter}});
+    const std::string json = hf_config_json(cfg);
+    output_write(path_join(dir, "config.json"), "config.json", kNewFile, {{json.data(), json.size()}});
     if (tok) save_hf_tokenizer(*tok, cfg, dir);
 }
 
@@ -458,8 +298,8 @@ void checkpoint_export_hf(const GPT2& model, const std::string& out, const std::
         if (ours && !entries.empty()) {
             SafeTensors st;
             ours = file_exists(path_join(dir, "model.safetensors"));
-            if (ours) safetensors_load(&st, path_join(dir, "model.safetensors"), true);
-            ours = ours && st.meta("writer") == kWriter;
+            if (ours) safetensors_load_header(&st, path_join(dir, "model.safetensors"));
+            ours = ours && st.meta("writer") == kHfWriter;
         }
         if (!ours)
             fatal_hint("choose a new or empty directory; gpt2 replaces only exports it wrote",

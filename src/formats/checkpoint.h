@@ -1,6 +1,5 @@
-// checkpoint.h: GPT-2 checkpoints in HuggingFace's layout (config.json + model.safetensors). The names and
-// orientations come from the parameter table (layout.h: Conv1D keeps weights (in, out); we keep
-// (out, in)); this file does the copying, transposing and checking. Every copy checks the shape it expects.
+// checkpoint.h: ./gpt2's checkpoints: loading any format it reads (HuggingFace through core/hf.h, bare
+// safetensors, llm.c, GGUF), header-only inspection, and HF exports with F16/BF16 and tokenizer files.
 #pragma once
 #include <string>
 #include <vector>
@@ -9,17 +8,12 @@
 #include "core/model.h"
 #include "text/tokenizer.h"
 
-// Reads config.json (n_embd, n_head, n_layer, n_positions, vocab_size); fatal naming the file if bad.
-GPT2Config checkpoint_read_hf_config(const std::string& path);
 // What checkpoint_load found.
 struct CheckpointInfo {
     std::string format;  // "huggingface", "safetensors", "llm.c v3", "llm.c v5" or "gguf v3"
     std::string dtype;   // dtype of the stored weights: F32, F16, BF16, Q8_0 (or "mixed"; GGUF: "Q8_0, 1-D tensors F32")
 };
 
-// Copies tensors named prefix + hf_name out of st into a buffer laid out by layout_params(cfg),
-// transposing Conv1D weights. Used for models ("" or "transformer.") and reference gradients ("grad.").
-void checkpoint_unpack_hf(const SafeTensors& st, const std::string& prefix, const GPT2Config& cfg, float* base);
 // Writes config.json and model.safetensors (HuggingFace names and orientation) into the existing
 // directory dir, each file atomically. dtype "F32", "F16" or "BF16" (narrowing rounds to nearest even, as
 // PyTorch does). fatal if a weight is not finite or does not fit the dtype's range.

@@ -17,6 +17,7 @@
 #include "platform/output_files.h"
 #include "platform/util.h"
 #include "formats/checkpoint.h"
+#include "formats/safetensors_file.h"
 
 static bool is_permutation(const std::vector<uint32_t>& order) {
     std::vector<bool> seen(order.size(), false);
@@ -308,7 +309,7 @@ void train_state_save(const std::string& dir, const GPT2& model, const AdamW& op
     const DataLoaderState loader = dataloader_state(dl);
     dir_publish(dir, train_dir_is_ours, [&](const std::string& staging) {
         checkpoint_save_hf(model, staging);
-        safetensors_write(
+        safetensors_write_file(
             path_join(staging, kStateFile),
             {{"adamw.m", moments, {(int64_t)model.num_params}, m},
              {"adamw.v", moments, {(int64_t)model.num_params}, v},
@@ -364,7 +365,7 @@ void train_state_read(TrainState* ts, const std::string& dir) {
     if (!file_exists(path))
         fatal("missing %s: expected a checkpoint directory written by `gpt2 train --out`", path.c_str());
     SafeTensors st;
-    safetensors_load(&st, path, true);  // the header: the moments are read by train_state_restore, in pieces
+    safetensors_load_header(&st, path);  // the header: the moments are read by train_state_restore, in pieces
     if (!train_state_parse(st, ts, &err)) fatal("bad train state (%s): %s", path.c_str(), err.c_str());
 }
 

@@ -1,7 +1,7 @@
 // fuzz_json.cpp: libFuzzer target for the JSON reader (safetensors headers, config.json, encoder.json).
 // Any byte string must parse or be rejected with a message, never crash or recurse without bound. On
 // success, every string in the tree must survive json_escape -> json_parse unchanged, and the lookups
-// config.json reading does (find, is_integer) must be safe. checkpoint_read_hf_config itself exits on
+// config.json reading does (find, is_integer) must be safe. hf_read_config itself exits on
 // bad input, so it is covered through these pieces rather than called.
 #include <cstdint>
 #include <cstdlib>

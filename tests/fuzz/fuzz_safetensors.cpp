@@ -7,8 +7,11 @@
 #include <vector>
 
 #include "core/safetensors.h"
+#include "formats/safetensors_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    static const bool plugged = (safetensors_plug_in(), true);  // F16/BF16 read as ./gpt2 reads them
+    (void)plugged;
     SafeTensors st;
     std::string err;
     if (!safetensors_parse(&st, std::vector<uint8_t>(data, data + size), &err)) {

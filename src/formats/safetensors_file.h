@@ -1,0 +1,19 @@
+// safetensors_file.h: ./gpt2's side of core/safetensors.h: loads that read only the header and then each
+// tensor from the file (checked to be the file the header came from), atomic writes, 16-bit widening.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/safetensors.h"
+
+// Reads and validates the header of `path`; tensors are then read from the file through st->read_at (fatal
+// if the file changed since its header was read, or is short). fatal naming the file on any defect.
+void safetensors_load_header(SafeTensors* st, const std::string& path);
+// Writes atomically (staged, fsync, rename) as a new file.
+void safetensors_write_file(const std::string& path, const std::vector<StWriteItem>& items,
+                            const std::vector<std::pair<std::string, std::string>>& metadata);
+// Plugs ./gpt2's versions into core/safetensors.h's hooks: platform/util.h's file_read as file_read_hook,
+// precision/half.h's exact widenings as safetensors_widen16. main() calls it first.
+void safetensors_plug_in();

@@ -16,6 +16,7 @@
 #endif
 
 #include "platform/util.h"
+#include "inference/matvec.h"
 #include "bench.h"
 
 namespace {
@@ -138,6 +139,7 @@ double bench_kept(const std::string& key) {
 int main(int argc, char** argv) {
     setvbuf(stdout, nullptr, _IOLBF, 0);
     buffer_prefault = buffer_prefault_huge;  // as gpt2's main does (core/buffer.h)
+    matmul_row_of_copy = matvec_copy;        // and decoding's mat-vecs (core/layers.h)
     if (argc == 2 && !strcmp(argv[1], "--list")) {
         list_cases();
         return 0;

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "platform/util.h"
+#include "inference/matvec.h"
 #include "platform/output_files.h"
 #include "test.h"
 
@@ -16,6 +17,7 @@ std::string g_test_skip;
 int main(int argc, char** argv) {
     const char* filter = argc > 1 ? argv[1] : nullptr;
     buffer_prefault = buffer_prefault_huge;  // as gpt2's main does (core/buffer.h)
+    matmul_row_of_copy = matvec_copy;        // and decoding's mat-vecs (core/layers.h)
     int passed = 0, failed = 0, skipped = 0;
     for (const TestCase& t : test_registry()) {
         if (filter && !strstr(t.name, filter)) continue;

@@ -13,6 +13,7 @@
 #include "platform/platform.h"
 #include "platform/signals.h"
 #include "platform/util.h"
+#include "inference/matvec.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "core/bf16.h"
@@ -87,6 +88,7 @@ int main(int argc, char** argv) {
     std::set_new_handler(on_out_of_memory);
     os_init();       // platform/platform.h: the operating system's part
     buffer_prefault = buffer_prefault_huge;  // the core's large buffers on huge pages (core/buffer.h)
+    matmul_row_of_copy = matvec_copy;        // decoding reads a weight's bf16 or q8 copy (core/layers.h)
     stop_install();  // signals: platform/signals.h
     // the kernels' instruction set: a bad GPT2_ISA stops here, before any work (the kernels never print)
     if (const std::string bad_isa = kernels_isa_error(); !bad_isa.empty()) fatal("%s", bad_isa.c_str());

@@ -10,9 +10,9 @@
 #include <cassert>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <vector>
 
-#include "platform/platform.h"
 #include "core/bf16.h"
 #include "core/gemm_tile.h"
 #include "core/simd.h"
@@ -230,12 +230,12 @@ struct PackBuffers {
     float* b = nullptr;
     std::vector<float> whole_a;
     PackBuffers() {
-        a = static_cast<float*>(os_aligned_alloc(64, sizeof(float) * MC * std::max(KC, KC_DEEP)));
-        b = static_cast<float*>(os_aligned_alloc(64, sizeof(float) * kPackBWords));
+        a = new (std::align_val_t(64)) float[(size_t)MC * std::max(KC, KC_DEEP)];
+        b = new (std::align_val_t(64)) float[kPackBWords];
     }
     ~PackBuffers() {
-        os_aligned_free(a);
-        os_aligned_free(b);
+        operator delete[](a, std::align_val_t(64));
+        operator delete[](b, std::align_val_t(64));
     }
 };
 

@@ -15,9 +15,9 @@
 #include <omp.h>
 #endif
 
+#include "cli/extensions.h"
 #include "platform/util.h"
 #include "bench.h"
-#include "formats/safetensors_file.h"
 
 namespace {
 
@@ -138,8 +138,7 @@ double bench_kept(const std::string& key) {
 
 int main(int argc, char** argv) {
     setvbuf(stdout, nullptr, _IOLBF, 0);
-    buffer_prefault = buffer_prefault_huge;  // as gpt2's main does (core/buffer.h)
-    safetensors_plug_in();  // file reading and F16/BF16 widening (core/safetensors.h)
+    extensions_plug_in();  // as gpt2's main does (cli/extensions.h)
     if (argc == 2 && !strcmp(argv[1], "--list")) {
         list_cases();
         return 0;

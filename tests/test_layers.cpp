@@ -280,6 +280,23 @@ TEST(matvec_q8_matches_its_reference_and_fp32) {
     }
 }
 
+TEST(matmul_forward_decodes_one_row_from_the_q8_copy) {
+    // one row of a Weight with a q8 copy runs matvec_q8 through the hook main sets (core/layers.h's
+    // matmul_row_of_copy): the copy here is of other values than the fp32 ones, so reading either shows
+    const int IC = 96, OC = 37;
+    std::vector<float> x = randn(IC, 1), W = randn((size_t)OC * IC, 2, 0.02f), b = randn(OC, 3);
+    std::vector<float> other = randn(W.size(), 4, 0.02f);
+    std::vector<int8_t> q(W.size());
+    std::vector<uint16_t> d(W.size() / kQ8Block);
+    for (size_t blk = 0; blk < d.size(); blk++) d[blk] = q8_quantize_block(&other[blk * kQ8Block], &q[blk * kQ8Block]);
+    Weight w(W.data());
+    w.q8 = q.data(), w.q8_d = d.data();
+    std::vector<float> out(OC), want(OC);
+    matmul_forward(out.data(), x.data(), w, b.data(), 1, IC, OC);
+    matvec_q8(want.data(), x.data(), q.data(), d.data(), b.data(), IC, OC);
+    CHECK(out == want);
+}
+
 TEST(encoder_backward_matches_finite_differences) {
     const int B = 2, T = 5, C = 6, V = 7;
     std::vector<int> tokens = {1, 3, 3, 0, 6, 3, 2, 1, 1, 5};  // repeats: rows of dwte collide

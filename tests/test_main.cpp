@@ -2,11 +2,10 @@
 #include <cstdio>
 #include <cstring>
 
+#include "cli/extensions.h"
 #include "platform/util.h"
 #include "platform/output_files.h"
-#include "formats/token_files.h"
 #include "test.h"
-#include "formats/safetensors_file.h"
 
 std::vector<TestCase>& test_registry() {
     static std::vector<TestCase> registry;
@@ -17,9 +16,7 @@ std::string g_test_skip;
 
 int main(int argc, char** argv) {
     const char* filter = argc > 1 ? argv[1] : nullptr;
-    buffer_prefault = buffer_prefault_huge;  // as gpt2's main does (core/buffer.h)
-    token_files_plug_in();   // shards mapped, globs, the SIGBUS guard (formats/token_files.h)
-    safetensors_plug_in();  // file reading and F16/BF16 widening (core/safetensors.h)
+    extensions_plug_in();  // as gpt2's main does (cli/extensions.h)
     int passed = 0, failed = 0, skipped = 0;
     for (const TestCase& t : test_registry()) {
         if (filter && !strstr(t.name, filter)) continue;

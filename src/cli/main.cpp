@@ -10,6 +10,7 @@
 #include <omp.h>
 #endif
 
+#include "cli/extensions.h"
 #include "platform/platform.h"
 #include "platform/signals.h"
 #include "platform/util.h"
@@ -17,8 +18,6 @@
 #include "cli/commands.h"
 #include "core/bf16.h"
 #include "core/isa.h"
-#include "formats/safetensors_file.h"
-#include "formats/token_files.h"
 
 struct Command {
     const char* name;
@@ -88,10 +87,8 @@ static int finish(int rc) {
 int main(int argc, char** argv) {
     std::set_new_handler(on_out_of_memory);
     os_init();       // platform/platform.h: the operating system's part
-    buffer_prefault = buffer_prefault_huge;  // the core's large buffers on huge pages (core/buffer.h)
-    safetensors_plug_in();  // file reading and F16/BF16 widening (core/safetensors.h)
+    extensions_plug_in();  // ./gpt2's versions of the core's seams (cli/extensions.h)
     stop_install();  // signals: platform/signals.h
-    token_files_plug_in();  // shards mapped, globs, the SIGBUS guard (formats/token_files.h)
     // the kernels' instruction set: a bad GPT2_ISA stops here, before any work (the kernels never print)
     if (const std::string bad_isa = kernels_isa_error(); !bad_isa.empty()) fatal("%s", bad_isa.c_str());
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {

@@ -1,13 +1,31 @@
-// bf16.h: bf16 for the kernels: the 16-lane version of precision/half.h's one rounding (round to nearest, ties to
-// even, NaN kept a quiet NaN; the tests check both give the same bits), and the CPU check for vdpbf16ps. Products of two bf16 values are exact in fp32, so a
+// bf16.h: bf16 for the kernels: its one rounding (round to nearest, ties to even, NaN kept a quiet NaN, as
+// PyTorch's .bfloat16() does), for one value and for 16 lanes (the tests check both give the same bits), and
+// the CPU check for vdpbf16ps. bf16 is fp32's sign, 8-bit exponent and top 7 mantissa bits. Products of two bf16 values are exact in fp32, so a
 // bf16 matmul differs from fp32 only by this rounding of its operands (and its fp32 summation order).
 #pragma once
 #include <cstdint>
 #include <cstring>
 
-#include "precision/half.h"
 #include "core/isa.h"
 #include "core/simd.h"
+
+inline uint16_t bf16_round(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof(u));
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((u >> 16) | 0x40);  // NaN: keep it quiet
+    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+inline float bf16_to_float(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float x;
+    memcpy(&x, &u, sizeof(x));
+    return x;
+}
+// x rounded to the nearest bf16, as a float.
+inline float bf16_rounded(float x) { return bf16_to_float(bf16_round(x)); }
+
+// Values per q8_0 block (precision/half.h quantizes them; a Weight's q8 copy is in these blocks).
+const int kQ8Block = 32;
 
 // How a model's matmuls run: fp32; bf16 operands with fp32 accumulation; or kInt8, weights quantized once
 // to q8_0 blocks (model.h) with fp32 activations and sums. The kernels themselves see kFp32 or kBf16: an

@@ -1,8 +1,8 @@
 // gemm.cpp: packed, cache-blocked matrix multiply (see gemm.h); the bf16 operands' packing and kernel are
-// gemm_bf16.cpp's, the shared tile sizes gemm_tile.h's. The micro-kernel keeps an MR x NR tile of C in
-// registers and streams packed panels of A (MR rows) and B (NR columns); it is
-// written with AVX-512, AVX2 or NEON intrinsics, chosen at compile time from the target (-march), with a
-// vector-extension kernel for anything else. Blocking follows the usual BLIS scheme (Goto & van de
+// precision/gemm_bf16.cpp's (through gemm_tile.h's GemmOperands), the shared tile sizes gemm_tile.h's. The
+// micro-kernel keeps an MR x NR tile of C in registers and streams packed panels of A (MR rows) and B (NR
+// columns); it is written with AVX-512, AVX2 or NEON intrinsics, chosen at compile time from the target
+// (-march), with a vector-extension kernel for anything else. Blocking follows the usual BLIS scheme (Goto & van de
 // Geijn, 2008): B's KC x NC block in L2, its KC x NR micro-panel in L1 across the MR-row panels of A.
 #include "core/gemm.h"
 
@@ -10,9 +10,9 @@
 #include <cassert>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <vector>
 
-#include "platform/platform.h"
 #include "core/bf16.h"
 #include "core/gemm_tile.h"
 #include "core/simd.h"
@@ -39,15 +39,23 @@ const size_t kPackBWords = std::max({(size_t)KC * NC, (size_t)KC_DEEP* NC_DEEP, 
 
 struct Blocking {
     int kc, nc;
-    bool amx;  // bf16 on AMX tiles: decided once per product, for all its threads
 };
 // Depends on the shape only, never on the thread count: the K split decides the summation order. On AMX
 // tiles it does not (each element of C is loaded into a tile and takes the products in k order, one K block
 // after the other): there K is taken KC_DEEP at a time, the fewest passes over C.
-Blocking choose_blocking(int M, int N, int K, bool amx) {
-    if (amx) return {KC_DEEP, std::min(NC, (int)(kPackBWords / amx_kc2(std::min(K, KC_DEEP)) / NR * NR)), true};
-    if ((size_t)M * N >= DEEP_MIN_C && K > KC && K <= KC_DEEP) return {K, NC_DEEP, false};
-    return {KC, NC, false};
+Blocking choose_blocking(int M, int N, int K, const GemmOperands* ops) {
+    if (ops && ops->amx)
+        return {KC_DEEP, std::min(NC, (int)(kPackBWords / ops->kwords(std::min(K, KC_DEEP)) / NR * NR))};
+    if ((size_t)M * N >= DEEP_MIN_C && K > KC && K <= KC_DEEP) return {K, NC_DEEP};
+    return {KC, NC};
+}
+
+// The packed operands of a product in prec: null for fp32 (this file's), else those its precision's code
+// set (gemm_tile.h), chosen once per product for all its threads.
+const GemmOperands* operands_for(Precision prec) {
+    if (prec != Precision::kBf16) return nullptr;
+    assert(gemm_bf16_operands);
+    return gemm_bf16_operands();
 }
 
 // dst[k * ld + c] = src[c * lds + k] for a 16 x 16 block (16 rows of src become 16 columns of dst).
@@ -230,12 +238,12 @@ struct PackBuffers {
     float* b = nullptr;
     std::vector<float> whole_a;
     PackBuffers() {
-        a = static_cast<float*>(os_aligned_alloc(64, sizeof(float) * MC * std::max(KC, KC_DEEP)));
-        b = static_cast<float*>(os_aligned_alloc(64, sizeof(float) * kPackBWords));
+        a = new (std::align_val_t(64)) float[(size_t)MC * std::max(KC, KC_DEEP)];
+        b = new (std::align_val_t(64)) float[kPackBWords];
     }
     ~PackBuffers() {
-        os_aligned_free(a);
-        os_aligned_free(b);
+        operator delete[](a, std::align_val_t(64));
+        operator delete[](b, std::align_val_t(64));
     }
 };
 
@@ -248,23 +256,23 @@ PackBuffers& pack_buffers() {
 // the lm_head's 256 x 768 input was packed ~100 times per thread, once per 240 of its 50,304 columns.
 const size_t WHOLE_A_MAX = (size_t)1 << 20;
 
-// One thread's block C[i0:i1, j0:j1]. B16, if given, is B's bf16 rounding, read instead of B under kBf16.
+// One thread's block C[i0:i1, j0:j1], with ops's operands (null: fp32's). B16, if given, is B's bf16
+// rounding, read instead of B by ops.
 void gemm_block(Blocking blk, int i0, int i1, int j0, int j1, int K, const float* A, int lda, bool transA,
                 const float* B, const uint16_t* B16, int ldb, bool transB, float* C, int ldc, bool accumulate,
-                PackBuffers& buf, Precision prec) {
-    const bool bf16 = prec == Precision::kBf16, amx = blk.amx;
-    const int mr = amx ? AMX_MR : MR;
+                PackBuffers& buf, const GemmOperands* ops) {
+    const bool amx = ops && ops->amx;
+    const int mr = ops ? ops->mr : MR;
     const int nic = (i1 - i0 + MC - 1) / MC, npc = (K + blk.kc - 1) / blk.kc;
     // floats of one packed (ic, pc) block, an upper bound (AMX's blocks: k-pairs padded to 16, K often short)
-    const size_t a_block = (size_t)MC * (amx ? amx_kc2(std::min(blk.kc, K)) : blk.kc);
+    const size_t a_block = (size_t)MC * (amx ? ops->kwords(std::min(blk.kc, K)) : blk.kc);
     auto pack_a_block = [&](float* dst, int ic, int pc) {
         const int mc = std::min(MC, i1 - ic), kc = std::min(blk.kc, K - pc);
         uint32_t* words = reinterpret_cast<uint32_t*>(dst);
-        if (amx) pack_a_amx(words, A, lda, transA, ic, mc, pc, kc);
-        else if (bf16) pack_a_bf16(words, A, lda, transA, ic, mc, pc, kc);
+        if (ops) ops->pack_a(words, A, lda, transA, ic, mc, pc, kc);
         else pack_a(dst, A, lda, transA, ic, mc, pc, kc);
     };
-    if (amx) amx_configure();
+    if (ops && ops->begin) ops->begin();
     // AMX multiplies so fast that repacking A per block of B's columns cost more than the products (the
     // lm_head at B=8 T=256: A packed 38 times per thread); its words take half the bytes: a 4x larger slab.
     const bool whole = j1 - j0 > blk.nc && (size_t)(i1 - i0) * K <= (amx ? 4 : 1) * WHOLE_A_MAX;
@@ -278,12 +286,10 @@ void gemm_block(Blocking blk, int i0, int i1, int j0, int j1, int K, const float
     for (int jc = j0; jc < j1; jc += blk.nc) {
         int nc = std::min(blk.nc, j1 - jc);
         for (int p = 0, pc = 0; pc < K; p++, pc += blk.kc) {
-            int kc = std::min(blk.kc, K - pc), kc2 = (kc + 1) / 2, kc2p = amx_kc2(kc);
+            int kc = std::min(blk.kc, K - pc), kw = ops ? ops->kwords(kc) : kc;
             bool add = accumulate || pc > 0;
-            if (amx && B16) pack_b_amx(pb16, B16, ldb, transB, pc, kc, jc, nc);
-            else if (amx) pack_b_amx(pb16, B, ldb, transB, pc, kc, jc, nc);
-            else if (bf16 && B16) pack_b_bf16(pb16, B16, ldb, transB, pc, kc, jc, nc);
-            else if (bf16) pack_b_bf16(pb16, B, ldb, transB, pc, kc, jc, nc);
+            if (ops && B16) ops->pack_b16(pb16, B16, ldb, transB, pc, kc, jc, nc);
+            else if (ops) ops->pack_b(pb16, B, ldb, transB, pc, kc, jc, nc);
             else pack_b(buf.b, B, ldb, transB, pc, kc, jc, nc);
             for (int i = 0, ic = i0; ic < i1; i++, ic += MC) {
                 int mc = std::min(MC, i1 - ic);
@@ -295,11 +301,8 @@ void gemm_block(Blocking blk, int i0, int i1, int j0, int j1, int K, const float
                     for (int ir = 0; ir < mc; ir += mr) {
                         float* c = C + (size_t)(ic + ir) * ldc + jc + jr;
                         const int rows = std::min(mr, mc - ir), cols = std::min(NR, nc - jr);
-                        if (amx)
-                            micro_kernel_amx(kc2p, pa16 + (size_t)ir * kc2p, pb16 + (size_t)jr * kc2p, c, ldc, rows,
-                                             cols, add);
-                        else if (bf16)
-                            micro_kernel_bf16(kc2, pa16 + (size_t)ir * kc2, pb16 + (size_t)jr * kc2, c, ldc, rows, cols,
+                        if (ops)
+                            ops->micro_kernel(kw, pa16 + (size_t)ir * kw, pb16 + (size_t)jr * kw, c, ldc, rows, cols,
                                               add);
                         else micro_kernel(kc, pa + (size_t)ir * kc, buf.b + (size_t)jr * kc, c, ldc, rows, cols, add);
                     }
@@ -321,8 +324,7 @@ bool gemm_trivial(int M, int N, int K, float* C, int ldc, bool accumulate) {
 void gemm(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB, float* C,
           int ldc, bool accumulate, Precision prec, const uint16_t* B16) {
     if (gemm_trivial(M, N, K, C, ldc, accumulate)) return;
-    assert(prec == Precision::kFp32 || bf16_supported());
-    const bool amx = prec == Precision::kBf16 && bf16_amx();
+    const GemmOperands* ops = operands_for(prec);
 #pragma omp parallel
     {
         int nt = 1, tid = 0;
@@ -333,7 +335,7 @@ void gemm(int M, int N, int K, const float* A, int lda, bool transA, const float
         // Split the longer side of C into nt slabs aligned to the register (or AMX) tile.
         int i0 = 0, i1 = M, j0 = 0, j1 = N;
         if (M >= N) {
-            const int mr = amx ? AMX_MR : MR, tiles = (M + mr - 1) / mr;
+            const int mr = ops ? ops->mr : MR, tiles = (M + mr - 1) / mr;
             i0 = std::min(M, tiles * tid / nt * mr);
             i1 = std::min(M, tiles * (tid + 1) / nt * mr);
         } else {
@@ -342,8 +344,8 @@ void gemm(int M, int N, int K, const float* A, int lda, bool transA, const float
             j1 = std::min(N, tiles * (tid + 1) / nt * NR);
         }
         if (i0 < i1 && j0 < j1) {
-            gemm_block(choose_blocking(M, N, K, amx), i0, i1, j0, j1, K, A, lda, transA, B, B16, ldb, transB, C, ldc,
-                       accumulate, pack_buffers(), prec);
+            gemm_block(choose_blocking(M, N, K, ops), i0, i1, j0, j1, K, A, lda, transA, B, B16, ldb, transB, C, ldc,
+                       accumulate, pack_buffers(), ops);
         }
     }
 }
@@ -351,9 +353,9 @@ void gemm(int M, int N, int K, const float* A, int lda, bool transA, const float
 void gemm_serial(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB,
                  float* C, int ldc, bool accumulate, Precision prec) {
     if (gemm_trivial(M, N, K, C, ldc, accumulate)) return;
-    assert(prec == Precision::kFp32 || bf16_supported());
-    gemm_block(choose_blocking(M, N, K, prec == Precision::kBf16 && bf16_amx()), 0, M, 0, N, K, A, lda, transA, B,
-               nullptr, ldb, transB, C, ldc, accumulate, pack_buffers(), prec);
+    const GemmOperands* ops = operands_for(prec);
+    gemm_block(choose_blocking(M, N, K, ops), 0, M, 0, N, K, A, lda, transA, B, nullptr, ldb, transB, C, ldc,
+               accumulate, pack_buffers(), ops);
 }
 
 void gemm_ref(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB, float* C,

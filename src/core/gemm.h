@@ -6,7 +6,8 @@
 // many small products themselves (attention); for a given shape it sums in the same order as gemm().
 // gemm_ref() is the plain triple loop the tests compare against.
 // Precision::kBf16 rounds both operands to bf16 (bf16.h) as they are packed and multiplies them with
-// AVX512_BF16's vdpbf16ps, accumulating in fp32; it needs bf16_supported(). gemm_bf16_ref() is its scalar
+// AVX512_BF16's vdpbf16ps, accumulating in fp32; it needs bf16_supported() and precision/gemm_bf16.cpp
+// linked in (its packing and kernels, through gemm_tile.h's GemmOperands). gemm_bf16_ref() is its scalar
 // reference: the same rounding of the operands, the sum in double. B16, if given, is B's bf16 rounding
 // (the same indexing; the model's bf16 weight copy): kBf16 reads it instead of rounding B, the same result
 // from half the bytes.

@@ -1,4 +1,4 @@
-// gemm_tile.h: what the fp32 gemm (gemm.cpp) and its bf16 operands (gemm_bf16.cpp) share: the register
+// gemm_tile.h: what the fp32 gemm (gemm.cpp) and its bf16 operands (precision/gemm_bf16.cpp) share: the register
 // tile and cache blocking sizes, element access to op(A) and op(B), the 16 x 16 in-register transpose the
 // packers use, and storing a tile of accumulators into C. Internal to the two gemm files; see gemm.h.
 #pragma once
@@ -120,24 +120,23 @@ __attribute__((target("avx512f"))) inline void store_tile(const __m512 (*acc)[GE
 }
 #endif
 
-// The bf16 operands (gemm_bf16.cpp): panels of k-pair words for vdpbf16ps, and its micro-kernel. B's
-// source is fp32 (rounded as it is packed) or the model's bf16 copy (uint16_t, read as is).
-void pack_a_bf16(uint32_t* dst, const float* A, int lda, bool trans, int i0, int mc, int k0, int kc);
-template <typename T>
-void pack_b_bf16(uint32_t* dst, const T* B, int ldb, bool trans, int k0, int kc, int j0, int nc);
-void micro_kernel_bf16(int kc2, const uint32_t* a, const uint32_t* b, float* C, int ldc, int rows, int cols, bool add);
-
-// The same operands on AMX tiles (gemm_bf16.cpp), where bf16_amx(): TDPBF16PS multiplies a tile of 16 rows
-// of A by a tile of 16 k-pair rows of B, each 64 bytes wide, so both panels hold k in blocks of 16 pairs
-// (kc2 rounded up, amx_kc2), zero-padded. A's panels have AMX_MR = 16 rows, each block a tile: [16 rows]
-// [16 words]. B's panels are pack_b_bf16's ([k2][NR] words), each 16-column strip of a block a tile.
-const int AMX_MR = 16;
-inline int amx_kc2(int kc) { return ((kc + 1) / 2 + 15) / 16 * 16; }
-void amx_configure();  // once per thread, before its first amx micro-kernel
-void pack_a_amx(uint32_t* dst, const float* A, int lda, bool trans, int i0, int mc, int k0, int kc);
-template <typename T>
-void pack_b_amx(uint32_t* dst, const T* B, int ldb, bool trans, int k0, int kc, int j0, int nc);
-void micro_kernel_amx(int kc2p, const uint32_t* a, const uint32_t* b, float* C, int ldc, int rows, int cols, bool add);
+// Packed operands other than fp32's, for a precision whose code lives outside the core: gemm_bf16.cpp's
+// bf16 pairs for vdpbf16ps or for AMX tiles. gemm.cpp blocks and threads them as it does fp32's; their
+// panels are 32-bit words, kwords(kc) of them per row of A's panel (and per column of B's) for kc values
+// of k, and the micro-kernel takes that count.
+struct GemmOperands {
+    int mr;    // rows of A's panels
+    bool amx;  // AMX tiles: K taken KC_DEEP at a time, a larger A slab packed whole (gemm.cpp says why)
+    int (*kwords)(int kc);
+    void (*begin)();  // once per thread before its first micro-kernel, or null
+    void (*pack_a)(uint32_t* dst, const float* A, int lda, bool trans, int i0, int mc, int k0, int kc);
+    void (*pack_b)(uint32_t* dst, const float* B, int ldb, bool trans, int k0, int kc, int j0, int nc);
+    void (*pack_b16)(uint32_t* dst, const uint16_t* B16, int ldb, bool trans, int k0, int kc, int j0, int nc);
+    void (*micro_kernel)(int kw, const uint32_t* a, const uint32_t* b, float* C, int ldc, int rows, int cols, bool add);
+};
+// The operands of a Precision::kBf16 product on this CPU: set by precision/gemm_bf16.cpp when it is linked
+// in (./gpt2, the tests); null in gpt2-core, which multiplies in fp32 only.
+inline const GemmOperands* (*gemm_bf16_operands)() = nullptr;
 
 }  // namespace gemm_tile
 

@@ -35,7 +35,7 @@ KERNELS_END
 // result from fewer bytes: bf16, the same values rounded; q8, the weight as q8_0 blocks (precision/half.h) whose
 // values the fp32 ones equal exactly (the model quantized them in place), read by the matrix-vector
 // product of decoding. A plain float pointer is an fp32 weight. A further precision adds its copy here and
-// its mat-vec in matvec.cpp; no caller changes.
+// its mat-vec in inference/matvec.cpp; no caller changes.
 struct Weight {
     Weight(const float* f32 = nullptr, Precision prec = Precision::kFp32, const uint16_t* bf16 = nullptr)
         : f32(f32), prec(prec), bf16(bf16) {}
@@ -45,6 +45,12 @@ struct Weight {
     const int8_t* q8 = nullptr;        // (OC, IC) values, or null
     const uint16_t* q8_d = nullptr;    // (OC, IC / kQ8Block) fp16 scales
 };
+
+// The seam for decoding's one-row products from a weight's reduced-precision copy (q8, or bf16 under a
+// precision other than fp32): main sets it to inference/matvec.h's matvec_copy. Unset (gpt2-core, which
+// keeps no such copy), those rows run through the gemm.
+inline void (*matmul_row_of_copy)(float* out, const float* inp, const Weight& w, const float* bias, int IC,
+                                  int OC) = nullptr;
 
 KERNELS_BEGIN
 

@@ -3,15 +3,35 @@
 // converts). See layers.h for shapes.
 #include "core/gemm.h"
 #include "core/layers.h"
-#include "inference/matvec.h"
+#include "core/simd.h"
 
 KERNELS_BEGIN
 
+// Two accumulators per row, so one row's sums do not wait on each other.
+static void matvec_fp32(float* out, const float* x, const float* W, const float* b, int IC, int OC) {
+#pragma omp parallel for schedule(static)
+    for (int j = 0; j < OC; j++) {
+        const float* w = W + (size_t)j * IC;
+        vf16 acc0 = vf16{}, acc1 = vf16{};
+        int i = 0;
+        for (; i + 32 <= IC; i += 32) {
+            acc0 += vf_load(w + i) * vf_load(x + i);
+            acc1 += vf_load(w + i + 16) * vf_load(x + i + 16);
+        }
+        vf16 acc = acc0 + acc1;
+        float sum = 0;
+        for (int l = 0; l < kVecLen; l++) sum += acc[l];
+        for (; i < IC; i++) sum += w[i] * x[i];
+        out[j] = b ? sum + b[j] : sum;
+    }
+}
+
 void matmul_forward(float* out, const float* inp, const Weight& w, const float* bias, int N, int IC, int OC) {
-    // one row (decoding): a mat-vec reading each weight once, from the copy its precision reads (matvec.h)
-    if (N == 1 && w.q8) return matvec_q8(out, inp, w.q8, w.q8_d, bias, IC, OC);
+    // one row (decoding): a mat-vec reading each weight once, from the copy its precision reads (a q8 or
+    // bf16 copy through matmul_row_of_copy, inference/matvec.h)
+    const bool copy = w.q8 || (w.prec != Precision::kFp32 && w.bf16);
+    if (N == 1 && copy && matmul_row_of_copy) return matmul_row_of_copy(out, inp, w, bias, IC, OC);
     if (N == 1 && w.prec == Precision::kFp32) return matvec_fp32(out, inp, w.f32, bias, IC, OC);
-    if (N == 1 && w.bf16) return matvec_bf16(out, inp, w.bf16, bias, IC, OC);
     gemm(N, OC, IC, inp, IC, false, w.f32, IC, true, out, OC, false, w.prec, w.bf16);
     if (!bias) return;
 #pragma omp parallel for

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <utility>
 
-#include "precision/half.h"
+#include "core/bf16.h"
 #include "core/buffer.h"
 #include "core/adamw.h"
 

@@ -1,5 +1,5 @@
-// matvec.cpp: the matrix-vector products of decoding, fp32, bf16 and q8_0 (see matvec.h), with the
-// references the tests hold the last two against.
+// matvec.cpp: the matrix-vector products of decoding from a weight's bf16 and q8_0 copies (see matvec.h),
+// with the references the tests hold them against.
 #include "inference/matvec.h"
 
 #include <cassert>
@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/simd.h"
+#include "precision/half.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -16,23 +17,10 @@
 
 KERNELS_BEGIN
 
-// Two accumulators per row, so one row's sums do not wait on each other.
-void matvec_fp32(float* out, const float* x, const float* W, const float* b, int IC, int OC) {
-#pragma omp parallel for schedule(static)
-    for (int j = 0; j < OC; j++) {
-        const float* w = W + (size_t)j * IC;
-        vf16 acc0 = vf16{}, acc1 = vf16{};
-        int i = 0;
-        for (; i + 32 <= IC; i += 32) {
-            acc0 += vf_load(w + i) * vf_load(x + i);
-            acc1 += vf_load(w + i + 16) * vf_load(x + i + 16);
-        }
-        vf16 acc = acc0 + acc1;
-        float sum = 0;
-        for (int l = 0; l < kVecLen; l++) sum += acc[l];
-        for (; i < IC; i++) sum += w[i] * x[i];
-        out[j] = b ? sum + b[j] : sum;
-    }
+// The one-row product of a weight's reduced-precision copy: its q8 blocks, else its bf16 rounding.
+void matvec_copy(float* out, const float* x, const Weight& w, const float* b, int IC, int OC) {
+    if (w.q8) return matvec_q8(out, x, w.q8, w.q8_d, b, IC, OC);
+    matvec_bf16(out, x, w.bf16, b, IC, OC);
 }
 
 #if defined(__x86_64__)

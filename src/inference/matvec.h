@@ -1,17 +1,19 @@
-// matvec.h: the matrix-vector products of decoding, out (OC) = W (OC, IC) x (IC) + b, one per form the
-// model keeps a weight in: fp32, bf16 and q8_0 blocks. Decoding one token reads every weight once, so
-// each is a memory-bound dot product per output, not a packed gemm; matmul_forward (layers.h) hands them
-// its one-row products. b (OC) or null; out is overwritten.
+// matvec.h: the matrix-vector products of decoding, out (OC) = W (OC, IC) x (IC) + b, one per reduced
+// form the model keeps a weight in: bf16 and q8_0 blocks (fp32's is the core's, in matmul.cpp). Decoding
+// one token reads every weight once, so each is a memory-bound dot product per output, not a packed gemm;
+// matmul_forward (layers.h) hands them its one-row products through matmul_row_of_copy. b (OC) or null; out is overwritten.
 #pragma once
 #include <cstdint>
 
 #include "core/bf16.h"
 #include "core/isa.h"
+#include "core/layers.h"
 
 KERNELS_BEGIN
 
-// W and x in fp32.
-void matvec_fp32(float* out, const float* x, const float* W, const float* b, int IC, int OC);
+// The one-row product of w's q8 copy if it has one, else of its bf16 copy: what main (and the tests) set
+// core/layers.h's matmul_row_of_copy to. (The fp32 mat-vec is the core's, in matmul.cpp.)
+void matvec_copy(float* out, const float* x, const Weight& w, const float* b, int IC, int OC);
 
 // out (OC) = bf16(W16 (OC, IC)) bf16(x (IC)) + b: the bf16 matrix-vector product of decoding (needs
 // bf16_supported()), and its scalar reference (x rounded to bf16, sums in double).

@@ -1,7 +1,8 @@
 // gemm_bf16.cpp: gemm's bf16 operands (Precision::kBf16, gemm.h): packing A and B as pairs of bf16 values
 // along k, rounded to nearest even as they are packed (or read from the model's bf16 weight copy), and the
 // AVX512_BF16 micro-kernel that multiplies them with vdpbf16ps into fp32 accumulators, or, where the CPU
-// has AMX (bf16_amx()), the tile kernel and its packing; the blocking and threading are gemm.cpp's. Also
+// has AMX (bf16_amx()), the tile kernel and its packing; the blocking and threading are core/gemm.cpp's,
+// which runs these through gemm_tile.h's GemmOperands. Also
 // the scalar reference, the CPU checks and the array rounding.
 #include <atomic>
 #include <cassert>
@@ -19,6 +20,25 @@
 KERNELS_BEGIN
 
 namespace gemm_tile {
+
+// The bf16 operands (gemm_bf16.cpp): panels of k-pair words for vdpbf16ps, and its micro-kernel. B's
+// source is fp32 (rounded as it is packed) or the model's bf16 copy (uint16_t, read as is).
+void pack_a_bf16(uint32_t* dst, const float* A, int lda, bool trans, int i0, int mc, int k0, int kc);
+template <typename T>
+void pack_b_bf16(uint32_t* dst, const T* B, int ldb, bool trans, int k0, int kc, int j0, int nc);
+void micro_kernel_bf16(int kc2, const uint32_t* a, const uint32_t* b, float* C, int ldc, int rows, int cols, bool add);
+
+// The same operands on AMX tiles, where bf16_amx(): TDPBF16PS multiplies a tile of 16 rows
+// of A by a tile of 16 k-pair rows of B, each 64 bytes wide, so both panels hold k in blocks of 16 pairs
+// (kc2 rounded up, amx_kc2), zero-padded. A's panels have AMX_MR = 16 rows, each block a tile: [16 rows]
+// [16 words]. B's panels are pack_b_bf16's ([k2][NR] words), each 16-column strip of a block a tile.
+const int AMX_MR = 16;
+inline int amx_kc2(int kc) { return ((kc + 1) / 2 + 15) / 16 * 16; }
+void amx_configure();  // once per thread, before its first amx micro-kernel
+void pack_a_amx(uint32_t* dst, const float* A, int lda, bool trans, int i0, int mc, int k0, int kc);
+template <typename T>
+void pack_b_amx(uint32_t* dst, const T* B, int ldb, bool trans, int k0, int kc, int j0, int nc);
+void micro_kernel_amx(int kc2p, const uint32_t* a, const uint32_t* b, float* C, int ldc, int rows, int cols, bool add);
 
 // ---- bf16 operands (Precision::kBf16). vdpbf16ps multiplies pairs of bf16 values along k and adds both
 // products into one fp32 lane, so both packed operands hold k in pairs: 32-bit words (bf16 of k even,
@@ -196,7 +216,7 @@ void micro_kernel_bf16(int, const uint32_t*, const uint32_t*, float*, int, int, 
 }
 #endif
 
-// ---- AMX tiles (bf16_amx(); gemm_tile.h gives the layout). Tiles 0..2 hold C's 16 x NR tile as 16 x 16
+// ---- AMX tiles (bf16_amx(); the layout is above). Tiles 0..2 hold C's 16 x NR tile as 16 x 16
 // blocks, tile 4 a block of A, tiles 5..7 the strips of B.
 
 // Packs op(A)[i0:i0+mc, k0:k0+kc] as panels of AMX_MR rows, each block of 16 k-pairs a tile: [16 rows]
@@ -320,10 +340,20 @@ void micro_kernel_amx(int, const uint32_t*, const uint32_t*, float*, int, int, i
 }
 #endif
 
-template void pack_b_bf16<float>(uint32_t*, const float*, int, bool, int, int, int, int);
-template void pack_b_bf16<uint16_t>(uint32_t*, const uint16_t*, int, bool, int, int, int, int);
-template void pack_b_amx<float>(uint32_t*, const float*, int, bool, int, int, int, int);
-template void pack_b_amx<uint16_t>(uint32_t*, const uint16_t*, int, bool, int, int, int, int);
+// ---- What gemm.cpp runs for Precision::kBf16 (gemm_tile.h's GemmOperands), set when this file is linked in.
+
+namespace {
+int pair_count(int kc) { return (kc + 1) / 2; }
+const GemmOperands* bf16_operands() {
+    assert(bf16_supported());
+    static const GemmOperands dot = {
+        MR, false, pair_count, nullptr, pack_a_bf16, pack_b_bf16<float>, pack_b_bf16<uint16_t>, micro_kernel_bf16};
+    static const GemmOperands amx = {
+        AMX_MR, true, amx_kc2, amx_configure, pack_a_amx, pack_b_amx<float>, pack_b_amx<uint16_t>, micro_kernel_amx};
+    return bf16_amx() ? &amx : &dot;
+}
+[[maybe_unused]] const bool registered = (gemm_bf16_operands = bf16_operands, true);
+}  // namespace
 
 }  // namespace gemm_tile
 

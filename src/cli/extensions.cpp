@@ -1,0 +1,16 @@
+// extensions.cpp: see extensions.h.
+#include "cli/extensions.h"
+
+#include "core/buffer.h"
+#include "core/layers.h"
+#include "formats/safetensors_file.h"
+#include "formats/token_files.h"
+#include "inference/matvec.h"
+#include "platform/util.h"
+
+void extensions_plug_in() {
+    buffer_prefault = buffer_prefault_huge;
+    matmul_row_of_copy = matvec_copy;
+    safetensors_plug_in();
+    token_files_plug_in();
+}

@@ -1,0 +1,9 @@
+// extensions.h: ./gpt2's versions of what the core leaves to a seam, plugged in once at the start: by main(),
+// and by the test and benchmark programs, so that they run what ./gpt2 runs. gpt2-core plugs in nothing.
+#pragma once
+
+// Sets every hook the core offers: huge pages for its buffers (core/buffer.h), decoding's mat-vecs over a
+// weight's bf16 or q8 copy (core/layers.h), whole-file reads and F16/BF16 widening for safetensors
+// (core/safetensors.h), mapped shards, globs and the SIGBUS guard for token files (core/tokenfile.h,
+// core/dataloader.h).
+void extensions_plug_in();

@@ -58,7 +58,7 @@ hs() { "$GPT2" eval --model $T/hm --tokenizer "$TOK_DIR" --hellaswag $T/hs.jsonl
 echo "To be, or not to be: that is the question." >$T/text.txt
 printf '{"step":1,"loss":6.0}\n{"step":2,"loss":5.0}\n' >$T/ok.jsonl
 # text for the tokenize runs: the valid-UTF-8 tokenizer fixtures 60 times, 148 KB, 86k tokens; a run reading it
-# from a FIFO held open in parts of 4 KB (GPT2_TOKENIZE_CHUNK_BYTES) has published shards of 5000 tokens and
+# from a FIFO held open in parts of 4 KB (--chunk-bytes) has published shards of 5000 tokens and
 # staged one when it waits for more
 fixture_text 60 >$T/fx.txt
 
@@ -124,7 +124,7 @@ planted "eval --hellaswag-scores with a link at its staging name" $T/st/s.jsonl 
 busy_prefix() {
     local prefix=$1 lock=$2 pid
     rm -f $T/fifo && mkfifo $T/fifo
-    GPT2_TOKENIZE_CHUNK_BYTES=4096 "$GPT2" tokenize --tokenizer "$TOK_DIR" - -o "$prefix" --shard-tokens 5000 <$T/fifo >$T/first.out 2>&1 &
+    "$GPT2" tokenize --chunk-bytes 4096 --tokenizer "$TOK_DIR" - -o "$prefix" --shard-tokens 5000 <$T/fifo >$T/first.out 2>&1 &
     pid=$!
     exec 3>$T/fifo
     cat $T/fx.txt >&3
@@ -256,7 +256,7 @@ check "... leaving no directory behind" test ! -e $T/new
 
 # --- D6: the staged shard of a tokenize killed with kill -9 is removed by the next run on the prefix -------------
 mkdir -p $T/k9 && rm -f $T/fifo && mkfifo $T/fifo
-GPT2_TOKENIZE_CHUNK_BYTES=4096 "$GPT2" tokenize --tokenizer "$TOK_DIR" - -o $T/k9/s --shard-tokens 5000 <$T/fifo >/dev/null 2>&1 &
+"$GPT2" tokenize --chunk-bytes 4096 --tokenizer "$TOK_DIR" - -o $T/k9/s --shard-tokens 5000 <$T/fifo >/dev/null 2>&1 &
 pid=$!
 exec 3>$T/fifo
 cat $T/fx.txt >&3

@@ -267,4 +267,22 @@ sed 's/^/    /' $T/plat.out
 platform_rule_clean tests
 check "... and the unit tests only in tests/test_os.cpp" test ! -s $T/plat.out
 sed 's/^/    /' $T/plat.out
+# --- the environment rule: ./gpt2 reads only the variables its users set ------------------------------------
+# env_rule DIR: prints FILE:LINE: NAME for each getenv in DIR whose argument is not one of the variables the
+# READMEs document for users (GPT2_DATA_DIR, GPT2_ISA, OMP_NUM_THREADS, TERM) or not a literal; fails if any.
+# A knob for tests is a flag, or the test calls the function with its own options: no production file reads a
+# test-only variable.
+env_rule() {
+    grep -rnE '\bgetenv[[:space:]]*\(' "$1" --include='*.cpp' --include='*.h' |
+        grep -vE 'getenv[[:space:]]*\("(GPT2_DATA_DIR|GPT2_ISA|OMP_NUM_THREADS|TERM)"\)' | grep .
+    test $? -ne 0
+}
+mkdir -p $T/env && printf 'const char* d = getenv("GPT2_DATA_DIR");\nconst char* t = getenv("TERM");\n' >$T/env/a.cpp
+check "the environment rule passes getenv of the documented variables" env_rule $T/env
+printf 'size_t n = atoi(getenv("GPT2_TEST_CHUNK"));\n' >>$T/env/a.cpp
+check "... and fails once a file reads another variable, naming its line" \
+    test "$(env_rule $T/env | cut -d: -f2)" = 3
+env_rule src >$T/env.out
+check "src/ reads no environment variable but GPT2_DATA_DIR, GPT2_ISA, OMP_NUM_THREADS and TERM" test ! -s $T/env.out
+sed 's/^/    /' $T/env.out
 summary

@@ -16,13 +16,13 @@ fi
 T=$TEST_TMP
 EOT=50256
 
-# Every fixture cut into parts of 1 and 7 bytes (GPT2_TOKENIZE_CHUNK_BYTES) still gives its expected ids.
+# Every fixture cut into parts of 1 and 7 bytes (--chunk-bytes) still gives its expected ids.
 mapfile -t cases <"$FIX/cases.txt"
 chunked_ids() {
     local chunk=$1 name
     for name in "${cases[@]}"; do
         [ "$name" = empty ] && continue
-        GPT2_TOKENIZE_CHUNK_BYTES=$chunk "$GPT2" tokenize --ids "$FIX/$name.in" >"$T/ids" || return 1
+        "$GPT2" tokenize --chunk-bytes $chunk --ids "$FIX/$name.in" >"$T/ids" || return 1
         cmp -s "$T/ids" "$FIX/$name.ids" || { echo "fixture $name differs with $chunk-byte parts"; return 1; }
     done
 }
@@ -49,7 +49,7 @@ header_is() {
 want="$EOT $(cat "$FIX/shakespeare.ids")"
 n=$(echo "$want" | wc -w | tr -d ' ')
 check "--shard-tokens 30 writes shards" \
-    env GPT2_TOKENIZE_CHUNK_BYTES=40 "$GPT2" tokenize "$FIX/shakespeare.in" -o "$T/sh/shk" --shard-tokens 30
+    "$GPT2" tokenize --chunk-bytes 40 "$FIX/shakespeare.in" -o "$T/sh/shk" --shard-tokens 30
 check "first shard shk_val_000000.bin holds 30 tokens" header_is "$T/sh/shk_val_000000.bin" 30
 check "shk_train_000001.bin holds 30 tokens" header_is "$T/sh/shk_train_000001.bin" 30
 check "shk_train_000002.bin holds 30 tokens" header_is "$T/sh/shk_train_000002.bin" 30
@@ -72,7 +72,7 @@ fixture_text 20 >"$T/big.txt"
 threads_equal() {
     local t
     for t in 1 2; do
-        OMP_NUM_THREADS=$t GPT2_TOKENIZE_CHUNK_BYTES=64 "$GPT2" tokenize --split-on-blank-lines "$T/big.txt" \
+        OMP_NUM_THREADS=$t "$GPT2" tokenize --chunk-bytes 64 --split-on-blank-lines "$T/big.txt" \
             -o "$T/thr$t/big" --shard-tokens 5000 >/dev/null || return 1
     done
     ls "$T/thr1"
@@ -126,7 +126,7 @@ json_string() {
 } >"$T/docs.jsonl"
 jsonl_want="$EOT $(cat "$FIX/shakespeare.ids") $EOT $(cat "$FIX/greek.ids") $EOT $(cat "$FIX/cjk.ids")"
 jsonl_ids() {
-    GPT2_TOKENIZE_CHUNK_BYTES=16 "$GPT2" tokenize --ids --jsonl-field text "$T/docs.jsonl" >"$T/jsonl.ids" || return 1
+    "$GPT2" tokenize --chunk-bytes 16 --ids --jsonl-field text "$T/docs.jsonl" >"$T/jsonl.ids" || return 1
     [ "$(cat "$T/jsonl.ids")" = "$jsonl_want" ]
 }
 check "--jsonl-field text: <|endoftext|> + each record's ids" jsonl_ids
@@ -157,13 +157,13 @@ check_error "record that is not an object" "bad JSONL record ($T/bad4.jsonl) at 
 
 # Memory bound: a stretch without a cut point, or a JSON line, longer than the limit is refused, naming it.
 head -c 3000 /dev/zero | tr '\0' 'a' >"$T/word.txt"
-check_error "no cut point within GPT2_TOKENIZE_MAX_UNSPLIT_BYTES" "no place to split the text ($T/word.txt)" \
-    env GPT2_TOKENIZE_CHUNK_BYTES=100 GPT2_TOKENIZE_MAX_UNSPLIT_BYTES=1000 "$GPT2" tokenize --ids "$T/word.txt"
+check_error "no cut point within --max-unsplit-bytes" "no place to split the text ($T/word.txt)" \
+    "$GPT2" tokenize --chunk-bytes 100 --max-unsplit-bytes 1000 --ids "$T/word.txt"
 { printf '{"text": "short"}\n{"text": "'; cat "$T/word.txt"; printf '"}\n'; } >"$T/long.jsonl"
-check_error "JSON line over GPT2_TOKENIZE_MAX_UNSPLIT_BYTES" "line too long ($T/long.jsonl) at line 2" \
-    env GPT2_TOKENIZE_MAX_UNSPLIT_BYTES=1000 "$GPT2" tokenize --ids --jsonl-field text "$T/long.jsonl"
+check_error "JSON line over --max-unsplit-bytes" "line too long ($T/long.jsonl) at line 2" \
+    "$GPT2" tokenize --max-unsplit-bytes 1000 --ids --jsonl-field text "$T/long.jsonl"
 long_word_ok() {
-    GPT2_TOKENIZE_CHUNK_BYTES=100 "$GPT2" tokenize --ids "$T/word.txt" >"$T/word.chunked" &&
+    "$GPT2" tokenize --chunk-bytes 100 --ids "$T/word.txt" >"$T/word.chunked" &&
         "$GPT2" tokenize --ids "$T/word.txt" >"$T/word.whole" && cmp "$T/word.chunked" "$T/word.whole"
 }
 check "a stretch without a cut point under the limit stays whole" long_word_ok
@@ -211,7 +211,7 @@ check "the foreign file is unchanged and no temporary is left" foreign_kept
 sigterm_clean() {
     mkdir -p "$T/sig"
     { cat "$T/big.txt"; sleep 3; } |
-        GPT2_TOKENIZE_CHUNK_BYTES=64 "$GPT2" tokenize - -o "$T/sig/s" --shard-tokens 2000 &
+        "$GPT2" tokenize --chunk-bytes 64 - -o "$T/sig/s" --shard-tokens 2000 &
     local pid=$!
     sleep 1.5
     local staged

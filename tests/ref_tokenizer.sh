@@ -146,7 +146,7 @@ with open(sys.argv[2], "w", encoding="utf-8") as out:
 check "tiny shakespeare as JSON lines: C++ ids equal tiktoken's (fineweb.py layout)" \
     same_ids shakespeare_jsonl "$TEST_TMP/ts.jsonl" tiktoken --jsonl-field text
 jsonl_shards() {
-    GPT2_TOKENIZE_CHUNK_BYTES=1024 "$GPT2" tokenize --tokenizer "$TOK_DIR" --jsonl-field text "$TEST_TMP/ts.jsonl" \
+    "$GPT2" tokenize --chunk-bytes 1024 --tokenizer "$TOK_DIR" --jsonl-field text "$TEST_TMP/ts.jsonl" \
         -o "$TEST_TMP/tsj/ts" --shard-tokens 100000 || return 1
     local f
     for f in "$TEST_TMP/tsj/ts_val_000000.bin" "$TEST_TMP/tsj"/ts_train_*.bin; do tail -c +1025 "$f"; done |

@@ -76,18 +76,6 @@ struct TokenizeProgress {
     }
 };
 
-// Testing knobs, so that small inputs exercise the cutting and its limit: GPT2_TOKENIZE_CHUNK_BYTES (parts
-// of about this many bytes) and GPT2_TOKENIZE_MAX_UNSPLIT_BYTES (longest stretch without a cut point).
-size_t bytes_from_env(const char* name, size_t fallback) {
-    const char* v = getenv(name);
-    if (!v || !*v) return fallback;
-    char* end = nullptr;
-    long long x = strtoll(v, &end, 10);
-    if (*end || x < 1 || x > (1ll << 30))
-        fatal("bad value for %s (tokenize): expected 1..%lld, got '%s'", name, 1ll << 30, v);
-    return (size_t)x;
-}
-
 bool is_directory(const std::string& path) {
     return path != "-" && dir_exists(path);
 }
@@ -118,6 +106,9 @@ CliArgs tokenize_args(int argc, char** argv) {
         {"tokenizer", "", "",
          "directory with encoder.json + vocab.bpe or vocab.json + merges.txt (default: $GPT2_DATA_DIR/gpt2 or "
          "data/gpt2)"},
+        {"chunk-bytes", "", "262144", "read and cut the text in parts of about N bytes (memory grows with N)"},
+        {"max-unsplit-bytes", "", "67108864",
+         "refuse text with no whitespace to cut at for longer than N bytes, and JSON lines longer than N"},
     };
     const char* usage =
         "gpt2 tokenize [--tokenizer DIR] (--ids | -o PREFIX [--val-tokens N | --shard-tokens N]) "
@@ -177,8 +168,8 @@ TokenizeOptions tokenize_options(const CliArgs& args) {
     opt.split_on_blank_lines = args.on("split-on-blank-lines");
     opt.jsonl_field = jsonl ? args.str("jsonl-field") : "";
     opt.eot = opt.split_on_blank_lines || jsonl || many_docs || o.sharded;
-    opt.chunk_bytes = bytes_from_env("GPT2_TOKENIZE_CHUNK_BYTES", opt.chunk_bytes);
-    opt.max_unsplit_bytes = bytes_from_env("GPT2_TOKENIZE_MAX_UNSPLIT_BYTES", opt.max_unsplit_bytes);
+    opt.chunk_bytes = (size_t)args.integer_in("chunk-bytes", 1, 1 << 30);
+    opt.max_unsplit_bytes = (size_t)args.integer_in("max-unsplit-bytes", 1, 1 << 30);
     o.input_name = args.positional.size() > 1  ? std::to_string(args.positional.size()) + " inputs"
                    : args.positional[0] == "-" ? "stdin"
                                                : args.positional[0];

@@ -11,7 +11,7 @@ T=$TEST_TMP
 # The issue's budget for src/core is 3,000 lines; it is not met yet. Until it is, the core may not grow: LIMIT
 # is today's count, lowered as lines leave the core (never raised).
 BUDGET=3000
-LIMIT=4446
+LIMIT=4440
 tiny="--vocab 1000 --layers 2 --heads 2 --channels 64 --seq-len 32 -B 4 -T 16 --steps 20 --lr 3e-3 --warmup 5"
 # steps LOG: each step's loss, lr and norm as printed (the same fields, in the same format, by both).
 steps() { grep -o '^step *[0-9]*/[0-9]* | loss [0-9.]* | lr [0-9.e+-]* | norm [0-9.]*' "$1"; }
@@ -27,6 +27,7 @@ same_run() {
 if [ ! -x "$CORE" ]; then
     fail "gpt2-core is built beside $GPT2 (make core)"
     summary
+    exit 1
 fi
 
 # --- the same run, bit for bit ------------------------------------------------------------------------------
@@ -34,15 +35,25 @@ fi
 "$CORE" $tiny --train $TOK --out $T/core >$T/core.log 2>&1
 check "from a random init: gpt2-core's 20 steps (loss, lr, norm) and weights equal gpt2 train's bit for bit" \
     same_run full core
-"$GPT2" train $tiny --train $TOK --val '' --sample-tokens 0 --model $T/full --grad-accum 2 --lr 1e-3 \
-    --out $T/full_hf >$T/full_hf.log 2>&1
-"$CORE" $tiny --train $TOK --model $T/full --grad-accum 2 --lr 1e-3 --out $T/core_hf >$T/core_hf.log 2>&1
-check "from a HuggingFace checkpoint, 2 micro-batches a step: the same, bit for bit" same_run full_hf core_hf
-"$CORE" $tiny --train $TOK --model $T/full --grad-accum 2 --lr 1.1e-3 --out $T/core_lr >$T/core_lr.log 2>&1
+# 2 micro-batches of 5 windows a step: 20 steps take 200 of the file's 187 windows of T=16, so the epoch ends
+# with 7 windows left, too few for a step but not for a micro-batch.
+accum="--model $T/full -B 5 --grad-accum 2"
+"$GPT2" train $tiny --train $TOK --val '' --sample-tokens 0 $accum --lr 1e-3 --out $T/full_hf >$T/full_hf.log 2>&1
+"$CORE" $tiny --train $TOK $accum --lr 1e-3 --out $T/core_hf >$T/core_hf.log 2>&1
+check "from a HuggingFace checkpoint, 2 micro-batches a step, past an epoch's end: the same, bit for bit" \
+    same_run full_hf core_hf
+"$CORE" $tiny --train $TOK $accum --lr 1.1e-3 --out $T/core_lr >$T/core_lr.log 2>&1
 check "... and the check tells another --lr apart" not same_run full_hf core_lr
 "$CORE" $tiny --train $TOK --out $T/core >$T/again.log 2>&1
 check "gpt2-core never replaces an existing --out (exit 1, one error line naming it)" \
     test $? = 1 -a "$(cat $T/again.log)" = "error: bad value for --out (gpt2-core): $T/core exists; expected a new directory"
+
+"$CORE" $tiny --train $T/missing.bin --out $T/failed >$T/failed.log 2>&1
+check "a run that fails leaves no --out behind (exit 1, the error names the file)" \
+    test $? = 1 -a ! -e $T/failed -a -n "$(grep "^error: .*$T/missing.bin" $T/failed.log)"
+"$CORE" $tiny --train $TOK --out $T/no/such/dir >$T/nodir.log 2>&1
+check "an --out that cannot be made fails before the first step" \
+    test $? = 1 -a -z "$(grep '^step' $T/nodir.log)" -a -n "$(grep "^error: cannot create --out $T/no/such/dir" $T/nodir.log)"
 
 # --- the budget ---------------------------------------------------------------------------------------------
 # over_budget DIR LIMIT: prints the lines of DIR's files and fails when they exceed LIMIT.

@@ -73,7 +73,8 @@ sed 's/^/    /' $T/path.out
 # openat with O_WRONLY, O_RDWR or O_CREAT, platform.h's os_create_exclusive, os_open_append or os_open_lock),
 # and each but platform/signals.cpp that calls signal, sigaction or os_signals_install; fails if any. The platform
 # layer (platform/platform*) is how those two do it, and is exempt; so is core/main.cpp, gpt2-core's main,
-# which cannot reach that door and only creates new files ("wbx") in a directory it creates.
+# which cannot reach that door: it writes only into the directory it creates, each file new ("wbx") under a
+# .partial name, then renamed.
 write_rule() {
     find "$1" -type f \( -name '*.cpp' -o -name '*.h' -o -name '*.cc' -o -name '*.hpp' \) | sort | perl -e '
         my ($root, $bad) = ($ARGV[0], 0);

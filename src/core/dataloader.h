@@ -76,7 +76,7 @@ size_t dataloader_shard_windows(const DataLoader& dl, size_t s);
 // when fewer remain, a new epoch after the last shard); the last moves past them.
 // A shard that changed under the run (shrunk, caught by dataloader_guard; or an id now out of range)
 // is fatal naming it; dataloader_try_next returns false with that message instead, dl having moved on
-// (a caller that carries on restores the dataloader_state it took before, as train_step does per step).
+// (a caller that carries on restores the dataloader_state it took before: cli/train_run.cpp does).
 void dataloader_next(DataLoader* dl);
 bool dataloader_try_next(DataLoader* dl, std::string* err);
 // Batch `index` of consecutive windows, counting each shard's whole batches in turn (for one file: windows

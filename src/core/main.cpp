@@ -3,6 +3,7 @@
 // its losses equal `gpt2 train`'s bit for bit (tests/cli_core.sh): it runs the same step (core/trainer.h).
 // Everything else (validation, resume, samples, shards, bf16, int8, MPI, safe replacing of outputs) is ./gpt2's.
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -10,7 +11,6 @@
 #include <map>
 #include <string>
 
-#include "core/buffer.h"
 #include "core/error.h"
 #include "core/hf.h"
 #include "core/trainer.h"
@@ -19,65 +19,43 @@ namespace {
 
 // The flags and their defaults: the same names and values as `gpt2 train`'s.
 std::map<std::string, std::string> flags = {
-    {"train", "data/tinyshakespeare/train.bin"},
-    {"model", ""},
-    {"out", ""},
-    {"layers", "4"},
-    {"heads", "4"},
-    {"channels", "256"},
-    {"seq-len", "256"},
-    {"vocab", "50257"},
-    {"batch", "8"},
-    {"tokens", "64"},
-    {"steps", "200"},
-    {"grad-accum", "1"},
-    {"lr", "1e-3"},
-    {"warmup", "10"},
-    {"min-lr-frac", "0.1"},
-    {"lr-schedule", "cosine"},
-    {"beta1", "0.9"},
-    {"beta2", "0.95"},
-    {"eps", "1e-8"},
-    {"weight-decay", "0.1"},
-    {"grad-clip", "1.0"},
-    {"seed", "1337"},
-    {"no-shuffle", ""},
+    {"train", "data/tinyshakespeare/train.bin"}, {"model", ""}, {"out", ""}, {"layers", "4"}, {"heads", "4"},
+    {"channels", "256"}, {"seq-len", "256"}, {"vocab", "50257"}, {"batch", "8"}, {"tokens", "64"}, {"steps", "200"},
+    {"grad-accum", "1"}, {"lr", "1e-3"}, {"warmup", "10"}, {"min-lr-frac", "0.1"}, {"lr-schedule", "cosine"},
+    {"beta1", "0.9"}, {"beta2", "0.95"}, {"eps", "1e-8"}, {"weight-decay", "0.1"}, {"grad-clip", "1.0"},
+    {"seed", "1337"}, {"no-shuffle", ""}
 };
 
 double number(const char* name, double lo, double hi) {
     const std::string& v = flags[name];
     char* end = nullptr;
     const double x = strtod(v.c_str(), &end);
-    if (v.empty() || *end || !(x >= lo && x <= hi))
+    if (v.empty() || *end || v.find_first_of("xXnN") != std::string::npos || !(x >= lo && x <= hi))
         fatal("bad value for --%s (gpt2-core): expected a number in [%g, %g], got '%s'", name, lo, hi, v.c_str());
     return x;
 }
 
-int count(const char* name, int lo, int hi) {
-    const double x = number(name, lo, hi);
-    if (x != (int)x) fatal("bad value for --%s (gpt2-core): expected an integer, got '%s'", name, flags[name].c_str());
-    return (int)x;
+long long integer(const char* name, long long lo, long long hi) {
+    const std::string& v = flags[name];
+    char* end = nullptr;
+    const long long x = strtoll(v.c_str(), &end, 10);
+    if (v.empty() || *end || v.find_first_not_of("0123456789") != std::string::npos || x < lo || x > hi)
+        fatal("bad value for --%s (gpt2-core): expected an integer in [%lld, %lld], got '%s'", name, lo, hi,
+              v.c_str());
+    return x;
 }
 
-// Writes a new file (never one that exists: "x") through `write`, which is given a sink; fatal naming it
-// on any failure.
+// Writes `path` through `write`, which is given a sink: first to path + ".partial", created new ("x"),
+// then renamed, so the name holds a whole file or nothing. fatal naming it on any failure.
 void write_new(const std::string& path, const std::function<void(const ByteSink&)>& write) {
-    FILE* f = fopen(path.c_str(), "wbx");
-    if (!f) fatal("cannot create %s: %s", path.c_str(), strerror(errno));
+    const std::string partial = path + ".partial";
+    FILE* f = fopen(partial.c_str(), "wbx");
+    if (!f) fatal("cannot create %s: %s", partial.c_str(), strerror(errno));
+    FatalCleanup remove_partial([&] { std::remove(partial.c_str()); });
     bool ok = true;
     write([&](const void* data, size_t n) { ok = ok && fwrite(data, 1, n, f) == n; });
-    if (fclose(f) != 0 || !ok) fatal("cannot write %s: %s", path.c_str(), strerror(errno));
-}
-
-// Saves a HuggingFace checkpoint (config.json, model.safetensors) into `dir`, which it creates: it never
-// replaces anything (gpt2 train's --out replaces its own checkpoints, safely).
-void save(const GPT2& model, const std::string& dir) {
-    std::error_code err;
-    if (!std::filesystem::create_directory(dir, err))
-        fatal("cannot create --out %s: %s", dir.c_str(), err ? err.message().c_str() : "it exists");
-    const std::string config = hf_config_json(model.cfg);
-    write_new(dir + "/config.json", [&](const ByteSink& out) { out(config.data(), config.size()); });
-    write_new(dir + "/model.safetensors", [&](const ByteSink& out) { hf_write_safetensors(model, out); });
+    if (fclose(f) != 0 || !ok) fatal("cannot write %s: %s", partial.c_str(), strerror(errno));
+    if (std::rename(partial.c_str(), path.c_str()) != 0) fatal("cannot rename %s: %s", partial.c_str(), strerror(errno));
 }
 
 void parse(int argc, char** argv) {
@@ -107,29 +85,41 @@ int main(int argc, char** argv) {
     parse(argc, argv);
     Trainer t;
     TrainOptions& o = t.opts;
-    o.B = count("batch", 1, 1 << 16), o.T = count("tokens", 1, 1 << 20);
-    o.steps = count("steps", 0, 1 << 30), o.accum = count("grad-accum", 1, 1 << 16);
-    o.seed = (uint64_t)number("seed", 0, 9e15);
+    o.B = (int)integer("batch", 1, 1 << 16), o.T = (int)integer("tokens", 1, 1 << 20);
+    o.steps = (int)integer("steps", 0, 1 << 30), o.accum = (int)integer("grad-accum", 1, 1 << 16);
+    o.seed = (uint64_t)integer("seed", 0, LLONG_MAX);
     o.adamw.lr = (float)number("lr", 0, 10);
     o.adamw.beta1 = (float)number("beta1", 0, 0.999999), o.adamw.beta2 = (float)number("beta2", 0, 0.999999);
     o.adamw.eps = (float)number("eps", 1e-30, 1), o.adamw.weight_decay = (float)number("weight-decay", 0, 10);
     o.grad_clip = (float)number("grad-clip", 0, 1e9), o.min_lr_frac = (float)number("min-lr-frac", 0, 1);
-    o.warmup = count("warmup", 0, 1 << 30);
+    o.warmup = (int)integer("warmup", 0, 1 << 30);
     if (flags["lr-schedule"] != "cosine" && flags["lr-schedule"] != "constant")
         fatal("bad value for --lr-schedule (gpt2-core): expected cosine or constant, got '%s'",
               flags["lr-schedule"].c_str());
     o.cosine = flags["lr-schedule"] == "cosine";
     o.shuffle = flags["no-shuffle"].empty();
+    // --out is made now, so a run that could not save fails before its first step; a run that fails removes
+    // what it made there, and the directory once empty (a file someone else put there stays).
     const std::string out = flags["out"];
-    if (!out.empty() && std::filesystem::exists(out))
+    std::error_code err;
+    if (!out.empty() && std::filesystem::exists(out, err))
         fatal("bad value for --out (gpt2-core): %s exists; expected a new directory", out.c_str());
+    if (!out.empty() && !std::filesystem::create_directory(out, err))
+        fatal("cannot create --out %s: %s", out.c_str(), err.message().c_str());
+    bool saved = false;
+    FatalCleanup remove_out([&] {
+        if (saved || out.empty()) return;
+        for (const char* name : {"config.json", "model.safetensors"}) std::filesystem::remove(out + "/" + name, err);
+        std::filesystem::remove(out, err);
+    });
 
     if (!flags["model"].empty()) {
         hf_load(&t.model, flags["model"]);
     } else {
-        const GPT2Config cfg = config_make(count("seq-len", 1, 1 << 20), count("vocab", 1, 65536),
-                                           count("layers", 1, 1000), count("heads", 1, 65536),
-                                           count("channels", 1, 65536));
+        const GPT2Config cfg =
+            config_make((int)integer("seq-len", 1, 1 << 20), (int)integer("vocab", 1, 65536),
+                        (int)integer("layers", 1, 1000), (int)integer("heads", 1, 65536),
+                        (int)integer("channels", 1, 65536));
         if (const std::string bad = config_check(cfg, "gpt2-core flags"); !bad.empty()) fatal("%s", bad.c_str());
         gpt2_build(&t.model, cfg);
         gpt2_init_random(&t.model, o.seed);
@@ -139,6 +129,7 @@ int main(int argc, char** argv) {
     gpt2_enable_training(&t.model);
     gpt2_alloc_acts(&t.model, o.B, o.T);
     adamw_prepare(&t.opt, t.model);
+    t.train_dl.accum = o.accum;  // a step's accum * B windows come from one shard, as in gpt2 train
     dataloader_init(&t.train_dl, flags["train"], "--train", cfg.vocab_size, o.B, o.T, o.shuffle, o.seed);
     printf("model: %d layers, %d heads, %d channels, context %d, vocab %d\n", cfg.num_layers, cfg.num_heads,
            cfg.channels, cfg.max_seq_len, cfg.vocab_size);
@@ -150,7 +141,10 @@ int main(int argc, char** argv) {
         fflush(stdout);
     }
     if (!out.empty()) {
-        save(t.model, out);
+        const std::string config = hf_config_json(cfg);
+        write_new(out + "/config.json", [&](const ByteSink& sink) { sink(config.data(), config.size()); });
+        write_new(out + "/model.safetensors", [&](const ByteSink& sink) { hf_write_safetensors(t.model, sink); });
+        saved = true;
         printf("saved %s\n", out.c_str());
     }
     return 0;

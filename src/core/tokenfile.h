@@ -1,7 +1,7 @@
 // tokenfile.h: llm.c's token file format: a header of 256 int32 (magic 20240520, version 1, token
 // count, rest zero) followed by `count` uint16 tokens. Opening one validates magic, version, the count
 // against the file size and every id against the vocabulary; it does not batch (see dataloader.h).
-// Writing token files, mapping them and their fingerprints live in formats/token_files.h.
+// Writing them is formats/token_writer.h's; mapping them and their fingerprints formats/token_files.h's.
 #pragma once
 #include <cstddef>
 #include <cstdint>

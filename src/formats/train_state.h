@@ -69,12 +69,12 @@ void train_state_read(TrainState* ts, const std::string& dir);
 // if the state does not belong to `model` (parameters, geometry) or to the loader's data (window count,
 // content hash), or a moment is not finite (or v negative).
 void train_state_restore(TrainState* ts, const GPT2& model, AdamW* opt, DataLoader* dl, LossHistory* history);
-// FNV-1a hash of a model's parameters or of all a loader's tokens (format 2's data hash), and the cheap
-// hash of the loader's shard fingerprints format 3 records, as 16 hex digits.
-std::string train_state_params_hash(const GPT2& model);
 // A loader state read from a train state, consistent on its own: both orders permutations (or a computed
 // window order), positions inside them, epoch -1 exactly when there are no orders, a non-zero RNG state.
 // false with a message otherwise.
 bool dataloader_state_valid(const DataLoaderState& s, std::string* err);
+// FNV-1a hash of a model's parameters or of all a loader's tokens (format 2's data hash), and the cheap
+// hash of the loader's shard fingerprints format 3 records, as 16 hex digits.
+std::string train_state_params_hash(const GPT2& model);
 std::string train_state_data_hash(const DataLoader& dl);
 std::string train_state_shards_hash(const DataLoader& dl);

@@ -54,21 +54,18 @@ void print_sample(const GPT2& model, const Tokenizer& tok, int tokens, uint64_t 
 StepStats train_step_in_backward(TrainRun* t, int step) {
     const TrainOptions& o = t->opts;
     const double t0 = time_now_s();
-    t->tuner.begin();
-    const DataLoaderState before = dataloader_state(t->train_dl);
+    RunHooks& hooks = t->step_hooks;  // the thread team, the data's position, a data error that saves first
+    hooks.begin();
     std::string err;
-    if (!dataloader_try_next(&t->train_dl, &err)) {
-        dataloader_restore(&t->train_dl, before);
-        fail_on_data(t, step, err);
-    }
+    if (!dataloader_try_next(&t->train_dl, &err)) hooks.data_failed(step, err);
     const double loss = gpt2_forward(&t->model, t->train_dl.inputs.data(), t->train_dl.targets.data(), o.B, o.T);
     train_check_finite(loss, 0, step);
     const float lr = lr_schedule(step, o.steps, o.adamw.lr, o.warmup, o.min_lr_frac, o.cosine);
     const float norm = adamw_step_in_backward(&t->opt, &t->model, o.adamw, lr, o.grad_clip);
     train_check_finite(loss, norm, step);
     train_check_update(*t, norm, step);
-    const int stop = grad_sync_stop(t->sync);
-    t->tuner.end();
+    const int stop = hooks.stop();
+    hooks.end();
     return {loss, norm, lr, (float)((time_now_s() - t0) * 1e3), stop};
 }
 

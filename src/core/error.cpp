@@ -2,9 +2,11 @@
 #include "core/error.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 static std::vector<std::function<void()>*>& fatal_cleanups() {
@@ -58,4 +60,20 @@ void fatal_hint(const std::string& hint, const char* fmt, ...) {
     fprintf(stderr, "hint: %s\n", hint.c_str());
     run_fatal_cleanups();
     exit(1);
+}
+
+std::vector<uint8_t> read_whole_file(const std::string& path, size_t max_bytes) {
+    if (file_read_hook) return file_read_hook(path, max_bytes);
+    FILE* f = fopen(path.c_str(), "rb");
+    if (!f) fatal("cannot open %s: %s", path.c_str(), strerror(errno));
+    std::vector<uint8_t> bytes;
+    uint8_t piece[1 << 16];
+    for (size_t n; (n = fread(piece, 1, sizeof(piece), f)) > 0;) {
+        bytes.insert(bytes.end(), piece, piece + n);
+        if (bytes.size() > max_bytes) fatal("file too large (%s): expected at most %zu bytes", path.c_str(), max_bytes);
+    }
+    const bool failed = ferror(f);
+    fclose(f);
+    if (failed) fatal("cannot read %s: %s", path.c_str(), strerror(errno));
+    return bytes;
 }

@@ -1,8 +1,12 @@
 // error.h: errors a user can cause. fatal() prints one line `error: ...` (fatal_hint: plus one `hint:`
-// line), runs the open FatalCleanups and exits 1; programmer invariants use assert instead.
+// line), runs the open FatalCleanups and exits 1; programmer invariants use assert instead. Also the core's
+// one reader of a user's whole file, whose every failure is such an error.
 #pragma once
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 [[noreturn]] void fatal(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 // fatal() with a second `hint:` line.
@@ -22,3 +26,7 @@ private:
 };
 // Runs the open FatalCleanups now, newest first (fatal() does; so does a command ended by a signal, signals.h).
 void run_fatal_cleanups();
+// Reads a whole file of at most max_bytes; fatal naming it on failure. The core alone uses fopen and fread;
+// ./gpt2 sets file_read_hook to platform/util.h's file_read (regular files only, never blocking).
+inline std::vector<uint8_t> (*file_read_hook)(const std::string& path, size_t max_bytes) = nullptr;
+std::vector<uint8_t> read_whole_file(const std::string& path, size_t max_bytes);

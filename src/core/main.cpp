@@ -102,10 +102,11 @@ int main(int argc, char** argv) {
     // what it made there, and the directory once empty (a file someone else put there stays).
     const std::string out = flags["out"];
     std::error_code err;
-    if (!out.empty() && std::filesystem::exists(out, err))
-        fatal("bad value for --out (gpt2-core): %s exists; expected a new directory", out.c_str());
-    if (!out.empty() && !std::filesystem::create_directory(out, err))
+    if (!out.empty() && !std::filesystem::create_directory(out, err)) {  // false, no error: a directory is there
+        if (!err || err == std::errc::file_exists)
+            fatal("bad value for --out (gpt2-core): %s exists; expected a new directory", out.c_str());
         fatal("cannot create --out %s: %s", out.c_str(), err.message().c_str());
+    }
     bool saved = false;
     FatalCleanup remove_out([&] {
         if (saved || out.empty()) return;

@@ -3,8 +3,6 @@
 
 #include <algorithm>
 #include <cassert>
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
 
 #include "core/error.h"
@@ -146,22 +144,6 @@ bool safetensors_parse(SafeTensors* st, std::vector<uint8_t> bytes, std::string*
     if (!safetensors_parse_header(st, bytes.data(), bytes.size(), bytes.size(), err)) return false;
     st->bytes = std::move(bytes);
     return true;
-}
-
-std::vector<uint8_t> read_whole_file(const std::string& path, size_t max_bytes) {
-    if (file_read_hook) return file_read_hook(path, max_bytes);
-    FILE* f = fopen(path.c_str(), "rb");
-    if (!f) fatal("cannot open %s: %s", path.c_str(), strerror(errno));
-    std::vector<uint8_t> bytes;
-    uint8_t piece[1 << 16];
-    for (size_t n; (n = fread(piece, 1, sizeof(piece), f)) > 0;) {
-        bytes.insert(bytes.end(), piece, piece + n);
-        if (bytes.size() > max_bytes) fatal("file too large (%s): expected at most %zu bytes", path.c_str(), max_bytes);
-    }
-    const bool failed = ferror(f);
-    fclose(f);
-    if (failed) fatal("cannot read %s: %s", path.c_str(), strerror(errno));
-    return bytes;
 }
 
 void safetensors_load(SafeTensors* st, const std::string& path) {

@@ -40,10 +40,6 @@ bool safetensors_parse(SafeTensors* st, std::vector<uint8_t> bytes, std::string*
 // The same checks from the first n bytes of a file of file_size bytes (n covers the header); st->bytes
 // stays empty.
 bool safetensors_parse_header(SafeTensors* st, const uint8_t* data, size_t n, size_t file_size, std::string* err);
-// Reads a whole file of at most max_bytes; fatal naming it on failure. nullptr (the core alone): fopen and
-// fread; ./gpt2's safetensors_plug_in sets platform/util.h's file_read (regular files only, never blocking).
-inline std::vector<uint8_t> (*file_read_hook)(const std::string& path, size_t max_bytes) = nullptr;
-std::vector<uint8_t> read_whole_file(const std::string& path, size_t max_bytes);
 // Widens n F16 or BF16 values to fp32 exactly, as PyTorch does. nullptr (the core alone): those dtypes are
 // refused; ./gpt2's safetensors_plug_in (formats/safetensors_file.h) sets precision/half.h's widenings.
 inline void (*safetensors_widen16)(const std::string& dtype, const uint16_t* src, size_t n, float* out) = nullptr;

@@ -1,7 +1,6 @@
 // tokenfile.cpp: see tokenfile.h.
 #include "core/tokenfile.h"
 
-#include <cerrno>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
@@ -62,14 +61,7 @@ bool tokenfile_check(const uint8_t* data, size_t n, int vocab_size, const std::s
 }
 
 void tokenfile_read(TokenShard* shard, const std::string& path, int vocab_size) {
-    FILE* f = fopen(path.c_str(), "rb");
-    if (!f) fatal("cannot open %s: %s", path.c_str(), strerror(errno));
-    auto bytes = std::make_shared<std::vector<uint8_t>>();
-    uint8_t chunk[1 << 16];
-    for (size_t got; (got = fread(chunk, 1, sizeof(chunk), f)) > 0;) bytes->insert(bytes->end(), chunk, chunk + got);
-    const bool failed = ferror(f);
-    fclose(f);
-    if (failed) fatal("cannot read %s: expected a token file", path.c_str());
+    auto bytes = std::make_shared<std::vector<uint8_t>>(read_whole_file(path, SIZE_MAX));
     std::string err;
     size_t count = 0;
     if (!tokenfile_check(bytes->data(), bytes->size(), vocab_size, path, &count, &err)) fatal("%s", err.c_str());

@@ -14,6 +14,6 @@ void safetensors_load_header(SafeTensors* st, const std::string& path);
 // Writes atomically (staged, fsync, rename) as a new file.
 void safetensors_write_file(const std::string& path, const std::vector<StWriteItem>& items,
                             const std::vector<std::pair<std::string, std::string>>& metadata);
-// Plugs ./gpt2's versions into core/safetensors.h's hooks: platform/util.h's file_read as file_read_hook,
-// precision/half.h's exact widenings as safetensors_widen16. main() calls it first.
+// Plugs ./gpt2's versions into the core's hooks: platform/util.h's file_read as core/error.h's
+// file_read_hook, precision/half.h's exact widenings as safetensors_widen16. main() calls it first.
 void safetensors_plug_in();

@@ -20,6 +20,7 @@
 #include "formats/token_files.h"
 #include "formats/token_writer.h"
 #include "formats/train_state.h"
+#include "report/evaluate.h"
 #include "core/model.h"
 #include "test.h"
 #include "test_os.h"
@@ -116,6 +117,12 @@ TEST(half_and_bfloat_widen_exactly) {
     CHECK(bf16_to_float(0x3F80) == 1.0f && bf16_to_float(0xC0A0) == -5.0f);
 }
 
+// The next training batch, which a file left unchanged always gives.
+static void next_batch(DataLoader* dl) {
+    std::string err;
+    CHECK(dataloader_try_next(dl, &err) && err.empty());
+}
+
 TEST(token_files_and_batches) {
     std::string path = tmp_path("tokens.bin");
     std::vector<int> tokens;
@@ -127,8 +134,8 @@ TEST(token_files_and_batches) {
     DataLoader dl;
     dataloader_init(&dl, path, "--train", 50, 2, 4, true, 7);
     os_unlink(path.c_str());
-    CHECK(dl.num_windows == 6 && dataloader_num_batches(dl) == 3);
-    dataloader_batch_at(&dl, 1);  // windows 2 and 3: tokens [8, 13) and [12, 17)
+    CHECK(dataloader_shard_windows(dl, 0) == 6 && evaluate_num_batches(dl) == 3);
+    evaluate_load_batch(&dl, 1);  // windows 2 and 3: tokens [8, 13) and [12, 17)
     for (int t = 0; t < 4; t++) {
         CHECK(dl.inputs[t] == tokens[8 + t] && dl.targets[t] == tokens[9 + t]);
         CHECK(dl.inputs[4 + t] == tokens[12 + t] && dl.targets[4 + t] == tokens[13 + t]);
@@ -136,7 +143,7 @@ TEST(token_files_and_batches) {
     // one shuffled epoch visits every window once
     std::vector<int> seen(6, 0);
     for (int step = 0; step < 3; step++) {
-        dataloader_next(&dl);
+        next_batch(&dl);
         for (int b = 0; b < 2; b++)
             for (int w = 0; w < 6; w++)
                 if (dl.inputs[b * 4] == tokens[w * 4] && dl.inputs[b * 4 + 1] == tokens[w * 4 + 1]) seen[w]++;
@@ -169,7 +176,7 @@ TEST(core_reads_token_files_as_gpt2_maps_them) {
     tokenfile_open = tokenfile_map;
     dataloader_init(&gpt2, path, "--train", 50, 4, 8, true, 3);
     for (int step = 0; step < 30; step++) {
-        dataloader_next(&core), dataloader_next(&gpt2);
+        next_batch(&core), next_batch(&gpt2);
         CHECK(core.inputs == gpt2.inputs && core.targets == gpt2.targets);
     }
     // a bad id: the same message from both
@@ -217,29 +224,31 @@ TEST(shards_shuffle_like_llmc) {
     dataloader_init(&b, spec, "--train", 1000, 2, 4, true, 7);
     dataloader_init(&c, spec, "--train", 1000, 2, 4, true, 8);
     dataloader_init(&seq, spec, "--train", 1000, 2, 4, false, 7);
-    CHECK(a.shards.size() == 3 && a.num_windows == 24 && dataloader_num_tokens(a) == 99);
+    CHECK(a.shards.size() == 3 && token_files_num_tokens(a) == 99);
+    CHECK(dataloader_shard_windows(a, 0) == 10 && dataloader_shard_windows(a, 1) == 6 &&
+          dataloader_shard_windows(a, 2) == 8);
     // 12 batches of 2 per epoch (every shard's windows divide by B); 3 epochs
     bool differs = false, orders_differ = false;
     std::vector<uint32_t> first_shard_order;
     for (int epoch = 0; epoch < 3; epoch++) {
         std::vector<int> seen(99, 0);
         for (int i = 0; i < 12; i++) {
-            dataloader_next(&a), dataloader_next(&b), dataloader_next(&c), dataloader_next(&seq);
+            next_batch(&a), next_batch(&b), next_batch(&c), next_batch(&seq);
             CHECK(a.inputs == b.inputs && a.targets == b.targets);  // same seed, same batches
             differs = differs || a.inputs != c.inputs;
             const std::vector<int> rows = row_starts(a);
             for (int r : rows) seen[r]++;
             // both rows come from one shard: the shard the loader says it is in
             for (int r : rows)
-                CHECK(r >= tok[a.at.shard_order[a.at.shard_pos]][0] && r <= tok[a.at.shard_order[a.at.shard_pos]].back());
+                CHECK(r >= tok[a.shard_order[a.shard_pos]][0] && r <= tok[a.shard_order[a.shard_pos]].back());
             for (int t = 0; t < 4; t++) CHECK(a.targets[t] == a.inputs[t] + 1);
             // in order: shards 0, 1, 2 and their windows from the first
             const int k = i < 5 ? i : i < 8 ? i - 5 : i - 8, s = i < 5 ? 0 : i < 8 ? 1 : 2;
             CHECK(row_starts(seq) == (std::vector<int>{tok[s][0] + 8 * k, tok[s][0] + 8 * k + 4}));
         }
-        if (epoch == 0) first_shard_order = a.at.shard_order;
-        else orders_differ = orders_differ || a.at.shard_order != first_shard_order;
-        CHECK(a.at.epoch == epoch);
+        if (epoch == 0) first_shard_order = a.shard_order;
+        else orders_differ = orders_differ || a.shard_order != first_shard_order;
+        CHECK(a.epoch == epoch);
         for (size_t s = 0; s < 3; s++)  // every window once per epoch, nothing else
             for (int i = 0; i < (int)tok[s].size(); i++)
                 CHECK(seen[tok[s][i]] == ((i % 4 == 0 && i + 4 < (int)tok[s].size()) ? 1 : 0));
@@ -253,7 +262,7 @@ TEST(shards_shuffle_like_llmc) {
     dataloader_init(&r0, spec, "--train", 1000, 2, 4, true, 3);
     dataloader_init(&r1, spec, "--train", 1000, 2, 4, true, 3);
     for (int i = 0; i < 20; i++) {
-        dataloader_next(&one), dataloader_next(&r0), dataloader_next(&r1);
+        next_batch(&one), next_batch(&r0), next_batch(&r1);
         std::vector<int> both = r0.inputs;
         both.insert(both.end(), r1.inputs.begin(), r1.inputs.end());
         CHECK(both == one.inputs);
@@ -279,7 +288,7 @@ TEST(shards_shuffle_like_llmc) {
             std::vector<int> set;
             for (int m = 0; m < sp.accum; m++)
                 for (int r = 0; r < sp.world; r++) {
-                    dataloader_next(&loaders[l + r]);
+                    next_batch(&loaders[l + r]);
                     for (int w : row_starts(loaders[l + r])) set.push_back(w);
                 }
             l += sp.world;
@@ -288,10 +297,10 @@ TEST(shards_shuffle_like_llmc) {
         }
         for (const std::vector<int>& set : sets) CHECK(set == sets[0] && set.size() == 4);
     }
-    CHECK(loaders[0].at.epoch >= 2);  // through three epochs
+    CHECK(loaders[0].epoch >= 2);  // through three epochs
     // evaluation batches go through each shard's consecutive windows in turn
-    CHECK(dataloader_num_batches(a) == 12);
-    dataloader_batch_at(&a, 6);  // shard 1, its second batch: windows 2 and 3
+    CHECK(evaluate_num_batches(a) == 12);
+    evaluate_load_batch(&a, 6);  // shard 1, its second batch: windows 2 and 3
     CHECK(row_starts(a) == (std::vector<int>{tok[1][8], tok[1][12]}));
     for (const std::string& p : paths) os_unlink(p.c_str());
 }
@@ -472,8 +481,8 @@ TEST(large_shards_compute_their_order) {
     std::vector<int> first_epoch;
     bool seeds_differ = false;
     for (size_t step = 0; step < n / 16 - 10; step++) {  // most of an epoch
-        dataloader_next(&a), dataloader_next(&b), dataloader_next(&seq);
-        CHECK(a.at.order.empty() && a.at.order_windows == n);  // nothing stored
+        next_batch(&a), next_batch(&b), next_batch(&seq);
+        CHECK(a.order.empty() && a.order_windows == n);  // nothing stored
         seeds_differ = seeds_differ || a.inputs != b.inputs;
         for (int r = 0; r < 16; r++) CHECK(seq.inputs[r] == (int)((step * 16 + r) % 1000));  // in order
         if (step < 4) first_epoch.insert(first_epoch.end(), a.inputs.begin(), a.inputs.end());
@@ -482,8 +491,8 @@ TEST(large_shards_compute_their_order) {
     // every window once: count through a fresh loader's order of the same seed
     DataLoader c;
     dataloader_init(&c, path, "--train", 1000, 16, 1, true, 7);
-    dataloader_next(&c);
-    for (size_t i = 0; i < n; i++) count[dataloader_permute(i, c.at.order_windows, c.at.order_key)]++;
+    next_batch(&c);
+    for (size_t i = 0; i < n; i++) count[dataloader_permute(i, c.order_windows, c.order_key)]++;
     bool once = true;
     for (int k : count) once = once && k == 1;
     CHECK(once);
@@ -495,12 +504,12 @@ TEST(large_shards_compute_their_order) {
     dataloader_init(&r, path, "--train", 1000, 16, 1, true, 1);
     dataloader_restore(&r, s);
     for (int i = 0; i < 3; i++) {
-        dataloader_next(&a), dataloader_next(&r);
+        next_batch(&a), next_batch(&r);
         CHECK(a.inputs == r.inputs);
     }
     // the next epoch draws another key
-    const uint64_t key = a.at.order_key;
-    while (a.at.epoch == 0) dataloader_next(&a);
-    CHECK(a.at.order_key != key && a.at.order_key != 0);
+    const uint64_t key = a.order_key;
+    while (a.epoch == 0) next_batch(&a);
+    CHECK(a.order_key != key && a.order_key != 0);
     os_unlink(path.c_str());
 }

@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "formats/checkpoint.h"
 #include "core/dataloader.h"
+#include "formats/token_files.h"
 #include "core/model.h"
 #include "report/evaluate.h"
 
@@ -59,13 +60,13 @@ int cmd_eval(int argc, char** argv) {
                  std::to_string(T), "lower -B or -T");
     DataLoader dl;
     dataloader_init(&dl, args.str("data"), "--data", model.cfg.vocab_size, B, T, false, 0);
-    size_t available = dataloader_num_batches(dl);
+    size_t available = evaluate_num_batches(dl);
     if ((size_t)batches > available)
         fatal("too few tokens in %s for --batches %d: it holds %zu batches of B=%d, T=%d", args.str("data").c_str(),
               batches, available, B, T);
     // Progress on stderr: rewritten in place on a terminal, else a line at each tenth.
     ProgressLine line(stderr, progress_in_place(stderr, false), true);
-    const double t0 = time_now_s(), total = all ? (double)(dataloader_num_tokens(dl) - dl.shards.size()) : (double)batches * B * T;
+    const double t0 = time_now_s(), total = all ? (double)(token_files_num_tokens(dl) - dl.shards.size()) : (double)batches * B * T;
     const auto progress = [&](double done) {
         if (stop_requested()) {  // stop_catch_abort's: the line ends before the interrupted one
             line.close();

@@ -4,6 +4,6 @@
 
 // Sets every hook the core offers: huge pages for its buffers (core/buffer.h), decoding's mat-vecs over a
 // weight's bf16 or q8 copy (core/layers.h), whole-file reads and F16/BF16 widening for safetensors
-// (core/safetensors.h), mapped shards, globs and the SIGBUS guard for token files (core/tokenfile.h,
-// core/dataloader.h).
+// (core/safetensors.h), mapped shards, globs, the shard order and guarded reads for token files
+// (core/tokenfile.h, core/dataloader.h).
 void extensions_plug_in();

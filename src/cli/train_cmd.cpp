@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "formats/checkpoint.h"
 #include "core/dataloader.h"
+#include "formats/token_files.h"
 #include "inference/generate.h"
 #include "core/model.h"
 #include "precision/precision.h"
@@ -521,7 +522,7 @@ void print_data(const TrainRun& t) {
     const TrainOptions& o = t.opts;
     const RunOptions& r = t.run;
     const auto count = [](const DataLoader& dl, const char* what) {
-        std::string s = std::to_string(dataloader_num_tokens(dl)) + " " + what + " tokens";
+        std::string s = std::to_string(token_files_num_tokens(dl)) + " " + what + " tokens";
         return dl.shards.size() > 1 ? s + " in " + std::to_string(dl.shards.size()) + " shards" : s;
     };
     std::string shape = o.accum > 1 ? "--grad-accum " + std::to_string(o.accum) + " x " : "";

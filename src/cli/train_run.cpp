@@ -120,8 +120,8 @@ void trainer_load_data(TrainRun* t) {
     if (r.val_path.empty()) return;
     dataloader_init(&t->val_dl, r.val_path, "--val", t->model.cfg.vocab_size, o.B, o.T, false, o.seed);
     const int ranks = t->sync.ranks;  // each validates its share of the batches
-    t->val_n = std::min((size_t)r.val_batches, dataloader_num_batches(t->val_dl) / ranks);
-    if (dataloader_num_batches(t->val_dl) < (size_t)ranks)
+    t->val_n = std::min((size_t)r.val_batches, evaluate_num_batches(t->val_dl) / ranks);
+    if (evaluate_num_batches(t->val_dl) < (size_t)ranks)
         fatal("too few tokens in %s for %d ranks: expected at least %d windows of T=%d", r.val_path.c_str(), ranks,
               o.B * ranks, o.T);
 }

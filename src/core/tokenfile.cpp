@@ -10,18 +10,18 @@
 
 // Formats like printf into *err and returns false, so each check below is one line.
 __attribute__((format(printf, 2, 3))) static bool tokenfile_fail(std::string* err, const char* fmt, ...) {
-    va_list ap, ap2;
+    char message[4096];  // as long as fatal's whole line
+    va_list ap;
     va_start(ap, fmt);
-    va_copy(ap2, ap);
-    int len = vsnprintf(nullptr, 0, fmt, ap);
+    vsnprintf(message, sizeof(message), fmt, ap);
     va_end(ap);
-    err->assign(len > 0 ? (size_t)len : 0, '\0');
-    if (len > 0) vsnprintf(&(*err)[0], (size_t)len + 1, fmt, ap2);
-    va_end(ap2);
+    *err = message;
     return false;
 }
 
-static bool check_header(const uint8_t* data, size_t n, const char* w, size_t* count, std::string* err) {
+bool tokenfile_check(const uint8_t* data, size_t n, int vocab_size, const std::string& where, size_t* count,
+                     std::string* err) {
+    const char* w = where.c_str();
     if (n < kTokenFileHeaderBytes)
         return tokenfile_fail(err, "token file too short (%s): expected a %zu-byte header, got %zu bytes", w,
                               kTokenFileHeaderBytes, n);
@@ -42,12 +42,6 @@ static bool check_header(const uint8_t* data, size_t n, const char* w, size_t* c
                               "token count mismatch in token file (%s) at offset 8: header says %d, file holds %zu", w,
                               header[2], payload / 2);
     *count = payload / 2;
-    return true;
-}
-
-bool tokenfile_check(const uint8_t* data, size_t n, int vocab_size, const std::string& where, size_t* count,
-                     std::string* err) {
-    if (!check_header(data, n, where.c_str(), count, err)) return false;
     const uint16_t* tokens = reinterpret_cast<const uint16_t*>(data + kTokenFileHeaderBytes);
     const size_t n_tokens = *count;
     uint16_t max = 0;  // one branch-free pass; the position is looked up only on failure
@@ -55,8 +49,8 @@ bool tokenfile_check(const uint8_t* data, size_t n, int vocab_size, const std::s
     if ((int)max < vocab_size) return true;
     for (size_t i = 0; i < n_tokens; i++)
         if ((int)tokens[i] >= vocab_size)
-            return tokenfile_fail(err, "token id %d out of range in %s at byte offset %zu: expected < %d", tokens[i],
-                                  where.c_str(), kTokenFileHeaderBytes + 2 * i, vocab_size);
+            return tokenfile_fail(err, "token id %d out of range in %s at byte offset %zu: expected < %d", tokens[i], w,
+                                  kTokenFileHeaderBytes + 2 * i, vocab_size);
     return true;
 }
 

@@ -1,10 +1,10 @@
 // token_files.cpp: see token_files.h.
 #include "formats/token_files.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
-#include "core/dataloader.h"
 #include "platform/hash.h"
 #include "platform/output_files.h"
 #include "platform/platform.h"
@@ -74,11 +74,63 @@ std::vector<std::string> token_files_expand(const std::string& spec, const char*
         if (found.empty()) fatal("no file matches %s '%s': expected at least one token file", flag, item.c_str());
         paths.insert(paths.end(), found.begin(), found.end());
     }
+    if (paths.size() > UINT32_MAX) fatal("too many shards in %s '%s'", flag, spec.c_str());  // orders are uint32
     return paths;
+}
+
+size_t token_files_num_tokens(const DataLoader& dl) {
+    size_t n = 0;
+    for (const TokenShard& s : dl.shards) n += s.num_tokens;
+    return n;
+}
+
+void token_files_next_shard(DataLoader* dl) {
+    if (dl->epoch < 0 || dl->shard_pos + 1 >= dl->shard_order.size()) {
+        dl->epoch++;
+        dataloader_order(&dl->shard_order, dl->shards.size(), dl->shuffle, &dl->rng);
+        dl->shard_pos = 0;
+    } else {
+        dl->shard_pos++;
+    }
+}
+
+namespace {
+
+struct WindowCopy {
+    DataLoader* dl;
+    const TokenShard* shard;
+    const uint32_t* windows;
+};
+
+void copy_windows(void* arg) {
+    const WindowCopy* w = static_cast<const WindowCopy*>(arg);
+    dataloader_copy(w->dl, *w->shard, w->windows, nullptr);
+}
+
+}  // namespace
+
+// A mapped shard another process truncated faults in the copy (caught by stop_guard_bus), and one rewritten
+// in place may hold ids it did not hold at open.
+bool token_files_read(DataLoader* dl, const TokenShard& shard, const uint32_t* windows, std::string* err) {
+    WindowCopy w{dl, &shard, windows};
+    const char* hint = "expected token files to stay unchanged while gpt2 reads them";
+    if (!stop_guard_bus(copy_windows, &w)) {
+        *err = "token file changed during the run (" + shard.path + "): it is shorter than when it was opened; " + hint;
+        return false;
+    }
+    int bad_id = -1;  // the last one read
+    for (size_t i = 0; i < dl->inputs.size(); i++)
+        if (dl->inputs[i] >= dl->vocab_size || dl->targets[i] >= dl->vocab_size)
+            bad_id = std::max(dl->inputs[i], dl->targets[i]);
+    if (bad_id < 0) return true;
+    *err = "token file changed during the run (" + shard.path + "): it now holds id " + std::to_string(bad_id) +
+           ", outside the vocabulary of " + std::to_string(dl->vocab_size) + " it was checked against; " + hint;
+    return false;
 }
 
 void token_files_plug_in() {
     tokenfile_open = tokenfile_map;
     dataloader_expand = token_files_expand;
-    dataloader_guard = stop_guard_bus;
+    dataloader_next_shard = token_files_next_shard;
+    dataloader_read = token_files_read;
 }

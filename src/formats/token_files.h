@@ -1,11 +1,12 @@
 // token_files.h: how ./gpt2 reads llm.c token files (core/tokenfile.h's format) beyond the core's plain
-// read: shards mapped read-only, fingerprinted for resume, named by comma-separated lists and globs, and
-// guarded against a file that shrinks under the run. token_files_plug_in puts these into the core's seams.
+// read of one file: shards mapped read-only, fingerprinted for resume, named by comma-separated lists and
+// globs, visited in a seeded order each epoch, and guarded against a file that changes under the run.
+// token_files_plug_in puts these into the core's seams.
 #pragma once
 #include <string>
 #include <vector>
 
-#include "core/tokenfile.h"
+#include "core/dataloader.h"
 
 // Maps `path` read-only (MAP_PRIVATE) and validates it as tokenfile_check does, every id included (one
 // sequential pass at open, then the pages are dropped from this process: a bad id is reported before
@@ -20,5 +21,13 @@ std::string tokenfile_fingerprint(const TokenShard& shard);
 // The files `spec` names: comma-separated paths or glob patterns (a pattern's matches sorted by name, as
 // llm.c sorts them). fatal naming `flag` and the pattern when a pattern matches nothing.
 std::vector<std::string> token_files_expand(const std::string& spec, const char* flag);
-// Sets the core's seams to the above: tokenfile_open, dataloader_expand, dataloader_guard (stop_guard_bus).
+// The next shard of dl's epoch (llm.c's shuffle): each epoch a seeded permutation of the shards (with no
+// shuffle, in order), drawn from the loader's RNG before the first shard's window order.
+void token_files_next_shard(DataLoader* dl);
+// Reads a batch's windows (dataloader_copy) guarded: false naming the shard when its mapping shrank under
+// the run (a SIGBUS, caught) or it now holds an id >= dl->vocab_size (rewritten in place since its check).
+bool token_files_read(DataLoader* dl, const TokenShard& shard, const uint32_t* windows, std::string* err);
+// Tokens over all of dl's shards.
+size_t token_files_num_tokens(const DataLoader& dl);
+// Sets the core's seams to the above: tokenfile_open, dataloader_expand, dataloader_next_shard, dataloader_read.
 void token_files_plug_in();

@@ -44,6 +44,18 @@ bool dataloader_state_valid(const DataLoaderState& s, std::string* err) {
     return true;
 }
 
+DataLoaderState dataloader_state(const DataLoader& dl) {
+    assert(dl.micro == 0 && "taken between steps");
+    return {dl.shard_order, dl.shard_pos, dl.order, dl.order_key, dl.order_windows, dl.epoch, dl.pos, dl.rng};
+}
+
+void dataloader_restore(DataLoader* dl, const DataLoaderState& s) {
+    dl->shard_order = s.shard_order, dl->shard_pos = s.shard_pos;
+    dl->order = s.order, dl->order_key = s.order_key, dl->order_windows = s.order_windows;
+    dl->epoch = s.epoch, dl->pos = s.pos, dl->rng = s.rng;
+    dl->micro = 0;  // states are taken between steps
+}
+
 // fatal (naming `where`, the train state) when the loader state s does not fit dl's shards.
 static void check_loader_fits(const DataLoader& dl, const DataLoaderState& s, const std::string& where) {
     if (s.shard_order.empty()) return;
@@ -419,9 +431,9 @@ void train_state_restore(TrainState* state, const GPT2& model, AdamW* opt, DataL
         if (dl->shards.size() != 1)
             fatal("training data changed (%s): the run was trained on one file, %s names %zu", path, spec,
                   dl->shards.size());
-        if (!ts.loader.order.empty() && ts.loader.order.size() != dl->num_windows)
+        if (!ts.loader.order.empty() && ts.loader.order.size() != dataloader_shard_windows(*dl, 0))
             fatal("training data changed (%s): the train state orders %zu windows, %s holds %zu", path,
-                  ts.loader.order.size(), spec, dl->num_windows);
+                  ts.loader.order.size(), spec, dataloader_shard_windows(*dl, 0));
         if (!ts.data_hash.empty() && ts.data_hash != train_state_data_hash(*dl))
             fatal("training data changed (%s): %s hashes to %s, the run was trained on %s", path, spec,
                   train_state_data_hash(*dl).c_str(), ts.data_hash.c_str());

@@ -15,6 +15,24 @@
 #include "core/model.h"
 #include "core/optimizer.h"
 
+// Where a training loader is in its data, as a checkpoint keeps it: DataLoader's position fields (its
+// epoch's shard order and the current shard in it, that shard's window order, stored or computed, and the
+// next index in it, and the RNG that shuffles what comes next), taken between steps. Empty orders mean no
+// batch was drawn yet.
+struct DataLoaderState {
+    std::vector<uint32_t> shard_order;
+    size_t shard_pos = 0;
+    std::vector<uint32_t> order;
+    uint64_t order_key = 0;
+    size_t order_windows = 0;
+    int epoch = -1;
+    size_t pos = 0;
+    Rng rng;
+};
+DataLoaderState dataloader_state(const DataLoader& dl);  // between optimizer steps (micro 0)
+// Puts dl where s says; s must fit dl's shards (train_state_restore checks a state read from a file).
+void dataloader_restore(DataLoader* dl, const DataLoaderState& s);
+
 // Losses so far, (step, loss), for the plot; kept in the train state so a resumed run plots it all.
 struct LossHistory {
     std::vector<std::pair<int, float>> train, val;

@@ -1,14 +1,34 @@
 // evaluate.cpp: see evaluate.h.
 #include "report/evaluate.h"
 
+#include "core/error.h"
 #include "dist/dist.h"
+#include "formats/token_files.h"
+
+size_t evaluate_num_batches(const DataLoader& dl) {
+    size_t n = 0;
+    for (size_t s = 0; s < dl.shards.size(); s++) n += dataloader_shard_windows(dl, s) / dl.B;
+    return n;
+}
+
+void evaluate_load_batch(DataLoader* dl, size_t index) {
+    if (index >= evaluate_num_batches(*dl))
+        fatal("batch %zu out of range for %s: it holds %zu batches of B=%d, T=%d", index, dl->spec.c_str(),
+              evaluate_num_batches(*dl), dl->B, dl->T);
+    size_t s = 0;
+    for (; index >= dataloader_shard_windows(*dl, s) / dl->B; s++) index -= dataloader_shard_windows(*dl, s) / dl->B;
+    std::vector<uint32_t> windows(dl->B);
+    for (int b = 0; b < dl->B; b++) windows[b] = (uint32_t)(index * dl->B + b);
+    std::string err;
+    if (!dataloader_read(dl, dl->shards[s], windows.data(), &err)) fatal("%s", err.c_str());
+}
 
 float evaluate_batches(GPT2* model, DataLoader* dl, size_t batches, const std::function<void(double)>& progress) {
     // A batch is world * B windows, as a training step's: this rank takes the rank-th B of each.
     const int world = dist_world();
     double sum = 0;
     for (size_t i = 0; i < batches; i++) {
-        dataloader_batch_at(dl, i * world + dist_rank());
+        evaluate_load_batch(dl, i * world + dist_rank());
         sum += gpt2_forward(model, dl->inputs.data(), dl->targets.data(), dl->B, dl->T);
         if (progress) progress((double)(i + 1) / (double)batches);
     }
@@ -18,13 +38,13 @@ float evaluate_batches(GPT2* model, DataLoader* dl, size_t batches, const std::f
 
 double evaluate_every_token(GPT2* model, DataLoader* dl, size_t* tokens, const std::function<void(double)>& progress) {
     const size_t T = dl->T;
-    const double total = (double)(dataloader_num_tokens(*dl) - dl->shards.size());  // tokens predicted
+    const double total = (double)(token_files_num_tokens(*dl) - dl->shards.size());  // tokens predicted
     double sum = 0;  // of per-token losses
     size_t batch = 0, predicted = 0;
     for (size_t s = 0; s < dl->shards.size(); s++) {
         const size_t batches = dataloader_shard_windows(*dl, s) / dl->B;
         for (size_t i = 0; i < batches; i++) {
-            dataloader_batch_at(dl, batch++);
+            evaluate_load_batch(dl, batch++);
             sum += (double)gpt2_forward(model, dl->inputs.data(), dl->targets.data(), dl->B, dl->T) * dl->B * T;
             if (progress) progress((double)(predicted + (i + 1) * dl->B * T) / total);
         }

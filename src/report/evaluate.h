@@ -7,6 +7,12 @@
 #include "core/dataloader.h"
 #include "core/model.h"
 
+// Number of whole batches of consecutive windows, summed over dl's shards.
+size_t evaluate_num_batches(const DataLoader& dl);
+// Loads batch `index` of consecutive windows into dl's inputs and targets, counting each shard's whole
+// batches in turn (for one file: windows index*B .. index*B + B - 1). A shard that changed under the run is
+// fatal, as for training (dataloader_read).
+void evaluate_load_batch(DataLoader* dl, size_t index);
 // Mean loss over the first `batches` consecutive batches of dl. With several ranks (dist/dist.h) a batch is
 // world * B windows, this rank evaluating its B of each; every rank gets the shared mean.
 // `progress`, when set, is called after each batch with the fraction done.

@@ -193,6 +193,26 @@ TEST(core_reads_token_files_as_gpt2_maps_them) {
     os_unlink(g_bad_tokens.c_str());
 }
 
+// A shard rewritten in place under the run, with ids outside the vocabulary it was checked against: the next
+// batch fails with one message naming the shard and the id (cli_red_team.sh's D15 runs it under train).
+TEST(a_shard_rewritten_under_the_run_fails_the_next_batch) {
+    const std::string path = tmp_path("rewritten.bin");
+    tokenfile_write(path, std::vector<int>(401, 7));
+    DataLoader dl;
+    dataloader_init(&dl, path, "--train", 50, 2, 4, true, 1);
+    next_batch(&dl);
+    const std::vector<uint16_t> ids(401, 60);
+    const int fd = os_open_lock(path);
+    CHECK(fd >= 0 && os_pwrite(fd, ids.data(), ids.size() * 2, kTokenFileHeaderBytes) == (long)ids.size() * 2);
+    os_close(fd);
+    if (dl.shards[0].tokens[0] != 60) SKIP("this system's private mappings do not show a later write");
+    std::string err;
+    CHECK(!dataloader_try_next(&dl, &err));
+    CHECK(err == "token file changed during the run (" + path + "): it now holds id 60, outside the vocabulary of " +
+                     "50 it was checked against; expected token files to stay unchanged while gpt2 reads them");
+    os_unlink(path.c_str());
+}
+
 // Three shards of 41, 25 and 33 tokens whose ids are their global positions, so a window's first id names
 // its shard and window. With T=4: 10, 6 and 8 windows.
 std::vector<std::string> write_shards(std::vector<std::vector<int>>* shards) {

@@ -24,7 +24,7 @@ struct DataLoader {
     // rank count. The core is rank 0 of 1; ./gpt2 sets rank and world under mpirun.
     int rank = 0, world = 1, accum = 1;
     bool shuffle = false;
-    // Where it is in its data, set before each step (formats/train_state.h keeps it in a checkpoint):
+    // Where it is in its data (formats/train_state.h keeps it in a checkpoint):
     int epoch = -1;                     // -1: no batch drawn yet
     std::vector<uint32_t> shard_order;  // the shards of this epoch, in order ({0}: the core's one file)
     size_t shard_pos = 0;               // the current shard's index in shard_order
@@ -45,8 +45,8 @@ const size_t kDataLoaderStoredOrder = 65536;
 // A bijection of [0, n) chosen by key (n <= 2^32; key 0: the identity): a 4-round Feistel network on the
 // smallest 2^(2h) >= n, applied again until the value falls inside [0, n) (cycle walking).
 uint32_t dataloader_permute(uint64_t i, uint64_t n, uint64_t key);
-// 0..n-1 into *order, in a Fisher-Yates permutation drawn from rng when shuffling. One element draws
-// nothing, so a single file's window orders are what they were before shards.
+// 0..n-1 into *order, in a Fisher-Yates permutation drawn from rng when shuffling (one element draws
+// nothing). Each window order is one; so is ./gpt2's shard order.
 void dataloader_order(std::vector<uint32_t>* order, size_t n, bool shuffle, Rng* rng);
 
 // Seam: the files `spec` names (`flag` for messages). The core's default takes spec as one path; ./gpt2's

@@ -22,7 +22,8 @@ std::string tokenfile_fingerprint(const TokenShard& shard);
 // llm.c sorts them). fatal naming `flag` and the pattern when a pattern matches nothing.
 std::vector<std::string> token_files_expand(const std::string& spec, const char* flag);
 // The next shard of dl's epoch (llm.c's shuffle): each epoch a seeded permutation of the shards (with no
-// shuffle, in order), drawn from the loader's RNG before the first shard's window order.
+// shuffle, in order), drawn from the loader's RNG before the first shard's window order. One shard draws
+// nothing, so a single file takes the windows the core's default (one file, no shards) takes.
 void token_files_next_shard(DataLoader* dl);
 // Reads a batch's windows (dataloader_copy) guarded: false naming the shard when its mapping shrank under
 // the run (a SIGBUS, caught) or it now holds an id >= dl->vocab_size (rewritten in place since its check).

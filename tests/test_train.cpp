@@ -156,12 +156,13 @@ TEST(bf16_weight_copy_follows_every_adamw_update) {
         gpt2_backward(&model, 1.0f);
         adamw_update(&opt, &model, oc, 1e-2f);
         int stale = 0;
-        for (size_t i = 0; i < model.params.size(); i++) stale += model.params16[i] != bf16_round(model.params[i]);
+        const std::vector<uint16_t>& params16 = gpt2_precision_copies(model)->params16;
+        for (size_t i = 0; i < model.params.size(); i++) stale += params16[i] != bf16_round(model.params[i]);
         CHECK(stale == 0);
     }
     CHECK(last < first);  // bf16 training still learns the batch
     gpt2_set_precision(&model, Precision::kFp32);
-    CHECK(model.params16.empty());
+    CHECK(!model.copies && gpt2_precision(model) == Precision::kFp32);
 }
 
 namespace {

@@ -7,7 +7,6 @@
 // Each kernel's shapes are given at its declaration. The math follows the GPT-2 paper and nanoGPT.
 #pragma once
 #include <cstddef>
-#include <cstdint>
 
 #include "core/isa.h"
 
@@ -59,7 +58,7 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
 // Causal multi-head self-attention, HS = C / NH. qkv (N, 3C) holds q, k, v per row; out (N, C)
 // (overwrites); lse (B, NH, T) the log-sum-exp of each query's scaled scores (overwrites), all the
 // backward needs to rebuild the softmax: no (T, T) probabilities are stored.
-// ops: the operands of its products (gemm.h; null: fp32), as for the cached and backward ones below.
+// ops, here and below: the operands of attention's products (gemm.h; null: fp32).
 void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH,
                        const GemmOperands* ops = nullptr);
 // The same attention for n new rows of one sequence at positions p0..p0+n-1 over a KV cache: qkv (n, 3C)

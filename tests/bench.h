@@ -4,7 +4,7 @@
 #pragma once
 #include <string>
 
-#include "core/bf16.h"
+#include "precision/precision.h"
 
 // Keeps value under key for the rest of this run; bench_kept returns it, or 0 when this run has not
 // measured it (a case run on its own then prints its figure without the ratio).

@@ -51,11 +51,11 @@ DecodeSpeed decode_speed(const GPT2& model, int prompt_len) {
 }  // namespace
 
 double bench_weight_bytes(const GPT2& model) {
-    if (model.precision == Precision::kBf16) return 2.0 * model.num_params;
+    if (gpt2_precision(model) == Precision::kBf16) return 2.0 * model.num_params;
     double bytes = 4.0 * model.num_params;
+    const PrecisionCopies* c = gpt2_precision_copies(model);
     for (const TensorInfo& t : model.param_table)  // int8: a byte per weight and 2 per block of 32
-        if (std::binary_search(model.q8_offsets.begin(), model.q8_offsets.end(), t.offset))
-            bytes -= t.numel() * (4.0 - 1.0 - 2.0 / kQ8Block);
+        if (c && c->at.count(t.offset) && c->at.at(t.offset).q8) bytes -= t.numel() * (4.0 - 1.0 - 2.0 / kQ8Block);
     return bytes;
 }
 

@@ -15,7 +15,6 @@
 #include "platform/util.h"
 #include "bench.h"
 #include "core/adamw.h"
-#include "core/bf16.h"
 #include "core/gemm.h"
 #include "core/model.h"
 #include "precision/precision.h"
@@ -191,14 +190,15 @@ void bench_linear(const char* name, int N, int IC, int OC, Precision prec) {
     std::vector<float> inp((size_t)N * IC, 0.5f), w((size_t)OC * IC, 0.25f), out((size_t)N * OC);
     std::vector<float> dinp((size_t)N * IC), dw((size_t)OC * IC);
     const double flops = 2.0 * N * IC * OC;
+    const GemmOperands* ops = prec == Precision::kBf16 ? bf16_gemm_operands() : nullptr;
     double t[3];
     for (int which = 0; which < 3; which++) {
         std::vector<double> times;
         for (int rep = 0; rep < 7; rep++) {
             double t0 = time_now_s();
-            if (which == 0) gemm(N, OC, IC, inp.data(), IC, false, w.data(), IC, true, out.data(), OC, false, prec);
-            if (which == 1) gemm(N, IC, OC, out.data(), OC, false, w.data(), IC, false, dinp.data(), IC, true, prec);
-            if (which == 2) gemm(OC, IC, N, out.data(), OC, true, inp.data(), IC, false, dw.data(), IC, true, prec);
+            if (which == 0) gemm(N, OC, IC, inp.data(), IC, false, w.data(), IC, true, out.data(), OC, false, ops);
+            if (which == 1) gemm(N, IC, OC, out.data(), OC, false, w.data(), IC, false, dinp.data(), IC, true, ops);
+            if (which == 2) gemm(OC, IC, N, out.data(), OC, true, inp.data(), IC, false, dw.data(), IC, true, ops);
             times.push_back(time_now_s() - t0);
         }
         t[which] = median(times);

@@ -143,7 +143,8 @@ TEST(int8_model_holds_the_values_of_its_q8_0_export) {
     CHECK(int8.params == back.params);  // --precision int8 runs exactly the weights llama.cpp reads as q8_0
     // and int8 on the loaded file quantizes its values back to the file's own blocks
     CHECK(gpt2_set_precision(&back, Precision::kInt8) == 10);
-    CHECK(back.params == int8.params && back.params8 == int8.params8 && back.params8_d == int8.params8_d);
+    const PrecisionCopies &b8 = *gpt2_precision_copies(back), &i8 = *gpt2_precision_copies(int8);
+    CHECK(back.params == int8.params && b8.params8 == i8.params8 && b8.params8_d == i8.params8_d);
     bool differs = false;
     for (size_t i = 0; i < model.params.size(); i++) differs = differs || model.params[i] != int8.params[i];
     CHECK(differs);

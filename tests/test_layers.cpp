@@ -22,6 +22,7 @@
 #include "core/gemm.h"
 #include "core/layers.h"
 #include "inference/matvec.h"
+#include "precision/precision.h"
 #include "test.h"
 
 namespace {
@@ -146,7 +147,7 @@ TEST(bf16_round_is_nearest_even_and_vector_matches_scalar) {
 
 namespace {
 
-// Precision::kBf16's gemm on its current path (vdpbf16ps or AMX tiles) against gemm_bf16_ref: on 1, 2 and 3
+// bf16's gemm on its current path (vdpbf16ps or AMX tiles) against gemm_bf16_ref: on 1, 2 and 3
 // threads with the same bits from each, B given as its bf16 rounding with the same bits again, and within
 // the fp32 bar, which the unrounded product misses by far. Prints `path`'s worst error against the bar.
 void check_gemm_bf16(const char* path) {
@@ -171,7 +172,7 @@ void check_gemm_bf16(const char* path) {
                         std::vector<float> C = C0;
                         with_threads(threads, [&] {
                             gemm(s.M, s.N, s.K, A.data(), lda, ta, B.data(), ldb, tb, C.data(), s.N, acc,
-                                 Precision::kBf16);
+                                 bf16_gemm_operands());
                         });
                         double max_diff = 0;
                         for (size_t i = 0; i < C.size(); i++) max_diff = max_abs(max_diff, C[i] - Cref[i]);
@@ -185,8 +186,10 @@ void check_gemm_bf16(const char* path) {
                     std::vector<uint16_t> B16(B.size());
                     bf16_round_array(B16.data(), B.data(), B.size());
                     std::vector<float> C16 = C0;
-                    gemm(s.M, s.N, s.K, A.data(), lda, ta, B.data(), ldb, tb, C16.data(), s.N, acc, Precision::kBf16,
-                         B16.data());
+                    WeightCopy copy;
+                    copy.bf16 = B16.data();
+                    gemm(s.M, s.N, s.K, A.data(), lda, ta, B.data(), ldb, tb, C16.data(), s.N, acc, bf16_gemm_operands(),
+                         &copy);
                     b16_mismatches += memcmp(C16.data(), C1.data(), sizeof(float) * C1.size()) != 0;
                     double gap = 0;
                     for (size_t i = 0; i < C32.size(); i++) gap = max_abs(gap, C32[i] - Cref[i]);
@@ -289,8 +292,9 @@ TEST(matmul_forward_decodes_one_row_from_the_q8_copy) {
     std::vector<int8_t> q(W.size());
     std::vector<uint16_t> d(W.size() / kQ8Block);
     for (size_t blk = 0; blk < d.size(); blk++) d[blk] = q8_quantize_block(&other[blk * kQ8Block], &q[blk * kQ8Block]);
-    Weight w(W.data());
-    w.q8 = q.data(), w.q8_d = d.data();
+    WeightCopy copy;
+    copy.q8 = q.data(), copy.q8_d = d.data();
+    const Weight w(W.data(), nullptr, &copy);
     std::vector<float> out(OC), want(OC);
     matmul_forward(out.data(), x.data(), w, b.data(), 1, IC, OC);
     matvec_q8(want.data(), x.data(), q.data(), d.data(), b.data(), IC, OC);
@@ -560,10 +564,10 @@ TEST(attention_bf16_stays_close_to_fp32) {
     const int B = 2, T = 130, C = 128, NH = 2, N = B * T;
     std::vector<float> qkv = randn((size_t)N * 3 * C, 11, 2.0f), dout = randn((size_t)N * C, 12);
     std::vector<float> out((size_t)N * C), oref(out.size()), lse((size_t)B * NH * T), lref(lse.size());
-    attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH, Precision::kBf16);
+    attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH, bf16_gemm_operands());
     attention_forward_ref(oref.data(), lref.data(), qkv.data(), B, T, C, NH);
     std::vector<float> d(qkv.size()), dref(qkv.size());
-    attention_backward(d.data(), dout.data(), qkv.data(), lse.data(), B, T, C, NH, Precision::kBf16);
+    attention_backward(d.data(), dout.data(), qkv.data(), lse.data(), B, T, C, NH, bf16_gemm_operands());
     attention_backward_ref(dref.data(), dout.data(), qkv.data(), lref.data(), B, T, C, NH);
     const double e_out = rel_error(out, oref), e_lse = rel_error(lse, lref), e_d = rel_error(d, dref);
     printf("  bf16 attention vs fp32 reference: out %.2e, lse %.2e, dqkv %.2e\n", e_out, e_lse, e_d);

@@ -1,13 +1,15 @@
 // test_train.cpp: training-loop invariants that the CLI tests can only see through exit codes: gradient
 // accumulation over k micro-batches equals one k-times larger batch, inference allocates no training
 // memory, the fused classifier of a training forward (loss as in inference, dlogits in the logits'
-// buffer) and what the activation layouts hold.
+// buffer), what the activation layouts hold, and the seam a model's reduced-precision copies sit behind.
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <memory>
+#include <set>
 #include <vector>
 
 #include "precision/half.h"
@@ -139,6 +141,59 @@ TEST(activation_layouts_hold_one_classifier_buffer) {
            sizeof(float) * NVp / 1e6);
 }
 
+namespace {
+
+// A model's copies as the core sees them (core/model.h's ModelCopies), fp32 underneath: it records which
+// tensors the matmuls asked for and which values the optimizer said it changed.
+struct RecordingCopies : ModelCopies {
+    std::set<size_t> asked;
+    std::vector<int> updated;  // times each parameter was reported changed
+    int operands_asked = 0;
+    Weight weight(const float* w, size_t offset) const override {
+        const_cast<RecordingCopies*>(this)->asked.insert(offset);
+        return Weight(w);
+    }
+    const GemmOperands* operands() const override {
+        const_cast<RecordingCopies*>(this)->operands_asked++;
+        return nullptr;
+    }
+    void params_updated(const float*, size_t offset, size_t n) override {
+        for (size_t i = offset; i < offset + n; i++) updated[i]++;  // threads report disjoint ranges
+    }
+};
+
+}  // namespace
+
+TEST(model_copies_see_every_matmul_weight_and_every_update) {
+    // the seam precision/ keeps its bf16 and int8 copies behind, checked on any CPU: every matrix of the
+    // forward and backward comes through gpt2_weight, attention asks for its operands, each AdamW update
+    // reports every parameter once, and the numbers stay those of a model without copies
+    GPT2 plain = tiny_model(), model = tiny_model();
+    auto copies = std::make_unique<RecordingCopies>();
+    RecordingCopies* rec = copies.get();
+    rec->updated.assign(model.num_params, 0);
+    model.copies = std::move(copies);
+    gpt2_enable_training(&plain);
+    gpt2_enable_training(&model);
+    std::vector<int> x(16), y(16);
+    for (int i = 0; i < 16; i++) x[i] = (i * 7 + 3) % 50, y[i] = (i * 11 + 5) % 50;
+    AdamW opt_plain, opt;
+    AdamWConfig oc;
+    for (int step = 0; step < 2; step++) {
+        gpt2_zero_grad(&plain), gpt2_zero_grad(&model);
+        CHECK(gpt2_forward(&plain, x.data(), y.data(), 2, 8) == gpt2_forward(&model, x.data(), y.data(), 2, 8));
+        gpt2_backward(&plain, 1.0f), gpt2_backward(&model, 1.0f);
+        adamw_update(&opt_plain, &plain, oc, 1e-2f), adamw_update(&opt, &model, oc, 1e-2f);
+    }
+    CHECK(plain.params == model.params);
+    std::set<size_t> matrices = {(size_t)(model.param.wte - model.params.data())};  // the lm_head's
+    for (const LayerParams& lp : model.param.layers)
+        for (const float* w : {lp.qkvw, lp.attprojw, lp.fcw, lp.fcprojw}) matrices.insert(w - model.params.data());
+    CHECK(rec->asked == matrices);
+    CHECK(rec->operands_asked == 2 * (2 + 1));  // per step: each layer's forward, and the backward once
+    CHECK(std::count(rec->updated.begin(), rec->updated.end(), 2) == (long)model.num_params);
+}
+
 TEST(bf16_weight_copy_follows_every_adamw_update) {
     if (!bf16_supported()) SKIP("this CPU has no AVX512_BF16");
     GPT2 model = tiny_model();
@@ -156,12 +211,13 @@ TEST(bf16_weight_copy_follows_every_adamw_update) {
         gpt2_backward(&model, 1.0f);
         adamw_update(&opt, &model, oc, 1e-2f);
         int stale = 0;
-        for (size_t i = 0; i < model.params.size(); i++) stale += model.params16[i] != bf16_round(model.params[i]);
+        const std::vector<uint16_t>& params16 = gpt2_precision_copies(model)->params16;
+        for (size_t i = 0; i < model.params.size(); i++) stale += params16[i] != bf16_round(model.params[i]);
         CHECK(stale == 0);
     }
     CHECK(last < first);  // bf16 training still learns the batch
     gpt2_set_precision(&model, Precision::kFp32);
-    CHECK(model.params16.empty());
+    CHECK(!model.copies && gpt2_precision(model) == Precision::kFp32);
 }
 
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/bf16.h"
+#include "precision/precision.h"
 
 struct CliFlag {
     const char* name;           // long name without dashes, e.g. "seq-len"

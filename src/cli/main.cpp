@@ -16,7 +16,7 @@
 #include "platform/util.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
-#include "core/bf16.h"
+#include "precision/bf16.h"
 #include "core/isa.h"
 
 struct Command {

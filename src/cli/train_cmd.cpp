@@ -457,7 +457,7 @@ void check_ranks_agree(const TrainRun& t) {
     snprintf(numbers, sizeof(numbers), "%d %d %d %d %llu %a %a %a %a %a %a %a %d %d %d %d %d %d %d", o.B, o.T,
              o.steps, o.accum, (unsigned long long)o.seed, o.adamw.lr, o.adamw.beta1, o.adamw.beta2, o.adamw.eps,
              o.adamw.weight_decay, o.grad_clip, o.min_lr_frac, o.warmup, o.cosine, o.shuffle, r.val_every,
-             r.val_batches, r.stop_after, (int)t.model.precision);
+             r.val_batches, r.stop_after, (int)gpt2_precision(t.model));
     std::string data;
     for (const DataLoader* dl : {&t.train_dl, &t.val_dl})
         for (const TokenShard& s : dl->shards) data += s.fingerprint + ";";
@@ -566,7 +566,7 @@ int prepare_run(TrainRun* t, const CliArgs& args, const CliArgs& given, const st
         printf("resumed %s at step %d\n", resume_dir.c_str(), first_step);
     }
     gpt2_set_precision(&t->model, cli_precision(args));  // the weights are in place: bf16 copies them
-    const bool bf16 = t->model.precision == Precision::kBf16;
+    const bool bf16 = gpt2_precision(t->model) == Precision::kBf16;
     if (bf16 || r.bf16_moments)
         printf("precision: %s, fp32 master weights, AdamW state %s\n",
                bf16 ? "bf16 matmuls (fp32 accumulation)" : "fp32 matmuls",

@@ -29,8 +29,8 @@ std::vector<float>& scratch(int which) {
 // S (rows, tn) = q k^T for a block of queries of one head against keys 0..tn; q points at the block's
 // first query and k at key 0, their rows q_row and k_row floats apart. Unscaled.
 void block_scores(float* S, const float* q, size_t q_row, const float* k, size_t k_row, int rows, int tn, int HS,
-                  Precision prec) {
-    if (rows > 1) return gemm_serial(rows, tn, HS, q, (int)q_row, false, k, (int)k_row, true, S, tn, false, prec);
+                  const GemmOperands* ops) {
+    if (rows > 1) return gemm_serial(rows, tn, HS, q, (int)q_row, false, k, (int)k_row, true, S, tn, false, ops);
     for (int j = 0; j < tn; j++) {  // one query (decoding): packing operands for gemm would cost more
         const float* kj = k + (size_t)j * k_row;
         float d = 0;
@@ -79,15 +79,15 @@ void block_probs(float* S, const float* lse, int t0, int rows, int tn, float sca
 // apart) over the keys and values of positions 0..t0+rows-1 (k, v: position 0, rows kv_row apart):
 // out (rows x HS, rows out_row apart) and lse (rows) (both overwritten).
 void attend_block(float* out, size_t out_row, float* lse, const float* q, size_t q_row, const float* k, const float* v,
-                  size_t kv_row, int t0, int rows, int HS, float scale, Precision prec) {
+                  size_t kv_row, int t0, int rows, int HS, float scale, const GemmOperands* ops) {
     const int tn = t0 + rows;
     std::vector<float>& P = scratch(0);
     if (P.size() < (size_t)kQBlock * tn) P.resize((size_t)kQBlock * tn);
-    block_scores(P.data(), q, q_row, k, kv_row, rows, tn, HS, prec);
+    block_scores(P.data(), q, q_row, k, kv_row, rows, tn, HS, ops);
     block_lse(lse, P.data(), t0, rows, tn, scale);
     block_probs(P.data(), lse, t0, rows, tn, scale);
     if (rows > 1) {
-        gemm_serial(rows, HS, tn, P.data(), tn, false, v, (int)kv_row, false, out, (int)out_row, false, prec);  // P V
+        gemm_serial(rows, HS, tn, P.data(), tn, false, v, (int)kv_row, false, out, (int)out_row, false, ops);  // P V
         return;
     }
     for (int c = 0; c < HS; c++) out[c] = 0;
@@ -100,7 +100,8 @@ void attend_block(float* out, size_t out_row, float* lse, const float* q, size_t
 
 }  // namespace
 
-void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH, Precision prec) {
+void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH,
+                       const GemmOperands* ops) {
     const int HS = C / NH, nblocks = (T + kQBlock - 1) / kQBlock;
     const float scale = 1.0f / sqrtf((float)HS);
     const size_t row = 3 * (size_t)C;
@@ -111,12 +112,12 @@ void attention_forward(float* out, float* lse, const float* qkv, int B, int T, i
                 const int t0 = blk * kQBlock, rows = std::min(kQBlock, T - t0);
                 const float* q = qkv + (size_t)b * T * row + h * HS;  // position 0 of this sequence and head
                 attend_block(out + ((size_t)b * T + t0) * C + h * HS, C, lse + ((size_t)b * NH + h) * T + t0,
-                             q + (size_t)t0 * row, row, q + C, q + 2 * C, row, t0, rows, HS, scale, prec);
+                             q + (size_t)t0 * row, row, q + C, q + 2 * C, row, t0, rows, HS, scale, ops);
             }
 }
 
 void attention_forward_cached(float* out, float* lse, const float* qkv, const float* kcache, const float* vcache, int n,
-                              int p0, int C, int NH, Precision prec) {
+                              int p0, int C, int NH, const GemmOperands* ops) {
     const int HS = C / NH, nblocks = (n + kQBlock - 1) / kQBlock;
     const float scale = 1.0f / sqrtf((float)HS);
     const size_t row = 3 * (size_t)C;
@@ -125,12 +126,12 @@ void attention_forward_cached(float* out, float* lse, const float* qkv, const fl
         for (int blk = 0; blk < nblocks; blk++) {
             const int i0 = blk * kQBlock, rows = std::min(kQBlock, n - i0);
             attend_block(out + (size_t)i0 * C + h * HS, C, lse + (size_t)h * n + i0, qkv + (size_t)i0 * row + h * HS,
-                         row, kcache + h * HS, vcache + h * HS, C, p0 + i0, rows, HS, scale, prec);
+                         row, kcache + h * HS, vcache + h * HS, C, p0 + i0, rows, HS, scale, ops);
         }
 }
 
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* lse, int B, int T, int C, int NH,
-                        Precision prec) {
+                        const GemmOperands* ops) {
     const int HS = C / NH, nblocks = (T + kQBlock - 1) / kQBlock;
     const float scale = 1.0f / sqrtf((float)HS);
     const size_t row = 3 * (size_t)C;
@@ -152,13 +153,13 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
             if (dP.size() < (size_t)kQBlock * T) dP.resize((size_t)kQBlock * T);
             for (int blk = 0; blk < nblocks; blk++) {
                 const int t0 = blk * kQBlock, rows = std::min(kQBlock, T - t0), tn = t0 + rows;
-                block_scores(P.data(), q + (size_t)t0 * row, row, q + C, row, rows, tn, HS, prec);
+                block_scores(P.data(), q + (size_t)t0 * row, row, q + C, row, rows, tn, HS, ops);
                 block_probs(P.data(), lse + ((size_t)b * NH + h) * T + t0, t0, rows, tn, scale);
                 // through out = P V: dP = dout V^T, dV += P^T dout
                 gemm_serial(rows, tn, HS, d + (size_t)t0 * C, C, false, q + 2 * C, (int)row, true, dP.data(), tn, false,
-                            prec);
+                            ops);
                 gemm_serial(tn, HS, rows, P.data(), tn, true, d + (size_t)t0 * C, C, false, dq + 2 * C, (int)row, true,
-                            prec);
+                            ops);
                 // through the softmax: dS = P (dP - sum_j P dP) * scale (zero above the diagonal, as P)
                 for (int r = 0; r < rows; r++) {
                     const float* p = P.data() + (size_t)r * tn;
@@ -178,9 +179,9 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
                 }
                 // through S = q k^T: dq = dS k (overwrites), dk += dS^T q
                 gemm_serial(rows, HS, tn, dP.data(), tn, false, q + C, (int)row, false, dq + (size_t)t0 * row, (int)row,
-                            false, prec);
+                            false, ops);
                 gemm_serial(tn, HS, rows, dP.data(), tn, true, q + (size_t)t0 * row, (int)row, false, dq + C, (int)row,
-                            true, prec);
+                            true, ops);
             }
         }
 }

@@ -1,5 +1,5 @@
-// gemm.cpp: packed, cache-blocked matrix multiply (see gemm.h); the bf16 operands' packing and kernel are
-// precision/gemm_bf16.cpp's (through gemm_tile.h's GemmOperands), the shared tile sizes gemm_tile.h's. The
+// gemm.cpp: packed, cache-blocked matrix multiply (see gemm.h); other operands' packing and kernel are an
+// extension's (through gemm_tile.h's GemmOperands), the shared tile sizes gemm_tile.h's. The
 // micro-kernel keeps an MR x NR tile of C in registers and streams packed panels of A (MR rows) and B (NR
 // columns); it is written with AVX-512, AVX2 or NEON intrinsics, chosen at compile time from the target
 // (-march), with a vector-extension kernel for anything else. Blocking follows the usual BLIS scheme (Goto & van de
@@ -7,13 +7,11 @@
 #include "core/gemm.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 #include <vector>
 
-#include "core/bf16.h"
 #include "core/gemm_tile.h"
 #include "core/simd.h"
 
@@ -33,29 +31,20 @@ using namespace gemm_tile;
 
 namespace {
 
-// Floats (or bf16 pair words) in a thread's buffer for B's packed block: at most 1.5 MiB, the AMX block of
-// NC columns by KC_DEEP / 2 pairs (AMX CPUs have 2 MiB of L2 per core or more).
+// Floats (or other operands' 32-bit words) in a thread's buffer for B's packed block: at most 1.5 MiB, a
+// block of NC columns by KC_DEEP / 2 words (of operands that take K KC_DEEP at a time, two values a word).
 const size_t kPackBWords = std::max({(size_t)KC * NC, (size_t)KC_DEEP* NC_DEEP, (size_t)NC* KC_DEEP / 2});
 
 struct Blocking {
     int kc, nc;
 };
-// Depends on the shape only, never on the thread count: the K split decides the summation order. On AMX
-// tiles it does not (each element of C is loaded into a tile and takes the products in k order, one K block
-// after the other): there K is taken KC_DEEP at a time, the fewest passes over C.
+// Depends on the shape only, never on the thread count: the K split decides the summation order (unless
+// the operands fix their kc, gemm_tile.h).
 Blocking choose_blocking(int M, int N, int K, const GemmOperands* ops) {
-    if (ops && ops->amx)
-        return {KC_DEEP, std::min(NC, (int)(kPackBWords / ops->kwords(std::min(K, KC_DEEP)) / NR * NR))};
+    if (ops && ops->kc)
+        return {ops->kc, std::min(NC, (int)(kPackBWords / ops->kwords(std::min(K, ops->kc)) / NR * NR))};
     if ((size_t)M * N >= DEEP_MIN_C && K > KC && K <= KC_DEEP) return {K, NC_DEEP};
     return {KC, NC};
-}
-
-// The packed operands of a product in prec: null for fp32 (this file's), else those its precision's code
-// set (gemm_tile.h), chosen once per product for all its threads.
-const GemmOperands* operands_for(Precision prec) {
-    if (prec != Precision::kBf16) return nullptr;
-    assert(gemm_bf16_operands);
-    return gemm_bf16_operands();
 }
 
 // dst[k * ld + c] = src[c * lds + k] for a 16 x 16 block (16 rows of src become 16 columns of dst).
@@ -256,16 +245,15 @@ PackBuffers& pack_buffers() {
 // the lm_head's 256 x 768 input was packed ~100 times per thread, once per 240 of its 50,304 columns.
 const size_t WHOLE_A_MAX = (size_t)1 << 20;
 
-// One thread's block C[i0:i1, j0:j1], with ops's operands (null: fp32's). B16, if given, is B's bf16
-// rounding, read instead of B by ops.
+// One thread's block C[i0:i1, j0:j1], with ops's operands (null: fp32's). B_copy, if given, is read
+// instead of B by ops.
 void gemm_block(Blocking blk, int i0, int i1, int j0, int j1, int K, const float* A, int lda, bool transA,
-                const float* B, const uint16_t* B16, int ldb, bool transB, float* C, int ldc, bool accumulate,
+                const float* B, const void* B_copy, int ldb, bool transB, float* C, int ldc, bool accumulate,
                 PackBuffers& buf, const GemmOperands* ops) {
-    const bool amx = ops && ops->amx;
     const int mr = ops ? ops->mr : MR;
     const int nic = (i1 - i0 + MC - 1) / MC, npc = (K + blk.kc - 1) / blk.kc;
-    // floats of one packed (ic, pc) block, an upper bound (AMX's blocks: k-pairs padded to 16, K often short)
-    const size_t a_block = (size_t)MC * (amx ? ops->kwords(std::min(blk.kc, K)) : blk.kc);
+    // floats (or words) of one packed (ic, pc) block, an upper bound
+    const size_t a_block = (size_t)MC * (ops ? ops->kwords(std::min(blk.kc, K)) : blk.kc);
     auto pack_a_block = [&](float* dst, int ic, int pc) {
         const int mc = std::min(MC, i1 - ic), kc = std::min(blk.kc, K - pc);
         uint32_t* words = reinterpret_cast<uint32_t*>(dst);
@@ -273,37 +261,35 @@ void gemm_block(Blocking blk, int i0, int i1, int j0, int j1, int K, const float
         else pack_a(dst, A, lda, transA, ic, mc, pc, kc);
     };
     if (ops && ops->begin) ops->begin();
-    // AMX multiplies so fast that repacking A per block of B's columns cost more than the products (the
-    // lm_head at B=8 T=256: A packed 38 times per thread); its words take half the bytes: a 4x larger slab.
-    const bool whole = j1 - j0 > blk.nc && (size_t)(i1 - i0) * K <= (amx ? 4 : 1) * WHOLE_A_MAX;
+    const bool whole = j1 - j0 > blk.nc && (size_t)(i1 - i0) * K <= (ops ? ops->whole_a_scale : 1) * WHOLE_A_MAX;
     if (whole) {
         if (buf.whole_a.size() < a_block * nic * npc) buf.whole_a.resize(a_block * nic * npc);
         for (int p = 0; p < npc; p++)
             for (int i = 0; i < nic; i++)
                 pack_a_block(buf.whole_a.data() + a_block * (p * nic + i), i0 + i * MC, p * blk.kc);
     }
-    uint32_t* pb16 = reinterpret_cast<uint32_t*>(buf.b);
+    uint32_t* pb_words = reinterpret_cast<uint32_t*>(buf.b);
     for (int jc = j0; jc < j1; jc += blk.nc) {
         int nc = std::min(blk.nc, j1 - jc);
         for (int p = 0, pc = 0; pc < K; p++, pc += blk.kc) {
             int kc = std::min(blk.kc, K - pc), kw = ops ? ops->kwords(kc) : kc;
             bool add = accumulate || pc > 0;
-            if (ops && B16) ops->pack_b16(pb16, B16, ldb, transB, pc, kc, jc, nc);
-            else if (ops) ops->pack_b(pb16, B, ldb, transB, pc, kc, jc, nc);
+            if (ops && B_copy) ops->pack_b_copy(pb_words, B_copy, ldb, transB, pc, kc, jc, nc);
+            else if (ops) ops->pack_b(pb_words, B, ldb, transB, pc, kc, jc, nc);
             else pack_b(buf.b, B, ldb, transB, pc, kc, jc, nc);
             for (int i = 0, ic = i0; ic < i1; i++, ic += MC) {
                 int mc = std::min(MC, i1 - ic);
                 float* pa = buf.a;
                 if (whole) pa = buf.whole_a.data() + a_block * (p * nic + i);
                 else pack_a_block(pa, ic, pc);
-                const uint32_t* pa16 = reinterpret_cast<const uint32_t*>(pa);
+                const uint32_t* pa_words = reinterpret_cast<const uint32_t*>(pa);
                 for (int jr = 0; jr < nc; jr += NR)
                     for (int ir = 0; ir < mc; ir += mr) {
                         float* c = C + (size_t)(ic + ir) * ldc + jc + jr;
                         const int rows = std::min(mr, mc - ir), cols = std::min(NR, nc - jr);
                         if (ops)
-                            ops->micro_kernel(kw, pa16 + (size_t)ir * kw, pb16 + (size_t)jr * kw, c, ldc, rows, cols,
-                                              add);
+                            ops->micro_kernel(kw, pa_words + (size_t)ir * kw, pb_words + (size_t)jr * kw, c, ldc, rows,
+                                              cols, add);
                         else micro_kernel(kc, pa + (size_t)ir * kc, buf.b + (size_t)jr * kc, c, ldc, rows, cols, add);
                     }
             }
@@ -322,9 +308,8 @@ bool gemm_trivial(int M, int N, int K, float* C, int ldc, bool accumulate) {
 }  // namespace
 
 void gemm(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB, float* C,
-          int ldc, bool accumulate, Precision prec, const uint16_t* B16) {
+          int ldc, bool accumulate, const GemmOperands* ops, const void* B_copy) {
     if (gemm_trivial(M, N, K, C, ldc, accumulate)) return;
-    const GemmOperands* ops = operands_for(prec);
 #pragma omp parallel
     {
         int nt = 1, tid = 0;
@@ -332,7 +317,7 @@ void gemm(int M, int N, int K, const float* A, int lda, bool transA, const float
         nt = omp_get_num_threads();
         tid = omp_get_thread_num();
 #endif
-        // Split the longer side of C into nt slabs aligned to the register (or AMX) tile.
+        // Split the longer side of C into nt slabs aligned to the register (or the operands') tile.
         int i0 = 0, i1 = M, j0 = 0, j1 = N;
         if (M >= N) {
             const int mr = ops ? ops->mr : MR, tiles = (M + mr - 1) / mr;
@@ -344,16 +329,15 @@ void gemm(int M, int N, int K, const float* A, int lda, bool transA, const float
             j1 = std::min(N, tiles * (tid + 1) / nt * NR);
         }
         if (i0 < i1 && j0 < j1) {
-            gemm_block(choose_blocking(M, N, K, ops), i0, i1, j0, j1, K, A, lda, transA, B, B16, ldb, transB, C, ldc,
+            gemm_block(choose_blocking(M, N, K, ops), i0, i1, j0, j1, K, A, lda, transA, B, B_copy, ldb, transB, C, ldc,
                        accumulate, pack_buffers(), ops);
         }
     }
 }
 
 void gemm_serial(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB,
-                 float* C, int ldc, bool accumulate, Precision prec) {
+                 float* C, int ldc, bool accumulate, const GemmOperands* ops) {
     if (gemm_trivial(M, N, K, C, ldc, accumulate)) return;
-    const GemmOperands* ops = operands_for(prec);
     gemm_block(choose_blocking(M, N, K, ops), 0, M, 0, N, K, A, lda, transA, B, nullptr, ldb, transB, C, ldc,
                accumulate, pack_buffers(), ops);
 }

@@ -1,6 +1,7 @@
-// gemm_tile.h: what the fp32 gemm (gemm.cpp) and its bf16 operands (precision/gemm_bf16.cpp) share: the register
-// tile and cache blocking sizes, element access to op(A) and op(B), the 16 x 16 in-register transpose the
-// packers use, and storing a tile of accumulators into C. Internal to the two gemm files; see gemm.h.
+// gemm_tile.h: what the fp32 gemm (gemm.cpp) shares with the packing and kernels of other operands (an
+// extension's, through GemmOperands below): the register tile and cache blocking sizes, element access to
+// op(A) and op(B), the 16 x 16 in-register transpose the packers use, and storing a tile of accumulators
+// into C. See gemm.h.
 #pragma once
 #include <algorithm>
 #include <cstddef>
@@ -12,6 +13,23 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
+
+// Packed operands other than fp32's, from an extension (precision/). gemm.cpp blocks and threads them as
+// it does fp32's; their panels are 32-bit words, kwords(kc) of them per row of A's panel (and per column
+// of B's) for kc values of k, and the micro-kernel takes that count.
+struct GemmOperands {
+    int mr;             // rows of A's panels
+    int kc;             // K taken kc at a time whatever the shape (each element's sums then run in k order
+                        // across blocks, so the split changes no number), or 0: as fp32's (gemm.cpp)
+    int whole_a_scale;  // times fp32's limit on the A slab packed once per product (gemm.cpp's WHOLE_A_MAX)
+    int (*kwords)(int kc);
+    void (*begin)();  // once per thread before its first micro-kernel, or null
+    void (*pack_a)(uint32_t* dst, const float* A, int lda, bool trans, int i0, int mc, int k0, int kc);
+    void (*pack_b)(uint32_t* dst, const float* B, int ldb, bool trans, int k0, int kc, int j0, int nc);
+    // the same from gemm's B_copy (a Weight's copy), read instead of B
+    void (*pack_b_copy)(uint32_t* dst, const void* B_copy, int ldb, bool trans, int k0, int kc, int j0, int nc);
+    void (*micro_kernel)(int kw, const uint32_t* a, const uint32_t* b, float* C, int ldc, int rows, int cols, bool add);
+};
 
 KERNELS_BEGIN
 namespace gemm_tile {
@@ -119,24 +137,6 @@ __attribute__((target("avx512f"))) inline void store_tile(const __m512 (*acc)[GE
         }
 }
 #endif
-
-// Packed operands other than fp32's, for a precision whose code lives outside the core: gemm_bf16.cpp's
-// bf16 pairs for vdpbf16ps or for AMX tiles. gemm.cpp blocks and threads them as it does fp32's; their
-// panels are 32-bit words, kwords(kc) of them per row of A's panel (and per column of B's) for kc values
-// of k, and the micro-kernel takes that count.
-struct GemmOperands {
-    int mr;    // rows of A's panels
-    bool amx;  // AMX tiles: K taken KC_DEEP at a time, a larger A slab packed whole (gemm.cpp says why)
-    int (*kwords)(int kc);
-    void (*begin)();  // once per thread before its first micro-kernel, or null
-    void (*pack_a)(uint32_t* dst, const float* A, int lda, bool trans, int i0, int mc, int k0, int kc);
-    void (*pack_b)(uint32_t* dst, const float* B, int ldb, bool trans, int k0, int kc, int j0, int nc);
-    void (*pack_b16)(uint32_t* dst, const uint16_t* B16, int ldb, bool trans, int k0, int kc, int j0, int nc);
-    void (*micro_kernel)(int kw, const uint32_t* a, const uint32_t* b, float* C, int ldc, int rows, int cols, bool add);
-};
-// The operands of a Precision::kBf16 product on this CPU: set by precision/gemm_bf16.cpp when it is linked
-// in (./gpt2, the tests); null in gpt2-core, which multiplies in fp32 only.
-inline const GemmOperands* (*gemm_bf16_operands)() = nullptr;
 
 }  // namespace gemm_tile
 

@@ -7,10 +7,10 @@
 // Each kernel's shapes are given at its declaration. The math follows the GPT-2 paper and nanoGPT.
 #pragma once
 #include <cstddef>
-#include <cstdint>
 
-#include "core/bf16.h"
 #include "core/isa.h"
+
+struct GemmOperands;
 
 KERNELS_BEGIN
 
@@ -29,26 +29,20 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
 
 KERNELS_END
 
-// A weight as the matmuls read it: its fp32 values, how products with it run (bf16.h's Precision: kFp32,
-// or kBf16 for bf16 operands with fp32 accumulation, gemm.h, which needs bf16_supported()), and the copies
-// the model keeps of it in a reduced precision, read instead of the fp32 values where they give the same
-// result from fewer bytes: bf16, the same values rounded; q8, the weight as q8_0 blocks (precision/half.h) whose
-// values the fp32 ones equal exactly (the model quantized them in place), read by the matrix-vector
-// product of decoding. A plain float pointer is an fp32 weight. A further precision adds its copy here and
-// its mat-vec in inference/matvec.cpp; no caller changes.
+// A weight as the matmuls read it: its fp32 values, the operands its products run on (gemm.h; null:
+// fp32), and a copy an extension keeps of it in a reduced precision (precision/precision.h's WeightCopy),
+// read instead of the fp32 values where it gives the same result from fewer bytes: by the operands'
+// packing, and by decoding's one-row product below. A plain float pointer is an fp32 weight.
 struct Weight {
-    Weight(const float* f32 = nullptr, Precision prec = Precision::kFp32, const uint16_t* bf16 = nullptr)
-        : f32(f32), prec(prec), bf16(bf16) {}
+    Weight(const float* f32 = nullptr, const GemmOperands* ops = nullptr, const void* copy = nullptr)
+        : f32(f32), ops(ops), copy(copy) {}
     const float* f32;
-    Precision prec;
-    const uint16_t* bf16;              // or null
-    const int8_t* q8 = nullptr;        // (OC, IC) values, or null
-    const uint16_t* q8_d = nullptr;    // (OC, IC / kQ8Block) fp16 scales
+    const GemmOperands* ops;  // or null
+    const void* copy;         // or null
 };
 
-// The seam for decoding's one-row products from a weight's reduced-precision copy (q8, or bf16 under a
-// precision other than fp32): main sets it to inference/matvec.h's matvec_copy. Unset (gpt2-core, which
-// keeps no such copy), those rows run through the gemm.
+// The seam for decoding's one-row products from a weight's copy: main sets it to inference/matvec.h's
+// matvec_copy. Unset (gpt2-core, which keeps no copies), those rows run through the gemm.
 inline void (*matmul_row_of_copy)(float* out, const float* inp, const Weight& w, const float* bias, int IC,
                                   int OC) = nullptr;
 
@@ -57,23 +51,24 @@ KERNELS_BEGIN
 // out (N, OC) = inp (N, IC) weight^T + bias; weight (OC, IC), bias (OC) or null (overwrites).
 void matmul_forward(float* out, const float* inp, const Weight& weight, const float* bias, int N, int IC, int OC);
 // dinp (N, IC) = dout weight (overwrites); dweight (OC, IC) += dout^T inp; dbias (OC) += column sums of
-// dout (if non-null). dout (N, OC). The weight's precision applies to both products.
+// dout (if non-null). dout (N, OC). The weight's operands run both products.
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const Weight& weight, int N, int IC, int OC);
 
 // Causal multi-head self-attention, HS = C / NH. qkv (N, 3C) holds q, k, v per row; out (N, C)
 // (overwrites); lse (B, NH, T) the log-sum-exp of each query's scaled scores (overwrites), all the
 // backward needs to rebuild the softmax: no (T, T) probabilities are stored.
+// ops, here and below: the operands of attention's products (gemm.h; null: fp32).
 void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH,
-                       Precision prec = Precision::kFp32);
+                       const GemmOperands* ops = nullptr);
 // The same attention for n new rows of one sequence at positions p0..p0+n-1 over a KV cache: qkv (n, 3C)
 // holds their q (k and v are already in the cache); kcache, vcache (>= p0+n, C) hold positions 0..p0+n-1.
 // out (n, C) and lse (NH, n) are overwritten. Same blocks and arithmetic as attention_forward.
 void attention_forward_cached(float* out, float* lse, const float* qkv, const float* kcache, const float* vcache, int n,
-                              int p0, int C, int NH, Precision prec = Precision::kFp32);
+                              int p0, int C, int NH, const GemmOperands* ops = nullptr);
 // dqkv (N, 3C) = from dout (N, C) (overwrites), recomputing the probabilities from qkv and lse.
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* lse, int B, int T, int C, int NH,
-                        Precision prec = Precision::kFp32);
+                        const GemmOperands* ops = nullptr);
 
 // GELU, tanh approximation: out (n) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (overwrites).
 void gelu_forward(float* out, const float* inp, size_t n);

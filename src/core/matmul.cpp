@@ -27,12 +27,11 @@ static void matvec_fp32(float* out, const float* x, const float* W, const float*
 }
 
 void matmul_forward(float* out, const float* inp, const Weight& w, const float* bias, int N, int IC, int OC) {
-    // one row (decoding): a mat-vec reading each weight once, from the copy its precision reads (a q8 or
-    // bf16 copy through matmul_row_of_copy, inference/matvec.h)
-    const bool copy = w.q8 || (w.prec != Precision::kFp32 && w.bf16);
-    if (N == 1 && copy && matmul_row_of_copy) return matmul_row_of_copy(out, inp, w, bias, IC, OC);
-    if (N == 1 && w.prec == Precision::kFp32) return matvec_fp32(out, inp, w.f32, bias, IC, OC);
-    gemm(N, OC, IC, inp, IC, false, w.f32, IC, true, out, OC, false, w.prec, w.bf16);
+    // one row (decoding): a mat-vec reading each weight once, from its copy if it has one
+    // (matmul_row_of_copy, layers.h)
+    if (N == 1 && w.copy && matmul_row_of_copy) return matmul_row_of_copy(out, inp, w, bias, IC, OC);
+    if (N == 1 && !w.ops) return matvec_fp32(out, inp, w.f32, bias, IC, OC);
+    gemm(N, OC, IC, inp, IC, false, w.f32, IC, true, out, OC, false, w.ops, w.copy);
     if (!bias) return;
 #pragma omp parallel for
     for (int i = 0; i < N; i++) {
@@ -43,8 +42,8 @@ void matmul_forward(float* out, const float* inp, const Weight& w, const float* 
 
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const Weight& w,
                      int N, int IC, int OC) {
-    gemm(N, IC, OC, dout, OC, false, w.f32, IC, false, dinp, IC, false, w.prec, w.bf16);  // dinp = dout W
-    gemm(OC, IC, N, dout, OC, true, inp, IC, false, dweight, IC, true, w.prec);           // dW += dout^T inp
+    gemm(N, IC, OC, dout, OC, false, w.f32, IC, false, dinp, IC, false, w.ops, w.copy);  // dinp = dout W
+    gemm(OC, IC, N, dout, OC, true, inp, IC, false, dweight, IC, true, w.ops);          // dW += dout^T inp
     if (!dbias) return;
     const int chunk = 256;
 #pragma omp parallel for

@@ -125,33 +125,20 @@ void gpt2_alloc_acts(GPT2* model, int B, int T) {
     model->T = T;
 }
 
-namespace {
-
-// The precision the kernels run for a model's: an int8 model's products are fp32 on its quantized weights.
-Precision kernel_precision(Precision prec) { return prec == Precision::kBf16 ? prec : Precision::kFp32; }
-
-}  // namespace
-
 Weight gpt2_weight(const GPT2& model, const float* w) {
-    const size_t offset = w - model.params.data();
-    const uint16_t* bf16 = model.params16.empty() ? nullptr : model.params16.data() + offset;
-    Weight weight(w, kernel_precision(model.precision), bf16);
-    if (std::binary_search(model.q8_offsets.begin(), model.q8_offsets.end(), offset)) {
-        weight.q8 = model.params8.data() + offset;
-        weight.q8_d = model.params8_d.data() + (offset + kQ8Block - 1) / kQ8Block;
-    }
-    return weight;
+    return model.copies ? model.copies->weight(w, w - model.params.data()) : Weight(w);
 }
 
+const GemmOperands* gpt2_operands(const GPT2& model) { return model.copies ? model.copies->operands() : nullptr; }
+
 void gpt2_params_updated(GPT2* model, size_t offset, size_t n) {
-    assert(model->params8.empty() && "int8 models are for inference");
-    if (!model->params16.empty()) bf16_round_serial(model->params16.data() + offset, model->params.data() + offset, n);
+    if (model->copies) model->copies->params_updated(model->params.data(), offset, n);
 }
 
 void block_forward(const GPT2& model, int l, const LayerActs& la, const float* x, int B, int T, const KvLayer* kv) {
     const int N = B * T, C = model.cfg.channels, NH = model.cfg.num_heads;
     const LayerParams& lp = model.param.layers[l];
-    const Precision prec = kernel_precision(model.precision);  // attention's products run at it too
+    const GemmOperands* ops = gpt2_operands(model);  // attention's products
     auto linear = [&](float* out, const float* inp, const float* w, const float* b, int IC, int OC) {
         matmul_forward(out, inp, gpt2_weight(model, w), b, N, IC, OC);
     };
@@ -159,13 +146,13 @@ void block_forward(const GPT2& model, int l, const LayerActs& la, const float* x
     layernorm_forward(la.ln1, la.ln1_mean, la.ln1_rstd, x, lp.ln1w, lp.ln1b, N, C);
     linear(la.qkv, la.ln1, lp.qkvw, lp.qkvb, C, 3 * C);
     if (!kv) {
-        attention_forward(la.atty, la.att_lse, la.qkv, B, T, C, NH, prec);
+        attention_forward(la.atty, la.att_lse, la.qkv, B, T, C, NH, ops);
     } else {
         for (int i = 0; i < N; i++) {  // this step's keys and values join the cache
             memcpy(kv->k + (size_t)(kv->p0 + i) * C, la.qkv + (size_t)i * 3 * C + C, C * sizeof(float));
             memcpy(kv->v + (size_t)(kv->p0 + i) * C, la.qkv + (size_t)i * 3 * C + 2 * C, C * sizeof(float));
         }
-        attention_forward_cached(la.atty, la.att_lse, la.qkv, kv->k, kv->v, N, kv->p0, C, NH, prec);
+        attention_forward_cached(la.atty, la.att_lse, la.qkv, kv->k, kv->v, N, kv->p0, C, NH, ops);
     }
     linear(la.attproj, la.atty, lp.attprojw, lp.attprojb, C, C);
     residual_forward(la.residual2, x, la.attproj, (size_t)N * C);
@@ -233,7 +220,7 @@ void gpt2_backward(GPT2* model, float loss_scale, const std::function<void(int l
     }
     assert(model->dlogits_scale == loss_scale && "a second backward after a forward takes the first's loss_scale");
     assert((layer_done || !model->mem.layer_grads) && "layer_grads: layer_done consumes each layer's gradients");
-    const Precision prec = kernel_precision(model->precision);
+    const GemmOperands* ops = gpt2_operands(*model);
     auto w = [&](const float* weight) { return gpt2_weight(*model, weight); };
     matmul_backward(da.lnf, g.wte, nullptr, a.logits, a.lnf, w(p.wte), N, C, Vp);
     layernorm_backward(da.layers[last].residual3, g.lnfw, g.lnfb, da.lnf, a.layers[last].residual3, p.lnfw, a.lnf_mean,
@@ -258,7 +245,7 @@ void gpt2_backward(GPT2* model, float loss_scale, const std::function<void(int l
         // x = x + attn(ln_1(x)), backwards
         residual_backward(dx, lda.attproj, lda.residual2, (size_t)N * C);
         matmul_backward(lda.atty, lg.attprojw, lg.attprojb, lda.attproj, la.atty, w(lp.attprojw), N, C, C);
-        attention_backward(lda.qkv, lda.atty, la.qkv, la.att_lse, B, T, C, NH, prec);
+        attention_backward(lda.qkv, lda.atty, la.qkv, la.att_lse, B, T, C, NH, ops);
         matmul_backward(lda.ln1, lg.qkvw, lg.qkvb, lda.qkv, la.ln1, w(lp.qkvw), N, C, 3 * C);
         layernorm_backward(dx, lg.ln1w, lg.ln1b, lda.ln1, x, lp.ln1w, la.ln1_mean, la.ln1_rstd, N, C);
         if (layer_done) layer_done(l);

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -15,6 +16,18 @@
 struct TrainingMemory {
     bool recompute = false;    // the backward recomputes ln1, ln2 and fch_gelu (layout.h)
     bool layer_grads = false;  // gradients of one layer at a time (gpt2_enable_training)
+};
+
+// The copies an extension keeps of the weights beside their fp32 values (precision/precision.h), which
+// gpt2_weight hands the matmuls and gpt2_params_updated refreshes. A model without them is fp32.
+struct ModelCopies {
+    virtual ~ModelCopies() = default;
+    // The handle of the tensor at offset in the parameters (w points to it): its operands and its copy.
+    virtual Weight weight(const float* w, size_t offset) const = 0;
+    // The operands of the products that read no weight (attention's), or null: fp32.
+    virtual const GemmOperands* operands() const = 0;
+    // params[offset, offset + n) changed: refreshes their copies. Serial: called from each thread.
+    virtual void params_updated(const float* params, size_t offset, size_t n) = 0;
 };
 
 struct GPT2 {
@@ -34,14 +47,7 @@ struct GPT2 {
     bool dlogits_ready = false;  // act.logits holds d(mean loss)/dlogits (since the last forward with targets)
     float dlogits_scale = 0;     // the loss_scale a backward scaled them by; 0 before the first
     float mean_loss = 0;
-    Precision precision = Precision::kFp32;  // how the matmuls run (gpt2_set_precision, precision.h)
-    std::vector<uint16_t> params16;          // kBf16: params rounded to bf16, same layout; else empty
-    // kInt8: the quantized matrices as q8_0 blocks (precision/half.h), values at their offset in params and
-    // fp16 scales from ceil(offset / kQ8Block) in params8_d; q8_offsets lists those matrices' offsets,
-    // ascending. Else all empty.
-    std::vector<int8_t> params8;
-    std::vector<uint16_t> params8_d;
-    std::vector<size_t> q8_offsets;
+    std::unique_ptr<ModelCopies> copies;  // or null: fp32 (an extension's: precision/precision.h)
 };
 
 // One layer's KV cache for inference: keys and values (max positions, C) each; the block appends the
@@ -53,16 +59,18 @@ struct KvLayer {
 };
 
 // Block l of the model, the only copy of its diagram: la.residual3 = x + attn(ln_1(x)), then
-// + mlp(ln_2(.)), over B sequences of T positions (x (B*T, C)), at the model's precision. Without a cache,
+// + mlp(ln_2(.)), over B sequences of T positions (x (B*T, C)), on the model's operands. Without a cache,
 // attention runs over the batch itself (training, eval) and la keeps everything the backward needs; with
 // one (B = 1), this step's keys and values are appended to it first. x may be la.residual3 (read before it
 // is written).
 void block_forward(const GPT2& model, int l, const LayerActs& la, const float* x, int B, int T, const KvLayer* kv);
-// The weight handle of a tensor of model.params (w points into it) for the matmuls: its values, the
-// precision its products run at and its reduced-precision copies, if the model keeps them (core/layers.h).
+// The weight handle of a tensor of model.params (w points into it) for the matmuls: its values, and the
+// operands and copy of its products if the model keeps copies (core/layers.h).
 Weight gpt2_weight(const GPT2& model, const float* w);
+// The operands of the model's products that read no weight (attention's): null for fp32.
+const GemmOperands* gpt2_operands(const GPT2& model);
 // Called by whoever changed params[offset, offset + n) (the optimizer, per chunk while it is in cache):
-// refreshes the model's reduced-precision copies of those values. Serial: call it from each thread.
+// refreshes the model's copies of those values. Serial: call it from each thread.
 void gpt2_params_updated(GPT2* model, size_t offset, size_t n);
 // Allocates zeroed parameters for cfg, which the caller has checked (config_check). Inference needs nothing
 // more.

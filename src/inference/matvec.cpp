@@ -19,8 +19,9 @@ KERNELS_BEGIN
 
 // The one-row product of a weight's reduced-precision copy: its q8 blocks, else its bf16 rounding.
 void matvec_copy(float* out, const float* x, const Weight& w, const float* b, int IC, int OC) {
-    if (w.q8) return matvec_q8(out, x, w.q8, w.q8_d, b, IC, OC);
-    matvec_bf16(out, x, w.bf16, b, IC, OC);
+    const WeightCopy* c = static_cast<const WeightCopy*>(w.copy);
+    if (c->q8) return matvec_q8(out, x, c->q8, c->q8_d, b, IC, OC);
+    matvec_bf16(out, x, c->bf16, b, IC, OC);
 }
 
 #if defined(__x86_64__)

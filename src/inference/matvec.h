@@ -5,14 +5,15 @@
 #pragma once
 #include <cstdint>
 
-#include "core/bf16.h"
 #include "core/isa.h"
 #include "core/layers.h"
+#include "precision/precision.h"
 
 KERNELS_BEGIN
 
-// The one-row product of w's q8 copy if it has one, else of its bf16 copy: what main (and the tests) set
-// core/layers.h's matmul_row_of_copy to. (The fp32 mat-vec is the core's, in matmul.cpp.)
+// The one-row product from w's copy (precision.h's WeightCopy): its q8 blocks if it has them, else its bf16
+// rounding: what main (and the tests) set core/layers.h's matmul_row_of_copy to. (The fp32 mat-vec is the
+// core's, in matmul.cpp.)
 void matvec_copy(float* out, const float* x, const Weight& w, const float* b, int IC, int OC);
 
 // out (OC) = bf16(W16 (OC, IC)) bf16(x (IC)) + b: the bf16 matrix-vector product of decoding (needs

@@ -6,11 +6,11 @@
 #include <string>
 
 #include "core/adamw.h"
-#include "core/bf16.h"
 #include "core/gemm.h"
 #include "core/isa.h"
 #include "core/layers.h"
 #include "inference/matvec.h"
+#include "precision/bf16.h"
 
 #ifdef GPT2_DISPATCH
 
@@ -130,16 +130,17 @@ KERNEL(void, matvec_q8,
 KERNEL(void, matvec_q8_ref,
        (float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC),
        (out, x, q, d, b, IC, OC))
-KERNEL(void, attention_forward, (float* out, float* lse, const float* qkv, int B, int T, int C, int NH, Precision prec),
-       (out, lse, qkv, B, T, C, NH, prec))
+KERNEL(void, attention_forward,
+       (float* out, float* lse, const float* qkv, int B, int T, int C, int NH, const GemmOperands* ops),
+       (out, lse, qkv, B, T, C, NH, ops))
 KERNEL(void, attention_forward_cached,
        (float* out, float* lse, const float* qkv, const float* kcache, const float* vcache, int n, int p0, int C,
-        int NH, Precision prec),
-       (out, lse, qkv, kcache, vcache, n, p0, C, NH, prec))
+        int NH, const GemmOperands* ops),
+       (out, lse, qkv, kcache, vcache, n, p0, C, NH, ops))
 KERNEL(void, attention_backward,
        (float* dqkv, const float* dout, const float* qkv, const float* lse, int B, int T, int C, int NH,
-        Precision prec),
-       (dqkv, dout, qkv, lse, B, T, C, NH, prec))
+        const GemmOperands* ops),
+       (dqkv, dout, qkv, lse, B, T, C, NH, ops))
 KERNEL(void, gelu_forward, (float* out, const float* inp, size_t n), (out, inp, n))
 KERNEL(void, gelu_backward, (float* dinp, const float* inp, const float* dout, size_t n), (dinp, inp, dout, n))
 KERNEL(void, residual_forward, (float* out, const float* a, const float* b, size_t n), (out, a, b, n))
@@ -159,12 +160,12 @@ KERNEL(void, attention_backward_ref,
        (dqkv, dout, qkv, lse, B, T, C, NH))
 KERNEL(void, gemm,
        (int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB, float* C,
-        int ldc, bool accumulate, Precision prec, const uint16_t* B16),
-       (M, N, K, A, lda, transA, B, ldb, transB, C, ldc, accumulate, prec, B16))
+        int ldc, bool accumulate, const GemmOperands* ops, const void* B_copy),
+       (M, N, K, A, lda, transA, B, ldb, transB, C, ldc, accumulate, ops, B_copy))
 KERNEL(void, gemm_serial,
        (int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB, float* C,
-        int ldc, bool accumulate, Precision prec),
-       (M, N, K, A, lda, transA, B, ldb, transB, C, ldc, accumulate, prec))
+        int ldc, bool accumulate, const GemmOperands* ops),
+       (M, N, K, A, lda, transA, B, ldb, transB, C, ldc, accumulate, ops))
 KERNEL(void, gemm_ref,
        (int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB, float* C,
         int ldc, bool accumulate),
@@ -181,6 +182,7 @@ KERNEL(void, adamw_chunk_bf16,
 KERNEL(double, sum_squares, (const float* x, size_t n), (x, n))
 KERNEL(double, fma_peak_loop, (long iters, float* sink), (iters, sink))
 KERNEL(void, bf16_round_array, (uint16_t * dst, const float* src, size_t n), (dst, src, n))
+KERNEL(const GemmOperands*, bf16_gemm_operands, (), ())
 
 namespace isa_avx512 {
 decltype(::bf16_supported) bf16_supported;

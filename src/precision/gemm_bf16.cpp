@@ -1,17 +1,18 @@
-// gemm_bf16.cpp: gemm's bf16 operands (Precision::kBf16, gemm.h): packing A and B as pairs of bf16 values
+// gemm_bf16.cpp: gemm's bf16 operands (bf16_gemm_operands, bf16.h): packing A and B as pairs of bf16 values
 // along k, rounded to nearest even as they are packed (or read from the model's bf16 weight copy), and the
 // AVX512_BF16 micro-kernel that multiplies them with vdpbf16ps into fp32 accumulators, or, where the CPU
 // has AMX (bf16_amx()), the tile kernel and its packing; the blocking and threading are core/gemm.cpp's,
-// which runs these through gemm_tile.h's GemmOperands. Also
+// which runs these through core/gemm_tile.h's GemmOperands. Also
 // the scalar reference, the CPU checks and the array rounding.
 #include <atomic>
 #include <cassert>
 #include <cstring>
 
 #include "platform/platform.h"
-#include "core/bf16.h"
 #include "core/gemm.h"
 #include "core/gemm_tile.h"
+#include "precision/bf16.h"
+#include "precision/precision.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -40,7 +41,7 @@ template <typename T>
 void pack_b_amx(uint32_t* dst, const T* B, int ldb, bool trans, int k0, int kc, int j0, int nc);
 void micro_kernel_amx(int kc2p, const uint32_t* a, const uint32_t* b, float* C, int ldc, int rows, int cols, bool add);
 
-// ---- bf16 operands (Precision::kBf16). vdpbf16ps multiplies pairs of bf16 values along k and adds both
+// ---- bf16 operands. vdpbf16ps multiplies pairs of bf16 values along k and adds both
 // products into one fp32 lane, so both packed operands hold k in pairs: 32-bit words (bf16 of k even,
 // bf16 of k odd << 16), A's panel as [k/2][MR] words and B's as [k/2][NR] words, an odd kc padded with a
 // zero. The operands are rounded (bf16_round) as they are packed, from fp32 sources.
@@ -340,24 +341,36 @@ void micro_kernel_amx(int, const uint32_t*, const uint32_t*, float*, int, int, i
 }
 #endif
 
-// ---- What gemm.cpp runs for Precision::kBf16 (gemm_tile.h's GemmOperands), set when this file is linked in.
+// ---- What gemm.cpp runs for bf16 (core/gemm_tile.h's GemmOperands).
 
 namespace {
 int pair_count(int kc) { return (kc + 1) / 2; }
-const GemmOperands* bf16_operands() {
-    assert(bf16_supported());
-    static const GemmOperands dot = {
-        MR, false, pair_count, nullptr, pack_a_bf16, pack_b_bf16<float>, pack_b_bf16<uint16_t>, micro_kernel_bf16};
-    static const GemmOperands amx = {
-        AMX_MR, true, amx_kc2, amx_configure, pack_a_amx, pack_b_amx<float>, pack_b_amx<uint16_t>, micro_kernel_amx};
-    return bf16_amx() ? &amx : &dot;
+// B from a weight's copy (precision.h's WeightCopy): its bf16 rounding, read as is.
+void pack_b_copy_bf16(uint32_t* dst, const void* copy, int ldb, bool trans, int k0, int kc, int j0, int nc) {
+    pack_b_bf16(dst, static_cast<const WeightCopy*>(copy)->bf16, ldb, trans, k0, kc, j0, nc);
 }
-[[maybe_unused]] const bool registered = (gemm_bf16_operands = bf16_operands, true);
+void pack_b_copy_amx(uint32_t* dst, const void* copy, int ldb, bool trans, int k0, int kc, int j0, int nc) {
+    pack_b_amx(dst, static_cast<const WeightCopy*>(copy)->bf16, ldb, trans, k0, kc, j0, nc);
+}
 }  // namespace
 
 }  // namespace gemm_tile
 
 using namespace gemm_tile;
+
+// On AMX tiles the K split changes no sum (each element of C is loaded into a tile and takes the products
+// in k order, one K block after the other): K is taken KC_DEEP at a time, the fewest passes over C (B's
+// block, NC columns by KC_DEEP / 2 pairs, is 1.5 MiB: AMX CPUs have 2 MiB of L2 per core or more). And
+// AMX multiplies so fast that repacking A per block of B's columns cost more than the products (the
+// lm_head at B=8 T=256: A packed 38 times per thread); its words take half the bytes: a 4x larger slab.
+const GemmOperands* bf16_gemm_operands() {
+    assert(bf16_supported());
+    static const GemmOperands dot = {
+        MR, 0, 1, pair_count, nullptr, pack_a_bf16, pack_b_bf16<float>, pack_b_copy_bf16, micro_kernel_bf16};
+    static const GemmOperands amx = {
+        AMX_MR, KC_DEEP, 4, amx_kc2, amx_configure, pack_a_amx, pack_b_amx<float>, pack_b_copy_amx, micro_kernel_amx};
+    return bf16_amx() ? &amx : &dot;
+}
 
 void gemm_bf16_ref(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB,
                    float* C, int ldc, bool accumulate) {

@@ -1,12 +1,12 @@
 // half.h: the 16-bit float formats for every path that narrows or widens (checkpoint loaders and writers,
-// GGUF): bf16's rounding is core/bf16.h's (the kernels use it too); fp16 here, rounded the same way (to
+// GGUF): bf16's rounding is bf16.h's (the kernels use it too); fp16 here, rounded the same way (to
 // nearest, ties to even, a NaN kept a quiet NaN, as PyTorch's .half() does). fp16 (IEEE binary16) has a
 // 5-bit exponent, so narrowing past 65504 gives infinity. And q8_0 quantization.
 #pragma once
 #include <cstdint>
 #include <cstring>
 
-#include "core/bf16.h"
+#include "precision/bf16.h"
 
 // Exact widening of IEEE half, subnormals included.
 float fp16_to_float(uint16_t h);
@@ -16,7 +16,8 @@ uint16_t fp16_round(float x);
 // q8_0 blocks, ggml's 8-bit form: kQ8Block values share one fp16 scale d = max|x| / 127 and each is stored as
 // q = round(x / d) in -127..127 (halves away from zero, as ggml's reference does), standing for d * q (d
 // widened from fp16; the product is exact in fp32). The GGUF writer and the int8 weights of decoding
-// (model.h) both quantize through this one function. kQ8Block is core/bf16.h's.
+// (precision.h) both quantize through this one function.
+const int kQ8Block = 32;
 // Quantizes x[0..kQ8Block) (finite: the callers check) into q; returns d's fp16 bits, which are infinite
 // when max|x| / 127 is past fp16's range (65504): the callers check that too.
 uint16_t q8_quantize_block(const float* x, int8_t* q);

@@ -1,9 +1,46 @@
 // precision.h: how a model's matmuls run, and the reduced-precision copies of its weights that this needs
-// (GPT2's params16 and params8, model.h): bf16 operands, or int8 weights in q8_0 blocks for inference.
+// (kept in GPT2's copies, core/model.h): bf16 operands, or int8 weights in q8_0 blocks for inference.
 // The kernels read the copies through gpt2_weight's Weight handle; the forward and backward (model.cpp)
 // are the same code at every precision.
 #pragma once
+#include <cstdint>
+#include <map>
+#include <vector>
+
 #include "core/model.h"
+#include "precision/bf16.h"
+#include "precision/half.h"
+
+// How a model's matmuls run: fp32; bf16 operands with fp32 accumulation; or kInt8, weights quantized once
+// to q8_0 blocks with fp32 activations and sums. The kernels themselves see fp32 or bf16 operands: an
+// int8 model's fp32 weights hold the quantized values, and a Weight carries its q8 copy.
+enum class Precision { kFp32, kBf16, kInt8 };
+
+// A weight's copies in a reduced precision (core/layers.h's Weight::copy points to one): bf16, the same
+// values rounded, which bf16's gemm (bf16_gemm_operands) and decoding's mat-vec read; q8, the weight as
+// q8_0 blocks (half.h) whose values the fp32 ones equal exactly (the model quantized them in place), read
+// by the matrix-vector product of decoding (inference/matvec.h's matvec_copy). A further precision adds
+// its copy here and its mat-vec in inference/matvec.cpp; no caller changes.
+struct WeightCopy {
+    const uint16_t* bf16 = nullptr;  // or null
+    const int8_t* q8 = nullptr;      // (OC, IC) values, or null
+    const uint16_t* q8_d = nullptr;  // (OC, IC / kQ8Block) fp16 scales
+};
+
+// What gpt2_set_precision keeps in model->copies.
+struct PrecisionCopies : ModelCopies {
+    Precision precision = Precision::kFp32;
+    std::vector<uint16_t> params16;  // kBf16: params rounded to bf16, same layout; else empty
+    // kInt8: the quantized matrices as q8_0 blocks, values at their offset in params and fp16 scales from
+    // ceil(offset / kQ8Block) in params8_d. Else both empty.
+    std::vector<int8_t> params8;
+    std::vector<uint16_t> params8_d;
+    std::map<size_t, WeightCopy> at;  // by a tensor's offset in params: the copies of those it has
+
+    Weight weight(const float* w, size_t offset) const override;
+    const GemmOperands* operands() const override;
+    void params_updated(const float* params, size_t offset, size_t n) override;
+};
 
 // Sets how the matmuls run: kFp32 (exact), or kBf16, bf16 operands with fp32 accumulation (core/gemm.h;
 // fp32 everywhere else: master weights, AdamW, LayerNorm statistics, softmax, residual stream, loss). kBf16
@@ -16,3 +53,7 @@
 // number of matrices quantized. Irreversible: setting another precision afterwards drops the int8 copy
 // but keeps the quantized values.
 int gpt2_set_precision(GPT2* model, Precision prec);
+// The model's copies as gpt2_set_precision made them, or null (fp32: it keeps none).
+const PrecisionCopies* gpt2_precision_copies(const GPT2& model);
+// How the model's matmuls run (kFp32 when it keeps no copies).
+Precision gpt2_precision(const GPT2& model);

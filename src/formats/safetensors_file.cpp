@@ -69,12 +69,13 @@ namespace {
 
 // n values of `dtype` at src as fp32: F16 and BF16 widened exactly, as PyTorch does, F64 rounded.
 void convert(const std::string& dtype, const uint8_t* src, size_t n, float* out) {
+    const bool f16 = dtype == "F16", bf16 = dtype == "BF16", f64 = dtype == "F64";  // else I32
     for (size_t i = 0; i < n; i++) {
-        if (dtype == "F16" || dtype == "BF16") {
+        if (f16 || bf16) {
             uint16_t h;
             memcpy(&h, src + 2 * i, 2);
-            out[i] = dtype == "F16" ? fp16_to_float(h) : bf16_to_float(h);
-        } else if (dtype == "F64") {
+            out[i] = f16 ? fp16_to_float(h) : bf16_to_float(h);
+        } else if (f64) {
             double d;
             memcpy(&d, src + 8 * i, 8);
             out[i] = (float)d;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/json.h"
+#include "text/json_lines.h"
 #include "precision/half.h"
 #include "platform/platform.h"
 #include "platform/output_files.h"
@@ -65,6 +66,16 @@ TEST(json_parses_and_rejects) {
     for (const char* s : bad) CHECK(!parses(s));
     CHECK(!parses(std::string(100, '[') + std::string(100, ']')));  // deeper than the limit
     CHECK(parses(std::string(60, '[') + std::string(60, ']')));
+}
+
+// One line of a JSON-lines file (text/json_lines.h): the reader's message without its "line 1: ", for the
+// caller to name the file's line instead.
+TEST(json_lines_leave_the_line_number_to_the_caller) {
+    Json j;
+    std::string err;
+    CHECK(json_parse_line("{\"a\": 1}", 8, &j, &err) && j.find("a"));
+    CHECK(!json_parse_line("{\"a\" 1}", 7, &j, &err) && err == "expected ':'");
+    CHECK(std::string(json_type_name(Json::ARRAY)) == "an array");
 }
 
 TEST(safetensors_round_trip) {

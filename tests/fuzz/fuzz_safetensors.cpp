@@ -10,7 +10,7 @@
 #include "formats/safetensors_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-    static const bool plugged = (safetensors_plug_in(), true);  // F16/BF16 read as ./gpt2 reads them
+    static const bool plugged = (safetensors_plug_in(), true);  // F16, BF16, F64 and I32 read as ./gpt2 reads them
     (void)plugged;
     SafeTensors st;
     std::string err;

@@ -47,6 +47,11 @@ check "... and the check tells another --lr apart" not same_run full_hf core_lr
 "$CORE" $tiny --train $TOK --out $T/core >$T/again.log 2>&1
 check "gpt2-core never replaces an existing --out (exit 1, one error line naming it)" \
     test $? = 1 -a "$(cat $T/again.log)" = "error: bad value for --out (gpt2-core): $T/core exists; expected a new directory"
+# The core alone reads F32 checkpoints (./gpt2 reads F16 and BF16 too: formats/safetensors_file).
+"$GPT2" export --model $T/full --out $T/f16 --dtype f16 >/dev/null
+"$CORE" $tiny --train $TOK --model $T/f16 >$T/f16.log 2>&1
+check "gpt2-core refuses an F16 checkpoint (exit 1, one error line naming the tensor, the file and F32)" \
+    test $? = 1 -a "$(cat $T/f16.log)" = "error: unsupported dtype for tensor wte.weight ($T/f16/model.safetensors): expected F32, got F16"
 
 "$CORE" $tiny --train $T/missing.bin --out $T/failed >$T/failed.log 2>&1
 check "a run that fails leaves no --out behind (exit 1, the error names the file)" \

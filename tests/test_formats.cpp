@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/json.h"
+#include "text/json_lines.h"
 #include "precision/half.h"
 #include "platform/platform.h"
 #include "platform/output_files.h"
@@ -68,6 +69,16 @@ TEST(json_parses_and_rejects) {
     CHECK(parses(std::string(60, '[') + std::string(60, ']')));
 }
 
+// One line of a JSON-lines file (text/json_lines.h): the reader's message without its "line 1: ", for the
+// caller to name the file's line instead.
+TEST(json_lines_leave_the_line_number_to_the_caller) {
+    Json j;
+    std::string err;
+    CHECK(json_parse_line("{\"a\": 1}", 8, &j, &err) && j.find("a"));
+    CHECK(!json_parse_line("{\"a\" 1}", 7, &j, &err) && err == "expected ':'");
+    CHECK(std::string(json_type_name(Json::ARRAY)) == "an array");
+}
+
 TEST(safetensors_round_trip) {
     std::vector<float> a = {1.5f, -2.0f, 3.25f, 0.0f, 1e-30f, -7.0f};
     std::vector<int32_t> b = {7, -8, 9};
@@ -83,7 +94,25 @@ TEST(safetensors_round_trip) {
     if (ta) CHECK(safetensors_read_f32(st, *ta) == a);
     const StTensor* tb = st.find("b.c");
     if (tb) CHECK(safetensors_read_f32(st, *tb) == std::vector<float>({7, -8, 9}));
-    CHECK((st.bytes.size() - 8 - 24 - 12) % 8 == 0);  // header padded to 8
+    CHECK(ta && ta->begin % 8 == 0);  // the header padded to 8 bytes: the data starts 8-aligned
+}
+
+// ./gpt2 reads the dtypes other than F32 (formats/safetensors_file.h, plugged in by test_main as by main):
+// F16 and BF16 widened exactly, F64 rounded to the nearest float, I32 as floats.
+TEST(safetensors_reads_other_dtypes_as_fp32) {
+    const std::vector<uint16_t> f16 = {0x3C00, 0xC000, 0x0001}, b16 = {0x3F80, 0xC0A0};  // 1, -2, 2^-24; 1, -5
+    const std::vector<double> f64 = {0.1, -3.0, 1e-50};
+    const std::vector<int32_t> i32 = {16777217, -1};
+    std::string path = tmp_path("dtypes.safetensors");
+    safetensors_write_file(path, {{"h", "F16", {3}, f16.data()}, {"b", "BF16", {2}, b16.data()},
+                                  {"d", "F64", {3}, f64.data()}, {"i", "I32", {2}, i32.data()}}, {});
+    SafeTensors st;
+    safetensors_load(&st, path);
+    os_unlink(path.c_str());
+    CHECK(safetensors_read_f32(st, *st.find("h")) == std::vector<float>({1.0f, -2.0f, std::ldexp(1.0f, -24)}));
+    CHECK(safetensors_read_f32(st, *st.find("b")) == std::vector<float>({1.0f, -5.0f}));
+    CHECK(safetensors_read_f32(st, *st.find("d")) == std::vector<float>({0.1f, -3.0f, 0.0f}));
+    CHECK(safetensors_read_f32(st, *st.find("i")) == std::vector<float>({16777216.0f, -1.0f}));
 }
 
 TEST(safetensors_rejects_corrupt_headers) {

@@ -32,8 +32,9 @@ void run_fatal_cleanups() {
     }
 }
 
-// One write per line, so the lines of processes sharing stderr (MPI ranks) do not interleave.
-static void vprint_error(const char* fmt, va_list ap) {
+// Prints `error: ...` in one write, so the lines of processes sharing stderr (MPI ranks) do not interleave,
+// and the hint if there is one; then runs the open cleanups and exits.
+[[noreturn]] static void fail_with(const char* hint, const char* fmt, va_list ap) {
     fflush(stdout);
     char line[4096];
     int n = snprintf(line, sizeof(line), "error: ");
@@ -41,25 +42,21 @@ static void vprint_error(const char* fmt, va_list ap) {
     n = std::min(n, (int)sizeof(line) - 2);
     line[n] = '\n';
     fwrite(line, 1, (size_t)n + 1, stderr);
+    if (hint) fprintf(stderr, "hint: %s\n", hint);
+    run_fatal_cleanups();
+    exit(1);
 }
 
 void fatal(const char* fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vprint_error(fmt, ap);
-    va_end(ap);
-    run_fatal_cleanups();
-    exit(1);
+    fail_with(nullptr, fmt, ap);
 }
 
 void fatal_hint(const std::string& hint, const char* fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vprint_error(fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "hint: %s\n", hint.c_str());
-    run_fatal_cleanups();
-    exit(1);
+    fail_with(hint.c_str(), fmt, ap);
 }
 
 std::vector<uint8_t> read_whole_file(const std::string& path, size_t max_bytes) {

@@ -32,7 +32,7 @@ void hf_read_params(const SafeTensors& st, GPT2* model);
 // safetensors_write; transposed ones are made a piece at a time as they are written.
 std::vector<StWriteItem> hf_tensors(const GPT2& model);
 
-// The core alone: loads the HuggingFace GPT-2 directory `dir` (F32, or F16/BF16 where safetensors_widen16
+// The core alone: loads the HuggingFace GPT-2 directory `dir` (F32; other dtypes where safetensors_convert
 // is set) into model, and writes model.safetensors (F32) into out.
 void hf_load(GPT2* model, const std::string& dir);
 void hf_write_safetensors(const GPT2& model, const ByteSink& out);

@@ -1,6 +1,7 @@
 // json.cpp: recursive-descent JSON reader, see json.h.
 #include "core/json.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -18,40 +19,40 @@ struct Parser {
     const char* begin;
     std::string err;
 
-    bool fail(const char* what) {
-        if (err.empty()) {
-            int line = 1;
-            for (const char* q = begin; q < p && q < end; q++) line += *q == '\n';
-            err = "line " + std::to_string(line) + ": " + what;
-        }
+    // Keeps the first error, with the line it is on; false, for `return fail(...)`.
+    bool fail(const std::string& what) {
+        if (err.empty()) err = "line " + std::to_string(1 + std::count(begin, std::min(p, end), '\n')) + ": " + what;
         return false;
     }
     void skip_ws() {
         while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
     }
-    bool literal(const char* word) {
-        const char* q = p;
-        for (; *word; word++, q++)
-            if (q >= end || *q != *word) return fail("invalid literal");
-        p = q;
+    // Skips whitespace, then takes c if it comes next.
+    bool eat(char c) {
+        skip_ws();
+        if (p == end || *p != c) return false;
+        p++;
         return true;
     }
+    bool at_digit() const { return p < end && *p >= '0' && *p <= '9'; }
+    // One or more digits; fail(what) if there is none.
+    bool digits(const char* what) {
+        if (!at_digit()) return fail(what);
+        while (at_digit()) p++;
+        return true;
+    }
+    bool literal(const char* word) {
+        const size_t n = strlen(word);
+        if ((size_t)(end - p) < n || memcmp(p, word, n) != 0) return fail("invalid literal");
+        p += n;
+        return true;
+    }
+    // Code point cp as UTF-8: a lead byte saying how many continuation bytes follow, 6 bits in each.
     static void put_utf8(std::string& s, uint32_t cp) {
-        if (cp < 0x80) {
-            s += (char)cp;
-        } else if (cp < 0x800) {
-            s += (char)(0xC0 | (cp >> 6));
-            s += (char)(0x80 | (cp & 0x3F));
-        } else if (cp < 0x10000) {
-            s += (char)(0xE0 | (cp >> 12));
-            s += (char)(0x80 | ((cp >> 6) & 0x3F));
-            s += (char)(0x80 | (cp & 0x3F));
-        } else {
-            s += (char)(0xF0 | (cp >> 18));
-            s += (char)(0x80 | ((cp >> 12) & 0x3F));
-            s += (char)(0x80 | ((cp >> 6) & 0x3F));
-            s += (char)(0x80 | (cp & 0x3F));
-        }
+        static const uint8_t kLead[] = {0x00, 0xC0, 0xE0, 0xF0};
+        const int more = cp < 0x80 ? 0 : cp < 0x800 ? 1 : cp < 0x10000 ? 2 : 3;
+        s += (char)(kLead[more] | cp >> (6 * more));
+        for (int i = more - 1; i >= 0; i--) s += (char)(0x80 | ((cp >> (6 * i)) & 0x3F));
     }
     bool hex4(uint32_t* out) {
         if (end - p < 4) return fail("truncated \\u escape");
@@ -67,7 +68,24 @@ struct Parser {
         *out = v;
         return true;
     }
+    // \u escapes: a UTF-16 unit, or a high and low surrogate pair for a code point past U+FFFF.
+    bool unicode_escape(std::string* out) {
+        uint32_t cp = 0, lo = 0;
+        if (!hex4(&cp)) return false;
+        if (cp >= 0xDC00 && cp < 0xE000) return fail("lone low surrogate");
+        if (cp >= 0xD800 && cp < 0xDC00) {
+            if (end - p < 2 || p[0] != '\\' || p[1] != 'u') return fail("lone high surrogate");
+            p += 2;
+            if (!hex4(&lo)) return false;
+            if (lo < 0xDC00 || lo >= 0xE000) return fail("bad low surrogate");
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+        }
+        put_utf8(*out, cp);
+        return true;
+    }
     bool string(std::string* out) {
+        // The one-letter escapes, and the character each stands for at the same index.
+        static const char kEscapes[] = "\"\\/bfnrt", kMeanings[] = "\"\\/\b\f\n\r\t";
         if (p >= end || *p != '"') return fail("expected string");
         p++;
         out->clear();
@@ -81,62 +99,32 @@ struct Parser {
                 continue;
             }
             if (p >= end) return fail("unterminated escape");
-            char e = *p++;
-            switch (e) {
-                case '"': *out += '"'; break;
-                case '\\': *out += '\\'; break;
-                case '/': *out += '/'; break;
-                case 'b': *out += '\b'; break;
-                case 'f': *out += '\f'; break;
-                case 'n': *out += '\n'; break;
-                case 'r': *out += '\r'; break;
-                case 't': *out += '\t'; break;
-                case 'u': {
-                    uint32_t cp = 0;
-                    if (!hex4(&cp)) return false;
-                    if (cp >= 0xD800 && cp < 0xDC00) {
-                        uint32_t lo = 0;
-                        if (end - p < 2 || p[0] != '\\' || p[1] != 'u') return fail("lone high surrogate");
-                        p += 2;
-                        if (!hex4(&lo)) return false;
-                        if (lo < 0xDC00 || lo >= 0xE000) return fail("bad low surrogate");
-                        cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-                    } else if (cp >= 0xDC00 && cp < 0xE000) {
-                        return fail("lone low surrogate");
-                    }
-                    put_utf8(*out, cp);
-                    break;
-                }
-                default: return fail("unknown escape");
-            }
+            const char e = *p++;
+            if (const char* known = e ? strchr(kEscapes, e) : nullptr) *out += kMeanings[known - kEscapes];
+            else if (e != 'u') return fail("unknown escape");
+            else if (!unicode_escape(out)) return false;
         }
     }
     bool number(Json* out) {
         const char* start = p;
-        bool integral = true;
         if (p < end && *p == '-') p++;
-        if (p >= end || !(*p >= '0' && *p <= '9')) return fail("expected digit");
-        if (*p == '0') p++;
-        else
-            while (p < end && *p >= '0' && *p <= '9') p++;
+        if (p < end && *p == '0') p++;  // no leading zeros: "01" ends after its 0
+        else if (!digits("expected digit")) return false;
+        const char* integral_end = p;
         if (p < end && *p == '.') {
-            integral = false;
             p++;
-            if (p >= end || !(*p >= '0' && *p <= '9')) return fail("expected digit after '.'");
-            while (p < end && *p >= '0' && *p <= '9') p++;
+            if (!digits("expected digit after '.'")) return false;
         }
         if (p < end && (*p == 'e' || *p == 'E')) {
-            integral = false;
             p++;
             if (p < end && (*p == '+' || *p == '-')) p++;
-            if (p >= end || !(*p >= '0' && *p <= '9')) return fail("expected exponent digits");
-            while (p < end && *p >= '0' && *p <= '9') p++;
+            if (!digits("expected exponent digits")) return false;
         }
         std::string text(start, p);
         out->type = Json::NUMBER;
         out->number = strtod(text.c_str(), nullptr);
         if (!std::isfinite(out->number)) return fail("number out of range");
-        if (integral) {
+        if (p == integral_end) {  // no fraction, no exponent: an integer too, if int64 holds it
             errno = 0;
             long long v = strtoll(text.c_str(), nullptr, 10);
             if (errno == 0) {
@@ -146,82 +134,57 @@ struct Parser {
         }
         return true;
     }
+    // What follows an array's or object's opening bracket: items, each read by item(), separated by commas,
+    // up to `close`.
+    template <typename Item>
+    bool list(char close, Item item) {
+        if (eat(close)) return true;
+        do {
+            if (!item()) return false;
+        } while (eat(','));
+        return eat(close) || fail(close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
+    }
     bool value(Json* out, int depth) {
         if (depth > kMaxDepth) return fail("nesting too deep");
         skip_ws();
         if (p >= end) return fail("unexpected end of input");
-        char c = *p;
+        const char c = *p;
         if (c == '{') {
             p++;
             out->type = Json::OBJECT;
-            skip_ws();
-            if (p < end && *p == '}') {
-                p++;
-                return true;
-            }
             std::unordered_set<std::string> keys;  // duplicates are rejected: readers disagree on which wins
-            while (true) {
-                skip_ws();
+            return list('}', [&] {
                 std::pair<std::string, Json> member;
+                skip_ws();
                 if (!string(&member.first)) return false;
                 if (!keys.insert(member.first).second)
-                    return fail(("duplicate key \"" + member.first.substr(0, 64) + "\"").c_str());
-                skip_ws();
-                if (p >= end || *p != ':') return fail("expected ':'");
-                p++;
+                    return fail("duplicate key \"" + member.first.substr(0, 64) + "\"");
+                if (!eat(':')) return fail("expected ':'");
                 if (!value(&member.second, depth + 1)) return false;
                 out->members.push_back(std::move(member));
-                skip_ws();
-                if (p < end && *p == ',') {
-                    p++;
-                    continue;
-                }
-                if (p < end && *p == '}') {
-                    p++;
-                    return true;
-                }
-                return fail("expected ',' or '}'");
-            }
+                return true;
+            });
         }
         if (c == '[') {
             p++;
             out->type = Json::ARRAY;
-            skip_ws();
-            if (p < end && *p == ']') {
-                p++;
-                return true;
-            }
-            while (true) {
+            return list(']', [&] {
                 out->items.emplace_back();
-                if (!value(&out->items.back(), depth + 1)) return false;
-                skip_ws();
-                if (p < end && *p == ',') {
-                    p++;
-                    continue;
-                }
-                if (p < end && *p == ']') {
-                    p++;
-                    return true;
-                }
-                return fail("expected ',' or ']'");
-            }
+                return value(&out->items.back(), depth + 1);
+            });
         }
         if (c == '"') {
             out->type = Json::STRING;
             return string(&out->str);
         }
-        if (c == 't') {
+        if (c == 't' || c == 'f') {
             out->type = Json::BOOL;
-            out->boolean = true;
-            return literal("true");
-        }
-        if (c == 'f') {
-            out->type = Json::BOOL;
-            return literal("false");
+            out->boolean = c == 't';
+            return literal(out->boolean ? "true" : "false");
         }
         if (c == 'n') return literal("null");
         if (c == '-' || (c >= '0' && c <= '9')) return number(out);
-        return fail(not_a_value().c_str());
+        return fail(not_a_value());
     }
     // Why the text at p cannot start a value, in the words a person would use for it.
     std::string not_a_value() const {
@@ -278,16 +241,4 @@ std::string json_escape(const std::string& s) {
         } else out += (char)c;
     }
     return out + "\"";
-}
-
-const char* json_type_name(Json::Type type) {
-    switch (type) {
-        case Json::NUL: return "null";
-        case Json::BOOL: return "a boolean";
-        case Json::NUMBER: return "a number";
-        case Json::STRING: return "a string";
-        case Json::ARRAY: return "an array";
-        case Json::OBJECT: return "an object";
-    }
-    return "?";
 }

@@ -23,8 +23,5 @@ struct Json {
 
 // Parses the whole text; false with a message ("line 3: expected ':'") on malformed input.
 bool json_parse(const char* text, size_t n, Json* out, std::string* err);
-// "null", "a boolean", "a number", "a string", "an array", "an object": for messages ("expected a
-// string, got an array").
-const char* json_type_name(Json::Type type);
 // Quotes and escapes a string for JSON output.
 std::string json_escape(const std::string& s);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cstring>
+#include <memory>
 
 #include "core/error.h"
 #include "core/json.h"
@@ -142,7 +143,10 @@ bool safetensors_parse_header(SafeTensors* st, const uint8_t* data, size_t n, si
 
 bool safetensors_parse(SafeTensors* st, std::vector<uint8_t> bytes, std::string* err) {
     if (!safetensors_parse_header(st, bytes.data(), bytes.size(), bytes.size(), err)) return false;
-    st->bytes = std::move(bytes);
+    auto image = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
+    st->read_at = [image](const StTensor&, size_t at, size_t n, void* out) {
+        if (n) memcpy(out, image->data() + at, n);
+    };
     return true;
 }
 
@@ -153,62 +157,17 @@ void safetensors_load(SafeTensors* st, const std::string& path) {
         fatal("corrupt safetensors file (%s): %s", path.c_str(), err.c_str());
 }
 
-namespace {
-
-// n values of `dtype` at src widened to fp32 as PyTorch does; false for a dtype it cannot read.
-bool widen(const uint8_t* src, const std::string& dtype, size_t n, float* out) {
-    if (dtype == "F32") {
-        if (n) memcpy(out, src, n * 4);
-    } else if ((dtype == "F16" || dtype == "BF16") && safetensors_widen16) {
-        std::vector<uint16_t> h(n);
-        if (n) memcpy(h.data(), src, 2 * n);
-        safetensors_widen16(dtype, h.data(), n, out);
-    } else if (dtype == "F64") {
-        for (size_t i = 0; i < n; i++) {
-            double d;
-            memcpy(&d, src + 8 * i, 8);
-            out[i] = (float)d;
-        }
-    } else if (dtype == "I32") {
-        for (size_t i = 0; i < n; i++) {
-            int32_t v;
-            memcpy(&v, src + 4 * i, 4);
-            out[i] = (float)v;
-        }
-    } else {
-        return false;
-    }
-    return true;
-}
-
-}  // namespace
-
 void safetensors_read_bytes(const SafeTensors& st, const StTensor& t, size_t first, size_t n, void* out) {
     assert(first + n <= t.end - t.begin && "a span inside the tensor");
-    if (!st.bytes.empty()) {
-        assert(st.bytes.size() >= t.end && "tensor span inside the loaded image");
-        if (n) memcpy(out, st.bytes.data() + t.begin + first, n);
-        return;
-    }
-    assert(st.read_at && "a header-only load reads through read_at");
     st.read_at(t, t.begin + first, n, out);
 }
 
 void safetensors_read_into(const SafeTensors& st, const StTensor& t, float* out) {
-    const size_t n = t.numel(), esize = safetensors_dtype_size(t.dtype);
-    if (!widen(nullptr, t.dtype, 0, out))
-        fatal("unsupported dtype for tensor %s (%s): expected F32, %sF64 or I32, got %s", t.name.c_str(),
-              st.path.c_str(), safetensors_widen16 ? "F16, BF16, " : "", t.dtype.c_str());
-    if (t.dtype == "F32") return safetensors_read_bytes(st, t, 0, n * 4, out);
-    // Other dtypes a piece at a time (from the file after a header-only load, so loading a model holds the
-    // parameters once rather than the file as well), widened into out.
-    std::vector<uint8_t> chunk(std::min(n * esize, (size_t)1 << 20));
-    const size_t per_chunk = ((size_t)1 << 20) / esize;
-    for (size_t done = 0; done < n; done += per_chunk) {
-        const size_t count = std::min(per_chunk, n - done);
-        safetensors_read_bytes(st, t, done * esize, count * esize, chunk.data());
-        widen(chunk.data(), t.dtype, count, out + done);
-    }
+    if (t.dtype == "F32") return safetensors_read_bytes(st, t, 0, t.numel() * 4, out);
+    if (!safetensors_convert)
+        fatal("unsupported dtype for tensor %s (%s): expected F32, got %s", t.name.c_str(), st.path.c_str(),
+              t.dtype.c_str());
+    safetensors_convert(st, t, out);
 }
 
 std::vector<float> safetensors_read_f32(const SafeTensors& st, const StTensor& t) {

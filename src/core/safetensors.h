@@ -1,8 +1,8 @@
 // safetensors.h: reads and writes the safetensors format (8-byte little-endian header length, JSON
 // header, raw little-endian data). The whole header is validated before any tensor is read: length
 // within the file, JSON well-formed with unique keys, dtype known, shape x dtype size == byte span, spans
-// laid end to end over the data section (no overlap, no hole). Knows nothing of GPT-2 (see hf.h). Plain C++:
-// ./gpt2 plugs in its file reading, header-only loads (formats/safetensors_file.h) and 16-bit widening.
+// laid end to end over the data section (no overlap, no hole). Knows nothing of GPT-2 (see hf.h). The core
+// reads a whole file and F32 tensors; ./gpt2 adds header-only loads and other dtypes (formats/safetensors_file.h).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -21,11 +21,11 @@ struct StTensor {
 
 struct SafeTensors {
     std::string path;
-    std::vector<uint8_t> bytes;                                 // the whole file; empty when only the header was read
-    // After a header-only load (bytes empty): reads n bytes of tensor t at file offset `at` into out.
-    std::function<void(const StTensor& t, size_t at, size_t n, void* out)> read_at;
     std::vector<StTensor> tensors;                              // in header order
     std::vector<std::pair<std::string, std::string>> metadata;  // "__metadata__"
+    // Reads n bytes of the file at offset `at`, within tensor t, into out: from the image safetensors_parse
+    // keeps, or from the file after a header-only load (formats/safetensors_file.h).
+    std::function<void(const StTensor& t, size_t at, size_t n, void* out)> read_at;
 
     const StTensor* find(const std::string& name) const;
     std::string meta(const std::string& key) const;  // "" if absent
@@ -35,24 +35,21 @@ struct SafeTensors {
 size_t safetensors_dtype_size(const std::string& dtype);
 // The header length in the first 8 bytes, checked against the file size; false with a message otherwise.
 bool safetensors_header_length(const uint8_t* first8, size_t file_size, uint64_t* len, std::string* err);
-// Parses and validates a file image; false with a message on any defect (no tensor is read).
-bool safetensors_parse(SafeTensors* st, std::vector<uint8_t> bytes, std::string* err);
-// The same checks from the first n bytes of a file of file_size bytes (n covers the header); st->bytes
-// stays empty.
+// Parses and validates the header from the first n bytes of a file of file_size bytes (n covers the
+// header); false with a message on any defect.
 bool safetensors_parse_header(SafeTensors* st, const uint8_t* data, size_t n, size_t file_size, std::string* err);
-// Widens n F16 or BF16 values to fp32 exactly, as PyTorch does. nullptr (the core alone): those dtypes are
-// refused; ./gpt2's safetensors_plug_in (formats/safetensors_file.h) sets precision/half.h's widenings.
-inline void (*safetensors_widen16)(const std::string& dtype, const uint16_t* src, size_t n, float* out) = nullptr;
+// The same for a whole file image, which st then keeps to read tensors from.
+bool safetensors_parse(SafeTensors* st, std::vector<uint8_t> bytes, std::string* err);
 // Reads and validates the whole file `path`; fatal with a one-line error naming the file on any defect.
 void safetensors_load(SafeTensors* st, const std::string& path);
-// A tensor's values as fp32, converting F16 and BF16 as PyTorch does (exact widening); also accepts
-// F64 (rounded) and I32. fatal for other dtypes, naming the tensor. After a header-only load the values
-// come from st.read_at.
-std::vector<float> safetensors_read_f32(const SafeTensors& st, const StTensor& t);
-// The same into out (numel floats), without a temporary: F32 is read straight into it.
+// Reads a tensor stored in a dtype other than F32 into out as fp32. nullptr (the core alone): only F32 is
+// read; ./gpt2's safetensors_plug_in (formats/safetensors_file.h) reads F16, BF16, F64 and I32.
+inline void (*safetensors_convert)(const SafeTensors& st, const StTensor& t, float* out) = nullptr;
+// A tensor's values as fp32 into out (numel floats); fatal naming the tensor for a dtype it cannot read.
 void safetensors_read_into(const SafeTensors& st, const StTensor& t, float* out);
-// Bytes [first, first + n) of a tensor's data into out, as stored: from the image, or after a header-only
-// load through st.read_at.
+// The same into a new vector.
+std::vector<float> safetensors_read_f32(const SafeTensors& st, const StTensor& t);
+// Bytes [first, first + n) of a tensor's data into out, as stored.
 void safetensors_read_bytes(const SafeTensors& st, const StTensor& t, size_t first, size_t n, void* out);
 
 struct StWriteItem {

@@ -15,7 +15,6 @@
 void safetensors_load_header(SafeTensors* st, const std::string& path) {
     std::string err;
     st->path = path;
-    st->bytes.clear();
     FILE* f = os_fopen_read(path);
     FileInfo info;
     if (!f) fatal("cannot open %s: %s", path.c_str(), strerror(errno));
@@ -66,9 +65,46 @@ void safetensors_write_file(const std::string& path, const std::vector<StWriteIt
     f.publish();
 }
 
+namespace {
+
+// n values of `dtype` at src as fp32: F16 and BF16 widened exactly, as PyTorch does, F64 rounded.
+void convert(const std::string& dtype, const uint8_t* src, size_t n, float* out) {
+    const bool f16 = dtype == "F16", bf16 = dtype == "BF16", f64 = dtype == "F64";  // else I32
+    for (size_t i = 0; i < n; i++) {
+        if (f16 || bf16) {
+            uint16_t h;
+            memcpy(&h, src + 2 * i, 2);
+            out[i] = f16 ? fp16_to_float(h) : bf16_to_float(h);
+        } else if (f64) {
+            double d;
+            memcpy(&d, src + 8 * i, 8);
+            out[i] = (float)d;
+        } else {
+            int32_t v;
+            memcpy(&v, src + 4 * i, 4);
+            out[i] = (float)v;
+        }
+    }
+}
+
+// A tensor a piece at a time (from the file after a header-only load, so loading a model holds the
+// parameters once rather than the file as well), converted into out.
+void read_converted(const SafeTensors& st, const StTensor& t, float* out) {
+    if (t.dtype != "F16" && t.dtype != "BF16" && t.dtype != "F64" && t.dtype != "I32")
+        fatal("unsupported dtype for tensor %s (%s): expected F32, F16, BF16, F64 or I32, got %s", t.name.c_str(),
+              st.path.c_str(), t.dtype.c_str());
+    const size_t n = t.numel(), esize = safetensors_dtype_size(t.dtype), per_chunk = ((size_t)1 << 20) / esize;
+    std::vector<uint8_t> chunk(std::min(n * esize, (size_t)1 << 20));
+    for (size_t done = 0; done < n; done += per_chunk) {
+        const size_t count = std::min(per_chunk, n - done);
+        safetensors_read_bytes(st, t, done * esize, count * esize, chunk.data());
+        convert(t.dtype, chunk.data(), count, out + done);
+    }
+}
+
+}  // namespace
+
 void safetensors_plug_in() {
     file_read_hook = file_read;
-    safetensors_widen16 = [](const std::string& dtype, const uint16_t* src, size_t n, float* out) {
-        for (size_t i = 0; i < n; i++) out[i] = dtype == "F16" ? fp16_to_float(src[i]) : bf16_to_float(src[i]);
-    };
+    safetensors_convert = read_converted;
 }

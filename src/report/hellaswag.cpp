@@ -10,7 +10,7 @@
 
 #include "platform/platform.h"
 #include "platform/signals.h"
-#include "core/json.h"
+#include "text/json_lines.h"
 #include "platform/util.h"
 #include "core/layout.h"
 
@@ -36,10 +36,7 @@ const Json& require_field(const Json& obj, const char* key, const std::string& p
 HellaSwagExample parse_example(const char* text, size_t n, const std::string& path, int line) {
     Json obj;
     std::string err;
-    if (!json_parse(text, n, &obj, &err)) {
-        if (err.compare(0, 8, "line 1: ") == 0) err.erase(0, 8);  // the text is one line: its number is ours
-        line_error("malformed JSON", path, line, "%s", err.c_str());
-    }
+    if (!json_parse_line(text, n, &obj, &err)) line_error("malformed JSON", path, line, "%s", err.c_str());
     if (obj.type != Json::OBJECT)
         line_error("bad HellaSwag example", path, line, "expected a JSON object, got %s", json_type_name(obj.type));
     HellaSwagExample ex;

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <utility>
 
-#include "core/json.h"
+#include "text/json_lines.h"
 #include "platform/platform.h"
 #include "platform/util.h"
 
@@ -102,10 +102,8 @@ RunLog run_log_read(const std::string& path) {
         if (blank) continue;
         Json obj;
         std::string err;
-        if (!json_parse(p, n, &obj, &err)) {
-            if (err.compare(0, 8, "line 1: ") == 0) err.erase(0, 8);  // the text is one line: its number is ours
+        if (!json_parse_line(p, n, &obj, &err))
             log_line_error("malformed JSON", path, line, "%s; expected a line written by train --log", err.c_str());
-        }
         if (obj.type != Json::OBJECT)
             log_line_error("bad log line", path, line, "expected a JSON object, got %s", json_type_name(obj.type));
         const Json* step = obj.find("step");

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "platform/platform.h"
-#include "core/json.h"
+#include "text/json_lines.h"
 #include "platform/output_files.h"
 #include "platform/util.h"
 #include "text/tokenizer.h"
@@ -151,10 +151,7 @@ void TextStream::handle_line(const char* p, size_t n) {
     if (k == n) return;  // blank lines between records are allowed
     Json j;
     std::string err;
-    if (!json_parse(p, n, &j, &err)) {
-        if (err.compare(0, 7, "line 1:") == 0) err.erase(0, 8);
-        fatal("malformed JSON (%s) at line %llu: %s", name_, line, err.c_str());
-    }
+    if (!json_parse_line(p, n, &j, &err)) fatal("malformed JSON (%s) at line %llu: %s", name_, line, err.c_str());
     if (j.type != Json::OBJECT)
         fatal("bad JSONL record (%s) at line %llu: expected an object with a string field \"%s\", got %s", name_, line,
               field, json_type_name(j.type));

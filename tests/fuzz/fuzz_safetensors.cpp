@@ -10,7 +10,7 @@
 #include "formats/safetensors_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-    static const bool plugged = (safetensors_plug_in(), true);  // F16/BF16 read as ./gpt2 reads them
+    static const bool plugged = (safetensors_plug_in(), true);  // F16, BF16, F64 and I32 read as ./gpt2 reads them
     (void)plugged;
     SafeTensors st;
     std::string err;
@@ -19,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         return 0;
     }
     for (const StTensor& t : st.tensors) {
-        if (t.begin > t.end || t.end > st.bytes.size()) abort();
+        if (t.begin > t.end || t.end > size) abort();
         if (t.numel() * safetensors_dtype_size(t.dtype) != t.end - t.begin) abort();
         if (st.find(t.name) == nullptr) abort();
         if (t.dtype == "F32" || t.dtype == "F16" || t.dtype == "BF16" || t.dtype == "F64" || t.dtype == "I32") {

@@ -90,8 +90,6 @@ struct LayerActs {
 // one layer's activation gradients at a time, so the gradient layout holds one layer (and lnf), which
 // every layer's views share: its residual3 is also the gradient of each block's input (encoded included).
 // It leaves out what has no gradient: the mean/rstd/lse caches, logits and losses (their views stay null).
-// With recompute, the forward keeps one copy of ln1, ln2 and fch_gelu, which every layer's views share,
-// and the backward recomputes a layer's from what it kept (gpt2_backward): about a third less memory.
 struct ActViews {
     float* encoded = nullptr;  // (N, C) wte[token] + wpe[t]
     std::vector<LayerActs> layers;
@@ -105,10 +103,12 @@ struct ActViews {
     float* losses = nullptr;  // (N) per-position cross-entropy, after a forward with targets
 };
 
-std::vector<TensorInfo> layout_acts(const GPT2Config& cfg, int B, int T, bool gradients = false,
-                                    bool recompute = false);
-ActViews layout_act_views(const GPT2Config& cfg, int B, int T, float* base, bool gradients = false,
-                          bool recompute = false);
+// Entries are named "encoded", "h.3.ln1", ..., "lnf", ...: the gradients' one layer "h.ln1", ...
+std::vector<TensorInfo> layout_acts(const GPT2Config& cfg, int B, int T, bool gradients = false);
+// The views of layout_acts' table, with the offsets in `table` (an extension may move entries: memory/
+// gives layers one copy of some).
+ActViews layout_act_views(const GPT2Config& cfg, const std::vector<TensorInfo>& table, float* base,
+                          bool gradients = false);
 // One block's activations alone: scratch that inference reuses for every layer.
 std::vector<TensorInfo> layout_layer_acts(const GPT2Config& cfg, int B, int T);
 LayerActs layout_layer_act_views(const GPT2Config& cfg, int B, int T, float* base);

@@ -2,9 +2,11 @@
 #include "inference/infer.h"
 
 #include <cassert>
+#include <cstring>
 
 #include "platform/util.h"
 #include "core/layers.h"
+#include "inference/kv_attention.h"
 
 double infer_memory_bytes(const GPT2Config& cfg, int max_len, int max_rows) {
     const double C = cfg.channels;
@@ -40,8 +42,15 @@ void infer_forward(InferState* st, const GPT2& model, const int* tokens, int n, 
     const LayerActs la = layout_layer_act_views(cfg, 1, n, st->block.data());
     const float* x = st->x.data();
     for (int l = 0; l < cfg.num_layers; l++) {
-        const KvLayer kv = {st->k.data() + (size_t)l * st->max_len * C, st->v.data() + (size_t)l * st->max_len * C, p0};
-        block_forward(model, l, la, x, 1, n, &kv);
+        float* k = st->k.data() + (size_t)l * st->max_len * C;  // (max_len, C): positions 0..p0-1 filled
+        float* v = st->v.data() + (size_t)l * st->max_len * C;
+        block_forward(model, l, la, x, 1, n, [&](const LayerActs& a, Precision prec) {
+            for (int i = 0; i < n; i++) {  // this step's keys and values join the cache
+                memcpy(k + (size_t)(p0 + i) * C, a.qkv + (size_t)i * 3 * C + C, C * sizeof(float));
+                memcpy(v + (size_t)(p0 + i) * C, a.qkv + (size_t)i * 3 * C + 2 * C, C * sizeof(float));
+            }
+            attention_forward_cached(a.atty, a.att_lse, a.qkv, k, v, n, p0, C, cfg.num_heads, prec);
+        });
         x = la.residual3;
     }
     const int first = all_logits ? 0 : n - 1, rows = n - first;

@@ -10,6 +10,7 @@
 #include "core/gemm.h"
 #include "core/isa.h"
 #include "core/layers.h"
+#include "inference/kv_attention.h"
 #include "inference/matvec.h"
 
 #ifdef GPT2_DISPATCH

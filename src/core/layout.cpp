@@ -127,38 +127,20 @@ static_assert(sizeof(LayerActs) == sizeof(kLayerActs) / sizeof(kLayerActs[0]) * 
 
 }  // namespace
 
-namespace {
-
-// Adds one layer's activations (gradients: their gradients) to tb.
-void add_layer_acts(TableBuilder* tb, const std::string& prefix, const GPT2Config& cfg, int B, int T, bool gradients) {
-    const size_t C = cfg.channels, N = (size_t)B * T;
-    for (const LayerActShape& s : kLayerActs) {
-        if (gradients && s.cache) continue;
-        if (s.is_att) tb->add(prefix + s.name, (size_t)B * cfg.num_heads * T, 0, false);
-        else tb->add(prefix + s.name, N, s.cols_per_c * C, false);
-    }
-}
-
-// The views of the table's next layer, from entry *i on.
-LayerActs layer_act_views(const std::vector<TensorInfo>& table, size_t* i, float* base, bool gradients) {
-    LayerActs la;
-    for (const LayerActShape& s : kLayerActs) la.*s.view = gradients && s.cache ? nullptr : base + table[(*i)++].offset;
-    return la;
-}
-
-}  // namespace
-
 std::vector<TensorInfo> layout_acts(const GPT2Config& cfg, int B, int T, bool gradients) {
     const size_t C = cfg.channels, N = (size_t)B * T;
     TableBuilder tb;
-    if (gradients) {  // one layer, shared by all; its residual3 is also every other residual's and encoded's
-        add_layer_acts(&tb, "h.", cfg, B, T, true);
-        tb.add("lnf", N, C, false);
-        return tb.table;
-    }
-    tb.add("encoded", N, C, false);
-    for (int l = 0; l < cfg.num_layers; l++) add_layer_acts(&tb, "h." + std::to_string(l) + ".", cfg, B, T, false);
+    if (!gradients) tb.add("encoded", N, C, false);
+    for (int l = 0; l < (gradients ? 1 : cfg.num_layers); l++)  // gradients: one layer, shared by all
+        for (size_t k = 0; k < sizeof(kLayerActs) / sizeof(kLayerActs[0]); k++) {
+            const LayerActShape& s = kLayerActs[k];
+            if (gradients && s.cache) continue;
+            const size_t rows = s.is_att ? (size_t)B * cfg.num_heads * T : N;
+            TensorInfo& t = tb.add("h." + std::to_string(l) + "." + s.name, rows, s.cols_per_c * C, false);
+            t.layer = l, t.slot = (int)k;
+        }
     tb.add("lnf", N, C, false);
+    if (gradients) return tb.table;
     tb.add("lnf_mean", N, 0, false);
     tb.add("lnf_rstd", N, 0, false);
     tb.add("logits", N, cfg.padded_vocab_size, false);
@@ -168,34 +150,20 @@ std::vector<TensorInfo> layout_acts(const GPT2Config& cfg, int B, int T, bool gr
 
 ActViews layout_act_views(const GPT2Config& cfg, const std::vector<TensorInfo>& table, float* base, bool gradients) {
     ActViews v;
-    size_t i = 0;
-    auto next = [&]() { return base + table[i++].offset; };
-    if (gradients) {
-        const LayerActs shared = layer_act_views(table, &i, base, true);
-        v.layers.assign(cfg.num_layers, shared);
-        v.encoded = shared.residual3;
-        v.lnf = next();
-        assert(i == table.size());
-        return v;
+    v.layers.resize(cfg.num_layers);  // null views, but those of the table's entries
+    for (const TensorInfo& t : table) {
+        float* at = base + t.offset;
+        if (t.layer >= 0) v.layers[t.layer].*kLayerActs[t.slot].view = at;
+        else if (t.name == "encoded") v.encoded = at;
+        else if (t.name == "lnf") v.lnf = at;
+        else if (t.name == "lnf_mean") v.lnf_mean = at;
+        else if (t.name == "lnf_rstd") v.lnf_rstd = at;
+        else if (t.name == "logits") v.logits = at;
+        else v.losses = at;
     }
-    v.encoded = next();
-    for (int l = 0; l < cfg.num_layers; l++) v.layers.push_back(layer_act_views(table, &i, base, false));
-    v.lnf = next();
-    v.lnf_mean = next();
-    v.lnf_rstd = next();
-    v.logits = next();
-    v.losses = next();
-    assert(i == table.size());
+    if (gradients) {  // layer 0's for all; its residual3 is also the gradient of each block's input
+        v.layers.assign(cfg.num_layers, v.layers[0]);
+        v.encoded = v.layers[0].residual3;
+    }
     return v;
-}
-
-std::vector<TensorInfo> layout_layer_acts(const GPT2Config& cfg, int B, int T) {
-    TableBuilder tb;
-    add_layer_acts(&tb, "", cfg, B, T, false);
-    return tb.table;
-}
-
-LayerActs layout_layer_act_views(const GPT2Config& cfg, int B, int T, float* base) {
-    size_t i = 0;
-    return layer_act_views(layout_layer_acts(cfg, B, T), &i, base, false);
 }

@@ -26,13 +26,12 @@ std::vector<TensorInfo> recompute_acts_table(const GPT2Config& cfg, int B, int T
     const char* const kRecomputed[3] = {"ln1", "ln2", "fch_gelu"};
     for (TensorInfo& t : table) {
         const std::string kind = t.name.substr(t.name.rfind('.') + 1);  // "h.3.ln1": "ln1"
-        const int r = t.name.compare(0, 2, "h.") != 0 ? -1
-                      : (int)(std::find(kRecomputed, kRecomputed + 3, kind) - kRecomputed);
-        if (r >= 0 && r < 3 && t.name.compare(0, 4, "h.0.") != 0) {
+        const int r = t.layer < 0 ? 3 : (int)(std::find(kRecomputed, kRecomputed + 3, kind) - kRecomputed);
+        if (r < 3 && t.layer > 0) {
             t.offset = shared[r];
             continue;
         }
-        if (r >= 0 && r < 3) shared[r] = offset;
+        if (r < 3) shared[r] = offset;
         t.offset = offset;
         offset += t.numel();
     }

@@ -2,6 +2,7 @@
 #include "memory/memory.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -63,6 +64,7 @@ void memory_enable_training(GPT2* model, TrainingMemory mem) {
         for (const TensorInfo& t : model->param_table)
             for (const TensorInfo& u : one)
                 if (t.layer >= 0 ? u.slot == t.slot : u.name == t.name) model->grad_offsets.push_back(u.offset);
+        assert(model->grad_offsets.size() == model->param_table.size());
     }
     gpt2_enable_training(model);
 }

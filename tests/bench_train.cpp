@@ -19,6 +19,7 @@
 #include "core/model.h"
 #include "precision/precision.h"
 #include "core/optimizer.h"
+#include "memory/memory.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -346,7 +347,7 @@ void bench_memory_options() {
         gpt2_build(&model, cfg);
         TrainingMemory mem;
         mem.recompute = op.recompute, mem.layer_grads = op.in_backward;
-        gpt2_enable_training(&model, mem);
+        memory_enable_training(&model, mem);
         gpt2_init_random(&model, 1);
         AdamW opt;
         opt.bf16 = op.bf16_moments;
@@ -368,8 +369,8 @@ void bench_memory_options() {
             }
             if (s > 0) ms.push_back((time_now_s() - t0) * 1e3);  // the first warms up
         }
-        const double mib = (gpt2_params_bytes(cfg) + gpt2_grads_bytes(cfg, op.in_backward) +
-                            (double)opt.moments_bytes() + gpt2_acts_bytes(cfg, B, T, true, op.recompute)) /
+        const double mib = (gpt2_params_bytes(cfg) + memory_grads_bytes(cfg, mem) + (double)opt.moments_bytes() +
+                            memory_acts_bytes(cfg, B, T, mem)) /
                            (1024.0 * 1024.0);
         const double step = median(ms);
         if (plain_ms == 0) plain_ms = step, plain_mib = mib;

@@ -21,6 +21,7 @@
 #include "test.h"
 #include "test_os.h"
 #include "core/optimizer.h"
+#include "memory/memory.h"
 
 namespace {
 
@@ -239,8 +240,8 @@ TEST(recompute_and_one_layer_of_gradients_change_no_number) {
     TrainingMemory rc, lg;
     rc.recompute = true;
     lg.layer_grads = lg.recompute = true;
-    gpt2_enable_training(&recompute, rc);
-    gpt2_enable_training(&layered, lg);
+    memory_enable_training(&recompute, rc);
+    memory_enable_training(&layered, lg);
     forward_backward(&plain);
     forward_backward(&recompute);
     CHECK(recompute.grads == plain.grads);  // bit for bit
@@ -255,6 +256,7 @@ TEST(recompute_and_one_layer_of_gradients_change_no_number) {
             if (t.layer == l) mismatched += !std::equal(gpt2_grad(&layered, i), gpt2_grad(&layered, i) + t.numel(),
                                                         plain.grads.data() + t.offset);
         }
+        memory_clear_layer_grads(&layered);
     });
     for (size_t i = 0; i < layered.param_table.size(); i++) {
         const TensorInfo& t = layered.param_table[i];
@@ -263,7 +265,8 @@ TEST(recompute_and_one_layer_of_gradients_change_no_number) {
     }
     CHECK(layers_seen == 2 && mismatched == 0);
     CHECK(layered.grads.size() < plain.grads.size());
-    CHECK(layered.grads.size() * sizeof(float) == gpt2_grads_bytes(layered.cfg, true));
+    CHECK(layered.grads.size() * sizeof(float) == memory_grads_bytes(layered.cfg, lg));
+    CHECK(sizeof(float) * (recompute.acts.size() + recompute.dacts.size()) == memory_acts_bytes(recompute.cfg, 2, 8, rc));
     // the activation gradients are one layer's whatever the depth
     CHECK(layout_params_size(layout_acts(config_make(16, 50, 2, 2, 16), 2, 8, true)) ==
           layout_params_size(layout_acts(config_make(16, 50, 7, 2, 16), 2, 8, true)));
@@ -277,7 +280,7 @@ TEST(update_in_backward_equals_the_full_update_bit_for_bit) {
             gpt2_enable_training(&full);
             TrainingMemory lg;
             lg.layer_grads = true;
-            gpt2_enable_training(&layered, lg);
+            memory_enable_training(&layered, lg);
             AdamW a, b;
             a.bf16 = b.bf16 = bf16;
             AdamWConfig oc;

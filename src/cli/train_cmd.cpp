@@ -152,9 +152,9 @@ struct TrainMemory {
 TrainMemory train_memory(const GPT2Config& cfg, const TrainOptions& o, const RunOptions& r, bool bf16_matmuls) {
     TrainMemory m;
     m.params = gpt2_params_bytes(cfg) * (bf16_matmuls ? 1.5 : 1.0);
-    m.grads = gpt2_grads_bytes(cfg, r.mem.layer_grads);
+    m.grads = memory_grads_bytes(cfg, r.mem);
     m.moments = gpt2_params_bytes(cfg) * (r.bf16_moments ? 1.0 : 2.0) / (r.zero ? dist_world() : 1);
-    m.acts = gpt2_acts_bytes(cfg, o.B, o.T, true, r.mem.recompute);
+    m.acts = memory_acts_bytes(cfg, o.B, o.T, r.mem);
     m.samples = r.sample_tokens > 0 ? generate_memory_bytes(cfg, 1, r.sample_tokens) : 0;
     return m;
 }
@@ -551,8 +551,8 @@ int prepare_run(TrainRun* t, const CliArgs& args, const CliArgs& given, const st
     dataloader_expand(r.train_path, "--train");  // a pattern that matches nothing fails before any allocation
     if (!r.val_path.empty()) dataloader_expand(r.val_path, "--val");
     build_model(&t->model, args, o, r);
-    setup_phase("gradients", gpt2_grads_bytes(t->model.cfg, r.mem.layer_grads),
-                [&] { gpt2_enable_training(&t->model, r.mem); });
+    setup_phase("gradients", memory_grads_bytes(t->model.cfg, r.mem),
+                [&] { memory_enable_training(&t->model, r.mem); });
     t->opt.bf16 = r.bf16_moments;
     grad_sync_init(&t->sync, &t->model, r.zero, &t->opt);  // with --zero 1: this rank's slice of AdamW
     const GPT2Config& cfg = t->model.cfg;
@@ -573,7 +573,7 @@ int prepare_run(TrainRun* t, const CliArgs& args, const CliArgs& given, const st
                r.bf16_moments ? "bf16 (stochastic rounding)" : "fp32");
     // The buffers the first step would otherwise allocate and fault in: that step then runs as a steady one.
     setup_phase("activations and AdamW state",
-                gpt2_acts_bytes(cfg, o.B, o.T, true, r.mem.recompute) + train_memory(cfg, o, r, false).moments, [&] {
+                memory_acts_bytes(cfg, o.B, o.T, r.mem) + train_memory(cfg, o, r, false).moments, [&] {
                     gpt2_alloc_acts(&t->model, o.B, o.T);
                     adamw_prepare(&t->opt, t->model);
                 });

@@ -18,8 +18,6 @@ KERNELS_BEGIN
 
 namespace {
 
-const int kQBlock = 64;  // queries per block: a multiple of the gemm's register tile
-
 // Per-thread scratch for one block's (kQBlock, T) scores/probabilities and their gradients.
 std::vector<float>& scratch(int which) {
     static thread_local std::vector<float> buf[2];
@@ -75,9 +73,8 @@ void block_probs(float* S, const float* lse, int t0, int rows, int tn, float sca
     }
 }
 
-// One head's attention for `rows` queries at positions t0..t0+rows-1 (q: the first one, rows q_row floats
-// apart) over the keys and values of positions 0..t0+rows-1 (k, v: position 0, rows kv_row apart):
-// out (rows x HS, rows out_row apart) and lse (rows) (both overwritten).
+}  // namespace
+
 void attend_block(float* out, size_t out_row, float* lse, const float* q, size_t q_row, const float* k, const float* v,
                   size_t kv_row, int t0, int rows, int HS, float scale, const GemmOperands* ops) {
     const int tn = t0 + rows;
@@ -98,8 +95,6 @@ void attend_block(float* out, size_t out_row, float* lse, const float* q, size_t
     }
 }
 
-}  // namespace
-
 void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH,
                        const GemmOperands* ops) {
     const int HS = C / NH, nblocks = (T + kQBlock - 1) / kQBlock;
@@ -114,20 +109,6 @@ void attention_forward(float* out, float* lse, const float* qkv, int B, int T, i
                 attend_block(out + ((size_t)b * T + t0) * C + h * HS, C, lse + ((size_t)b * NH + h) * T + t0,
                              q + (size_t)t0 * row, row, q + C, q + 2 * C, row, t0, rows, HS, scale, ops);
             }
-}
-
-void attention_forward_cached(float* out, float* lse, const float* qkv, const float* kcache, const float* vcache, int n,
-                              int p0, int C, int NH, const GemmOperands* ops) {
-    const int HS = C / NH, nblocks = (n + kQBlock - 1) / kQBlock;
-    const float scale = 1.0f / sqrtf((float)HS);
-    const size_t row = 3 * (size_t)C;
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int h = 0; h < NH; h++)
-        for (int blk = 0; blk < nblocks; blk++) {
-            const int i0 = blk * kQBlock, rows = std::min(kQBlock, n - i0);
-            attend_block(out + (size_t)i0 * C + h * HS, C, lse + (size_t)h * n + i0, qkv + (size_t)i0 * row + h * HS,
-                         row, kcache + h * HS, vcache + h * HS, C, p0 + i0, rows, HS, scale, ops);
-        }
 }
 
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* lse, int B, int T, int C, int NH,

@@ -61,11 +61,13 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
 // ops, here and below: the operands of attention's products (gemm.h; null: fp32).
 void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH,
                        const GemmOperands* ops = nullptr);
-// The same attention for n new rows of one sequence at positions p0..p0+n-1 over a KV cache: qkv (n, 3C)
-// holds their q (k and v are already in the cache); kcache, vcache (>= p0+n, C) hold positions 0..p0+n-1.
-// out (n, C) and lse (NH, n) are overwritten. Same blocks and arithmetic as attention_forward.
-void attention_forward_cached(float* out, float* lse, const float* qkv, const float* kcache, const float* vcache, int n,
-                              int p0, int C, int NH, const GemmOperands* ops = nullptr);
+// The unit attention_forward is built from, which decoding's cached attention (inference/kv_attention)
+// runs too: one head's attention for rows <= kQBlock queries at positions t0..t0+rows-1 (q: the first one,
+// rows q_row floats apart) over the keys and values of positions 0..t0+rows-1 (k, v: position 0, rows
+// kv_row apart): out (rows x HS, rows out_row apart) and lse (rows) (both overwritten).
+constexpr int kQBlock = 64;  // queries per block: a multiple of the gemm's register tile
+void attend_block(float* out, size_t out_row, float* lse, const float* q, size_t q_row, const float* k, const float* v,
+                  size_t kv_row, int t0, int rows, int HS, float scale, const GemmOperands* ops);
 // dqkv (N, 3C) = from dout (N, C) (overwrites), recomputing the probabilities from qkv and lse.
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* lse, int B, int T, int C, int NH,
                         const GemmOperands* ops = nullptr);

@@ -104,70 +104,43 @@ struct LayerActShape {
     size_t cols_per_c;  // 0: one float per row (mean/rstd)
     bool is_att;        // (B, NH, T)
     bool cache;         // read by the backward, has no gradient: not in the gradient layout
-    bool recomputed;    // with recompute, one copy for all layers, refilled by the backward (layout.h)
 };
 const LayerActShape kLayerActs[] = {
-    {"ln1", &LayerActs::ln1, 1, false, false, true},
-    {"ln1_mean", &LayerActs::ln1_mean, 0, false, true, false},
-    {"ln1_rstd", &LayerActs::ln1_rstd, 0, false, true, false},
-    {"qkv", &LayerActs::qkv, 3, false, false, false},
-    {"atty", &LayerActs::atty, 1, false, false, false},
-    {"att_lse", &LayerActs::att_lse, 0, true, true, false},
-    {"attproj", &LayerActs::attproj, 1, false, false, false},
-    {"residual2", &LayerActs::residual2, 1, false, false, false},
-    {"ln2", &LayerActs::ln2, 1, false, false, true},
-    {"ln2_mean", &LayerActs::ln2_mean, 0, false, true, false},
-    {"ln2_rstd", &LayerActs::ln2_rstd, 0, false, true, false},
-    {"fch", &LayerActs::fch, 4, false, false, false},
-    {"fch_gelu", &LayerActs::fch_gelu, 4, false, false, true},
-    {"fcproj", &LayerActs::fcproj, 1, false, false, false},
-    {"residual3", &LayerActs::residual3, 1, false, false, false},
+    {"ln1", &LayerActs::ln1, 1, false, false},
+    {"ln1_mean", &LayerActs::ln1_mean, 0, false, true},
+    {"ln1_rstd", &LayerActs::ln1_rstd, 0, false, true},
+    {"qkv", &LayerActs::qkv, 3, false, false},
+    {"atty", &LayerActs::atty, 1, false, false},
+    {"att_lse", &LayerActs::att_lse, 0, true, true},
+    {"attproj", &LayerActs::attproj, 1, false, false},
+    {"residual2", &LayerActs::residual2, 1, false, false},
+    {"ln2", &LayerActs::ln2, 1, false, false},
+    {"ln2_mean", &LayerActs::ln2_mean, 0, false, true},
+    {"ln2_rstd", &LayerActs::ln2_rstd, 0, false, true},
+    {"fch", &LayerActs::fch, 4, false, false},
+    {"fch_gelu", &LayerActs::fch_gelu, 4, false, false},
+    {"fcproj", &LayerActs::fcproj, 1, false, false},
+    {"residual3", &LayerActs::residual3, 1, false, false},
 };
 static_assert(sizeof(LayerActs) == sizeof(kLayerActs) / sizeof(kLayerActs[0]) * sizeof(float*),
               "every LayerActs view has a row in kLayerActs");
 
 }  // namespace
 
-namespace {
-
-// Adds one layer's activations (gradients: their gradients) to tb; with `only` set, only the recomputed
-// ones (only = 1) or all but them (only = 0).
-void add_layer_acts(TableBuilder* tb, const std::string& prefix, const GPT2Config& cfg, int B, int T, bool gradients,
-                    int only = -1) {
-    const size_t C = cfg.channels, N = (size_t)B * T;
-    for (const LayerActShape& s : kLayerActs) {
-        if ((gradients && s.cache) || (only >= 0 && s.recomputed != (only == 1))) continue;
-        if (s.is_att) tb->add(prefix + s.name, (size_t)B * cfg.num_heads * T, 0, false);
-        else tb->add(prefix + s.name, N, s.cols_per_c * C, false);
-    }
-}
-
-// The views of the table's next layer, from entry *i on; the recomputed ones from `recomputed` when given.
-LayerActs layer_act_views(const std::vector<TensorInfo>& table, size_t* i, float* base, bool gradients,
-                          const LayerActs* recomputed = nullptr) {
-    LayerActs la;
-    for (const LayerActShape& s : kLayerActs)
-        la.*s.view = gradients && s.cache               ? nullptr
-                     : recomputed && s.recomputed ? (*recomputed).*s.view
-                                                  : base + table[(*i)++].offset;
-    return la;
-}
-
-}  // namespace
-
-std::vector<TensorInfo> layout_acts(const GPT2Config& cfg, int B, int T, bool gradients, bool recompute) {
+std::vector<TensorInfo> layout_acts(const GPT2Config& cfg, int B, int T, bool gradients) {
     const size_t C = cfg.channels, N = (size_t)B * T;
     TableBuilder tb;
-    if (gradients) {  // one layer, shared by all; its residual3 is also every other residual's and encoded's
-        add_layer_acts(&tb, "h.", cfg, B, T, true);
-        tb.add("lnf", N, C, false);
-        return tb.table;
-    }
-    tb.add("encoded", N, C, false);
-    if (recompute) add_layer_acts(&tb, "recomputed.", cfg, B, T, false, 1);
-    for (int l = 0; l < cfg.num_layers; l++)
-        add_layer_acts(&tb, "h." + std::to_string(l) + ".", cfg, B, T, false, recompute ? 0 : -1);
+    if (!gradients) tb.add("encoded", N, C, false);
+    for (int l = 0; l < (gradients ? 1 : cfg.num_layers); l++)  // gradients: one layer, shared by all
+        for (size_t k = 0; k < sizeof(kLayerActs) / sizeof(kLayerActs[0]); k++) {
+            const LayerActShape& s = kLayerActs[k];
+            if (gradients && s.cache) continue;
+            const size_t rows = s.is_att ? (size_t)B * cfg.num_heads * T : N;
+            TensorInfo& t = tb.add("h." + std::to_string(l) + "." + s.name, rows, s.cols_per_c * C, false);
+            t.layer = l, t.slot = (int)k;
+        }
     tb.add("lnf", N, C, false);
+    if (gradients) return tb.table;
     tb.add("lnf_mean", N, 0, false);
     tb.add("lnf_rstd", N, 0, false);
     tb.add("logits", N, cfg.padded_vocab_size, false);
@@ -175,42 +148,22 @@ std::vector<TensorInfo> layout_acts(const GPT2Config& cfg, int B, int T, bool gr
     return tb.table;
 }
 
-ActViews layout_act_views(const GPT2Config& cfg, int B, int T, float* base, bool gradients, bool recompute) {
-    std::vector<TensorInfo> table = layout_acts(cfg, B, T, gradients, recompute);
+ActViews layout_act_views(const GPT2Config& cfg, const std::vector<TensorInfo>& table, float* base, bool gradients) {
     ActViews v;
-    size_t i = 0;
-    auto next = [&]() { return base + table[i++].offset; };
-    if (gradients) {
-        const LayerActs shared = layer_act_views(table, &i, base, true);
-        v.layers.assign(cfg.num_layers, shared);
-        v.encoded = shared.residual3;
-        v.lnf = next();
-        assert(i == table.size());
-        return v;
+    v.layers.resize(cfg.num_layers);  // null views, but those of the table's entries
+    for (const TensorInfo& t : table) {
+        float* at = base + t.offset;
+        if (t.layer >= 0) v.layers[t.layer].*kLayerActs[t.slot].view = at;
+        else if (t.name == "encoded") v.encoded = at;
+        else if (t.name == "lnf") v.lnf = at;
+        else if (t.name == "lnf_mean") v.lnf_mean = at;
+        else if (t.name == "lnf_rstd") v.lnf_rstd = at;
+        else if (t.name == "logits") v.logits = at;
+        else v.losses = at;
     }
-    v.encoded = next();
-    LayerActs recomputed;  // only its recomputed views are read
-    if (recompute)
-        for (const LayerActShape& s : kLayerActs)
-            if (s.recomputed) recomputed.*s.view = next();
-    for (int l = 0; l < cfg.num_layers; l++)
-        v.layers.push_back(layer_act_views(table, &i, base, false, recompute ? &recomputed : nullptr));
-    v.lnf = next();
-    v.lnf_mean = next();
-    v.lnf_rstd = next();
-    v.logits = next();
-    v.losses = next();
-    assert(i == table.size());
+    if (gradients) {  // layer 0's for all; its residual3 is also the gradient of each block's input
+        v.layers.assign(cfg.num_layers, v.layers[0]);
+        v.encoded = v.layers[0].residual3;
+    }
     return v;
-}
-
-std::vector<TensorInfo> layout_layer_acts(const GPT2Config& cfg, int B, int T) {
-    TableBuilder tb;
-    add_layer_acts(&tb, "", cfg, B, T, false);
-    return tb.table;
-}
-
-LayerActs layout_layer_act_views(const GPT2Config& cfg, int B, int T, float* base) {
-    size_t i = 0;
-    return layer_act_views(layout_layer_acts(cfg, B, T), &i, base, false);
 }

@@ -26,7 +26,7 @@ struct TensorInfo {
     std::string gguf_name;       // llama.cpp's name in a GGUF file ("blk.3.attn_qkv.weight"), stored as ours
     TensorInit init = TensorInit::kZero;
     int layer = -1;  // block index, -1 outside the blocks
-    int slot = -1;   // index of a block tensor in kLayerTensors
+    int slot = -1;   // index of a block tensor in kLayerTensors (of an activation: in LayerActs)
     size_t numel() const { return cols ? rows * cols : rows; }
 };
 
@@ -90,8 +90,6 @@ struct LayerActs {
 // one layer's activation gradients at a time, so the gradient layout holds one layer (and lnf), which
 // every layer's views share: its residual3 is also the gradient of each block's input (encoded included).
 // It leaves out what has no gradient: the mean/rstd/lse caches, logits and losses (their views stay null).
-// With recompute, the forward keeps one copy of ln1, ln2 and fch_gelu, which every layer's views share,
-// and the backward recomputes a layer's from what it kept (gpt2_backward): about a third less memory.
 struct ActViews {
     float* encoded = nullptr;  // (N, C) wte[token] + wpe[t]
     std::vector<LayerActs> layers;
@@ -105,10 +103,9 @@ struct ActViews {
     float* losses = nullptr;  // (N) per-position cross-entropy, after a forward with targets
 };
 
-std::vector<TensorInfo> layout_acts(const GPT2Config& cfg, int B, int T, bool gradients = false,
-                                    bool recompute = false);
-ActViews layout_act_views(const GPT2Config& cfg, int B, int T, float* base, bool gradients = false,
-                          bool recompute = false);
-// One block's activations alone: scratch that inference reuses for every layer.
-std::vector<TensorInfo> layout_layer_acts(const GPT2Config& cfg, int B, int T);
-LayerActs layout_layer_act_views(const GPT2Config& cfg, int B, int T, float* base);
+// The table's entries are "encoded", "h.3.ln1" (layer 3, slot: its place in LayerActs), ..., "lnf", ...
+std::vector<TensorInfo> layout_acts(const GPT2Config& cfg, int B, int T, bool gradients = false);
+// The views of a table from layout_acts, at its entries' offsets: an extension may move entries (memory/
+// gives every layer one copy of some) or leave some out (their views stay null; inference/ keeps one layer).
+ActViews layout_act_views(const GPT2Config& cfg, const std::vector<TensorInfo>& table, float* base,
+                          bool gradients = false);

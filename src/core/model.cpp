@@ -20,40 +20,17 @@ void gpt2_build(GPT2* model, const GPT2Config& cfg) {
     model->param = layout_param_views(cfg, model->params.data());
     model->grads.clear();
     model->training = false;
+    model->acts_table = nullptr, model->layer_begin = nullptr;
     model->B = model->T = 0;
 }
 
-namespace {
-
-// The layout of layer_grads' gradients: the parameter layout of the same model with one layer.
-GPT2Config one_layer(GPT2Config cfg) {
-    cfg.num_layers = 1;
-    return cfg;
-}
-
-}  // namespace
-
-void gpt2_enable_training(GPT2* model, TrainingMemory mem) {
+void gpt2_enable_training(GPT2* model) {
     if (model->training) return;
-    model->mem = mem;
-    model->grad_offsets.clear();
-    if (!mem.layer_grads) {
+    if (model->grads.empty()) {  // else laid out by an extension (memory/)
         buffer_assign_zero(&model->grads, model->num_params);
         model->grad = layout_param_views(model->cfg, model->grads.data());
+        model->grad_offsets.clear();
         for (const TensorInfo& t : model->param_table) model->grad_offsets.push_back(t.offset);
-    } else {
-        const std::vector<TensorInfo> one = layout_params(one_layer(model->cfg));
-        buffer_assign_zero(&model->grads, layout_params_size(one));
-        model->grad = layout_param_views(one_layer(model->cfg), model->grads.data());
-        model->grad.layers.assign(model->cfg.num_layers, model->grad.layers[0]);
-        size_t begin = SIZE_MAX, end = 0;
-        for (const TensorInfo& u : one)
-            if (u.layer == 0) begin = std::min(begin, u.offset), end = std::max(end, u.offset + u.numel());
-        model->layer_grads_span = {begin, end - begin};
-        for (const TensorInfo& t : model->param_table)
-            for (const TensorInfo& u : one)
-                if (t.layer >= 0 ? u.slot == t.slot : u.name == t.name) model->grad_offsets.push_back(u.offset);
-        assert(model->grad_offsets.size() == model->param_table.size());
     }
     model->training = true;
     model->B = model->T = 0;  // the activations gain their gradients at the next forward
@@ -87,26 +64,21 @@ double gpt2_params_bytes(const GPT2Config& cfg) {
     return sizeof(float) * (double)layout_params_size(layout_params(cfg));
 }
 
-double gpt2_grads_bytes(const GPT2Config& cfg, bool layer_grads) {
-    return layer_grads ? sizeof(float) * (double)layout_params_size(layout_params(one_layer(cfg)))
-                       : gpt2_params_bytes(cfg);
-}
-
-double gpt2_acts_bytes(const GPT2Config& cfg, int B, int T, bool training, bool recompute) {
-    const double n = (double)layout_params_size(layout_acts(cfg, B, T, false, training && recompute));
+double gpt2_acts_bytes(const GPT2Config& cfg, int B, int T, bool training) {
+    const double n = (double)layout_params_size(layout_acts(cfg, B, T));
     return sizeof(float) * (n + (training ? (double)layout_params_size(layout_acts(cfg, B, T, true)) : 0.0));
 }
 
 void gpt2_alloc_acts(GPT2* model, int B, int T) {
     if (B == model->B && T == model->T) return;
     assert(B >= 1 && T >= 1 && T <= model->cfg.max_seq_len && "callers check -B and -T against the context");
-    const bool recompute = model->training && model->mem.recompute;
-    std::vector<TensorInfo> table = layout_acts(model->cfg, B, T, false, recompute);
+    const std::vector<TensorInfo> table = model->training && model->acts_table ? model->acts_table(model->cfg, B, T)
+                                                                               : layout_acts(model->cfg, B, T);
     size_t n = layout_params_size(table);
     if (!model->training && n <= model->acts.size()) {
         // A smaller shape is laid out inside the buffer already there: every forward kernel overwrites its
         // outputs, and refilling gigabytes with zeros (page faults included) can cost more than the forward.
-        model->act = layout_act_views(model->cfg, B, T, model->acts.data());
+        model->act = layout_act_views(model->cfg, table, model->acts.data());
         model->B = B;
         model->T = T;
         return;
@@ -116,10 +88,10 @@ void gpt2_alloc_acts(GPT2* model, int B, int T) {
     // activations, and their gradients when training (a smaller layout: no caches, no logits)
     const size_t nd = model->training ? layout_params_size(layout_acts(model->cfg, B, T, true)) : 0;
     buffer_assign_zero(&model->acts, n);
-    model->act = layout_act_views(model->cfg, B, T, model->acts.data(), false, recompute);
+    model->act = layout_act_views(model->cfg, table, model->acts.data());
     if (model->training) {
         buffer_assign_zero(&model->dacts, nd);
-        model->dact = layout_act_views(model->cfg, B, T, model->dacts.data(), true);
+        model->dact = layout_act_views(model->cfg, layout_acts(model->cfg, B, T, true), model->dacts.data(), true);
     }
     model->B = B;
     model->T = T;
@@ -135,7 +107,8 @@ void gpt2_params_updated(GPT2* model, size_t offset, size_t n) {
     if (model->copies) model->copies->params_updated(model->params.data(), offset, n);
 }
 
-void block_forward(const GPT2& model, int l, const LayerActs& la, const float* x, int B, int T, const KvLayer* kv) {
+void block_forward(const GPT2& model, int l, const LayerActs& la, const float* x, int B, int T,
+                   const BlockAttention& attention) {
     const int N = B * T, C = model.cfg.channels, NH = model.cfg.num_heads;
     const LayerParams& lp = model.param.layers[l];
     const GemmOperands* ops = gpt2_operands(model);  // attention's products
@@ -145,15 +118,8 @@ void block_forward(const GPT2& model, int l, const LayerActs& la, const float* x
     // x = x + attn(ln_1(x))
     layernorm_forward(la.ln1, la.ln1_mean, la.ln1_rstd, x, lp.ln1w, lp.ln1b, N, C);
     linear(la.qkv, la.ln1, lp.qkvw, lp.qkvb, C, 3 * C);
-    if (!kv) {
-        attention_forward(la.atty, la.att_lse, la.qkv, B, T, C, NH, ops);
-    } else {
-        for (int i = 0; i < N; i++) {  // this step's keys and values join the cache
-            memcpy(kv->k + (size_t)(kv->p0 + i) * C, la.qkv + (size_t)i * 3 * C + C, C * sizeof(float));
-            memcpy(kv->v + (size_t)(kv->p0 + i) * C, la.qkv + (size_t)i * 3 * C + 2 * C, C * sizeof(float));
-        }
-        attention_forward_cached(la.atty, la.att_lse, la.qkv, kv->k, kv->v, N, kv->p0, C, NH, ops);
-    }
+    if (attention) attention(la, ops);
+    else attention_forward(la.atty, la.att_lse, la.qkv, B, T, C, NH, ops);
     linear(la.attproj, la.atty, lp.attprojw, lp.attprojb, C, C);
     residual_forward(la.residual2, x, la.attproj, (size_t)N * C);
     // x = x + mlp(ln_2(x))
@@ -180,7 +146,7 @@ float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, in
     encoder_forward(a.encoded, inputs, p.wte, p.wpe, B, T, C);
     const float* x = a.encoded;  // (N, C) the residual stream
     for (int l = 0; l < cfg.num_layers; l++) {
-        block_forward(*model, l, a.layers[l], x, B, T, nullptr);
+        block_forward(*model, l, a.layers[l], x, B, T);
         x = a.layers[l].residual3;
     }
     layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, x, p.lnfw, p.lnfb, N, C);
@@ -219,7 +185,6 @@ void gpt2_backward(GPT2* model, float loss_scale, const std::function<void(int l
         model->dlogits_scale = loss_scale;
     }
     assert(model->dlogits_scale == loss_scale && "a second backward after a forward takes the first's loss_scale");
-    assert((layer_done || !model->mem.layer_grads) && "layer_grads: layer_done consumes each layer's gradients");
     const GemmOperands* ops = gpt2_operands(*model);
     auto w = [&](const float* weight) { return gpt2_weight(*model, weight); };
     matmul_backward(da.lnf, g.wte, nullptr, a.logits, a.lnf, w(p.wte), N, C, Vp);
@@ -230,11 +195,7 @@ void gpt2_backward(GPT2* model, float loss_scale, const std::function<void(int l
         const LayerActs &la = a.layers[l], &lda = da.layers[l];
         const float* x = l == 0 ? a.encoded : a.layers[l - 1].residual3;  // this block's input
         float* dx = l == 0 ? da.encoded : da.layers[l - 1].residual3;  // the same buffer as lda.residual3
-        if (model->mem.recompute) {  // what the forward did not keep, by its own kernels: the same values
-            layernorm_forward(la.ln1, la.ln1_mean, la.ln1_rstd, x, lp.ln1w, lp.ln1b, N, C);
-            layernorm_forward(la.ln2, la.ln2_mean, la.ln2_rstd, la.residual2, lp.ln2w, lp.ln2b, N, C);
-            gelu_forward(la.fch_gelu, la.fch, (size_t)N * 4 * C);
-        }
+        if (model->layer_begin) model->layer_begin(model, l);  // memory/: what the forward did not keep
         // x = x + mlp(ln_2(x)), backwards
         residual_backward(lda.residual2, lda.fcproj, lda.residual3, (size_t)N * C);
         matmul_backward(lda.fch_gelu, lg.fcprojw, lg.fcprojb, lda.fcproj, la.fch_gelu, w(lp.fcprojw), N, 4 * C, C);
@@ -249,8 +210,6 @@ void gpt2_backward(GPT2* model, float loss_scale, const std::function<void(int l
         matmul_backward(lda.ln1, lg.qkvw, lg.qkvb, lda.qkv, la.ln1, w(lp.qkvw), N, C, 3 * C);
         layernorm_backward(dx, lg.ln1w, lg.ln1b, lda.ln1, x, lp.ln1w, la.ln1_mean, la.ln1_rstd, N, C);
         if (layer_done) layer_done(l);
-        if (model->mem.layer_grads)  // consumed: the next layer accumulates into zeros
-            memset(model->grads.data() + model->layer_grads_span.first, 0, sizeof(float) * model->layer_grads_span.second);
     }
     encoder_backward(g.wte, g.wpe, da.encoded, model->inputs.data(), B, T, C);
 }

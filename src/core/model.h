@@ -5,18 +5,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <utility>
 #include <vector>
 
 #include "core/layers.h"
 #include "core/config.h"
 #include "core/layout.h"
-
-// How training keeps its memory down; neither changes a number (train --recompute, --optimizer-in-backward).
-struct TrainingMemory {
-    bool recompute = false;    // the backward recomputes ln1, ln2 and fch_gelu (layout.h)
-    bool layer_grads = false;  // gradients of one layer at a time (gpt2_enable_training)
-};
 
 // The copies an extension keeps of the weights beside their fp32 values (precision/precision.h), which
 // gpt2_weight hands the matmuls and gpt2_params_updated refreshes. A model without them is fp32.
@@ -37,9 +30,12 @@ struct GPT2 {
     std::vector<float> params, grads;  // grads (and dacts) only after gpt2_enable_training
     ParamViews param, grad;                 // views into params and grads
     bool training = false;
-    TrainingMemory mem;                 // set by gpt2_enable_training
     std::vector<size_t> grad_offsets;  // where each param_table tensor's gradient starts in grads
-    std::pair<size_t, size_t> layer_grads_span;  // with mem.layer_grads: the shared layer's (offset, floats)
+    // The seams of an extension that keeps fewer activations (memory/: train --recompute), null on the plain
+    // path: acts_table lays out the forward's activations for training (gpt2_alloc_acts; else layout_acts),
+    // and gpt2_backward calls layer_begin(model, l) before layer l's backward, to refill what it left out.
+    std::vector<TensorInfo> (*acts_table)(const GPT2Config& cfg, int B, int T) = nullptr;
+    void (*layer_begin)(GPT2* model, int layer) = nullptr;
     int B = 0, T = 0;  // batch the activations are sized for
     std::vector<float> acts, dacts;
     ActViews act, dact;
@@ -50,20 +46,14 @@ struct GPT2 {
     std::unique_ptr<ModelCopies> copies;  // or null: fp32 (an extension's: precision/precision.h)
 };
 
-// One layer's KV cache for inference: keys and values (max positions, C) each; the block appends the
-// rows of positions p0.. and attends over 0..p0+i.
-struct KvLayer {
-    float* k;
-    float* v;
-    int p0;
-};
-
+// attention(la, ops): la.atty and la.att_lse from la.qkv on the block's operands, in place of block_forward's
+// attention over the batch itself; decoding's (inference/infer.cpp) reads earlier positions from a KV cache.
+using BlockAttention = std::function<void(const LayerActs& la, const GemmOperands* ops)>;
 // Block l of the model, the only copy of its diagram: la.residual3 = x + attn(ln_1(x)), then
-// + mlp(ln_2(.)), over B sequences of T positions (x (B*T, C)), on the model's operands. Without a cache,
-// attention runs over the batch itself (training, eval) and la keeps everything the backward needs; with
-// one (B = 1), this step's keys and values are appended to it first. x may be la.residual3 (read before it
-// is written).
-void block_forward(const GPT2& model, int l, const LayerActs& la, const float* x, int B, int T, const KvLayer* kv);
+// + mlp(ln_2(.)), over B sequences of T positions (x (B*T, C)), on the model's operands. la keeps
+// everything the backward needs. x may be la.residual3 (read before it is written).
+void block_forward(const GPT2& model, int l, const LayerActs& la, const float* x, int B, int T,
+                   const BlockAttention& attention = nullptr);
 // The weight handle of a tensor of model.params (w points into it) for the matmuls: its values, and the
 // operands and copy of its products if the model keeps copies (core/layers.h).
 Weight gpt2_weight(const GPT2& model, const float* w);
@@ -76,12 +66,10 @@ void gpt2_params_updated(GPT2* model, size_t offset, size_t n);
 // more.
 void gpt2_build(GPT2* model, const GPT2Config& cfg);
 // Adds what training needs: parameter gradients, and activation gradients from the next forward on.
-// mem.layer_grads keeps the gradients of wte, wpe, ln_f and of one layer only, which every layer's g views
-// share: gpt2_backward then needs a layer_done that consumes each layer's (an optimizer applied per layer,
-// core/optimizer.h) and zeroes them afterwards for the next. gpt2_grad finds a tensor's gradient in either
-// layout.
-void gpt2_enable_training(GPT2* model, TrainingMemory mem = {});
-// The gradient of param_table[i] in grads (with layer_grads: the shared layer's copy, valid in layer_done).
+// Gradients an extension has laid out already (grads, grad and grad_offsets: memory/'s one layer for all)
+// are kept; else they take the parameters' layout.
+void gpt2_enable_training(GPT2* model);
+// The gradient of param_table[i] in grads, in either layout (grad_offsets).
 inline float* gpt2_grad(GPT2* model, size_t i) { return model->grads.data() + model->grad_offsets[i]; }
 // GPT-2 init: weights N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)), biases 0, LayerNorm 1/0,
 // padded wte rows 0.
@@ -90,10 +78,9 @@ void gpt2_init_random(GPT2* model, uint64_t seed);
 // in the buffer already allocated reuses it (size it once for the largest shape to vary B and T freely).
 // B, T >= 1 and T <= max_seq_len (the caller checks; and checks gpt2_acts_bytes against the memory it has).
 void gpt2_alloc_acts(GPT2* model, int B, int T);
-// Bytes of the activations for (B, T), with their gradients when training: what gpt2_alloc_acts allocates.
-double gpt2_acts_bytes(const GPT2Config& cfg, int B, int T, bool training, bool recompute = false);
-// Bytes of the parameter gradients gpt2_enable_training allocates.
-double gpt2_grads_bytes(const GPT2Config& cfg, bool layer_grads);
+// Bytes of the activations for (B, T), with their gradients when training: what gpt2_alloc_acts allocates
+// (without acts_table).
+double gpt2_acts_bytes(const GPT2Config& cfg, int B, int T, bool training);
 // Bytes of one copy of the parameters (gpt2_build allocates one; training adds gradients and AdamW's two).
 double gpt2_params_bytes(const GPT2Config& cfg);
 // Forward over inputs (B, T); with targets (B, T) also the loss, returned (else returns 0), and the

@@ -136,41 +136,6 @@ void adamw_update(AdamW* opt, GPT2* model, const AdamWConfig& cfg, float lr, flo
     adamw_apply(opt, model, k, lr, cfg.weight_decay, 0, model->param_table.size());
 }
 
-float adamw_step_in_backward(AdamW* opt, GPT2* model, const AdamWConfig& cfg, float lr, float grad_clip) {
-    const std::vector<TensorInfo>& table = model->param_table;
-    std::vector<std::pair<size_t, size_t>> layers(model->cfg.num_layers, {SIZE_MAX, 0});  // tensors [first, last)
-    for (size_t i = 0; i < table.size(); i++)
-        if (table[i].layer >= 0) {
-            auto& [first, last] = layers[table[i].layer];
-            first = std::min(first, i), last = i + 1;
-        }
-    std::vector<double> sumsq(table.size());
-    auto measure_layer = [&](int l) { optimizer_grad_sumsq(*model, layers[l].first, layers[l].second, sumsq.data()); };
-    auto measure_rest = [&] {  // wte, wpe, ln_f: final once the backward returns
-        for (size_t i = 0; i < table.size(); i++)
-            if (table[i].layer < 0) optimizer_grad_sumsq(*model, i, i + 1, sumsq.data());
-    };
-    const bool clip = grad_clip > 0;
-    float norm = 0;
-    gpt2_zero_grad(model);
-    if (clip) {
-        gpt2_backward(model, 1.0f, measure_layer);
-        measure_rest();
-        norm = optimizer_norm_of(sumsq);
-        if (!std::isfinite(norm)) return norm;
-        gpt2_zero_grad(model);
-    }
-    const AdamWStep k = adamw_begin(opt, cfg, lr, optimizer_clip_factor(norm, grad_clip));
-    gpt2_backward(model, 1.0f, [&](int l) {
-        if (!clip) measure_layer(l);
-        adamw_apply(opt, model, k, lr, cfg.weight_decay, layers[l].first, layers[l].second);
-    });
-    if (!clip) measure_rest();
-    for (size_t i = 0; i < table.size(); i++)
-        if (table[i].layer < 0) adamw_apply(opt, model, k, lr, cfg.weight_decay, i, i + 1);
-    return clip ? norm : optimizer_norm_of(sumsq);
-}
-
 float lr_schedule(int step, int total, float lr, int warmup, float min_lr_frac, bool cosine) {
     if (step < warmup) return lr * (float)(step + 1) / (float)warmup;
     if (!cosine || total <= warmup) return lr;

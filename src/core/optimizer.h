@@ -73,14 +73,6 @@ inline bool adamw_may_overflow(float norm, float grad_scale) { return norm * gra
 std::string adamw_nonfinite(const AdamW& opt, const GPT2& model);
 // Both parts over every tensor.
 void adamw_update(AdamW* opt, GPT2* model, const AdamWConfig& cfg, float lr, float grad_scale = 1.0f);
-// One step with the update inside the backward, for a model with layer_grads (gpt2_enable_training),
-// after a forward with targets: AdamW is applied to each layer as soon as its gradients are final, so only
-// one layer's gradients (and wte's, wpe's and ln_f's) exist at a time. Clipping to grad_clip (> 0) needs the
-// norm of all of them before the first update, so a first backward measures it and a second one, computing
-// the same gradients again from the same activations, applies them: the weights equal those of
-// optimizer_grad_norm + adamw_update on the full gradients bit for bit. Without clipping one backward does
-// both. Returns the gradient norm; when clipping and it is not finite, nothing is updated.
-float adamw_step_in_backward(AdamW* opt, GPT2* model, const AdamWConfig& cfg, float lr, float grad_clip);
 // Linear warmup over `warmup` steps, then cosine decay from lr to lr * min_lr_frac at `total` steps
 // (or constant when cosine is false). step counts from 0.
 float lr_schedule(int step, int total, float lr, int warmup, float min_lr_frac, bool cosine);

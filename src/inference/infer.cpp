@@ -2,13 +2,29 @@
 #include "inference/infer.h"
 
 #include <cassert>
+#include <cstring>
 
 #include "platform/util.h"
 #include "core/layers.h"
+#include "inference/kv_attention.h"
+
+namespace {
+
+// One block's activations for n positions, alone: layer 0's entries of layout_acts, packed. Decoding reuses
+// them for every layer.
+std::vector<TensorInfo> block_table(const GPT2Config& cfg, int n) {
+    std::vector<TensorInfo> table;
+    size_t offset = 0;
+    for (TensorInfo t : layout_acts(cfg, 1, n))
+        if (t.layer == 0) t.offset = offset, offset += t.numel(), table.push_back(t);
+    return table;
+}
+
+}  // namespace
 
 double infer_memory_bytes(const GPT2Config& cfg, int max_len, int max_rows) {
     const double C = cfg.channels;
-    const double block = (double)layout_params_size(layout_layer_acts(cfg, 1, max_rows));
+    const double block = (double)layout_params_size(block_table(cfg, max_rows));
     // cache; embedding, block scratch, final LayerNorm with mean and rstd
     return 4.0 * (2.0 * cfg.num_layers * max_len * C + max_rows * (2.0 * C + 2) + block);
 }
@@ -23,7 +39,7 @@ void infer_init(InferState* st, const GPT2& model, int max_len, int max_rows) {
     st->k.assign((size_t)cfg.num_layers * max_len * C, 0.0f);
     st->v.assign((size_t)cfg.num_layers * max_len * C, 0.0f);
     st->x.assign(rows * C, 0.0f);
-    st->block.assign(layout_params_size(layout_layer_acts(cfg, 1, max_rows)), 0.0f);
+    st->block.assign(layout_params_size(block_table(cfg, max_rows)), 0.0f);
     st->lnf.assign(rows * C, 0.0f);
     st->mean.assign(rows, 0.0f);
     st->rstd.assign(rows, 0.0f);
@@ -37,11 +53,18 @@ void infer_forward(InferState* st, const GPT2& model, const int* tokens, int n, 
     const ParamViews& p = model.param;
     encoder_forward(st->x.data(), tokens, p.wte, p.wpe + (size_t)p0 * C, 1, n, C);  // positions p0..
     // one block's scratch serves every layer: each block's output (la.residual3) is the next one's input
-    const LayerActs la = layout_layer_act_views(cfg, 1, n, st->block.data());
+    const LayerActs la = layout_act_views(cfg, block_table(cfg, n), st->block.data()).layers[0];
     const float* x = st->x.data();
     for (int l = 0; l < cfg.num_layers; l++) {
-        const KvLayer kv = {st->k.data() + (size_t)l * st->max_len * C, st->v.data() + (size_t)l * st->max_len * C, p0};
-        block_forward(model, l, la, x, 1, n, &kv);
+        float* k = st->k.data() + (size_t)l * st->max_len * C;  // (max_len, C): positions 0..p0-1 filled
+        float* v = st->v.data() + (size_t)l * st->max_len * C;
+        block_forward(model, l, la, x, 1, n, [&](const LayerActs& a, const GemmOperands* ops) {
+            for (int i = 0; i < n; i++) {  // this step's keys and values join the cache
+                memcpy(k + (size_t)(p0 + i) * C, a.qkv + (size_t)i * 3 * C + C, C * sizeof(float));
+                memcpy(v + (size_t)(p0 + i) * C, a.qkv + (size_t)i * 3 * C + 2 * C, C * sizeof(float));
+            }
+            attention_forward_cached(a.atty, a.att_lse, a.qkv, k, v, n, p0, C, cfg.num_heads, ops);
+        });
         x = la.residual3;
     }
     const int first = all_logits ? 0 : n - 1, rows = n - first;

@@ -13,7 +13,7 @@ struct InferState {
     int max_rows = 0;         // positions one infer_forward call may add (the prompt's length)
     int len = 0;              // positions filled
     std::vector<float> k, v;  // (L, max_len, C) cached keys and values
-    // scratch for up to max_rows rows: the embedding, one block's activations (layout_layer_acts), and the
+    // scratch for up to max_rows rows: the embedding, one block's activations (layout_acts' layer 0), and the
     // final LayerNorm with its mean and rstd
     std::vector<float> x, block, lnf, mean, rstd;
 };

@@ -9,6 +9,7 @@
 #include "core/gemm.h"
 #include "core/isa.h"
 #include "core/layers.h"
+#include "inference/kv_attention.h"
 #include "inference/matvec.h"
 #include "precision/bf16.h"
 

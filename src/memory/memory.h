@@ -1,0 +1,36 @@
+// memory.h: training in less memory, without changing a number: train --recompute (fewer activations
+// kept) and --optimizer-in-backward (one layer's gradients at a time, AdamW applied as the backward goes).
+// Both reach the core through its seams: the model's acts_table and layer_begin, the gradients laid out
+// before gpt2_enable_training (which keeps them, gpt2_grad reads them through grad_offsets), and
+// gpt2_backward's layer_done.
+#pragma once
+#include "core/optimizer.h"
+
+struct TrainingMemory {
+    // The forward keeps one copy of ln1, ln2 and fch_gelu, which every layer's views share, and the backward
+    // recomputes a layer's from what it kept, before that layer (the model's layer_begin): about a third
+    // less activation memory.
+    bool recompute = false;
+    // The gradients of wte, wpe, ln_f and of one layer only, which every layer's views share: the backward
+    // then needs a layer_done that consumes each layer's (adamw_step_in_backward) and then clears them
+    // (memory_clear_layer_grads) for the next.
+    bool layer_grads = false;
+};
+
+// gpt2_enable_training with mem's layouts.
+void memory_enable_training(GPT2* model, TrainingMemory mem);
+// Bytes of the parameter gradients, and of the activations for (B, T) with their gradients, that
+// memory_enable_training and then gpt2_alloc_acts allocate.
+double memory_grads_bytes(const GPT2Config& cfg, TrainingMemory mem);
+double memory_acts_bytes(const GPT2Config& cfg, int B, int T, TrainingMemory mem);
+// With layer_grads: zeroes the one layer's gradients every layer shares, once a layer_done has consumed
+// them, so that the next layer accumulates into zeros.
+void memory_clear_layer_grads(GPT2* model);
+// One step with the update inside the backward, for a model with layer_grads (memory_enable_training),
+// after a forward with targets: AdamW is applied to each layer as soon as its gradients are final, so only
+// one layer's gradients (and wte's, wpe's and ln_f's) exist at a time. Clipping to grad_clip (> 0) needs the
+// norm of all of them before the first update, so a first backward measures it and a second one, computing
+// the same gradients again from the same activations, applies them: the weights equal those of
+// optimizer_grad_norm + adamw_update on the full gradients bit for bit. Without clipping one backward does
+// both. Returns the gradient norm; when clipping and it is not finite, nothing is updated.
+float adamw_step_in_backward(AdamW* opt, GPT2* model, const AdamWConfig& cfg, float lr, float grad_clip);

@@ -50,17 +50,6 @@ float optimizer_clip_factor(float norm, float max_norm) {
     return factor < 1.0f ? factor : 1.0f;
 }
 
-float optimizer_clip_grads(GPT2* model, float max_norm) {
-    float norm = optimizer_grad_norm(*model);
-    float factor = optimizer_clip_factor(norm, max_norm);
-    if (factor == 1.0f) return norm;
-    float* g = model->grads.data();
-    const long n = (long)model->grads.size();
-#pragma omp parallel for schedule(static)
-    for (long i = 0; i < n; i++) g[i] *= factor;
-    return norm;
-}
-
 void adamw_prepare(AdamW* opt, const GPT2& model) {
     if (opt->end == 0) opt->begin = 0, opt->end = model.params.size();
     if (opt->prepared()) return;

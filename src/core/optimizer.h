@@ -46,10 +46,8 @@ void optimizer_grad_sumsq(const GPT2& model, size_t first, size_t last, double* 
 float optimizer_norm_of(const std::vector<double>& sumsq);
 // Global L2 norm of all gradients (optimizer_norm_of of every tensor's optimizer_grad_sumsq).
 float optimizer_grad_norm(const GPT2& model);
-// Scales gradients so the global norm is at most max_norm (torch's clip_grad_norm_: factor
-// max_norm / (norm + 1e-6) when below 1). No-op when max_norm <= 0. Returns the norm before clipping.
-float optimizer_clip_grads(GPT2* model, float max_norm);
-// The factor optimizer_clip_grads scales by: min(1, max_norm / (norm + 1e-6)); 1 when max_norm <= 0.
+// The factor clipping scales the gradients by so that their global norm is at most max_norm, as torch's
+// clip_grad_norm_: min(1, max_norm / (norm + 1e-6)); 1 when max_norm <= 0.
 float optimizer_clip_factor(float norm, float max_norm);
 // Allocates the zeroed moments for `model` (all its parameters unless opt's range is set; adamw_update
 // does it too when they are missing, inside the first step; a trainer calls this first so the first step
@@ -59,7 +57,7 @@ void adamw_prepare(AdamW* opt, const GPT2& model);
 // returns its constants at learning rate lr (the schedule's value for this step) and weight decay;
 // adamw_apply updates the parameters of param_table[first, last) within opt's range from their gradients
 // (gpt2_grad). Each gradient is multiplied by grad_scale as it is read, so clipping is folded into the
-// update: the result equals optimizer_clip_grads then the update bit for bit, without the extra pass.
+// update: the result equals clipping the gradients, then the update, bit for bit, without the extra pass.
 AdamWStep adamw_begin(AdamW* opt, const AdamWConfig& cfg, float lr, float grad_scale);
 void adamw_apply(AdamW* opt, GPT2* model, const AdamWStep& k, float lr, float weight_decay, size_t first, size_t last);
 // Whether an update of gradients whose global norm is `norm`, scaled by grad_scale, may have left a

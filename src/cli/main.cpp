@@ -12,12 +12,12 @@
 
 #include "cli/extensions.h"
 #include "platform/platform.h"
+#include "platform/dispatch.h"
 #include "platform/signals.h"
 #include "platform/util.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "core/bf16.h"
-#include "core/isa.h"
 
 struct Command {
     const char* name;

@@ -32,9 +32,4 @@ void adamw_chunk_bf16(float* w, const float* g, uint16_t* m, uint16_t* v, size_t
 // same result for the same chunk whatever the thread.
 double sum_squares(const float* x, size_t n);
 
-// The benchmarks' peak: a register-only loop of independent a * x + b on vectors of one register's width
-// (an FMA where the instruction set has one), iters times over 12 accumulators, touching no memory. Returns the FLOPs done, and in
-// *sink a value that depends on every result, so that the loop is not removed.
-double fma_peak_loop(long iters, float* sink);
-
 KERNELS_END

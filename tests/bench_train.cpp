@@ -19,6 +19,7 @@
 #include "core/gemm.h"
 #include "core/model.h"
 #include "platform/dispatch.h"
+#include "precision/adamw_bf16.h"
 #include "precision/precision.h"
 #include "core/optimizer.h"
 
@@ -350,7 +351,7 @@ void bench_memory_options() {
         gpt2_enable_training(&model, mem);
         gpt2_init_random(&model, 1);
         AdamW opt;
-        opt.bf16 = op.bf16_moments;
+        if (op.bf16_moments) adamw_use_bf16(&opt);
         adamw_prepare(&opt, model);
         Rng rng(2);
         std::vector<int> x(B * T), y(B * T);
@@ -369,8 +370,9 @@ void bench_memory_options() {
             }
             if (s > 0) ms.push_back((time_now_s() - t0) * 1e3);  // the first warms up
         }
-        const double mib = (gpt2_params_bytes(cfg) + gpt2_grads_bytes(cfg, op.in_backward) +
-                            (double)opt.moments_bytes() + gpt2_acts_bytes(cfg, B, T, true, op.recompute)) /
+        const double moments = 2.0 * (double)model.num_params * adamw_moments_elem(opt);
+        const double mib = (gpt2_params_bytes(cfg) + gpt2_grads_bytes(cfg, op.in_backward) + moments +
+                            gpt2_acts_bytes(cfg, B, T, true, op.recompute)) /
                            (1024.0 * 1024.0);
         const double step = median(ms);
         if (plain_ms == 0) plain_ms = step, plain_mib = mib;

@@ -15,6 +15,7 @@
 #include "platform/util.h"
 #include "core/adamw.h"
 #include "core/model.h"
+#include "precision/adamw_bf16.h"
 #include "precision/precision.h"
 #include "test.h"
 #include "test_os.h"
@@ -223,7 +224,7 @@ TEST(update_in_backward_equals_the_full_update_bit_for_bit) {
             lg.layer_grads = true;
             gpt2_enable_training(&layered, lg);
             AdamW a, b;
-            a.bf16 = b.bf16 = bf16;
+            if (bf16) adamw_use_bf16(&a), adamw_use_bf16(&b);
             AdamWConfig oc;
             bool norms_equal = true;
             for (int step = 0; step < 3; step++) {
@@ -251,7 +252,7 @@ TEST(bf16_moments_are_rounded_stochastically_and_follow_fp32) {
     std::vector<float> w16 = w, w16b = w;
     AdamWStep s{0.9f, 0.999f, 1e-8f, 1e-4f, 1.0f, 1.0f, 1.0f, 0};
     for (int step = 1; step <= 2000; step++) {
-        s.round_key = adamw_round_key(step);
+        s.t = step;
         adamw_chunk(w.data(), g.data(), m32.data(), v32.data(), n, s);
         adamw_chunk_bf16(w16.data(), g.data(), m16.data(), v16.data(), n, s, 1000);
         // the same range in two uneven pieces (threads, ZeRO slices): the same bits

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,22 +19,28 @@ struct AdamWConfig {
     float weight_decay = 0.1f;
 };
 
-// AdamW's state. The moments are fp32, or bf16 (train --optimizer-state bf16: half the memory) rounded
-// stochastically: a value is rounded up with the probability of its distance from the bf16 below, so it
-// is right on average. Round to nearest would lose every update smaller than half a bf16 step, which
-// beta2 = 0.95..0.999 makes of most of them: v would stop moving. The random bits come from a hash of the
-// step and the parameter's index, so a run does not depend on threads, slices or a resume. The weights
-// themselves stay fp32 (the master copy).
+// AdamW's moments kept in another form than fp32, outside the core (precision/adamw_bf16.h: bf16, for
+// train --optimizer-state bf16). adamw_prepare, adamw_apply and adamw_nonfinite call these instead of
+// using AdamW's m and v.
+struct AdamWMoments {
+    virtual ~AdamWMoments() = default;
+    virtual void allocate(size_t n) = 0;  // n zeroed values of m and of v
+    virtual size_t size() const = 0;      // the values allocated
+    // adamw_chunk's update of n weights w from their gradients g, with the moments from s; index is w's
+    // parameter index.
+    virtual void update(float* w, const float* g, size_t s, size_t n, const AdamWStep& k, size_t index) = 0;
+    virtual float value(int k, size_t s) const = 0;  // m (k 0) or v (k 1) at s
+};
+
+// AdamW's state. The weights themselves stay fp32 (the master copy) whatever the moments' form.
 struct AdamW {
-    bool bf16 = false;               // set before adamw_prepare
-    std::vector<float> m, v;         // fp32 moments, or empty
-    std::vector<uint16_t> m16, v16;  // bf16 moments, or empty
+    std::vector<float> m, v;                // fp32 moments, or empty
+    std::unique_ptr<AdamWMoments> moments;  // or null: m and v above
     // The parameters [begin, end) this process updates: all of them (end 0 until adamw_prepare), or with
     // ZeRO-1 its slice; the moments hold that range, from begin.
     size_t begin = 0, end = 0;
     int step = 0;  // updates done
-    bool prepared() const { return end > 0 && (bf16 ? m16.size() : m.size()) == end - begin; }
-    size_t moments_bytes() const { return 2 * (end - begin) * (bf16 ? sizeof(uint16_t) : sizeof(float)); }
+    bool prepared() const { return end > 0 && (moments ? moments->size() : m.size()) == end - begin; }
 };
 
 // The sum of squares of each gradient of param_table[first, last) into sumsq[first, last), in double and

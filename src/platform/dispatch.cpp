@@ -13,6 +13,7 @@
 #include "core/isa.h"
 #include "core/layers.h"
 #include "inference/matvec.h"
+#include "precision/adamw_bf16.h"
 
 #ifdef GPT2_DISPATCH
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "bench.h"
-#include "core/isa.h"
+#include "platform/dispatch.h"
 
 namespace {
 

@@ -17,6 +17,8 @@
 #include "core/adamw.h"
 #include "core/gemm.h"
 #include "core/model.h"
+#include "platform/dispatch.h"
+#include "precision/adamw_bf16.h"
 #include "precision/precision.h"
 #include "core/optimizer.h"
 #include "memory/memory.h"
@@ -30,7 +32,7 @@ namespace {
 const long kPeakIters = 20000000;
 
 // kPeakIters x independent vector FMAs on 16 lanes that never touch memory (32 FLOPs each), as many as
-// the registers hold. A kernel (core/adamw.h), so that it runs the instruction set the kernels run.
+// the registers hold. A kernel (platform/dispatch.h), so that it runs the instruction set the kernels run.
 // Returns the FLOPs done.
 double fma_loop(float* sink) { return fma_peak_loop(kPeakIters, sink); }
 
@@ -350,7 +352,7 @@ void bench_memory_options() {
         memory_enable_training(&model, mem);
         gpt2_init_random(&model, 1);
         AdamW opt;
-        opt.bf16 = op.bf16_moments;
+        if (op.bf16_moments) adamw_use_bf16(&opt);
         adamw_prepare(&opt, model);
         Rng rng(2);
         std::vector<int> x(B * T), y(B * T);
@@ -369,7 +371,8 @@ void bench_memory_options() {
             }
             if (s > 0) ms.push_back((time_now_s() - t0) * 1e3);  // the first warms up
         }
-        const double mib = (gpt2_params_bytes(cfg) + memory_grads_bytes(cfg, mem) + (double)opt.moments_bytes() +
+        const double moments = 2.0 * (double)model.num_params * adamw_moments_elem(opt);
+        const double mib = (gpt2_params_bytes(cfg) + memory_grads_bytes(cfg, mem) + moments +
                             memory_acts_bytes(cfg, B, T, mem)) /
                            (1024.0 * 1024.0);
         const double step = median(ms);

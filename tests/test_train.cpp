@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "precision/half.h"
@@ -17,6 +18,7 @@
 #include "platform/util.h"
 #include "core/adamw.h"
 #include "core/model.h"
+#include "precision/adamw_bf16.h"
 #include "precision/precision.h"
 #include "test.h"
 #include "test_os.h"
@@ -282,7 +284,7 @@ TEST(update_in_backward_equals_the_full_update_bit_for_bit) {
             lg.layer_grads = true;
             memory_enable_training(&layered, lg);
             AdamW a, b;
-            a.bf16 = b.bf16 = bf16;
+            if (bf16) adamw_use_bf16(&a), adamw_use_bf16(&b);
             AdamWConfig oc;
             bool norms_equal = true;
             for (int step = 0; step < 3; step++) {
@@ -310,7 +312,7 @@ TEST(bf16_moments_are_rounded_stochastically_and_follow_fp32) {
     std::vector<float> w16 = w, w16b = w;
     AdamWStep s{0.9f, 0.999f, 1e-8f, 1e-4f, 1.0f, 1.0f, 1.0f, 0};
     for (int step = 1; step <= 2000; step++) {
-        s.round_key = adamw_round_key(step);
+        s.t = step;
         adamw_chunk(w.data(), g.data(), m32.data(), v32.data(), n, s);
         adamw_chunk_bf16(w16.data(), g.data(), m16.data(), v16.data(), n, s, 1000);
         // the same range in two uneven pieces (threads, ZeRO slices): the same bits
@@ -325,6 +327,38 @@ TEST(bf16_moments_are_rounded_stochastically_and_follow_fp32) {
     CHECK(std::fabs(v32[0] - want) < 1e-4);
     CHECK(std::fabs(mean_v - want) < 2e-3 * want);
     CHECK(m16 == m16b && v16 == v16b && w16 == w16b);
+}
+
+TEST(bf16_moments_plug_into_adamw_through_its_seam) {
+    // AdamW with its moments in bf16 (precision/adamw_bf16, AdamW::moments) against fp32 ones: a first update
+    // computes the moments in fp32 before storing them, so the weights agree bit for bit and each stored
+    // moment is within a bf16 step of fp32's; adamw_nonfinite reads the bf16 moments.
+    GPT2 a = tiny_model(), b = tiny_model();
+    gpt2_enable_training(&a);
+    gpt2_enable_training(&b);
+    forward_backward(&a);
+    forward_backward(&b);
+    AdamW fp32, bf16;
+    adamw_use_bf16(&bf16);
+    const AdamWConfig oc;
+    adamw_update(&fp32, &a, oc, 1e-2f);
+    adamw_update(&bf16, &b, oc, 1e-2f);
+    CHECK(a.params == b.params);
+    const AdamWBf16* moments = adamw_bf16(bf16);
+    CHECK(moments && bf16.prepared() && bf16.m.empty() && moments->m.size() == a.num_params);
+    size_t far = 0, moved = 0;
+    for (size_t i = 0; moments && i < a.num_params; i++)
+        for (int k = 0; k < 2; k++) {
+            const float x = k ? fp32.v[i] : fp32.m[i], y = bf16_to_float(k ? moments->v[i] : moments->m[i]);
+            far += std::fabs(y - x) > std::ldexp(std::fabs(x), -7);
+            moved += y != 0;
+        }
+    CHECK(far == 0 && moved > a.num_params);
+    CHECK(adamw_nonfinite(bf16, b).empty());
+    adamw_bf16(bf16)->v[3] = 0x7F80;  // +inf
+    const std::string what = adamw_nonfinite(bf16, b);
+    printf("    %s\n", what.c_str());
+    CHECK(what.find("AdamW v of ") == 0 && what.find("[3] is inf") != std::string::npos);
 }
 
 // A first round of the tuner: its full team, or 0 where it does not tune (the caller skips).

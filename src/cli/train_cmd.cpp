@@ -22,6 +22,7 @@
 #include "formats/token_files.h"
 #include "inference/generate.h"
 #include "core/model.h"
+#include "precision/adamw_bf16.h"
 #include "precision/precision.h"
 #include "text/tokenizer.h"
 #include "report/plot.h"
@@ -553,7 +554,7 @@ int prepare_run(TrainRun* t, const CliArgs& args, const CliArgs& given, const st
     build_model(&t->model, args, o, r);
     setup_phase("gradients", memory_grads_bytes(t->model.cfg, r.mem),
                 [&] { memory_enable_training(&t->model, r.mem); });
-    t->opt.bf16 = r.bf16_moments;
+    if (r.bf16_moments) adamw_use_bf16(&t->opt);
     grad_sync_init(&t->sync, &t->model, r.zero, &t->opt);  // with --zero 1: this rank's slice of AdamW
     const GPT2Config& cfg = t->model.cfg;
     printf("model: %d layers, %d heads, %d channels, context %d, vocab %d: %.2fM parameters\n", cfg.num_layers,

@@ -24,7 +24,7 @@ struct RunOptions {
     std::string train_path, resume_dir, out, plot_path, val_path;  // out: "" for none; val_path: "" for none
     bool plot_in_out = false;                                      // loss.png saved into --out with each checkpoint
     // Memory: --recompute, --optimizer-in-backward (memory/'s TrainingMemory) and
-    // --optimizer-state bf16 (AdamW::bf16).
+    // --optimizer-state bf16 (precision/adamw_bf16.h).
     TrainingMemory mem;
     bool bf16_moments = false;
     // --zero 1 under mpirun: each rank keeps its slice of AdamW's state (dist_slices), the gradients are

@@ -1,7 +1,7 @@
 // main.cpp: gpt2-core (`make core`), the core alone: trains GPT-2 in fp32 on one process from a random init
 // or a HuggingFace checkpoint, on one llm.c token file, and saves a HuggingFace checkpoint. For the same flags
 // its losses equal `gpt2 train`'s bit for bit (tests/cli_core.sh): it runs the same step (core/trainer.h).
-// Everything else (validation, resume, samples, shards, bf16, int8, MPI, safe replacing of outputs) is ./gpt2's.
+// Everything else (validation, resume, samples, shards, other precisions, MPI, safe replacing of outputs) is ./gpt2's.
 #include <cerrno>
 #include <climits>
 #include <cstdio>

@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <utility>
 
-#include "core/bf16.h"
 #include "core/buffer.h"
 #include "core/adamw.h"
 
@@ -50,24 +49,12 @@ float optimizer_clip_factor(float norm, float max_norm) {
     return factor < 1.0f ? factor : 1.0f;
 }
 
-float optimizer_clip_grads(GPT2* model, float max_norm) {
-    float norm = optimizer_grad_norm(*model);
-    float factor = optimizer_clip_factor(norm, max_norm);
-    if (factor == 1.0f) return norm;
-    float* g = model->grads.data();
-    const long n = (long)model->grads.size();
-#pragma omp parallel for schedule(static)
-    for (long i = 0; i < n; i++) g[i] *= factor;
-    return norm;
-}
-
 void adamw_prepare(AdamW* opt, const GPT2& model) {
     if (opt->end == 0) opt->begin = 0, opt->end = model.params.size();
     if (opt->prepared()) return;
     const size_t n = opt->end - opt->begin;
-    if (opt->bf16) {
-        buffer_assign_zero(&opt->m16, n);
-        buffer_assign_zero(&opt->v16, n);
+    if (opt->moments) {
+        opt->moments->allocate(n);
     } else {
         buffer_assign_zero(&opt->m, n);
         buffer_assign_zero(&opt->v, n);
@@ -81,7 +68,7 @@ AdamWStep adamw_begin(AdamW* opt, const AdamWConfig& cfg, float lr, float grad_s
     k.step_size = lr / (1.0f - powf(cfg.beta1, (float)opt->step));
     k.bc2_sqrt = sqrtf(1.0f - powf(cfg.beta2, (float)opt->step));
     k.decay = 1.0f;
-    k.round_key = adamw_round_key(opt->step);
+    k.t = opt->step;
     return k;
 }
 
@@ -104,7 +91,7 @@ void adamw_apply(AdamW* opt, GPT2* model, const AdamWStep& k, float lr, float we
 #pragma omp for schedule(static) nowait
         for (long c = 0; c < chunks; c++) {
             const size_t at = lo + (size_t)c * kChunk, n = std::min(hi - at, kChunk), s = at - opt->begin;
-            if (opt->bf16) adamw_chunk_bf16(w + at, g + at, opt->m16.data() + s, opt->v16.data() + s, n, ks, at);
+            if (opt->moments) opt->moments->update(w + at, g + at, s, n, ks, at);
             else adamw_chunk(w + at, g + at, opt->m.data() + s, opt->v.data() + s, n, ks);
             gpt2_params_updated(model, at, n);
         }
@@ -116,8 +103,8 @@ std::string adamw_nonfinite(const AdamW& opt, const GPT2& model) {
         const size_t lo = std::max(t.offset, opt.begin), hi = std::min(t.offset + t.numel(), opt.end);
         for (size_t i = lo; i < hi; i++) {
             const size_t s = i - opt.begin;
-            const float m = opt.bf16 ? bf16_to_float(opt.m16[s]) : opt.m[s];
-            const float v = opt.bf16 ? bf16_to_float(opt.v16[s]) : opt.v[s];
+            const float m = opt.moments ? opt.moments->value(0, s) : opt.m[s];
+            const float v = opt.moments ? opt.moments->value(1, s) : opt.v[s];
             const std::pair<const char*, float> values[] = {
                 {"AdamW v", v}, {"AdamW m", m}, {"weight", model.params[i]}};
             for (const auto& [what, x] : values)

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,22 +19,28 @@ struct AdamWConfig {
     float weight_decay = 0.1f;
 };
 
-// AdamW's state. The moments are fp32, or bf16 (train --optimizer-state bf16: half the memory) rounded
-// stochastically: a value is rounded up with the probability of its distance from the bf16 below, so it
-// is right on average. Round to nearest would lose every update smaller than half a bf16 step, which
-// beta2 = 0.95..0.999 makes of most of them: v would stop moving. The random bits come from a hash of the
-// step and the parameter's index, so a run does not depend on threads, slices or a resume. The weights
-// themselves stay fp32 (the master copy).
+// AdamW's moments kept in another form than fp32, outside the core (precision/adamw_bf16.h: bf16, for
+// train --optimizer-state bf16). adamw_prepare, adamw_apply and adamw_nonfinite call these instead of
+// using AdamW's m and v.
+struct AdamWMoments {
+    virtual ~AdamWMoments() = default;
+    virtual void allocate(size_t n) = 0;  // n zeroed values of m and of v
+    virtual size_t size() const = 0;      // the values allocated
+    // adamw_chunk's update of n weights w from their gradients g, with the moments from s; index is w's
+    // parameter index.
+    virtual void update(float* w, const float* g, size_t s, size_t n, const AdamWStep& k, size_t index) = 0;
+    virtual float value(int k, size_t s) const = 0;  // m (k 0) or v (k 1) at s
+};
+
+// AdamW's state. The weights themselves stay fp32 (the master copy) whatever the moments' form.
 struct AdamW {
-    bool bf16 = false;               // set before adamw_prepare
-    std::vector<float> m, v;         // fp32 moments, or empty
-    std::vector<uint16_t> m16, v16;  // bf16 moments, or empty
+    std::vector<float> m, v;                // fp32 moments, or empty
+    std::unique_ptr<AdamWMoments> moments;  // or null: m and v above
     // The parameters [begin, end) this process updates: all of them (end 0 until adamw_prepare), or with
     // ZeRO-1 its slice; the moments hold that range, from begin.
     size_t begin = 0, end = 0;
     int step = 0;  // updates done
-    bool prepared() const { return end > 0 && (bf16 ? m16.size() : m.size()) == end - begin; }
-    size_t moments_bytes() const { return 2 * (end - begin) * (bf16 ? sizeof(uint16_t) : sizeof(float)); }
+    bool prepared() const { return end > 0 && (moments ? moments->size() : m.size()) == end - begin; }
 };
 
 // The sum of squares of each gradient of param_table[first, last) into sumsq[first, last), in double and
@@ -46,10 +53,8 @@ void optimizer_grad_sumsq(const GPT2& model, size_t first, size_t last, double* 
 float optimizer_norm_of(const std::vector<double>& sumsq);
 // Global L2 norm of all gradients (optimizer_norm_of of every tensor's optimizer_grad_sumsq).
 float optimizer_grad_norm(const GPT2& model);
-// Scales gradients so the global norm is at most max_norm (torch's clip_grad_norm_: factor
-// max_norm / (norm + 1e-6) when below 1). No-op when max_norm <= 0. Returns the norm before clipping.
-float optimizer_clip_grads(GPT2* model, float max_norm);
-// The factor optimizer_clip_grads scales by: min(1, max_norm / (norm + 1e-6)); 1 when max_norm <= 0.
+// The factor clipping scales the gradients by so that their global norm is at most max_norm, as torch's
+// clip_grad_norm_: min(1, max_norm / (norm + 1e-6)); 1 when max_norm <= 0.
 float optimizer_clip_factor(float norm, float max_norm);
 // Allocates the zeroed moments for `model` (all its parameters unless opt's range is set; adamw_update
 // does it too when they are missing, inside the first step; a trainer calls this first so the first step
@@ -59,7 +64,7 @@ void adamw_prepare(AdamW* opt, const GPT2& model);
 // returns its constants at learning rate lr (the schedule's value for this step) and weight decay;
 // adamw_apply updates the parameters of param_table[first, last) within opt's range from their gradients
 // (gpt2_grad). Each gradient is multiplied by grad_scale as it is read, so clipping is folded into the
-// update: the result equals optimizer_clip_grads then the update bit for bit, without the extra pass.
+// update: the result equals clipping the gradients, then the update, bit for bit, without the extra pass.
 AdamWStep adamw_begin(AdamW* opt, const AdamWConfig& cfg, float lr, float grad_scale);
 void adamw_apply(AdamW* opt, GPT2* model, const AdamWStep& k, float lr, float weight_decay, size_t first, size_t last);
 // Whether an update of gradients whose global norm is `norm`, scaled by grad_scale, may have left a

@@ -47,16 +47,6 @@ inline float vf_reduce_max(vf16 v) {
     return m;
 }
 
-// The sum of 16 lanes by halving (8 + 8, 4 + 4, ...): 4 dependent adds where a lane-by-lane loop has 15.
-inline float vf_reduce_add(vf16 v) {
-    typedef float vf8 __attribute__((vector_size(32)));
-    typedef float vf4 __attribute__((vector_size(16)));
-    const vf8 a = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
-                  __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
-    const vf4 b = __builtin_shufflevector(a, a, 0, 1, 2, 3) + __builtin_shufflevector(a, a, 4, 5, 6, 7);
-    return (b[0] + b[2]) + (b[1] + b[3]);
-}
-
 // lo, hi += the 16 lanes of x widened to double (sums of many floats without fp32 rounding drift).
 inline void vf_accumulate_double(vd8* lo, vd8* hi, vf16 x) {
     *lo += __builtin_convertvector(__builtin_shufflevector(x, x, 0, 1, 2, 3, 4, 5, 6, 7), vd8);

@@ -9,6 +9,7 @@
 
 #include "dist/dist.h"
 #include "platform/signals.h"
+#include "precision/adamw_bf16.h"
 
 namespace {
 
@@ -56,7 +57,7 @@ void grad_sync_init(GradSync* s, GPT2* model, bool zero, AdamW* opt) {
     std::string sizes;
     for (int r = 0; r < s->ranks; r++) sizes += (r ? ", " : "") + std::to_string(s->slices[r + 1] - s->slices[r]);
     printf("zero: AdamW state split across %d ranks: %s parameters (%.0f MiB on each)\n", s->ranks, sizes.c_str(),
-           (double)(opt->bf16 ? 4 : 8) * (s->slices[1] - s->slices[0]) / (1024.0 * 1024.0));
+           (double)(2 * adamw_moments_elem(*opt)) * (s->slices[1] - s->slices[0]) / (1024.0 * 1024.0));
 }
 
 float grad_sync_loss_scale(const GradSync& s, int accum) { return 1.0f / ((float)accum * s.ranks); }
@@ -111,15 +112,14 @@ void grad_sync_weights(const GradSync& s, GPT2* model) {
 
 const AdamW& grad_sync_whole_moments(const GradSync& s, const AdamW& opt, const GPT2& model, AdamW* whole) {
     if (!s.sharded) return opt;
-    const size_t elem = opt.bf16 ? 2 : 4;
-    auto data = [](const AdamW& a, int k) {
-        return const_cast<void*>(a.bf16 ? (const void*)(k ? a.v16 : a.m16).data() : (const void*)(k ? a.v : a.m).data());
-    };
-    whole->bf16 = opt.bf16, whole->step = opt.step;
+    const size_t elem = adamw_moments_elem(opt);
+    if (adamw_bf16(opt)) adamw_use_bf16(whole);
+    whole->step = opt.step;
     if (s.rank == 0) adamw_prepare(whole, model);
     for (int k = 0; k < 2; k++) {  // m, then v
-        if (s.rank == 0) memcpy(data(*whole, k), data(opt, k), elem * s.slices[1]);  // rank 0's slice starts at 0
-        dist_gather_to_root(s.rank == 0 ? data(*whole, k) : data(opt, k), elem, s.slices);
+        if (s.rank == 0)  // rank 0's slice starts at 0
+            memcpy(adamw_moments_data(*whole, k), adamw_moments_data(opt, k), elem * s.slices[1]);
+        dist_gather_to_root(adamw_moments_data(s.rank == 0 ? *whole : opt, k), elem, s.slices);
     }
     return s.rank == 0 ? *whole : opt;
 }

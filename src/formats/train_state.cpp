@@ -18,6 +18,7 @@
 #include "platform/util.h"
 #include "formats/checkpoint.h"
 #include "formats/safetensors_file.h"
+#include "precision/adamw_bf16.h"
 
 static bool is_permutation(const std::vector<uint32_t>& order) {
     std::vector<bool> seen(order.size(), false);
@@ -302,15 +303,16 @@ void train_state_save(const std::string& dir, const GPT2& model, const AdamW& op
                       const std::vector<std::pair<std::string, std::string>>& run_flags, const LossHistory& history,
                       const std::function<void(const std::string& staging)>& extra) {
     assert((!opt.prepared() || (opt.begin == 0 && opt.end == model.num_params)) && "the moments of every parameter");
+    const bool bf16 = adamw_bf16(opt);
     std::vector<uint8_t> zeros;  // before the first step
-    if (!opt.prepared()) zeros.assign(model.num_params * (opt.bf16 ? 2 : 4), 0);
-    const void* m = !opt.prepared() ? zeros.data() : opt.bf16 ? (const void*)opt.m16.data() : opt.m.data();
-    const void* v = !opt.prepared() ? zeros.data() : opt.bf16 ? (const void*)opt.v16.data() : opt.v.data();
+    if (!opt.prepared()) zeros.assign(model.num_params * adamw_moments_elem(opt), 0);
+    const void* m = !opt.prepared() ? zeros.data() : adamw_moments_data(opt, 0);
+    const void* v = !opt.prepared() ? zeros.data() : adamw_moments_data(opt, 1);
     for (const auto& [name, x] : {std::pair<const char*, const void*>{"AdamW m", m}, {"AdamW v", v}})
         for (size_t i = 0; i < model.num_params; i++)
-            if (opt.bf16 ? (((const uint16_t*)x)[i] & 0x7F80) == 0x7F80 : !std::isfinite(((const float*)x)[i]))
+            if (bf16 ? (((const uint16_t*)x)[i] & 0x7F80) == 0x7F80 : !std::isfinite(((const float*)x)[i]))
                 fatal("not saving %s at step %d: %s holds a non-finite value at %zu", dir.c_str(), step, name, i);
-    const char* moments = opt.bf16 ? "BF16" : "F32";
+    const char* moments = bf16 ? "BF16" : "F32";
     std::string flags = "[";
     for (const auto& kv : run_flags)
         flags += (flags.size() > 1 ? "," : "") + std::string("[") + json_escape(kv.first) + "," +
@@ -389,14 +391,16 @@ void read_moments(const TrainState& ts, const GPT2& model, AdamW* opt) {
     adamw_prepare(opt, model);  // opt's range, all or a ZeRO-1 slice, in zeros
     const bool saved16 = ts.m.dtype == "BF16";
     const size_t esize = saved16 ? 2 : 4, per = (size_t)1 << 20;
-    std::vector<uint8_t> piece(opt->bf16 == saved16 ? 0 : per * esize);
+    AdamWBf16* const opt16 = adamw_bf16(*opt);
+    const bool bf16 = opt16;
+    std::vector<uint8_t> piece(bf16 == saved16 ? 0 : per * esize);
     for (int k = 0; k < 2; k++) {  // m, then v
         const StTensor& t = k ? ts.v : ts.m;
         for (size_t first = opt->begin; first < opt->end; first += per) {
             const size_t n = std::min(per, opt->end - first), at = first - opt->begin;
-            uint16_t* to16 = opt->bf16 ? (k ? opt->v16 : opt->m16).data() + at : nullptr;
-            float* to32 = opt->bf16 ? nullptr : (k ? opt->v : opt->m).data() + at;
-            void* raw = opt->bf16 != saved16 ? (void*)piece.data() : to16 ? (void*)to16 : (void*)to32;
+            uint16_t* to16 = bf16 ? (k ? opt16->v : opt16->m).data() + at : nullptr;
+            float* to32 = bf16 ? nullptr : (k ? opt->v : opt->m).data() + at;
+            void* raw = bf16 != saved16 ? (void*)piece.data() : to16 ? (void*)to16 : (void*)to32;
             safetensors_read_bytes(ts.file, t, first * esize, n * esize, raw);
             for (size_t i = 0; i < n; i++) {
                 const float x = saved16 ? bf16_to_float(static_cast<uint16_t*>(raw)[i]) : static_cast<float*>(raw)[i];

@@ -81,7 +81,7 @@ bool train_state_parse(const SafeTensors& st, TrainState* ts, std::string* err);
 // Reads and parses dir/train_state.safetensors (all but the moments); fatal naming the file if missing or
 // malformed.
 void train_state_read(TrainState* ts, const std::string& dir);
-// Restores AdamW (its moments read from the file a few MiB at a time straight into opt's, in opt->bf16's
+// Restores AdamW (its moments read from the file a few MiB at a time straight into opt's, in opt's
 // precision: fp32 moments are rounded to nearest for a bf16 state, bf16 ones widened exactly for an fp32
 // one; only opt's range, all of the parameters or a ZeRO-1 slice), the data loader and the history; fatal
 // if the state does not belong to `model` (parameters, geometry) or to the loader's data (window count,

@@ -1,8 +1,9 @@
 // kv_attention.h: decoding's attention over a KV cache, the kernel inference/infer.cpp gives block_forward
 // in place of its attention over the batch.
 #pragma once
-#include "core/bf16.h"
 #include "core/isa.h"
+
+struct GemmOperands;  // core/gemm.h
 
 KERNELS_BEGIN
 

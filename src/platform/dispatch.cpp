@@ -1,6 +1,8 @@
-// dispatch.cpp: see isa.h. kernels_isa() in every build; in the dispatching one (GPT2_DISPATCH: ARCH=portable
-// on x86-64) also the global kernel functions, each calling the copy compiled for the instruction set
-// chosen once, at its first call. This file itself is compiled for the x86-64 baseline.
+// dispatch.cpp: see dispatch.h and core/isa.h. kernels_isa() in every build; in the dispatching one
+// (GPT2_DISPATCH: ARCH=portable on x86-64) also the global kernel functions, each calling the copy compiled
+// for the instruction set chosen once, at its first call. This file itself is compiled for the x86-64 baseline.
+#include "platform/dispatch.h"
+
 #include <cassert>
 #include <cstdlib>
 #include <string>
@@ -12,6 +14,7 @@
 #include "inference/kv_attention.h"
 #include "inference/matvec.h"
 #include "precision/bf16.h"
+#include "precision/adamw_bf16.h"
 
 #ifdef GPT2_DISPATCH
 

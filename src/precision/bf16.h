@@ -7,11 +7,17 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/bf16.h"
 #include "core/isa.h"
 #include "core/simd.h"
 
 struct GemmOperands;
+
+inline float bf16_to_float(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float x;
+    memcpy(&x, &u, sizeof(x));
+    return x;
+}
 
 inline uint16_t bf16_round(float x) {
     uint32_t u;
@@ -23,6 +29,8 @@ inline uint16_t bf16_round(float x) {
 inline float bf16_rounded(float x) { return bf16_to_float(bf16_round(x)); }
 
 KERNELS_BEGIN
+
+typedef unsigned int vu16 __attribute__((vector_size(64)));
 
 // bf16_round of 16 lanes, in the low 16 bits of each 32-bit lane.
 inline vu16 vbf16_round(vf16 x) {

@@ -25,7 +25,7 @@ void gemm_block(int i0, int i1, int j0, int nb, int K, int kc, const float* A, i
             float acc[BLOCK] = {};
             for (int k = 0; k < kn; k++) {
                 const float a = a_at(A, lda, transA, i, k0 + k);
-                for (int j = 0; j < nb; j++) acc[j] += a * b[k * nb + j];
+                for (int j = 0; j < nb; j++) acc[j] += a * b[k * nb + j];  // an FMA, as gemm.h says
             }
             float* c = C + (size_t)i * ldc + j0;
             for (int j = 0; j < nb; j++) c[j] = accumulate || k0 > 0 ? c[j] + acc[j] : acc[j];
@@ -34,7 +34,8 @@ void gemm_block(int i0, int i1, int j0, int nb, int K, int kc, const float* A, i
 }
 
 void gemm_plain(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB,
-                float* C, int ldc, bool accumulate, bool serial) {
+                float* C, int ldc, bool accumulate, const GemmOperands* ops, bool serial) {
+    assert(!ops && "other operands than fp32's need the tuned gemm (tuned/)");
     if (M <= 0 || N <= 0 || (K <= 0 && accumulate)) return;
     const int kc = gemm_kc(M, N, K), row_blocks = (M + BLOCK - 1) / BLOCK;
     const int blocks = row_blocks * ((N + BLOCK - 1) / BLOCK);
@@ -58,15 +59,13 @@ void gemm_plain(int M, int N, int K, const float* A, int lda, bool transA, const
 void gemm(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB, float* C,
           int ldc, bool accumulate, const GemmOperands* ops, const void* B_copy) {
     if (gemm_tuned) return gemm_tuned(M, N, K, A, lda, transA, B, ldb, transB, C, ldc, accumulate, ops, B_copy, false);
-    assert(!ops && "other operands than fp32's need the tuned gemm (tuned/)");
-    gemm_plain(M, N, K, A, lda, transA, B, ldb, transB, C, ldc, accumulate, false);
+    gemm_plain(M, N, K, A, lda, transA, B, ldb, transB, C, ldc, accumulate, ops, false);
 }
 
 void gemm_serial(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB,
                  float* C, int ldc, bool accumulate, const GemmOperands* ops) {
     if (gemm_tuned) return gemm_tuned(M, N, K, A, lda, transA, B, ldb, transB, C, ldc, accumulate, ops, nullptr, true);
-    assert(!ops && "other operands than fp32's need the tuned gemm (tuned/)");
-    gemm_plain(M, N, K, A, lda, transA, B, ldb, transB, C, ldc, accumulate, true);
+    gemm_plain(M, N, K, A, lda, transA, B, ldb, transB, C, ldc, accumulate, ops, true);
 }
 
 void gemm_ref(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB, float* C,

@@ -173,14 +173,14 @@ sed 's/^/    /' $T/rule.out
 # --- the error rule: kernels and the model never print or exit ----------------------------------------------
 # error_rule DIR: prints FILE:LINE: CALL for each call (comments aside) that reports or ends the process:
 # fatal, fatal_hint, printf, fprintf, puts, fputs, perror, std::cout, std::cerr, exit, abort, in the files
-# under DIR/core, DIR/precision, DIR/inference and DIR/memory that compute (kernels, the model, its precisions and
-# decoding): all but fatal()'s own (error.*), gpt2-core's main and the ones that read a user's input (the
+# under DIR/core, DIR/precision, DIR/tuned, DIR/inference and DIR/memory that compute (kernels, the model, its
+# precisions, the tuned gemm and decoding): all but fatal()'s own (error.*), gpt2-core's main and the ones that read a user's input (the
 # trainer, optimizer, data loader, token file, safetensors, HuggingFace checkpoint and JSON readers); fails
 # if any. What a caller has already checked is an assert there, what
 # only the computation finds is returned, and the callers report it (src/README.md, "The rules the code
 # keeps").
 error_rule() {
-    find "$1/core" "$1/precision" "$1/inference" "$1/memory" -type f \( -name '*.cpp' -o -name '*.h' \) \
+    find "$1/core" "$1/precision" "$1/tuned" "$1/inference" "$1/memory" -type f \( -name '*.cpp' -o -name '*.h' \) \
         ! -name 'trainer.*' ! -name 'optimizer.*' ! -name 'dataloader.*' ! -name 'tokenfile.*' \
         ! -name 'safetensors.*' ! -name 'hf.*' ! -name 'json.*' ! -name 'error.*' ! -name 'main.*' 2>/dev/null | sort | perl -e '
         my $bad = 0;

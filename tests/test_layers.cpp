@@ -24,6 +24,7 @@
 #include "inference/matvec.h"
 #include "precision/precision.h"
 #include "test.h"
+#include "tuned/gemm_tile.h"
 
 namespace {
 
@@ -116,6 +117,45 @@ TEST(gemm_matches_reference_with_c_larger_than_cache) {
     double max_diff = 0;
     for (size_t i = 0; i < C.size(); i++) max_diff = max_abs(max_diff, C[i] - Cref[i]);
     CHECK(max_diff <= 1e-6 * (K + 10));
+}
+
+TEST(gemm_plain_equals_tuned_bit_for_bit) {
+    // gpt2-core runs the core's plain gemm, ./gpt2 the tuned one (gemm_tuned): both must sum every element
+    // in core/gemm.h's order, on shapes no tile divides, both blockings (K in blocks of 256; K whole up to
+    // 768 when C has 4M floats or more), transposes, accumulation, K = 0, and any thread count.
+    struct Shape {
+        int M, N, K;
+    } shapes[] = {{1, 1, 1},    {7, 13, 0},     {37, 45, 300},  {65, 129, 256},
+                  {3, 70, 257}, {130, 70, 769}, {136, 97, 600}, {41, 102401, 300}};
+    GemmFunction* const tuned = gemm_tuned;
+    long mismatches = 0, checked = 0;
+    for (const Shape& s : shapes)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++)
+                for (int acc = 0; acc < 2; acc++) {
+                    const bool big = (size_t)s.M * s.N >= GEMM_DEEP_MIN_C;  // slow: two of the eight ways
+                    if (big && !(ta == tb && acc == ta)) continue;
+                    std::vector<float> A = randn((size_t)s.M * s.K, 1), B = randn((size_t)s.K * s.N, 2);
+                    std::vector<float> C0 = randn((size_t)s.M * s.N, 3), Ct = C0;
+                    const int lda = ta ? s.M : s.K, ldb = tb ? s.K : s.N;
+                    gemm_packed(s.M, s.N, s.K, A.data(), lda, ta, B.data(), ldb, tb, Ct.data(), s.N, acc, nullptr,
+                                nullptr, false);
+                    gemm_tuned = nullptr;  // the core's own gemm
+                    for (int threads : {1, 3}) {
+                        std::vector<float> C = C0, Cs = C0;
+                        with_threads(threads, [&] {
+                            gemm(s.M, s.N, s.K, A.data(), lda, ta, B.data(), ldb, tb, C.data(), s.N, acc);
+                        });
+                        gemm_serial(s.M, s.N, s.K, A.data(), lda, ta, B.data(), ldb, tb, Cs.data(), s.N, acc);
+                        mismatches += memcmp(C.data(), Ct.data(), sizeof(float) * C.size()) != 0;
+                        mismatches += memcmp(Cs.data(), Ct.data(), sizeof(float) * C.size()) != 0;
+                        checked += 2;
+                    }
+                    gemm_tuned = tuned;
+                }
+    CHECK(tuned == gemm_packed);
+    CHECK(checked == (7 * 8 + 2) * 4);
+    CHECK(mismatches == 0);
 }
 
 TEST(bf16_round_is_nearest_even_and_vector_matches_scalar) {

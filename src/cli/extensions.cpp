@@ -7,9 +7,11 @@
 #include "formats/token_files.h"
 #include "inference/matvec.h"
 #include "platform/util.h"
+#include "tuned/gemm_tile.h"
 
 void extensions_plug_in() {
     buffer_prefault = buffer_prefault_huge;
+    gemm_tuned = gemm_packed;
     matmul_row_of_copy = matvec_copy;
     safetensors_plug_in();
     token_files_plug_in();

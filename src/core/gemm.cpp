@@ -1,345 +1,71 @@
-// gemm.cpp: packed, cache-blocked matrix multiply (see gemm.h); other operands' packing and kernel are an
-// extension's (through gemm_tile.h's GemmOperands), the shared tile sizes gemm_tile.h's. The
-// micro-kernel keeps an MR x NR tile of C in registers and streams packed panels of A (MR rows) and B (NR
-// columns); it is written with AVX-512, AVX2 or NEON intrinsics, chosen at compile time from the target
-// (-march), with a vector-extension kernel for anything else. Blocking follows the usual BLIS scheme (Goto & van de
-// Geijn, 2008): B's KC x NC block in L2, its KC x NR micro-panel in L1 across the MR-row panels of A.
+// gemm.cpp: the plain matrix multiply (see gemm.h), in the summation order gemm.h's gemm_kc sets, so that
+// it gives the same numbers as the tuned one an extension may plug in (tuned/). C is cut into blocks of at
+// most 64 x 64; each block takes K one block of k at a time, with that block of op(B) copied row by row
+// into a buffer, so that the innermost loop, over j, reads and writes consecutive floats and vectorises.
 #include "core/gemm.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
-#include <new>
+#include <cassert>
 #include <vector>
-
-#include "core/gemm_tile.h"
-#include "core/simd.h"
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#elif defined(__aarch64__)
-#include <arm_neon.h>
-#endif
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 KERNELS_BEGIN
 
-using namespace gemm_tile;
-
 namespace {
 
-// Floats (or other operands' 32-bit words) in a thread's buffer for B's packed block: at most 1.5 MiB, a
-// block of NC columns by KC_DEEP / 2 words (of operands that take K KC_DEEP at a time, two values a word).
-const size_t kPackBWords = std::max({(size_t)KC * NC, (size_t)KC_DEEP* NC_DEEP, (size_t)NC* KC_DEEP / 2});
+const int BLOCK = 64;  // rows and columns of C per block
 
-struct Blocking {
-    int kc, nc;
-};
-// Depends on the shape only, never on the thread count: the K split decides the summation order (unless
-// the operands fix their kc, gemm_tile.h).
-Blocking choose_blocking(int M, int N, int K, const GemmOperands* ops) {
-    if (ops && ops->kc)
-        return {ops->kc, std::min(NC, (int)(kPackBWords / ops->kwords(std::min(K, ops->kc)) / NR * NR))};
-    if ((size_t)M * N >= DEEP_MIN_C && K > KC && K <= KC_DEEP) return {K, NC_DEEP};
-    return {KC, NC};
-}
-
-// dst[k * ld + c] = src[c * lds + k] for a 16 x 16 block (16 rows of src become 16 columns of dst).
-inline void transpose_block16(float* dst, size_t ld, const float* src, size_t lds) {
-    vf16 r[16];
-    for (int c = 0; c < 16; c++) memcpy(&r[c], src + c * lds, sizeof(vf16));
-    transpose16(r);
-    for (int k = 0; k < 16; k++) memcpy(dst + k * ld, &r[k], sizeof(vf16));
-}
-
-// Packs op(A)[i0:i0+mc, k0:k0+kc] as panels of MR rows, k-major within a panel, zero-padded.
-void pack_a(float* dst, const float* A, int lda, bool trans, int i0, int mc, int k0, int kc) {
-    for (int p = 0; p < mc; p += MR) {
-        int rows = std::min(MR, mc - p);
-        if (!trans) {
-            int k = 0;
-            if (rows == MR && MR <= 16) {
-                // transpose 16 k at a time through a 16 x 16 block whose first MR rows are this panel
-                for (; k + 16 <= kc; k += 16) {
-                    vf16 r[16];
-                    for (int c = 0; c < MR; c++) memcpy(&r[c], A + (size_t)(i0 + p + c) * lda + k0 + k, sizeof(vf16));
-                    for (int c = MR; c < 16; c++) r[c] = vf16{};
-                    transpose16(r);
-                    for (int kk = 0; kk < 16; kk++) memcpy(dst + (size_t)(k + kk) * MR, &r[kk], sizeof(float) * MR);
-                }
+// C[i0:i1, j0:j0+nb] (nb <= BLOCK), all of K, with b a thread's buffer for kc x nb floats of op(B).
+void gemm_block(int i0, int i1, int j0, int nb, int K, int kc, const float* A, int lda, bool transA, const float* B,
+                int ldb, bool transB, float* C, int ldc, bool accumulate, float* b) {
+    for (int k0 = 0; k0 == 0 || k0 < K; k0 += kc) {  // once with K = 0: C = 0 (not accumulating)
+        const int kn = std::min(kc, K - k0);
+        for (int k = 0; k < kn; k++)
+            for (int j = 0; j < nb; j++) b[k * nb + j] = b_at(B, ldb, transB, k0 + k, j0 + j);
+        for (int i = i0; i < i1; i++) {
+            float acc[BLOCK] = {};
+            for (int k = 0; k < kn; k++) {
+                const float a = a_at(A, lda, transA, i, k0 + k);
+                for (int j = 0; j < nb; j++) acc[j] += a * b[k * nb + j];  // an FMA, as gemm.h says
             }
-            for (int r = 0; r < MR; r++) {
-                const float* src = r < rows ? A + (size_t)(i0 + p + r) * lda + k0 : nullptr;
-                for (int kk = k; kk < kc; kk++) dst[kk * MR + r] = src ? src[kk] : 0.0f;
-            }
-        } else {
-            for (int k = 0; k < kc; k++) {
-                const float* src = A + (size_t)(k0 + k) * lda + i0 + p;
-                if (rows == MR) {
-                    memcpy(dst + k * MR, src, sizeof(float) * MR);
-                    continue;
-                }
-                for (int r = 0; r < MR; r++) dst[k * MR + r] = r < rows ? src[r] : 0.0f;
-            }
-        }
-        dst += (size_t)MR * kc;
-    }
-}
-
-// Packs op(B)[k0:k0+kc, j0:j0+nc] as panels of NR columns, k-major within a panel, zero-padded.
-void pack_b(float* dst, const float* B, int ldb, bool trans, int k0, int kc, int j0, int nc) {
-    for (int q = 0; q < nc; q += NR) {
-        int cols = std::min(NR, nc - q);
-        if (!trans) {
-            for (int k = 0; k < kc; k++) {
-                const float* src = B + (size_t)(k0 + k) * ldb + j0 + q;
-                float* d = dst + (size_t)k * NR;
-                if (cols == NR) {
-                    memcpy(d, src, sizeof(float) * NR);
-                    continue;
-                }
-                for (int c = 0; c < NR; c++) d[c] = c < cols ? src[c] : 0.0f;
-            }
-        } else {
-            int k = 0;
-            if (cols == NR && NR % 16 == 0)
-                for (; k + 16 <= kc; k += 16) {
-                    for (int c = 0; c < NR; c += 16)
-                        transpose_block16(dst + (size_t)k * NR + c, NR, B + (size_t)(j0 + q + c) * ldb + k0 + k, ldb);
-                    // the next panel's NR rows are NR separate streams (the lm_head's weights come from
-                    // DRAM): fetch their lines one transpose ahead
-                    if (q + 2 * NR <= nc)
-                        for (int c = 0; c < NR; c++) __builtin_prefetch(B + (size_t)(j0 + q + NR + c) * ldb + k0 + k);
-                }
-            for (int c = 0; c < NR; c++) {
-                const float* src = c < cols ? B + (size_t)(j0 + q + c) * ldb + k0 : nullptr;
-                for (int kk = k; kk < kc; kk++) dst[(size_t)kk * NR + c] = src ? src[kk] : 0.0f;
-            }
-        }
-        dst += (size_t)NR * kc;
-    }
-}
-
-#if defined(__AVX512F__)
-// C[0:rows, 0:cols] (+)= packed A panel (MR x kc) * packed B panel (kc x NR), AVX-512: MR x NR/16
-// accumulators stay in zmm registers; each k broadcasts MR values of A against NR/16 vectors of B.
-void micro_kernel(int kc, const float* a, const float* b, float* C, int ldc, int rows, int cols, bool add) {
-    const int NV = GEMM_NV;
-    prefetch_tile(C, ldc, rows, cols);
-    __m512 acc[MR][NV];
-    for (int r = 0; r < MR; r++)
-        for (int v = 0; v < NV; v++) acc[r][v] = _mm512_setzero_ps();
-    for (int k = 0; k < kc; k++) {
-        __m512 bv[NV];
-        for (int v = 0; v < NV; v++) bv[v] = _mm512_load_ps(b + (size_t)k * NR + 16 * v);
-        for (int r = 0; r < MR; r++) {
-            __m512 av = _mm512_set1_ps(a[k * MR + r]);
-            for (int v = 0; v < NV; v++) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+            float* c = C + (size_t)i * ldc + j0;
+            for (int j = 0; j < nb; j++) c[j] = accumulate || k0 > 0 ? c[j] + acc[j] : acc[j];
         }
     }
-    store_tile(acc, C, ldc, rows, cols, add);
-}
-#elif defined(__AVX2__) && defined(__FMA__)
-// The same with AVX2: MR x NR/8 ymm accumulators.
-void micro_kernel(int kc, const float* a, const float* b, float* C, int ldc, int rows, int cols, bool add) {
-    const int NV = 2 * GEMM_NV;
-    __m256 acc[MR][NV];
-    for (int r = 0; r < MR; r++)
-        for (int v = 0; v < NV; v++) acc[r][v] = _mm256_setzero_ps();
-    for (int k = 0; k < kc; k++) {
-        __m256 bv[NV];
-        for (int v = 0; v < NV; v++) bv[v] = _mm256_load_ps(b + (size_t)k * NR + 8 * v);
-        for (int r = 0; r < MR; r++) {
-            __m256 av = _mm256_broadcast_ss(a + k * MR + r);
-            for (int v = 0; v < NV; v++) acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);
-        }
-    }
-    for (int r = 0; r < rows; r++) {
-        float tile[NR];
-        for (int v = 0; v < NV; v++) _mm256_storeu_ps(tile + 8 * v, acc[r][v]);
-        float* c = C + (size_t)r * ldc;
-        for (int j = 0; j < cols; j++) c[j] = add ? c[j] + tile[j] : tile[j];
-    }
-}
-#elif defined(__aarch64__)
-// The same with NEON's 4-float q registers: MR x NR/4 accumulators (6 x 4 = 24 of the 32), multiplied by
-// lanes of A. The generic kernel below keeps its 64-byte vectors in memory on aarch64 (GCC 12: per k,
-// 16 fmla against 26 stack loads and stores); here the inner loop is 24 fmla and 5 loads.
-void micro_kernel(int kc, const float* a, const float* b, float* C, int ldc, int rows, int cols, bool add) {
-    const int NV = 4 * GEMM_NV;
-    float32x4_t acc[MR][NV];
-    for (int r = 0; r < MR; r++)
-        for (int v = 0; v < NV; v++) acc[r][v] = vdupq_n_f32(0.0f);
-    static_assert(MR == 6, "the NEON kernel multiplies by the lanes of A's 6 values in two registers");
-    for (int k = 0; k < kc; k++) {
-        // 24 accumulators + 4 of B + 2 of A: 30 of the 32 registers (6 broadcast values would spill)
-        const float32x4_t a03 = vld1q_f32(a + k * MR);
-        const float32x2_t a45 = vld1_f32(a + k * MR + 4);
-        for (int v = 0; v < NV; v++) {
-            const float32x4_t bv = vld1q_f32(b + (size_t)k * NR + 4 * v);
-            acc[0][v] = vfmaq_laneq_f32(acc[0][v], bv, a03, 0);
-            acc[1][v] = vfmaq_laneq_f32(acc[1][v], bv, a03, 1);
-            acc[2][v] = vfmaq_laneq_f32(acc[2][v], bv, a03, 2);
-            acc[3][v] = vfmaq_laneq_f32(acc[3][v], bv, a03, 3);
-            acc[4][v] = vfmaq_lane_f32(acc[4][v], bv, a45, 0);
-            acc[5][v] = vfmaq_lane_f32(acc[5][v], bv, a45, 1);
-        }
-    }
-    // the whole tile first: indexing acc by the run-time `rows` would keep it in memory throughout
-    float tile[MR][NR];
-    for (int r = 0; r < MR; r++)
-        for (int v = 0; v < NV; v++) vst1q_f32(&tile[r][4 * v], acc[r][v]);
-    for (int r = 0; r < rows; r++) {
-        float* c = C + (size_t)r * ldc;
-        for (int j = 0; j < cols; j++) c[j] = add ? c[j] + tile[r][j] : tile[r][j];
-    }
-}
-#else
-// Portable: GCC/Clang vector extensions, lowered to whatever vector unit the target has.
-void micro_kernel(int kc, const float* a, const float* b, float* C, int ldc, int rows, int cols, bool add) {
-    const int NV = GEMM_NV;
-    vf16 acc[MR][NV];
-    for (int r = 0; r < MR; r++)
-        for (int v = 0; v < NV; v++) acc[r][v] = vf16{};
-    for (int k = 0; k < kc; k++) {
-        vf16 bv[NV];
-        for (int v = 0; v < NV; v++) memcpy(&bv[v], b + (size_t)k * NR + 16 * v, sizeof(vf16));
-        for (int r = 0; r < MR; r++)
-            for (int v = 0; v < NV; v++) acc[r][v] += a[k * MR + r] * bv[v];
-    }
-    for (int r = 0; r < rows; r++) {
-        float tile[NR];
-        memcpy(tile, acc[r], sizeof(tile));
-        float* c = C + (size_t)r * ldc;
-        for (int j = 0; j < cols; j++) c[j] = add ? c[j] + tile[j] : tile[j];
-    }
-}
-#endif
-
-// Per-thread packing buffers, allocated on a thread's first gemm and kept: a fresh 1 MiB allocation per
-// call came back from the kernel as page faults on every small product. `whole_a` holds all of a
-// thread's A slab packed at once (see gemm_block), grown to the largest slab seen.
-struct PackBuffers {
-    float* a = nullptr;
-    float* b = nullptr;
-    std::vector<float> whole_a;
-    PackBuffers() {
-        a = new (std::align_val_t(64)) float[(size_t)MC * std::max(KC, KC_DEEP)];
-        b = new (std::align_val_t(64)) float[kPackBWords];
-    }
-    ~PackBuffers() {
-        operator delete[](a, std::align_val_t(64));
-        operator delete[](b, std::align_val_t(64));
-    }
-};
-
-PackBuffers& pack_buffers() {
-    static thread_local PackBuffers buffers;
-    return buffers;
 }
 
-// A slab of at most this many elements is packed once per gemm rather than once per column block of C:
-// the lm_head's 256 x 768 input was packed ~100 times per thread, once per 240 of its 50,304 columns.
-const size_t WHOLE_A_MAX = (size_t)1 << 20;
-
-// One thread's block C[i0:i1, j0:j1], with ops's operands (null: fp32's). B_copy, if given, is read
-// instead of B by ops.
-void gemm_block(Blocking blk, int i0, int i1, int j0, int j1, int K, const float* A, int lda, bool transA,
-                const float* B, const void* B_copy, int ldb, bool transB, float* C, int ldc, bool accumulate,
-                PackBuffers& buf, const GemmOperands* ops) {
-    const int mr = ops ? ops->mr : MR;
-    const int nic = (i1 - i0 + MC - 1) / MC, npc = (K + blk.kc - 1) / blk.kc;
-    // floats (or words) of one packed (ic, pc) block, an upper bound
-    const size_t a_block = (size_t)MC * (ops ? ops->kwords(std::min(blk.kc, K)) : blk.kc);
-    auto pack_a_block = [&](float* dst, int ic, int pc) {
-        const int mc = std::min(MC, i1 - ic), kc = std::min(blk.kc, K - pc);
-        uint32_t* words = reinterpret_cast<uint32_t*>(dst);
-        if (ops) ops->pack_a(words, A, lda, transA, ic, mc, pc, kc);
-        else pack_a(dst, A, lda, transA, ic, mc, pc, kc);
+void gemm_plain(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB,
+                float* C, int ldc, bool accumulate, const GemmOperands* ops, bool serial) {
+    assert(!ops && "other operands than fp32's need the tuned gemm (tuned/)");
+    if (M <= 0 || N <= 0 || (K <= 0 && accumulate)) return;
+    const int kc = gemm_kc(M, N, K), row_blocks = (M + BLOCK - 1) / BLOCK;
+    const int blocks = row_blocks * ((N + BLOCK - 1) / BLOCK);
+    auto run = [&](int blk) {
+        static thread_local std::vector<float> b;
+        b.resize((size_t)std::min(kc, K) * BLOCK);
+        const int i0 = blk % row_blocks * BLOCK, j0 = blk / row_blocks * BLOCK;
+        gemm_block(i0, std::min(M, i0 + BLOCK), j0, std::min(BLOCK, N - j0), K, kc, A, lda, transA, B, ldb, transB, C,
+                   ldc, accumulate, b.data());
     };
-    if (ops && ops->begin) ops->begin();
-    const bool whole = j1 - j0 > blk.nc && (size_t)(i1 - i0) * K <= (ops ? ops->whole_a_scale : 1) * WHOLE_A_MAX;
-    if (whole) {
-        if (buf.whole_a.size() < a_block * nic * npc) buf.whole_a.resize(a_block * nic * npc);
-        for (int p = 0; p < npc; p++)
-            for (int i = 0; i < nic; i++)
-                pack_a_block(buf.whole_a.data() + a_block * (p * nic + i), i0 + i * MC, p * blk.kc);
+    if (serial) {
+        for (int blk = 0; blk < blocks; blk++) run(blk);
+        return;
     }
-    uint32_t* pb_words = reinterpret_cast<uint32_t*>(buf.b);
-    for (int jc = j0; jc < j1; jc += blk.nc) {
-        int nc = std::min(blk.nc, j1 - jc);
-        for (int p = 0, pc = 0; pc < K; p++, pc += blk.kc) {
-            int kc = std::min(blk.kc, K - pc), kw = ops ? ops->kwords(kc) : kc;
-            bool add = accumulate || pc > 0;
-            if (ops && B_copy) ops->pack_b_copy(pb_words, B_copy, ldb, transB, pc, kc, jc, nc);
-            else if (ops) ops->pack_b(pb_words, B, ldb, transB, pc, kc, jc, nc);
-            else pack_b(buf.b, B, ldb, transB, pc, kc, jc, nc);
-            for (int i = 0, ic = i0; ic < i1; i++, ic += MC) {
-                int mc = std::min(MC, i1 - ic);
-                float* pa = buf.a;
-                if (whole) pa = buf.whole_a.data() + a_block * (p * nic + i);
-                else pack_a_block(pa, ic, pc);
-                const uint32_t* pa_words = reinterpret_cast<const uint32_t*>(pa);
-                for (int jr = 0; jr < nc; jr += NR)
-                    for (int ir = 0; ir < mc; ir += mr) {
-                        float* c = C + (size_t)(ic + ir) * ldc + jc + jr;
-                        const int rows = std::min(mr, mc - ir), cols = std::min(NR, nc - jr);
-                        if (ops)
-                            ops->micro_kernel(kw, pa_words + (size_t)ir * kw, pb_words + (size_t)jr * kw, c, ldc, rows,
-                                              cols, add);
-                        else micro_kernel(kc, pa + (size_t)ir * kc, buf.b + (size_t)jr * kc, c, ldc, rows, cols, add);
-                    }
-            }
-        }
-    }
-}
-
-bool gemm_trivial(int M, int N, int K, float* C, int ldc, bool accumulate) {
-    if (M <= 0 || N <= 0) return true;
-    if (K > 0) return false;
-    if (!accumulate)
-        for (int i = 0; i < M; i++) memset(C + (size_t)i * ldc, 0, sizeof(float) * N);
-    return true;
+#pragma omp parallel for schedule(static)
+    for (int blk = 0; blk < blocks; blk++) run(blk);
 }
 
 }  // namespace
 
 void gemm(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB, float* C,
           int ldc, bool accumulate, const GemmOperands* ops, const void* B_copy) {
-    if (gemm_trivial(M, N, K, C, ldc, accumulate)) return;
-#pragma omp parallel
-    {
-        int nt = 1, tid = 0;
-#ifdef _OPENMP
-        nt = omp_get_num_threads();
-        tid = omp_get_thread_num();
-#endif
-        // Split the longer side of C into nt slabs aligned to the register (or the operands') tile.
-        int i0 = 0, i1 = M, j0 = 0, j1 = N;
-        if (M >= N) {
-            const int mr = ops ? ops->mr : MR, tiles = (M + mr - 1) / mr;
-            i0 = std::min(M, tiles * tid / nt * mr);
-            i1 = std::min(M, tiles * (tid + 1) / nt * mr);
-        } else {
-            int tiles = (N + NR - 1) / NR;
-            j0 = std::min(N, tiles * tid / nt * NR);
-            j1 = std::min(N, tiles * (tid + 1) / nt * NR);
-        }
-        if (i0 < i1 && j0 < j1) {
-            gemm_block(choose_blocking(M, N, K, ops), i0, i1, j0, j1, K, A, lda, transA, B, B_copy, ldb, transB, C, ldc,
-                       accumulate, pack_buffers(), ops);
-        }
-    }
+    if (gemm_tuned) return gemm_tuned(M, N, K, A, lda, transA, B, ldb, transB, C, ldc, accumulate, ops, B_copy, false);
+    gemm_plain(M, N, K, A, lda, transA, B, ldb, transB, C, ldc, accumulate, ops, false);
 }
 
 void gemm_serial(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB,
                  float* C, int ldc, bool accumulate, const GemmOperands* ops) {
-    if (gemm_trivial(M, N, K, C, ldc, accumulate)) return;
-    gemm_block(choose_blocking(M, N, K, ops), 0, M, 0, N, K, A, lda, transA, B, nullptr, ldb, transB, C, ldc,
-               accumulate, pack_buffers(), ops);
+    if (gemm_tuned) return gemm_tuned(M, N, K, A, lda, transA, B, ldb, transB, C, ldc, accumulate, ops, nullptr, true);
+    gemm_plain(M, N, K, A, lda, transA, B, ldb, transB, C, ldc, accumulate, ops, true);
 }
 
 void gemm_ref(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB, float* C,

@@ -1,19 +1,44 @@
 // gemm.h: single-precision C (M, N) (+)= op(A) (M, K) * op(B) (K, N), row-major with leading dimensions.
 // op(A)[i][k] = transA ? A[k*lda + i] : A[i*lda + k]; op(B)[k][j] = transB ? B[j*ldb + k] : B[k*ldb + j].
-// gemm() packs panels and runs a register-blocked micro-kernel; threads split C into disjoint blocks and
-// never split K, so every element is summed in the same order whatever the thread count.
-// gemm_serial() is the same computation on the calling thread only, for callers that parallelise over
-// many small products themselves (attention); for a given shape it sums in the same order as gemm().
-// gemm_ref() is the plain triple loop the tests compare against.
-// ops, if given, are other operands than fp32's (gemm_tile.h's GemmOperands: an extension's packing and
-// micro-kernel, which gemm blocks and threads as fp32's); B_copy, if given, is a copy of B (a Weight's,
-// layers.h) that ops read instead of B.
+// gemm() splits the rows of C among threads, gemm_serial() runs on the calling thread only (for callers
+// that parallelise over many small products themselves: attention). gemm_ref() is the plain triple loop
+// in double the tests compare against.
+// ops, if given, are other operands than fp32's (an extension's packing and micro-kernel, tuned/); B_copy,
+// if given, is a copy of B (a Weight's, layers.h) that ops read instead of B. The core's own gemm takes
+// fp32 operands only.
 #pragma once
+#include <cstddef>
+
 #include "core/isa.h"
 
 struct GemmOperands;
 
+// The faster gemm an extension plugs in (tuned/: packed panels, register tiles), or null: the core's plain
+// loops. It must sum every element of C as gemm_kc() below says, so that either gives the same numbers.
+using GemmFunction = void(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb,
+                          bool transB, float* C, int ldc, bool accumulate, const GemmOperands* ops, const void* B_copy,
+                          bool serial);
+inline GemmFunction* gemm_tuned = nullptr;
+
 KERNELS_BEGIN
+
+// The summation order, which every gemm keeps whatever its threads (they split C, never K): K is taken in
+// blocks of gemm_kc(M, N, K) values of k; per block each element of C sums acc += a * b from zero in k
+// order (one FMA where the target has it), then C = C + acc (or C = acc for the first block, unless
+// accumulating). The blocks are 256 deep; a product whose C is far larger than L2 (the lm_head's logits)
+// takes a K of at most 768 in one block, sparing the tuned gemm a pass over C per block.
+const int GEMM_KC = 256, GEMM_KC_DEEP = 768;
+const size_t GEMM_DEEP_MIN_C = (size_t)4 << 20;  // floats of C (16 MB)
+inline int gemm_kc(int M, int N, int K) {
+    return (size_t)M * N >= GEMM_DEEP_MIN_C && K > GEMM_KC && K <= GEMM_KC_DEEP ? K : GEMM_KC;
+}
+
+inline float a_at(const float* A, int lda, bool trans, int i, int k) {
+    return trans ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
+}
+inline float b_at(const float* B, int ldb, bool trans, int k, int j) {
+    return trans ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
+}
 
 void gemm(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB, float* C,
           int ldc, bool accumulate, const GemmOperands* ops = nullptr, const void* B_copy = nullptr);

@@ -15,6 +15,7 @@
 #include "inference/matvec.h"
 #include "precision/bf16.h"
 #include "precision/adamw_bf16.h"
+#include "tuned/gemm_tile.h"
 
 #ifdef GPT2_DISPATCH
 
@@ -170,6 +171,10 @@ KERNEL(void, gemm_serial,
        (int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB, float* C,
         int ldc, bool accumulate, const GemmOperands* ops),
        (M, N, K, A, lda, transA, B, ldb, transB, C, ldc, accumulate, ops))
+KERNEL(void, gemm_packed,
+       (int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB, float* C,
+        int ldc, bool accumulate, const GemmOperands* ops, const void* B_copy, bool serial),
+       (M, N, K, A, lda, transA, B, ldb, transB, C, ldc, accumulate, ops, B_copy, serial))
 KERNEL(void, gemm_ref,
        (int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB, float* C,
         int ldc, bool accumulate),

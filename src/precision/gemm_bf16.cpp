@@ -1,8 +1,8 @@
 // gemm_bf16.cpp: gemm's bf16 operands (bf16_gemm_operands, bf16.h): packing A and B as pairs of bf16 values
 // along k, rounded to nearest even as they are packed (or read from the model's bf16 weight copy), and the
 // AVX512_BF16 micro-kernel that multiplies them with vdpbf16ps into fp32 accumulators, or, where the CPU
-// has AMX (bf16_amx()), the tile kernel and its packing; the blocking and threading are core/gemm.cpp's,
-// which runs these through core/gemm_tile.h's GemmOperands. Also
+// has AMX (bf16_amx()), the tile kernel and its packing; the blocking and threading are the tuned gemm's
+// (tuned/gemm_packed.cpp), which runs these through tuned/gemm_tile.h's GemmOperands. Also
 // the scalar reference, the CPU checks and the array rounding.
 #include <atomic>
 #include <cassert>
@@ -10,9 +10,9 @@
 
 #include "platform/platform.h"
 #include "core/gemm.h"
-#include "core/gemm_tile.h"
 #include "precision/bf16.h"
 #include "precision/precision.h"
+#include "tuned/gemm_tile.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -341,7 +341,7 @@ void micro_kernel_amx(int, const uint32_t*, const uint32_t*, float*, int, int, i
 }
 #endif
 
-// ---- What gemm.cpp runs for bf16 (core/gemm_tile.h's GemmOperands).
+// ---- What the tuned gemm runs for bf16 (tuned/gemm_tile.h's GemmOperands).
 
 namespace {
 int pair_count(int kc) { return (kc + 1) / 2; }

@@ -1,12 +1,13 @@
-// gemm_tile.h: what the fp32 gemm (gemm.cpp) shares with the packing and kernels of other operands (an
-// extension's, through GemmOperands below): the register tile and cache blocking sizes, element access to
-// op(A) and op(B), the 16 x 16 in-register transpose the packers use, and storing a tile of accumulators
-// into C. See gemm.h.
+// gemm_tile.h: the tuned gemm (gemm_packed.cpp), which ./gpt2 plugs in as core/gemm.h's gemm_tuned, and
+// what its fp32 packing and kernels share with those of other operands (an extension's, through
+// GemmOperands below): the register tile and cache blocking sizes, the 16 x 16 in-register transpose the
+// packers use, and storing a tile of accumulators into C.
 #pragma once
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
+#include "core/gemm.h"
 #include "core/isa.h"
 #include "core/simd.h"
 
@@ -14,14 +15,14 @@
 #include <immintrin.h>
 #endif
 
-// Packed operands other than fp32's, from an extension (precision/). gemm.cpp blocks and threads them as
+// Packed operands other than fp32's, from an extension (precision/). gemm_packed.cpp blocks and threads them as
 // it does fp32's; their panels are 32-bit words, kwords(kc) of them per row of A's panel (and per column
 // of B's) for kc values of k, and the micro-kernel takes that count.
 struct GemmOperands {
     int mr;             // rows of A's panels
     int kc;             // K taken kc at a time whatever the shape (each element's sums then run in k order
-                        // across blocks, so the split changes no number), or 0: as fp32's (gemm.cpp)
-    int whole_a_scale;  // times fp32's limit on the A slab packed once per product (gemm.cpp's WHOLE_A_MAX)
+                        // across blocks, so the split changes no number), or 0: as fp32's (core/gemm.h)
+    int whole_a_scale;  // times fp32's limit on the A slab packed once per product (gemm_packed.cpp's WHOLE_A_MAX)
     int (*kwords)(int kc);
     void (*begin)();  // once per thread before its first micro-kernel, or null
     void (*pack_a)(uint32_t* dst, const float* A, int lda, bool trans, int i0, int mc, int k0, int kc);
@@ -32,6 +33,11 @@ struct GemmOperands {
 };
 
 KERNELS_BEGIN
+
+// core/gemm.h's gemm and gemm_serial (serial), tuned: the same numbers, in a fraction of the time.
+void gemm_packed(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB,
+                 float* C, int ldc, bool accumulate, const GemmOperands* ops, const void* B_copy, bool serial);
+
 namespace gemm_tile {
 
 // Register tile per instruction set (overridable with -DGEMM_MR/-DGEMM_NV for experiments): 8 x 48 in
@@ -59,22 +65,14 @@ namespace gemm_tile {
 #endif
 const int MR = GEMM_MR;         // rows of the register tile
 const int NR = 16 * GEMM_NV;    // columns of the register tile: GEMM_NV 16-float vectors
-const int KC = 256;             // depth of one packed panel pair (B's KC x NR micro-panel: 48 KiB, in L1/L2)
+const int KC = GEMM_KC;         // depth of one packed panel pair (B's KC x NR micro-panel: 48 KiB, in L1/L2)
 const int MC = 128 / MR * MR;   // rows of A packed at once (MC x KC floats, in L2)
 const int NC = 1024 / NR * NR;  // columns of B packed at once (KC x NC floats = 1 MiB, in L2)
 // When C is far larger than L2 (the lm_head's logits, 51 MB at B=4 T=64) every extra pass over K
-// re-reads and re-writes it from memory; such products take the whole of a K <= KC_DEEP in one pass,
-// with a narrower B block to keep it in L2.
-const int KC_DEEP = 768;
+// re-reads and re-writes it from memory; such products take the whole of a K <= KC_DEEP in one pass
+// (core/gemm.h's gemm_kc), with a narrower B block to keep it in L2.
+const int KC_DEEP = GEMM_KC_DEEP;
 const int NC_DEEP = 256 / NR * NR;
-const size_t DEEP_MIN_C = (size_t)4 << 20;  // floats of C (16 MB)
-
-inline float a_at(const float* A, int lda, bool trans, int i, int k) {
-    return trans ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
-}
-inline float b_at(const float* B, int ldb, bool trans, int k, int j) {
-    return trans ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
-}
 
 // In-register transposes for packing operands whose k runs along memory: each stage swaps the
 // off-diagonal b x b blocks of every 2b x 2b block (b = 8, 4, 2, 1), leaving row i holding column i.

@@ -5,7 +5,7 @@
 // compiled for AVX-512 can be chosen by the linker for a caller on a CPU without it. platform/dispatch.cpp
 // then defines the global kernel functions the rest of the program calls, each calling the copy for this CPU.
 // Without GPT2_ISA (every other build) the macros are empty and the kernels are the global functions.
-// Types the callers share (Weight, GemmOperands) stay outside the namespace.
+// Types the callers share (Weight, and tuned/gemm_tile.h's GemmOperands) stay outside the namespace.
 #pragma once
 
 #ifdef GPT2_ISA

@@ -21,6 +21,9 @@ bool (*dataloader_read)(DataLoader* dl, const TokenShard& shard, const uint32_t*
 
 void dataloader_init(DataLoader* dl, const std::string& spec, const char* flag, int vocab_size, int B, int T,
                      bool shuffle, uint64_t seed) {
+    const int rank = dl->rank, world = dl->world, accum = dl->accum;  // the caller's, set first
+    *dl = DataLoader();
+    dl->rank = rank, dl->world = world, dl->accum = accum;
     dl->spec = spec;
     dl->B = B;
     dl->T = T;

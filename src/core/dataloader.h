@@ -62,7 +62,7 @@ extern void (*dataloader_next_shard)(DataLoader* dl);
 extern bool (*dataloader_read)(DataLoader* dl, const TokenShard& shard, const uint32_t* windows, std::string* err);
 bool dataloader_copy(DataLoader* dl, const TokenShard& shard, const uint32_t* windows, std::string* err);
 
-// Opens the files of `spec` (ids checked against vocab_size) and prepares (B, T) batches, into a new dl
+// Opens the files of `spec` (ids checked against vocab_size) and prepares (B, T) batches, from the start
 // (rank, world and accum set first); fatal naming the file when one holds fewer than accum*world*B*T + 1
 // tokens.
 void dataloader_init(DataLoader* dl, const std::string& spec, const char* flag, int vocab_size, int B, int T,

@@ -185,6 +185,8 @@ void gpt2_backward(GPT2* model, float loss_scale, const std::function<void(int l
         model->dlogits_scale = loss_scale;
     }
     assert(model->dlogits_scale == loss_scale && "a second backward after a forward takes the first's loss_scale");
+    assert((layer_done || model->grads.size() == model->num_params) &&
+           "one layer's gradients shared by all (memory/): layer_done consumes and clears each layer's");
     const GemmOperands* ops = gpt2_operands(*model);
     auto w = [&](const float* weight) { return gpt2_weight(*model, weight); };
     matmul_backward(da.lnf, g.wte, nullptr, a.logits, a.lnf, w(p.wte), N, C, Vp);

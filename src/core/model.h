@@ -96,7 +96,8 @@ void gpt2_zero_grad(GPT2* model);
 // gradients again (the forward's activations are left as they were), which an optimizer applied per
 // layer uses to learn the clipping norm first. layer_done(l), when given, is called as soon as layer l's
 // parameter gradients are final (layers in reverse order; wte, wpe and ln_f only at the end), so they can
-// be sent, or consumed, while earlier layers are still being computed.
+// be sent, or consumed, while earlier layers are still being computed. Gradients laid out for one layer
+// (memory/) need a layer_done that consumes and clears each layer's.
 void gpt2_backward(GPT2* model, float loss_scale, const std::function<void(int layer)>& layer_done = nullptr);
 // Parameters that matter to a user: wte counts only the real vocabulary.
 size_t gpt2_num_real_params(const GPT2Config& cfg);

@@ -159,6 +159,7 @@ void safetensors_load(SafeTensors* st, const std::string& path) {
 
 void safetensors_read_bytes(const SafeTensors& st, const StTensor& t, size_t first, size_t n, void* out) {
     assert(first + n <= t.end - t.begin && "a span inside the tensor");
+    assert(st.read_at && "a parsed file (safetensors_parse) or a header-only load");
     st.read_at(t, t.begin + first, n, out);
 }
 

@@ -43,6 +43,7 @@ void infer_init(InferState* st, const GPT2& model, int max_len, int max_rows) {
     st->lnf.assign(rows * C, 0.0f);
     st->mean.assign(rows, 0.0f);
     st->rstd.assign(rows, 0.0f);
+    st->la = layout_act_views(cfg, block_table(cfg, max_rows), st->block.data()).layers[0];
 }
 
 void infer_forward(InferState* st, const GPT2& model, const int* tokens, int n, float* logits, bool all_logits) {
@@ -53,7 +54,7 @@ void infer_forward(InferState* st, const GPT2& model, const int* tokens, int n, 
     const ParamViews& p = model.param;
     encoder_forward(st->x.data(), tokens, p.wte, p.wpe + (size_t)p0 * C, 1, n, C);  // positions p0..
     // one block's scratch serves every layer: each block's output (la.residual3) is the next one's input
-    const LayerActs la = layout_act_views(cfg, block_table(cfg, n), st->block.data()).layers[0];
+    const LayerActs& la = st->la;
     const float* x = st->x.data();
     for (int l = 0; l < cfg.num_layers; l++) {
         float* k = st->k.data() + (size_t)l * st->max_len * C;  // (max_len, C): positions 0..p0-1 filled

@@ -16,6 +16,10 @@ struct InferState {
     // scratch for up to max_rows rows: the embedding, one block's activations (layout_acts' layer 0), and the
     // final LayerNorm with its mean and rstd
     std::vector<float> x, block, lnf, mean, rstd;
+    LayerActs la;  // views into block for max_rows rows; a call of n rows uses their first n
+    InferState() = default;
+    InferState(const InferState&) = delete;  // la points into block
+    InferState& operator=(const InferState&) = delete;
 };
 
 // Bytes infer_init allocates for these sizes.

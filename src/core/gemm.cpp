@@ -10,6 +10,14 @@
 
 KERNELS_BEGIN
 
+// acc + a * b rounded once where the target has FMA, as the tuned kernels' FMA instructions round it, and
+// twice where it has none. Written out: a build without -O2 (SAN, DEBUG) does not contract it by itself.
+#if defined(__FMA__) || defined(__aarch64__)
+inline float madd(float acc, float a, float b) { return __builtin_fmaf(a, b, acc); }
+#else
+inline float madd(float acc, float a, float b) { return acc + a * b; }
+#endif
+
 namespace {
 
 const int BLOCK = 64;  // rows and columns of C per block
@@ -25,7 +33,7 @@ void gemm_block(int i0, int i1, int j0, int nb, int K, int kc, const float* A, i
             float acc[BLOCK] = {};
             for (int k = 0; k < kn; k++) {
                 const float a = a_at(A, lda, transA, i, k0 + k);
-                for (int j = 0; j < nb; j++) acc[j] += a * b[k * nb + j];  // an FMA, as gemm.h says
+                for (int j = 0; j < nb; j++) acc[j] = madd(acc[j], a, b[k * nb + j]);
             }
             float* c = C + (size_t)i * ldc + j0;
             for (int j = 0; j < nb; j++) c[j] = accumulate || k0 > 0 ? c[j] + acc[j] : acc[j];

@@ -107,9 +107,8 @@ int main(int argc, char** argv) {
             fatal("bad value for --out (gpt2-core): %s exists; expected a new directory", out.c_str());
         fatal("cannot create --out %s: %s", out.c_str(), err.message().c_str());
     }
-    bool saved = false;
-    FatalCleanup remove_out([&] {
-        if (saved || out.empty()) return;
+    FatalCleanup remove_out([&] {  // until main returns
+        if (out.empty()) return;
         for (const char* name : {"config.json", "model.safetensors"}) std::filesystem::remove(out + "/" + name, err);
         std::filesystem::remove(out, err);
     });
@@ -145,7 +144,6 @@ int main(int argc, char** argv) {
         const std::string config = hf_config_json(cfg);
         write_new(out + "/config.json", [&](const ByteSink& sink) { sink(config.data(), config.size()); });
         write_new(out + "/model.safetensors", [&](const ByteSink& sink) { hf_write_safetensors(t.model, sink); });
-        saved = true;
         printf("saved %s\n", out.c_str());
     }
     return 0;

@@ -180,18 +180,15 @@ struct Parser {
     // Why the text at p cannot start a value, in the words a person would use for it.
     std::string not_a_value() const {
         const unsigned char c = (unsigned char)*p;
-        if (end - p >= 3 && c == 0xEF && (unsigned char)p[1] == 0xBB && (unsigned char)p[2] == 0xBF)
+        if (end - p >= 3 && !memcmp(p, "\xEF\xBB\xBF", 3))
             return "a UTF-8 byte order mark; expected JSON without one (save the file as UTF-8 without BOM)";
         if (end - p >= 3 && (!strncmp(p, "NaN", 3) || !strncmp(p, "Inf", 3)))
             return "NaN or Infinity, which JSON does not have; expected a JSON value";
-        char buf[160];
-        if (c < 0x20 || c >= 0x7F)
-            snprintf(buf, sizeof(buf), "byte 0x%02x: binary or non-JSON data; expected a JSON value", c);
-        else
-            snprintf(buf, sizeof(buf),
-                     "'%c' where a JSON value (object, array, string, number, true, false or null) was expected: "
-                     "plain text?",
-                     c);
+        if (c >= 0x20 && c < 0x7F)
+            return std::string("'") + (char)c + "' where a JSON value (object, array, string, number, true, false or " +
+                   "null) was expected: plain text?";
+        char buf[80];
+        snprintf(buf, sizeof(buf), "byte 0x%02x: binary or non-JSON data; expected a JSON value", c);
         return buf;
     }
 };

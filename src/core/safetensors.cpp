@@ -9,12 +9,6 @@
 #include "core/error.h"
 #include "core/json.h"
 
-size_t StTensor::numel() const {
-    size_t n = 1;
-    for (int64_t d : shape) n *= (size_t)d;
-    return n;
-}
-
 const StTensor* SafeTensors::find(const std::string& name) const {
     for (const StTensor& t : tensors)
         if (t.name == name) return &t;

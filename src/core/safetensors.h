@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <numeric>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,7 +16,7 @@ struct StTensor {
     std::string dtype;  // "F32", "F16", "BF16", "I32", ...
     std::vector<int64_t> shape;
     size_t begin = 0, end = 0;  // byte span within the file
-    size_t numel() const;
+    size_t numel() const { return std::accumulate(shape.begin(), shape.end(), (size_t)1, std::multiplies<size_t>()); }
 };
 
 struct SafeTensors {

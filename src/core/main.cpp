@@ -70,12 +70,9 @@ void parse(int argc, char** argv) {
         if (name.rfind("--", 0) != 0 || !flags.count(name.substr(2)))
             fatal("unknown flag %s (gpt2-core): expected one of --help's", argv[i]);
         name = name.substr(2);
-        if (name == "no-shuffle") {
-            flags[name] = "1";
-            continue;
-        }
-        if (i + 1 == argc) fatal("missing value for --%s (gpt2-core)", name.c_str());
-        flags[name] = argv[++i];
+        const bool takes_value = name != "no-shuffle";  // the one flag without a value
+        if (takes_value && i + 1 == argc) fatal("missing value for --%s (gpt2-core)", name.c_str());
+        flags[name] = takes_value ? argv[++i] : "1";
     }
 }
 

@@ -40,8 +40,7 @@ long long integer(const char* name, long long lo, long long hi) {
     char* end = nullptr;
     const long long x = strtoll(v.c_str(), &end, 10);
     if (v.empty() || *end || v.find_first_not_of("0123456789") != std::string::npos || x < lo || x > hi)
-        fatal("bad value for --%s (gpt2-core): expected an integer in [%lld, %lld], got '%s'", name, lo, hi,
-              v.c_str());
+        fatal("bad value for --%s (gpt2-core): expected an integer in [%lld, %lld], got '%s'", name, lo, hi, v.c_str());
     return x;
 }
 
@@ -55,7 +54,8 @@ void write_new(const std::string& path, const std::function<void(const ByteSink&
     bool ok = true;
     write([&](const void* data, size_t n) { ok = ok && fwrite(data, 1, n, f) == n; });
     if (fclose(f) != 0 || !ok) fatal("cannot write %s: %s", partial.c_str(), strerror(errno));
-    if (std::rename(partial.c_str(), path.c_str()) != 0) fatal("cannot rename %s: %s", partial.c_str(), strerror(errno));
+    if (std::rename(partial.c_str(), path.c_str()) != 0)
+        fatal("cannot rename %s: %s", partial.c_str(), strerror(errno));
 }
 
 void parse(int argc, char** argv) {
@@ -113,10 +113,9 @@ int main(int argc, char** argv) {
     if (!flags["model"].empty()) {
         hf_load(&t.model, flags["model"]);
     } else {
-        const GPT2Config cfg =
-            config_make((int)integer("seq-len", 1, 1 << 20), (int)integer("vocab", 1, 65536),
-                        (int)integer("layers", 1, 1000), (int)integer("heads", 1, 65536),
-                        (int)integer("channels", 1, 65536));
+        const GPT2Config cfg = config_make((int)integer("seq-len", 1, 1 << 20), (int)integer("vocab", 1, 65536),
+                                           (int)integer("layers", 1, 1000), (int)integer("heads", 1, 65536),
+                                           (int)integer("channels", 1, 65536));
         if (const std::string bad = config_check(cfg, "gpt2-core flags"); !bad.empty()) fatal("%s", bad.c_str());
         gpt2_build(&t.model, cfg);
         gpt2_init_random(&t.model, o.seed);

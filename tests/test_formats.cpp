@@ -69,6 +69,16 @@ TEST(json_parses_and_rejects) {
     CHECK(parses(std::string(60, '[') + std::string(60, ']')));
 }
 
+// json_escape writes the five short escapes, other control characters as \u00XX and the rest (UTF-8 too) as
+// is; \u escapes take either case of hex digit, and refuse anything else.
+TEST(json_escape_and_hex_escapes) {
+    CHECK(json_escape(std::string("a\"\\\n\t\r\b\x1f\x00\x7f/\xc3\xa9", 13)) ==
+          "\"a\\\"\\\\\\n\\t\\r\\u0008\\u001f\\u0000\x7f/\xc3\xa9\"");
+    Json j;
+    CHECK(parses("\"\\u00C9\\u00e9\\uAbCd\"", &j) && j.str == "\xc3\x89\xc3\xa9\xea\xaf\x8d");
+    CHECK(!parses("\"\\u00g9\"") && !parses("\"\\u 0e9\"") && !parses("\"\\u+0e9\"") && !parses("\"\\u00e\""));
+}
+
 // One line of a JSON-lines file (text/json_lines.h): the reader's message without its "line 1: ", for the
 // caller to name the file's line instead.
 TEST(json_lines_leave_the_line_number_to_the_caller) {

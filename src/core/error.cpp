@@ -7,22 +7,20 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <vector>
 
 static std::vector<std::function<void()>*>& fatal_cleanups() {
     static std::vector<std::function<void()>*> fns;
     return fns;
 }
 
-FatalCleanup::FatalCleanup(std::function<void()> fn) : fn_(std::move(fn)) { fatal_cleanups().push_back(&fn_); }
+FatalCleanup::FatalCleanup(std::function<void()> fn) : fn(std::move(fn)) { fatal_cleanups().push_back(&this->fn); }
 
 FatalCleanup::~FatalCleanup() {
     auto& fns = fatal_cleanups();
-    fns.erase(std::remove(fns.begin(), fns.end(), &fn_), fns.end());
+    fns.erase(std::remove(fns.begin(), fns.end(), &fn), fns.end());
 }
 
-// Runs the open cleanups newest first; each is taken off the list before it runs, so a fatal() inside
-// one cannot run it again.
+// Each is taken off the list before it runs, so a fatal() inside one cannot run it again.
 void run_fatal_cleanups() {
     auto& fns = fatal_cleanups();
     while (!fns.empty()) {

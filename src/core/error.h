@@ -9,24 +9,20 @@
 #include <vector>
 
 [[noreturn]] void fatal(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-// fatal() with a second `hint:` line.
 [[noreturn]] void fatal_hint(const std::string& hint, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
 // While one of these lives, fatal() runs its function before exiting (newest first): it removes what the
 // failing command had staged, so a failure leaves no half-written output behind.
-class FatalCleanup {
-public:
+struct FatalCleanup {
     explicit FatalCleanup(std::function<void()> fn);
     ~FatalCleanup();
-    FatalCleanup(const FatalCleanup&) = delete;
+    FatalCleanup(const FatalCleanup&) = delete;  // registered by the address of fn
     FatalCleanup& operator=(const FatalCleanup&) = delete;
-
-private:
-    std::function<void()> fn_;
+    std::function<void()> fn;
 };
 // Runs the open FatalCleanups now, newest first (fatal() does; so does a command ended by a signal, signals.h).
 void run_fatal_cleanups();
-// Reads a whole file of at most max_bytes; fatal naming it on failure. The core alone uses fopen and fread;
-// ./gpt2 sets file_read_hook to platform/util.h's file_read (regular files only, never blocking).
+// Reads a whole file of at most max_bytes; fatal naming it on failure. The core alone uses fopen; ./gpt2 sets
+// file_read_hook to platform/util.h's file_read (regular files only, never blocking).
 inline std::vector<uint8_t> (*file_read_hook)(const std::string& path, size_t max_bytes) = nullptr;
 std::vector<uint8_t> read_whole_file(const std::string& path, size_t max_bytes);

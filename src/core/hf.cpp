@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <regex>
 
 #include "core/error.h"
 #include "core/json.h"
@@ -47,26 +48,19 @@ void check_config_math(const Json& root, const std::string& path, int channels) 
     if (const Json* v = root.find("n_inner"))
         if (v->type != Json::NUL && !(v->type == Json::NUMBER && v->is_integer && v->integer == 4LL * channels))
             bad("n_inner", "null or 4 x n_embd");
-    const struct {
-        const char* key;
-        bool want;
-    } flags[] = {{"tie_word_embeddings", true},
-                 {"scale_attn_weights", true},
-                 {"scale_attn_by_inverse_layer_idx", false},
-                 {"add_cross_attention", false}};
-    for (const auto& f : flags)
-        if (const Json* v = root.find(f.key))
-            if (v->type != Json::BOOL || v->boolean != f.want) bad(f.key, f.want ? "true" : "false");
+    const std::pair<const char*, bool> flags[] = {{"tie_word_embeddings", true},
+                                                  {"scale_attn_weights", true},
+                                                  {"scale_attn_by_inverse_layer_idx", false},
+                                                  {"add_cross_attention", false}};
+    for (const auto& [key, want] : flags)
+        if (const Json* v = root.find(key))
+            if (v->type != Json::BOOL || v->boolean != want) bad(key, want ? "true" : "false");
 }
 
-// "h.<l>.attn.bias" / "h.<l>.attn.masked_bias": the causal-mask buffers older exports include.
-bool is_attention_buffer(const std::string& name) {
-    if (name.compare(0, 2, "h.") != 0) return false;
-    size_t i = 2;
-    while (i < name.size() && name[i] >= '0' && name[i] <= '9') i++;
-    if (i == 2) return false;
-    std::string rest = name.substr(i);
-    return rest == ".attn.bias" || rest == ".attn.masked_bias";
+void check_shape(const SafeTensors& st, const StTensor& s, const std::vector<int64_t>& want) {
+    if (s.shape != want)
+        fatal("shape mismatch for tensor %s in %s: expected %s, got %s", s.name.c_str(), st.path.c_str(),
+              shape_str(want).c_str(), shape_str(s.shape).c_str());
 }
 
 // The stored tensor for one of ours: fatal naming it if it is missing or not in HuggingFace's shape.
@@ -76,9 +70,7 @@ const StTensor& find_hf_tensor(const SafeTensors& st, const std::string& prefix,
     const StTensor* s = st.find(name);
     const std::vector<int64_t> want = hf_shape(t, cfg);
     if (!s) fatal("missing tensor %s in %s: expected shape %s", name.c_str(), st.path.c_str(), shape_str(want).c_str());
-    if (s->shape != want)
-        fatal("shape mismatch for tensor %s in %s: expected %s, got %s", name.c_str(), st.path.c_str(),
-              shape_str(want).c_str(), shape_str(s->shape).c_str());
+    check_shape(st, *s, want);
     return *s;
 }
 
@@ -125,16 +117,13 @@ std::string hf_check_header(const SafeTensors& st, const std::string& prefix, co
         const StTensor& s = find_hf_tensor(st, prefix, t, cfg);
         dtype = dtype.empty() || dtype == s.dtype ? s.dtype : "mixed";
     }
+    // h.<l>.attn.bias and h.<l>.attn.masked_bias: the causal-mask buffers older exports include
+    static const std::regex kMaskBuffer(R"(h\.[0-9]+\.attn\.(masked_)?bias)");
     for (const StTensor& s : st.tensors) {
-        bool ok = s.name.compare(0, prefix.size(), prefix) == 0 && is_attention_buffer(s.name.substr(prefix.size()));
+        if (s.name == "lm_head.weight") check_shape(st, s, {cfg.vocab_size, cfg.channels});
+        bool ok = s.name == "lm_head.weight" || (s.name.compare(0, prefix.size(), prefix) == 0 &&
+                                                 std::regex_match(s.name.substr(prefix.size()), kMaskBuffer));
         for (const TensorInfo& t : table) ok = ok || s.name == prefix + t.hf_name;
-        if (s.name == "lm_head.weight") {
-            std::vector<int64_t> want = {cfg.vocab_size, cfg.channels};
-            if (s.shape != want)
-                fatal("shape mismatch for tensor lm_head.weight in %s: expected %s, got %s", st.path.c_str(),
-                      shape_str(want).c_str(), shape_str(s.shape).c_str());
-            ok = true;
-        }
         if (!ok) fatal("unknown tensor %s in %s: expected only GPT-2 parameters", s.name.c_str(), st.path.c_str());
     }
     return dtype;
@@ -168,18 +157,16 @@ std::vector<StWriteItem> hf_tensors(const GPT2& model) {
     std::vector<StWriteItem> items;
     for (const TensorInfo& t : model.param_table) {
         const float* src = model.params.data() + t.offset;
-        if (!t.hf_transposed) {
-            items.push_back({t.hf_name, "F32", hf_shape(t, model.cfg), src});
-            continue;
-        }
+        items.push_back({t.hf_name, "F32", hf_shape(t, model.cfg), src});
+        if (!t.hf_transposed) continue;
         // HF's Conv1D layout, a piece at a time as it is written: never a second model
-        items.push_back({t.hf_name, "F32", hf_shape(t, model.cfg), nullptr, [&t, src](size_t first, size_t count, void* out) {
+        items.back().fill = [&t, src](size_t first, size_t count, void* out) {
             size_t r = first % t.rows, c = first / t.rows;  // HF's element i is (c, r) of the (cols, rows) matrix
             for (size_t i = 0; i < count; i++) {
                 static_cast<float*>(out)[i] = src[r * t.cols + c];
                 if (++r == t.rows) r = 0, c++;
             }
-        }});
+        };
     }
     return items;
 }

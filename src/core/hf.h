@@ -12,19 +12,18 @@
 // model.safetensors metadata "writer": gpt2 export may replace a directory whose model says so.
 const char* const kHfWriter = "gpt2.cpp";
 
-// Reads config.json (n_embd, n_head, n_layer, n_positions, vocab_size), refusing fields that change the
-// math to something this implementation does not compute; fatal naming the file if bad.
+// config.json's geometry, refusing fields that change the math to something gpt2 does not compute; fatal
+// naming the file if bad. hf_config_json: config.json for cfg, as HuggingFace writes it for GPT-2.
 GPT2Config hf_read_config(const std::string& path);
-// config.json for cfg, as HuggingFace writes it for GPT-2.
 std::string hf_config_json(const GPT2Config& cfg);
 // The prefix of the names in st: "transformer." (GPT2LMHeadModel's state dict) or "" (GPT2Model's).
 std::string hf_prefix(const SafeTensors& st);
 // Checks st's header against cfg: every parameter present in HuggingFace's shape, and nothing else but
-// attention-mask buffers and an lm_head.weight of wte's shape. Returns the parameters' dtype ("mixed" when
-// they differ). fatal naming the tensor and the expected shape.
+// attention-mask buffers and an lm_head.weight of wte's shape; fatal naming the tensor. Returns the
+// parameters' dtype ("mixed" when they differ).
 std::string hf_check_header(const SafeTensors& st, const std::string& prefix, const GPT2Config& cfg);
-// Copies tensors named prefix + hf_name out of st into a buffer laid out by layout_params(cfg),
-// transposing Conv1D weights. Used for models ("" or "transformer.") and reference gradients ("grad.").
+// Copies tensors named prefix + hf_name into a buffer laid out by layout_params(cfg), transposing Conv1D
+// weights: a model's ("" or "transformer.") or reference gradients ("grad.", gpt2 compare).
 void hf_unpack(const SafeTensors& st, const std::string& prefix, const GPT2Config& cfg, float* base);
 // hf_unpack into a model built for st (gpt2_build); a stored lm_head.weight must equal the tied wte.
 void hf_read_params(const SafeTensors& st, GPT2* model);
@@ -32,7 +31,6 @@ void hf_read_params(const SafeTensors& st, GPT2* model);
 // safetensors_write; transposed ones are made a piece at a time as they are written.
 std::vector<StWriteItem> hf_tensors(const GPT2& model);
 
-// The core alone: loads the HuggingFace GPT-2 directory `dir` (F32; other dtypes where safetensors_convert
-// is set) into model, and writes model.safetensors (F32) into out.
+// The core alone: loads the HuggingFace GPT-2 directory `dir` into model, and writes model.safetensors into out.
 void hf_load(GPT2* model, const std::string& dir);
 void hf_write_safetensors(const GPT2& model, const ByteSink& out);

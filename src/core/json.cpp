@@ -5,8 +5,8 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <unordered_set>
 
 namespace {
@@ -56,16 +56,11 @@ struct Parser {
     }
     bool hex4(uint32_t* out) {
         if (end - p < 4) return fail("truncated \\u escape");
-        uint32_t v = 0;
-        for (int i = 0; i < 4; i++, p++) {
-            char c = *p;
-            v <<= 4;
-            if (c >= '0' && c <= '9') v |= (uint32_t)(c - '0');
-            else if (c >= 'a' && c <= 'f') v |= (uint32_t)(c - 'a' + 10);
-            else if (c >= 'A' && c <= 'F') v |= (uint32_t)(c - 'A' + 10);
-            else return fail("bad hex digit in \\u escape");
-        }
-        *out = v;
+        const std::string hex(p, 4);
+        if (hex.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
+            return fail("bad hex digit in \\u escape");
+        *out = (uint32_t)strtoul(hex.c_str(), nullptr, 16);
+        p += 4;
         return true;
     }
     // \u escapes: a UTF-16 unit, or a high and low surrogate pair for a code point past U+FFFF.
@@ -124,14 +119,10 @@ struct Parser {
         out->type = Json::NUMBER;
         out->number = strtod(text.c_str(), nullptr);
         if (!std::isfinite(out->number)) return fail("number out of range");
-        if (p == integral_end) {  // no fraction, no exponent: an integer too, if int64 holds it
-            errno = 0;
-            long long v = strtoll(text.c_str(), nullptr, 10);
-            if (errno == 0) {
-                out->is_integer = true;
-                out->integer = v;
-            }
-        }
+        errno = 0;
+        const long long v = strtoll(text.c_str(), nullptr, 10);
+        out->is_integer = p == integral_end && errno == 0;  // no fraction, no exponent, and int64 holds it
+        out->integer = out->is_integer ? v : 0;
         return true;
     }
     // What follows an array's or object's opening bracket: items, each read by item(), separated by commas,
@@ -189,18 +180,15 @@ struct Parser {
     // Why the text at p cannot start a value, in the words a person would use for it.
     std::string not_a_value() const {
         const unsigned char c = (unsigned char)*p;
-        if (end - p >= 3 && c == 0xEF && (unsigned char)p[1] == 0xBB && (unsigned char)p[2] == 0xBF)
+        if (end - p >= 3 && !memcmp(p, "\xEF\xBB\xBF", 3))
             return "a UTF-8 byte order mark; expected JSON without one (save the file as UTF-8 without BOM)";
         if (end - p >= 3 && (!strncmp(p, "NaN", 3) || !strncmp(p, "Inf", 3)))
             return "NaN or Infinity, which JSON does not have; expected a JSON value";
-        char buf[160];
-        if (c < 0x20 || c >= 0x7F)
-            snprintf(buf, sizeof(buf), "byte 0x%02x: binary or non-JSON data; expected a JSON value", c);
-        else
-            snprintf(buf, sizeof(buf),
-                     "'%c' where a JSON value (object, array, string, number, true, false or null) was expected: "
-                     "plain text?",
-                     c);
+        if (c >= 0x20 && c < 0x7F)
+            return std::string("'") + (char)c + "' where a JSON value (object, array, string, number, true, false or " +
+                   "null) was expected: plain text?";
+        char buf[80];
+        snprintf(buf, sizeof(buf), "byte 0x%02x: binary or non-JSON data; expected a JSON value", c);
         return buf;
     }
 };
@@ -218,27 +206,22 @@ bool json_parse(const char* text, size_t n, Json* out, std::string* err) {
     Parser ps{text, text + n, text, {}};
     *out = Json();
     bool ok = ps.value(out, 0);
-    if (ok) {
-        ps.skip_ws();
-        if (ps.p != ps.end) ok = ps.fail("trailing characters after JSON value");
-    }
+    ps.skip_ws();
+    if (ok && ps.p != ps.end) ok = ps.fail("trailing characters after JSON value");
     if (!ok && err) *err = ps.err;
     return ok;
 }
 
 std::string json_escape(const std::string& s) {
+    // These five characters are written as a backslash and the letter at the same index; other controls as \u00XX.
+    static const char kSpecial[] = "\"\\\n\t\r", kLetters[] = "\"\\ntr";
     std::string out = "\"";
     for (unsigned char c : s) {
-        if (c == '"') out += "\\\"";
-        else if (c == '\\') out += "\\\\";
-        else if (c == '\n') out += "\\n";
-        else if (c == '\t') out += "\\t";
-        else if (c == '\r') out += "\\r";
-        else if (c < 0x20) {
-            char buf[8];
-            snprintf(buf, sizeof(buf), "\\u%04x", c);
-            out += buf;
-        } else out += (char)c;
+        char buf[8];
+        if (const char* special = c ? strchr(kSpecial, c) : nullptr)
+            snprintf(buf, sizeof(buf), "\\%c", kLetters[special - kSpecial]);
+        else snprintf(buf, sizeof(buf), c < 0x20 ? "\\u%04x" : "%c", c);
+        out += buf;
     }
     return out + "\"";
 }

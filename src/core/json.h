@@ -1,7 +1,6 @@
-// json.h: a small strict JSON reader (RFC 8259) for safetensors headers, config.json and encoder.json.
-// It keeps object keys in file order, decodes \u escapes (with surrogate pairs) to UTF-8 and limits
-// nesting depth so hostile input cannot overflow the stack. It does not write JSON; writers format
-// their own (see json_escape).
+// json.h: a small strict JSON reader (RFC 8259) for safetensors headers, config.json and encoder.json: object
+// keys in file order, \u escapes (surrogate pairs too) decoded to UTF-8, nesting depth limited so that hostile
+// input cannot overflow the stack. Writers format their own JSON, quoting strings with json_escape.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -40,8 +40,7 @@ long long integer(const char* name, long long lo, long long hi) {
     char* end = nullptr;
     const long long x = strtoll(v.c_str(), &end, 10);
     if (v.empty() || *end || v.find_first_not_of("0123456789") != std::string::npos || x < lo || x > hi)
-        fatal("bad value for --%s (gpt2-core): expected an integer in [%lld, %lld], got '%s'", name, lo, hi,
-              v.c_str());
+        fatal("bad value for --%s (gpt2-core): expected an integer in [%lld, %lld], got '%s'", name, lo, hi, v.c_str());
     return x;
 }
 
@@ -55,7 +54,8 @@ void write_new(const std::string& path, const std::function<void(const ByteSink&
     bool ok = true;
     write([&](const void* data, size_t n) { ok = ok && fwrite(data, 1, n, f) == n; });
     if (fclose(f) != 0 || !ok) fatal("cannot write %s: %s", partial.c_str(), strerror(errno));
-    if (std::rename(partial.c_str(), path.c_str()) != 0) fatal("cannot rename %s: %s", partial.c_str(), strerror(errno));
+    if (std::rename(partial.c_str(), path.c_str()) != 0)
+        fatal("cannot rename %s: %s", partial.c_str(), strerror(errno));
 }
 
 void parse(int argc, char** argv) {
@@ -70,12 +70,9 @@ void parse(int argc, char** argv) {
         if (name.rfind("--", 0) != 0 || !flags.count(name.substr(2)))
             fatal("unknown flag %s (gpt2-core): expected one of --help's", argv[i]);
         name = name.substr(2);
-        if (name == "no-shuffle") {
-            flags[name] = "1";
-            continue;
-        }
-        if (i + 1 == argc) fatal("missing value for --%s (gpt2-core)", name.c_str());
-        flags[name] = argv[++i];
+        const bool takes_value = name != "no-shuffle";  // the one flag without a value
+        if (takes_value && i + 1 == argc) fatal("missing value for --%s (gpt2-core)", name.c_str());
+        flags[name] = takes_value ? argv[++i] : "1";
     }
 }
 
@@ -107,9 +104,8 @@ int main(int argc, char** argv) {
             fatal("bad value for --out (gpt2-core): %s exists; expected a new directory", out.c_str());
         fatal("cannot create --out %s: %s", out.c_str(), err.message().c_str());
     }
-    bool saved = false;
-    FatalCleanup remove_out([&] {
-        if (saved || out.empty()) return;
+    FatalCleanup remove_out([&] {  // until main returns
+        if (out.empty()) return;
         for (const char* name : {"config.json", "model.safetensors"}) std::filesystem::remove(out + "/" + name, err);
         std::filesystem::remove(out, err);
     });
@@ -117,10 +113,9 @@ int main(int argc, char** argv) {
     if (!flags["model"].empty()) {
         hf_load(&t.model, flags["model"]);
     } else {
-        const GPT2Config cfg =
-            config_make((int)integer("seq-len", 1, 1 << 20), (int)integer("vocab", 1, 65536),
-                        (int)integer("layers", 1, 1000), (int)integer("heads", 1, 65536),
-                        (int)integer("channels", 1, 65536));
+        const GPT2Config cfg = config_make((int)integer("seq-len", 1, 1 << 20), (int)integer("vocab", 1, 65536),
+                                           (int)integer("layers", 1, 1000), (int)integer("heads", 1, 65536),
+                                           (int)integer("channels", 1, 65536));
         if (const std::string bad = config_check(cfg, "gpt2-core flags"); !bad.empty()) fatal("%s", bad.c_str());
         gpt2_build(&t.model, cfg);
         gpt2_init_random(&t.model, o.seed);
@@ -145,7 +140,6 @@ int main(int argc, char** argv) {
         const std::string config = hf_config_json(cfg);
         write_new(out + "/config.json", [&](const ByteSink& sink) { sink(config.data(), config.size()); });
         write_new(out + "/model.safetensors", [&](const ByteSink& sink) { hf_write_safetensors(t.model, sink); });
-        saved = true;
         printf("saved %s\n", out.c_str());
     }
     return 0;

@@ -9,12 +9,6 @@
 #include "core/error.h"
 #include "core/json.h"
 
-size_t StTensor::numel() const {
-    size_t n = 1;
-    for (int64_t d : shape) n *= (size_t)d;
-    return n;
-}
-
 const StTensor* SafeTensors::find(const std::string& name) const {
     for (const StTensor& t : tensors)
         if (t.name == name) return &t;
@@ -68,17 +62,16 @@ static bool parse_tensor_entry(const std::string& name, const Json& v, size_t da
     if (esize == 0) return parse_fail(err, "tensor " + name + ": unknown dtype " + t->dtype);
     // numel * esize in 128 bits: each factor is < 2^63 and the product is capped at 2^64 before the next
     unsigned __int128 bytes_needed = esize;
+    auto is_count = [](const Json& j) { return j.is_integer && j.integer >= 0; };  // is_integer: a NUMBER
     for (const Json& d : shape->items) {
-        if (d.type != Json::NUMBER || !d.is_integer || d.integer < 0)
-            return parse_fail(err, "tensor " + name + ": shape entries must be non-negative integers");
+        if (!is_count(d)) return parse_fail(err, "tensor " + name + ": shape entries must be non-negative integers");
         t->shape.push_back(d.integer);
         bytes_needed *= (uint64_t)d.integer;
         if (bytes_needed > (unsigned __int128)UINT64_MAX)
             return parse_fail(err, "tensor " + name + ": shape too large");
     }
-    for (const Json& o : offsets->items)
-        if (o.type != Json::NUMBER || !o.is_integer || o.integer < 0)
-            return parse_fail(err, "tensor " + name + ": data_offsets must be non-negative integers");
+    if (!std::all_of(offsets->items.begin(), offsets->items.end(), is_count))
+        return parse_fail(err, "tensor " + name + ": data_offsets must be non-negative integers");
     uint64_t b = (uint64_t)offsets->items[0].integer, e = (uint64_t)offsets->items[1].integer;
     if (b > e || e > data_size)
         return parse_fail(err, "tensor " + name + ": data_offsets [" + std::to_string(b) + ", " + std::to_string(e) +
@@ -104,14 +97,12 @@ bool safetensors_parse_header(SafeTensors* st, const uint8_t* data, size_t n, si
         return parse_fail(err, "malformed JSON header: " + jerr);
     if (header.type != Json::OBJECT) return parse_fail(err, "JSON header is not an object");
     const size_t data_start = 8 + header_len, data_size = file_size - data_start;
-    for (const auto& member : header.members) {
-        const std::string& name = member.first;
-        const Json& v = member.second;
+    for (const auto& [name, v] : header.members) {
         if (name == "__metadata__") {
             if (v.type != Json::OBJECT) return parse_fail(err, "__metadata__ is not an object");
-            for (const auto& kv : v.members) {
-                if (kv.second.type != Json::STRING) return parse_fail(err, "__metadata__ value is not a string");
-                st->metadata.push_back({kv.first, kv.second.str});
+            for (const auto& [key, value] : v.members) {
+                if (value.type != Json::STRING) return parse_fail(err, "__metadata__ value is not a string");
+                st->metadata.push_back({key, value.str});
             }
             continue;
         }
@@ -119,8 +110,7 @@ bool safetensors_parse_header(SafeTensors* st, const uint8_t* data, size_t n, si
         if (!parse_tensor_entry(name, v, data_start, data_size, &t, err)) return false;
         st->tensors.push_back(std::move(t));
     }
-    // The format lays tensors end to end from the start of the data section to the end of the file, as the
-    // official reader checks: no overlap, no hole, nothing after the last tensor.
+    // From the data section's start to the file's end, as the official reader checks: no overlap, no hole.
     std::vector<const StTensor*> sorted;
     for (const StTensor& t : st->tensors) sorted.push_back(&t);
     std::sort(sorted.begin(), sorted.end(), [](const StTensor* x, const StTensor* y) {
@@ -209,18 +199,14 @@ void safetensors_write(const ByteSink& out, const std::vector<StWriteItem>& item
     for (int i = 0; i < 8; i++) len[i] = (uint8_t)((uint64_t)header.size() >> (8 * i));
     out(len, 8);
     out(header.data(), header.size());
-    std::vector<uint8_t> piece;
+    std::vector<uint8_t> piece((size_t)4 << 20);  // what fill makes, 4 MiB at a time
     for (size_t i = 0; i < items.size(); i++) {
-        if (!items[i].fill) {
-            out(items[i].data, sizes[i]);
-            continue;
-        }
-        const size_t esize = safetensors_dtype_size(items[i].dtype), per = ((size_t)4 << 20) / esize;
-        piece.resize(std::min(sizes[i], per * esize));
+        const size_t esize = safetensors_dtype_size(items[i].dtype), per = piece.size() / esize;
         for (size_t first = 0; first * esize < sizes[i]; first += per) {
             const size_t count = std::min(per, sizes[i] / esize - first);
-            items[i].fill(first, count, piece.data());
-            out(piece.data(), count * esize);
+            if (items[i].fill) items[i].fill(first, count, piece.data());
+            out(items[i].fill ? piece.data() : static_cast<const uint8_t*>(items[i].data) + first * esize,
+                count * esize);
         }
     }
 }

@@ -21,8 +21,7 @@ float* scratch(int which, size_t n) {
     return buf[which].data();
 }
 
-// S (rows, tn) = q k^T for a block of queries of one head against keys 0..tn; q points at the block's
-// first query and k at key 0, their rows q_row and k_row floats apart. Unscaled.
+// S (rows, tn) = q k^T, unscaled, for a block of queries (q: the first) of one head and keys 0..tn (k: key 0).
 void block_scores(float* S, const float* q, size_t q_row, const float* k, size_t k_row, int rows, int tn, int HS,
                   const GemmOperands* ops) {
     if (rows > 1) return gemm_serial(rows, tn, HS, q, (int)q_row, false, k, (int)k_row, true, S, tn, false, ops);

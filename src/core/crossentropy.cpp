@@ -22,12 +22,10 @@ float crossentropy_fused(float* logits, float* losses, const int* targets, bool 
         if (!grad) continue;
         // dlogits = softmax * dloss - onehot * dloss, rounded as softmax then the product (as a stored
         // softmax would be), so the gradient does not change with the fusion.
-        const vf16 inv = vf_set((float)(1.0 / sum)), vdloss = vf_set(dloss);
-        int v = 0;
-        for (; v + kVecLen <= V; v += kVecLen) vf_store(z + v, (vf_load(z + v) * inv) * vdloss);
-        for (; v < V; v++) z[v] = (z[v] * inv[0]) * dloss;
+        const float inv = (float)(1.0 / sum);
+        for (int v = 0; v < V; v++) z[v] = (z[v] * inv) * dloss;
         z[targets[i]] -= dloss;
-        for (v = V; v < Vp; v++) z[v] = 0;
+        for (int v = V; v < Vp; v++) z[v] = 0;
     }
     double total = 0;  // summed in row order: the mean does not depend on the thread count
     for (int i = 0; i < N; i++) total += losses[i];

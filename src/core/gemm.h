@@ -19,11 +19,10 @@ inline GemmFunction* gemm_tuned = nullptr;
 
 KERNELS_BEGIN
 
-// The summation order, which every gemm keeps whatever its threads (they split C, never K): K is taken in
-// blocks of gemm_kc(M, N, K) values of k; per block each element of C sums acc += a * b from zero in k
-// order (one FMA where the target has it), then C = C + acc (or C = acc for the first block, unless
-// accumulating). The blocks are 256 deep; a product whose C is far larger than L2 (the lm_head's logits)
-// takes a K of at most 768 in one block, sparing the tuned gemm a pass over C per block.
+// The summation order every gemm keeps, whatever its threads (they split C, never K): K in blocks of
+// gemm_kc(M, N, K) values of k; per block each element of C sums acc += a * b from zero in k order (one FMA
+// where the target has it), then C = C + acc (C = acc for the first block, unless accumulating). Blocks are
+// 256 deep, but a C far larger than L2 (the lm_head's logits) takes a K up to 768 in one: one pass over C.
 const int GEMM_KC = 256, GEMM_KC_DEEP = 768;
 const size_t GEMM_DEEP_MIN_C = (size_t)4 << 20;  // floats of C (16 MB)
 inline int gemm_kc(int M, int N, int K) {

@@ -9,23 +9,6 @@
 
 struct GemmOperands;
 
-KERNELS_BEGIN
-
-// out (N, C) = wte[tokens] + wpe[t] (overwrites). tokens (B, T).
-void encoder_forward(float* out, const int* tokens, const float* wte, const float* wpe, int B, int T, int C);
-// dwte (Vp, C), dwpe (maxT, C) += from dout (N, C).
-void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* tokens, int B, int T, int C);
-
-// out (N, C) = (inp - mean) * rstd * weight + bias, eps 1e-5, population variance; overwrites out, mean (N)
-// and rstd (N).
-void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
-                       int N, int C);
-// dinp (N, C), dweight (C), dbias (C) += ; reads the mean/rstd cache.
-void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                        const float* weight, const float* mean, const float* rstd, int N, int C);
-
-KERNELS_END
-
 // A weight as the matmuls read it: its fp32 values, the operands its products run on (gemm.h; null: fp32),
 // and an extension's reduced-precision copy (precision/precision.h's WeightCopy), which the operands' packing
 // and decoding's one-row product read instead of the fp32 values. A plain float pointer is an fp32 weight.
@@ -43,6 +26,18 @@ inline void (*matmul_row_of_copy)(float* out, const float* inp, const Weight& w,
                                   int OC) = nullptr;
 
 KERNELS_BEGIN
+
+// out (N, C) = wte[tokens] + wpe[t] (overwrites). tokens (B, T).
+void encoder_forward(float* out, const int* tokens, const float* wte, const float* wpe, int B, int T, int C);
+// dwte (Vp, C), dwpe (maxT, C) += from dout (N, C).
+void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* tokens, int B, int T, int C);
+
+// out (N, C) = (inp - mean) * rstd * weight + bias (eps 1e-5, population variance); overwrites out, mean, rstd (N).
+void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
+                       int N, int C);
+// dinp (N, C), dweight (C), dbias (C) += ; reads the mean/rstd cache.
+void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                        const float* weight, const float* mean, const float* rstd, int N, int C);
 
 // out (N, OC) = inp (N, IC) weight^T + bias; weight (OC, IC), bias (OC) or null (overwrites).
 void matmul_forward(float* out, const float* inp, const Weight& weight, const float* bias, int N, int IC, int OC);

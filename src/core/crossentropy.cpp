@@ -34,9 +34,9 @@ float crossentropy_fused(float* logits, float* losses, const int* targets, bool 
 
 void crossentropy_backward(float* dlogits, float loss_scale, int N, int Vp) {
     if (loss_scale == 1.0f) return;
-    const long n = (long)N * Vp;
 #pragma omp parallel for schedule(static)
-    for (long i = 0; i < n; i++) dlogits[i] *= loss_scale;
+    for (int i = 0; i < N; i++)
+        for (int v = 0; v < Vp; v++) dlogits[(size_t)i * Vp + v] *= loss_scale;
 }
 
 float crossentropy_fused_ref(float* logits, float* losses, const int* targets, bool grad, int N, int V, int Vp) {

@@ -71,11 +71,10 @@ void residual_forward(float* out, const float* a, const float* b, size_t n);
 // da, db (n) = dout (overwrites both).
 void residual_backward(float* da, float* db, const float* dout, size_t n);
 
-// The classifier's loss fused with its gradient, so one (N, Vp) buffer serves both. logits (N, Vp): the
-// lm_head's output; targets (N) < V. Overwrites losses (N) = -log softmax(row)[target], the softmax over the
-// row's first V columns; returns their mean, summed in row order in double (the same for any thread count).
-// grad: each row of logits is OVERWRITTEN by d(mean loss)/dlogits = (softmax - onehot(target)) / N, zero in
-// the padding V..Vp, which crossentropy_backward and the lm_head's matmul_backward read as dlogits.
+// The classifier's loss fused with its gradient: one (N, Vp) buffer serves both. logits (N, Vp): the lm_head's
+// output; targets (N) < V. Overwrites losses (N) = -log softmax(row)[target], over the row's first V columns, and
+// returns their mean, summed in row order in double (the same for any thread count). grad: each row of logits
+// is OVERWRITTEN by d(mean loss)/dlogits = (softmax - onehot(target)) / N, 0 in the padding V..Vp: the dlogits.
 float crossentropy_fused(float* logits, float* losses, const int* targets, bool grad, int N, int V, int Vp);
 // dlogits (N, Vp) *= loss_scale, once per fused forward: d(loss * loss_scale)/dlogits, for micro-batches.
 void crossentropy_backward(float* dlogits, float loss_scale, int N, int Vp);

@@ -1,10 +1,6 @@
-// attention.cpp: causal multi-head self-attention, forward and backward. See layers.h.
-// The fast kernels work on blocks of kQBlock queries of one (batch, head): scores S = Q K^T, P = softmax,
-// O = P V are small matrix products done by gemm_serial on the calling thread, while OpenMP splits the
-// (batch, head, query block) items. Only the log-sum-exp of each query's scores is kept for the
-// backward, which recomputes S and P block by block (as FlashAttention does), so no (T, T) buffer
-// exists beyond one block's (kQBlock, T) scratch per thread. The *_ref kernels are the scalar loops the
-// tests compare against.
+// attention.cpp: causal self-attention (layers.h) in blocks of kQBlock queries of one (batch, head), which
+// OpenMP splits: each block's products S = q k^T and O = P V run on its thread (gemm_serial) in (kQBlock, T)
+// scratch, and the backward recomputes S and P block by block from lse (as FlashAttention does).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -18,14 +14,14 @@ KERNELS_BEGIN
 
 namespace {
 
-// Per-thread scratch for one block's (kQBlock, T) scores/probabilities and their gradients.
-std::vector<float>& scratch(int which) {
+// A thread's scratch of at least n floats: a block's (kQBlock, T) scores or probabilities (0), their gradients (1).
+float* scratch(int which, size_t n) {
     static thread_local std::vector<float> buf[2];
-    return buf[which];
+    if (buf[which].size() < n) buf[which].resize(n);
+    return buf[which].data();
 }
 
-// S (rows, tn) = q k^T for a block of queries of one head against keys 0..tn; q points at the block's
-// first query and k at key 0, their rows q_row and k_row floats apart. Unscaled.
+// S (rows, tn) = q k^T, unscaled, for a block of queries (q: the first) of one head and keys 0..tn (k: key 0).
 void block_scores(float* S, const float* q, size_t q_row, const float* k, size_t k_row, int rows, int tn, int HS,
                   const GemmOperands* ops) {
     if (rows > 1) return gemm_serial(rows, tn, HS, q, (int)q_row, false, k, (int)k_row, true, S, tn, false, ops);
@@ -34,29 +30,6 @@ void block_scores(float* S, const float* q, size_t q_row, const float* k, size_t
         float d = 0;
         for (int c = 0; c < HS; c++) d += q[c] * kj[c];
         S[j] = d;
-    }
-}
-
-// lse[r] = log sum_{j <= t0 + r} exp(S[r][j] * scale), the sum in double lanes.
-void block_lse(float* lse, const float* S, int t0, int rows, int tn, float scale) {
-    for (int r = 0; r < rows; r++) {
-        const float* s = S + (size_t)r * tn;
-        const int n = t0 + r + 1;  // causal: keys 0..t
-        vf16 m = vf_set(-INFINITY);
-        int j = 0;
-        for (; j + kVecLen <= n; j += kVecLen) m = vf_max(m, vf_load(s + j) * scale);
-        float mx = vf_reduce_max(m);
-        for (; j < n; j++) mx = s[j] * scale > mx ? s[j] * scale : mx;
-        const vf16 vmx = vf_set(mx);
-        vd8 lo{}, hi{};
-        for (j = 0; j + kVecLen <= n; j += kVecLen)
-            vf_accumulate_double(&lo, &hi, vf_exp(vf_load(s + j) * scale - vmx));
-        double sum = vd_reduce_add(lo, hi);
-        if (j < n) {
-            vf16 e = vf_exp(vf_load_partial(s + j, n - j) * scale - vmx);
-            for (int i = 0; i < n - j; i++) sum += e[i];
-        }
-        lse[r] = mx + (float)std::log(sum);
     }
 }
 
@@ -78,13 +51,16 @@ void block_probs(float* S, const float* lse, int t0, int rows, int tn, float sca
 void attend_block(float* out, size_t out_row, float* lse, const float* q, size_t q_row, const float* k, const float* v,
                   size_t kv_row, int t0, int rows, int HS, float scale, const GemmOperands* ops) {
     const int tn = t0 + rows;
-    std::vector<float>& P = scratch(0);
-    if (P.size() < (size_t)kQBlock * tn) P.resize((size_t)kQBlock * tn);
-    block_scores(P.data(), q, q_row, k, kv_row, rows, tn, HS, ops);
-    block_lse(lse, P.data(), t0, rows, tn, scale);
-    block_probs(P.data(), lse, t0, rows, tn, scale);
+    float* P = scratch(0, (size_t)kQBlock * tn);
+    block_scores(P, q, q_row, k, kv_row, rows, tn, HS, ops);
+    for (int r = 0; r < rows; r++) {  // lse[r] = log of the sum of exp(S[r][j] * scale) over keys j <= t0 + r
+        float* s = P + (size_t)r * tn;
+        const float mx = vf_max_of(s, t0 + r + 1, scale);
+        lse[r] = mx + (float)std::log(vf_exp_sum<false>(s, t0 + r + 1, scale, mx));
+    }
+    block_probs(P, lse, t0, rows, tn, scale);
     if (rows > 1) {
-        gemm_serial(rows, HS, tn, P.data(), tn, false, v, (int)kv_row, false, out, (int)out_row, false, ops);  // P V
+        gemm_serial(rows, HS, tn, P, tn, false, v, (int)kv_row, false, out, (int)out_row, false, ops);  // P V
         return;
     }
     for (int c = 0; c < HS; c++) out[c] = 0;
@@ -95,8 +71,7 @@ void attend_block(float* out, size_t out_row, float* lse, const float* q, size_t
     }
 }
 
-void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH,
-                       const GemmOperands* ops) {
+void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH, const GemmOperands* ops) {
     const int HS = C / NH, nblocks = (T + kQBlock - 1) / kQBlock;
     const float scale = 1.0f / sqrtf((float)HS);
     const size_t row = 3 * (size_t)C;
@@ -115,7 +90,7 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
                         const GemmOperands* ops) {
     const int HS = C / NH, nblocks = (T + kQBlock - 1) / kQBlock;
     const float scale = 1.0f / sqrtf((float)HS);
-    const size_t row = 3 * (size_t)C;
+    const int row = 3 * C;
     // Keys and values of position t2 receive gradient from every later query block, so one (batch, head)
     // is one thread's work, blocks in order: no two threads write the same element of dqkv and each
     // element is summed in the same order whatever the thread count.
@@ -129,22 +104,18 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
                 memset(dq + (size_t)t * row + C, 0, sizeof(float) * HS);
                 memset(dq + (size_t)t * row + 2 * C, 0, sizeof(float) * HS);
             }
-            std::vector<float>&P = scratch(0), &dP = scratch(1);
-            if (P.size() < (size_t)kQBlock * T) P.resize((size_t)kQBlock * T);
-            if (dP.size() < (size_t)kQBlock * T) dP.resize((size_t)kQBlock * T);
+            float *P = scratch(0, (size_t)kQBlock * T), *dP = scratch(1, (size_t)kQBlock * T);
             for (int blk = 0; blk < nblocks; blk++) {
                 const int t0 = blk * kQBlock, rows = std::min(kQBlock, T - t0), tn = t0 + rows;
-                block_scores(P.data(), q + (size_t)t0 * row, row, q + C, row, rows, tn, HS, ops);
-                block_probs(P.data(), lse + ((size_t)b * NH + h) * T + t0, t0, rows, tn, scale);
+                block_scores(P, q + (size_t)t0 * row, row, q + C, row, rows, tn, HS, ops);
+                block_probs(P, lse + ((size_t)b * NH + h) * T + t0, t0, rows, tn, scale);
                 // through out = P V: dP = dout V^T, dV += P^T dout
-                gemm_serial(rows, tn, HS, d + (size_t)t0 * C, C, false, q + 2 * C, (int)row, true, dP.data(), tn, false,
-                            ops);
-                gemm_serial(tn, HS, rows, P.data(), tn, true, d + (size_t)t0 * C, C, false, dq + 2 * C, (int)row, true,
-                            ops);
+                gemm_serial(rows, tn, HS, d + (size_t)t0 * C, C, false, q + 2 * C, row, true, dP, tn, false, ops);
+                gemm_serial(tn, HS, rows, P, tn, true, d + (size_t)t0 * C, C, false, dq + 2 * C, row, true, ops);
                 // through the softmax: dS = P (dP - sum_j P dP) * scale (zero above the diagonal, as P)
                 for (int r = 0; r < rows; r++) {
-                    const float* p = P.data() + (size_t)r * tn;
-                    float* ds = dP.data() + (size_t)r * tn;
+                    const float* p = P + (size_t)r * tn;
+                    float* ds = dP + (size_t)r * tn;
                     const int n = t0 + r + 1;
                     vf16 acc{};
                     int j = 0;
@@ -159,10 +130,8 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
                     for (j = n; j < tn; j++) ds[j] = 0.0f;
                 }
                 // through S = q k^T: dq = dS k (overwrites), dk += dS^T q
-                gemm_serial(rows, HS, tn, dP.data(), tn, false, q + C, (int)row, false, dq + (size_t)t0 * row, (int)row,
-                            false, ops);
-                gemm_serial(tn, HS, rows, dP.data(), tn, true, q + (size_t)t0 * row, (int)row, false, dq + C, (int)row,
-                            true, ops);
+                gemm_serial(rows, HS, tn, dP, tn, false, q + C, row, false, dq + (size_t)t0 * row, row, false, ops);
+                gemm_serial(tn, HS, rows, dP, tn, true, q + (size_t)t0 * row, row, false, dq + C, row, true, ops);
             }
         }
 }

@@ -1,7 +1,6 @@
-// gelu.cpp: GELU, tanh approximation (as GPT-2 and nanoGPT use), forward and backward, vectorised
-// (simd.h), beside the scalar tanhf references the tests compare against. See layers.h.
-// The fast path uses 0.5 (1 + tanh u) = sigmoid(2u) with t = e^{-2|u|} in (0, 1], so neither the
-// sigmoid nor its complement 1 - s = t / (1 + t) cancels or overflows.
+// gelu.cpp: GELU (layers.h) in vectors, beside the scalar tanhf references the tests compare against. The
+// vectors use 0.5 (1 + tanh u) = sigmoid(2u) with t = e^{-2|u|} in (0, 1], so neither the sigmoid nor its
+// complement 1 - s = t / (1 + t) cancels or overflows.
 #include <cmath>
 
 #include "core/layers.h"

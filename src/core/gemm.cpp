@@ -1,7 +1,6 @@
-// gemm.cpp: the plain matrix multiply (see gemm.h), in the summation order gemm.h's gemm_kc sets, so that
-// it gives the same numbers as the tuned one an extension may plug in (tuned/). C is cut into blocks of at
-// most 64 x 64; each block takes K one block of k at a time, with that block of op(B) copied row by row
-// into a buffer, so that the innermost loop, over j, reads and writes consecutive floats and vectorises.
+// gemm.cpp: the plain gemm (gemm.h), summing in gemm_kc's order as the tuned one an extension may plug in
+// (tuned/) does. C is cut into blocks of at most 64 x 64; each takes K a block at a time, copying that block
+// of op(B) row by row into a buffer, so that the innermost loop, over j, reads and writes consecutive floats.
 #include "core/gemm.h"
 
 #include <algorithm>
@@ -28,11 +27,11 @@ void gemm_block(int i0, int i1, int j0, int nb, int K, int kc, const float* A, i
     for (int k0 = 0; k0 == 0 || k0 < K; k0 += kc) {  // once with K = 0: C = 0 (not accumulating)
         const int kn = std::min(kc, K - k0);
         for (int k = 0; k < kn; k++)
-            for (int j = 0; j < nb; j++) b[k * nb + j] = b_at(B, ldb, transB, k0 + k, j0 + j);
+            for (int j = 0; j < nb; j++) b[k * nb + j] = op_at(B, ldb, transB, k0 + k, j0 + j);
         for (int i = i0; i < i1; i++) {
             float acc[BLOCK] = {};
             for (int k = 0; k < kn; k++) {
-                const float a = a_at(A, lda, transA, i, k0 + k);
+                const float a = op_at(A, lda, transA, i, k0 + k);
                 for (int j = 0; j < nb; j++) acc[j] = madd(acc[j], a, b[k * nb + j]);
             }
             float* c = C + (size_t)i * ldc + j0;
@@ -47,19 +46,14 @@ void gemm_plain(int M, int N, int K, const float* A, int lda, bool transA, const
     if (M <= 0 || N <= 0 || (K <= 0 && accumulate)) return;
     const int kc = gemm_kc(M, N, K), row_blocks = (M + BLOCK - 1) / BLOCK;
     const int blocks = row_blocks * ((N + BLOCK - 1) / BLOCK);
-    auto run = [&](int blk) {
+#pragma omp parallel for schedule(static) if (!serial)
+    for (int blk = 0; blk < blocks; blk++) {
         static thread_local std::vector<float> b;
         b.resize((size_t)std::min(kc, K) * BLOCK);
         const int i0 = blk % row_blocks * BLOCK, j0 = blk / row_blocks * BLOCK;
         gemm_block(i0, std::min(M, i0 + BLOCK), j0, std::min(BLOCK, N - j0), K, kc, A, lda, transA, B, ldb, transB, C,
                    ldc, accumulate, b.data());
-    };
-    if (serial) {
-        for (int blk = 0; blk < blocks; blk++) run(blk);
-        return;
     }
-#pragma omp parallel for schedule(static)
-    for (int blk = 0; blk < blocks; blk++) run(blk);
 }
 
 }  // namespace
@@ -81,7 +75,7 @@ void gemm_ref(int M, int N, int K, const float* A, int lda, bool transA, const f
     for (int i = 0; i < M; i++)
         for (int j = 0; j < N; j++) {
             double sum = 0;
-            for (int k = 0; k < K; k++) sum += (double)a_at(A, lda, transA, i, k) * b_at(B, ldb, transB, k, j);
+            for (int k = 0; k < K; k++) sum += (double)op_at(A, lda, transA, i, k) * op_at(B, ldb, transB, k, j);
             float* c = C + (size_t)i * ldc + j;
             *c = accumulate ? *c + (float)sum : (float)sum;
         }

@@ -1,11 +1,8 @@
-// gemm.h: single-precision C (M, N) (+)= op(A) (M, K) * op(B) (K, N), row-major with leading dimensions.
-// op(A)[i][k] = transA ? A[k*lda + i] : A[i*lda + k]; op(B)[k][j] = transB ? B[j*ldb + k] : B[k*ldb + j].
-// gemm() splits the rows of C among threads, gemm_serial() runs on the calling thread only (for callers
-// that parallelise over many small products themselves: attention). gemm_ref() is the plain triple loop
-// in double the tests compare against.
-// ops, if given, are other operands than fp32's (an extension's packing and micro-kernel, tuned/); B_copy,
-// if given, is a copy of B (a Weight's, layers.h) that ops read instead of B. The core's own gemm takes
-// fp32 operands only.
+// gemm.h: single-precision C (M, N) (+)= op(A) (M, K) * op(B) (K, N), row-major with leading dimensions,
+// op(X) = X or its transpose (op_at). gemm() splits C among threads; gemm_serial() runs on the calling thread
+// (for callers that split many small products themselves: attention); gemm_ref() is the plain triple loop in
+// double the tests compare against. ops, if given, are other operands than fp32's (an extension's packing
+// and micro-kernel, tuned/; the core's gemm has fp32's only), which read B_copy, a copy of B, if given.
 #pragma once
 #include <cstddef>
 
@@ -22,22 +19,19 @@ inline GemmFunction* gemm_tuned = nullptr;
 
 KERNELS_BEGIN
 
-// The summation order, which every gemm keeps whatever its threads (they split C, never K): K is taken in
-// blocks of gemm_kc(M, N, K) values of k; per block each element of C sums acc += a * b from zero in k
-// order (one FMA where the target has it), then C = C + acc (or C = acc for the first block, unless
-// accumulating). The blocks are 256 deep; a product whose C is far larger than L2 (the lm_head's logits)
-// takes a K of at most 768 in one block, sparing the tuned gemm a pass over C per block.
+// The summation order every gemm keeps, whatever its threads (they split C, never K): K in blocks of
+// gemm_kc(M, N, K) values of k; per block each element of C sums acc += a * b from zero in k order (one FMA
+// where the target has it), then C = C + acc (C = acc for the first block, unless accumulating). Blocks are
+// 256 deep, but a C far larger than L2 (the lm_head's logits) takes a K up to 768 in one: one pass over C.
 const int GEMM_KC = 256, GEMM_KC_DEEP = 768;
 const size_t GEMM_DEEP_MIN_C = (size_t)4 << 20;  // floats of C (16 MB)
 inline int gemm_kc(int M, int N, int K) {
     return (size_t)M * N >= GEMM_DEEP_MIN_C && K > GEMM_KC && K <= GEMM_KC_DEEP ? K : GEMM_KC;
 }
 
-inline float a_at(const float* A, int lda, bool trans, int i, int k) {
-    return trans ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
-}
-inline float b_at(const float* B, int ldb, bool trans, int k, int j) {
-    return trans ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
+// op(X)[r][c] for X with leading dimension ld.
+inline float op_at(const float* X, int ld, bool trans, int r, int c) {
+    return trans ? X[(size_t)c * ld + r] : X[(size_t)r * ld + c];
 }
 
 void gemm(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB, float* C,

@@ -1,6 +1,6 @@
-// layernorm.cpp: LayerNorm over the last dimension with a per-row mean/rstd cache. See layers.h.
-// Statistics are accumulated in double: the cost is nil next to the matmuls and it keeps the forward
-// within fp32 rounding of PyTorch's for rows with a large mean.
+// layernorm.cpp: LayerNorm over the last dimension with a per-row mean/rstd cache (layers.h). The statistics
+// and the centring are in double (nil next to the matmuls): in fp32, rows whose mean is large next to their
+// spread would lose digits against PyTorch's.
 #include <cmath>
 
 #include "core/layers.h"
@@ -21,8 +21,6 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
         var /= C;  // population variance, as nn.LayerNorm
         double s = 1.0 / std::sqrt(var + eps);
         float* o = out + (size_t)i * C;
-        // centre with the double mean: rounding it to fp32 first would cost digits on rows whose mean
-        // is large next to their spread
         for (int c = 0; c < C; c++) o[c] = (float)((x[c] - m) * s) * weight[c] + bias[c];
         mean[i] = (float)m;
         rstd[i] = (float)s;

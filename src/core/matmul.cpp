@@ -1,6 +1,5 @@
-// matmul.cpp: the linear layer, out = inp W^T + b, and its backward, on top of gemm (gemm.h).
-// Weights are (OC, IC) as in llm.c (HuggingFace's Conv1D stores them transposed; checkpoint.cpp
-// converts). See layers.h for shapes.
+// matmul.cpp: the linear layer, out = inp W^T + b, and its backward, on gemm (gemm.h). W is (OC, IC) as in
+// llm.c (HuggingFace's Conv1D stores it transposed; checkpoint.cpp converts).
 #include "core/gemm.h"
 #include "core/layers.h"
 #include "core/simd.h"
@@ -27,8 +26,7 @@ static void matvec_fp32(float* out, const float* x, const float* W, const float*
 }
 
 void matmul_forward(float* out, const float* inp, const Weight& w, const float* bias, int N, int IC, int OC) {
-    // one row (decoding): a mat-vec reading each weight once, from its copy if it has one
-    // (matmul_row_of_copy, layers.h)
+    // one row (decoding): a mat-vec reading each weight once, from its copy if it has one (layers.h)
     if (N == 1 && w.copy && matmul_row_of_copy) return matmul_row_of_copy(out, inp, w, bias, IC, OC);
     if (N == 1 && !w.ops) return matvec_fp32(out, inp, w.f32, bias, IC, OC);
     gemm(N, OC, IC, inp, IC, false, w.f32, IC, true, out, OC, false, w.ops, w.copy);

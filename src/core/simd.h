@@ -1,8 +1,7 @@
-// simd.h: a 16-float vector type and the few vector functions the elementwise kernels need (exp,
-// sigmoid, sqrt, sums), written with GCC/Clang vector extensions so one source becomes one AVX-512
-// register with -march=native, two AVX2 or four SSE registers elsewhere. Not a general SIMD library.
-// exp is range reduction by ln 2 plus a degree-7 Taylor polynomial (Cody & Waite style); its error is
-// within 2 ulp of expf on [-87, 88], which the tests check against the scalar libm.
+// simd.h: a 16-float vector type and the few vector functions the kernels need (exp, sqrt, a row's max and
+// sum of exponentials), in GCC/Clang vector extensions, so one source becomes one AVX-512 register with
+// -march=native, two AVX2 or four SSE registers elsewhere. exp: range reduction by ln 2 and a degree-7 Taylor
+// polynomial (Cody & Waite style), within 2 ulp of expf on [-87, 88], which the tests check against libm.
 #pragma once
 #include <cstring>
 
@@ -39,19 +38,6 @@ inline vf16 vf_load_partial(const float* p, int n) {
 }
 inline void vf_store_partial(float* p, vf16 v, int n) { memcpy(p, &v, sizeof(float) * n); }
 
-inline vf16 vf_max(vf16 a, vf16 b) { return a > b ? a : b; }
-
-inline float vf_reduce_max(vf16 v) {
-    float m = v[0];
-    for (int i = 1; i < kVecLen; i++) m = v[i] > m ? v[i] : m;
-    return m;
-}
-
-// lo, hi += the 16 lanes of x widened to double (sums of many floats without fp32 rounding drift).
-inline void vf_accumulate_double(vd8* lo, vd8* hi, vf16 x) {
-    *lo += __builtin_convertvector(__builtin_shufflevector(x, x, 0, 1, 2, 3, 4, 5, 6, 7), vd8);
-    *hi += __builtin_convertvector(__builtin_shufflevector(x, x, 8, 9, 10, 11, 12, 13, 14, 15), vd8);
-}
 inline double vd_reduce_add(vd8 lo, vd8 hi) {
     double s = 0;
     for (int i = 0; i < 8; i++) s += lo[i] + hi[i];
@@ -95,6 +81,42 @@ inline vf16 vf_exp(vf16 x) {
     e = x < lo ? vf16{} : e;
     e = x > hi ? vf_set(__builtin_inff()) : e;
     return e;
+}
+
+// The largest x[i] * scale of n floats.
+inline float vf_max_of(const float* x, int n, float scale) {
+    vf16 m = vf_set(-__builtin_inff());
+    int i = 0;
+    for (; i + kVecLen <= n; i += kVecLen) {
+        const vf16 v = vf_load(x + i) * scale;
+        m = m > v ? m : v;
+    }
+    float mx = m[0];
+    for (int l = 1; l < kVecLen; l++) mx = m[l] > mx ? m[l] : mx;
+    for (; i < n; i++) mx = x[i] * scale > mx ? x[i] * scale : mx;
+    return mx;
+}
+
+// The sum of e^(x[i] * scale - shift) over n floats, in double lanes (no fp32 drift over a long row) in a
+// fixed order. kStore: the exponentials overwrite x.
+template <bool kStore>
+inline double vf_exp_sum(float* x, int n, float scale, float shift) {
+    const vf16 vs = vf_set(shift);
+    vd8 lo{}, hi{};
+    int i = 0;
+    for (; i + kVecLen <= n; i += kVecLen) {
+        const vf16 e = vf_exp(vf_load(x + i) * scale - vs);
+        if (kStore) vf_store(x + i, e);
+        lo += __builtin_convertvector(__builtin_shufflevector(e, e, 0, 1, 2, 3, 4, 5, 6, 7), vd8);
+        hi += __builtin_convertvector(__builtin_shufflevector(e, e, 8, 9, 10, 11, 12, 13, 14, 15), vd8);
+    }
+    double sum = vd_reduce_add(lo, hi);
+    if (i < n) {
+        const vf16 e = vf_exp(vf_load_partial(x + i, n - i) * scale - vs);
+        if (kStore) vf_store_partial(x + i, e, n - i);
+        for (int l = 0; l < n - i; l++) sum += e[l];
+    }
+    return sum;
 }
 
 KERNELS_END

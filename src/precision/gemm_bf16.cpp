@@ -103,8 +103,8 @@ void pack_a_bf16(uint32_t* dst, const float* A, int lda, bool trans, int i0, int
             for (int k2 = k / 2; k2 < kc2; k2++)
                 for (int r = 0; r < MR; r++) {
                     const int i = i0 + ph + r, ka = k0 + 2 * k2;
-                    float even = r < live ? a_at(A, lda, trans, i, ka) : 0.0f;
-                    float odd = r < live && 2 * k2 + 1 < kc ? a_at(A, lda, trans, i, ka + 1) : 0.0f;
+                    float even = r < live ? op_at(A, lda, trans, i, ka) : 0.0f;
+                    float odd = r < live && 2 * k2 + 1 < kc ? op_at(A, lda, trans, i, ka + 1) : 0.0f;
                     d[(size_t)k2 * MR + r] = pair_word(even, odd);
                 }
         }
@@ -246,8 +246,8 @@ void pack_a_amx(uint32_t* dst, const float* A, int lda, bool trans, int i0, int 
             for (int i = 0; i < AMX_MR; i++)
                 for (int j = 0; j < 16; j++) {
                     const int ka = k + 2 * j;
-                    const float even = i < rows && ka < kc ? a_at(A, lda, trans, i0 + p + i, k0 + ka) : 0.0f;
-                    const float odd = i < rows && ka + 1 < kc ? a_at(A, lda, trans, i0 + p + i, k0 + ka + 1) : 0.0f;
+                    const float even = i < rows && ka < kc ? op_at(A, lda, trans, i0 + p + i, k0 + ka) : 0.0f;
+                    const float odd = i < rows && ka + 1 < kc ? op_at(A, lda, trans, i0 + p + i, k0 + ka + 1) : 0.0f;
                     tile[16 * i + j] = pair_word(even, odd);
                 }
         }
@@ -378,7 +378,7 @@ void gemm_bf16_ref(int M, int N, int K, const float* A, int lda, bool transA, co
         for (int j = 0; j < N; j++) {
             double sum = 0;  // the products of bf16 values are exact; only the summation order differs
             for (int k = 0; k < K; k++)
-                sum += (double)bf16_rounded(a_at(A, lda, transA, i, k)) * bf16_rounded(b_at(B, ldb, transB, k, j));
+                sum += (double)bf16_rounded(op_at(A, lda, transA, i, k)) * bf16_rounded(op_at(B, ldb, transB, k, j));
             float* c = C + (size_t)i * ldc + j;
             *c = accumulate ? *c + (float)sum : (float)sum;
         }

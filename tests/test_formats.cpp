@@ -421,6 +421,25 @@ TEST(hf_save_load_round_trip_core_alone) {
     }
 }
 
+// Older exports carry the causal-mask buffers h.<l>.attn.bias and .masked_bias: accepted, whatever the layer's
+// digits. A name of 100,000 digits overflowed the stack of the std::regex that once matched them.
+TEST(hf_accepts_attention_mask_buffers) {
+    GPT2 model;
+    gpt2_build(&model, config_make(4, 8, 1, 1, 4));
+    std::vector<StWriteItem> items = hf_tensors(model);
+    const float one = 1.0f;
+    for (const std::string& name : std::vector<std::string>{"h.0.attn.bias", "h.12.attn.masked_bias",
+                                                            "h." + std::string(100000, '7') + ".attn.bias"})
+        items.push_back({name, "F32", {1}, &one});
+    std::string image;
+    safetensors_write([&](const void* data, size_t n) { image.append((const char*)data, n); }, items, {});
+    SafeTensors st;
+    std::string err;
+    CHECK(safetensors_parse(&st, std::vector<uint8_t>(image.begin(), image.end()), &err));
+    CHECK(st.tensors.size() == model.param_table.size() + 3);
+    CHECK(hf_check_header(st, "", model.cfg) == "F32");
+}
+
 TEST(adamw_matches_the_formula) {
     GPT2 model;
     gpt2_build(&model, config_make(4, 8, 1, 1, 4));

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <regex>
 
 #include "core/error.h"
 #include "core/json.h"
@@ -55,6 +54,14 @@ void check_config_math(const Json& root, const std::string& path, int channels) 
     for (const auto& [key, want] : flags)
         if (const Json* v = root.find(key))
             if (v->type != Json::BOOL || v->boolean != want) bad(key, want ? "true" : "false");
+}
+
+// "h.<l>.attn.bias" / "h.<l>.attn.masked_bias": the causal-mask buffers older exports include. A loop, not
+// std::regex, whose matcher recurses once per character: a hostile name of 100,000 digits overflowed the stack.
+bool is_attention_buffer(const std::string& name) {
+    const size_t i = name.compare(0, 2, "h.") == 0 ? name.find_first_not_of("0123456789", 2) : 2;
+    const std::string rest = i == 2 || i == std::string::npos ? "" : name.substr(i);
+    return rest == ".attn.bias" || rest == ".attn.masked_bias";
 }
 
 void check_shape(const SafeTensors& st, const StTensor& s, const std::vector<int64_t>& want) {
@@ -117,12 +124,10 @@ std::string hf_check_header(const SafeTensors& st, const std::string& prefix, co
         const StTensor& s = find_hf_tensor(st, prefix, t, cfg);
         dtype = dtype.empty() || dtype == s.dtype ? s.dtype : "mixed";
     }
-    // h.<l>.attn.bias and h.<l>.attn.masked_bias: the causal-mask buffers older exports include
-    static const std::regex kMaskBuffer(R"(h\.[0-9]+\.attn\.(masked_)?bias)");
     for (const StTensor& s : st.tensors) {
         if (s.name == "lm_head.weight") check_shape(st, s, {cfg.vocab_size, cfg.channels});
-        bool ok = s.name == "lm_head.weight" || (s.name.compare(0, prefix.size(), prefix) == 0 &&
-                                                 std::regex_match(s.name.substr(prefix.size()), kMaskBuffer));
+        bool ok = s.name == "lm_head.weight" ||
+                  (s.name.compare(0, prefix.size(), prefix) == 0 && is_attention_buffer(s.name.substr(prefix.size())));
         for (const TensorInfo& t : table) ok = ok || s.name == prefix + t.hf_name;
         if (!ok) fatal("unknown tensor %s in %s: expected only GPT-2 parameters", s.name.c_str(), st.path.c_str());
     }

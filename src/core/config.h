@@ -1,7 +1,6 @@
 // config.h: GPT-2 geometry. Holds sizes only; the parameter layout built from it is in layout.h.
 #pragma once
 #include <string>
-#include <cstddef>
 
 struct GPT2Config {
     int max_seq_len = 1024;         // n_positions

@@ -77,10 +77,8 @@ struct ActViews {
     std::vector<LayerActs> layers;
     float* lnf = nullptr;                            // (N, C)
     float *lnf_mean = nullptr, *lnf_rstd = nullptr;  // (N)
-    // (N, Vp) the classifier's one buffer. After a forward without targets, or with targets on a model
-    // that is not training: the logits (the lm_head's output). After a forward with targets on a training
-    // model: d(mean loss)/dlogits in their place (crossentropy_fused), which gpt2_backward scales by its
-    // loss_scale and consumes; the logits themselves are gone.
+    // (N, Vp) the logits; after a forward with targets on a training model, d(mean loss)/dlogits in their
+    // place (crossentropy_fused), which gpt2_backward scales by its loss_scale and consumes.
     float* logits = nullptr;
     float* losses = nullptr;  // (N) per-position cross-entropy, after a forward with targets
 };

@@ -66,9 +66,8 @@ void gpt2_alloc_acts(GPT2* model, int B, int T) {
     const std::vector<TensorInfo> table = model->training && model->acts_table ? model->acts_table(model->cfg, B, T)
                                                                                : layout_acts(model->cfg, B, T);
     const size_t n = layout_params_size(table);
-    // Without training, a smaller shape is laid out inside the buffer already there: every forward kernel
-    // overwrites its outputs, and refilling gigabytes with zeros (page faults included) can cost more than
-    // the forward.
+    // Without training, a smaller shape reuses the buffer: every forward kernel overwrites its outputs, and
+    // refilling gigabytes with zeros (page faults included) can cost more than the forward.
     if (model->training || n > model->acts.size()) {
         std::vector<float>().swap(model->acts);  // both old buffers released before either new one is made
         std::vector<float>().swap(model->dacts);
@@ -117,8 +116,7 @@ void block_forward(const GPT2& model, int l, const LayerActs& la, const float* x
 
 float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int T) {
     const GPT2Config& cfg = model->cfg;
-    const int C = cfg.channels, V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
-    const int N = B * T;
+    const int N = B * T, C = cfg.channels, V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
     gpt2_alloc_acts(model, B, T);
     for (int i = 0; i < N; i++)  // the loaders check every id against the vocabulary
         assert(inputs[i] >= 0 && inputs[i] < V && (!targets || (targets[i] >= 0 && targets[i] < V)));

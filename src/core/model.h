@@ -62,8 +62,7 @@ void gpt2_build(GPT2* model, const GPT2Config& cfg);
 void gpt2_enable_training(GPT2* model);
 // The gradient of param_table[i] in grads, in either layout.
 inline float* gpt2_grad(GPT2* model, size_t i) { return model->grads.data() + model->grad_offsets[i]; }
-// GPT-2 init: weights N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)), biases 0, LayerNorm 1/0,
-// padded wte rows 0.
+// GPT-2's init, each tensor's TensorInit (layout.h); padded wte rows stay 0.
 void gpt2_init_random(GPT2* model, uint64_t seed);
 // Sizes the activation buffers for (B, T); a no-op when already that size. Without training, a shape that fits
 // in the buffer already allocated reuses it (size it once for the largest shape to vary B and T freely).

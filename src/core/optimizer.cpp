@@ -58,20 +58,16 @@ void adamw_prepare(AdamW* opt, const GPT2& model) {
 
 AdamWStep adamw_begin(AdamW* opt, const AdamWConfig& cfg, float lr, float grad_scale) {
     opt->step++;
-    AdamWStep k;
-    k.beta1 = cfg.beta1, k.beta2 = cfg.beta2, k.eps = cfg.eps, k.grad_scale = grad_scale;
-    k.step_size = lr / (1.0f - powf(cfg.beta1, (float)opt->step));
-    k.bc2_sqrt = sqrtf(1.0f - powf(cfg.beta2, (float)opt->step));
-    k.decay = 1.0f;
-    k.t = opt->step;
-    return k;
+    const float step_size = lr / (1.0f - powf(cfg.beta1, (float)opt->step));
+    const float bc2_sqrt = sqrtf(1.0f - powf(cfg.beta2, (float)opt->step));
+    const float decay = 1.0f;  // each tensor's own in adamw_apply
+    return {cfg.beta1, cfg.beta2, cfg.eps, step_size, bc2_sqrt, decay, grad_scale, opt->step};
 }
 
 void adamw_apply(AdamW* opt, GPT2* model, const AdamWStep& k, float lr, float weight_decay, size_t first, size_t last) {
     if (!opt->prepared()) adamw_prepare(opt, *model);
-    // One streaming pass (core/adamw.h): each element is read and written once, a chunk at a time;
-    // after each chunk the model refreshes its copies of those weights (gpt2_params_updated: a bf16 copy
-    // for --precision bf16) while they are still in cache. AdamW itself knows no precision.
+    // One streaming pass: each element read and written once, a chunk at a time, after which the model
+    // refreshes its copies of those weights (gpt2_params_updated) while they are still in cache.
     const size_t kChunk = 1024;  // 4 KiB of weights: the hook reads them back from L1
 #pragma omp parallel
     for (size_t i = first; i < last; i++) {

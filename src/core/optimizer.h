@@ -12,11 +12,7 @@
 #include "core/model.h"
 
 struct AdamWConfig {
-    float lr = 3e-4f;
-    float beta1 = 0.9f;
-    float beta2 = 0.999f;
-    float eps = 1e-8f;
-    float weight_decay = 0.1f;
+    float lr = 3e-4f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.1f;
 };
 
 // Seam: AdamW's moments in another form than fp32 (precision/adamw_bf16.h: --optimizer-state bf16), used

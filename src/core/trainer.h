@@ -25,8 +25,7 @@ struct TrainOptions {
 struct StepHooks {
     virtual ~StepHooks() = default;
     virtual void begin() {}
-    // 1 / (the step's micro-batches, over every process).
-    virtual float loss_scale(int accum) { return 1.0f / (float)accum; }
+    virtual float loss_scale(int accum) { return 1.0f / (float)accum; }  // 1 / micro-batches of all processes
     // gpt2_backward's layer_done for the last micro-batch, or empty.
     virtual std::function<void(int layer)> layer_done() { return nullptr; }
     virtual void backward_done() {}

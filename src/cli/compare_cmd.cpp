@@ -21,6 +21,7 @@
 #include "core/model.h"
 #include "precision/precision.h"
 #include "core/optimizer.h"
+#include "memory/memory.h"
 
 namespace {
 

@@ -18,6 +18,7 @@
 #include "formats/token_files.h"
 #include "core/model.h"
 #include "report/evaluate.h"
+#include "memory/memory.h"
 
 static const std::vector<CliFlag> kEvalFlags = {
     {"model", "", "", "checkpoint to evaluate"},

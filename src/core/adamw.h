@@ -1,15 +1,13 @@
-// adamw.h: the elementwise passes of the optimizer (core/optimizer.h), one chunk of parameters at a time
-// on the calling thread (the optimizer splits the parameters across threads): the AdamW update of a chunk,
-// and the sum of squares of a chunk of gradients for the global norm. Here so that they are compiled for
-// the kernels' instruction set (core/isa.h) like every other hot loop.
+// adamw.h: the optimizer's elementwise passes over one chunk on the calling thread: the AdamW update, and
+// the gradients' sum of squares for the global norm. Here so that they are compiled for the kernels'
+// instruction set (core/isa.h) like every other hot loop.
 #pragma once
 #include <cstddef>
 
 #include "core/isa.h"
 
-// One AdamW step's constants: gradients are multiplied by grad_scale as they are read (clipping folded
-// in); step_size = lr / (1 - beta1^t), bc2_sqrt = sqrt(1 - beta2^t), decay = 1 - lr * weight_decay (or 1);
-// t is the step, counted from 1.
+// One AdamW step's constants: step_size = lr / (1 - beta1^t), bc2_sqrt = sqrt(1 - beta2^t), decay =
+// 1 - lr * weight_decay (or 1); t is the step, counted from 1.
 struct AdamWStep {
     float beta1, beta2, eps, step_size, bc2_sqrt, decay, grad_scale;
     int t;

@@ -3,9 +3,8 @@
 #include <cstddef>
 #include <vector>
 
-// Asks for huge pages (2 MiB, where the system offers them) over the whole pages of [data, data + bytes)
-// and faults them in on all threads; nullptr (the core alone): nothing. main() sets it to
-// platform/util.h's buffer_prefault_huge.
+// Seam: asks for huge pages (2 MiB, where the system offers them) over [data, data + bytes) and faults
+// them in on all threads (./gpt2: platform/util.h's buffer_prefault_huge); null in the core alone.
 inline void (*buffer_prefault)(const void* data, size_t bytes) = nullptr;
 
 // Makes *v n zeros, the way a large buffer is best set up: the old storage freed first, then the new one

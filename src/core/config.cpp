@@ -3,17 +3,9 @@
 
 #include <cstdio>
 
-int config_padded_vocab(int vocab_size) { return (vocab_size + 127) / 128 * 128; }
-
 GPT2Config config_make(int max_seq_len, int vocab_size, int num_layers, int num_heads, int channels) {
-    GPT2Config cfg;
-    cfg.max_seq_len = max_seq_len;
-    cfg.vocab_size = vocab_size;
-    cfg.padded_vocab_size = config_padded_vocab(vocab_size);
-    cfg.num_layers = num_layers;
-    cfg.num_heads = num_heads;
-    cfg.channels = channels;
-    return cfg;
+    const int padded_vocab_size = (vocab_size + 127) / 128 * 128;
+    return GPT2Config{max_seq_len, vocab_size, padded_vocab_size, num_layers, num_heads, channels};
 }
 
 std::string config_check(const GPT2Config& cfg, const char* where) {

@@ -1,7 +1,6 @@
 // config.h: GPT-2 geometry. Holds sizes only; the parameter layout built from it is in layout.h.
 #pragma once
 #include <string>
-#include <cstddef>
 
 struct GPT2Config {
     int max_seq_len = 1024;         // n_positions
@@ -12,10 +11,8 @@ struct GPT2Config {
     int channels = 768;
 };
 
-// Rounds a vocabulary up to a multiple of 128 (50257 -> 50304). Padded logits never enter softmax,
-// loss or sampling; padded wte rows stay zero.
-int config_padded_vocab(int vocab_size);
-// A config with padded_vocab_size filled in.
+// A config with padded_vocab_size filled in: the vocabulary rounded up to a multiple of 128 (50257 -> 50304).
+// Padded logits never enter softmax, loss or sampling; padded wte rows stay zero.
 GPT2Config config_make(int max_seq_len, int vocab_size, int num_layers, int num_heads, int channels);
 // Checks the geometry: "" when consistent, else a one-line error naming `where` (a file or flag) for the
 // caller to report.

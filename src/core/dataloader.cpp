@@ -1,6 +1,7 @@
 // dataloader.cpp: see dataloader.h.
 #include "core/dataloader.h"
 
+#include <numeric>
 #include <utility>
 
 #include "core/error.h"
@@ -59,7 +60,7 @@ bool dataloader_copy(DataLoader* dl, const TokenShard& shard, const uint32_t* wi
 
 void dataloader_order(std::vector<uint32_t>* order, size_t n, bool shuffle, Rng* rng) {
     order->resize(n);
-    for (size_t i = 0; i < n; i++) (*order)[i] = (uint32_t)i;
+    std::iota(order->begin(), order->end(), 0u);
     if (shuffle)
         for (size_t i = n - 1; i > 0; i--) std::swap((*order)[i], (*order)[rng->below((uint32_t)i + 1)]);
 }
@@ -73,11 +74,9 @@ uint32_t dataloader_permute(uint64_t i, uint64_t n, uint64_t key) {
     do {  // at most 4 passes on average: n > 2^(2h) / 4
         uint64_t l = x >> h, r = x & mask;
         for (uint64_t round = 0; round < 4; round++) {
-            uint64_t z = r + key + round * 0x9E3779B97F4A7C15ull;  // splitmix64's finalizer as round function
-            z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-            z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+            const uint64_t z = splitmix64_mix(r + key + round * 0x9E3779B97F4A7C15ull);  // the round function
             const uint64_t next_l = r;
-            r = l ^ ((z ^ (z >> 31)) & mask);
+            r = l ^ (z & mask);
             l = next_l;
         }
         x = (l << h) | r;

@@ -1,10 +1,8 @@
 // dataloader.h: batches of (B, T+1) windows from an llm.c token file. Window i covers its tokens
 // [i*T, i*T + T] (consecutive windows share one token, as llm.c's loader reads them). Each epoch takes the
-// windows in a new seeded permutation (with no shuffle, in order); llm.c permutes whole batches of B*T
-// contiguous tokens, here the unit is one window. The core reads one file. Through the seams below ./gpt2
-// reads several shards, each epoch in a seeded order, a batch never spanning two (formats/token_files.h);
-// it saves and restores the position (formats/train_state.h) and reads evaluation batches (report/evaluate.h).
-// Reference: llm.c llmc/dataloader.h (read, not copied).
+// windows in a new seeded permutation (llm.c permutes whole batches; here the unit is one window). The core
+// reads one file; through the seams below ./gpt2 reads shards, each epoch in a seeded order, a batch never
+// spanning two (formats/token_files.h). Reference: llm.c llmc/dataloader.h (read, not copied).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -15,23 +13,21 @@
 
 struct DataLoader {
     std::string spec;  // the --train/--val value the file came from, for messages
-    std::vector<TokenShard> shards;  // the core's one file; ./gpt2's shards
+    std::vector<TokenShard> shards;
     int B = 0, T = 0;
     int vocab_size = 0;
     // A step takes accum * world * B windows (the global batch) from one shard; micro-batch m of rank r takes
-    // the (m * world + r)-th group of B. So every split of one global batch (2 ranks of B=2, 1 rank of B=4, 1
-    // rank of 2 micro-batches of B=2) takes the same windows in every step, and a run can go on under another
-    // rank count. The core is rank 0 of 1; ./gpt2 sets rank and world under mpirun.
+    // the (m * world + r)-th group of B. So every split of one global batch (2 ranks of B=2, 1 rank of 2
+    // micro-batches of B=2) takes the same windows, and a run can go on under another rank count.
     int rank = 0, world = 1, accum = 1;
     bool shuffle = false;
     // Where it is in its data (formats/train_state.h keeps it in a checkpoint):
     int epoch = -1;                     // -1: no batch drawn yet
-    std::vector<uint32_t> shard_order;  // the shards of this epoch, in order ({0}: the core's one file)
+    std::vector<uint32_t> shard_order;  // the shards of this epoch, in order
     size_t shard_pos = 0;               // the current shard's index in shard_order
     std::vector<uint32_t> order;        // the current shard's window order, when stored (small shards)
-    // A shard of more than kDataLoaderStoredOrder windows keeps no order: window i of its epoch order is
-    // dataloader_permute(i, order_windows, order_key), so memory stays flat with shard size. order_key 0
-    // is the identity (no shuffle). order_windows is 0 while the order is stored.
+    // A shard of more than kDataLoaderStoredOrder windows keeps no order (memory stays flat with shard size):
+    // entry i is dataloader_permute(i, order_windows, order_key); order_windows is 0 while it is stored.
     uint64_t order_key = 0;
     size_t order_windows = 0;
     size_t pos = 0;  // next index into the order
@@ -45,33 +41,24 @@ const size_t kDataLoaderStoredOrder = 65536;
 // A bijection of [0, n) chosen by key (n <= 2^32; key 0: the identity): a 4-round Feistel network on the
 // smallest 2^(2h) >= n, applied again until the value falls inside [0, n) (cycle walking).
 uint32_t dataloader_permute(uint64_t i, uint64_t n, uint64_t key);
-// 0..n-1 into *order, in a Fisher-Yates permutation drawn from rng when shuffling (one element draws
-// nothing). Each window order is one; so is ./gpt2's shard order.
+// 0..n-1 into *order, in a Fisher-Yates permutation drawn from rng when shuffling.
 void dataloader_order(std::vector<uint32_t>* order, size_t n, bool shuffle, Rng* rng);
 
-// Seam: the files `spec` names (`flag` for messages). The core's default takes spec as one path; ./gpt2's
-// takes comma-separated paths and globs (formats/token_files.h).
+// Seams, each with the core's default (./gpt2's: formats/token_files.h): the files `spec` names (spec as
+// one path); the move to the next shard in shard_order, a new epoch after the last (one file: each call
+// begins an epoch); the read of the B windows windows[] names into inputs and targets, false with *err when
+// the shard changed under the run (dataloader_copy, which never fails: its file is read whole).
 extern std::vector<std::string> (*dataloader_expand)(const std::string& spec, const char* flag);
-// Seam: moves to the next shard (shard_pos in shard_order), beginning a new epoch after the last. The core's
-// default has one file: each call begins an epoch. ./gpt2's draws a shard order each epoch.
 extern void (*dataloader_next_shard)(DataLoader* dl);
-// Seam: reads the B windows of `shard` that windows[] names into inputs and targets; false, with the
-// message in *err, when the shard changed under the run. The core's default is dataloader_copy, which never
-// fails (its file sits in memory, read whole); ./gpt2's calls it guarded, catching a mapped shard that shrank
-// or now holds an id out of range (formats/token_files.h).
 extern bool (*dataloader_read)(DataLoader* dl, const TokenShard& shard, const uint32_t* windows, std::string* err);
 bool dataloader_copy(DataLoader* dl, const TokenShard& shard, const uint32_t* windows, std::string* err);
 
-// Opens the files of `spec` (ids checked against vocab_size) and prepares (B, T) batches, from the start
-// (rank, world and accum set first); fatal naming the file when one holds fewer than accum*world*B*T + 1
-// tokens.
+// Opens the files of `spec` (ids checked against vocab_size) and prepares (B, T) batches from the start
+// (rank, world and accum set first); fatal naming a file of fewer than accum*world*B*T + 1 tokens.
 void dataloader_init(DataLoader* dl, const std::string& spec, const char* flag, int vocab_size, int B, int T,
                      bool shuffle, uint64_t seed);
-// Windows of shard s.
 size_t dataloader_shard_windows(const DataLoader& dl, size_t s);
-// Next training batch into inputs/targets: this rank's B windows of the current micro-batch. The first
-// micro-batch of a step places the step's accum*world*B windows in the current shard (the next shard begins
-// when fewer remain, a new epoch after the last shard); the last moves past them. false with dataloader_read's
-// message when the shard changed under the run, dl having moved on (a caller that carries on restores the
-// position it saved before the step: cli/train_run.cpp does).
+// This rank's B windows of the current micro-batch into inputs/targets. The first micro-batch of a step
+// places the step's accum*world*B windows in the current shard (the next one when fewer remain); the last
+// moves past them. false with dataloader_read's message, dl having moved on (cli/train_run.cpp restores it).
 bool dataloader_try_next(DataLoader* dl, std::string* err);

@@ -2,100 +2,54 @@
 // tensor added to one cannot be missing from the other.
 #include "core/layout.h"
 
-#include <cassert>
-
 namespace {
 
+// Lays tensors out one after the other.
 struct TableBuilder {
     std::vector<TensorInfo> table;
     size_t offset = 0;
-    TensorInfo& add(const std::string& name, size_t rows, size_t cols, bool decay) {
+    TensorInfo& add(const std::string& name, size_t rows, size_t cols) {
         TensorInfo t;
-        t.name = name, t.offset = offset, t.rows = rows, t.cols = cols, t.decay = decay;
+        t.name = name, t.offset = offset, t.rows = rows, t.cols = cols;
         table.push_back(t);
-        offset += table.back().numel();
+        offset += t.numel();
         return table.back();
     }
-};
-
-// Parameters outside the blocks.
-TensorInfo& add_param(TableBuilder* tb, const char* name, size_t rows, size_t cols, bool decay, const char* hf_name,
-                      const char* gguf_name, TensorInit init) {
-    TensorInfo& t = tb->add(name, rows, cols, decay);
-    t.hf_name = hf_name, t.gguf_name = gguf_name, t.init = init;
-    return t;
-}
-
-}  // namespace
-
-const LayerTensorSpec kLayerTensors[12] = {
-    {"ln1w", &LayerParams::ln1w, 1, 0, false, "ln_1.weight", false, "attn_norm.weight", TensorInit::kOne},
-    {"ln1b", &LayerParams::ln1b, 1, 0, false, "ln_1.bias", false, "attn_norm.bias", TensorInit::kZero},
-    {"qkvw", &LayerParams::qkvw, 3, 1, true, "attn.c_attn.weight", true, "attn_qkv.weight", TensorInit::kNormal},
-    {"qkvb", &LayerParams::qkvb, 3, 0, false, "attn.c_attn.bias", false, "attn_qkv.bias", TensorInit::kZero},
-    {"attprojw", &LayerParams::attprojw, 1, 1, true, "attn.c_proj.weight", true, "attn_output.weight", TensorInit::kResidualNormal},
-    {"attprojb", &LayerParams::attprojb, 1, 0, false, "attn.c_proj.bias", false, "attn_output.bias", TensorInit::kZero},
-    {"ln2w", &LayerParams::ln2w, 1, 0, false, "ln_2.weight", false, "ffn_norm.weight", TensorInit::kOne},
-    {"ln2b", &LayerParams::ln2b, 1, 0, false, "ln_2.bias", false, "ffn_norm.bias", TensorInit::kZero},
-    {"fcw", &LayerParams::fcw, 4, 1, true, "mlp.c_fc.weight", true, "ffn_up.weight", TensorInit::kNormal},
-    {"fcb", &LayerParams::fcb, 4, 0, false, "mlp.c_fc.bias", false, "ffn_up.bias", TensorInit::kZero},
-    {"fcprojw", &LayerParams::fcprojw, 1, 4, true, "mlp.c_proj.weight", true, "ffn_down.weight", TensorInit::kResidualNormal},
-    {"fcprojb", &LayerParams::fcprojb, 1, 0, false, "mlp.c_proj.bias", false, "ffn_down.bias", TensorInit::kZero},
-};
-static_assert(sizeof(LayerParams) == sizeof(kLayerTensors) / sizeof(kLayerTensors[0]) * sizeof(float*),
-              "every LayerParams view has a row in kLayerTensors");
-
-std::vector<TensorInfo> layout_params(const GPT2Config& cfg) {
-    const size_t C = cfg.channels;
-    TableBuilder tb;
-    add_param(&tb, "wte", cfg.padded_vocab_size, C, true, "wte.weight", "token_embd.weight", TensorInit::kNormal);
-    add_param(&tb, "wpe", cfg.max_seq_len, C, true, "wpe.weight", "position_embd.weight", TensorInit::kNormal);
-    for (int l = 0; l < cfg.num_layers; l++)
-        for (int k = 0; k < 12; k++) {
-            const LayerTensorSpec& s = kLayerTensors[k];
-            const std::string h = "h." + std::to_string(l) + ".";
-            TensorInfo& t = tb.add(h + s.name, s.rows_per_c * C, s.cols_per_c * C, s.decay);
-            t.hf_name = h + s.hf_suffix, t.hf_transposed = s.hf_transposed, t.init = s.init;
-            t.gguf_name = "blk." + std::to_string(l) + "." + s.gguf_suffix;
-            t.layer = l, t.slot = k;
-        }
-    add_param(&tb, "lnfw", C, 0, false, "ln_f.weight", "output_norm.weight", TensorInit::kOne);
-    add_param(&tb, "lnfb", C, 0, false, "ln_f.bias", "output_norm.bias", TensorInit::kZero);
-    return tb.table;
-}
-
-std::vector<size_t> layout_llmc_order(const std::vector<TensorInfo>& table) {
-    std::vector<size_t> order;
-    for (size_t i = 0; i < table.size(); i++)  // wte, wpe
-        if (table[i].layer < 0 && (table[i].name == "wte" || table[i].name == "wpe")) order.push_back(i);
-    for (int k = 0; k < 12; k++)
-        for (size_t i = 0; i < table.size(); i++)
-            if (table[i].slot == k) order.push_back(i);
-    for (size_t i = 0; i < table.size(); i++)  // lnfw, lnfb
-        if (table[i].layer < 0 && table[i].name != "wte" && table[i].name != "wpe") order.push_back(i);
-    assert(order.size() == table.size());
-    return order;
-}
-
-size_t layout_params_size(const std::vector<TensorInfo>& table) {
-    return table.empty() ? 0 : table.back().offset + table.back().numel();
-}
-
-ParamViews layout_param_views(const GPT2Config& cfg, float* base) {
-    ParamViews v;
-    v.layers.resize(cfg.num_layers);
-    for (const TensorInfo& t : layout_params(cfg)) {
-        float* at = base + t.offset;
-        if (t.layer >= 0) v.layers[t.layer].*kLayerTensors[t.slot].view = at;
-        else if (t.name == "wte") v.wte = at;
-        else if (t.name == "wpe") v.wpe = at;
-        else if (t.name == "lnfw") v.lnfw = at;
-        else v.lnfb = at;
+    TensorInfo& add_param(const std::string& name, size_t rows, size_t cols, const std::string& hf_name,
+                          const std::string& gguf_name, TensorInit init) {
+        TensorInfo& t = add(name, rows, cols);
+        t.decay = cols > 0, t.hf_name = hf_name, t.gguf_name = gguf_name, t.init = init;
+        return t;
     }
-    return v;
-}
+};
 
-namespace {
+// One block tensor, in LayerParams order (llm.c's within a block): our name, its view, its shape in
+// multiples of C (cols 0: 1-D), HuggingFace's and GGUF's names after "h.L." and "blk.L.", and its init.
+struct LayerTensorSpec {
+    const char* name;
+    float* LayerParams::*view;
+    size_t rows_per_c, cols_per_c;
+    const char* hf_suffix;
+    bool hf_transposed;
+    const char* gguf_suffix;
+    TensorInit init;
+};
+const LayerTensorSpec kLayerTensors[] = {
+    {"ln1w", &LayerParams::ln1w, 1, 0, "ln_1.weight", false, "attn_norm.weight", TensorInit::kOne},
+    {"ln1b", &LayerParams::ln1b, 1, 0, "ln_1.bias", false, "attn_norm.bias", TensorInit::kZero},
+    {"qkvw", &LayerParams::qkvw, 3, 1, "attn.c_attn.weight", true, "attn_qkv.weight", TensorInit::kNormal},
+    {"qkvb", &LayerParams::qkvb, 3, 0, "attn.c_attn.bias", false, "attn_qkv.bias", TensorInit::kZero},
+    {"attprojw", &LayerParams::attprojw, 1, 1, "attn.c_proj.weight", true, "attn_output.weight",
+     TensorInit::kResidualNormal},
+    {"attprojb", &LayerParams::attprojb, 1, 0, "attn.c_proj.bias", false, "attn_output.bias", TensorInit::kZero},
+    {"ln2w", &LayerParams::ln2w, 1, 0, "ln_2.weight", false, "ffn_norm.weight", TensorInit::kOne},
+    {"ln2b", &LayerParams::ln2b, 1, 0, "ln_2.bias", false, "ffn_norm.bias", TensorInit::kZero},
+    {"fcw", &LayerParams::fcw, 4, 1, "mlp.c_fc.weight", true, "ffn_up.weight", TensorInit::kNormal},
+    {"fcb", &LayerParams::fcb, 4, 0, "mlp.c_fc.bias", false, "ffn_up.bias", TensorInit::kZero},
+    {"fcprojw", &LayerParams::fcprojw, 1, 4, "mlp.c_proj.weight", true, "ffn_down.weight", TensorInit::kResidualNormal},
+    {"fcprojb", &LayerParams::fcprojb, 1, 0, "mlp.c_proj.bias", false, "ffn_down.bias", TensorInit::kZero},
+};
+static_assert(sizeof(LayerParams) == std::size(kLayerTensors) * sizeof(float*), "a row for every LayerParams view");
 
 // Per-layer activations in LayerActs order: rows are N = B*T unless `is_att`.
 struct LayerActShape {
@@ -122,29 +76,64 @@ const LayerActShape kLayerActs[] = {
     {"fcproj", &LayerActs::fcproj, 1, false, false},
     {"residual3", &LayerActs::residual3, 1, false, false},
 };
-static_assert(sizeof(LayerActs) == sizeof(kLayerActs) / sizeof(kLayerActs[0]) * sizeof(float*),
-              "every LayerActs view has a row in kLayerActs");
+static_assert(sizeof(LayerActs) == std::size(kLayerActs) * sizeof(float*), "a row for every LayerActs view");
 
 }  // namespace
+
+std::vector<TensorInfo> layout_params(const GPT2Config& cfg) {
+    const size_t C = cfg.channels;
+    TableBuilder tb;
+    tb.add_param("wte", cfg.padded_vocab_size, C, "wte.weight", "token_embd.weight", TensorInit::kNormal);
+    tb.add_param("wpe", cfg.max_seq_len, C, "wpe.weight", "position_embd.weight", TensorInit::kNormal);
+    for (int l = 0; l < cfg.num_layers; l++)
+        for (int k = 0; k < (int)std::size(kLayerTensors); k++) {
+            const LayerTensorSpec& s = kLayerTensors[k];
+            const std::string h = "h." + std::to_string(l) + ".", blk = "blk." + std::to_string(l) + ".";
+            TensorInfo& t = tb.add_param(h + s.name, s.rows_per_c * C, s.cols_per_c * C, h + s.hf_suffix,
+                                         blk + s.gguf_suffix, s.init);
+            t.hf_transposed = s.hf_transposed, t.layer = l, t.slot = k;
+        }
+    tb.add_param("lnfw", C, 0, "ln_f.weight", "output_norm.weight", TensorInit::kOne);
+    tb.add_param("lnfb", C, 0, "ln_f.bias", "output_norm.bias", TensorInit::kZero);
+    return tb.table;
+}
+
+size_t layout_params_size(const std::vector<TensorInfo>& table) {
+    return table.empty() ? 0 : table.back().offset + table.back().numel();
+}
+
+ParamViews layout_param_views(const GPT2Config& cfg, float* base) {
+    ParamViews v;
+    v.layers.resize(cfg.num_layers);
+    for (const TensorInfo& t : layout_params(cfg)) {
+        float* at = base + t.offset;
+        if (t.layer >= 0) v.layers[t.layer].*kLayerTensors[t.slot].view = at;
+        else if (t.name == "wte") v.wte = at;
+        else if (t.name == "wpe") v.wpe = at;
+        else if (t.name == "lnfw") v.lnfw = at;
+        else v.lnfb = at;
+    }
+    return v;
+}
 
 std::vector<TensorInfo> layout_acts(const GPT2Config& cfg, int B, int T, bool gradients) {
     const size_t C = cfg.channels, N = (size_t)B * T;
     TableBuilder tb;
-    if (!gradients) tb.add("encoded", N, C, false);
+    if (!gradients) tb.add("encoded", N, C);
     for (int l = 0; l < (gradients ? 1 : cfg.num_layers); l++)  // gradients: one layer, shared by all
-        for (size_t k = 0; k < sizeof(kLayerActs) / sizeof(kLayerActs[0]); k++) {
+        for (size_t k = 0; k < std::size(kLayerActs); k++) {
             const LayerActShape& s = kLayerActs[k];
             if (gradients && s.cache) continue;
             const size_t rows = s.is_att ? (size_t)B * cfg.num_heads * T : N;
-            TensorInfo& t = tb.add("h." + std::to_string(l) + "." + s.name, rows, s.cols_per_c * C, false);
+            TensorInfo& t = tb.add("h." + std::to_string(l) + "." + s.name, rows, s.cols_per_c * C);
             t.layer = l, t.slot = (int)k;
         }
-    tb.add("lnf", N, C, false);
+    tb.add("lnf", N, C);
     if (gradients) return tb.table;
-    tb.add("lnf_mean", N, 0, false);
-    tb.add("lnf_rstd", N, 0, false);
-    tb.add("logits", N, cfg.padded_vocab_size, false);
-    tb.add("losses", N, 0, false);
+    tb.add("lnf_mean", N, 0);
+    tb.add("lnf_rstd", N, 0);
+    tb.add("logits", N, cfg.padded_vocab_size);
+    tb.add("losses", N, 0);
     return tb.table;
 }
 

@@ -1,8 +1,7 @@
-// layout.h: where every tensor lives in the flat parameter buffer and the flat activation buffer.
-// One table lays out each buffer and names views into it. The parameter table is the one description of
-// GPT-2's tensors that everything reads: our name and shape, AdamW decay, the initialisation, the
-// HuggingFace name and orientation (checkpoint.h), llm.c's file order (llmc.h) and llama.cpp's GGUF name (gguf.h). Gradients and AdamW
-// m/v use the parameter layout unchanged. Knows nothing of the math.
+// layout.h: where every tensor lives in the flat parameter buffer and the flat activation buffer: one table
+// per buffer, and views into it. The parameter table is the one description of GPT-2's tensors that
+// everything reads (name, shape, AdamW decay, init, HuggingFace and GGUF names); gradients and AdamW's m
+// and v use its layout unchanged. Knows nothing of the math.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -20,13 +19,13 @@ struct TensorInfo {
     std::string name;
     size_t offset = 0;
     size_t rows = 0, cols = 0;
-    bool decay = false;          // AdamW weight decay applies (the 2-D tensors, as nanoGPT does)
+    bool decay = false;          // AdamW weight decay applies: the 2-D tensors, as nanoGPT does
     std::string hf_name;         // HuggingFace's name without prefix ("h.3.attn.c_attn.weight")
     bool hf_transposed = false;  // HuggingFace's Conv1D stores it (in, out)
     std::string gguf_name;       // llama.cpp's name in a GGUF file ("blk.3.attn_qkv.weight"), stored as ours
     TensorInit init = TensorInit::kZero;
     int layer = -1;  // block index, -1 outside the blocks
-    int slot = -1;   // index of a block tensor in kLayerTensors (of an activation: in LayerActs)
+    int slot = -1;   // index of a block tensor in LayerParams (of an activation: in LayerActs)
     size_t numel() const { return cols ? rows * cols : rows; }
 };
 
@@ -46,25 +45,8 @@ struct ParamViews {
     float *lnfw, *lnfb;  // (C)
 };
 
-// One block tensor: our name, its view in LayerParams, its shape in multiples of C (cols 0: 1-D), and the
-// rest of a TensorInfo. This order is llm.c's within each group.
-struct LayerTensorSpec {
-    const char* name;
-    float* LayerParams::*view;
-    size_t rows_per_c, cols_per_c;
-    bool decay;
-    const char* hf_suffix;
-    bool hf_transposed;
-    const char* gguf_suffix;
-    TensorInit init;
-};
-extern const LayerTensorSpec kLayerTensors[12];
-
-// The table for a config: wte, wpe, then each layer's 12 tensors in kLayerTensors order, then lnfw, lnfb.
+// The table for a config: wte, wpe, then each layer's 12 tensors in LayerParams order, then lnfw, lnfb.
 std::vector<TensorInfo> layout_params(const GPT2Config& cfg);
-// Indices into the table in llm.c's file order: wte, wpe, each block tensor for all layers in turn
-// (all ln1w, then all ln1b, ...), lnfw, lnfb.
-std::vector<size_t> layout_llmc_order(const std::vector<TensorInfo>& table);
 size_t layout_params_size(const std::vector<TensorInfo>& table);
 // Views into a buffer laid out by layout_params (parameters, gradients, m or v alike).
 ParamViews layout_param_views(const GPT2Config& cfg, float* base);
@@ -95,10 +77,8 @@ struct ActViews {
     std::vector<LayerActs> layers;
     float* lnf = nullptr;                            // (N, C)
     float *lnf_mean = nullptr, *lnf_rstd = nullptr;  // (N)
-    // (N, Vp) the classifier's one buffer. After a forward without targets, or with targets on a model
-    // that is not training: the logits (the lm_head's output). After a forward with targets on a training
-    // model: d(mean loss)/dlogits in their place (crossentropy_fused), which gpt2_backward scales by its
-    // loss_scale and consumes; the logits themselves are gone.
+    // (N, Vp) the logits; after a forward with targets on a training model, d(mean loss)/dlogits in their
+    // place (crossentropy_fused), which gpt2_backward scales by its loss_scale and consumes.
     float* logits = nullptr;
     float* losses = nullptr;  // (N) per-position cross-entropy, after a forward with targets
 };

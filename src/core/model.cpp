@@ -60,38 +60,24 @@ void gpt2_init_random(GPT2* model, uint64_t seed) {
     }
 }
 
-double gpt2_params_bytes(const GPT2Config& cfg) {
-    return sizeof(float) * (double)layout_params_size(layout_params(cfg));
-}
-
-double gpt2_acts_bytes(const GPT2Config& cfg, int B, int T, bool training) {
-    const double n = (double)layout_params_size(layout_acts(cfg, B, T));
-    return sizeof(float) * (n + (training ? (double)layout_params_size(layout_acts(cfg, B, T, true)) : 0.0));
-}
-
 void gpt2_alloc_acts(GPT2* model, int B, int T) {
     if (B == model->B && T == model->T) return;
     assert(B >= 1 && T >= 1 && T <= model->cfg.max_seq_len && "callers check -B and -T against the context");
     const std::vector<TensorInfo> table = model->training && model->acts_table ? model->acts_table(model->cfg, B, T)
                                                                                : layout_acts(model->cfg, B, T);
-    size_t n = layout_params_size(table);
-    if (!model->training && n <= model->acts.size()) {
-        // A smaller shape is laid out inside the buffer already there: every forward kernel overwrites its
-        // outputs, and refilling gigabytes with zeros (page faults included) can cost more than the forward.
-        model->act = layout_act_views(model->cfg, table, model->acts.data());
-        model->B = B;
-        model->T = T;
-        return;
+    const size_t n = layout_params_size(table);
+    // Without training, a smaller shape reuses the buffer: every forward kernel overwrites its outputs, and
+    // refilling gigabytes with zeros (page faults included) can cost more than the forward.
+    if (model->training || n > model->acts.size()) {
+        std::vector<float>().swap(model->acts);  // both old buffers released before either new one is made
+        std::vector<float>().swap(model->dacts);
+        buffer_assign_zero(&model->acts, n);
     }
-    std::vector<float>().swap(model->acts);  // release the old size before checking for the new one
-    std::vector<float>().swap(model->dacts);
-    // activations, and their gradients when training (a smaller layout: no caches, no logits)
-    const size_t nd = model->training ? layout_params_size(layout_acts(model->cfg, B, T, true)) : 0;
-    buffer_assign_zero(&model->acts, n);
     model->act = layout_act_views(model->cfg, table, model->acts.data());
-    if (model->training) {
-        buffer_assign_zero(&model->dacts, nd);
-        model->dact = layout_act_views(model->cfg, layout_acts(model->cfg, B, T, true), model->dacts.data(), true);
+    if (model->training) {  // a smaller layout: no caches, no logits
+        const std::vector<TensorInfo> grads = layout_acts(model->cfg, B, T, true);
+        buffer_assign_zero(&model->dacts, layout_params_size(grads));
+        model->dact = layout_act_views(model->cfg, grads, model->dacts.data(), true);
     }
     model->B = B;
     model->T = T;
@@ -101,8 +87,6 @@ Weight gpt2_weight(const GPT2& model, const float* w) {
     return model.copies ? model.copies->weight(w, w - model.params.data()) : Weight(w);
 }
 
-const GemmOperands* gpt2_operands(const GPT2& model) { return model.copies ? model.copies->operands() : nullptr; }
-
 void gpt2_params_updated(GPT2* model, size_t offset, size_t n) {
     if (model->copies) model->copies->params_updated(model->params.data(), offset, n);
 }
@@ -111,7 +95,7 @@ void block_forward(const GPT2& model, int l, const LayerActs& la, const float* x
                    const BlockAttention& attention) {
     const int N = B * T, C = model.cfg.channels, NH = model.cfg.num_heads;
     const LayerParams& lp = model.param.layers[l];
-    const GemmOperands* ops = gpt2_operands(model);  // attention's products
+    const GemmOperands* ops = model.copies ? model.copies->operands() : nullptr;  // attention's products
     auto linear = [&](float* out, const float* inp, const float* w, const float* b, int IC, int OC) {
         matmul_forward(out, inp, gpt2_weight(model, w), b, N, IC, OC);
     };
@@ -132,8 +116,7 @@ void block_forward(const GPT2& model, int l, const LayerActs& la, const float* x
 
 float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int T) {
     const GPT2Config& cfg = model->cfg;
-    const int C = cfg.channels, V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
-    const int N = B * T;
+    const int N = B * T, C = cfg.channels, V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
     gpt2_alloc_acts(model, B, T);
     for (int i = 0; i < N; i++)  // the loaders check every id against the vocabulary
         assert(inputs[i] >= 0 && inputs[i] < V && (!targets || (targets[i] >= 0 && targets[i] < V)));
@@ -151,13 +134,11 @@ float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, in
     }
     layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, x, p.lnfw, p.lnfb, N, C);
     matmul_forward(a.logits, a.lnf, gpt2_weight(*model, p.wte), nullptr, N, C, Vp);  // lm_head tied to wte
-    model->mean_loss = 0.0f;
     if (!targets) return 0.0f;
     // training: a.logits becomes d(mean loss)/dlogits in place, the backward's starting point
-    model->mean_loss = crossentropy_fused(a.logits, a.losses, targets, model->training, N, V, Vp);
+    const float mean_loss = crossentropy_fused(a.logits, a.losses, targets, model->training, N, V, Vp);
     model->dlogits_ready = model->training;
-    model->dlogits_scale = 0;
-    return model->mean_loss;
+    return mean_loss;
 }
 
 void gpt2_zero_grad(GPT2* model) {
@@ -187,7 +168,7 @@ void gpt2_backward(GPT2* model, float loss_scale, const std::function<void(int l
     assert(model->dlogits_scale == loss_scale && "a second backward after a forward takes the first's loss_scale");
     assert((layer_done || model->grads.size() == model->num_params) &&
            "one layer's gradients shared by all (memory/): layer_done consumes and clears each layer's");
-    const GemmOperands* ops = gpt2_operands(*model);
+    const GemmOperands* ops = model->copies ? model->copies->operands() : nullptr;
     auto w = [&](const float* weight) { return gpt2_weight(*model, weight); };
     matmul_backward(da.lnf, g.wte, nullptr, a.logits, a.lnf, w(p.wte), N, C, Vp);
     layernorm_backward(da.layers[last].residual3, g.lnfw, g.lnfb, da.lnf, a.layers[last].residual3, p.lnfw, a.lnf_mean,
@@ -214,9 +195,4 @@ void gpt2_backward(GPT2* model, float loss_scale, const std::function<void(int l
         if (layer_done) layer_done(l);
     }
     encoder_backward(g.wte, g.wpe, da.encoded, model->inputs.data(), B, T, C);
-}
-
-size_t gpt2_num_real_params(const GPT2Config& cfg) {
-    size_t n = layout_params_size(layout_params(cfg));
-    return n - (size_t)(cfg.padded_vocab_size - cfg.vocab_size) * cfg.channels;
 }

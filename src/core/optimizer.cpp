@@ -5,13 +5,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <numeric>
 #include <utility>
 
 #include "core/buffer.h"
-#include "core/adamw.h"
 
 void optimizer_grad_sumsq(const GPT2& model, size_t first, size_t last, double* sumsq, size_t lo, size_t hi) {
-    // Fixed chunks of each tensor summed in double lanes, then each tensor's chunk sums in order.
     const size_t chunk = 1 << 16;
     struct Chunk {
         size_t tensor, begin, end;  // values [begin, end) of the tensor
@@ -32,9 +31,7 @@ void optimizer_grad_sumsq(const GPT2& model, size_t first, size_t last, double* 
 }
 
 float optimizer_norm_of(const std::vector<double>& sumsq) {
-    double sum = 0;
-    for (double s : sumsq) sum += s;
-    return (float)std::sqrt(sum);
+    return (float)std::sqrt(std::accumulate(sumsq.begin(), sumsq.end(), 0.0));
 }
 
 float optimizer_grad_norm(const GPT2& model) {
@@ -44,9 +41,7 @@ float optimizer_grad_norm(const GPT2& model) {
 }
 
 float optimizer_clip_factor(float norm, float max_norm) {
-    if (max_norm <= 0) return 1.0f;
-    float factor = max_norm / (norm + 1e-6f);
-    return factor < 1.0f ? factor : 1.0f;
+    return max_norm <= 0 ? 1.0f : std::min(1.0f, max_norm / (norm + 1e-6f));
 }
 
 void adamw_prepare(AdamW* opt, const GPT2& model) {
@@ -63,20 +58,16 @@ void adamw_prepare(AdamW* opt, const GPT2& model) {
 
 AdamWStep adamw_begin(AdamW* opt, const AdamWConfig& cfg, float lr, float grad_scale) {
     opt->step++;
-    AdamWStep k;
-    k.beta1 = cfg.beta1, k.beta2 = cfg.beta2, k.eps = cfg.eps, k.grad_scale = grad_scale;
-    k.step_size = lr / (1.0f - powf(cfg.beta1, (float)opt->step));
-    k.bc2_sqrt = sqrtf(1.0f - powf(cfg.beta2, (float)opt->step));
-    k.decay = 1.0f;
-    k.t = opt->step;
-    return k;
+    const float step_size = lr / (1.0f - powf(cfg.beta1, (float)opt->step));
+    const float bc2_sqrt = sqrtf(1.0f - powf(cfg.beta2, (float)opt->step));
+    const float decay = 1.0f;  // each tensor's own in adamw_apply
+    return {cfg.beta1, cfg.beta2, cfg.eps, step_size, bc2_sqrt, decay, grad_scale, opt->step};
 }
 
 void adamw_apply(AdamW* opt, GPT2* model, const AdamWStep& k, float lr, float weight_decay, size_t first, size_t last) {
     if (!opt->prepared()) adamw_prepare(opt, *model);
-    // One streaming pass (core/adamw.h): each element is read and written once, a chunk at a time;
-    // after each chunk the model refreshes its copies of those weights (gpt2_params_updated: a bf16 copy
-    // for --precision bf16) while they are still in cache. AdamW itself knows no precision.
+    // One streaming pass: each element read and written once, a chunk at a time, after which the model
+    // refreshes its copies of those weights (gpt2_params_updated) while they are still in cache.
     const size_t kChunk = 1024;  // 4 KiB of weights: the hook reads them back from L1
 #pragma omp parallel
     for (size_t i = first; i < last; i++) {
@@ -126,8 +117,7 @@ void adamw_update(AdamW* opt, GPT2* model, const AdamWConfig& cfg, float lr, flo
 float lr_schedule(int step, int total, float lr, int warmup, float min_lr_frac, bool cosine) {
     if (step < warmup) return lr * (float)(step + 1) / (float)warmup;
     if (!cosine || total <= warmup) return lr;
-    float progress = (float)(step - warmup) / (float)(total - warmup);
-    if (progress > 1.0f) progress = 1.0f;
-    float min_lr = lr * min_lr_frac;
+    const float progress = std::min(1.0f, (float)(step - warmup) / (float)(total - warmup));
+    const float min_lr = lr * min_lr_frac;
     return min_lr + 0.5f * (lr - min_lr) * (1.0f + cosf(3.14159265358979f * progress));
 }

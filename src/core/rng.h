@@ -4,15 +4,17 @@
 #include <cmath>
 #include <cstdint>
 
+// splitmix64's finalizer: nearby inputs give unrelated outputs.
+inline uint64_t splitmix64_mix(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
 struct Rng {
     uint64_t state;
-    explicit Rng(uint64_t seed = 1337) {
-        // splitmix64 step so that nearby seeds give unrelated streams and state is never zero
-        uint64_t z = seed + 0x9E3779B97F4A7C15ull;
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        state = (z ^ (z >> 31)) | 1;
-    }
+    // a splitmix64 step, so that nearby seeds give unrelated streams and state is never zero
+    explicit Rng(uint64_t seed = 1337) : state(splitmix64_mix(seed + 0x9E3779B97F4A7C15ull) | 1) {}
     uint32_t next_u32() {
         state ^= state >> 12;
         state ^= state << 25;

@@ -1,7 +1,5 @@
 // tokenfile.h: llm.c's token file format: a header of 256 int32 (magic 20240520, version 1, token
-// count, rest zero) followed by `count` uint16 tokens. Opening one validates magic, version, the count
-// against the file size and every id against the vocabulary; it does not batch (see dataloader.h).
-// Writing them is formats/token_writer.h's; mapping them and their fingerprints formats/token_files.h's.
+// count, rest zero) followed by `count` uint16 tokens, opened and validated (batches: dataloader.h).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -21,8 +19,7 @@ bool tokenfile_check(const uint8_t* data, size_t n, int vocab_size, const std::s
                      std::string* err);
 
 // One opened token file. `image` owns the memory the tokens sit in (the file read whole, or ./gpt2's
-// read-only mapping), so copies share it and the last one releases it; the file's header sits right
-// before `tokens`.
+// mapping; its header right before `tokens`): copies share it, the last one releases it.
 struct TokenShard {
     std::string path;
     const uint16_t* tokens = nullptr;  // (num_tokens,)
@@ -30,8 +27,7 @@ struct TokenShard {
     std::string fingerprint;  // for resume, set by ./gpt2's opener (formats/token_files.h); empty otherwise
     std::shared_ptr<const void> image;
 };
-// Opens and validates `path` as tokenfile_check does; any defect is fatal with its message. A seam: the
-// core's default is tokenfile_read; ./gpt2 maps the file instead (token_files_plug_in).
+// Seam: opens and validates `path` as tokenfile_check does, fatal on a defect. The core's default reads the
+// whole file (tokenfile_read); ./gpt2 maps it (formats/token_files.h).
 extern void (*tokenfile_open)(TokenShard* shard, const std::string& path, int vocab_size);
-// Reads the whole file into memory and checks it there.
 void tokenfile_read(TokenShard* shard, const std::string& path, int vocab_size);

@@ -1,7 +1,6 @@
-// trainer.h: training, one optimizer step at a time: grad-accum micro-batches (batch, forward, backward),
-// the global gradient norm, clipping and AdamW. gpt2-core (core/main.cpp) and `gpt2 train` run this same
-// step; what `gpt2 train` adds around it (other ranks, the thread team, saving before a data error) comes in
-// through StepHooks, and the run around the steps (validation, saves, samples, logs) is cli/train_run.h's.
+// trainer.h: one optimizer step: grad-accum micro-batches (batch, forward, backward), the global gradient
+// norm, clipping and AdamW. gpt2-core (core/main.cpp) and `gpt2 train` run this same step; what `gpt2 train`
+// adds comes in through StepHooks, and the run around the steps is cli/train_run.h's.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -21,21 +20,20 @@ struct TrainOptions {
     bool cosine = true, shuffle = true;  // shuffle: the training data's shard and window order (else sequential)
 };
 
-// The step's seams. The defaults are one process alone: nothing shared, nothing waited for. `gpt2 train`
-// overrides them (dist/grad_sync.h under mpirun, platform/threads.h's thread team, signals).
+// The step's seams, called in this order. The defaults are one process alone: nothing shared, nothing
+// waited for. `gpt2 train` overrides them (dist/grad_sync.h under mpirun, the thread team, signals).
 struct StepHooks {
     virtual ~StepHooks() = default;
-    virtual void begin() {}  // before the step's first batch
-    virtual void end() {}    // after its update
-    // The scale of one micro-batch's gradients: 1 / (the step's micro-batches, over every process).
-    virtual float loss_scale(int accum) { return 1.0f / (float)accum; }
-    // Called as the last micro-batch's backward finishes each layer (gpt2_backward's layer_done), or empty.
+    virtual void begin() {}
+    virtual float loss_scale(int accum) { return 1.0f / (float)accum; }  // 1 / micro-batches of all processes
+    // gpt2_backward's layer_done for the last micro-batch, or empty.
     virtual std::function<void(int layer)> layer_done() { return nullptr; }
-    virtual void backward_done() {}                     // after the last backward
-    virtual double loss(double mine) { return mine; }   // the step's mean loss over every process
-    virtual int stop() { return 0; }                    // a stop signal every process agreed on, or 0
+    virtual void backward_done() {}
+    virtual double loss(double mine) { return mine; }  // the step's mean loss over every process
+    virtual int stop() { return 0; }                   // a stop signal every process agreed on, or 0
     virtual float norm(const GPT2& model, const AdamW& opt) { return optimizer_grad_norm(model); }
-    virtual void updated(GPT2* model) {}                // after the update
+    virtual void updated(GPT2* model) {}
+    virtual void end() {}
     // The training data failed (dataloader_try_next's message) at `step`: reports it and does not return.
     [[noreturn]] virtual void data_failed(int step, const std::string& err);
 };
@@ -55,11 +53,9 @@ struct Trainer {
     StepHooks* hooks = nullptr;  // nullptr: StepHooks' defaults
 };
 
-// One optimizer step (step counts from 0). A non-finite loss or norm stops the run (fatal) before the update
-// touches the parameters; an update that overflowed stops it after (train_check_update).
+// One optimizer step (step counts from 0). A non-finite loss or norm is fatal before the update
+// (train_check_finite); an update that left a non-finite value in AdamW's state or the weights (only an
+// unclipped step can) is fatal after it (train_check_update).
 StepStats train_step(Trainer* t, int step);
-// fatal when the loss or the norm of step `step` is not finite: training diverged.
 void train_check_finite(double loss, float norm, int step);
-// fatal when the update of step `step` left a non-finite value in AdamW's state or the weights (only an
-// unclipped step can: adamw_may_overflow).
 void train_check_update(const Trainer& t, float norm, int step);

@@ -19,6 +19,7 @@
 #include "platform/util.h"
 #include "formats/gguf.h"
 #include "formats/llmc.h"
+#include "memory/memory.h"
 
 namespace {
 
@@ -166,6 +167,11 @@ GPT2Config open_checkpoint(const std::string& path, int heads_override, Checkpoi
 }
 
 }  // namespace
+
+size_t gpt2_num_real_params(const GPT2Config& cfg) {
+    size_t n = layout_params_size(layout_params(cfg));
+    return n - (size_t)(cfg.padded_vocab_size - cfg.vocab_size) * cfg.channels;
+}
 
 void checkpoint_check_finite(const GPT2& model, const std::string& where, const char* doing) {
     for (const TensorInfo& t : model.param_table) {

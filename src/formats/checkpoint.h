@@ -24,6 +24,8 @@ void checkpoint_save_hf(const GPT2& model, const std::string& dir, const std::st
 // `gpt2 export --format hf`: publishes checkpoint_save_hf's files as the directory `out` in one step. `out`
 // may be absent, empty, or an export gpt2 wrote; a training checkpoint or anything else is refused.
 void checkpoint_export_hf(const GPT2& model, const std::string& out, const std::string& dtype, const Tokenizer* tok);
+// Parameters that matter to a user: wte counts only the real vocabulary.
+size_t gpt2_num_real_params(const GPT2Config& cfg);
 // fatal naming the tensor if a parameter is NaN or infinite; `doing` ends the message.
 void checkpoint_check_finite(const GPT2& model, const std::string& where, const char* doing);
 // Loads a model from PATH, detecting the format from the content, not the name:

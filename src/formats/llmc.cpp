@@ -19,10 +19,20 @@ namespace {
 
 const size_t kHeaderInts = 256;
 
-// Calls f(our_offset, count) for every tensor, in the file's order (layout_llmc_order).
+// Calls f(our_offset, count) for every tensor, in the file's order: wte, wpe, each block tensor for all
+// layers in turn (all ln1w, then all ln1b, ...), lnfw, lnfb.
 template <typename F>
 void for_each_run(const std::vector<TensorInfo>& table, F f) {
-    for (size_t i : layout_llmc_order(table)) f(table[i].offset, table[i].numel());
+    std::vector<size_t> order;
+    for (size_t i = 0; i < table.size(); i++)  // wte, wpe
+        if (table[i].layer < 0 && (table[i].name == "wte" || table[i].name == "wpe")) order.push_back(i);
+    for (int k = 0; k < 12; k++)
+        for (size_t i = 0; i < table.size(); i++)
+            if (table[i].slot == k) order.push_back(i);
+    for (size_t i = 0; i < table.size(); i++)  // lnfw, lnfb
+        if (table[i].layer < 0 && table[i].name != "wte" && table[i].name != "wpe") order.push_back(i);
+    assert(order.size() == table.size());
+    for (size_t i : order) f(table[i].offset, table[i].numel());
 }
 
 }  // namespace

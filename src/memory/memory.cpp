@@ -52,6 +52,15 @@ void recompute_layer(GPT2* model, int l) {
 
 }  // namespace
 
+double gpt2_params_bytes(const GPT2Config& cfg) {
+    return sizeof(float) * (double)layout_params_size(layout_params(cfg));
+}
+
+double gpt2_acts_bytes(const GPT2Config& cfg, int B, int T, bool training) {
+    const double n = (double)layout_params_size(layout_acts(cfg, B, T));
+    return sizeof(float) * (n + (training ? (double)layout_params_size(layout_acts(cfg, B, T, true)) : 0.0));
+}
+
 void memory_enable_training(GPT2* model, TrainingMemory mem) {
     if (model->training) return;
     if (mem.recompute) model->acts_table = recompute_acts_table, model->layer_begin = recompute_layer;

@@ -17,6 +17,11 @@ struct TrainingMemory {
     bool layer_grads = false;
 };
 
+// Bytes of one copy of the parameters (gpt2_build allocates one; training adds gradients and AdamW's two),
+// and of the activations for (B, T), with their gradients when training: what gpt2_alloc_acts allocates
+// without acts_table.
+double gpt2_params_bytes(const GPT2Config& cfg);
+double gpt2_acts_bytes(const GPT2Config& cfg, int B, int T, bool training);
 // gpt2_enable_training with mem's layouts.
 void memory_enable_training(GPT2* model, TrainingMemory mem);
 // Bytes of the parameter gradients, and of the activations for (B, T) with their gradients, that

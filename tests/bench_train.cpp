@@ -14,13 +14,12 @@
 #include "core/rng.h"
 #include "platform/util.h"
 #include "bench.h"
-#include "core/adamw.h"
+#include "core/optimizer.h"
 #include "core/gemm.h"
 #include "core/model.h"
 #include "platform/dispatch.h"
 #include "precision/adamw_bf16.h"
 #include "precision/precision.h"
-#include "core/optimizer.h"
 #include "memory/memory.h"
 
 #if defined(__x86_64__)

@@ -17,7 +17,6 @@
 #include "core/hf.h"
 #include "platform/util.h"
 #include "core/dataloader.h"
-#include "core/tokenfile.h"
 #include "formats/token_files.h"
 #include "formats/token_writer.h"
 #include "formats/train_state.h"

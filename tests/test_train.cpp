@@ -16,13 +16,12 @@
 #include "precision/half.h"
 #include "platform/threads.h"
 #include "platform/util.h"
-#include "core/adamw.h"
+#include "core/optimizer.h"
 #include "core/model.h"
 #include "precision/adamw_bf16.h"
 #include "precision/precision.h"
 #include "test.h"
 #include "test_os.h"
-#include "core/optimizer.h"
 #include "memory/memory.h"
 
 namespace {

@@ -5,5 +5,5 @@
 // Sets every hook the core offers: huge pages for its buffers (core/buffer.h), the tuned gemm (core/gemm.h,
 // tuned/gemm_tile.h), decoding's mat-vecs over a weight's bf16 or q8 copy (core/layers.h), bounded whole-file
 // reads (core/error.h), safetensors' F16, BF16, F64 and I32 tensors (core/safetensors.h), mapped shards, globs,
-// the shard order and guarded reads for token files (core/tokenfile.h, core/dataloader.h).
+// the shard order and guarded reads for token files (core/dataloader.h).
 void extensions_plug_in();

@@ -20,7 +20,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "formats/token_writer.h"
-#include "core/tokenfile.h"
+#include "core/dataloader.h"
 #include "text/text_stream.h"
 #include "text/tokenizer.h"
 

@@ -1,5 +1,5 @@
-// adamw.cpp: see adamw.h.
-#include "core/adamw.h"
+// adamw.cpp: the AdamW update and the sum of squares of a chunk (optimizer.h), in 16-float vectors.
+#include "core/optimizer.h"
 
 #include "core/simd.h"
 

@@ -1,15 +1,42 @@
-// dataloader.h: batches of (B, T+1) windows from an llm.c token file. Window i covers its tokens
-// [i*T, i*T + T] (consecutive windows share one token, as llm.c's loader reads them). Each epoch takes the
-// windows in a new seeded permutation (llm.c permutes whole batches; here the unit is one window). The core
-// reads one file; through the seams below ./gpt2 reads shards, each epoch in a seeded order, a batch never
-// spanning two (formats/token_files.h). Reference: llm.c llmc/dataloader.h (read, not copied).
+// dataloader.h: llm.c's token file (a header of 256 int32: magic 20240520, version 1, token count, rest zero;
+// then `count` uint16 tokens), opened and validated, and batches of (B, T+1) windows from it. Window i covers
+// its tokens [i*T, i*T + T] (consecutive windows share one token, as llm.c's loader reads them). Each epoch
+// takes the windows in a new seeded permutation (llm.c permutes whole batches; here the unit is one window).
+// The core reads one file; through the seams below ./gpt2 reads shards, each epoch in a seeded order, a batch
+// never spanning two (formats/token_files.h). Reference: llm.c llmc/dataloader.h (read, not copied).
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/rng.h"
-#include "core/tokenfile.h"
+
+const int kTokenFileMagic = 20240520;
+const int kTokenFileVersion = 1;
+const int kTokenFileHeaderInts = 256;
+const size_t kTokenFileHeaderBytes = kTokenFileHeaderInts * sizeof(int32_t);
+
+// Validates a file image of n bytes: *count gets its token count, or false with the one-line message
+// (naming `where`, usually the path) on any defect: short header, magic, version, odd size, count, an id
+// >= vocab_size (with its byte offset). Reads no byte past a short header.
+bool tokenfile_check(const uint8_t* data, size_t n, int vocab_size, const std::string& where, size_t* count,
+                     std::string* err);
+
+// One opened token file. `image` owns the memory the tokens sit in (the file read whole, or ./gpt2's
+// mapping; its header right before `tokens`): copies share it, the last one releases it.
+struct TokenShard {
+    std::string path;
+    const uint16_t* tokens = nullptr;  // (num_tokens,)
+    size_t num_tokens = 0;
+    std::string fingerprint;  // for resume, set by ./gpt2's opener (formats/token_files.h); empty otherwise
+    std::shared_ptr<const void> image;
+};
+// Seam: opens and validates `path` as tokenfile_check does, fatal on a defect. The core's default reads the
+// whole file (tokenfile_read); ./gpt2 maps it (formats/token_files.h).
+extern void (*tokenfile_open)(TokenShard* shard, const std::string& path, int vocab_size);
+void tokenfile_read(TokenShard* shard, const std::string& path, int vocab_size);
 
 struct DataLoader {
     std::string spec;  // the --train/--val value the file came from, for messages

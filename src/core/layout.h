@@ -1,13 +1,26 @@
-// layout.h: where every tensor lives in the flat parameter buffer and the flat activation buffer: one table
-// per buffer, and views into it. The parameter table is the one description of GPT-2's tensors that
-// everything reads (name, shape, AdamW decay, init, HuggingFace and GGUF names); gradients and AdamW's m
-// and v use its layout unchanged. Knows nothing of the math.
+// layout.h: GPT-2's geometry, and where every tensor lives in the flat parameter buffer and the flat activation
+// buffer: one table per buffer, and views into it. The parameter table is the one description of GPT-2's
+// tensors that everything reads (name, shape, AdamW decay, init, HuggingFace and GGUF names); gradients and
+// AdamW's m and v use its layout unchanged. Knows nothing of the math.
 #pragma once
 #include <cstddef>
 #include <string>
 #include <vector>
 
-#include "core/config.h"
+struct GPT2Config {
+    int max_seq_len = 1024;         // n_positions
+    int vocab_size = 50257;         // real tokens
+    int padded_vocab_size = 50304;  // vocab_size rounded up to a multiple of 128, for aligned matmuls
+    int num_layers = 12;
+    int num_heads = 12;
+    int channels = 768;
+};
+
+// A config with padded_vocab_size filled in: the vocabulary rounded up to a multiple of 128 (50257 -> 50304).
+// Padded logits never enter softmax, loss or sampling; padded wte rows stay zero.
+GPT2Config config_make(int max_seq_len, int vocab_size, int num_layers, int num_heads, int channels);
+// "" when the geometry is consistent, else a one-line error naming `where` (a file or flag) for the caller.
+std::string config_check(const GPT2Config& cfg, const char* where);
 
 // How gpt2_init_random fills a parameter: GPT-2's N(0, 0.02), N(0, 0.02 / sqrt(2L)) for the
 // projections into the residual stream, or a constant.

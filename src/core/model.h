@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "core/layers.h"
-#include "core/config.h"
 #include "core/layout.h"
 
 // Seam: the copies an extension keeps of the weights beside their fp32 values (precision/precision.h: bf16,

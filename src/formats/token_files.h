@@ -1,4 +1,4 @@
-// token_files.h: how ./gpt2 reads llm.c token files (core/tokenfile.h's format) beyond the core's plain
+// token_files.h: how ./gpt2 reads llm.c token files (core/dataloader.h's format) beyond the core's plain
 // read of one file: shards mapped read-only, fingerprinted for resume, named by comma-separated lists and
 // globs, visited in a seeded order each epoch, and guarded against a file that changes under the run.
 // token_files_plug_in puts these into the core's seams.

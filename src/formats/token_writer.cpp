@@ -5,7 +5,7 @@
 #include <climits>
 #include <cstring>
 
-#include "core/tokenfile.h"
+#include "core/dataloader.h"
 #include "platform/util.h"
 
 const OutputKind kTokenFileKind = {"a token file", tokenfile_is_token_file};

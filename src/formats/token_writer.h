@@ -1,8 +1,8 @@
-// token_writer.h: writes a stream of tokens as a sequence of llm.c token files (tokenfile.h's format),
+// token_writer.h: writes a stream of tokens as a sequence of llm.c token files (core/dataloader.h's format),
 // file k holding capacity(k) tokens before the next one starts: llm.c's shards, or tokenize's val/train
 // pair. Each file is a output_files.h OutputFile (staged beside its path, the header's count filled in at the
 // end, renamed into place whole), so neither an error nor a signal leaves a half-written file, and it
-// replaces only token files. It does not read token files (tokenfile.h, token_files.h).
+// replaces only token files. It does not read token files (core/dataloader.h, token_files.h).
 #pragma once
 #include <cstdint>
 #include <functional>

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "core/adamw.h"
+#include "core/optimizer.h"
 #include "core/gemm.h"
 #include "core/isa.h"
 #include "core/layers.h"

@@ -9,9 +9,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/adamw.h"
-#include "core/isa.h"
 #include "core/optimizer.h"
+#include "core/isa.h"
 
 // The moments of AdamW's range, from its start, in bf16.
 struct AdamWBf16 : AdamWMoments {

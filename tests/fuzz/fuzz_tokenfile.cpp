@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/tokenfile.h"
+#include "core/dataloader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const int vocab = 50257;

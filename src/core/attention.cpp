@@ -1,9 +1,10 @@
-// attention.cpp: causal self-attention (layers.h) in blocks of kQBlock queries of one (batch, head), which
-// OpenMP splits: each block's products S = q k^T and O = P V run on its thread (gemm_serial) in (kQBlock, T)
-// scratch, and the backward recomputes S and P block by block from lse (as FlashAttention does).
+// attention.cpp: causal self-attention (layers.h) in blocks of kQBlock queries of one (batch, head), split by OpenMP:
+// S = q k^T and O = P V on the block's thread (gemm_serial) in (kQBlock, T) scratch; the backward recomputes S and P
+// block by block from lse (as FlashAttention does).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <numeric>
 #include <vector>
 
 #include "core/gemm.h"
@@ -59,10 +60,8 @@ void attend_block(float* out, size_t out_row, float* lse, const float* q, size_t
         lse[r] = mx + (float)std::log(vf_exp_sum<false>(s, t0 + r + 1, scale, mx));
     }
     block_probs(P, lse, t0, rows, tn, scale);
-    if (rows > 1) {
-        gemm_serial(rows, HS, tn, P, tn, false, v, (int)kv_row, false, out, (int)out_row, false, ops);  // P V
-        return;
-    }
+    // out = P V
+    if (rows > 1) return gemm_serial(rows, HS, tn, P, tn, false, v, (int)kv_row, false, out, (int)out_row, false, ops);
     for (int c = 0; c < HS; c++) out[c] = 0;
     for (int j = 0; j < tn; j++) {
         const float* vj = v + (size_t)j * kv_row;
@@ -91,9 +90,8 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
     const int HS = C / NH, nblocks = (T + kQBlock - 1) / kQBlock;
     const float scale = 1.0f / sqrtf((float)HS);
     const int row = 3 * C;
-    // Keys and values of position t2 receive gradient from every later query block, so one (batch, head)
-    // is one thread's work, blocks in order: no two threads write the same element of dqkv and each
-    // element is summed in the same order whatever the thread count.
+    // dk and dv of a position gather from every later query block, so a (batch, head) is one thread's, blocks in
+    // order: no element of dqkv has two writers, and the order of its sums does not depend on the thread count.
 #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
@@ -148,10 +146,8 @@ void attention_forward_ref(float* out, float* lse, const float* qkv, int B, int 
                 float amax = -INFINITY;
                 for (int t2 = 0; t2 <= t; t2++) {
                     const float* k = qkv + ((size_t)b * T + t2) * row + C + h * HS;
-                    float s = 0;
-                    for (int i = 0; i < HS; i++) s += q[i] * k[i];
-                    a[t2] = s * scale;
-                    amax = a[t2] > amax ? a[t2] : amax;
+                    a[t2] = std::inner_product(q, q + HS, k, 0.0f) * scale;
+                    amax = std::max(amax, a[t2]);
                 }
                 double sum = 0;
                 for (int t2 = 0; t2 <= t; t2++) sum += expf(a[t2] - amax);
@@ -185,15 +181,10 @@ void attention_backward_ref(float* dqkv, const float* dout, const float* qkv, co
                     const float* k = qkv + ((size_t)b * T + t2) * row + C + h * HS;
                     const float* v = qkv + ((size_t)b * T + t2) * row + 2 * C + h * HS;
                     float* dv = dqkv + ((size_t)b * T + t2) * row + 2 * C + h * HS;
-                    float s = 0, da = 0;
-                    for (int i = 0; i < HS; i++) s += q[i] * k[i];
-                    p[t2] = expf(s * scale - lse[((size_t)b * NH + h) * T + t]);
-                    for (int i = 0; i < HS; i++) {
-                        da += d[i] * v[i];
-                        dv[i] += p[t2] * d[i];
-                    }
-                    dscore[t2] = da;
-                    dot += p[t2] * da;
+                    p[t2] = expf(std::inner_product(q, q + HS, k, 0.0f) * scale - lse[((size_t)b * NH + h) * T + t]);
+                    dscore[t2] = std::inner_product(d, d + HS, v, 0.0f);
+                    for (int i = 0; i < HS; i++) dv[i] += p[t2] * d[i];
+                    dot += p[t2] * dscore[t2];
                 }
                 for (int t2 = 0; t2 <= t; t2++) {
                     float ds = p[t2] * (dscore[t2] - dot) * scale;

@@ -1,5 +1,6 @@
 // crossentropy.cpp: softmax, loss and dlogits in one pass per row (layers.h; llm.c's CUDA fused_classifier,
 // here one CPU row at a time), beside the scalar libm reference the tests compare against.
+#include <algorithm>
 #include <cmath>
 
 #include "core/layers.h"
@@ -11,8 +12,8 @@ float crossentropy_fused(float* logits, float* losses, const int* targets, bool 
     const float dloss = 1.0f / N;  // d(mean loss) / d(row loss)
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < N; i++) {
-        // Three passes over one row (200 KB at GPT-2's vocabulary, so it stays in L2): max, exp and sum (the
-        // exponentials kept in the row when the gradient follows), then the gradient.
+        // Three passes over one row (200 KB at GPT-2's vocabulary: in L2): max, exp and sum (the exponentials kept
+        // in the row when the gradient follows), then the gradient.
         float* z = logits + (size_t)i * Vp;
         const float zmax = vf_max_of(z, V, 1.0f);
         const float zt = z[targets[i]];  // read before the row is overwritten
@@ -20,8 +21,7 @@ float crossentropy_fused(float* logits, float* losses, const int* targets, bool 
         // -log softmax from the log-sum-exp directly: log(p) would lose digits when p underflows.
         losses[i] = (float)(std::log(sum) - (double)(zt - zmax));
         if (!grad) continue;
-        // dlogits = softmax * dloss - onehot * dloss, rounded as softmax then the product (as a stored
-        // softmax would be), so the gradient does not change with the fusion.
+        // dlogits = softmax * dloss - onehot * dloss, rounded as a stored softmax would be: fusing changes nothing.
         const float inv = (float)(1.0 / sum);
         for (int v = 0; v < V; v++) z[v] = (z[v] * inv) * dloss;
         z[targets[i]] -= dloss;
@@ -44,13 +44,11 @@ float crossentropy_fused_ref(float* logits, float* losses, const int* targets, b
     double total = 0;
     for (int i = 0; i < N; i++) {
         float* z = logits + (size_t)i * Vp;
-        float zmax = z[0];
-        for (int v = 1; v < V; v++) zmax = z[v] > zmax ? z[v] : zmax;
+        const float zmax = *std::max_element(z, z + V);
         double sum = 0;
         for (int v = 0; v < V; v++) sum += expf(z[v] - zmax);
-        const float loss = (float)(std::log(sum) - (double)(z[targets[i]] - zmax));
-        losses[i] = loss;
-        total += loss;
+        losses[i] = (float)(std::log(sum) - (double)(z[targets[i]] - zmax));
+        total += losses[i];
         if (!grad) continue;
         const float inv = (float)(1.0 / sum);
         for (int v = 0; v < V; v++) z[v] = (expf(z[v] - zmax) * inv) * dloss;

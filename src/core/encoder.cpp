@@ -1,4 +1,4 @@
-// encoder.cpp: token + position embedding, forward and backward. See layers.h for shapes.
+// encoder.cpp: token + position embedding, forward and backward (layers.h).
 #include "core/layers.h"
 
 KERNELS_BEGIN
@@ -14,8 +14,7 @@ void encoder_forward(float* out, const int* tokens, const float* wte, const floa
 }
 
 void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* tokens, int B, int T, int C) {
-    // A token may repeat within the batch, so rows of dwte collide; threads split channels instead of
-    // rows, which also keeps the summation order independent of the thread count.
+    // A repeated token's rows of dwte collide, so threads split channels (the sums' order then ignores threads).
     const int chunk = 64;
 #pragma omp parallel for
     for (int c0 = 0; c0 < C; c0 += chunk) {

@@ -1,6 +1,5 @@
-// gemm.cpp: the plain gemm (gemm.h), summing in gemm_kc's order as the tuned one an extension may plug in
-// (tuned/) does. C is cut into blocks of at most 64 x 64; each takes K a block at a time, copying that block
-// of op(B) row by row into a buffer, so that the innermost loop, over j, reads and writes consecutive floats.
+// gemm.cpp: the plain gemm, in gemm_kc's order (gemm.h). Per block of C (64 x 64 at most), K a block at a time:
+// that block of op(B) copied row by row into a buffer, so the innermost loop, over j, reads consecutive floats.
 #include "core/gemm.h"
 
 #include <algorithm>

@@ -1,8 +1,7 @@
-// gemm.h: single-precision C (M, N) (+)= op(A) (M, K) * op(B) (K, N), row-major with leading dimensions,
-// op(X) = X or its transpose (op_at). gemm() splits C among threads; gemm_serial() runs on the calling thread
-// (for callers that split many small products themselves: attention); gemm_ref() is the plain triple loop in
-// double the tests compare against. ops, if given, are other operands than fp32's (an extension's packing
-// and micro-kernel, tuned/; the core's gemm has fp32's only), which read B_copy, a copy of B, if given.
+// gemm.h: C (M, N) (+)= op(A) (M, K) * op(B) (K, N) in fp32, row-major with leading dimensions, op(X) = X or X^T
+// (op_at). gemm() splits C among threads; gemm_serial() runs on the calling thread (attention splits its many small
+// products itself); gemm_ref() is the tests' plain triple loop in double. ops: other operands than fp32's (an
+// extension's packing and micro-kernel, tuned/; the core has none), which read B_copy, a copy of B, if given.
 #pragma once
 #include <cstddef>
 
@@ -19,17 +18,15 @@ inline GemmFunction* gemm_tuned = nullptr;
 
 KERNELS_BEGIN
 
-// The summation order every gemm keeps, whatever its threads (they split C, never K): K in blocks of
-// gemm_kc(M, N, K) values of k; per block each element of C sums acc += a * b from zero in k order (one FMA
-// where the target has it), then C = C + acc (C = acc for the first block, unless accumulating). Blocks are
-// 256 deep, but a C far larger than L2 (the lm_head's logits) takes a K up to 768 in one: one pass over C.
+// The order every gemm sums in, whatever its threads (they split C, never K): per block of gemm_kc(M, N, K) k's,
+// each element of C sums acc += a * b from zero in k order (one FMA where the target has it), then C = C + acc (C =
+// acc for the first block, unless accumulating). 256 deep; a C far past L2 (logits) takes K <= 768 in one pass.
 const int GEMM_KC = 256, GEMM_KC_DEEP = 768;
 const size_t GEMM_DEEP_MIN_C = (size_t)4 << 20;  // floats of C (16 MB)
 inline int gemm_kc(int M, int N, int K) {
     return (size_t)M * N >= GEMM_DEEP_MIN_C && K > GEMM_KC && K <= GEMM_KC_DEEP ? K : GEMM_KC;
 }
 
-// op(X)[r][c] for X with leading dimension ld.
 inline float op_at(const float* X, int ld, bool trans, int r, int c) {
     return trans ? X[(size_t)c * ld + r] : X[(size_t)r * ld + c];
 }

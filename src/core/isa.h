@@ -1,8 +1,6 @@
-// isa.h: one kernel source, several instruction sets. The build with run-time dispatch (ARCH=portable on x86-64)
-// compiles each kernel source once per set, with its -march and -DGPT2_ISA=<namespace>: these macros put what
-// kernel sources and headers define in that namespace, so the copies neither collide at link time nor share an
-// inline function across sets; platform/dispatch.cpp defines the global functions, each calling this CPU's copy.
-// Elsewhere the macros are empty. Shared types (Weight, tuned/gemm_tile.h's GemmOperands) stay outside.
+// isa.h: ARCH=portable (x86-64) compiles each kernel source once per instruction set, with its -march and
+// -DGPT2_ISA=<namespace>: these macros put each copy in that namespace (no clash at link time, no inline function
+// shared across sets; types such as Weight stay outside), and platform/dispatch.cpp calls this CPU's copy.
 #pragma once
 
 #ifdef GPT2_ISA
@@ -12,4 +10,3 @@
 #define KERNELS_BEGIN
 #define KERNELS_END
 #endif
-

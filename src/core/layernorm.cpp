@@ -1,6 +1,5 @@
-// layernorm.cpp: LayerNorm over the last dimension with a per-row mean/rstd cache (layers.h). The statistics
-// and the centring are in double (nil next to the matmuls): in fp32, rows whose mean is large next to their
-// spread would lose digits against PyTorch's.
+// layernorm.cpp: LayerNorm (layers.h). Statistics and centring in double (nil next to the matmuls): in fp32, rows
+// whose mean is large next to their spread would lose digits against PyTorch's.
 #include <cmath>
 
 #include "core/layers.h"

@@ -1,5 +1,4 @@
-// matmul.cpp: the linear layer, out = inp W^T + b, and its backward, on gemm (gemm.h). W is (OC, IC) as in
-// llm.c (HuggingFace's Conv1D stores it transposed; checkpoint.cpp converts).
+// matmul.cpp: the linear layer (layers.h) on gemm (gemm.h); W is (OC, IC) as llm.c's (hf.cpp transposes Conv1D's).
 #include "core/gemm.h"
 #include "core/layers.h"
 #include "core/simd.h"

@@ -1,7 +1,6 @@
-// simd.h: a 16-float vector type and the few vector functions the kernels need (exp, sqrt, a row's max and
-// sum of exponentials), in GCC/Clang vector extensions, so one source becomes one AVX-512 register with
-// -march=native, two AVX2 or four SSE registers elsewhere. exp: range reduction by ln 2 and a degree-7 Taylor
-// polynomial (Cody & Waite style), within 2 ulp of expf on [-87, 88], which the tests check against libm.
+// simd.h: a 16-float vector and the kernels' few vector functions (exp, sqrt, a row's max and sum of exponentials)
+// in GCC/Clang vector extensions: one AVX-512 register with -march=native, two AVX2 or four SSE ones elsewhere. exp:
+// range reduction by ln 2, a degree-7 Taylor polynomial (Cody & Waite), within 2 ulp of libm's expf on [-87, 88].
 #pragma once
 #include <cstring>
 
@@ -11,8 +10,7 @@
 #include <immintrin.h>
 #endif
 
-// Without AVX-512, GCC notes that passing 64-byte vectors by value changes the ABI: every function here is
-// inline and nothing crosses a library boundary, so the note does not apply.
+// GCC notes that 64-byte vectors passed by value change the ABI without AVX-512: all here is inline, no matter.
 #pragma GCC diagnostic ignored "-Wpsabi"
 
 KERNELS_BEGIN
@@ -23,20 +21,16 @@ typedef double vd8 __attribute__((vector_size(64)));
 
 const int kVecLen = 16;
 
-inline vf16 vf_load(const float* p) {
-    vf16 v;
-    memcpy(&v, p, sizeof(v));
-    return v;
-}
-inline void vf_store(float* p, vf16 v) { memcpy(p, &v, sizeof(v)); }
-inline vf16 vf_set(float x) { return vf16{} + x; }
-// The first n < 16 floats of p, zero beyond; and the store that writes back only those n.
+// The first n <= 16 floats of p, zero beyond; and the store that writes back only those n.
 inline vf16 vf_load_partial(const float* p, int n) {
     vf16 v{};
     memcpy(&v, p, sizeof(float) * n);
     return v;
 }
 inline void vf_store_partial(float* p, vf16 v, int n) { memcpy(p, &v, sizeof(float) * n); }
+inline vf16 vf_load(const float* p) { return vf_load_partial(p, kVecLen); }
+inline void vf_store(float* p, vf16 v) { vf_store_partial(p, v, kVecLen); }
+inline vf16 vf_set(float x) { return vf16{} + x; }
 
 inline double vd_reduce_add(vd8 lo, vd8 hi) {
     double s = 0;

@@ -187,7 +187,7 @@ StepTime train_step_timed(Bench124M* b, int B, int T) {
     return {t1 - t0, t2 - t1, t3 - t2, t3 - t0};
 }
 
-// GFLOP/s of the three products of one linear layer (N rows, IC -> OC) as matmul.cpp calls them.
+// GFLOP/s of the three products of one linear layer (N rows, IC -> OC) as core/layers.cpp calls them.
 void bench_linear(const char* name, int N, int IC, int OC, Precision prec) {
     std::vector<float> inp((size_t)N * IC, 0.5f), w((size_t)OC * IC, 0.25f), out((size_t)N * OC);
     std::vector<float> dinp((size_t)N * IC), dw((size_t)OC * IC);

@@ -1,7 +1,7 @@
 // extensions.cpp: see extensions.h.
 #include "cli/extensions.h"
 
-#include "core/buffer.h"
+#include "core/layout.h"
 #include "core/layers.h"
 #include "formats/safetensors_file.h"
 #include "formats/token_files.h"

@@ -8,7 +8,6 @@
 #include <numeric>
 #include <utility>
 
-#include "core/buffer.h"
 
 void optimizer_grad_sumsq(const GPT2& model, size_t first, size_t last, double* sumsq, size_t lo, size_t hi) {
     const size_t chunk = 1 << 16;

@@ -1,5 +1,5 @@
 // matvec.h: the matrix-vector products of decoding, out (OC) = W (OC, IC) x (IC) + b, one per reduced
-// form the model keeps a weight in: bf16 and q8_0 blocks (fp32's is the core's, in matmul.cpp). Decoding
+// form the model keeps a weight in: bf16 and q8_0 blocks (fp32's is the core's, in core/layers.cpp). Decoding
 // one token reads every weight once, so each is a memory-bound dot product per output, not a packed gemm;
 // matmul_forward (layers.h) hands them its one-row products through matmul_row_of_copy. b (OC) or null; out is overwritten.
 #pragma once
@@ -13,7 +13,7 @@ KERNELS_BEGIN
 
 // The one-row product from w's copy (precision.h's WeightCopy): its q8 blocks if it has them, else its bf16
 // rounding: what main (and the tests) set core/layers.h's matmul_row_of_copy to. (The fp32 mat-vec is the
-// core's, in matmul.cpp.)
+// core's, in core/layers.cpp.)
 void matvec_copy(float* out, const float* x, const Weight& w, const float* b, int IC, int OC);
 
 // out (OC) = bf16(W16 (OC, IC)) bf16(x (IC)) + b: the bf16 matrix-vector product of decoding (needs

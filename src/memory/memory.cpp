@@ -8,7 +8,7 @@
 #include <string>
 #include <utility>
 
-#include "core/buffer.h"
+#include "core/layout.h"
 #include "core/layers.h"
 
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/buffer.h"
+#include "core/layout.h"
 #include "core/error.h"
 
 // Reads a whole regular file whose size is known before reading (and checked against available memory);
@@ -48,5 +48,5 @@ double time_now_s();  // monotonic seconds
 std::string format_duration(double seconds);
 
 // The part of [data, data + bytes) made of whole 2 MiB pages, asked for huge pages and faulted in on all
-// threads: what main() sets core/buffer.h's buffer_prefault to.
+// threads: what main() sets core/layout.h's buffer_prefault to.
 void buffer_prefault_huge(const void* data, size_t bytes);

@@ -3,7 +3,7 @@
 #include "precision/adamw_bf16.h"
 
 #include "precision/bf16.h"
-#include "core/buffer.h"
+#include "core/layout.h"
 
 void AdamWBf16::allocate(size_t n) {
     buffer_assign_zero(&m, n);

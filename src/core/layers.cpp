@@ -1,0 +1,274 @@
+// layers.cpp: the kernel pairs of layers.h in the order a block runs them, all but attention's (attention.cpp).
+#include <algorithm>
+#include <cmath>
+
+#include "core/gemm.h"
+#include "core/layers.h"
+#include "core/simd.h"
+
+KERNELS_BEGIN
+
+void encoder_forward(float* out, const int* tokens, const float* wte, const float* wpe, int B, int T, int C) {
+#pragma omp parallel for
+    for (int i = 0; i < B * T; i++) {
+        const float* te = wte + (size_t)tokens[i] * C;
+        const float* pe = wpe + (size_t)(i % T) * C;
+        float* o = out + (size_t)i * C;
+        for (int c = 0; c < C; c++) o[c] = te[c] + pe[c];
+    }
+}
+
+void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* tokens, int B, int T, int C) {
+    // A repeated token's rows of dwte collide, so threads split channels (the sums' order then ignores threads).
+    const int chunk = 64;
+#pragma omp parallel for
+    for (int c0 = 0; c0 < C; c0 += chunk) {
+        int c1 = c0 + chunk < C ? c0 + chunk : C;
+        for (int i = 0; i < B * T; i++) {
+            const float* d = dout + (size_t)i * C;
+            float* te = dwte + (size_t)tokens[i] * C;
+            float* pe = dwpe + (size_t)(i % T) * C;
+            for (int c = c0; c < c1; c++) {
+                te[c] += d[c];
+                pe[c] += d[c];
+            }
+        }
+    }
+}
+
+// LayerNorm. Statistics and centring in double (nil next to the matmuls): in fp32, rows whose mean is large
+// next to their spread would lose digits against PyTorch's.
+void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
+                       int N, int C) {
+    const double eps = 1e-5;
+#pragma omp parallel for
+    for (int i = 0; i < N; i++) {
+        const float* x = inp + (size_t)i * C;
+        double sum = 0;
+        for (int c = 0; c < C; c++) sum += x[c];
+        double m = sum / C;
+        double var = 0;
+        for (int c = 0; c < C; c++) var += (x[c] - m) * (x[c] - m);
+        var /= C;  // population variance, as nn.LayerNorm
+        double s = 1.0 / std::sqrt(var + eps);
+        float* o = out + (size_t)i * C;
+        for (int c = 0; c < C; c++) o[c] = (float)((x[c] - m) * s) * weight[c] + bias[c];
+        mean[i] = (float)m;
+        rstd[i] = (float)s;
+    }
+}
+
+void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                        const float* weight, const float* mean, const float* rstd, int N, int C) {
+    // dinp = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dout * weight, row by row.
+#pragma omp parallel for
+    for (int i = 0; i < N; i++) {
+        const float* x = inp + (size_t)i * C;
+        const float* d = dout + (size_t)i * C;
+        float m = mean[i], s = rstd[i];
+        float g_mean = 0, gx_mean = 0;
+        for (int c = 0; c < C; c++) {
+            float xhat = (x[c] - m) * s;
+            float g = d[c] * weight[c];
+            g_mean += g;
+            gx_mean += g * xhat;
+        }
+        g_mean /= C;
+        gx_mean /= C;
+        float* di = dinp + (size_t)i * C;
+        for (int c = 0; c < C; c++) {
+            float xhat = (x[c] - m) * s;
+            di[c] += s * (d[c] * weight[c] - g_mean - xhat * gx_mean);
+        }
+    }
+    // dweight and dbias sum over rows; threads split channels so no two write the same element.
+    const int chunk = 64;
+#pragma omp parallel for
+    for (int c0 = 0; c0 < C; c0 += chunk) {
+        int c1 = c0 + chunk < C ? c0 + chunk : C;
+        for (int i = 0; i < N; i++) {
+            const float* x = inp + (size_t)i * C;
+            const float* d = dout + (size_t)i * C;
+            float m = mean[i], s = rstd[i];
+            for (int c = c0; c < c1; c++) {
+                dweight[c] += d[c] * (x[c] - m) * s;
+                dbias[c] += d[c];
+            }
+        }
+    }
+}
+
+// The linear layer on gemm (gemm.h); W is (OC, IC) as llm.c's (hf.cpp transposes Conv1D's).
+// Two accumulators per row, so one row's sums do not wait on each other.
+static void matvec_fp32(float* out, const float* x, const float* W, const float* b, int IC, int OC) {
+#pragma omp parallel for schedule(static)
+    for (int j = 0; j < OC; j++) {
+        const float* w = W + (size_t)j * IC;
+        vf16 acc0 = vf16{}, acc1 = vf16{};
+        int i = 0;
+        for (; i + 32 <= IC; i += 32) {
+            acc0 += vf_load(w + i) * vf_load(x + i);
+            acc1 += vf_load(w + i + 16) * vf_load(x + i + 16);
+        }
+        vf16 acc = acc0 + acc1;
+        float sum = 0;
+        for (int l = 0; l < kVecLen; l++) sum += acc[l];
+        for (; i < IC; i++) sum += w[i] * x[i];
+        out[j] = b ? sum + b[j] : sum;
+    }
+}
+
+void matmul_forward(float* out, const float* inp, const Weight& w, const float* bias, int N, int IC, int OC) {
+    // one row (decoding): a mat-vec reading each weight once, from its copy if it has one (layers.h)
+    if (N == 1 && w.copy && matmul_row_of_copy) return matmul_row_of_copy(out, inp, w, bias, IC, OC);
+    if (N == 1 && !w.ops) return matvec_fp32(out, inp, w.f32, bias, IC, OC);
+    gemm(N, OC, IC, inp, IC, false, w.f32, IC, true, out, OC, false, w.ops, w.copy);
+    if (!bias) return;
+#pragma omp parallel for
+    for (int i = 0; i < N; i++) {
+        float* o = out + (size_t)i * OC;
+        for (int j = 0; j < OC; j++) o[j] += bias[j];
+    }
+}
+
+void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const Weight& w,
+                     int N, int IC, int OC) {
+    gemm(N, IC, OC, dout, OC, false, w.f32, IC, false, dinp, IC, false, w.ops, w.copy);  // dinp = dout W
+    gemm(OC, IC, N, dout, OC, true, inp, IC, false, dweight, IC, true, w.ops);          // dW += dout^T inp
+    if (!dbias) return;
+    const int chunk = 256;
+#pragma omp parallel for
+    for (int j0 = 0; j0 < OC; j0 += chunk) {
+        int j1 = j0 + chunk < OC ? j0 + chunk : OC;
+        for (int i = 0; i < N; i++) {
+            const float* d = dout + (size_t)i * OC;
+            for (int j = j0; j < j1; j++) dbias[j] += d[j];
+        }
+    }
+}
+
+// GELU in vectors, beside the scalar tanhf references the tests compare against. The vectors use
+// 0.5 (1 + tanh u) = sigmoid(2u) with t = e^{-2|u|} in (0, 1], so neither the sigmoid nor its complement
+// 1 - s = t / (1 + t) cancels or overflows.
+static const float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
+
+// GELU(x) = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3), or (kGrad) its derivative. Inlined by force: GCC
+// would call it, passing each vector through memory (7% more instructions in gelu_backward).
+template <bool kGrad>
+static inline __attribute__((always_inline)) vf16 gelu_vec(vf16 x) {
+    vf16 u = kGeluScale * (x + 0.044715f * x * x * x);
+    vf16 au = u < 0 ? -u : u;
+    vf16 t = vf_exp(-2.0f * au);
+    vf16 inv = 1.0f / (1.0f + t);
+    vf16 lo = t * inv;  // sigmoid(-2|u|)
+    vf16 s = u >= 0 ? inv : lo;
+    if (!kGrad) return x * s;
+    // d/dx [x s(2u)] = s + x * 2 s (1 - s) * du/dx
+    vf16 s1ms = lo * inv;  // s (1 - s)
+    return s + 2.0f * x * s1ms * kGeluScale * (1.0f + 3.0f * 0.044715f * x * x);
+}
+
+void gelu_forward(float* out, const float* inp, size_t n) {
+    const long nv = (long)(n / kVecLen);
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < nv; i++) vf_store(out + i * kVecLen, gelu_vec<false>(vf_load(inp + i * kVecLen)));
+    const size_t i0 = (size_t)nv * kVecLen;
+    const int rest = (int)(n - i0);
+    if (rest) vf_store_partial(out + i0, gelu_vec<false>(vf_load_partial(inp + i0, rest)), rest);
+}
+
+void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) {
+    const long nv = (long)(n / kVecLen);
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < nv; i++)
+        vf_store(dinp + i * kVecLen, gelu_vec<true>(vf_load(inp + i * kVecLen)) * vf_load(dout + i * kVecLen));
+    const size_t i0 = (size_t)nv * kVecLen;
+    const int rest = (int)(n - i0);
+    if (rest)
+        vf_store_partial(dinp + i0, gelu_vec<true>(vf_load_partial(inp + i0, rest)) * vf_load_partial(dout + i0, rest),
+                         rest);
+}
+
+void gelu_forward_ref(float* out, const float* inp, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        float x = inp[i];
+        out[i] = 0.5f * x * (1.0f + tanhf(kGeluScale * (x + 0.044715f * x * x * x)));
+    }
+}
+
+void gelu_backward_ref(float* dinp, const float* inp, const float* dout, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        float x = inp[i];
+        float th = tanhf(kGeluScale * (x + 0.044715f * x * x * x));
+        float sech2 = 1.0f - th * th;
+        float grad = 0.5f * (1.0f + th) + 0.5f * x * sech2 * kGeluScale * (1.0f + 3.0f * 0.044715f * x * x);
+        dinp[i] = grad * dout[i];
+    }
+}
+
+void residual_forward(float* out, const float* a, const float* b, size_t n) {
+#pragma omp parallel for
+    for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+}
+
+void residual_backward(float* da, float* db, const float* dout, size_t n) {
+#pragma omp parallel for
+    for (size_t i = 0; i < n; i++) {
+        da[i] = dout[i];
+        db[i] = dout[i];
+    }
+}
+
+// The classifier: softmax, loss and dlogits in one pass per row (llm.c's CUDA fused_classifier, here one CPU
+// row at a time), beside the scalar libm reference the tests compare against.
+float crossentropy_fused(float* logits, float* losses, const int* targets, bool grad, int N, int V, int Vp) {
+    const float dloss = 1.0f / N;  // d(mean loss) / d(row loss)
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < N; i++) {
+        // Three passes over one row (200 KB at GPT-2's vocabulary: in L2): max, exp and sum (the exponentials kept
+        // in the row when the gradient follows), then the gradient.
+        float* z = logits + (size_t)i * Vp;
+        const float zmax = vf_max_of(z, V, 1.0f);
+        const float zt = z[targets[i]];  // read before the row is overwritten
+        const double sum = grad ? vf_exp_sum<true>(z, V, 1.0f, zmax) : vf_exp_sum<false>(z, V, 1.0f, zmax);
+        // -log softmax from the log-sum-exp directly: log(p) would lose digits when p underflows.
+        losses[i] = (float)(std::log(sum) - (double)(zt - zmax));
+        if (!grad) continue;
+        // dlogits = softmax * dloss - onehot * dloss, rounded as a stored softmax would be: fusing changes nothing.
+        const float inv = (float)(1.0 / sum);
+        for (int v = 0; v < V; v++) z[v] = (z[v] * inv) * dloss;
+        z[targets[i]] -= dloss;
+        for (int v = V; v < Vp; v++) z[v] = 0;
+    }
+    double total = 0;  // summed in row order: the mean does not depend on the thread count
+    for (int i = 0; i < N; i++) total += losses[i];
+    return (float)(total / N);
+}
+
+void crossentropy_backward(float* dlogits, float loss_scale, int N, int Vp) {
+    if (loss_scale == 1.0f) return;
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < N; i++)
+        for (int v = 0; v < Vp; v++) dlogits[(size_t)i * Vp + v] *= loss_scale;
+}
+
+float crossentropy_fused_ref(float* logits, float* losses, const int* targets, bool grad, int N, int V, int Vp) {
+    const float dloss = 1.0f / N;
+    double total = 0;
+    for (int i = 0; i < N; i++) {
+        float* z = logits + (size_t)i * Vp;
+        const float zmax = *std::max_element(z, z + V);
+        double sum = 0;
+        for (int v = 0; v < V; v++) sum += expf(z[v] - zmax);
+        losses[i] = (float)(std::log(sum) - (double)(z[targets[i]] - zmax));
+        total += losses[i];
+        if (!grad) continue;
+        const float inv = (float)(1.0 / sum);
+        for (int v = 0; v < V; v++) z[v] = (expf(z[v] - zmax) * inv) * dloss;
+        z[targets[i]] -= dloss;
+        for (int v = V; v < Vp; v++) z[v] = 0;
+    }
+    return (float)(total / N);
+}
+
+KERNELS_END

@@ -1,6 +1,5 @@
 // adamw.cpp: the AdamW update and the sum of squares of a chunk (optimizer.h), in 16-float vectors.
 #include "core/optimizer.h"
-
 #include "core/simd.h"
 
 KERNELS_BEGIN

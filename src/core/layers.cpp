@@ -1,9 +1,10 @@
 // layers.cpp: the kernel pairs of layers.h in the order a block runs them, all but attention's (attention.cpp).
+#include "core/layers.h"
+
 #include <algorithm>
 #include <cmath>
 
 #include "core/gemm.h"
-#include "core/layers.h"
 #include "core/simd.h"
 
 KERNELS_BEGIN
@@ -134,7 +135,7 @@ void matmul_forward(float* out, const float* inp, const Weight& w, const float* 
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const Weight& w,
                      int N, int IC, int OC) {
     gemm(N, IC, OC, dout, OC, false, w.f32, IC, false, dinp, IC, false, w.ops, w.copy);  // dinp = dout W
-    gemm(OC, IC, N, dout, OC, true, inp, IC, false, dweight, IC, true, w.ops);          // dW += dout^T inp
+    gemm(OC, IC, N, dout, OC, true, inp, IC, false, dweight, IC, true, w.ops);           // dW += dout^T inp
     if (!dbias) return;
     const int chunk = 256;
 #pragma omp parallel for

@@ -175,13 +175,13 @@ sed 's/^/    /' $T/rule.out
 # fatal, fatal_hint, printf, fprintf, puts, fputs, perror, std::cout, std::cerr, exit, abort, in the files
 # under DIR/core, DIR/precision, DIR/tuned, DIR/inference and DIR/memory that compute (kernels, the model, its
 # precisions, the tuned gemm and decoding): all but fatal()'s own (error.*), gpt2-core's main and the ones that read a user's input (the
-# trainer, optimizer, data loader, token file, safetensors, HuggingFace checkpoint and JSON readers); fails
+# trainer, optimizer, data loader and token file, safetensors, HuggingFace checkpoint and JSON readers); fails
 # if any. What a caller has already checked is an assert there, what
 # only the computation finds is returned, and the callers report it (src/README.md, "The rules the code
 # keeps").
 error_rule() {
     find "$1/core" "$1/precision" "$1/tuned" "$1/inference" "$1/memory" -type f \( -name '*.cpp' -o -name '*.h' \) \
-        ! -name 'trainer.*' ! -name 'optimizer.*' ! -name 'dataloader.*' ! -name 'tokenfile.*' \
+        ! -name 'trainer.*' ! -name 'optimizer.*' ! -name 'dataloader.*' \
         ! -name 'safetensors.*' ! -name 'hf.*' ! -name 'json.*' ! -name 'error.*' ! -name 'main.*' 2>/dev/null | sort | perl -e '
         my $bad = 0;
         while (my $file = <STDIN>) {

@@ -164,7 +164,6 @@ std::vector<StWriteItem> hf_tensors(const GPT2& model) {
         const float* src = model.params.data() + t.offset;
         items.push_back({t.hf_name, "F32", hf_shape(t, model.cfg), src});
         if (!t.hf_transposed) continue;
-        // HF's Conv1D layout, a piece at a time as it is written: never a second model
         items.back().fill = [&t, src](size_t first, size_t count, void* out) {
             size_t r = first % t.rows, c = first / t.rows;  // HF's element i is (c, r) of the (cols, rows) matrix
             for (size_t i = 0; i < count; i++) {

@@ -55,8 +55,7 @@ struct StWriteItem {
     std::string dtype;  // "F32" or "I32" (any known dtype; data is copied as is)
     std::vector<int64_t> shape;
     const void* data;  // the tensor's bytes, unless fill makes them
-    // Makes elements [first, first + count) into out, at most 4 MiB at a time: a transposed or narrowed copy
-    // of a model is never held whole.
+    // Makes elements [first, first + count) into out, 4 MiB at a time: a transposed or narrowed copy is never whole.
     std::function<void(size_t first, size_t count, void* out)> fill = nullptr;
 };
 // Where a writer puts its bytes, in order (./gpt2 stages them through platform/output_files.h).

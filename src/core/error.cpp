@@ -23,8 +23,7 @@ void run_fatal_cleanups() {
     }
 }
 
-// Prints `error: ...` in one write, so the lines of processes sharing stderr (MPI ranks) do not interleave,
-// and the hint if there is one; then runs the open cleanups and exits.
+// Prints `error: ...` in one write (so MPI ranks sharing stderr do not interleave) and any hint; runs cleanups, exits.
 [[noreturn]] static void fail_with(const char* hint, const char* fmt, va_list ap) {
     fflush(stdout);
     char line[4096];

@@ -1,7 +1,6 @@
-// hf.h: GPT-2 in HuggingFace's layout (a directory of config.json + model.safetensors, transformers'
-// GPT2LMHeadModel names). The names and orientations come from the parameter table (layout.h: Conv1D keeps
-// weights (in, out), we (out, in)); this file copies, transposes and checks every shape. ./gpt2's loader and
-// exporter (formats/checkpoint.h) build on these.
+// hf.h: GPT-2 in HuggingFace's layout (config.json + model.safetensors in a directory, transformers' GPT2LMHeadModel
+// names), by the parameter table's names and orientations (layout.h: Conv1D keeps weights (in, out), we (out, in)):
+// this file copies, transposes and checks every shape; ./gpt2's loader and exporter (formats/checkpoint.h) build on it.
 #pragma once
 #include <string>
 #include <vector>
@@ -9,8 +8,7 @@
 #include "core/model.h"
 #include "core/safetensors.h"
 
-// model.safetensors metadata "writer": gpt2 export may replace a directory whose model says so.
-const char* const kHfWriter = "gpt2.cpp";
+const char* const kHfWriter = "gpt2.cpp";  // metadata "writer": gpt2 export may replace a directory whose model says so
 
 // config.json's geometry, refusing fields that change the math to something gpt2 does not compute; fatal
 // naming the file if bad. hf_config_json: config.json for cfg, as HuggingFace writes it for GPT-2.

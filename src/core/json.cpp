@@ -31,8 +31,7 @@ struct Parser {
         return true;
     }
     bool at_digit() const { return p < end && *p >= '0' && *p <= '9'; }
-    // One or more digits; fail(what) if there is none.
-    bool digits(const char* what) {
+    bool digits(const char* what) {  // one or more; fail(what) if there is none
         if (!at_digit()) return fail(what);
         while (at_digit()) p++;
         return true;

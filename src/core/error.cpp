@@ -8,30 +8,22 @@
 #include <cstdlib>
 #include <cstring>
 
-static std::vector<std::function<void()>*>& fatal_cleanups() {
-    static std::vector<std::function<void()>*> fns;
-    return fns;
-}
+static std::vector<std::function<void()>*> cleanups;  // the open FatalCleanups' functions, oldest first
 
-FatalCleanup::FatalCleanup(std::function<void()> fn) : fn(std::move(fn)) { fatal_cleanups().push_back(&this->fn); }
+FatalCleanup::FatalCleanup(std::function<void()> fn) : fn(std::move(fn)) { cleanups.push_back(&this->fn); }
 
-FatalCleanup::~FatalCleanup() {
-    auto& fns = fatal_cleanups();
-    fns.erase(std::remove(fns.begin(), fns.end(), &fn), fns.end());
-}
+FatalCleanup::~FatalCleanup() { cleanups.erase(std::remove(cleanups.begin(), cleanups.end(), &fn), cleanups.end()); }
 
 // Each is taken off the list before it runs, so a fatal() inside one cannot run it again.
 void run_fatal_cleanups() {
-    auto& fns = fatal_cleanups();
-    while (!fns.empty()) {
-        std::function<void()>* fn = fns.back();
-        fns.pop_back();
+    while (!cleanups.empty()) {
+        std::function<void()>* fn = cleanups.back();
+        cleanups.pop_back();
         (*fn)();
     }
 }
 
-// Prints `error: ...` in one write, so the lines of processes sharing stderr (MPI ranks) do not interleave,
-// and the hint if there is one; then runs the open cleanups and exits.
+// Prints `error: ...` in one write (so MPI ranks sharing stderr do not interleave) and any hint; runs cleanups, exits.
 [[noreturn]] static void fail_with(const char* hint, const char* fmt, va_list ap) {
     fflush(stdout);
     char line[4096];

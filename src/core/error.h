@@ -11,8 +11,7 @@
 [[noreturn]] void fatal(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 [[noreturn]] void fatal_hint(const std::string& hint, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
-// While one of these lives, fatal() runs its function before exiting (newest first): it removes what the
-// failing command had staged, so a failure leaves no half-written output behind.
+// While one lives, fatal() runs its function before exiting (newest first): a failure leaves no half-written output.
 struct FatalCleanup {
     explicit FatalCleanup(std::function<void()> fn);
     ~FatalCleanup();

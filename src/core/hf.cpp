@@ -33,8 +33,7 @@ int config_int(const Json& root, const char* key, const char* fallback_key, cons
     return (int)v->integer;
 }
 
-// Fields of HuggingFace's GPT2Config that change the math: a value this implementation does not compute
-// is refused rather than silently ignored (absent fields take GPT-2's defaults, which are what it does).
+// Fields that change the math: refused, not ignored, unless at GPT-2's value (an absent field takes GPT-2's default).
 void check_config_math(const Json& root, const std::string& path, int channels) {
     auto bad = [&](const char* key, const char* expected) {
         fatal("unsupported value for \"%s\" in %s: expected %s", key, path.c_str(), expected);
@@ -100,8 +99,7 @@ GPT2Config hf_read_config(const std::string& path) {
 }
 
 std::string hf_config_json(const GPT2Config& cfg) {
-    // GPT-2's <|endoftext|> (50256) starts and ends text only in a vocabulary that has it; a model trained on
-    // a smaller one (train --vocab 1000) has no such token, and HuggingFace takes null for none.
+    // bos/eos: GPT-2's <|endoftext|> (50256), or null (none) in a smaller vocabulary (a model of train --vocab 1000).
     const std::string eot = cfg.vocab_size > 50256 ? "50256" : "null";
     char json[1024];
     int n = snprintf(json, sizeof(json),
@@ -164,7 +162,6 @@ std::vector<StWriteItem> hf_tensors(const GPT2& model) {
         const float* src = model.params.data() + t.offset;
         items.push_back({t.hf_name, "F32", hf_shape(t, model.cfg), src});
         if (!t.hf_transposed) continue;
-        // HF's Conv1D layout, a piece at a time as it is written: never a second model
         items.back().fill = [&t, src](size_t first, size_t count, void* out) {
             size_t r = first % t.rows, c = first / t.rows;  // HF's element i is (c, r) of the (cols, rows) matrix
             for (size_t i = 0; i < count; i++) {

@@ -1,7 +1,6 @@
-// hf.h: GPT-2 in HuggingFace's layout (a directory of config.json + model.safetensors, transformers'
-// GPT2LMHeadModel names). The names and orientations come from the parameter table (layout.h: Conv1D keeps
-// weights (in, out); we keep (out, in)); this file does the copying, transposing and checking. Every copy
-// checks the shape it expects. ./gpt2's loader and exporter (formats/checkpoint.h) build on these.
+// hf.h: GPT-2 in HuggingFace's layout (config.json + model.safetensors in a directory, transformers' GPT2LMHeadModel
+// names), by the parameter table's names and orientations (layout.h: Conv1D keeps weights (in, out), we (out, in)):
+// this file copies, transposes and checks every shape; ./gpt2's loader and exporter (formats/checkpoint.h) build on it.
 #pragma once
 #include <string>
 #include <vector>
@@ -9,8 +8,7 @@
 #include "core/model.h"
 #include "core/safetensors.h"
 
-// model.safetensors metadata "writer": gpt2 export may replace a directory whose model says so.
-const char* const kHfWriter = "gpt2.cpp";
+const char* const kHfWriter = "gpt2.cpp";  // metadata "writer": gpt2 export may replace a directory whose model says so
 
 // config.json's geometry, refusing fields that change the math to something gpt2 does not compute; fatal
 // naming the file if bad. hf_config_json: config.json for cfg, as HuggingFace writes it for GPT-2.
@@ -18,17 +16,15 @@ GPT2Config hf_read_config(const std::string& path);
 std::string hf_config_json(const GPT2Config& cfg);
 // The prefix of the names in st: "transformer." (GPT2LMHeadModel's state dict) or "" (GPT2Model's).
 std::string hf_prefix(const SafeTensors& st);
-// Checks st's header against cfg: every parameter present in HuggingFace's shape, and nothing else but
-// attention-mask buffers and an lm_head.weight of wte's shape; fatal naming the tensor. Returns the
-// parameters' dtype ("mixed" when they differ).
+// Checks st's header against cfg: every parameter in HuggingFace's shape, nothing else but attention-mask
+// buffers and an lm_head.weight of wte's shape; fatal naming the tensor. Returns the parameters' dtype, or "mixed".
 std::string hf_check_header(const SafeTensors& st, const std::string& prefix, const GPT2Config& cfg);
 // Copies tensors named prefix + hf_name into a buffer laid out by layout_params(cfg), transposing Conv1D
 // weights: a model's ("" or "transformer.") or reference gradients ("grad.", gpt2 compare).
 void hf_unpack(const SafeTensors& st, const std::string& prefix, const GPT2Config& cfg, float* base);
 // hf_unpack into a model built for st (gpt2_build); a stored lm_head.weight must equal the tied wte.
 void hf_read_params(const SafeTensors& st, GPT2* model);
-// The model's parameters as HuggingFace stores them (names, shapes, Conv1D transposed), F32, for
-// safetensors_write; transposed ones are made a piece at a time as they are written.
+// The model's parameters as HuggingFace stores them (F32, Conv1D transposed a piece at a time), for safetensors_write.
 std::vector<StWriteItem> hf_tensors(const GPT2& model);
 
 // The core alone: loads the HuggingFace GPT-2 directory `dir` into model, and writes model.safetensors into out.

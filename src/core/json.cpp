@@ -11,12 +11,8 @@
 
 namespace {
 
-const int kMaxDepth = 64;
-
 struct Parser {
-    const char* p;
-    const char* end;
-    const char* begin;
+    const char *p, *end, *begin;  // the next character, the text's end and its start
     std::string err;
 
     // Keeps the first error, with the line it is on; false, for `return fail(...)`.
@@ -35,8 +31,7 @@ struct Parser {
         return true;
     }
     bool at_digit() const { return p < end && *p >= '0' && *p <= '9'; }
-    // One or more digits; fail(what) if there is none.
-    bool digits(const char* what) {
+    bool digits(const char* what) {  // one or more; fail(what) if there is none
         if (!at_digit()) return fail(what);
         while (at_digit()) p++;
         return true;
@@ -125,10 +120,10 @@ struct Parser {
         out->integer = out->is_integer ? v : 0;
         return true;
     }
-    // What follows an array's or object's opening bracket: items, each read by item(), separated by commas,
-    // up to `close`.
+    // An array or object from its opening bracket at p: items, each read by item(), separated by commas, up to close.
     template <typename Item>
     bool list(char close, Item item) {
+        p++;
         if (eat(close)) return true;
         do {
             if (!item()) return false;
@@ -136,33 +131,25 @@ struct Parser {
         return eat(close) || fail(close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
     }
     bool value(Json* out, int depth) {
-        if (depth > kMaxDepth) return fail("nesting too deep");
+        if (depth > 64) return fail("nesting too deep");
         skip_ws();
         if (p >= end) return fail("unexpected end of input");
         const char c = *p;
         if (c == '{') {
-            p++;
             out->type = Json::OBJECT;
             std::unordered_set<std::string> keys;  // duplicates are rejected: readers disagree on which wins
             return list('}', [&] {
-                std::pair<std::string, Json> member;
+                auto& [key, member] = out->members.emplace_back();
                 skip_ws();
-                if (!string(&member.first)) return false;
-                if (!keys.insert(member.first).second)
-                    return fail("duplicate key \"" + member.first.substr(0, 64) + "\"");
+                if (!string(&key)) return false;
+                if (!keys.insert(key).second) return fail("duplicate key \"" + key.substr(0, 64) + "\"");
                 if (!eat(':')) return fail("expected ':'");
-                if (!value(&member.second, depth + 1)) return false;
-                out->members.push_back(std::move(member));
-                return true;
+                return value(&member, depth + 1);
             });
         }
         if (c == '[') {
-            p++;
             out->type = Json::ARRAY;
-            return list(']', [&] {
-                out->items.emplace_back();
-                return value(&out->items.back(), depth + 1);
-            });
+            return list(']', [&] { return value(&out->items.emplace_back(), depth + 1); });
         }
         if (c == '"') {
             out->type = Json::STRING;
@@ -196,10 +183,8 @@ struct Parser {
 }  // namespace
 
 const Json* Json::find(const std::string& key) const {
-    if (type != OBJECT) return nullptr;
-    for (const auto& m : members)
-        if (m.first == key) return &m.second;
-    return nullptr;
+    auto it = std::find_if(members.begin(), members.end(), [&](const auto& m) { return m.first == key; });
+    return type != OBJECT || it == members.end() ? nullptr : &it->second;
 }
 
 bool json_parse(const char* text, size_t n, Json* out, std::string* err) {

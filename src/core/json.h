@@ -22,5 +22,4 @@ struct Json {
 
 // Parses the whole text; false with a message ("line 3: expected ':'") on malformed input.
 bool json_parse(const char* text, size_t n, Json* out, std::string* err);
-// Quotes and escapes a string for JSON output.
 std::string json_escape(const std::string& s);

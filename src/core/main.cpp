@@ -17,8 +17,7 @@
 
 namespace {
 
-// The flags and their defaults: the same names and values as `gpt2 train`'s.
-std::map<std::string, std::string> flags = {
+std::map<std::string, std::string> flags = {  // the flags and their defaults: the same as `gpt2 train`'s
     {"train", "data/tinyshakespeare/train.bin"}, {"model", ""}, {"out", ""}, {"layers", "4"}, {"heads", "4"},
     {"channels", "256"}, {"seq-len", "256"}, {"vocab", "50257"}, {"batch", "8"}, {"tokens", "64"}, {"steps", "200"},
     {"grad-accum", "1"}, {"lr", "1e-3"}, {"warmup", "10"}, {"min-lr-frac", "0.1"}, {"lr-schedule", "cosine"},
@@ -44,8 +43,7 @@ long long integer(const char* name, long long lo, long long hi) {
     return x;
 }
 
-// Writes `path` through `write`, which is given a sink: first to path + ".partial", created new ("x"),
-// then renamed, so the name holds a whole file or nothing. fatal naming it on any failure.
+// `write`'s bytes to path + ".partial" (created new), then renamed to path: a whole file or none; fatal on any failure.
 void write_new(const std::string& path, const std::function<void(const ByteSink&)>& write) {
     const std::string partial = path + ".partial";
     FILE* f = fopen(partial.c_str(), "wbx");

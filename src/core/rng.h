@@ -23,11 +23,9 @@ struct Rng {
     }
     float uniform() { return (next_u32() >> 8) * (1.0f / 16777216.0f); }  // [0, 1)
     uint32_t below(uint32_t n) { return (uint32_t)(((uint64_t)next_u32() * n) >> 32); }
-    // Standard normal by Box-Muller, one value per call (the pair's second half is dropped, keeping the
-    // state a single integer).
+    // Standard normal by Box-Muller, one value per call (the pair's second is dropped: the state stays one integer).
     float normal() {
-        float u1 = uniform(), u2 = uniform();
-        if (u1 < 1e-12f) u1 = 1e-12f;
+        const float u1 = fmaxf(uniform(), 1e-12f), u2 = uniform();
         return sqrtf(-2.0f * logf(u1)) * cosf(6.2831853071795864f * u2);
     }
 };

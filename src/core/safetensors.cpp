@@ -10,15 +10,13 @@
 #include "core/json.h"
 
 const StTensor* SafeTensors::find(const std::string& name) const {
-    for (const StTensor& t : tensors)
-        if (t.name == name) return &t;
-    return nullptr;
+    auto it = std::find_if(tensors.begin(), tensors.end(), [&](const StTensor& t) { return t.name == name; });
+    return it == tensors.end() ? nullptr : &*it;
 }
 
 std::string SafeTensors::meta(const std::string& key) const {
-    for (const auto& kv : metadata)
-        if (kv.first == key) return kv.second;
-    return "";
+    auto it = std::find_if(metadata.begin(), metadata.end(), [&](const auto& kv) { return kv.first == key; });
+    return it == metadata.end() ? "" : it->second;
 }
 
 size_t safetensors_dtype_size(const std::string& dtype) {
@@ -51,9 +49,7 @@ bool safetensors_header_length(const uint8_t* first8, size_t file_size, uint64_t
 static bool parse_tensor_entry(const std::string& name, const Json& v, size_t data_start, size_t data_size, StTensor* t,
                                std::string* err) {
     t->name = name;
-    const Json* dtype = v.find("dtype");
-    const Json* shape = v.find("shape");
-    const Json* offsets = v.find("data_offsets");
+    const Json *dtype = v.find("dtype"), *shape = v.find("shape"), *offsets = v.find("data_offsets");
     if (!dtype || dtype->type != Json::STRING || !shape || shape->type != Json::ARRAY || !offsets ||
         offsets->type != Json::ARRAY || offsets->items.size() != 2)
         return parse_fail(err, "tensor " + name + ": expected dtype, shape and data_offsets [begin, end]");
@@ -179,9 +175,8 @@ void safetensors_write(const ByteSink& out, const std::vector<StWriteItem>& item
     size_t offset = 0;
     std::vector<size_t> sizes;
     for (const StWriteItem& it : items) {
-        size_t esize = safetensors_dtype_size(it.dtype);
-        assert(esize > 0 && "safetensors_write of an unknown dtype");
-        size_t n = esize;
+        size_t n = safetensors_dtype_size(it.dtype);  // times the shape below: the tensor's bytes
+        assert(n > 0 && "safetensors_write of an unknown dtype");
         std::string shape;
         for (size_t d = 0; d < it.shape.size(); d++) {
             n *= (size_t)it.shape[d];

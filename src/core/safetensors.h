@@ -1,7 +1,6 @@
-// safetensors.h: the safetensors format (8-byte little-endian header length, JSON header, raw little-endian
-// data), read and written. The whole header is validated before any tensor is read: length within the file,
-// unique keys, dtype known, shape x dtype size == byte span, spans laid end to end over the data section. The
-// core reads whole files and F32; ./gpt2 adds header-only loads and other dtypes (formats/safetensors_file.h).
+// safetensors.h: the format (8-byte little-endian header length, JSON header, raw little-endian data), read and
+// written. The whole header is checked before any tensor is read: length within the file, unique keys, known dtype,
+// shape x dtype size == byte span, spans end to end over the data section. ./gpt2 adds header-only loads, other dtypes.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -23,16 +22,14 @@ struct SafeTensors {
     std::string path;
     std::vector<StTensor> tensors;                              // in header order
     std::vector<std::pair<std::string, std::string>> metadata;  // "__metadata__"
-    // Reads n bytes of the file at offset `at`, within tensor t, into out: from the image safetensors_parse
-    // keeps, or from the file after a header-only load (formats/safetensors_file.h).
+    // n bytes at file offset `at` (within t) into out: from safetensors_parse's image, or the file (header-only load).
     std::function<void(const StTensor& t, size_t at, size_t n, void* out)> read_at;
 
     const StTensor* find(const std::string& name) const;
     std::string meta(const std::string& key) const;  // "" if absent
 };
 
-// Bytes per element of a dtype name, 0 if unknown.
-size_t safetensors_dtype_size(const std::string& dtype);
+size_t safetensors_dtype_size(const std::string& dtype);  // bytes per element, 0 if unknown
 // The header length in the first 8 bytes, checked against the file size; false with a message otherwise.
 bool safetensors_header_length(const uint8_t* first8, size_t file_size, uint64_t* len, std::string* err);
 // Validates the header in the first n bytes of a file of file_size bytes; false with a message on any defect.
@@ -55,8 +52,7 @@ struct StWriteItem {
     std::string dtype;  // "F32" or "I32" (any known dtype; data is copied as is)
     std::vector<int64_t> shape;
     const void* data;  // the tensor's bytes, unless fill makes them
-    // Makes elements [first, first + count) into out, at most 4 MiB at a time: a transposed or narrowed copy
-    // of a model is never held whole.
+    // Makes elements [first, first + count) into out, 4 MiB at a time: a transposed or narrowed copy is never whole.
     std::function<void(size_t first, size_t count, void* out)> fill = nullptr;
 };
 // Where a writer puts its bytes, in order (./gpt2 stages them through platform/output_files.h).

@@ -1,6 +1,7 @@
 // dataloader.cpp: see dataloader.h.
 #include "core/dataloader.h"
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
@@ -42,9 +43,8 @@ bool tokenfile_check(const uint8_t* data, size_t n, int vocab_size, const std::s
         return tokenfile_fail(err,
                               "token count mismatch in token file (%s) at offset 8: header says %d, file holds %zu", w,
                               header[2], payload / 2);
-    *count = payload / 2;
+    const size_t n_tokens = *count = payload / 2;
     const uint16_t* tokens = reinterpret_cast<const uint16_t*>(data + kTokenFileHeaderBytes);
-    const size_t n_tokens = *count;
     uint16_t max = 0;  // one branch-free pass; the position is looked up only on failure
     for (size_t i = 0; i < n_tokens; i++) max = tokens[i] > max ? tokens[i] : max;
     if ((int)max < vocab_size) return true;
@@ -112,10 +112,8 @@ bool dataloader_copy(DataLoader* dl, const TokenShard& shard, const uint32_t* wi
     const int B = dl->B, T = dl->T;
     for (int b = 0; b < B; b++) {
         const uint16_t* src = shard.tokens + (size_t)windows[b] * T;
-        for (int t = 0; t < T; t++) {
-            dl->inputs[(size_t)b * T + t] = src[t];
-            dl->targets[(size_t)b * T + t] = src[t + 1];
-        }
+        std::copy(src, src + T, dl->inputs.begin() + (size_t)b * T);
+        std::copy(src + 1, src + T + 1, dl->targets.begin() + (size_t)b * T);
     }
     return true;
 }
@@ -137,9 +135,7 @@ uint32_t dataloader_permute(uint64_t i, uint64_t n, uint64_t key) {
         uint64_t l = x >> h, r = x & mask;
         for (uint64_t round = 0; round < 4; round++) {
             const uint64_t z = splitmix64_mix(r + key + round * 0x9E3779B97F4A7C15ull);  // the round function
-            const uint64_t next_l = r;
-            r = l ^ (z & mask);
-            l = next_l;
+            l = std::exchange(r, l ^ (z & mask));
         }
         x = (l << h) | r;
     } while (x >= n);

@@ -1,9 +1,8 @@
-// dataloader.h: llm.c's token file (a header of 256 int32: magic 20240520, version 1, token count, rest zero;
-// then `count` uint16 tokens), opened and validated, and batches of (B, T+1) windows from it. Window i covers
-// its tokens [i*T, i*T + T] (consecutive windows share one token, as llm.c's loader reads them). Each epoch
-// takes the windows in a new seeded permutation (llm.c permutes whole batches; here the unit is one window).
-// The core reads one file; through the seams below ./gpt2 reads shards, each epoch in a seeded order, a batch
-// never spanning two (formats/token_files.h). Reference: llm.c llmc/dataloader.h (read, not copied).
+// dataloader.h: llm.c's token file (256 int32 of header: magic 20240520, version 1, token count, rest zero; then
+// `count` uint16 tokens), validated, and batches of (B, T+1) windows from it: window i covers tokens [i*T, i*T + T]
+// (neighbours share one, as in llm.c). Each epoch takes the windows in a new seeded permutation (llm.c permutes
+// whole batches). The core reads one file; through the seams below ./gpt2 reads shards, a batch never spanning
+// two (formats/token_files.h). Reference: llm.c llmc/dataloader.h (read, not copied).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -18,14 +17,13 @@ const int kTokenFileVersion = 1;
 const int kTokenFileHeaderInts = 256;
 const size_t kTokenFileHeaderBytes = kTokenFileHeaderInts * sizeof(int32_t);
 
-// Validates a file image of n bytes: *count gets its token count, or false with the one-line message
-// (naming `where`, usually the path) on any defect: short header, magic, version, odd size, count, an id
-// >= vocab_size (with its byte offset). Reads no byte past a short header.
+// Validates a file image of n bytes: *count gets its token count, or false with a one-line message naming
+// `where` (the path) on any defect, an id >= vocab_size with its byte offset. Reads no byte past a short header.
 bool tokenfile_check(const uint8_t* data, size_t n, int vocab_size, const std::string& where, size_t* count,
                      std::string* err);
 
-// One opened token file. `image` owns the memory the tokens sit in (the file read whole, or ./gpt2's
-// mapping; its header right before `tokens`): copies share it, the last one releases it.
+// One opened token file, its header right before `tokens`. `image` owns their memory (the file read whole, or
+// ./gpt2's mapping), shared by copies.
 struct TokenShard {
     std::string path;
     const uint16_t* tokens = nullptr;  // (num_tokens,)
@@ -43,9 +41,8 @@ struct DataLoader {
     std::vector<TokenShard> shards;
     int B = 0, T = 0;
     int vocab_size = 0;
-    // A step takes accum * world * B windows (the global batch) from one shard; micro-batch m of rank r takes
-    // the (m * world + r)-th group of B. So every split of one global batch (2 ranks of B=2, 1 rank of 2
-    // micro-batches of B=2) takes the same windows, and a run can go on under another rank count.
+    // A step takes its global batch (accum * world * B windows) from one shard, micro-batch m of rank r the
+    // (m * world + r)-th group of B: every split of it takes the same windows, so a run can change rank count.
     int rank = 0, world = 1, accum = 1;
     bool shuffle = false;
     // Where it is in its data (formats/train_state.h keeps it in a checkpoint):
@@ -53,7 +50,7 @@ struct DataLoader {
     std::vector<uint32_t> shard_order;  // the shards of this epoch, in order
     size_t shard_pos = 0;               // the current shard's index in shard_order
     std::vector<uint32_t> order;        // the current shard's window order, when stored (small shards)
-    // A shard of more than kDataLoaderStoredOrder windows keeps no order (memory stays flat with shard size):
+    // A shard of more than kDataLoaderStoredOrder windows keeps no order (256 KB at most, flat with shard size):
     // entry i is dataloader_permute(i, order_windows, order_key); order_windows is 0 while it is stored.
     uint64_t order_key = 0;
     size_t order_windows = 0;
@@ -63,7 +60,6 @@ struct DataLoader {
     std::vector<int> inputs, targets;  // (B, T) of the current batch
 };
 
-// Shards of up to this many windows keep their order as a list (256 KB at most); larger ones compute it.
 const size_t kDataLoaderStoredOrder = 65536;
 // A bijection of [0, n) chosen by key (n <= 2^32; key 0: the identity): a 4-round Feistel network on the
 // smallest 2^(2h) >= n, applied again until the value falls inside [0, n) (cycle walking).
@@ -71,10 +67,9 @@ uint32_t dataloader_permute(uint64_t i, uint64_t n, uint64_t key);
 // 0..n-1 into *order, in a Fisher-Yates permutation drawn from rng when shuffling.
 void dataloader_order(std::vector<uint32_t>* order, size_t n, bool shuffle, Rng* rng);
 
-// Seams, each with the core's default (./gpt2's: formats/token_files.h): the files `spec` names (spec as
-// one path); the move to the next shard in shard_order, a new epoch after the last (one file: each call
-// begins an epoch); the read of the B windows windows[] names into inputs and targets, false with *err when
-// the shard changed under the run (dataloader_copy, which never fails: its file is read whole).
+// Seams, the core's defaults here and ./gpt2's in formats/token_files.h: the files `spec` names (one path); the
+// move to the next shard in shard_order, a new epoch after the last; the read of the B windows windows[] names
+// into inputs and targets, false with *err when the shard changed under the run (dataloader_copy: never).
 extern std::vector<std::string> (*dataloader_expand)(const std::string& spec, const char* flag);
 extern void (*dataloader_next_shard)(DataLoader* dl);
 extern bool (*dataloader_read)(DataLoader* dl, const TokenShard& shard, const uint32_t* windows, std::string* err);
@@ -85,7 +80,6 @@ bool dataloader_copy(DataLoader* dl, const TokenShard& shard, const uint32_t* wi
 void dataloader_init(DataLoader* dl, const std::string& spec, const char* flag, int vocab_size, int B, int T,
                      bool shuffle, uint64_t seed);
 size_t dataloader_shard_windows(const DataLoader& dl, size_t s);
-// This rank's B windows of the current micro-batch into inputs/targets. The first micro-batch of a step
-// places the step's accum*world*B windows in the current shard (the next one when fewer remain); the last
-// moves past them. false with dataloader_read's message, dl having moved on (cli/train_run.cpp restores it).
+// This rank's B windows of the current micro-batch into inputs/targets (a step's first moves to the next shard
+// when too few remain); false with dataloader_read's message, dl moved on (cli/train_run.cpp restores it).
 bool dataloader_try_next(DataLoader* dl, std::string* err);

@@ -1,7 +1,6 @@
-// layout.h: GPT-2's geometry, and where every tensor lives in the flat parameter buffer and the flat activation
-// buffer: one table per buffer, and views into it. The parameter table is the one description of GPT-2's
-// tensors that everything reads (name, shape, AdamW decay, init, HuggingFace and GGUF names); gradients and
-// AdamW's m and v use its layout unchanged. Knows nothing of the math. Also how those buffers are set up.
+// layout.h: GPT-2's geometry, where every tensor lives in the flat parameter and activation buffers (a table per
+// buffer, and views into it), and how the buffers are set up. The parameter table is the one description of the
+// tensors everything reads (name, shape, decay, init, HF and GGUF names); gradients, m and v share its layout.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -16,8 +15,7 @@ struct GPT2Config {
     int channels = 768;
 };
 
-// A config with padded_vocab_size filled in: the vocabulary rounded up to a multiple of 128 (50257 -> 50304).
-// Padded logits never enter softmax, loss or sampling; padded wte rows stay zero.
+// A config with padded_vocab_size filled in (50257 -> 50304). Padded logits never enter softmax, loss or sampling.
 GPT2Config config_make(int max_seq_len, int vocab_size, int num_layers, int num_heads, int channels);
 // "" when the geometry is consistent, else a one-line error naming `where` (a file or flag) for the caller.
 std::string config_check(const GPT2Config& cfg, const char* where);
@@ -81,10 +79,9 @@ struct LayerActs {
     float* residual3;            // (N, C) = residual2 + fcproj; the block's output
 };
 
-// The activations of a forward, and (gradients = true) the layout of their gradients. The backward needs
-// one layer's activation gradients at a time, so the gradient layout holds one layer (and lnf), which
-// every layer's views share: its residual3 is also the gradient of each block's input (encoded included).
-// It leaves out what has no gradient: the mean/rstd/lse caches, logits and losses (their views stay null).
+// The activations of a forward, and (gradients = true) of their gradients: the backward needs one layer's at a
+// time, so those hold one layer (and lnf) every layer's views share, and nothing for what has no gradient (the
+// mean/rstd/lse caches, logits and losses: null views).
 struct ActViews {
     float* encoded = nullptr;  // (N, C) wte[token] + wpe[t]
     std::vector<LayerActs> layers;
@@ -107,10 +104,9 @@ ActViews layout_act_views(const GPT2Config& cfg, const std::vector<TensorInfo>& 
 // them in on all threads (./gpt2: platform/util.h's buffer_prefault_huge); null in the core alone.
 inline void (*buffer_prefault)(const void* data, size_t bytes) = nullptr;
 
-// Makes *v n zeros, the way a large buffer is best set up: the old storage freed first, then the new one
-// prefaulted (buffer_prefault) before it is zeroed. Faulting 4 KiB pages one at a time was most of a first
-// training step (8.1 s against 0.9 s at 124M on a 2-core VM); huge pages keep it near a steady one. Same
-// result as v->assign(n, T()).
+// v->assign(n, T()), with the old storage freed first and the new one prefaulted (buffer_prefault) before it is
+// zeroed: faulting 4 KiB pages one at a time was most of a first training step (8.1 s against 0.9 s at 124M on a
+// 2-core VM); huge pages keep it near a steady one.
 template <typename T>
 void buffer_assign_zero(std::vector<T>* v, size_t n) {
     std::vector<T>().swap(*v);

@@ -8,7 +8,6 @@
 #include <cstring>
 
 #include "core/rng.h"
-#include "core/layers.h"
 
 void gpt2_build(GPT2* model, const GPT2Config& cfg) {
     assert(config_check(cfg, "gpt2_build").empty());

@@ -1,6 +1,5 @@
-// model.h: GPT-2 (pre-norm transformer, tied lm_head) over one flat parameter buffer and one flat
-// activation buffer; forward, backward and zero-grad. Training policy (optimizer, data) lives elsewhere.
-// Reference: Radford et al. 2019 (GPT-2); nanoGPT's model.py for the block structure.
+// model.h: GPT-2 (pre-norm, tied lm_head; Radford et al. 2019, nanoGPT's model.py for the block) over one flat
+// parameter buffer and one flat activation buffer: forward, backward, zero-grad. No optimizer, no data.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -10,9 +9,8 @@
 #include "core/layers.h"
 #include "core/layout.h"
 
-// Seam: the copies an extension keeps of the weights beside their fp32 values (precision/precision.h: bf16,
-// int8) for the matmuls (gpt2_weight; operands(): attention's products), refreshed by gpt2_params_updated.
-// A model without them is fp32.
+// Seam: the copies (bf16, int8: precision/precision.h) of the weights the matmuls use (gpt2_weight; operands():
+// attention's products), refreshed by gpt2_params_updated. A model without them is fp32.
 struct ModelCopies {
     virtual ~ModelCopies() = default;
     virtual Weight weight(const float* w, size_t offset) const = 0;
@@ -28,9 +26,8 @@ struct GPT2 {
     ParamViews param, grad;
     bool training = false;
     std::vector<size_t> grad_offsets;  // where each param_table tensor's gradient starts in grads
-    // Seams for keeping fewer activations (memory/: --recompute), null by default: acts_table lays out a
-    // training forward's activations (else layout_acts); layer_begin(model, l) refills what it left out
-    // before layer l's backward.
+    // Seams for keeping fewer activations (memory/: --recompute), null by default: acts_table lays out a training
+    // forward's (else layout_acts); layer_begin(model, l) refills what it left out before layer l's backward.
     std::vector<TensorInfo> (*acts_table)(const GPT2Config& cfg, int B, int T) = nullptr;
     void (*layer_begin)(GPT2* model, int layer) = nullptr;
     int B = 0, T = 0;  // batch the activations are sized for
@@ -42,8 +39,7 @@ struct GPT2 {
     std::unique_ptr<ModelCopies> copies;  // or null: fp32
 };
 
-// Seam: la.atty and la.att_lse from la.qkv, in place of block_forward's attention over the batch
-// (decoding's, inference/infer.cpp, reads earlier positions from a KV cache).
+// Seam: la.atty and la.att_lse from la.qkv in place of block_forward's (decoding's reads a KV cache: inference/).
 using BlockAttention = std::function<void(const LayerActs& la, const GemmOperands* ops)>;
 // Block l, the only copy of its diagram: la.residual3 = x + attn(ln_1(x)), then + mlp(ln_2(.)), over B
 // sequences of T positions (x (B*T, C)). la keeps what the backward needs. x may be la.residual3.
@@ -56,25 +52,21 @@ Weight gpt2_weight(const GPT2& model, const float* w);
 void gpt2_params_updated(GPT2* model, size_t offset, size_t n);
 // Allocates zeroed parameters for cfg, which the caller has checked (config_check): enough for inference.
 void gpt2_build(GPT2* model, const GPT2Config& cfg);
-// Adds parameter gradients, and activation gradients from the next forward on. Gradients an extension has
-// laid out already (memory/'s one layer for all) are kept; else they take the parameters' layout.
+// Adds parameter gradients (unless memory/ laid them out already) and activation gradients from the next forward.
 void gpt2_enable_training(GPT2* model);
 // The gradient of param_table[i] in grads, in either layout.
 inline float* gpt2_grad(GPT2* model, size_t i) { return model->grads.data() + model->grad_offsets[i]; }
 // GPT-2's init, each tensor's TensorInit (layout.h); padded wte rows stay 0.
 void gpt2_init_random(GPT2* model, uint64_t seed);
-// Sizes the activation buffers for (B, T); a no-op when already that size. Without training, a shape that fits
-// in the buffer already allocated reuses it (size it once for the largest shape to vary B and T freely).
-// B, T >= 1 and T <= max_seq_len (the caller checks, and checks the memory it has: memory/memory.h).
+// Sizes the activation buffers for (B, T), checked by the caller (the memory too: memory/memory.h); a no-op
+// when already that size. Without training, a shape that fits the buffer reuses it (size it for the largest).
 void gpt2_alloc_acts(GPT2* model, int B, int T);
 // Forward over inputs (B, T); with targets (B, T) also the mean loss, returned (else 0), and the
-// per-position losses. Token ids must be < vocab_size (asserted: the loaders check them). act.logits then
-// holds the logits, or dlogits after a forward with targets on a training model (layout.h's ActViews).
+// per-position losses. Token ids must be < vocab_size (asserted: the loaders check them). act.logits: ActViews.
 float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int T);
 void gpt2_zero_grad(GPT2* model);
-// Accumulates d(loss * loss_scale)/dparams into grads (loss_scale: 1/grad_accum), after a forward with
-// targets. A second backward with the same loss_scale computes the same gradients again (memory/ learns the
-// clipping norm that way). Seam: layer_done(l) runs as soon as layer l's gradients are final (in reverse;
-// wte, wpe and ln_f at the end), to send or consume them while earlier layers run; gradients laid out for
-// one layer (memory/) need one that consumes and clears each layer's.
+// Accumulates d(loss * loss_scale)/dparams into grads (loss_scale: 1/grad_accum) after a forward with targets;
+// a second backward with the same loss_scale computes them again (memory/ learns the clipping norm that way).
+// Seam: layer_done(l) runs as soon as layer l's gradients are final (in reverse; wte, wpe and ln_f at the end),
+// to send or consume them while earlier layers run (memory/'s one-layer gradients need one).
 void gpt2_backward(GPT2* model, float loss_scale, const std::function<void(int layer)>& layer_done = nullptr);

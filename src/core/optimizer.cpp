@@ -3,11 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
 #include <cstdio>
 #include <numeric>
 #include <utility>
-
 
 void optimizer_grad_sumsq(const GPT2& model, size_t first, size_t last, double* sumsq, size_t lo, size_t hi) {
     const size_t chunk = 1 << 16;
@@ -65,8 +63,7 @@ AdamWStep adamw_begin(AdamW* opt, const AdamWConfig& cfg, float lr, float grad_s
 
 void adamw_apply(AdamW* opt, GPT2* model, const AdamWStep& k, float lr, float weight_decay, size_t first, size_t last) {
     if (!opt->prepared()) adamw_prepare(opt, *model);
-    // One streaming pass: each element read and written once, a chunk at a time, after which the model
-    // refreshes its copies of those weights (gpt2_params_updated) while they are still in cache.
+    // One streaming pass, a chunk at a time: the model refreshes its copies of a chunk while it is in cache.
     const size_t kChunk = 1024;  // 4 KiB of weights: the hook reads them back from L1
 #pragma omp parallel
     for (size_t i = first; i < last; i++) {

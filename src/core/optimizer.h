@@ -1,6 +1,5 @@
 // optimizer.h: AdamW (decoupled weight decay, bias correction; Loshchilov & Hutter 2019, in the form
-// torch.optim.AdamW computes it), global-norm gradient clipping and the learning-rate schedule. m and v
-// use the parameter layout; weight decay applies to the tensors the layout marks `decay`.
+// torch.optim.AdamW computes it), global-norm gradient clipping and the learning-rate schedule.
 #pragma once
 #include <cstdint>
 #include <cstddef>
@@ -34,8 +33,7 @@ struct AdamWConfig {
     float lr = 3e-4f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.1f;
 };
 
-// Seam: AdamW's moments in another form than fp32 (precision/adamw_bf16.h: --optimizer-state bf16), used
-// in place of AdamW's m and v.
+// Seam: AdamW's moments in another form than fp32 m and v (precision/adamw_bf16.h: --optimizer-state bf16).
 struct AdamWMoments {
     virtual ~AdamWMoments() = default;
     virtual void allocate(size_t n) = 0;  // n zeroed values of m and of v
@@ -64,19 +62,16 @@ void optimizer_grad_sumsq(const GPT2& model, size_t first, size_t last, double* 
 // The global L2 norm from every tensor's sumsq, summed in table order.
 float optimizer_norm_of(const std::vector<double>& sumsq);
 float optimizer_grad_norm(const GPT2& model);
-// The factor clipping scales the gradients by, as torch's clip_grad_norm_: min(1, max_norm / (norm + 1e-6));
-// 1 when max_norm <= 0.
+// Clipping's factor, as torch's clip_grad_norm_: min(1, max_norm / (norm + 1e-6)); 1 when max_norm <= 0.
 float optimizer_clip_factor(float norm, float max_norm);
-// Allocates the zeroed moments for opt's range (adamw_apply does it inside the first step if not done; a
-// trainer calls it first so that the first step is a steady one).
+// Allocates opt's zeroed moments (adamw_apply would, in the first step; a trainer does it first: a steady step).
 void adamw_prepare(AdamW* opt, const GPT2& model);
 // One AdamW step in two parts, so it can be applied a layer at a time: adamw_begin counts the step and
 // returns its constants; adamw_apply updates param_table[first, last) within opt's range. Each gradient is
 // multiplied by grad_scale as it is read: clipping folded into the update, bit for bit, without its own pass.
 AdamWStep adamw_begin(AdamW* opt, const AdamWConfig& cfg, float lr, float grad_scale);
 void adamw_apply(AdamW* opt, GPT2* model, const AdamWStep& k, float lr, float weight_decay, size_t first, size_t last);
-// The first non-finite value in opt's moments or the weights they update, e.g. "AdamW v of wte.weight[70]
-// is inf", or "" when all are finite.
+// The first non-finite value in opt's moments or their weights, e.g. "AdamW v of wte.weight[70] is inf"; "" if none.
 std::string adamw_nonfinite(const AdamW& opt, const GPT2& model);
 // Both parts over every tensor.
 void adamw_update(AdamW* opt, GPT2* model, const AdamWConfig& cfg, float lr, float grad_scale = 1.0f);

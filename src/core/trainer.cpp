@@ -17,16 +17,14 @@ void train_check_finite(double loss, float norm, int step) {
 // Only a scaled gradient (at most norm * grad_scale) past |g| ~ 1.8e19 can square past float's range in v;
 // clipped steps are far below, so only an unclipped one pays for adamw_nonfinite's pass.
 void train_check_update(const Trainer& t, float norm, int step) {
-    const bool may_overflow = norm * optimizer_clip_factor(norm, t.opts.grad_clip) > 1e18f;
-    if (!may_overflow) return;
+    if (norm * optimizer_clip_factor(norm, t.opts.grad_clip) <= 1e18f) return;
     const std::string what = adamw_nonfinite(t.opt, t.model);
     if (!what.empty())
         fatal_hint("clip the gradients (--grad-clip 1, the default) or lower --lr",
                    "%s at step %d: training diverged; the last checkpoint (if any) is kept", what.c_str(), step + 1);
 }
 
-// The hooks pass each layer's gradients on as the last micro-batch's backward finishes them, then the loss
-// and the stop signal, so every process takes the same decision.
+// Every process takes the same decisions: the hooks share each layer's gradients, then the loss and stop signal.
 StepStats train_step(Trainer* t, int step) {
     StepHooks plain;
     StepHooks& hooks = t->hooks ? *t->hooks : plain;

@@ -1,6 +1,5 @@
-// trainer.h: one optimizer step: grad-accum micro-batches (batch, forward, backward), the global gradient
-// norm, clipping and AdamW. gpt2-core (core/main.cpp) and `gpt2 train` run this same step; what `gpt2 train`
-// adds comes in through StepHooks, and the run around the steps is cli/train_run.h's.
+// trainer.h: one optimizer step (grad-accum micro-batches, the global gradient norm, clipping, AdamW), the same in
+// gpt2-core (core/main.cpp) and `gpt2 train`, which adds its own through StepHooks (the run: cli/train_run.h).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -25,17 +24,15 @@ struct TrainOptions {
 struct StepHooks {
     virtual ~StepHooks() = default;
     virtual void begin() {}
-    virtual float loss_scale(int accum) { return 1.0f / (float)accum; }  // 1 / micro-batches of all processes
-    // gpt2_backward's layer_done for the last micro-batch, or empty.
-    virtual std::function<void(int layer)> layer_done() { return nullptr; }
+    virtual float loss_scale(int accum) { return 1.0f / (float)accum; }      // 1 / micro-batches of all processes
+    virtual std::function<void(int layer)> layer_done() { return nullptr; }  // gpt2_backward's, last micro-batch
     virtual void backward_done() {}
     virtual double loss(double mine) { return mine; }  // the step's mean loss over every process
     virtual int stop() { return 0; }                   // a stop signal every process agreed on, or 0
     virtual float norm(const GPT2& model, const AdamW& opt) { return optimizer_grad_norm(model); }
     virtual void updated(GPT2* model) {}
     virtual void end() {}
-    // The training data failed (dataloader_try_next's message) at `step`: reports it and does not return.
-    [[noreturn]] virtual void data_failed(int step, const std::string& err);
+    [[noreturn]] virtual void data_failed(int step, const std::string& err);  // reports the data's failure
 };
 
 struct StepStats {
@@ -53,9 +50,8 @@ struct Trainer {
     StepHooks* hooks = nullptr;  // nullptr: StepHooks' defaults
 };
 
-// One optimizer step (step counts from 0). A non-finite loss or norm is fatal before the update
-// (train_check_finite); an update that left a non-finite value in AdamW's state or the weights (only an
-// unclipped step can) is fatal after it (train_check_update).
+// One optimizer step (step counts from 0). Fatal on a non-finite loss or norm before the update, and after it
+// on a non-finite value it left in AdamW's state or the weights (only an unclipped step can).
 StepStats train_step(Trainer* t, int step);
 void train_check_finite(double loss, float norm, int step);
 void train_check_update(const Trainer& t, float norm, int step);

@@ -353,7 +353,7 @@ error_is "--log and --plot on one path: said to be two outputs of this run" "alr
 printf '{"step":1,"loss":6}\n{"step":2,"loss":5}\n' >$T/big.jsonl
 "$GPT2" plot --out $T/big.png --width 16384 --height 16384 $T/big.jsonl >/dev/null 2>&1 &
 pid=$!
-wait_for test -e $T/big.png.lock && kill -TERM $pid
+wait_for test -s $T/big.png.lock && kill -TERM $pid  # -s: its pid written, so the lock is the run's
 bounded_wait $pid
 check "plot killed by SIGTERM while drawing exits 143 (exit $rc)" test "$rc" -eq 143
 check "... and leaves no lock file" test ! -e $T/big.png.lock

@@ -344,10 +344,12 @@ PathLock::PathLock(const std::string& target, const char* flag)
         FileInfo held, now;
         if (os_fstat(fd_, &held) && os_lstat(path_, &now) && same_file(held, now) &&
             held.kind == FileKind::regular) {
+            // A signal that ends the process removes it too, from before its pid shows: a lock file with a pid
+            // in it is always one a signal would clean up.
+            stop_slot_ = stop_track(path_);
             std::string pid = std::to_string(os_getpid()) + "\n";
             if (!os_truncate(fd_, 0) || os_pwrite(fd_, pid.data(), pid.size(), 0) != (long)pid.size())
                 fatal("cannot write lock file %s (%s): %s", path_.c_str(), flag, strerror(errno));
-            stop_slot_ = stop_track(path_);  // a signal that ends the process removes it too
             return;
         }
         os_close(fd_);

@@ -58,8 +58,10 @@ void check_config_math(const Json& root, const std::string& path, int channels) 
 // "h.<l>.attn.bias" / "h.<l>.attn.masked_bias": the causal-mask buffers older exports include. A loop, not
 // std::regex, whose matcher recurses once per character: a hostile name of 100,000 digits overflowed the stack.
 bool is_attention_buffer(const std::string& name) {
-    const size_t i = name.compare(0, 2, "h.") == 0 ? name.find_first_not_of("0123456789", 2) : 2;
-    const std::string rest = i == 2 || i == std::string::npos ? "" : name.substr(i);
+    if (name.compare(0, 2, "h.") != 0) return false;
+    const size_t i = name.find_first_not_of("0123456789", 2);
+    if (i == 2 || i == std::string::npos) return false;  // no layer number, or nothing after it
+    const std::string rest = name.substr(i);
     return rest == ".attn.bias" || rest == ".attn.masked_bias";
 }
 

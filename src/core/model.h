@@ -62,7 +62,8 @@ void gpt2_init_random(GPT2* model, uint64_t seed);
 // when already that size. Without training, a shape that fits the buffer reuses it (size it for the largest).
 void gpt2_alloc_acts(GPT2* model, int B, int T);
 // Forward over inputs (B, T); with targets (B, T) also the mean loss, returned (else 0), and the
-// per-position losses. Token ids must be < vocab_size (asserted: the loaders check them). act.logits: ActViews.
+// per-position losses. Token ids must be < vocab_size (asserted: the loaders check them). act.logits then
+// holds what ActViews says: a training model's logits are read after a forward without targets.
 float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int T);
 void gpt2_zero_grad(GPT2* model);
 // Accumulates d(loss * loss_scale)/dparams into grads (loss_scale: 1/grad_accum) after a forward with targets;

@@ -32,7 +32,7 @@ size_t adamw_moments_elem(const AdamW& opt);
 
 KERNELS_BEGIN
 
-// adamw_chunk (core/adamw.h) with m and v in bf16: read widened to fp32, written back rounded
+// adamw_chunk (core/optimizer.h) with m and v in bf16: read widened to fp32, written back rounded
 // stochastically, with random bits from a hash of (step s.t, index + i), index being the first element's
 // parameter index.
 void adamw_chunk_bf16(float* w, const float* g, uint16_t* m, uint16_t* v, size_t n, const AdamWStep& s, size_t index);

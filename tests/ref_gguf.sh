@@ -105,11 +105,16 @@ check "... and on the 255 positions within 1e-4 of llama.cpp's loss on the q8_0 
 sed 's/^/    /' $TEST_TMP/out
 
 # Tokenization: the valid-UTF-8 fixtures, with the full vocabulary of the random model's export.
-mapfile -t cases <tests/fixtures/tokenizer/cases.txt
-for name in "${cases[@]}"; do
-    case $name in empty | invalid_*) continue ;; esac
-    f=tests/fixtures/tokenizer/$name.in
-    ours=$("$GPT2" tokenize --ids $f) theirs=$("${ORACLE[@]}" tokenize $T/rand_f32.gguf $f)
+# llama.cpp tokenizes every fixture in one call (one model load), a line each.
+mapfile -t cases < <(grep -Ev '^(empty|invalid_.*)$' tests/fixtures/tokenizer/cases.txt)
+files=()
+for name in "${cases[@]}"; do files+=(tests/fixtures/tokenizer/$name.in); done
+mapfile -t llama_ids < <("${ORACLE[@]}" tokenize $T/rand_f32.gguf "${files[@]}" 2>$T/tokenize.err)
+check "llama.cpp tokenizes the ${#files[@]} valid-UTF-8 fixtures in one call, a line each" \
+    eval '[ ${#llama_ids[@]} = ${#files[@]} ] || { head -3 $T/tokenize.err; false; }'
+for i in "${!cases[@]}"; do
+    name=${cases[$i]} f=${files[$i]}
+    ours=$("$GPT2" tokenize --ids $f) theirs=${llama_ids[$i]-}
     if [ "$ours" = "$theirs" ]; then pass "tokenizer fixture $name: llama.cpp's ids equal ours"; continue; fi
     new=$(node tests/node/unicode_new.mjs $f)
     if [ "${new%% *}" -gt 0 ]; then

@@ -3,8 +3,8 @@
 //
 //   node llama_oracle.mjs generate MODEL.gguf --prompt-ids 1,2,3 [--n 32]
 //       greedy continuation (argmax of the raw logits at each step), prompt not included
-//   node llama_oracle.mjs tokenize MODEL.gguf FILE
-//       llama.cpp's token ids of FILE's UTF-8 text (no BOS, special tokens not parsed)
+//   node llama_oracle.mjs tokenize MODEL.gguf FILE...
+//       llama.cpp's token ids of each FILE's UTF-8 text, a line per file (no BOS, special tokens not parsed)
 //   node llama_oracle.mjs eval MODEL.gguf --ids-file F
 //       {"n": N-1, "mean_nll": mean over t of -log softmax(logits_t)[id_{t+1}], "top1": [argmax_t]}
 //   node llama_oracle.mjs bench MODEL.gguf --prompt-ids 1,2,3 [--n 128]
@@ -28,7 +28,7 @@ function fail(msg) {
     process.exit(1);
 }
 
-const USAGE = "usage: llama_oracle.mjs generate|tokenize|eval|bench MODEL.gguf [FILE] [options]";
+const USAGE = "usage: llama_oracle.mjs generate|tokenize|eval|bench MODEL.gguf [FILE...] [options]";
 
 // ---------------------------------------------------------------- arguments
 
@@ -36,7 +36,7 @@ function parseArgs(argv) {
     const [cmd, model, ...rest] = argv;
     if (!["generate", "tokenize", "eval", "bench"].includes(cmd) || model == null || model.startsWith("--"))
         fail(USAGE);
-    const opt = {cmd, model, threads: 2, n: cmd === "bench" ? 128 : 32, kv: "f32", promptIds: null, idsFile: null, file: null};
+    const opt = {cmd, model, threads: 2, n: cmd === "bench" ? 128 : 32, kv: "f32", promptIds: null, idsFile: null, files: []};
     for (let i = 0; i < rest.length; i++) {
         const a = rest[i];
         const value = () => {
@@ -48,12 +48,12 @@ function parseArgs(argv) {
         else if (a === "--kv") opt.kv = value();
         else if (a === "--prompt-ids") opt.promptIds = parseIds(value(), a);
         else if (a === "--ids-file") opt.idsFile = value();
-        else if (!a.startsWith("--") && cmd === "tokenize" && opt.file == null) opt.file = a;
+        else if (!a.startsWith("--") && cmd === "tokenize") opt.files.push(a);
         else fail(`unexpected argument ${a}`);
     }
     if (!["f32", "f16"].includes(opt.kv)) fail("--kv must be f32 or f16");
     if ((cmd === "generate" || cmd === "bench") && opt.promptIds == null) fail(`${cmd} needs --prompt-ids`);
-    if (cmd === "tokenize" && opt.file == null) fail("tokenize needs a FILE");
+    if (cmd === "tokenize" && opt.files.length === 0) fail("tokenize needs a FILE");
     if (cmd === "eval" && opt.idsFile == null) fail("eval needs --ids-file");
     return opt;
 }
@@ -137,16 +137,17 @@ async function generate(opt) {
 
 async function tokenize(opt) {
     // The text reaches llama.cpp as a JS string, which cannot carry invalid UTF-8: refuse it.
-    // A byte order mark is kept as text (ignoreBOM).
-    let text;
-    try {
-        text = new TextDecoder("utf-8", {fatal: true, ignoreBOM: true}).decode(readFile(opt.file));
-    } catch {
-        fail(`${opt.file} is not valid UTF-8`);
-    }
+    // A byte order mark is kept as text (ignoreBOM). The model is loaded once for every file.
+    const texts = opt.files.map((file) => {
+        try {
+            return new TextDecoder("utf-8", {fatal: true, ignoreBOM: true}).decode(readFile(file));
+        } catch {
+            fail(`${file} is not valid UTF-8`);
+        }
+    });
     const model = await loadModel(opt, true);
     // specialTokens=false: "<|endoftext|>" in the text is plain text; llama.cpp adds no BOS here
-    console.log(Array.from(model.tokenize(text, false)).join(" "));
+    for (const text of texts) console.log(Array.from(model.tokenize(text, false)).join(" "));
 }
 
 async function evaluate(opt) {

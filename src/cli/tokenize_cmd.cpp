@@ -174,7 +174,7 @@ TokenizeOptions tokenize_options(const CliArgs& args) {
     for (const std::string& in : args.positional)  // JSON lines read as plain text are rarely what was meant
         if (!jsonl && in.size() > 6 && in.compare(in.size() - 6, 6, ".jsonl") == 0)
             fprintf(stderr, "note: %s is encoded as plain text, JSON syntax included; --jsonl-field text encodes "
-                    "each line's \"text\" field as a document\n", in.c_str());
+                    "each line's \"text\" field as a document (--instructions: instruction data)\n", in.c_str());
     o.prefix = to_files ? args.str("output") : "";
     if (to_files && o.prefix.empty()) fatal("empty value for --output (tokenize): expected a path prefix");
 

@@ -130,12 +130,19 @@ def reference_dump(path, params32, args, gen):
     dtype = getattr(torch, args.dtype)
     x = torch.randint(0, args.vocab, (args.batch, args.tokens), generator=gen)
     y = torch.randint(0, args.vocab, (args.batch, args.tokens), generator=gen)
+    if args.masked:  # a loss mask's -1: about half the targets not scored, the first of each row always scored
+        y[torch.rand((args.batch, args.tokens), generator=gen) < 0.5] = -1
+        y[:, 0] = torch.randint(0, args.vocab, (args.batch,), generator=gen)
     p = {k: v.to(dtype).clone().requires_grad_(True) for k, v in params32.items()}
     logits = gpt2_logits(p, x, args.layers, args.heads)
-    loss = torch.nn.functional.cross_entropy(logits.view(-1, args.vocab), y.view(-1))
+    logits.retain_grad()
+    # ignore_index=-1: the mean over the scored targets (nanoGPT's and nanochat's answer-only loss)
+    loss = torch.nn.functional.cross_entropy(logits.view(-1, args.vocab), y.view(-1), ignore_index=-1)
     loss.backward()
     out = {"x": x.int().numpy(), "y": y.int().numpy(), "logits": logits.detach().float().numpy(),
            "loss": np.array([loss.item()], dtype=np.float32)}
+    if args.masked:
+        out["dlogits"] = logits.grad.float().numpy()
     for k, v in p.items():
         out["grad." + k] = v.grad.float().numpy()
 
@@ -147,7 +154,7 @@ def reference_dump(path, params32, args, gen):
     for _ in range(args.steps):
         opt.zero_grad()
         step_loss = torch.nn.functional.cross_entropy(gpt2_logits(p, x, args.layers, args.heads).view(-1, args.vocab),
-                                                      y.view(-1))
+                                                      y.view(-1), ignore_index=-1)
         losses.append(step_loss.item())
         step_loss.backward()
         opt.step()
@@ -339,6 +346,8 @@ def main():
     ap.add_argument("--eps", type=float, default=1e-8)
     ap.add_argument("--weight-decay", type=float, default=0.01)
     ap.add_argument("--dtype", choices=["float64", "float32"], default="float64")
+    ap.add_argument("--masked", action="store_true",
+                    help="targets of -1 (not scored) in about half the batch, and the dump's dlogits")
     ap.add_argument("--prefix", default="", help='tensor name prefix in the model file, e.g. "transformer."')
     ap.add_argument("--model-out", help="directory for the HuggingFace-layout model")
     ap.add_argument("--model-in", help="use this HuggingFace-layout model instead of a random one")

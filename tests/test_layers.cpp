@@ -648,3 +648,54 @@ TEST(attention_bf16_stays_close_to_fp32) {
     CHECK(e_out > 1e-4);  // it did round
     CHECK(e_out < 3e-2 && e_lse < 3e-2 && e_d < 3e-2);
 }
+
+// Targets of -1 (a loss mask's prompt and padding rows) are not scored: loss 0 and a zero dlogits row, the mean
+// and its gradient over the scored rows only (1/N_scored), the fast kernel against its reference and both against
+// float64; a call with no scored row gives 0 and zero gradients rather than 0/0.
+TEST(crossentropy_masked_targets_match_reference_and_float64) {
+    const int N = 5, V = 50257, Vp = 50304;
+    const std::vector<float> logits = randn((size_t)N * Vp, 11, 4.0f);
+    const std::vector<int> targets = {-1, 50256, -1, 7, 123};
+    const int scored = 3;
+    for (bool grad : {false, true}) {
+        std::vector<float> out = logits, ref = logits, losses(N, 9.0f), lref(N, 9.0f);
+        float mean = crossentropy_fused(out.data(), losses.data(), targets.data(), grad, N, V, Vp);
+        float mref = crossentropy_fused_ref(ref.data(), lref.data(), targets.data(), grad, N, V, Vp);
+        std::vector<double> exact((size_t)N * Vp, 0.0);
+        double exact_mean = 0;
+        for (int i = 0; i < N; i++) {
+            if (targets[i] < 0) continue;
+            const float* z = logits.data() + (size_t)i * Vp;
+            double zmax = *std::max_element(z, z + V), sum = 0;
+            for (int v = 0; v < V; v++) sum += std::exp((double)z[v] - zmax);
+            exact_mean += (std::log(sum) - ((double)z[targets[i]] - zmax)) / scored;
+            for (int v = 0; v < V; v++) exact[(size_t)i * Vp + v] = std::exp((double)z[v] - zmax) / sum / scored;
+            exact[(size_t)i * Vp + targets[i]] -= 1.0 / scored;
+        }
+        CHECK_NEAR(mean, mref, 1e-6);
+        CHECK_NEAR(mean, exact_mean, 1e-5);
+        for (int i = 0; i < N; i++) CHECK(targets[i] >= 0 || (losses[i] == 0.0f && lref[i] == 0.0f));
+        if (!grad) continue;
+        CHECK(rel_error(out, ref) <= 1e-6);
+        double max_diff = 0;
+        for (size_t k = 0; k < exact.size(); k++) max_diff = max_abs(max_diff, out[k] - exact[k]);
+        CHECK(max_diff <= 1e-6 / scored);
+        for (int i = 0; i < N; i++)
+            for (int v = 0; v < Vp && targets[i] < 0; v++)
+                CHECK(out[(size_t)i * Vp + v] == 0.0f && ref[(size_t)i * Vp + v] == 0.0f);
+    }
+    // unmasked rows give what a call on them alone gives, bit for bit
+    std::vector<float> all = logits, some(logits.begin() + (size_t)3 * Vp, logits.end()), la(N), ls(2);
+    const std::vector<int> tail = {7, 123}, masked = {-1, -1, -1, 7, 123};
+    CHECK(crossentropy_fused(all.data(), la.data(), masked.data(), true, N, V, Vp) ==
+          crossentropy_fused(some.data(), ls.data(), tail.data(), true, 2, V, Vp));
+    CHECK(std::equal(some.begin(), some.end(), all.begin() + (size_t)3 * Vp));
+    // nothing scored: 0, zero gradients, no NaN
+    const std::vector<int> none(N, -1);
+    for (auto fn : {crossentropy_fused, crossentropy_fused_ref}) {
+        std::vector<float> z = logits, l(N, 9.0f);
+        CHECK(fn(z.data(), l.data(), none.data(), true, N, V, Vp) == 0.0f);
+        CHECK(std::all_of(z.begin(), z.end(), [](float x) { return x == 0.0f; }));
+        CHECK(std::all_of(l.begin(), l.end(), [](float x) { return x == 0.0f; }));
+    }
+}

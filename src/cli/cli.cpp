@@ -162,6 +162,13 @@ double CliArgs::number_in(const char* name, double lo, double hi) const {
 
 int cli_heads(const CliArgs& args) { return (int)args.integer_in("heads", 0, 65536); }
 
+bool cli_loss_on(const CliArgs& args) {
+    const std::string v = args.str("loss-on");
+    if (v != "answer" && v != "all")
+        fatal("bad value for --loss-on (%s): expected answer or all, got '%s'", args.command.c_str(), v.c_str());
+    return v == "answer";
+}
+
 void cli_check_tokens(const CliArgs& args, int T, int context, const char* bound_flag) {
     if (T > context)
         fatal("bad value for -T (%s): expected <= %s%d (the model's context), got %d%s", args.command.c_str(),

@@ -38,6 +38,13 @@ struct CliArgs {
 const CliFlag kCliHeadsFlag = {"heads", "", "0", "heads of a bare .safetensors without config.json (0: channels/64)"};
 // The value of kCliHeadsFlag, range-checked.
 int cli_heads(const CliArgs& args);
+// `--loss-on answer|all` for train and eval: answer scores only what each shard's loss mask (formats/loss_mask.h)
+// marks, when it has one; all ignores the masks. cli_loss_on: true for answer (fatal on another value).
+const CliFlag kCliLossOnFlag = {
+    "loss-on", "", "answer",
+    "answer: score only the tokens each token file's loss mask (X.mask beside X.bin, from tokenize "
+    "--instructions) marks, where there is one; all: every token, masks ignored"};
+bool cli_loss_on(const CliArgs& args);
 // -T (the flag "tokens") against the model's context, before anything is sized by it: fatal naming the
 // command, the bound (`bound_flag` before the number: "--seq-len " for a from-scratch model) and, when -T
 // was not given, that T is its default.

@@ -1,6 +1,7 @@
 // compare_cmd.cpp: the `compare` command. Loads a model and a reference dump, detected by its first bytes:
 //   * ours, written by scripts/reference.py (safetensors: x, y, logits, loss, grad.<HF name> for every
-//     parameter, the losses of AdamW steps on the same batch and the optimizer's settings);
+//     parameter, the losses of AdamW steps on the same batch and the optimizer's settings; with --masked, y
+//     holds -1 for targets not scored, and dlogits, the loss's gradient at the logits);
 //   * llm.c's gpt2_124M_debug_state.bin (train_gpt2.py's write_state; formats/llmc.h), which holds no AdamW
 //     trajectory: its losses are printed for the user to hold against test_gpt2.c's expected ones.
 // Reports, per tensor, max |ours - ref| / max |ref|; loss values are compared in absolute terms.
@@ -98,6 +99,7 @@ struct Reference {
     int B = 0, T = 0;
     std::vector<int> x, y;
     std::vector<float> logits;  // (B, T, V)
+    std::vector<float> dlogits;  // (B, T, V), or empty: a masked dump's d(loss)/dlogits
     float loss = 0;
     std::vector<float> grads;   // our layout
     std::vector<float> losses;  // AdamW trajectory; empty for llm.c's dumps
@@ -142,6 +144,10 @@ void load_ours(Reference* r, const std::string& path, const GPT2Config& cfg) {
     if (lt.numel() != xf.size() * cfg.vocab_size)
         fatal("bad tensor logits in %s: expected (B, T, %d)", ref.path.c_str(), cfg.vocab_size);
     r->logits = safetensors_read_f32(ref, lt);
+    if (const StTensor* dt = ref.find("dlogits")) {
+        if (dt->numel() != lt.numel()) fatal("bad tensor dlogits in %s: expected the shape of logits", ref.path.c_str());
+        r->dlogits = safetensors_read_f32(ref, *dt);
+    }
     const StTensor& ref_loss = need(ref, "loss");
     if (ref_loss.numel() != 1)
         fatal("bad tensor loss in %s: expected one value, got %zu", ref.path.c_str(), ref_loss.numel());
@@ -204,7 +210,7 @@ Reference load_reference(const std::string& ref_path, const GPT2Config& cfg) {
                  "");
     // A NaN in the reference would compare as no error at all: such a dump is refused.
     const std::pair<const char*, const std::vector<float>*> values[] = {
-        {"logits", &ref.logits}, {"gradients", &ref.grads}, {"losses", &ref.losses}};
+        {"logits", &ref.logits}, {"dlogits", &ref.dlogits}, {"gradients", &ref.grads}, {"losses", &ref.losses}};
     for (const auto& v : values)
         for (size_t i = 0; i < v.second->size(); i++)
             if (!std::isfinite((*v.second)[i]))
@@ -213,9 +219,10 @@ Reference load_reference(const std::string& ref_path, const GPT2Config& cfg) {
     if (!std::isfinite(ref.loss)) fatal("non-finite value in %s (loss): %g", ref_path.c_str(), (double)ref.loss);
     for (const std::vector<int>* ids : {&ref.x, &ref.y})
         for (size_t i = 0; i < ids->size(); i++)
-            if ((*ids)[i] < 0 || (*ids)[i] >= cfg.vocab_size)
-                fatal("bad tensor %s in %s: token %d at index %zu, expected 0..%d (the model's vocabulary)",
-                      ids == &ref.x ? "x" : "y", ref_path.c_str(), (*ids)[i], i, cfg.vocab_size - 1);
+            if ((*ids)[i] < (ids == &ref.y ? -1 : 0) || (*ids)[i] >= cfg.vocab_size)  // y: -1 is not scored
+                fatal("bad tensor %s in %s: token %d at index %zu, expected %s..%d (the model's vocabulary)",
+                      ids == &ref.x ? "x" : "y", ref_path.c_str(), (*ids)[i], i, ids == &ref.y ? "-1" : "0",
+                      cfg.vocab_size - 1);
     return ref;
 }
 
@@ -245,6 +252,8 @@ float check_gradients(GPT2* model, const Reference& ref, Checks* checks) {
     gpt2_enable_training(model);
     float loss = gpt2_forward(model, ref.x.data(), ref.y.data(), B, T);
     checks->loss_line("loss", loss, ref.loss);
+    if (!ref.dlogits.empty())  // the fused cross-entropy left them in the logits' place
+        checks->tensor("dlogits", model->act.logits, ref.dlogits.data(), (size_t)B * T, V, Vp);
     gpt2_zero_grad(model);
     gpt2_backward(model, 1.0f);
     for (const TensorInfo& t : model->param_table) {

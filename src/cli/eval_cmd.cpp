@@ -26,6 +26,7 @@ static const std::vector<CliFlag> kEvalFlags = {
     {"batch", "B", "4", "sequences per batch"},
     {"tokens", "T", "64", "tokens per sequence"},
     {"batches", "", "all", "batches of consecutive windows to average, or `all`: every token of the file"},
+    kCliLossOnFlag,
     kCliHeadsFlag,
     {"hellaswag", "", "", "HellaSwag JSONL (hellaswag_val.jsonl) to score instead of --data: prints acc, acc_norm"},
     {"hellaswag-batch", "", "4", "HellaSwag examples per forward pass (4 rows each)"},
@@ -60,6 +61,7 @@ int cmd_eval(int argc, char** argv) {
     memory_check(gpt2_acts_bytes(model.cfg, B, T, false), "activations for -B " + std::to_string(B) + " -T " +
                  std::to_string(T), "lower -B or -T");
     DataLoader dl;
+    token_files_masks = cli_loss_on(args);
     dataloader_init(&dl, args.str("data"), "--data", model.cfg.vocab_size, B, T, false, 0);
     size_t available = evaluate_num_batches(dl);
     if ((size_t)batches > available)
@@ -81,9 +83,13 @@ int cmd_eval(int argc, char** argv) {
     };
     double loss;
     if (all) {
-        size_t tokens = 0;
-        loss = evaluate_every_token(&model, &dl, &tokens, progress);
+        size_t tokens = 0, scored = 0;
+        loss = evaluate_every_token(&model, &dl, &tokens, &scored, progress);
+        if (scored == 0)
+            fatal("no scored tokens in %s: its loss masks score none of its %zu tokens; --loss-on all scores them all",
+                  args.str("data").c_str(), tokens);
         printf("tokens %zu (all of %s after the first, each predicted once)\n", tokens, args.str("data").c_str());
+        if (scored < tokens) printf("scored %zu of them (the answers, as the loss masks say)\n", scored);
     } else {
         loss = evaluate_batches(&model, &dl, (size_t)batches, progress);
         printf("batches %d of %d x %d tokens\n", batches, B, T);

@@ -4,8 +4,10 @@
 // encode in parallel and the writer emits in input order, so memory stays bounded whatever the input size
 // and the output does not depend on the thread count. It does not shuffle.
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,8 +21,12 @@
 #include "platform/util.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "formats/loss_mask.h"
+#include "formats/token_files.h"
 #include "formats/token_writer.h"
 #include "core/dataloader.h"
+#include "text/instructions.h"
+#include "text/json_lines.h"
 #include "text/text_stream.h"
 #include "text/tokenizer.h"
 
@@ -103,6 +109,13 @@ CliArgs tokenize_args(int argc, char** argv) {
         {"split-on-blank-lines", "", "",
          "split the text after every \"\\n\\n\" and put <|endoftext|> before each section (llm.c layout)", true},
         {"jsonl-field", "", "", "the inputs are JSON lines; each line's string field NAME is one document"},
+        {"instructions", "", "",
+         "the inputs are instruction data, JSON lines of {prompt, completion}, Alpaca's {instruction, input, output} "
+         "or chat {messages}: writes token files with loss masks (X.mask) scoring the answers, examples packed "
+         "into -T windows",
+         true},
+        {"tokens", "T", "1024", "--instructions: the window the examples are packed into (train's -T)"},
+        {"val-examples", "", "", "--instructions: the last N examples are val (default: the last 10%, at least 1)"},
         {"tokenizer", "", "",
          "directory with encoder.json + vocab.bpe or vocab.json + merges.txt (default: $GPT2_DATA_DIR/gpt2 or "
          "data/gpt2)"},
@@ -112,7 +125,8 @@ CliArgs tokenize_args(int argc, char** argv) {
     };
     const char* usage =
         "gpt2 tokenize [--tokenizer DIR] (--ids | -o PREFIX [--val-tokens N | --shard-tokens N]) "
-        "[--split-on-blank-lines] [--jsonl-field NAME] INPUT...";
+        "[--split-on-blank-lines] [--jsonl-field NAME] INPUT...\n"
+        "       gpt2 tokenize --instructions [-T N] [--val-examples N] -o PREFIX FILE.jsonl...";
     const char* about =
         "Encodes each INPUT (a text file, a directory of them, or - for stdin) with the GPT-2 tokenizer, streaming "
         "with bounded memory on all OpenMP threads. Documents are whole files, the sections between blank lines "
@@ -160,7 +174,7 @@ TokenizeOptions tokenize_options(const CliArgs& args) {
     for (const std::string& in : args.positional)  // JSON lines read as plain text are rarely what was meant
         if (!jsonl && in.size() > 6 && in.compare(in.size() - 6, 6, ".jsonl") == 0)
             fprintf(stderr, "note: %s is encoded as plain text, JSON syntax included; --jsonl-field text encodes "
-                    "each line's \"text\" field as a document\n", in.c_str());
+                    "each line's \"text\" field as a document (--instructions: instruction data)\n", in.c_str());
     o.prefix = to_files ? args.str("output") : "";
     if (to_files && o.prefix.empty()) fatal("empty value for --output (tokenize): expected a path prefix");
 
@@ -399,10 +413,112 @@ int finish_outputs(const TokenizeOptions& o, TokenizeOutputs* out, const TextStr
     return 0;
 }
 
+// The token file image's fingerprint (formats/token_files.h), which ties a loss mask to it.
+std::string fingerprint_of(const std::vector<int>& tokens) {
+    const size_t head = kTokenFileHeaderBytes / 2;
+    std::vector<uint16_t> image(head + tokens.size());
+    const int32_t header[3] = {kTokenFileMagic, kTokenFileVersion, (int32_t)tokens.size()};
+    memcpy(image.data(), header, sizeof(header));
+    std::copy(tokens.begin(), tokens.end(), image.begin() + (long)head);
+    TokenShard shard;
+    shard.tokens = image.data() + head;
+    shard.num_tokens = tokens.size();
+    return tokenfile_fingerprint(shard);
+}
+
+// tokenize --instructions: each JSONL line an example (text/instructions.h), its segments encoded one by one
+// and closed by a scored <|endoftext|>; the last examples val; each part packed into -T windows
+// (formats/loss_mask.h) and written as a token file with its loss mask beside it.
+int tokenize_instructions(const CliArgs& args) {
+    for (const char* flag : {"ids", "jsonl-field", "split-on-blank-lines", "shard-tokens", "val-tokens"})
+        if (args.has(flag)) fatal("conflicting flags --instructions and --%s (tokenize): expected one of them", flag);
+    if (args.positional.empty()) fatal("missing input file (tokenize): expected instruction JSON lines or - for stdin");
+    if (!args.has("output")) fatal("missing output (tokenize): --instructions writes token files, expected -o PREFIX");
+    const std::string prefix = args.str("output");
+    if (prefix.empty()) fatal("empty value for --output (tokenize): expected a path prefix");
+    const int T = (int)args.integer_in("tokens", 2, 1 << 20);
+    Tokenizer tok;
+    tokenizer_load(&tok, args.has("tokenizer") ? args.str("tokenizer") : tokenizer_default_dir());
+    PathLock lock(path_strip_slashes(prefix), "--output (tokenize)");
+    std::vector<PackedExample> examples;
+    size_t shapes[3] = {0, 0, 0};
+    for (const std::string& path : args.positional) {
+        const std::string text = text_read(path, (size_t)1 << 30);
+        const std::string name = path == "-" ? "stdin" : path;
+        size_t start = 0;
+        for (int line = 1; start < text.size(); line++) {
+            size_t end = text.find('\n', start);
+            if (end == std::string::npos) end = text.size();
+            const std::string row = text.substr(start, end - start);
+            start = end + 1;
+            if (row.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank lines are skipped
+            Json obj;
+            std::string err;
+            std::vector<InstructionSegment> segments;
+            InstructionShape shape;
+            if (!json_parse_line(row.data(), row.size(), &obj, &err))
+                fatal("malformed JSON (%s line %d): %s", name.c_str(), line, err.c_str());
+            if (!instruction_segments(obj, &segments, &shape, &err))
+                fatal("bad instruction example (%s line %d): %s", name.c_str(), line, err.c_str());
+            shapes[(int)shape]++;
+            PackedExample e;
+            for (const InstructionSegment& seg : segments) {
+                const std::vector<int> ids = tokenizer_encode(&tok, seg.text);
+                e.tokens.insert(e.tokens.end(), ids.begin(), ids.end());
+                e.scored.insert(e.scored.end(), ids.size(), seg.scored ? 1 : 0);
+            }
+            e.tokens.push_back(kTokenizerEot);  // the end of the answer: scored, so the model learns to stop
+            e.scored.push_back(1);
+            examples.push_back(std::move(e));
+        }
+    }
+    const size_t n = examples.size();
+    const long long val = args.has("val-examples") ? args.integer_in("val-examples", 1, INT32_MAX)
+                                                   : (long long)std::max<size_t>(1, n / 10);
+    if ((long long)n <= val)
+        fatal("too few examples for --val-examples %lld (%s): expected more than %lld so that some train, got %zu",
+              val, args.positional[0].c_str(), val, n);
+    const std::string dir = prefix.back() == '/' ? path_strip_slashes(prefix) : path_parent(prefix);
+    MadeDirs made(dir);
+    const char* parts[2] = {"val", "train"};
+    std::string written[2];
+    for (int k = 0; k < 2; k++) {
+        const std::vector<PackedExample> part(examples.begin() + (k == 0 ? (long)(n - val) : 0),
+                                              examples.begin() + (long)(k == 0 ? n : n - val));
+        std::vector<int> tokens;
+        std::vector<uint8_t> mask;
+        PackStats st;
+        pack_examples(part, T, kTokenizerEot, &tokens, &mask, &st);
+        if (tokens.size() > (size_t)INT32_MAX)
+            fatal("too many tokens for one token file (%s): expected at most %d", args.positional[0].c_str(), INT32_MAX);
+        const std::string path = prefix + (prefix.back() == '/' ? "" : "_") + parts[k] + ".bin";
+        tokenfile_write(path, tokens);
+        lossmask_write(lossmask_path(path), mask, fingerprint_of(tokens), T);
+        written[k] = path;
+        fprintf(stderr,
+                "packed %s: %zu examples into %zu window%s of -T %d: %zu of %zu tokens used (%.1f%%), %zu scored "
+                "(%.1f%%)%s\n",
+                parts[k], st.examples, st.windows, st.windows == 1 ? "" : "s", T, st.example_tokens, st.written,
+                100.0 * (double)st.example_tokens / (double)st.written, st.scored,
+                100.0 * (double)st.scored / (double)st.written,
+                st.split ? ("; " + std::to_string(st.split) + " longer than " + std::to_string(T - 1) +
+                            " tokens split across windows").c_str()
+                         : "");
+    }
+    printf("tokenized %zu examples (%zu prompt/completion, %zu Alpaca, %zu chat): %lld val -> %s, %lld train -> %s, "
+           "each with its loss mask (.mask)\n",
+           n, shapes[0], shapes[1], shapes[2], val, written[0].c_str(), (long long)(n - val), written[1].c_str());
+    return 0;
+}
+
 }  // namespace
 
 int cmd_tokenize(int argc, char** argv) {
     const CliArgs args = tokenize_args(argc, argv);
+    for (const char* flag : {"tokens", "val-examples"})
+        if (args.has(flag) && !args.on("instructions"))
+            fatal("flag --%s needs --instructions (tokenize): it packs instruction examples", flag);
+    if (args.on("instructions")) return tokenize_instructions(args);
     const TokenizeOptions o = tokenize_options(args);
     std::vector<TextInput> inputs = expand_inputs(args.positional);
     TextStream stream(inputs, o.stream_opt);

@@ -38,6 +38,7 @@ const std::vector<CliFlag> kTrainFlags = {
      "validation token file(s), as --train (default only with the default --train); \"\" skips"},
     {"no-shuffle", "", "", "read the training shards and their windows in order (default: llm.c's seeded shuffle)",
      true},
+    kCliLossOnFlag,
     {"model", "", "", "start from this checkpoint instead of a random init"},
     {"layers", "", "4", "layers of a from-scratch model"},
     {"heads", "", "4", "attention heads of a from-scratch model"},
@@ -266,6 +267,7 @@ void train_options(const CliArgs& args, const CliArgs& given, const std::string&
         fatal("bad value for --lr-schedule (train): expected cosine or constant, got '%s'", schedule.c_str());
     o.cosine = schedule == "cosine";
     o.shuffle = !args.on("no-shuffle");
+    token_files_masks = cli_loss_on(args);
     r.val_every = args.integer_in("val-every", 0, 1 << 30), r.val_batches = args.integer_in("val-batches", 1, 1 << 20);
     r.save_every = args.integer_in("save-every", 0, 1 << 30), r.stop_after = args.integer_in("stop-after", 0, 1 << 30);
     r.sample_every = args.integer_in("sample-every", 0, 1 << 30);
@@ -420,6 +422,11 @@ CliArgs resume_args(const CliArgs& given, const std::string& resume_dir, TrainSt
     for (const auto& kv : stored) stored_no_shuffle = stored_no_shuffle || kv.first == "no-shuffle";
     if (given.on("no-shuffle") && !stored_no_shuffle)
         fatal("bad value for --no-shuffle (train): a resumed run keeps its shuffled data order");
+    std::string loss_on = "answer";  // recorded only when given
+    for (const auto& kv : stored) loss_on = kv.first == "loss-on" ? kv.second : loss_on;
+    if (given.has("loss-on") && given.str("loss-on") != loss_on)
+        fatal("bad value for --loss-on (train): a resumed run keeps --loss-on %s, got %s", loss_on.c_str(),
+              given.str("loss-on").c_str());
     return cli_merge_stored(given, stored, resume->path);
 }
 

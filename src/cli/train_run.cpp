@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "formats/token_files.h"
 #include "inference/generate.h"
 #include "platform/platform.h"
 #include "platform/signals.h"
@@ -117,6 +118,11 @@ void trainer_load_data(TrainRun* t) {
     t->train_dl.world = t->sync.ranks;
     t->train_dl.accum = o.accum;
     dataloader_init(&t->train_dl, r.train_path, "--train", t->model.cfg.vocab_size, o.B, o.T, o.shuffle, o.seed);
+    size_t masked = 0;
+    for (const TokenShard& s : t->train_dl.shards) masked += token_files_mask(s) != nullptr;
+    if (masked && t->sync.rank == 0)
+        printf("loss: on the answers only, as the loss masks of %zu of %zu train shards mark them (--loss-on all: "
+               "every token)\n", masked, t->train_dl.shards.size());
     if (r.val_path.empty()) return;
     dataloader_init(&t->val_dl, r.val_path, "--val", t->model.cfg.vocab_size, o.B, o.T, false, o.seed);
     const int ranks = t->sync.ranks;  // each validates its share of the batches

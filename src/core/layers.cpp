@@ -37,8 +37,7 @@ void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* to
     }
 }
 
-// LayerNorm. Statistics and centring in double (nil next to the matmuls): in fp32, rows whose mean is large
-// next to their spread would lose digits against PyTorch's.
+// LayerNorm, statistics and centring in double: in fp32 rows of large mean would lose digits against PyTorch.
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
                        int N, int C) {
     const double eps = 1e-5;
@@ -148,9 +147,8 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
     }
 }
 
-// GELU in vectors, beside the scalar tanhf references the tests compare against. The vectors use
-// 0.5 (1 + tanh u) = sigmoid(2u) with t = e^{-2|u|} in (0, 1], so neither the sigmoid nor its complement
-// 1 - s = t / (1 + t) cancels or overflows.
+// GELU in vectors (beside tanhf references) through 0.5 (1 + tanh u) = sigmoid(2u), t = e^{-2|u|} in (0, 1]:
+// neither the sigmoid nor its complement 1 - s = t / (1 + t) cancels or overflows.
 static const float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
 
 // GELU(x) = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3), or (kGrad) its derivative. Inlined by force: GCC
@@ -220,15 +218,17 @@ void residual_backward(float* da, float* db, const float* dout, size_t n) {
     }
 }
 
-// The classifier: softmax, loss and dlogits in one pass per row (llm.c's CUDA fused_classifier, here one CPU
-// row at a time), beside the scalar libm reference the tests compare against.
+// The classifier: softmax, loss and dlogits per row (llm.c's CUDA fused_classifier), beside a scalar reference.
 float crossentropy_fused(float* logits, float* losses, const int* targets, bool grad, int N, int V, int Vp) {
-    const float dloss = 1.0f / N;  // d(mean loss) / d(row loss)
+    const int scored = std::max(1, (int)std::count_if(targets, targets + N, [](int t) { return t >= 0; }));
+    const float dloss = 1.0f / scored;  // d(mean loss) / d(row loss)
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < N; i++) {
-        // Three passes over one row (200 KB at GPT-2's vocabulary: in L2): max, exp and sum (the exponentials kept
-        // in the row when the gradient follows), then the gradient.
+        // Three passes over one row (200 KB at GPT-2's vocabulary, in L2): max, exp and sum (kept), gradient.
         float* z = logits + (size_t)i * Vp;
+        if (targets[i] < 0) losses[i] = 0;  // not scored (layers.h): loss 0 and a zero row
+        if (targets[i] < 0 && grad) std::fill(z, z + Vp, 0.0f);
+        if (targets[i] < 0) continue;
         const float zmax = vf_max_of(z, V, 1.0f);
         const float zt = z[targets[i]];  // read before the row is overwritten
         const double sum = grad ? vf_exp_sum<true>(z, V, 1.0f, zmax) : vf_exp_sum<false>(z, V, 1.0f, zmax);
@@ -243,7 +243,7 @@ float crossentropy_fused(float* logits, float* losses, const int* targets, bool 
     }
     double total = 0;  // summed in row order: the mean does not depend on the thread count
     for (int i = 0; i < N; i++) total += losses[i];
-    return (float)(total / N);
+    return (float)(total / scored);
 }
 
 void crossentropy_backward(float* dlogits, float loss_scale, int N, int Vp) {
@@ -254,10 +254,14 @@ void crossentropy_backward(float* dlogits, float loss_scale, int N, int Vp) {
 }
 
 float crossentropy_fused_ref(float* logits, float* losses, const int* targets, bool grad, int N, int V, int Vp) {
-    const float dloss = 1.0f / N;
+    const int scored = std::max(1, (int)std::count_if(targets, targets + N, [](int t) { return t >= 0; }));
+    const float dloss = 1.0f / scored;
     double total = 0;
     for (int i = 0; i < N; i++) {
         float* z = logits + (size_t)i * Vp;
+        if (targets[i] < 0) losses[i] = 0;  // not scored (layers.h): loss 0 and a zero row
+        if (targets[i] < 0 && grad) std::fill(z, z + Vp, 0.0f);
+        if (targets[i] < 0) continue;
         const float zmax = *std::max_element(z, z + V);
         double sum = 0;
         for (int v = 0; v < V; v++) sum += expf(z[v] - zmax);
@@ -269,7 +273,7 @@ float crossentropy_fused_ref(float* logits, float* losses, const int* targets, b
         z[targets[i]] -= dloss;
         for (int v = V; v < Vp; v++) z[v] = 0;
     }
-    return (float)(total / N);
+    return (float)(total / scored);
 }
 
 KERNELS_END

@@ -68,6 +68,7 @@ void residual_backward(float* da, float* db, const float* dout, size_t n);
 // The classifier's loss fused with its gradient in one (N, Vp) buffer: losses (N) = -log softmax(logits row)[target]
 // over its first V columns (targets < V); returns their mean, summed in row order in double (any thread count gives
 // the same). grad: logits is OVERWRITTEN by the dlogits, d(mean loss)/dlogits = (softmax - onehot) / N, 0 in V..Vp.
+// A target of -1 is not scored (answer-only loss): loss 0, a zero row, and N counts only scored rows (none: 0).
 float crossentropy_fused(float* logits, float* losses, const int* targets, bool grad, int N, int V, int Vp);
 // dlogits (N, Vp) *= loss_scale, once per fused forward: d(loss * loss_scale)/dlogits, for micro-batches.
 void crossentropy_backward(float* dlogits, float loss_scale, int N, int Vp);

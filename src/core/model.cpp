@@ -117,7 +117,7 @@ float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, in
     const int N = B * T, C = cfg.channels, V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
     gpt2_alloc_acts(model, B, T);
     for (int i = 0; i < N; i++)  // the loaders check every id against the vocabulary
-        assert(inputs[i] >= 0 && inputs[i] < V && (!targets || (targets[i] >= 0 && targets[i] < V)));
+        assert(inputs[i] >= 0 && inputs[i] < V && (!targets || (targets[i] >= -1 && targets[i] < V)));
     model->inputs.assign(inputs, inputs + N);
     model->dlogits_ready = false;
     model->dlogits_scale = 0;

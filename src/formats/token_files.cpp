@@ -5,13 +5,32 @@
 #include <cerrno>
 #include <cstring>
 
+#include "formats/loss_mask.h"
 #include "platform/hash.h"
 #include "platform/output_files.h"
 #include "platform/platform.h"
 #include "platform/signals.h"
 #include "platform/util.h"
 
-void tokenfile_map(TokenShard* shard, const std::string& path, int vocab_size) {
+bool token_files_masks = true;
+
+namespace {
+
+// What a mapped shard's image owns, as the image's deleter (std::get_deleter finds it again, so the core's
+// TokenShard needs no field of its own): the token file's mapping and, when the shard has one, its loss mask's.
+struct ShardMaps {
+    explicit ShardMaps(size_t bytes) : bytes(bytes) {}
+    size_t bytes;
+    std::shared_ptr<const void> mask_map;
+    const uint8_t* mask = nullptr;  // (num_tokens,): 1 = scored as a target
+    void operator()(const void* p) const {
+        if (p) os_unmap(const_cast<void*>(p), bytes);
+    }
+};
+
+// Maps `path` (`what` for messages) read-only into *map, its size into *n; a file shorter than `least`
+// bytes is not mapped (an empty one cannot be) and *map stays null for its check to name.
+void map_input(const std::string& path, const char* what, size_t least, void** map, size_t* n) {
     const char* w = path.c_str();
     int fd = os_open_read(path);  // non-blocking: opening a FIFO must not hang
     if (fd < 0) fatal("cannot open %s: %s", w, strerror(errno));
@@ -19,17 +38,51 @@ void tokenfile_map(TokenShard* shard, const std::string& path, int vocab_size) {
     FileInfo st;
     if (!os_fstat(fd, &st) || st.kind != FileKind::regular) {
         os_close(fd);
-        fatal("not a regular file (%s): expected a token file", w);
+        fatal("not a regular file (%s): expected %s", w, what);
     }
-    const size_t n = (size_t)st.size;
-    // a file shorter than the header is not mapped (an empty one cannot be); the check below names it
-    void* map = n >= kTokenFileHeaderBytes ? os_map_read(fd, n) : nullptr;
+    *n = (size_t)st.size;
+    *map = *n >= least ? os_map_read(fd, *n) : nullptr;
     os_close(fd);  // the mapping keeps the file
-    if (n >= kTokenFileHeaderBytes && !map) fatal("cannot map %s: %s", w, strerror(errno));
+    if (*n >= least && !*map) fatal("cannot map %s: %s", w, strerror(errno));
+    if (*map) os_map_sequential(*map, *n);
+}
+
+// FNV-1a over n bytes, or over the first and last `edge` of them when there are more than twice as many.
+uint64_t fnv1a_edges(const void* data, size_t n, size_t edge, uint64_t h) {
+    const uint8_t* p = static_cast<const uint8_t*>(data);
+    if (n <= 2 * edge) return fnv1a(p, n, h);
+    return fnv1a(p + n - edge, edge, fnv1a(p, edge, h));
+}
+
+// Opens the loss mask beside s (formats/loss_mask.h), when there is one, into its image, and extends its
+// fingerprint with the mask's, so a resume on changed masks is refused as one on a changed shard.
+void open_mask(TokenShard* s) {
+    const std::string path = lossmask_path(s->path);
+    if (!token_files_masks || !file_exists(path)) return;
+    void* map = nullptr;
+    size_t n = 0;
+    map_input(path, "a loss mask", kTokenFileHeaderBytes, &map, &n);
+    ShardMaps* maps = std::get_deleter<ShardMaps>(s->image);
+    maps->mask_map = std::shared_ptr<const void>(map, ShardMaps(n));
+    std::string err;
+    if (!lossmask_check(static_cast<const uint8_t*>(map), n, s->num_tokens, s->fingerprint, path, &err))
+        fatal_hint("remake it with gpt2 tokenize --instructions, or give --loss-on all to ignore it", "%s",
+                   err.c_str());
+    maps->mask = static_cast<const uint8_t*>(map) + kTokenFileHeaderBytes;
+    const uint64_t h = fnv1a_edges(maps->mask, n - kTokenFileHeaderBytes, (size_t)1 << 20, fnv1a(map, kTokenFileHeaderBytes));
+    s->fingerprint += "+mask" + hash_hex(h);
+    os_map_release(map, n);
+}
+
+}  // namespace
+
+void tokenfile_map(TokenShard* shard, const std::string& path, int vocab_size) {
+    void* map = nullptr;
+    size_t n = 0;
+    map_input(path, "a token file", kTokenFileHeaderBytes, &map, &n);
     TokenShard s;
     s.path = path;
-    if (map) s.image = std::shared_ptr<const void>(map, [n](const void* p) { os_unmap(const_cast<void*>(p), n); });
-    if (map) os_map_sequential(map, n);
+    s.image = std::shared_ptr<const void>(map, ShardMaps(n));
     std::string err;
     if (!tokenfile_check(static_cast<const uint8_t*>(map), n, vocab_size, path, &s.num_tokens, &err))
         fatal("%s", err.c_str());
@@ -38,21 +91,20 @@ void tokenfile_map(TokenShard* shard, const std::string& path, int vocab_size) {
     // The pass above faulted every page in; drop them from this process (they stay in the page cache) and
     // let batches fault in just the windows they read.
     os_map_release(map, n);
+    open_mask(&s);
     *shard = std::move(s);
 }
 
+const uint8_t* token_files_mask(const TokenShard& shard) {
+    const ShardMaps* maps = std::get_deleter<ShardMaps>(shard.image);
+    return maps ? maps->mask : nullptr;
+}
+
 std::string tokenfile_fingerprint(const TokenShard& shard) {
-    const size_t edge = (size_t)1 << 19;  // tokens in 1 MiB
     const uint64_t count = shard.num_tokens;
     uint64_t h = fnv1a(&count, sizeof(count));
     h = fnv1a(reinterpret_cast<const uint8_t*>(shard.tokens) - kTokenFileHeaderBytes, kTokenFileHeaderBytes, h);
-    if (shard.num_tokens <= 2 * edge) {
-        h = fnv1a(shard.tokens, shard.num_tokens * 2, h);
-    } else {
-        h = fnv1a(shard.tokens, edge * 2, h);
-        h = fnv1a(shard.tokens + shard.num_tokens - edge, edge * 2, h);
-    }
-    return hash_hex(h);
+    return hash_hex(fnv1a_edges(shard.tokens, shard.num_tokens * 2, (size_t)1 << 20, h));  // 1 MiB at each end
 }
 
 std::vector<std::string> token_files_expand(const std::string& spec, const char* flag) {
@@ -102,9 +154,16 @@ struct WindowCopy {
     const uint32_t* windows;
 };
 
+// The windows' tokens, then -1 (not scored, core/layers.h) for each target its shard's mask says 0: window i's
+// target t is token i*T + t + 1.
 void copy_windows(void* arg) {
     const WindowCopy* w = static_cast<const WindowCopy*>(arg);
     dataloader_copy(w->dl, *w->shard, w->windows, nullptr);
+    const uint8_t* mask = token_files_mask(*w->shard);
+    const size_t T = w->dl->T;
+    for (int b = 0; mask && b < w->dl->B; b++)
+        for (size_t t = 0; t < T; t++)
+            if (!mask[w->windows[b] * T + t + 1]) w->dl->targets[b * T + t] = -1;
 }
 
 }  // namespace

@@ -11,8 +11,14 @@
 // Maps `path` read-only (MAP_PRIVATE) and validates it as tokenfile_check does, every id included (one
 // sequential pass at open, then the pages are dropped from this process: a bad id is reported before
 // training rather than hours into it, and a shard costs address space and reclaimable file pages, not
-// anonymous memory). Any defect is fatal naming the file. Sets the fingerprint.
+// anonymous memory). Any defect is fatal naming the file. Sets the fingerprint. With token_files_masks, the
+// loss mask beside it (formats/loss_mask.h) is mapped and checked too, when there is one (a defect or a
+// mismatch is fatal naming the mask), and its fingerprint joins the shard's.
 void tokenfile_map(TokenShard* shard, const std::string& path, int vocab_size);
+// train and eval --loss-on: answer (true, the default) reads each shard's loss mask, all (false) ignores them.
+extern bool token_files_masks;
+// The loss mask of a shard tokenfile_map opened (num_tokens bytes, 1 = scored as a target), or null.
+const uint8_t* token_files_mask(const TokenShard& shard);
 // A cheap fingerprint of a shard for resume (16 hex digits): FNV-1a (platform/hash.h) over the token count,
 // the header and the first and last MiB of tokens (all tokens when there are at most 2 MiB of them). It
 // catches a shard added, removed, reordered, grown, shrunk or rewritten at either end; it misses an edit of
@@ -27,6 +33,7 @@ std::vector<std::string> token_files_expand(const std::string& spec, const char*
 void token_files_next_shard(DataLoader* dl);
 // Reads a batch's windows (dataloader_copy) guarded: false naming the shard when its mapping shrank under
 // the run (a SIGBUS, caught) or it now holds an id >= dl->vocab_size (rewritten in place since its check).
+// A target the shard's loss mask says 0 for becomes -1, not scored (core/layers.h).
 bool token_files_read(DataLoader* dl, const TokenShard& shard, const uint32_t* windows, std::string* err);
 // Tokens over all of dl's shards.
 size_t token_files_num_tokens(const DataLoader& dl);

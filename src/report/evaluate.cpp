@@ -1,6 +1,8 @@
 // evaluate.cpp: see evaluate.h.
 #include "report/evaluate.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "dist/dist.h"
 #include "formats/token_files.h"
@@ -36,20 +38,29 @@ float evaluate_batches(GPT2* model, DataLoader* dl, size_t batches, const std::f
     return (float)(sum / ((double)batches * world));
 }
 
-double evaluate_every_token(GPT2* model, DataLoader* dl, size_t* tokens, const std::function<void(double)>& progress) {
+// Targets scored (not -1: masked by a shard's loss mask, formats/token_files.h).
+static size_t scored(const std::vector<int>& targets) {
+    return (size_t)std::count_if(targets.begin(), targets.end(), [](int t) { return t >= 0; });
+}
+
+double evaluate_every_token(GPT2* model, DataLoader* dl, size_t* tokens, size_t* scored_tokens,
+                            const std::function<void(double)>& progress) {
     const size_t T = dl->T;
     const double total = (double)(token_files_num_tokens(*dl) - dl->shards.size());  // tokens predicted
     double sum = 0;  // of per-token losses
-    size_t batch = 0, predicted = 0;
+    size_t batch = 0, predicted = 0, counted = 0;
     for (size_t s = 0; s < dl->shards.size(); s++) {
         const size_t batches = dataloader_shard_windows(*dl, s) / dl->B;
         for (size_t i = 0; i < batches; i++) {
             evaluate_load_batch(dl, batch++);
-            sum += (double)gpt2_forward(model, dl->inputs.data(), dl->targets.data(), dl->B, dl->T) * dl->B * T;
+            const size_t n = scored(dl->targets);  // a batch's loss is its mean over these
+            sum += (double)gpt2_forward(model, dl->inputs.data(), dl->targets.data(), dl->B, dl->T) * n;
+            counted += n;
             if (progress) progress((double)(predicted + (i + 1) * dl->B * T) / total);
         }
         // What whole batches leave: windows first (one batch of fewer rows), then the tokens after them.
         const uint16_t* tok = dl->shards[s].tokens;
+        const uint8_t* mask = token_files_mask(dl->shards[s]);
         size_t start = batches * dl->B * T;
         const size_t n = dl->shards[s].num_tokens, rows = (n - 1 - start) / T, tail = n - 1 - start - rows * T;
         std::vector<int> in, out;
@@ -59,13 +70,17 @@ double evaluate_every_token(GPT2* model, DataLoader* dl, size_t* tokens, const s
             if (len == 0) continue;
             in.assign(tok + start, tok + start + len);
             out.assign(tok + start + 1, tok + start + len + 1);
-            sum += (double)gpt2_forward(model, in.data(), out.data(), bt[0], bt[1]) * len;
+            for (size_t j = 0; mask && j < len; j++) out[j] = mask[start + 1 + j] ? out[j] : -1;
+            const size_t scored_here = scored(out);
+            sum += (double)gpt2_forward(model, in.data(), out.data(), bt[0], bt[1]) * scored_here;
+            counted += scored_here;
             start += len;
         }
         predicted += n - 1;
         if (progress) progress((double)predicted / total);
     }
     *tokens = predicted;
-    return sum / (double)predicted;
+    *scored_tokens = counted;
+    return sum / (double)counted;
 }
 

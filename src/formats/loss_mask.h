@@ -1,0 +1,43 @@
+// loss_mask.h: a loss mask beside a token file, for answer-only loss on instruction data (tokenize
+// --instructions writes them, formats/token_files.h reads them). X.mask sits beside X.bin; it does not end in
+// .bin, so llm.c's globs of token files ('*_train_*.bin') never pick it up, and llm.c reads X.bin as ever.
+// Layout, in llm.c's spirit: 256 int32 of header: magic 20261126, version 1, the token count, the token file's
+// fingerprint (tokenfile_fingerprint, its 64 bits as two int32, low half first) that ties the mask to its file,
+// the -T it was packed for (0: not packed), the rest zero; then one byte per token: 1 when the token is scored
+// as a target (it is predicted from the tokens before it), 0 when not (a prompt, padding).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+const int kLossMaskMagic = 20261126;
+const int kLossMaskVersion = 1;
+
+// X.bin -> X.mask (any other name: NAME.mask).
+std::string lossmask_path(const std::string& token_path);
+// Validates a mask image of n bytes against its token file (`tokens` tokens, fingerprint as 16 hex digits):
+// false with a one-line message naming `where` and what was expected on any defect.
+bool lossmask_check(const uint8_t* data, size_t n, size_t tokens, const std::string& fingerprint,
+                    const std::string& where, std::string* err);
+// Writes the mask of a token file (staged, replacing only a mask file).
+void lossmask_write(const std::string& path, const std::vector<uint8_t>& mask, const std::string& fingerprint, int T);
+
+// Examples packed into the loader's windows (core/dataloader.h: window i covers tokens [i*T, i*T + T], its
+// targets i*T + 1 .. i*T + T). Each window's slot [i*T, i*T + T) starts with <|endoftext|> (not scored: it is
+// the previous window's last target, and it stands before the example as the document separator llm.c puts
+// there), then whole examples, each ending with its own <|endoftext|> (scored), chosen by best fit (the
+// longest of the next kPackLookahead that fits) so that no example that fits (at most T - 1 tokens) is split,
+// then padding <|endoftext|> (not scored) to T. An example longer than T - 1 starts a slot of its own and runs on
+// into the next ones, split (each of its tokens is still a target once, its context cut at window starts).
+// A last <|endoftext|> closes the file, so its last window has its T + 1 tokens.
+const size_t kPackLookahead = 256;
+struct PackedExample {
+    std::vector<int> tokens;
+    std::vector<uint8_t> scored;  // per token, 1 = scored as a target
+};
+struct PackStats {
+    size_t examples = 0, example_tokens = 0, scored = 0, written = 0, windows = 0, split = 0;
+};
+void pack_examples(const std::vector<PackedExample>& examples, int T, int eot, std::vector<int>* tokens,
+                   std::vector<uint8_t>* mask, PackStats* stats);

@@ -1,0 +1,264 @@
+#!/usr/bin/env bash
+# cli_instruct.sh: instruction data end to end: tokenize --instructions's three JSONL shapes (the exact ids and
+# loss mask of each template), the mask file's header, packing into -T windows, every error a bad line or flag
+# gets, the loader's checks of a mask against its token file, and train/eval with and without masks
+# (--loss-on all equals the same files without masks, bit for bit). Needs "$GPT2" and the tokenizer files
+# (GPT2_DATA_DIR or data/gpt2); no Python.
+source "$(dirname "$0")/lib.sh"
+
+FIX=tests/fixtures/instruct
+if [ -n "${GPT2_DATA_DIR:-}" ]; then TOK_DIR=$GPT2_DATA_DIR/gpt2; else TOK_DIR=data/gpt2; fi
+if [ ! -f "$TOK_DIR/encoder.json" ] && [ ! -f "$TOK_DIR/vocab.json" ]; then
+    fail "tokenizer files not found in $TOK_DIR: set GPT2_DATA_DIR or run \`make data\`"
+    summary
+    exit 1
+fi
+T=$TEST_TMP
+EOT=50256
+
+# tokens_of FILE, mask_of FILE: a token file's ids, a mask's bytes, space-separated on one line.
+tokens_of() { od -An -v -t u2 -j 1024 "$1" | tr -s ' \n' ' ' | sed 's/^ //; s/ $//'; }
+mask_of() { od -An -v -t u1 -j 1024 "$1" | tr -s ' \n' ' ' | sed 's/^ //; s/ $//'; }
+# ids TEXT: the ids of TEXT encoded on its own (tokenize --ids of a raw file: no <|endoftext|>).
+ids() { printf '%s' "$1" >"$T/seg.txt" && "$GPT2" tokenize --ids "$T/seg.txt"; }
+# repeat N X: X N times, space-separated.
+repeat() { local i out=""; for ((i = 0; i < $1; i++)); do out+="$2 "; done; echo "${out% }"; }
+# seg SCORED TEXT: appends TEXT's ids to WANT_TOK and SCORED (0 or 1) per id to WANT_MASK.
+seg() {
+    local s
+    s=$(ids "$2")
+    WANT_TOK+=" $s"
+    WANT_MASK+=" $(repeat "$(wc -w <<<"$s")" "$1")"
+}
+# expect_train NAME JSONL_LINE -T N: tokenizes the line (a second, val line follows) and checks the train
+# file and its mask against WANT_TOK/WANT_MASK, closed by the scored <|endoftext|>, padded to N, plus the
+# file's last token.
+expect_train() {
+    local name=$1 line=$2 n=$3
+    printf '%s\n{"prompt": "v", "completion": "w"}\n' "$line" >"$T/one.jsonl"
+    "$GPT2" tokenize --instructions -T "$n" --val-examples 1 -o "$T/one/x" "$T/one.jsonl" >/dev/null 2>"$T/pack.err" || return 1
+    local tok mask count
+    tok="$EOT $(echo $WANT_TOK) $EOT"
+    mask="0 $(echo $WANT_MASK) 1"
+    count=$(wc -w <<<"$tok")
+    tok+=" $(repeat $((n - count + 1)) $EOT)"
+    mask+=" $(repeat $((n - count + 1)) 0)"
+    [ "$(tokens_of "$T/one/x_train.bin")" = "$tok" ] || { echo "tokens: $(tokens_of "$T/one/x_train.bin")"; echo "wanted: $tok"; return 1; }
+    [ "$(mask_of "$T/one/x_train.mask")" = "$mask" ] || { echo "mask: $(mask_of "$T/one/x_train.mask")"; echo "wanted: $mask"; return 1; }
+}
+
+WANT_TOK="" WANT_MASK=""
+seg 0 "What is 2+2?"
+seg 1 " 4."
+check "prompt/completion: the prompt unscored, the completion and <|endoftext|> scored" \
+    expect_train pc '{"prompt": "What is 2+2?", "completion": " 4."}' 32
+
+WANT_TOK="" WANT_MASK=""
+seg 0 $'Below is an instruction that describes a task, paired with an input that provides further context. Write a response that appropriately completes the request.\n\n### Instruction:\nAdd them.\n\n### Input:\n1 and 2\n\n### Response:'
+seg 1 "3"
+check "Alpaca with input: Stanford's template with ### Input:, the output scored" \
+    expect_train alpaca '{"instruction": "Add them.", "input": "1 and 2", "output": "3"}' 64
+
+WANT_TOK="" WANT_MASK=""
+seg 0 $'Below is an instruction that describes a task. Write a response that appropriately completes the request.\n\n### Instruction:\nSay hi.\n\n### Response:'
+seg 1 "Hi!"
+check "Alpaca without input (empty or absent): the template without ### Input:" \
+    expect_train alpaca0 '{"instruction": "Say hi.", "input": "", "output": "Hi!"}' 64
+check "... the same with no \"input\" key" \
+    expect_train alpaca1 '{"instruction": "Say hi.", "output": "Hi!"}' 64
+
+WANT_TOK="" WANT_MASK=""
+seg 0 $'System: Be brief.\n'
+seg 0 $'User: Hello\n'
+seg 0 "Assistant:"
+seg 1 $' Hi.\n'
+seg 0 $'User: Bye\n'
+seg 0 "Assistant:"
+seg 1 " Bye."
+check "chat: System:/User:/Assistant: lines, the assistant's content scored, <|endoftext|> in place of its last newline" \
+    expect_train chat '{"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello"}, {"role": "assistant", "content": "Hi."}, {"role": "user", "content": "Bye"}, {"role": "assistant", "content": "Bye."}], "id": 7}' 64
+
+# The mask's header: magic, version, count, the token file's fingerprint (two ints), -T; then a byte per token.
+mask_header() {
+    local m=$T/one/x_train.mask n
+    n=$(($(wc -c <"$T/one/x_train.bin") / 2 - 512))
+    read -r magic version count _ _ t <<<"$(od -An -t d4 -N 24 "$m" | tr -s ' \n' ' ')"
+    echo "header: $magic $version $count T=$t, $n tokens, $(wc -c <"$m") bytes"
+    [ "$magic $version $count $t" = "20261126 1 $n 64" ] && [ "$(wc -c <"$m")" -eq $((1024 + n)) ]
+}
+check "the mask file: magic 20261126, version 1, the token count, -T, one byte per token" mask_header
+check "the token file beside it is llm.c's, unchanged (magic 20240520, version 1)" \
+    bash -c "[ \"\$(od -An -t d4 -N 8 '$T/one/x_train.bin' | tr -s ' ')\" = ' 20240520 1' ]"
+
+# Packing the fixture set: every window starts with an unscored <|endoftext|>, no example is split, the
+# utilisation is reported, and the mask's scored count is the one reported.
+pack_fixture() {
+    "$GPT2" tokenize --instructions -T 128 -o "$T/fx/ft" $FIX/*.jsonl >"$T/pack.out" 2>"$T/pack.err" || return 1
+    cat "$T/pack.out" "$T/pack.err"
+    grep -q "tokenized 60 examples (20 prompt/completion, 20 Alpaca, 20 chat): 6 val" "$T/pack.out" || return 1
+    grep -q "^packed train: 54 examples into [0-9]* windows of -T 128: [0-9]* of [0-9]* tokens used ([0-9.]*%), [0-9]* scored" "$T/pack.err" || return 1
+    ! grep -q split "$T/pack.err" || return 1
+    local part tok mask scored
+    for part in val train; do
+        read -r -a tok <<<"$(tokens_of "$T/fx/ft_$part.bin")"
+        read -r -a mask <<<"$(mask_of "$T/fx/ft_$part.mask")"
+        [ $(((${#tok[@]} - 1) % 128)) -eq 0 ] || { echo "$part: ${#tok[@]} tokens, not windows of 128 + 1"; return 1; }
+        for ((i = 0; i < ${#tok[@]}; i += 128)); do
+            [ "${tok[i]}" = $EOT ] && [ "${mask[i]}" = 0 ] || { echo "$part: window start $i is ${tok[i]}/${mask[i]}"; return 1; }
+        done
+        scored=$(tr ' ' '\n' <<<"${mask[*]}" | grep -c 1)
+        grep -q "^packed $part: .* $scored scored" "$T/pack.err" || { echo "$part: $scored scored in the mask"; return 1; }
+    done
+}
+check "packing the fixture set into -T 128 windows: whole examples, each window led by an unscored <|endoftext|>" pack_fixture
+utilisation=$(grep -o "^packed train: .*" "$T/pack.err")
+echo "    ($utilisation)"
+
+# An example longer than T-1 tokens is split across windows, and said so; its tokens stay in order.
+long_split() {
+    printf '{"prompt": "%s", "completion": " yes"}\n{"prompt": "a", "completion": "b"}\n{"prompt": "c", "completion": "d"}\n' \
+        "$(repeat 40 word)" >"$T/long.jsonl"
+    "$GPT2" tokenize --instructions -T 16 --val-examples 1 -o "$T/long/x" "$T/long.jsonl" >/dev/null 2>"$T/long.err" || return 1
+    cat "$T/long.err"
+    grep -q "^packed train: 2 examples .*; 1 longer than 15 tokens split across windows" "$T/long.err" || return 1
+    WANT_TOK="" WANT_MASK=""
+    seg 0 "$(repeat 40 word)"
+    tokens_of "$T/long/x_train.bin" | grep -q -- "$EOT $(echo $WANT_TOK) $(ids " yes") $EOT"
+}
+check "an example longer than -T - 1 is split across windows, in order, and reported" long_split
+
+# Errors: one line naming the file and line (or the flag).
+printf '{"prompt": "a", "completion": "b"}\n' >"$T/ok.jsonl"
+bad() { printf '{"prompt": "a", "completion": "b"}\n\n%s\n' "$1" >"$T/bad.jsonl"; }
+bad '{"text": "plain"}'
+check_error "a line of no known shape names the file and line and the shapes" \
+    "bad instruction example ($T/bad.jsonl line 3): expected {\"prompt\", \"completion\"}, Alpaca's .* got keys \"text\"" \
+    "$GPT2" tokenize --instructions -o "$T/e/x" "$T/bad.jsonl"
+bad '{"prompt": "a", "completion": "b", "messages": []}'
+check_error "keys of two shapes" "bad instruction example ($T/bad.jsonl line 3): expected the keys of one shape" \
+    "$GPT2" tokenize --instructions -o "$T/e/x" "$T/bad.jsonl"
+bad '{"prompt": "a", "completion": 5}'
+check_error "a field that is not a string" "line 3): expected \"completion\" to be a string, got a number" \
+    "$GPT2" tokenize --instructions -o "$T/e/x" "$T/bad.jsonl"
+bad '{"instruction": "a", "input": null, "output": "b"}'
+check_error "Alpaca's input that is not a string" "line 3): expected \"input\" to be a string, got null" \
+    "$GPT2" tokenize --instructions -o "$T/e/x" "$T/bad.jsonl"
+bad '{"instruction": "a"}'
+check_error "Alpaca without output" "line 3): expected a field \"output\", got none" \
+    "$GPT2" tokenize --instructions -o "$T/e/x" "$T/bad.jsonl"
+bad '{"messages": [{"content": "hi"}, {"role": "assistant", "content": "x"}]}'
+check_error "a chat message without role" "line 3): expected a field \"role\" in message 1, got none" \
+    "$GPT2" tokenize --instructions -o "$T/e/x" "$T/bad.jsonl"
+bad '{"messages": [{"role": "user"}, {"role": "assistant", "content": "x"}]}'
+check_error "a chat message without content" "line 3): expected a field \"content\" in message 1, got none" \
+    "$GPT2" tokenize --instructions -o "$T/e/x" "$T/bad.jsonl"
+bad '{"messages": [{"role": "bot", "content": "hi"}]}'
+check_error "an unknown role" "line 3): expected the role in message 1 to be system, user or assistant, got \"bot\"" \
+    "$GPT2" tokenize --instructions -o "$T/e/x" "$T/bad.jsonl"
+bad '{"messages": [{"role": "user", "content": "hi"}, {"role": "system", "content": "x"}, {"role": "assistant", "content": "x"}]}'
+check_error "a system message after the first" "line 3): expected the role in message 2 to be user or assistant (system comes first only)" \
+    "$GPT2" tokenize --instructions -o "$T/e/x" "$T/bad.jsonl"
+bad '{"messages": [{"role": "assistant", "content": "hi"}, {"role": "user", "content": "x"}]}'
+check_error "a chat not ending with the assistant" "line 3): expected the last message to be the assistant's" \
+    "$GPT2" tokenize --instructions -o "$T/e/x" "$T/bad.jsonl"
+bad '{"messages": "hi"}'
+check_error "messages that are not an array" "line 3): expected \"messages\" to be a non-empty array" \
+    "$GPT2" tokenize --instructions -o "$T/e/x" "$T/bad.jsonl"
+bad '["prompt", "completion"]'
+check_error "a line that is not an object" "line 3): expected a JSON object, got an array" \
+    "$GPT2" tokenize --instructions -o "$T/e/x" "$T/bad.jsonl"
+bad '{"prompt": "a", '
+check_error "malformed JSON" "malformed JSON ($T/bad.jsonl line 3)" \
+    "$GPT2" tokenize --instructions -o "$T/e/x" "$T/bad.jsonl"
+check_error "-T without --instructions" "flag --tokens needs --instructions (tokenize)" \
+    "$GPT2" tokenize -T 64 -o "$T/e/x" "$T/ok.jsonl"
+check_error "--instructions with --jsonl-field" "conflicting flags --instructions and --jsonl-field (tokenize)" \
+    "$GPT2" tokenize --instructions --jsonl-field text -o "$T/e/x" "$T/ok.jsonl"
+check_error "--instructions without -o" "missing output (tokenize): --instructions writes token files" \
+    "$GPT2" tokenize --instructions "$T/ok.jsonl"
+check_error "too few examples for a val and a train part" "too few examples for --val-examples 1 ($T/ok.jsonl)" \
+    "$GPT2" tokenize --instructions -o "$T/e/x" "$T/ok.jsonl"
+check_error "-T below 2" "bad value for --tokens (tokenize)" \
+    "$GPT2" tokenize --instructions -T 1 -o "$T/e/x" "$T/ok.jsonl"
+check "errors leave no outputs behind" bash -c "[ ! -e '$T/e' ]"
+
+# Training and evaluation on the fixture set (from scratch, a tiny model).
+MODEL=(--layers 1 --channels 32 --heads 2 -B 1 -T 128 --steps 3 --val-every 3 --val-batches 1 --sample-tokens 0 --lr 1e-2)
+mkdir -p "$T/plain"
+cp "$T/fx/ft_train.bin" "$T/fx/ft_val.bin" "$T/plain/"
+step_losses() { grep -o 'loss [0-9][0-9.]*' "$1"; }
+train_runs() {
+    "$GPT2" train --train "$T/fx/ft_train.bin" --val "$T/fx/ft_val.bin" "${MODEL[@]}" >"$T/masked.out" 2>&1 || { cat "$T/masked.out"; return 1; }
+    "$GPT2" train --train "$T/fx/ft_train.bin" --val "$T/fx/ft_val.bin" "${MODEL[@]}" --loss-on all >"$T/all.out" 2>&1 || return 1
+    "$GPT2" train --train "$T/plain/ft_train.bin" --val "$T/plain/ft_val.bin" "${MODEL[@]}" >"$T/plain.out" 2>&1 || return 1
+    grep -q "^loss: on the answers only, as the loss masks of 1 of 1 train shards" "$T/masked.out"
+}
+check "train on masked shards, with --loss-on all, and on the same token files without masks" train_runs
+check "... the masked run's losses differ from every token's" bash -c "! cmp -s <(grep -o 'loss [0-9][0-9.]*' '$T/masked.out') <(grep -o 'loss [0-9][0-9.]*' '$T/all.out')"
+check "... --loss-on all equals the run without mask files, bit for bit" \
+    cmp <(step_losses "$T/all.out") <(step_losses "$T/plain.out")
+check "... and prints no loss line without masks" bash -c "! grep -q '^loss: on the answers' '$T/plain.out' '$T/all.out'"
+
+# The masked train loss is the mean over scored targets: a 1-step run's loss, recomputed by eval on the same
+# first windows (no shuffle) with the mask, matches; without the mask it matches the all-token loss.
+eval_masked() {
+    "$GPT2" train --train "$T/fx/ft_train.bin" --val "" --layers 1 --channels 32 --heads 2 -B 1 -T 128 --steps 1 \
+        --sample-tokens 0 --out "$T/m" >/dev/null 2>&1 || return 1
+    "$GPT2" eval --model "$T/m" --data "$T/fx/ft_val.bin" -B 1 -T 128 >"$T/e1.out" 2>&1 || return 1
+    "$GPT2" eval --model "$T/m" --data "$T/fx/ft_val.bin" -B 1 -T 128 --loss-on all >"$T/e2.out" 2>&1 || return 1
+    "$GPT2" eval --model "$T/m" --data "$T/plain/ft_val.bin" -B 1 -T 128 >"$T/e3.out" 2>&1 || return 1
+    cat "$T/e1.out" "$T/e2.out"
+    local scored
+    scored=$(tr ' ' '\n' <<<"$(mask_of "$T/fx/ft_val.mask" | cut -d' ' -f2-)" | grep -c 1)
+    grep -q "^scored $scored of them" "$T/e1.out" && cmp -s <(grep ^loss "$T/e2.out") <(grep ^loss "$T/e3.out") &&
+        ! cmp -s <(grep ^loss "$T/e1.out") <(grep ^loss "$T/e2.out")
+}
+check "eval: the masked loss over the scored tokens (counted), --loss-on all equals the file without a mask" eval_masked
+check_error "--loss-on takes answer or all" "bad value for --loss-on (eval): expected answer or all, got 'prompt'" \
+    "$GPT2" eval --model "$T/m" --data "$T/fx/ft_val.bin" -B 1 -T 128 --loss-on prompt
+
+# A mask that does not match its token file: one line naming the mask; --loss-on all ignores it.
+mkdir -p "$T/mm"
+cp "$T/fx/ft_train.bin" "$T/fx/ft_train.mask" "$T/mm/"
+cp "$T/fx/ft_val.bin" "$T/mm/ft_train.bin"  # the token file written again, its old mask left
+check_error "a mask left from another token file is refused, naming it" \
+    "loss mask does not match its token file ($T/mm/ft_train.mask): expected " \
+    "$GPT2" train --train "$T/mm/ft_train.bin" --val "" "${MODEL[@]}"
+check "... and --loss-on all ignores it" "$GPT2" train --train "$T/mm/ft_train.bin" --val "" "${MODEL[@]}" --loss-on all
+cp "$T/fx/ft_train.bin" "$T/mm/ft_train.bin"
+# one id changed in place (the same length): the fingerprint the mask holds no longer matches
+perl -e 'open(my $h, "+<:raw", $ARGV[0]) or die; seek($h, 1026, 0); print $h pack("v", 42);' "$T/mm/ft_train.bin"
+check_error "a mask whose token file changed in place (same length) is refused by its fingerprint" \
+    "loss mask does not match its token file ($T/mm/ft_train.mask): expected the token file's fingerprint" \
+    "$GPT2" eval --model "$T/m" --data "$T/mm/ft_train.bin" -B 1 -T 128
+cp "$T/fx/ft_train.bin" "$T/mm/ft_train.bin"
+cp "$T/fx/ft_train.mask" "$T/mm/good.mask"
+head -c 2000 "$T/mm/good.mask" >"$T/mm/ft_train.mask"
+check_error "a mask of another length" "loss mask does not match its token file ($T/mm/ft_train.mask): expected [0-9]* tokens" \
+    "$GPT2" train --train "$T/mm/ft_train.bin" --val "" "${MODEL[@]}"
+{ printf 'XXXX'; tail -c +5 "$T/mm/good.mask"; } >"$T/mm/ft_train.mask"
+check_error "a mask with a bad magic" "bad magic in loss mask ($T/mm/ft_train.mask) at offset 0: expected 20261126" \
+    "$GPT2" eval --model "$T/m" --data "$T/mm/ft_train.bin" -B 1 -T 128
+{ head -c 1030 "$T/mm/good.mask"; printf '\002'; tail -c +1032 "$T/mm/good.mask"; } >"$T/mm/ft_train.mask"
+check_error "a mask byte other than 0 or 1" "bad byte in loss mask ($T/mm/ft_train.mask) at byte offset 1030: expected 0 or 1, got 2" \
+    "$GPT2" eval --model "$T/m" --data "$T/mm/ft_train.bin" -B 1 -T 128
+{ head -c 1024 "$T/mm/good.mask"; tail -c +1025 "$T/mm/good.mask" | tr '\001' '\000'; } >"$T/mm/ft_train.mask"
+check_error "eval on a mask that scores nothing" "no scored tokens in $T/mm/ft_train.bin" \
+    "$GPT2" eval --model "$T/m" --data "$T/mm/ft_train.bin" -B 1 -T 128
+
+# Resume: the data fingerprint covers the masks, and --loss-on stays the run's.
+resume_runs() {
+    mkdir -p "$T/r"
+    cp "$T/fx/ft_train.bin" "$T/fx/ft_train.mask" "$T/r/"
+    "$GPT2" train --train "$T/r/ft_train.bin" --val "" "${MODEL[@]}" --steps 4 --stop-after 2 --out "$T/r/ck" >/dev/null 2>&1 &&
+        "$GPT2" train --resume "$T/r/ck" --stop-after 1 >"$T/r/out" 2>&1
+}
+check "a masked run resumes" resume_runs
+check_error "a resume with --loss-on changed is refused" "bad value for --loss-on (train): a resumed run keeps --loss-on answer, got all" \
+    "$GPT2" train --resume "$T/r/ck" --loss-on all
+# flip one body byte (0 <-> 1) of the mask: the token file is unchanged
+perl -e 'open(my $h, "+<:raw", $ARGV[0]) or die; seek($h, 1100, 0); read($h, my $b, 1); seek($h, 1100, 0); print $h chr(1 - ord($b));' "$T/r/ft_train.mask"
+check_error "a resume on a changed mask is refused as a changed shard" "training data changed ($T/r/ck" \
+    "$GPT2" train --resume "$T/r/ck"
+
+summary

@@ -7,6 +7,8 @@
 
 #include "core/json.h"
 #include "core/rng.h"
+#include "core/safetensors.h"
+#include "formats/safetensors_file.h"
 #include "lora/peft.h"
 #include "platform/platform.h"
 #include "platform/util.h"
@@ -39,7 +41,7 @@ void remove_dir(const std::string& dir) {
 }  // namespace
 
 TEST(peft_writes_reads_and_rewrites_the_same_bytes) {
-    const GPT2Config base = config_make(32, 1000, 2, 2, 32);
+    const GPT2Config base = config_make(32, 1000, 12, 2, 32);  // 12 layers: "h.10" sorts before "h.2"
     LoraConfig cfg;
     cfg.rank = 4, cfg.alpha = 16, cfg.dropout = 0.05f;
     cfg.target_modules = {"c_attn", "c_proj"};  // c_proj: attn.c_proj and mlp.c_proj, as PEFT matches it
@@ -59,6 +61,11 @@ TEST(peft_writes_reads_and_rewrites_the_same_bytes) {
     peft_write(back, read, d2);
     for (const char* f : {"adapter_config.json", "adapter_model.safetensors"})
         CHECK(file_text(path_join(d1, f)) == file_text(path_join(d2, f)));
+    SafeTensors st;  // laid out by name, as the safetensors library writes PEFT's file
+    safetensors_load_header(&st, path_join(d1, "adapter_model.safetensors"));
+    CHECK(st.tensors.size() == a.table.size() && st.meta("format") == "pt" && st.metadata.size() == 1);
+    for (size_t i = 1; i < st.tensors.size(); i++) CHECK(st.tensors[i - 1].name < st.tensors[i].name);
+    CHECK(st.tensors.size() > 40 && st.tensors[12].name.find(".h.10.") != std::string::npos);
     const std::string json = file_text(path_join(d1, "adapter_config.json"));
     CHECK(json.find("\"lora_alpha\": 16,\n") != std::string::npos);     // an int, as PEFT's type is
     CHECK(json.find("\"lora_dropout\": 0.05,\n") != std::string::npos); // the float32's shortest repr

@@ -1,5 +1,6 @@
 // test_lora_formats.cpp: PEFT's adapter directory (src/lora/peft.h): written, read back to the same values, and
-// written again to the same bytes; adapter_config.json in Python's json.dumps(indent=2, sort_keys=True) form.
+// written again to the same bytes; adapter_config.json in Python's json.dumps(indent=2, sort_keys=True) form; the
+// GGUF adapter (src/lora/export.h) as llama.cpp's loader reads it.
 // The errors are tests/cli_lora_formats.sh's (each one exits); tests/ref_lora.sh checks against PyTorch.
 #include <cstring>
 #include <string>
@@ -9,6 +10,8 @@
 #include "core/rng.h"
 #include "core/safetensors.h"
 #include "formats/safetensors_file.h"
+#include "formats/gguf.h"
+#include "lora/export.h"
 #include "lora/peft.h"
 #include "platform/platform.h"
 #include "platform/util.h"
@@ -101,4 +104,40 @@ TEST(peft_config_keeps_what_it_does_not_use) {
     CHECK(json.find("\"lora_alpha\": 0.1,\n") != std::string::npos && json.find("\"r\": 3,\n") != std::string::npos);
     os_unlink(path.c_str());
     os_rmdir(dir);
+}
+
+// The GGUF adapter as llama.cpp's loader checks it (llama-adapter.cpp): the keys and their types, each
+// tensor named after its base weight with PEFT's A and B byte for byte (ne [in, r] and [r, out]); with rslora,
+// alpha x sqrt(r), so that llama.cpp's alpha / r is PEFT's scale.
+TEST(gguf_adapter_holds_peft_bytes_under_llama_cpp_names) {
+    const GPT2Config base = config_make(32, 1000, 2, 2, 32);
+    LoraConfig cfg;
+    cfg.rank = 4, cfg.alpha = 8, cfg.rslora = true;
+    cfg.target[kLoraMlpFC] = true;
+    const LoraAdapter a = test_adapter(cfg, base);
+    const std::string dir = test_os_temp_dir("gguf_adapter"), path = dir + "/a.gguf";
+    lora_save_gguf(a, path, "test");
+    const int fd = os_open_read(path);
+    FileInfo info;
+    GgufHeader h;
+    std::string err;
+    const GgufReadAt read_at = [fd](void* dst, size_t n, uint64_t at) { return os_pread(fd, dst, n, at) == (long)n; };
+    CHECK(fd >= 0 && os_fstat(fd, &info) && gguf_parse(read_at, info.size, &h, &err));
+    auto str = [&](const char* k) { return h.find(k) && h.find(k)->type == 8 ? h.find(k)->str : ""; };
+    CHECK(str("general.type") == "adapter" && str("adapter.type") == "lora" && str("general.architecture") == "gpt2");
+    const GgufValue* alpha = h.find("adapter.lora.alpha");
+    CHECK(alpha && alpha->type == 6 && alpha->number == 16.0f);  // FLOAT32; 8 x sqrt(4)
+    CHECK(h.tensors.size() == 8 && gguf_adapter_is_ours(path));
+    for (const TensorInfo& t : a.table) {
+        const bool is_b = t.name.find("lora_B") != std::string::npos;
+        const std::string name = "blk." + std::to_string(t.layer) + "." +
+                                 (t.slot == kLoraMlpFC ? "ffn_up" : "attn_qkv") + ".weight" + (is_b ? ".lora_b" : ".lora_a");
+        const GgufTensor* g = h.tensor(name);
+        CHECK(g && g->type == 0 && g->dims == std::vector<uint64_t>({t.cols, t.rows}));
+        std::vector<float> got(t.numel());
+        CHECK(g && read_at(got.data(), got.size() * 4, g->offset) &&
+              memcmp(got.data(), a.params.data() + t.offset, got.size() * 4) == 0);
+    }
+    os_close(fd);
+    remove_dir(dir);
 }

@@ -184,7 +184,8 @@ int cmd_export(int argc, char** argv) {
                                                 : GgufType::kQ8_0;
         gguf_save(model, tok, out, type, "--out (export)");
     }
-    printf("wrote %s (%s, %s%s)\n", out.c_str(), format.c_str(), dtype.c_str(),
+    const std::string merged = args.on("merge-lora") ? ", " + args.str("lora-from") + " merged in" : "";
+    printf("wrote %s (%s, %s%s%s)\n", out.c_str(), format.c_str(), dtype.c_str(), merged.c_str(),
            which.empty() ? "" : (", tokenizer " + which).c_str());
     return 0;
 }

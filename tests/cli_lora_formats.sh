@@ -67,6 +67,9 @@ check_error "no adapter_model.safetensors" "missing $T/nost/adapter_model.safete
     export_ad $T/nost --format gguf --out $T/x.gguf
 broken badjson 's/"r": 4,/"r": 4/'
 check_error "malformed JSON" "malformed JSON in $T/badjson/adapter_config.json" export_ad $T/badjson --format gguf --out $T/x.gguf
+broken latin1 's/"gpt2"/"caf\xe9"/'
+check_error "a config that is not UTF-8" "bad adapter config ($T/latin1/adapter_config.json): byte [0-9]* is not UTF-8" \
+    export_ad $T/latin1 --format gguf --out $T/x.gguf
 broken loha 's/"peft_type": "LORA"/"peft_type": "LOHA"/'
 check_error "peft_type other than LORA" 'peft_type is "LOHA", expected "LORA"' export_ad $T/loha --format gguf --out $T/x.gguf
 broken bigr 's/"r": 4,/"r": 40,/'

@@ -9,8 +9,8 @@
 #include "core/json.h"
 #include "core/rng.h"
 #include "core/safetensors.h"
-#include "formats/safetensors_file.h"
 #include "formats/gguf.h"
+#include "formats/safetensors_file.h"
 #include "lora/export.h"
 #include "lora/peft.h"
 #include "platform/platform.h"
@@ -70,10 +70,10 @@ TEST(peft_writes_reads_and_rewrites_the_same_bytes) {
     for (size_t i = 1; i < st.tensors.size(); i++) CHECK(st.tensors[i - 1].name < st.tensors[i].name);
     CHECK(st.tensors.size() > 40 && st.tensors[12].name.find(".h.10.") != std::string::npos);
     const std::string json = file_text(path_join(d1, "adapter_config.json"));
-    CHECK(json.find("\"lora_alpha\": 16,\n") != std::string::npos);     // an int, as PEFT's type is
-    CHECK(json.find("\"lora_dropout\": 0.05,\n") != std::string::npos); // the float32's shortest repr
+    CHECK(json.find("\"lora_alpha\": 16,\n") != std::string::npos);      // an int, as PEFT's type is
+    CHECK(json.find("\"lora_dropout\": 0.05,\n") != std::string::npos);  // the float32's shortest repr
     CHECK(json.find("\"target_modules\": [\n    \"c_attn\",\n    \"c_proj\"\n  ],") != std::string::npos);
-    CHECK(json.front() == '{' && json.back() == '}');  // no final newline
+    CHECK(json.front() == '{' && json.back() == '}');         // no final newline
     CHECK(json.find("\"use_rslora\"") == std::string::npos);  // only when true: older PEFT refuses unknown keys
     remove_dir(d1), remove_dir(d2);
 }
@@ -85,7 +85,8 @@ TEST(peft_config_keeps_what_it_does_not_use) {
         "{\n  \"alpha_pattern\": {},\n  \"auto_mapping\": null,\n  \"base_model_name_or_path\": \"gpt2\",\n"
         "  \"bias\": \"none\",\n  \"eva_config\": null,\n  \"fan_in_fan_out\": true,\n  \"inference_mode\": true,\n"
         "  \"init_lora_weights\": \"gaussian\",\n  \"layers_pattern\": null,\n  \"loftq_config\": {},\n"
-        "  \"lora_alpha\": 16.0,\n  \"lora_dropout\": 1e-05,\n  \"megatron_core\": \"megatron.core\",\n  \"modules_to_save\": null,\n"
+        "  \"lora_alpha\": 16.0,\n  \"lora_dropout\": 1e-05,\n  \"megatron_core\": \"megatron.core\",\n  "
+        "\"modules_to_save\": null,\n"
         "  \"note\": \"caf\\u00e9 \\ud83d\\ude00 \\\"q\\\"\\n\",\n  \"peft_type\": \"LORA\",\n"
         "  \"peft_version\": \"0.17.1\",\n  \"qalora_group_size\": 16,\n  \"r\": 2,\n  \"revision\": null,\n"
         "  \"target_modules\": [\n    \"mlp.c_fc\",\n    \"c_attn\"\n  ],\n  \"task_type\": \"CAUSAL_LM\",\n"
@@ -131,7 +132,8 @@ TEST(gguf_adapter_holds_peft_bytes_under_llama_cpp_names) {
     for (const TensorInfo& t : a.table) {
         const bool is_b = t.name.find("lora_B") != std::string::npos;
         const std::string name = "blk." + std::to_string(t.layer) + "." +
-                                 (t.slot == kLoraMlpFC ? "ffn_up" : "attn_qkv") + ".weight" + (is_b ? ".lora_b" : ".lora_a");
+                                 (t.slot == kLoraMlpFC ? "ffn_up" : "attn_qkv") + ".weight" +
+                                 (is_b ? ".lora_b" : ".lora_a");
         const GgufTensor* g = h.tensor(name);
         CHECK(g && g->type == 0 && g->dims == std::vector<uint64_t>({t.cols, t.rows}));
         std::vector<float> got(t.numel());

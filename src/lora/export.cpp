@@ -26,9 +26,10 @@ double lora_scale(const LoraConfig& cfg) {
 void lora_save_gguf(const LoraAdapter& a, const std::string& path, const char* flag) {
     const float alpha = (float)(lora_scale(a.cfg) * a.cfg.rank);  // llama.cpp's alpha / rank = PEFT's scale
     if (alpha == 0)
-        fatal("unsupported adapter for GGUF (%s): lora_alpha is 0, expected a non-zero alpha (llama.cpp reads alpha 0 "
-              "as scale 1)",
-              path.c_str());
+        fatal(
+            "unsupported adapter for GGUF (%s): lora_alpha is 0, expected a non-zero alpha (llama.cpp reads alpha 0 "
+            "as scale 1)",
+            path.c_str());
     GgufKeys kv;
     kv.str("general.architecture", "gpt2");
     kv.str("general.type", "adapter");
@@ -44,7 +45,9 @@ void lora_save_gguf(const LoraAdapter& a, const std::string& path, const char* f
             if (!std::isfinite(a.params[t.offset + i]))
                 fatal("non-finite adapter weight (%s): %s[%zu] is %g; not saving non-finite weights", path.c_str(),
                       t.name.c_str(), i, a.params[t.offset + i]);
-        tensors.push_back({w.gguf_name + (is_b ? ".lora_b" : ".lora_a"), {t.cols, t.rows}, GgufType::kF32,
+        tensors.push_back({w.gguf_name + (is_b ? ".lora_b" : ".lora_a"),
+                           {t.cols, t.rows},
+                           GgufType::kF32,
                            a.params.data() + t.offset});
     }
     gguf_write(path, flag, kGgufAdapterKind, kv, tensors);

@@ -60,8 +60,14 @@ std::string py_string(const std::string& s) {
         uint32_t cp = more ? c & (0x3F >> more) : c;
         for (int k = 1; k <= more; k++) cp = cp << 6 | (s[i + k] & 0x3F);
         i += 1 + more;
-        const char* esc = cp == '"' ? "\\\"" : cp == '\\' ? "\\\\" : cp == '\n' ? "\\n" : cp == '\r' ? "\\r"
-                          : cp == '\t' ? "\\t" : cp == '\b' ? "\\b" : cp == '\f' ? "\\f" : nullptr;
+        const char* esc = cp == '"'    ? "\\\""
+                          : cp == '\\' ? "\\\\"
+                          : cp == '\n' ? "\\n"
+                          : cp == '\r' ? "\\r"
+                          : cp == '\t' ? "\\t"
+                          : cp == '\b' ? "\\b"
+                          : cp == '\f' ? "\\f"
+                                       : nullptr;
         if (esc) out += esc;
         else if (cp >= 0x20 && cp < 0x80) out += (char)cp;
         else if (cp < 0x10000) snprintf(buf, sizeof(buf), "\\u%04x", cp), out += buf;
@@ -80,7 +86,10 @@ void py_dump(const Json& v, int depth, std::string* out) {
         case Json::NUMBER: *out += v.is_integer ? std::to_string(v.integer) : py_float(v.number, false); break;
         case Json::STRING: *out += py_string(v.str); break;
         case Json::ARRAY:
-            if (v.items.empty()) { *out += "[]"; break; }
+            if (v.items.empty()) {
+                *out += "[]";
+                break;
+            }
             *out += "[\n";
             for (size_t i = 0; i < v.items.size(); i++) {
                 *out += (i ? ",\n" : "") + in;
@@ -89,7 +98,10 @@ void py_dump(const Json& v, int depth, std::string* out) {
             *out += "\n" + close + "]";
             break;
         case Json::OBJECT: {
-            if (v.members.empty()) { *out += "{}"; break; }
+            if (v.members.empty()) {
+                *out += "{}";
+                break;
+            }
             std::vector<const std::pair<std::string, Json>*> sorted;
             for (const auto& m : v.members) sorted.push_back(&m);
             std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->first < b->first; });
@@ -144,19 +156,19 @@ bool is_null_or_empty(const Json& v) {
 
 // The modules of GPT2LMHeadModel, by full name, that a target may select; PEFT adapts only Linear and Conv1D.
 std::vector<std::string> gpt2_modules(int layers) {
-    std::vector<std::string> names = {"transformer",      "transformer.wte", "transformer.wpe", "transformer.drop",
-                                      "transformer.h",    "transformer.ln_f", "lm_head"};
-    static const char* const kBlock[] = {"",      ".ln_1",    ".attn", ".attn.c_attn", ".attn.c_proj", ".attn.attn_dropout",
-                                         ".attn.resid_dropout", ".ln_2", ".mlp", ".mlp.c_fc", ".mlp.c_proj",
-                                         ".mlp.act", ".mlp.dropout"};
+    std::vector<std::string> names = {"transformer",   "transformer.wte",  "transformer.wpe", "transformer.drop",
+                                      "transformer.h", "transformer.ln_f", "lm_head"};
+    static const char* const kBlock[] = {
+        "",      ".ln_1", ".attn",     ".attn.c_attn", ".attn.c_proj", ".attn.attn_dropout", ".attn.resid_dropout",
+        ".ln_2", ".mlp",  ".mlp.c_fc", ".mlp.c_proj",  ".mlp.act",     ".mlp.dropout"};
     for (int l = 0; l < layers; l++)
         for (const char* m : kBlock) names.push_back("transformer.h." + std::to_string(l) + m);
     return names;
 }
 
 bool module_matches(const std::string& name, const std::string& target) {
-    return name == target || (name.size() > target.size() && name.compare(name.size() - target.size() - 1,
-                                                                          std::string::npos, "." + target) == 0);
+    return name == target || (name.size() > target.size() &&
+                              name.compare(name.size() - target.size() - 1, std::string::npos, "." + target) == 0);
 }
 
 // cfg->target from cfg->target_modules: each of the four Conv1D kinds selected in every layer or in none.
@@ -173,25 +185,28 @@ void resolve_targets(LoraConfig* cfg, int layers, const std::string& path) {
             for (int k = 0; k < kLoraTargets; k++)
                 if (m.size() > strlen(kLoraModules[k]) && module_matches(m, kLoraModules[k])) kind = k;
             if (module_matches(m, t) && kind < 0)
-                fatal("unsupported value for key target_modules in %s: \"%s\" selects %s, expected only attn.c_attn, "
-                      "attn.c_proj, mlp.c_fc and mlp.c_proj (GPT-2's Conv1D layers)",
-                      p, t.c_str(), m.c_str());
+                fatal(
+                    "unsupported value for key target_modules in %s: \"%s\" selects %s, expected only attn.c_attn, "
+                    "attn.c_proj, mlp.c_fc and mlp.c_proj (GPT-2's Conv1D layers)",
+                    p, t.c_str(), m.c_str());
         }
         for (int k = 0; k < kLoraTargets; k++) {
             int hits = 0;
             for (int l = 0; l < layers; l++)
                 hits += module_matches("transformer.h." + std::to_string(l) + "." + kLoraModules[k], t);
             if (hits > 0 && hits < layers)
-                fatal("unsupported value for key target_modules in %s: \"%s\" selects %s in %d of %d layers, expected "
-                      "every layer",
-                      p, t.c_str(), kLoraModules[k], hits, layers);
+                fatal(
+                    "unsupported value for key target_modules in %s: \"%s\" selects %s in %d of %d layers, expected "
+                    "every layer",
+                    p, t.c_str(), kLoraModules[k], hits, layers);
             cfg->target[k] = cfg->target[k] || hits > 0;
         }
     }
     if (std::none_of(cfg->target, cfg->target + kLoraTargets, [](bool b) { return b; }))
-        fatal("bad value for key target_modules in %s: expected names of GPT-2's c_attn, c_proj or c_fc modules, "
-              "none matched",
-              p);
+        fatal(
+            "bad value for key target_modules in %s: expected names of GPT-2's c_attn, c_proj or c_fc modules, "
+            "none matched",
+            p);
 }
 
 // A number at `key` (missing: `fallback`, PEFT's default), finite and in [lo, hi].
@@ -201,8 +216,8 @@ double config_number(const Json& root, const char* key, double fallback, double 
     if (!v) return fallback;
     if (v->type != Json::NUMBER || !std::isfinite(v->number) || v->number < lo || v->number > hi ||
         (integer && !v->is_integer))
-        fatal("bad value for key %s in %s: expected %s in [%g, %g]", key, path.c_str(), integer ? "an integer" : "a number",
-              lo, hi);
+        fatal("bad value for key %s in %s: expected %s in [%g, %g]", key, path.c_str(),
+              integer ? "an integer" : "a number", lo, hi);
     return v->number;
 }
 
@@ -216,6 +231,18 @@ PeftConfig peft_read_config(const std::string& dir, const GPT2Config& base) {
               kWeightsName);
     if (!file_exists(path)) fatal("missing %s: expected PEFT's adapter config beside %s", p, kWeightsName);
     const std::vector<uint8_t> bytes = file_read(path, (size_t)1 << 20);  // a few hundred bytes
+    for (size_t i = 0; i < bytes.size();) {  // UTF-8, as Python reads the file (and py_string relies on)
+        const uint8_t c = bytes[i];
+        const int more = c < 0x80                ? 0
+                         : c >= 0xC2 && c < 0xE0 ? 1
+                         : c >= 0xE0 && c < 0xF0 ? 2
+                         : c >= 0xF0 && c < 0xF5 ? 3
+                                                 : -1;
+        bool ok = more >= 0 && i + more < bytes.size();
+        for (int k = 1; ok && k <= more; k++) ok = (bytes[i + k] & 0xC0) == 0x80;
+        if (!ok) fatal("bad adapter config (%s): byte %zu is not UTF-8, expected a UTF-8 JSON file", p, i);
+        i += 1 + more;
+    }
     PeftConfig out;
     std::string err;
     if (!json_parse(reinterpret_cast<const char*>(bytes.data()), bytes.size(), &out.kept, &err))
@@ -225,7 +252,9 @@ PeftConfig peft_read_config(const std::string& dir, const GPT2Config& base) {
     const Json* type = root.find("peft_type");
     if (!type || type->type != Json::STRING || type->str != "LORA")
         fatal("unsupported adapter (%s): peft_type is %s, expected \"LORA\"", p,
-              !type ? "missing" : type->type == Json::STRING ? ("\"" + type->str + "\"").c_str() : "not a string");
+              !type                        ? "missing"
+              : type->type == Json::STRING ? ("\"" + type->str + "\"").c_str()
+                                           : "not a string");
     // Keys whose other values change what the adapter computes: refused, naming what gpt2 computes.
     struct Rule {
         const char* key;
@@ -233,7 +262,8 @@ PeftConfig peft_read_config(const std::string& dir, const GPT2Config& base) {
         const char* expected;
     };
     static const Rule kRules[] = {
-        {"bias", [](const Json& v) { return v.type == Json::STRING && v.str == "none"; }, "\"none\" (no trained biases)"},
+        {"bias", [](const Json& v) { return v.type == Json::STRING && v.str == "none"; },
+         "\"none\" (no trained biases)"},
         {"modules_to_save", is_null_or_empty, "null (no fully trained modules)"},
         {"rank_pattern", is_null_or_empty, "{} (one rank for every matrix)"},
         {"alpha_pattern", is_null_or_empty, "{} (one alpha for every matrix)"},
@@ -273,9 +303,10 @@ PeftConfig peft_read_config(const std::string& dir, const GPT2Config& base) {
     const Json* targets = root.find("target_modules");
     if (targets && targets->type == Json::STRING) {
         if (targets->str != "all-linear")
-            fatal("unsupported value for key target_modules in %s: a regular expression, expected a list of module "
-                  "names or \"all-linear\"",
-                  p);
+            fatal(
+                "unsupported value for key target_modules in %s: a regular expression, expected a list of module "
+                "names or \"all-linear\"",
+                p);
         cfg.target_modules = {"all-linear"};
     } else if (targets && targets->type == Json::ARRAY) {
         cfg.target_modules.clear();
@@ -308,15 +339,17 @@ void peft_read(LoraAdapter* a, PeftConfig* cfg, const std::string& dir, const GP
     for (const StTensor& s : st.tensors) {
         auto it = expected.find(s.name);
         if (it == expected.end())
-            fatal("unexpected tensor %s in %s: expected only lora_A and lora_B of the target_modules in %s, for %d "
-                  "layers",
-                  s.name.c_str(), p, kConfigName, base.num_layers);
+            fatal(
+                "unexpected tensor %s in %s: expected only lora_A and lora_B of the target_modules in %s, for %d "
+                "layers",
+                s.name.c_str(), p, kConfigName, base.num_layers);
         const TensorInfo& t = *it->second;
         if (s.shape != std::vector<int64_t>{(int64_t)t.rows, (int64_t)t.cols})
             fatal("shape mismatch for tensor %s in %s: expected [%zu, %zu] (r %d over the base's geometry), got %s",
                   s.name.c_str(), p, t.rows, t.cols, cfg->lora.rank,
-                  s.shape.size() == 2 ? ("[" + std::to_string(s.shape[0]) + ", " + std::to_string(s.shape[1]) + "]").c_str()
-                                      : (std::to_string(s.shape.size()) + " dims").c_str());
+                  s.shape.size() == 2
+                      ? ("[" + std::to_string(s.shape[0]) + ", " + std::to_string(s.shape[1]) + "]").c_str()
+                      : (std::to_string(s.shape.size()) + " dims").c_str());
         if (s.dtype != "F32" && s.dtype != "F16" && s.dtype != "BF16")
             fatal("unsupported dtype for tensor %s (%s): expected F32, F16 or BF16, got %s", s.name.c_str(), p,
                   s.dtype.c_str());
@@ -356,16 +389,21 @@ std::string peft_config_json(const PeftConfig& cfg) {
     if (!was_targets || read_back.target_modules != c.target_modules) {
         Json targets = json_of(Json::ARRAY);
         for (const std::string& t : c.target_modules) targets.items.push_back(json_str(t));
-        json_set(&root, "target_modules", c.target_modules == std::vector<std::string>{"all-linear"}
-                                              ? json_str("all-linear") : targets);
+        json_set(&root, "target_modules",
+                 c.target_modules == std::vector<std::string>{"all-linear"} ? json_str("all-linear") : targets);
     }
     if (c.rslora || root.find("use_rslora")) json_set(&root, "use_rslora", json_bool(c.rslora));
     json_set(&root, "base_model_name_or_path", cfg.base_model.empty() ? json_of(Json::NUL) : json_str(cfg.base_model));
     // the rest of PEFT's long-standing keys, for a new adapter
     const std::pair<const char*, Json> kDefaults[] = {
-        {"bias", json_str("none")},        {"fan_in_fan_out", json_bool(true)},  {"inference_mode", json_bool(true)},
-        {"init_lora_weights", json_bool(true)}, {"modules_to_save", json_of(Json::NUL)}, {"peft_type", json_str("LORA")},
-        {"revision", json_of(Json::NUL)},  {"task_type", json_str("CAUSAL_LM")},
+        {"bias", json_str("none")},
+        {"fan_in_fan_out", json_bool(true)},
+        {"inference_mode", json_bool(true)},
+        {"init_lora_weights", json_bool(true)},
+        {"modules_to_save", json_of(Json::NUL)},
+        {"peft_type", json_str("LORA")},
+        {"revision", json_of(Json::NUL)},
+        {"task_type", json_str("CAUSAL_LM")},
     };
     for (const auto& d : kDefaults)
         if (!root.find(d.first)) json_set(&root, d.first, d.second);
@@ -395,14 +433,20 @@ void peft_write(const LoraAdapter& a, const PeftConfig& cfg, const std::string& 
 void peft_export(const LoraAdapter& a, const PeftConfig& cfg, const std::string& out) {
     const std::string dir = path_strip_slashes(out);
     if (dir.empty()) fatal("empty value for --out (export): expected a directory path");
-    if (path_is_symlink(dir)) fatal("bad value for --out (export): %s is a symbolic link, expected a directory", dir.c_str());
+    if (path_is_symlink(dir))
+        fatal("bad value for --out (export): %s is a symbolic link, expected a directory", dir.c_str());
     if (dir_exists(dir) && !dir_entries(dir).empty())
-        fatal_hint("choose a new or empty directory", "bad value for --out (export): %s holds %s, expected a new or "
+        fatal_hint("choose a new or empty directory",
+                   "bad value for --out (export): %s holds %s, expected a new or "
                    "empty directory for the adapter",
                    dir.c_str(), dir_entries(dir)[0].c_str());
     if (!dir_exists(dir) && path_exists(dir))
         fatal("bad value for --out (export): %s exists and is not a directory", dir.c_str());
     PathLock lock(dir, "--out");
-    dir_publish(dir, [](const std::string& name) { return name_is_ours(name, {kConfigName, kWeightsName}); },
-                [&](const std::string& staging) { peft_write(a, cfg, staging); });
+    dir_publish(
+        dir,
+        [](const std::string& name) {
+            return name_is_ours(name, {kConfigName, kWeightsName});
+        },
+        [&](const std::string& staging) { peft_write(a, cfg, staging); });
 }

@@ -21,6 +21,9 @@ check "... and replaces a GGUF adapter it wrote" export_ad $FIX --format gguf --
 check_error "... which is not a model: info says so" "not a model ($T/ad.gguf): a LoRA adapter" \
     "$GPT2" info --model $T/ad.gguf
 
+check_error "an adapter directory given as --model: the error says what it is" \
+    "not a model ($FIX): a PEFT adapter directory" "$GPT2" export --model $FIX --format gguf --out $T/x.gguf
+
 # The merge, into each format: the same merged model (eval's loss equal to the digit), not the base.
 loss() { "$GPT2" eval --model "$1" --data tests/fixtures/tokens_v1000.bin -B 1 -T 31 --batches 2 2>/dev/null | sed -n 's/^loss //p'; }
 export_ad $FIX --merge-lora --out $T/m_hf >/dev/null

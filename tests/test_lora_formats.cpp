@@ -73,8 +73,14 @@ TEST(peft_writes_reads_and_rewrites_the_same_bytes) {
     CHECK(json.find("\"lora_alpha\": 16,\n") != std::string::npos);      // an int, as PEFT's type is
     CHECK(json.find("\"lora_dropout\": 0.05,\n") != std::string::npos);  // the float32's shortest repr
     CHECK(json.find("\"target_modules\": [\n    \"c_attn\",\n    \"c_proj\"\n  ],") != std::string::npos);
-    CHECK(json.front() == '{' && json.back() == '}');         // no final newline
-    CHECK(json.find("\"use_rslora\"") == std::string::npos);  // only when true: older PEFT refuses unknown keys
+    CHECK(json.front() == '{' && json.back() == '}');  // no final newline
+    CHECK(json.find("\"use_rslora\"") == std::string::npos);
+    PeftConfig fresh{LoraConfig(), "", Json()};  // PEFT's defaults: lora_dropout 0.0 (a float), r and alpha ints
+    const std::string defaults = peft_config_json(fresh);
+    CHECK(defaults.find("\"lora_dropout\": 0.0,\n") != std::string::npos &&
+          defaults.find("\"r\": 8,\n") != std::string::npos &&
+          defaults.find("\"base_model_name_or_path\": null,\n") !=
+              std::string::npos);  // only when true: older PEFT refuses unknown keys
     remove_dir(d1), remove_dir(d2);
 }
 

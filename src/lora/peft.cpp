@@ -131,14 +131,13 @@ Json json_bool(bool b) {
     j.boolean = b;
     return j;
 }
-// A number as Python writes it: an integer when it is one (PEFT's lora_alpha and r are ints), else the
-// float32's shortest repr (what a user passed as 0.05 reads back as 0.05).
-Json json_number(double x) {
+// A number as Python writes it: an int when it is one and `as_int` (PEFT's r and lora_alpha are ints), else the
+// float32's shortest repr (what a user passed as 0.05 reads back as 0.05; lora_dropout 0 is PEFT's 0.0).
+Json json_number(double x, bool as_int) {
     Json j = json_of(Json::NUMBER);
-    j.number = x;
-    j.is_integer = x == std::floor(x) && std::fabs(x) < 1e15;
+    j.is_integer = as_int && x == std::floor(x) && std::fabs(x) < 1e15;
     j.integer = j.is_integer ? (int64_t)x : 0;
-    if (!j.is_integer) j.number = strtod(py_float(x, true).c_str(), nullptr);
+    j.number = j.is_integer ? x : strtod(py_float(x, true).c_str(), nullptr);
     return j;
 }
 void json_set(Json* obj, const std::string& key, const Json& v) {
@@ -183,7 +182,7 @@ void resolve_targets(LoraConfig* cfg, int layers, const std::string& path) {
         for (const std::string& m : gpt2_modules(layers)) {
             int kind = -1;
             for (int k = 0; k < kLoraTargets; k++)
-                if (m.size() > strlen(kLoraModules[k]) && module_matches(m, kLoraModules[k])) kind = k;
+                if (module_matches(m, kLoraModules[k])) kind = k;
             if (module_matches(m, t) && kind < 0)
                 fatal(
                     "unsupported value for key target_modules in %s: \"%s\" selects %s, expected only attn.c_attn, "
@@ -371,13 +370,14 @@ std::string peft_config_json(const PeftConfig& cfg) {
     Json root = cfg.kept.type == Json::OBJECT ? cfg.kept : json_of(Json::OBJECT);
     const LoraConfig& c = cfg.lora;
     // what the adapter's math is: from cfg.lora, a number kept as read when it is the same value
-    auto number = [&](const char* key, double x) {
+    auto number = [&](const char* key, double x, bool as_int) {
         const Json* was = root.find(key);
-        if (!was || was->type != Json::NUMBER || (float)was->number != (float)x) json_set(&root, key, json_number(x));
+        if (!was || was->type != Json::NUMBER || (float)was->number != (float)x)
+            json_set(&root, key, json_number(x, as_int));
     };
-    number("r", c.rank);
-    number("lora_alpha", c.alpha);
-    number("lora_dropout", c.dropout);
+    number("r", c.rank, true);
+    number("lora_alpha", c.alpha, true);
+    number("lora_dropout", c.dropout, false);
     const Json* was_targets = root.find("target_modules");
     LoraConfig read_back;  // what the targets as written would be read as
     if (was_targets && was_targets->type == Json::ARRAY) {

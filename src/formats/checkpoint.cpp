@@ -113,6 +113,10 @@ GPT2Config open_gguf(const std::string& path, CheckpointInfo* info, GPT2* model)
 GPT2Config open_checkpoint(const std::string& path, int heads_override, CheckpointInfo* info, GPT2* model) {
     if (dir_exists(path)) {
         std::string config_path = path_join(path, "config.json"), st_path = path_join(path, "model.safetensors");
+        if (!file_exists(config_path) && file_exists(path_join(path, "adapter_config.json")))
+            fatal_hint("give it as --lora-from DIR, with its base as --model",
+                       "not a model (%s): a PEFT adapter directory (adapter_config.json), expected a GPT-2 model",
+                       path.c_str());
         if (!file_exists(config_path))
             fatal("missing %s: expected a HuggingFace GPT-2 directory with config.json and model.safetensors",
                   config_path.c_str());

@@ -127,6 +127,33 @@ long_split() {
 }
 check "an example longer than -T - 1 is split across windows, in order, and reported" long_split
 
+# Val is spread over the inputs: every (examples / N)-th example, so with several files it is not all the last one's.
+val_spread() {
+    printf '{"prompt": "q", "completion": " %s"}\n' red green blue >"$T/s1.jsonl"
+    printf '{"prompt": "q", "completion": " %s"}\n' cat dog cow >"$T/s2.jsonl"
+    printf '{"prompt": "q", "completion": " %s"}\n' one two three >"$T/s3.jsonl"
+    "$GPT2" tokenize --instructions -T 16 --val-examples 3 -o "$T/s/x" "$T/s1.jsonl" "$T/s2.jsonl" "$T/s3.jsonl" >/dev/null 2>&1 || return 1
+    local val train w
+    val=" $(tokens_of "$T/s/x_val.bin") " train=" $(tokens_of "$T/s/x_train.bin") "
+    for w in blue cow three; do
+        grep -q -- " $(ids " $w") $EOT " <<<"$val" || { echo "val lacks $w: $val"; return 1; }
+    done
+    for w in red green cat dog one two; do
+        grep -q -- " $(ids " $w") $EOT " <<<"$train" || { echo "train lacks $w: $train"; return 1; }
+    done
+}
+check "--val-examples 3 of 9 examples in 3 files: val is every third (blue, cow, three), train the rest" val_spread
+
+# Outputs are checked and published together: a user's file at one of the four paths stops the run before any
+# is written, so no token file is ever left without its mask.
+mkdir -p "$T/u"
+echo "my notes" >"$T/u/x_train.mask"
+printf '{"prompt": "a", "completion": "b"}\n{"prompt": "c", "completion": "d"}\n' >"$T/two.jsonl"
+check_error "a user's file at X_train.mask is not replaced" "bad value for --output (tokenize): $T/u/x_train.mask exists and is not a loss mask" \
+    "$GPT2" tokenize --instructions -o "$T/u/x" "$T/two.jsonl"
+check "... and nothing else was written (no val pair, no train.bin without its mask)" \
+    bash -c "[ \"\$(ls '$T/u')\" = x_train.mask ] && [ \"\$(cat '$T/u/x_train.mask')\" = 'my notes' ]"
+
 # Errors: one line naming the file and line (or the flag).
 printf '{"prompt": "a", "completion": "b"}\n' >"$T/ok.jsonl"
 bad() { printf '{"prompt": "a", "completion": "b"}\n\n%s\n' "$1" >"$T/bad.jsonl"; }
@@ -199,6 +226,16 @@ check "... --loss-on all equals the run without mask files, bit for bit" \
     cmp <(step_losses "$T/all.out") <(step_losses "$T/plain.out")
 check "... and prints no loss line without masks" bash -c "! grep -q '^loss: on the answers' '$T/plain.out' '$T/all.out'"
 
+# The val line says how many of its tokens were scored: those the mask marks in the first --val-batches windows.
+val_line_scored() {
+    local scored
+    scored=$(mask_of "$T/fx/ft_val.mask" | cut -d' ' -f2-129 | tr ' ' '\n' | grep -c 1)
+    grep "val loss" "$T/masked.out"
+    grep -q "^step     3/3 | val loss [0-9.]* on 128 tokens, $scored of them scored (the answers" "$T/masked.out" &&
+        grep -q "^step     3/3 | val loss [0-9.]* on 128 tokens\$" "$T/all.out"
+}
+check "train's val line: on 128 tokens, N of them scored (N counted in the mask); --loss-on all: no count" val_line_scored
+
 # The masked train loss is the mean over scored targets: a 1-step run's loss, recomputed by eval on the same
 # first windows (no shuffle) with the mask, matches; without the mask it matches the all-token loss.
 eval_masked() {
@@ -245,6 +282,25 @@ check_error "a mask byte other than 0 or 1" "bad byte in loss mask ($T/mm/ft_tra
 { head -c 1024 "$T/mm/good.mask"; tail -c +1025 "$T/mm/good.mask" | tr '\001' '\000'; } >"$T/mm/ft_train.mask"
 check_error "eval on a mask that scores nothing" "no scored tokens in $T/mm/ft_train.bin" \
     "$GPT2" eval --model "$T/m" --data "$T/mm/ft_train.bin" -B 1 -T 128
+
+check_error "train's val on a mask that scores nothing" "no scored tokens in the val batches ($T/mm/ft_train.bin)" \
+    "$GPT2" train --train "$T/fx/ft_train.bin" --val "$T/mm/ft_train.bin" "${MODEL[@]}"
+check_error "eval --batches N on a mask that scores nothing" "no scored tokens in the first 2 batches of $T/mm/ft_train.bin" \
+    "$GPT2" eval --model "$T/m" --data "$T/mm/ft_train.bin" -B 1 -T 128 --batches 2
+
+# A batch that scores nothing is left out of the mean, not counted as a loss of 0: two identical windows (one
+# example each), the first's mask zeroed, give the loss of one of them.
+empty_batch() {
+    local i
+    for i in 1 2 3; do printf '{"prompt": "%s", "completion": " yes"}\n' "$(repeat 80 word)"; done >"$T/same.jsonl"
+    "$GPT2" tokenize --instructions -T 128 --val-examples 1 -o "$T/same/x" "$T/same.jsonl" >/dev/null 2>&1 || return 1
+    "$GPT2" eval --model "$T/m" --data "$T/same/x_train.bin" -B 1 -T 128 --batches 1 >"$T/b1.out" 2>&1 || return 1
+    perl -e 'open(my $h, "+<:raw", $ARGV[0]) or die; seek($h, 1024, 0); print $h chr(0) x 129;' "$T/same/x_train.mask"
+    "$GPT2" eval --model "$T/m" --data "$T/same/x_train.bin" -B 1 -T 128 --batches 2 >"$T/b2.out" 2>&1 || return 1
+    grep ^loss "$T/b1.out" "$T/b2.out"
+    [ "$(grep ^loss "$T/b1.out")" = "$(grep ^loss "$T/b2.out")" ]
+}
+check "eval --batches 2 with the first batch unscored: the second's loss, not half of it" empty_batch
 
 # Resume: the data fingerprint covers the masks, and --loss-on stays the run's.
 resume_runs() {

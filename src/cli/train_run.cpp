@@ -71,12 +71,18 @@ StepStats train_step_in_backward(TrainRun* t, int step) {
 }
 
 void validate(TrainRun* t, int step) {
-    const float val_loss = evaluate_batches(&t->model, &t->val_dl, t->val_n);
+    size_t scored = 0;
+    const float val_loss = evaluate_batches(&t->model, &t->val_dl, t->val_n, nullptr, &scored);
+    const long long tokens = (long long)t->val_n * t->sync.ranks * t->opts.B * t->opts.T;
+    if (scored == 0)
+        fatal("no scored tokens in the val batches (%s): their loss masks score none of %lld tokens; expected "
+              "some answers (more --val-batches, or --loss-on all)", t->run.val_path.c_str(), tokens);
     if (!std::isfinite(val_loss))
         fatal("val loss is %g at step %d: training diverged; the last checkpoint (if any) is kept", val_loss, step);
     t->progress.close();
-    printf("step %5d/%d | val loss %.6f on %lld tokens\n", step, t->opts.steps, val_loss,
-           (long long)t->val_n * t->sync.ranks * t->opts.B * t->opts.T);
+    printf("step %5d/%d | val loss %.6f on %lld tokens", step, t->opts.steps, val_loss, tokens);
+    if ((long long)scored < tokens) printf(", %zu of them scored (the answers, as the loss masks say)", scored);
+    printf("\n");
     t->history.val.push_back({step, val_loss});
     if (!t->run.plot_path.empty()) plot_losses(t->run.plot_path, {{"", t->history.train, t->history.val}}, 800, 500, "--plot (train)");
     t->log.line("{\"step\":%d,\"val_loss\":%.6f,\"tokens\":%lld}\n", step, val_loss,

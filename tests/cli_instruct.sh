@@ -283,6 +283,8 @@ check_error "a mask byte other than 0 or 1" "bad byte in loss mask ($T/mm/ft_tra
 check_error "eval on a mask that scores nothing" "no scored tokens in $T/mm/ft_train.bin" \
     "$GPT2" eval --model "$T/m" --data "$T/mm/ft_train.bin" -B 1 -T 128
 
+check_error "train on masks that score nothing (every step a loss of 0)" "no scored tokens in $T/mm/ft_train.bin: the loss masks score none" \
+    "$GPT2" train --train "$T/mm/ft_train.bin" --val "" "${MODEL[@]}"
 check_error "train's val on a mask that scores nothing" "no scored tokens in the val batches ($T/mm/ft_train.bin)" \
     "$GPT2" train --train "$T/fx/ft_train.bin" --val "$T/mm/ft_train.bin" "${MODEL[@]}"
 check_error "eval --batches N on a mask that scores nothing" "no scored tokens in the first 2 batches of $T/mm/ft_train.bin" \
@@ -301,6 +303,17 @@ empty_batch() {
     [ "$(grep ^loss "$T/b1.out")" = "$(grep ^loss "$T/b2.out")" ]
 }
 check "eval --batches 2 with the first batch unscored: the second's loss, not half of it" empty_batch
+
+# Whatever sits at X.mask is the mask: a directory or a link to nowhere is refused, not read as "no mask".
+mkdir -p "$T/odd"
+cp "$T/fx/ft_train.bin" "$T/odd/"
+mkdir "$T/odd/ft_train.mask"
+check_error "a directory at X.mask" "not a regular file ($T/odd/ft_train.mask): expected a loss mask" \
+    "$GPT2" train --train "$T/odd/ft_train.bin" --val "" "${MODEL[@]}"
+rmdir "$T/odd/ft_train.mask"
+ln -s "$T/odd/nowhere" "$T/odd/ft_train.mask"
+check_error "a link to nowhere at X.mask" "cannot open $T/odd/ft_train.mask" \
+    "$GPT2" train --train "$T/odd/ft_train.bin" --val "" "${MODEL[@]}"
 
 # Resume: the data fingerprint covers the masks, and --loss-on stays the run's.
 resume_runs() {

@@ -124,8 +124,15 @@ void trainer_load_data(TrainRun* t) {
     t->train_dl.world = t->sync.ranks;
     t->train_dl.accum = o.accum;
     dataloader_init(&t->train_dl, r.train_path, "--train", t->model.cfg.vocab_size, o.B, o.T, o.shuffle, o.seed);
-    size_t masked = 0;
-    for (const TokenShard& s : t->train_dl.shards) masked += token_files_mask(s) != nullptr;
+    size_t masked = 0, scored = 0;
+    for (const TokenShard& s : t->train_dl.shards) {
+        const uint8_t* mask = token_files_mask(s);
+        masked += mask != nullptr;
+        scored += mask ? (size_t)std::count(mask + 1, mask + s.num_tokens, 1) : s.num_tokens;
+    }
+    if (scored == 0)  // every step would be a loss of 0 and a zero gradient
+        fatal("no scored tokens in %s: the loss masks score none of them; expected some answers, or --loss-on all",
+              r.train_path.c_str());
     if (masked && t->sync.rank == 0)
         printf("loss: on the answers only, as the loss masks of %zu of %zu train shards mark them (--loss-on all: "
                "every token)\n", masked, t->train_dl.shards.size());

@@ -58,7 +58,8 @@ uint64_t fnv1a_edges(const void* data, size_t n, size_t edge, uint64_t h) {
 // fingerprint with the mask's, so a resume on changed masks is refused as one on a changed shard.
 void open_mask(TokenShard* s) {
     const std::string path = lossmask_path(s->path);
-    if (!token_files_masks || !file_exists(path)) return;
+    // anything there is the mask, to open or refuse: a link to nowhere or a directory must not mean "every token"
+    if (!token_files_masks || (!path_exists(path) && !path_is_symlink(path))) return;
     void* map = nullptr;
     size_t n = 0;
     map_input(path, "a loss mask", kTokenFileHeaderBytes, &map, &n);

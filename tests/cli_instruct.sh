@@ -315,6 +315,24 @@ ln -s "$T/odd/nowhere" "$T/odd/ft_train.mask"
 check_error "a link to nowhere at X.mask" "cannot open $T/odd/ft_train.mask" \
     "$GPT2" train --train "$T/odd/ft_train.bin" --val "" "${MODEL[@]}"
 
+# A mask truncated under a running train faults in the read (SIGBUS, guarded): one line naming the mask.
+mask_truncated() {
+    local i
+    mkdir -p "$T/tr"
+    for i in 1 2 3 4 5 6 7 8 9 10; do cat $FIX/*.jsonl; done >"$T/tr/big.jsonl"
+    "$GPT2" tokenize --instructions -T 64 -o "$T/tr/x" "$T/tr/big.jsonl" >/dev/null 2>&1 || return 1
+    timeout 120 "$GPT2" train --train "$T/tr/x_train.bin" --val "" --layers 1 --channels 32 --heads 2 -B 1 -T 64 \
+        --steps 1000000 --sample-tokens 0 >"$T/tr/out" 2>&1 &
+    local pid=$!
+    for ((i = 0; i < 600; i++)); do grep -q "^step " "$T/tr/out" && break; sleep 0.1; done
+    truncate -s 1100 "$T/tr/x_train.mask"
+    wait $pid
+    local rc=$?
+    tail -2 "$T/tr/out"
+    [ $rc = 1 ] && grep -q "^error: loss mask changed during the run ($T/tr/x_train.mask): it is shorter" "$T/tr/out"
+}
+check "a mask truncated while train runs: an error naming the mask, exit 1" mask_truncated
+
 # Resume: the data fingerprint covers the masks, and --loss-on stays the run's.
 resume_runs() {
     mkdir -p "$T/r"

@@ -251,6 +251,42 @@ eval_masked() {
         ! cmp -s <(grep ^loss "$T/e1.out") <(grep ^loss "$T/e2.out")
 }
 check "eval: the masked loss over the scored tokens (counted), --loss-on all equals the file without a mask" eval_masked
+# Window i's target t is token i*T + t + 1, and the mask's byte for that token decides it: a mask scoring one
+# token j (in window 1) gives that token's loss, recomputed without masks from files cut at the window's start
+# s: j - s tokens predicted by a -T (j - s) file, less the j - s - 1 of the file one shorter.
+# cut FROM TO OUT: an llm.c token file of the val file's tokens FROM..TO.
+cut_tokens() {
+    perl -e 'open(my $i, "<:raw", $ARGV[0]) or die; local $/; my $d = <$i>; my ($a, $b) = @ARGV[1, 2];
+        open(my $o, ">:raw", $ARGV[3]) or die; print $o pack("l<3", 20240520, 1, $b - $a + 1), "\0" x 1012,
+        substr($d, 1024 + 2 * $a, 2 * ($b - $a + 1));' "$T/fx/ft_val.bin" "$@"
+}
+one_target() {
+    local mask j s k lj lk lo want got
+    read -r -a mask <<<"$(mask_of "$T/fx/ft_val.mask")"
+    for ((j = 130; j < ${#mask[@]} && mask[j] == 0; j++)); do :; done
+    s=128 k=$((j - 128))
+    mkdir -p "$T/one1"
+    cp "$T/fx/ft_val.bin" "$T/one1/"
+    cp "$T/fx/ft_val.mask" "$T/one1/"
+    perl -e 'open(my $h, "+<:raw", $ARGV[0]) or die; my $n = (-s $ARGV[0]) - 1024; seek($h, 1024, 0);
+        print $h chr(0) x $n; seek($h, 1024 + $ARGV[1], 0); print $h chr(1);' "$T/one1/ft_val.mask" "$j"
+    "$GPT2" eval --model "$T/m" --data "$T/one1/ft_val.bin" -B 1 -T 128 --batches 2 >"$T/one1/m.out" 2>&1 || return 1
+    cut_tokens $s $j "$T/one1/a.bin" && cut_tokens $s $((j - 1)) "$T/one1/b.bin" && cut_tokens $s $((j + 1)) "$T/one1/c.bin" || return 1
+    lj=$("$GPT2" eval --model "$T/m" --data "$T/one1/a.bin" -B 1 -T $k --batches 1 2>/dev/null | sed -n 's/^loss //p')
+    lo=$("$GPT2" eval --model "$T/m" --data "$T/one1/b.bin" -B 1 -T $((k - 1)) --batches 1 2>/dev/null | sed -n 's/^loss //p')
+    lk=$("$GPT2" eval --model "$T/m" --data "$T/one1/c.bin" -B 1 -T $((k + 1)) --batches 1 2>/dev/null | sed -n 's/^loss //p')
+    got=$(sed -n 's/^loss //p' "$T/one1/m.out")
+    grep -q "^scored 1 of them" "$T/one1/m.out" || return 1
+    awk -v j=$k -v a="$lj" -v b="$lo" -v c="$lk" -v got="$got" 'BEGIN {
+        want = j * a - (j - 1) * b; next_one = (j + 1) * c - j * a; d = got - want; d = d < 0 ? -d : d
+        e = got - next_one; e = e < 0 ? -e : e
+        printf "window 1, token %d: masked loss %s, recomputed %.6f (the next token: %.6f)\n", j, got, want, next_one
+        exit !(d < 2e-3 && e > 1e-2) }' | tee "$T/one1/numbers"
+    [ "${PIPESTATUS[0]}" = 0 ]
+}
+check "a mask scoring one token of window 1: its loss equals that token's loss recomputed without masks" one_target
+echo "    ($(cat "$T/one1/numbers" 2>/dev/null))"
+
 check_error "--loss-on takes answer or all" "bad value for --loss-on (eval): expected answer or all, got 'prompt'" \
     "$GPT2" eval --model "$T/m" --data "$T/fx/ft_val.bin" -B 1 -T 128 --loss-on prompt
 

@@ -197,6 +197,10 @@ check_error "a line that is not an object" "line 3): expected a JSON object, got
 bad '{"prompt": "a", '
 check_error "malformed JSON" "malformed JSON ($T/bad.jsonl line 3)" \
     "$GPT2" tokenize --instructions -o "$T/e/x" "$T/bad.jsonl"
+printf '{"prompt": "%s", "completion": "b"}\n{"prompt": "a", "completion": "b"}\n' "$(repeat 100 word)" >"$T/longline.jsonl"
+check_error "a JSON line longer than --max-unsplit-bytes (memory is bounded by it)" \
+    "line too long ($T/longline.jsonl) at line 1: expected JSON lines of at most 300 bytes, got 532" \
+    "$GPT2" tokenize --instructions --max-unsplit-bytes 300 -o "$T/e/x" "$T/longline.jsonl"
 check_error "-T without --instructions" "flag --tokens needs --instructions (tokenize)" \
     "$GPT2" tokenize -T 64 -o "$T/e/x" "$T/ok.jsonl"
 check_error "--instructions with --jsonl-field" "conflicting flags --instructions and --jsonl-field (tokenize)" \

@@ -451,6 +451,7 @@ int tokenize_instructions(const CliArgs& args) {
     }
     std::vector<PackedExample> examples;
     size_t shapes[3] = {0, 0, 0};
+    const size_t max_line = (size_t)args.integer_in("max-unsplit-bytes", 1, 1 << 30);
     for (const std::string& path : args.positional) {
         const std::string text = text_read(path, (size_t)1 << 30);
         const std::string name = path == "-" ? "stdin" : path;
@@ -460,6 +461,9 @@ int tokenize_instructions(const CliArgs& args) {
             if (end == std::string::npos) end = text.size();
             const std::string row = text.substr(start, end - start);
             start = end + 1;
+            if (row.size() > max_line)  // encoding one takes about 30 times its size in memory
+                fatal_hint("raise --max-unsplit-bytes for longer examples", "line too long (%s) at line %d: expected "
+                           "JSON lines of at most %zu bytes, got %zu", name.c_str(), line, max_line, row.size());
             if (row.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank lines are skipped
             Json obj;
             std::string err;

@@ -154,6 +154,27 @@ check_error "a user's file at X_train.mask is not replaced" "bad value for --out
 check "... and nothing else was written (no val pair, no train.bin without its mask)" \
     bash -c "[ \"\$(ls '$T/u')\" = x_train.mask ] && [ \"\$(cat '$T/u/x_train.mask')\" = 'my notes' ]"
 
+# Ctrl-C while tokenizing: "interrupted by SIGINT", exit 130, nothing written (not a token file without its mask,
+# not the directory made for the outputs); a signal that comes only after all four are published changes nothing.
+interrupted() {
+    local i
+    for ((i = 0; i < 3000; i++)); do cat $FIX/*.jsonl; done >"$T/int.jsonl"
+    "$GPT2" tokenize --instructions -o "$T/int/x" "$T/int.jsonl" >"$T/int.out" 2>&1 &
+    local pid=$!
+    sleep 0.3
+    kill -INT $pid
+    wait $pid
+    local rc=$?
+    cat "$T/int.out"
+    if [ $rc = 0 ]; then  # finished first: all four there
+        [ "$(ls "$T/int")" = "$(printf 'x_train.bin\nx_train.mask\nx_val.bin\nx_val.mask')" ]
+    else
+        [ $rc = 130 ] && grep -q "^interrupted by SIGINT: tokenize --instructions: nothing written" "$T/int.out" &&
+            [ ! -e "$T/int" ]
+    fi
+}
+check "SIGINT during tokenize --instructions: exit 130, a line saying so, no outputs" interrupted
+
 # Errors: one line naming the file and line (or the flag).
 printf '{"prompt": "a", "completion": "b"}\n' >"$T/ok.jsonl"
 bad() { printf '{"prompt": "a", "completion": "b"}\n\n%s\n' "$1" >"$T/bad.jsonl"; }

@@ -449,6 +449,7 @@ int tokenize_instructions(const CliArgs& args) {
         output_check(part_path(k), "--output (tokenize)", kTokenFileKind);
         output_check(lossmask_path(part_path(k)), "--output (tokenize)", kLossMaskKind);
     }
+    stop_catch_abort("tokenize --instructions: nothing written; run the same command again");
     std::vector<PackedExample> examples;
     size_t shapes[3] = {0, 0, 0};
     const size_t max_line = (size_t)args.integer_in("max-unsplit-bytes", 1, 1 << 30);
@@ -459,6 +460,7 @@ int tokenize_instructions(const CliArgs& args) {
         for (int line = 1; start < text.size(); line++) {
             size_t end = text.find('\n', start);
             if (end == std::string::npos) end = text.size();
+            stop_point();  // a signal ends the command here (or at the next staged write), nothing left behind
             const std::string row = text.substr(start, end - start);
             start = end + 1;
             if (row.size() > max_line)  // encoding one takes about 30 times its size in memory
@@ -519,7 +521,8 @@ int tokenize_instructions(const CliArgs& args) {
                             " tokens split across windows").c_str()
                          : "");
     }
-    stop_catch(true);  // a signal ends the process at once, the staged files removed; while publishing it waits
+    stop_point();
+    stop_catch(true);  // while the four are published a signal waits: they are published whole or not at all
     for (const auto& file : staged) file->publish();
     stop_catch(false);
     printf("tokenized %zu examples (%zu prompt/completion, %zu Alpaca, %zu chat): %lld val -> %s, %lld train -> %s, "

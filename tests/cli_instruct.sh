@@ -127,6 +127,54 @@ long_split() {
 }
 check "an example longer than -T - 1 is split across windows, in order, and reported" long_split
 
+# Val is spread over the inputs: every (examples / N)-th example, so with several files it is not all the last one's.
+val_spread() {
+    printf '{"prompt": "q", "completion": " %s"}\n' red green blue >"$T/s1.jsonl"
+    printf '{"prompt": "q", "completion": " %s"}\n' cat dog cow >"$T/s2.jsonl"
+    printf '{"prompt": "q", "completion": " %s"}\n' one two three >"$T/s3.jsonl"
+    "$GPT2" tokenize --instructions -T 16 --val-examples 3 -o "$T/s/x" "$T/s1.jsonl" "$T/s2.jsonl" "$T/s3.jsonl" >/dev/null 2>&1 || return 1
+    local val train w
+    val=" $(tokens_of "$T/s/x_val.bin") " train=" $(tokens_of "$T/s/x_train.bin") "
+    for w in blue cow three; do
+        grep -q -- " $(ids " $w") $EOT " <<<"$val" || { echo "val lacks $w: $val"; return 1; }
+    done
+    for w in red green cat dog one two; do
+        grep -q -- " $(ids " $w") $EOT " <<<"$train" || { echo "train lacks $w: $train"; return 1; }
+    done
+}
+check "--val-examples 3 of 9 examples in 3 files: val is every third (blue, cow, three), train the rest" val_spread
+
+# Outputs are checked and published together: a user's file at one of the four paths stops the run before any
+# is written, so no token file is ever left without its mask.
+mkdir -p "$T/u"
+echo "my notes" >"$T/u/x_train.mask"
+printf '{"prompt": "a", "completion": "b"}\n{"prompt": "c", "completion": "d"}\n' >"$T/two.jsonl"
+check_error "a user's file at X_train.mask is not replaced" "bad value for --output (tokenize): $T/u/x_train.mask exists and is not a loss mask" \
+    "$GPT2" tokenize --instructions -o "$T/u/x" "$T/two.jsonl"
+check "... and nothing else was written (no val pair, no train.bin without its mask)" \
+    bash -c "[ \"\$(ls '$T/u')\" = x_train.mask ] && [ \"\$(cat '$T/u/x_train.mask')\" = 'my notes' ]"
+
+# Ctrl-C while tokenizing: "interrupted by SIGINT", exit 130, nothing written (not a token file without its mask,
+# not the directory made for the outputs); a signal that comes only after all four are published changes nothing.
+interrupted() {
+    local i
+    for ((i = 0; i < 3000; i++)); do cat $FIX/*.jsonl; done >"$T/int.jsonl"
+    "$GPT2" tokenize --instructions -o "$T/int/x" "$T/int.jsonl" >"$T/int.out" 2>&1 &
+    local pid=$!
+    sleep 0.3
+    kill -INT $pid
+    wait $pid
+    local rc=$?
+    cat "$T/int.out"
+    if [ $rc = 0 ]; then  # finished first: all four there
+        [ "$(ls "$T/int")" = "$(printf 'x_train.bin\nx_train.mask\nx_val.bin\nx_val.mask')" ]
+    else
+        [ $rc = 130 ] && grep -q "^interrupted by SIGINT: tokenize --instructions: nothing written" "$T/int.out" &&
+            [ ! -e "$T/int" ]
+    fi
+}
+check "SIGINT during tokenize --instructions: exit 130, a line saying so, no outputs" interrupted
+
 # Errors: one line naming the file and line (or the flag).
 printf '{"prompt": "a", "completion": "b"}\n' >"$T/ok.jsonl"
 bad() { printf '{"prompt": "a", "completion": "b"}\n\n%s\n' "$1" >"$T/bad.jsonl"; }
@@ -170,6 +218,10 @@ check_error "a line that is not an object" "line 3): expected a JSON object, got
 bad '{"prompt": "a", '
 check_error "malformed JSON" "malformed JSON ($T/bad.jsonl line 3)" \
     "$GPT2" tokenize --instructions -o "$T/e/x" "$T/bad.jsonl"
+printf '{"prompt": "%s", "completion": "b"}\n{"prompt": "a", "completion": "b"}\n' "$(repeat 100 word)" >"$T/longline.jsonl"
+check_error "a JSON line longer than --max-unsplit-bytes (memory is bounded by it)" \
+    "line too long ($T/longline.jsonl) at line 1: expected JSON lines of at most 300 bytes, got 532" \
+    "$GPT2" tokenize --instructions --max-unsplit-bytes 300 -o "$T/e/x" "$T/longline.jsonl"
 check_error "-T without --instructions" "flag --tokens needs --instructions (tokenize)" \
     "$GPT2" tokenize -T 64 -o "$T/e/x" "$T/ok.jsonl"
 check_error "--instructions with --jsonl-field" "conflicting flags --instructions and --jsonl-field (tokenize)" \
@@ -199,6 +251,16 @@ check "... --loss-on all equals the run without mask files, bit for bit" \
     cmp <(step_losses "$T/all.out") <(step_losses "$T/plain.out")
 check "... and prints no loss line without masks" bash -c "! grep -q '^loss: on the answers' '$T/plain.out' '$T/all.out'"
 
+# The val line says how many of its tokens were scored: those the mask marks in the first --val-batches windows.
+val_line_scored() {
+    local scored
+    scored=$(mask_of "$T/fx/ft_val.mask" | cut -d' ' -f2-129 | tr ' ' '\n' | grep -c 1)
+    grep "val loss" "$T/masked.out"
+    grep -q "^step     3/3 | val loss [0-9.]* on 128 tokens, $scored of them scored (the answers" "$T/masked.out" &&
+        grep -q "^step     3/3 | val loss [0-9.]* on 128 tokens\$" "$T/all.out"
+}
+check "train's val line: on 128 tokens, N of them scored (N counted in the mask); --loss-on all: no count" val_line_scored
+
 # The masked train loss is the mean over scored targets: a 1-step run's loss, recomputed by eval on the same
 # first windows (no shuffle) with the mask, matches; without the mask it matches the all-token loss.
 eval_masked() {
@@ -214,6 +276,42 @@ eval_masked() {
         ! cmp -s <(grep ^loss "$T/e1.out") <(grep ^loss "$T/e2.out")
 }
 check "eval: the masked loss over the scored tokens (counted), --loss-on all equals the file without a mask" eval_masked
+# Window i's target t is token i*T + t + 1, and the mask's byte for that token decides it: a mask scoring one
+# token j (in window 1) gives that token's loss, recomputed without masks from files cut at the window's start
+# s: j - s tokens predicted by a -T (j - s) file, less the j - s - 1 of the file one shorter.
+# cut FROM TO OUT: an llm.c token file of the val file's tokens FROM..TO.
+cut_tokens() {
+    perl -e 'open(my $i, "<:raw", $ARGV[0]) or die; local $/; my $d = <$i>; my ($a, $b) = @ARGV[1, 2];
+        open(my $o, ">:raw", $ARGV[3]) or die; print $o pack("l<3", 20240520, 1, $b - $a + 1), "\0" x 1012,
+        substr($d, 1024 + 2 * $a, 2 * ($b - $a + 1));' "$T/fx/ft_val.bin" "$@"
+}
+one_target() {
+    local mask j s k lj lk lo want got
+    read -r -a mask <<<"$(mask_of "$T/fx/ft_val.mask")"
+    for ((j = 130; j < ${#mask[@]} && mask[j] == 0; j++)); do :; done
+    s=128 k=$((j - 128))
+    mkdir -p "$T/one1"
+    cp "$T/fx/ft_val.bin" "$T/one1/"
+    cp "$T/fx/ft_val.mask" "$T/one1/"
+    perl -e 'open(my $h, "+<:raw", $ARGV[0]) or die; my $n = (-s $ARGV[0]) - 1024; seek($h, 1024, 0);
+        print $h chr(0) x $n; seek($h, 1024 + $ARGV[1], 0); print $h chr(1);' "$T/one1/ft_val.mask" "$j"
+    "$GPT2" eval --model "$T/m" --data "$T/one1/ft_val.bin" -B 1 -T 128 --batches 2 >"$T/one1/m.out" 2>&1 || return 1
+    cut_tokens $s $j "$T/one1/a.bin" && cut_tokens $s $((j - 1)) "$T/one1/b.bin" && cut_tokens $s $((j + 1)) "$T/one1/c.bin" || return 1
+    lj=$("$GPT2" eval --model "$T/m" --data "$T/one1/a.bin" -B 1 -T $k --batches 1 2>/dev/null | sed -n 's/^loss //p')
+    lo=$("$GPT2" eval --model "$T/m" --data "$T/one1/b.bin" -B 1 -T $((k - 1)) --batches 1 2>/dev/null | sed -n 's/^loss //p')
+    lk=$("$GPT2" eval --model "$T/m" --data "$T/one1/c.bin" -B 1 -T $((k + 1)) --batches 1 2>/dev/null | sed -n 's/^loss //p')
+    got=$(sed -n 's/^loss //p' "$T/one1/m.out")
+    grep -q "^scored 1 of them" "$T/one1/m.out" || return 1
+    awk -v j=$k -v a="$lj" -v b="$lo" -v c="$lk" -v got="$got" 'BEGIN {
+        want = j * a - (j - 1) * b; next_one = (j + 1) * c - j * a; d = got - want; d = d < 0 ? -d : d
+        e = got - next_one; e = e < 0 ? -e : e
+        printf "window 1, token %d: masked loss %s, recomputed %.6f (the next token: %.6f)\n", j, got, want, next_one
+        exit !(d < 2e-3 && e > 1e-2) }' | tee "$T/one1/numbers"
+    [ "${PIPESTATUS[0]}" = 0 ]
+}
+check "a mask scoring one token of window 1: its loss equals that token's loss recomputed without masks" one_target
+echo "    ($(cat "$T/one1/numbers" 2>/dev/null))"
+
 check_error "--loss-on takes answer or all" "bad value for --loss-on (eval): expected answer or all, got 'prompt'" \
     "$GPT2" eval --model "$T/m" --data "$T/fx/ft_val.bin" -B 1 -T 128 --loss-on prompt
 
@@ -245,6 +343,56 @@ check_error "a mask byte other than 0 or 1" "bad byte in loss mask ($T/mm/ft_tra
 { head -c 1024 "$T/mm/good.mask"; tail -c +1025 "$T/mm/good.mask" | tr '\001' '\000'; } >"$T/mm/ft_train.mask"
 check_error "eval on a mask that scores nothing" "no scored tokens in $T/mm/ft_train.bin" \
     "$GPT2" eval --model "$T/m" --data "$T/mm/ft_train.bin" -B 1 -T 128
+
+check_error "train on masks that score nothing (every step a loss of 0)" "no scored tokens in $T/mm/ft_train.bin: the loss masks score none" \
+    "$GPT2" train --train "$T/mm/ft_train.bin" --val "" "${MODEL[@]}"
+check_error "train's val on a mask that scores nothing" "no scored tokens in the val batches ($T/mm/ft_train.bin)" \
+    "$GPT2" train --train "$T/fx/ft_train.bin" --val "$T/mm/ft_train.bin" "${MODEL[@]}"
+check_error "eval --batches N on a mask that scores nothing" "no scored tokens in the first 2 batches of $T/mm/ft_train.bin" \
+    "$GPT2" eval --model "$T/m" --data "$T/mm/ft_train.bin" -B 1 -T 128 --batches 2
+
+# A batch that scores nothing is left out of the mean, not counted as a loss of 0: two identical windows (one
+# example each), the first's mask zeroed, give the loss of one of them.
+empty_batch() {
+    local i
+    for i in 1 2 3; do printf '{"prompt": "%s", "completion": " yes"}\n' "$(repeat 80 word)"; done >"$T/same.jsonl"
+    "$GPT2" tokenize --instructions -T 128 --val-examples 1 -o "$T/same/x" "$T/same.jsonl" >/dev/null 2>&1 || return 1
+    "$GPT2" eval --model "$T/m" --data "$T/same/x_train.bin" -B 1 -T 128 --batches 1 >"$T/b1.out" 2>&1 || return 1
+    perl -e 'open(my $h, "+<:raw", $ARGV[0]) or die; seek($h, 1024, 0); print $h chr(0) x 129;' "$T/same/x_train.mask"
+    "$GPT2" eval --model "$T/m" --data "$T/same/x_train.bin" -B 1 -T 128 --batches 2 >"$T/b2.out" 2>&1 || return 1
+    grep ^loss "$T/b1.out" "$T/b2.out"
+    [ "$(grep ^loss "$T/b1.out")" = "$(grep ^loss "$T/b2.out")" ]
+}
+check "eval --batches 2 with the first batch unscored: the second's loss, not half of it" empty_batch
+
+# Whatever sits at X.mask is the mask: a directory or a link to nowhere is refused, not read as "no mask".
+mkdir -p "$T/odd"
+cp "$T/fx/ft_train.bin" "$T/odd/"
+mkdir "$T/odd/ft_train.mask"
+check_error "a directory at X.mask" "not a regular file ($T/odd/ft_train.mask): expected a loss mask" \
+    "$GPT2" train --train "$T/odd/ft_train.bin" --val "" "${MODEL[@]}"
+rmdir "$T/odd/ft_train.mask"
+ln -s "$T/odd/nowhere" "$T/odd/ft_train.mask"
+check_error "a link to nowhere at X.mask" "cannot open $T/odd/ft_train.mask" \
+    "$GPT2" train --train "$T/odd/ft_train.bin" --val "" "${MODEL[@]}"
+
+# A mask truncated under a running train faults in the read (SIGBUS, guarded): one line naming the mask.
+mask_truncated() {
+    local i
+    mkdir -p "$T/tr"
+    for i in 1 2 3 4 5 6 7 8 9 10; do cat $FIX/*.jsonl; done >"$T/tr/big.jsonl"
+    "$GPT2" tokenize --instructions -T 64 -o "$T/tr/x" "$T/tr/big.jsonl" >/dev/null 2>&1 || return 1
+    timeout 120 "$GPT2" train --train "$T/tr/x_train.bin" --val "" --layers 1 --channels 32 --heads 2 -B 1 -T 64 \
+        --steps 1000000 --sample-tokens 0 >"$T/tr/out" 2>&1 &
+    local pid=$!
+    for ((i = 0; i < 600; i++)); do grep -q "^step " "$T/tr/out" && break; sleep 0.1; done
+    truncate -s 1100 "$T/tr/x_train.mask"
+    wait $pid
+    local rc=$?
+    tail -2 "$T/tr/out"
+    [ $rc = 1 ] && grep -q "^error: loss mask changed during the run ($T/tr/x_train.mask): it is shorter" "$T/tr/out"
+}
+check "a mask truncated while train runs: an error naming the mask, exit 1" mask_truncated
 
 # Resume: the data fingerprint covers the masks, and --loss-on stays the run's.
 resume_runs() {

@@ -91,8 +91,13 @@ int cmd_eval(int argc, char** argv) {
         printf("tokens %zu (all of %s after the first, each predicted once)\n", tokens, args.str("data").c_str());
         if (scored < tokens) printf("scored %zu of them (the answers, as the loss masks say)\n", scored);
     } else {
-        loss = evaluate_batches(&model, &dl, (size_t)batches, progress);
+        size_t scored = 0;
+        loss = evaluate_batches(&model, &dl, (size_t)batches, progress, &scored);
+        if (scored == 0)
+            fatal("no scored tokens in the first %d batches of %s: their loss masks score none; --batches all or "
+                  "--loss-on all scores some", batches, args.str("data").c_str());
         printf("batches %d of %d x %d tokens\n", batches, B, T);
+        if (scored < (size_t)batches * B * T) printf("scored %zu of them (the answers, as the loss masks say)\n", scored);
     }
     line.close();
     if (!std::isfinite(loss))

@@ -115,7 +115,9 @@ CliArgs tokenize_args(int argc, char** argv) {
          "into -T windows",
          true},
         {"tokens", "T", "1024", "--instructions: the window the examples are packed into (train's -T)"},
-        {"val-examples", "", "", "--instructions: the last N examples are val (default: the last 10%, at least 1)"},
+        {"val-examples", "", "",
+         "--instructions: N examples are val, spread evenly over the inputs (every (examples / N)-th, the last "
+         "included; default: 10%, at least 1)"},
         {"tokenizer", "", "",
          "directory with encoder.json + vocab.bpe or vocab.json + merges.txt (default: $GPT2_DATA_DIR/gpt2 or "
          "data/gpt2)"},
@@ -427,8 +429,9 @@ std::string fingerprint_of(const std::vector<int>& tokens) {
 }
 
 // tokenize --instructions: each JSONL line an example (text/instructions.h), its segments encoded one by one
-// and closed by a scored <|endoftext|>; the last examples val; each part packed into -T windows
-// (formats/loss_mask.h) and written as a token file with its loss mask beside it.
+// and closed by a scored <|endoftext|>; every (n / val)-th example val (so val has every input's shapes); each
+// part packed into -T windows (formats/loss_mask.h) and staged as a token file with its loss mask beside it, the
+// four files published together once all are written.
 int tokenize_instructions(const CliArgs& args) {
     for (const char* flag : {"ids", "jsonl-field", "split-on-blank-lines", "shard-tokens", "val-tokens"})
         if (args.has(flag)) fatal("conflicting flags --instructions and --%s (tokenize): expected one of them", flag);
@@ -440,8 +443,16 @@ int tokenize_instructions(const CliArgs& args) {
     Tokenizer tok;
     tokenizer_load(&tok, args.has("tokenizer") ? args.str("tokenizer") : tokenizer_default_dir());
     PathLock lock(path_strip_slashes(prefix), "--output (tokenize)");
+    const char* parts[2] = {"val", "train"};
+    auto part_path = [&](int k) { return prefix + (prefix.back() == '/' ? "" : "_") + parts[k] + ".bin"; };
+    for (int k = 0; k < 2; k++) {  // before any work: none of the four outputs may replace a user's file
+        output_check(part_path(k), "--output (tokenize)", kTokenFileKind);
+        output_check(lossmask_path(part_path(k)), "--output (tokenize)", kLossMaskKind);
+    }
+    stop_catch_abort("tokenize --instructions: nothing written; run the same command again");
     std::vector<PackedExample> examples;
     size_t shapes[3] = {0, 0, 0};
+    const size_t max_line = (size_t)args.integer_in("max-unsplit-bytes", 1, 1 << 30);
     for (const std::string& path : args.positional) {
         const std::string text = text_read(path, (size_t)1 << 30);
         const std::string name = path == "-" ? "stdin" : path;
@@ -449,8 +460,12 @@ int tokenize_instructions(const CliArgs& args) {
         for (int line = 1; start < text.size(); line++) {
             size_t end = text.find('\n', start);
             if (end == std::string::npos) end = text.size();
+            stop_point();  // a signal ends the command here (or at the next staged write), nothing left behind
             const std::string row = text.substr(start, end - start);
             start = end + 1;
+            if (row.size() > max_line)  // encoding one takes about 30 times its size in memory
+                fatal_hint("raise --max-unsplit-bytes for longer examples", "line too long (%s) at line %d: expected "
+                           "JSON lines of at most %zu bytes, got %zu", name.c_str(), line, max_line, row.size());
             if (row.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank lines are skipped
             Json obj;
             std::string err;
@@ -480,20 +495,21 @@ int tokenize_instructions(const CliArgs& args) {
               val, args.positional[0].c_str(), val, n);
     const std::string dir = prefix.back() == '/' ? path_strip_slashes(prefix) : path_parent(prefix);
     MadeDirs made(dir);
-    const char* parts[2] = {"val", "train"};
     std::string written[2];
+    std::vector<std::unique_ptr<OutputFile>> staged;  // published together: never a token file without its mask
     for (int k = 0; k < 2; k++) {
-        const std::vector<PackedExample> part(examples.begin() + (k == 0 ? (long)(n - val) : 0),
-                                              examples.begin() + (long)(k == 0 ? n : n - val));
+        std::vector<PackedExample> part;  // val: `val` examples spread evenly, every (n / val)-th, the last included
+        for (size_t i = 0; i < n; i++)
+            if (((i + 1) * val / n > i * val / n) == (k == 0)) part.push_back(std::move(examples[i]));
         std::vector<int> tokens;
         std::vector<uint8_t> mask;
         PackStats st;
         pack_examples(part, T, kTokenizerEot, &tokens, &mask, &st);
         if (tokens.size() > (size_t)INT32_MAX)
             fatal("too many tokens for one token file (%s): expected at most %d", args.positional[0].c_str(), INT32_MAX);
-        const std::string path = prefix + (prefix.back() == '/' ? "" : "_") + parts[k] + ".bin";
-        tokenfile_write(path, tokens);
-        lossmask_write(lossmask_path(path), mask, fingerprint_of(tokens), T);
+        const std::string path = part_path(k);
+        staged.push_back(lossmask_write(lossmask_path(path), mask, fingerprint_of(tokens), T, false));
+        staged.push_back(tokenfile_write(path, tokens, false));
         written[k] = path;
         fprintf(stderr,
                 "packed %s: %zu examples into %zu window%s of -T %d: %zu of %zu tokens used (%.1f%%), %zu scored "
@@ -505,6 +521,10 @@ int tokenize_instructions(const CliArgs& args) {
                             " tokens split across windows").c_str()
                          : "");
     }
+    stop_point();
+    stop_catch(true);  // while the four are published a signal waits: they are published whole or not at all
+    for (const auto& file : staged) file->publish();
+    stop_catch(false);
     printf("tokenized %zu examples (%zu prompt/completion, %zu Alpaca, %zu chat): %lld val -> %s, %lld train -> %s, "
            "each with its loss mask (.mask)\n",
            n, shapes[0], shapes[1], shapes[2], val, written[0].c_str(), (long long)(n - val), written[1].c_str());

@@ -71,12 +71,18 @@ StepStats train_step_in_backward(TrainRun* t, int step) {
 }
 
 void validate(TrainRun* t, int step) {
-    const float val_loss = evaluate_batches(&t->model, &t->val_dl, t->val_n);
+    size_t scored = 0;
+    const float val_loss = evaluate_batches(&t->model, &t->val_dl, t->val_n, nullptr, &scored);
+    const long long tokens = (long long)t->val_n * t->sync.ranks * t->opts.B * t->opts.T;
+    if (scored == 0)
+        fatal("no scored tokens in the val batches (%s): their loss masks score none of %lld tokens; expected "
+              "some answers (more --val-batches, or --loss-on all)", t->run.val_path.c_str(), tokens);
     if (!std::isfinite(val_loss))
         fatal("val loss is %g at step %d: training diverged; the last checkpoint (if any) is kept", val_loss, step);
     t->progress.close();
-    printf("step %5d/%d | val loss %.6f on %lld tokens\n", step, t->opts.steps, val_loss,
-           (long long)t->val_n * t->sync.ranks * t->opts.B * t->opts.T);
+    printf("step %5d/%d | val loss %.6f on %lld tokens", step, t->opts.steps, val_loss, tokens);
+    if ((long long)scored < tokens) printf(", %zu of them scored (the answers, as the loss masks say)", scored);
+    printf("\n");
     t->history.val.push_back({step, val_loss});
     if (!t->run.plot_path.empty()) plot_losses(t->run.plot_path, {{"", t->history.train, t->history.val}}, 800, 500, "--plot (train)");
     t->log.line("{\"step\":%d,\"val_loss\":%.6f,\"tokens\":%lld}\n", step, val_loss,
@@ -118,8 +124,15 @@ void trainer_load_data(TrainRun* t) {
     t->train_dl.world = t->sync.ranks;
     t->train_dl.accum = o.accum;
     dataloader_init(&t->train_dl, r.train_path, "--train", t->model.cfg.vocab_size, o.B, o.T, o.shuffle, o.seed);
-    size_t masked = 0;
-    for (const TokenShard& s : t->train_dl.shards) masked += token_files_mask(s) != nullptr;
+    size_t masked = 0, scored = 0;
+    for (const TokenShard& s : t->train_dl.shards) {
+        const uint8_t* mask = token_files_mask(s);
+        masked += mask != nullptr;
+        scored += mask ? (size_t)std::count(mask + 1, mask + s.num_tokens, 1) : s.num_tokens;
+    }
+    if (scored == 0)  // every step would be a loss of 0 and a zero gradient
+        fatal("no scored tokens in %s: the loss masks score none of them; expected some answers, or --loss-on all",
+              r.train_path.c_str());
     if (masked && t->sync.rank == 0)
         printf("loss: on the answers only, as the loss masks of %zu of %zu train shards mark them (--loss-on all: "
                "every token)\n", masked, t->train_dl.shards.size());

@@ -17,11 +17,11 @@ bool is_mask_file(const std::string& path) {
     return magic == kLossMaskMagic;
 }
 
-const OutputKind kLossMaskKind = {"a loss mask", is_mask_file};
-
 uint64_t fingerprint_bits(const std::string& hex) { return strtoull(hex.c_str(), nullptr, 16); }
 
 }  // namespace
+
+const OutputKind kLossMaskKind = {"a loss mask", is_mask_file};
 
 std::string lossmask_path(const std::string& token_path) {
     const size_t n = token_path.size();
@@ -72,12 +72,14 @@ bool lossmask_check(const uint8_t* data, size_t n, size_t tokens, const std::str
     return false;
 }
 
-void lossmask_write(const std::string& path, const std::vector<uint8_t>& mask, const std::string& fingerprint, int T) {
+std::unique_ptr<OutputFile> lossmask_write(const std::string& path, const std::vector<uint8_t>& mask,
+                                           const std::string& fingerprint, int T, bool publish) {
     int32_t header[kTokenFileHeaderInts] = {kLossMaskMagic, kLossMaskVersion, (int32_t)mask.size()};
     const uint64_t tie = fingerprint_bits(fingerprint);
     memcpy(header + 3, &tie, sizeof(tie));
     header[5] = T;
-    output_write(path, "loss mask", kLossMaskKind, {{header, sizeof(header)}, {mask.data(), mask.size()}});
+    return output_write(path, "loss mask", kLossMaskKind, {{header, sizeof(header)}, {mask.data(), mask.size()}},
+                        publish);
 }
 
 void pack_examples(const std::vector<PackedExample>& examples, int T, int eot, std::vector<int>* tokens,

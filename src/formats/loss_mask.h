@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "platform/output_files.h"
+
 const int kLossMaskMagic = 20261126;
 const int kLossMaskVersion = 1;
 
@@ -20,8 +22,10 @@ std::string lossmask_path(const std::string& token_path);
 // false with a one-line message naming `where` and what was expected on any defect.
 bool lossmask_check(const uint8_t* data, size_t n, size_t tokens, const std::string& fingerprint,
                     const std::string& where, std::string* err);
-// Writes the mask of a token file (staged, replacing only a mask file).
-void lossmask_write(const std::string& path, const std::vector<uint8_t>& mask, const std::string& fingerprint, int T);
+// Writes the mask of a token file (staged, replacing only a mask file); publish false leaves it staged, returned.
+std::unique_ptr<OutputFile> lossmask_write(const std::string& path, const std::vector<uint8_t>& mask,
+                                           const std::string& fingerprint, int T, bool publish = true);
+extern const OutputKind kLossMaskKind;  // what a mask output may replace: a loss mask
 
 // Examples packed into the loader's windows (core/dataloader.h: window i covers tokens [i*T, i*T + T], its
 // targets i*T + 1 .. i*T + T). Each window's slot [i*T, i*T + T) starts with <|endoftext|> (not scored: it is

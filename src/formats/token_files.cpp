@@ -58,7 +58,8 @@ uint64_t fnv1a_edges(const void* data, size_t n, size_t edge, uint64_t h) {
 // fingerprint with the mask's, so a resume on changed masks is refused as one on a changed shard.
 void open_mask(TokenShard* s) {
     const std::string path = lossmask_path(s->path);
-    if (!token_files_masks || !file_exists(path)) return;
+    // anything there is the mask, to open or refuse: a link to nowhere or a directory must not mean "every token"
+    if (!token_files_masks || (!path_exists(path) && !path_is_symlink(path))) return;
     void* map = nullptr;
     size_t n = 0;
     map_input(path, "a loss mask", kTokenFileHeaderBytes, &map, &n);
@@ -154,11 +155,14 @@ struct WindowCopy {
     const uint32_t* windows;
 };
 
-// The windows' tokens, then -1 (not scored, core/layers.h) for each target its shard's mask says 0: window i's
-// target t is token i*T + t + 1.
 void copy_windows(void* arg) {
     const WindowCopy* w = static_cast<const WindowCopy*>(arg);
     dataloader_copy(w->dl, *w->shard, w->windows, nullptr);
+}
+
+// -1 (not scored, core/layers.h) for each target the shard's mask says 0: window i's target t is token i*T + t + 1.
+void mask_windows(void* arg) {
+    const WindowCopy* w = static_cast<const WindowCopy*>(arg);
     const uint8_t* mask = token_files_mask(*w->shard);
     const size_t T = w->dl->T;
     for (int b = 0; mask && b < w->dl->B; b++)
@@ -168,13 +172,17 @@ void copy_windows(void* arg) {
 
 }  // namespace
 
-// A mapped shard another process truncated faults in the copy (caught by stop_guard_bus), and one rewritten
-// in place may hold ids it did not hold at open.
+// A mapped shard (or its mask) another process truncated faults in the copy (caught by stop_guard_bus), and one
+// rewritten in place may hold ids it did not hold at open.
 bool token_files_read(DataLoader* dl, const TokenShard& shard, const uint32_t* windows, std::string* err) {
     WindowCopy w{dl, &shard, windows};
     const char* hint = "expected token files to stay unchanged while gpt2 reads them";
-    if (!stop_guard_bus(copy_windows, &w)) {
-        *err = "token file changed during the run (" + shard.path + "): it is shorter than when it was opened; " + hint;
+    const bool copied = stop_guard_bus(copy_windows, &w);
+    if (!copied || !stop_guard_bus(mask_windows, &w)) {
+        *err = copied ? "loss mask changed during the run (" + lossmask_path(shard.path) +
+                            "): it is shorter than when it was opened; expected loss masks to stay unchanged too"
+                      : "token file changed during the run (" + shard.path + "): it is shorter than when it was "
+                            "opened; " + hint;
         return false;
     }
     int bad_id = -1;  // the last one read

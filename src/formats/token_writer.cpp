@@ -10,7 +10,7 @@
 
 const OutputKind kTokenFileKind = {"a token file", tokenfile_is_token_file};
 
-void tokenfile_write(const std::string& path, const std::vector<int>& tokens) {
+std::unique_ptr<OutputFile> tokenfile_write(const std::string& path, const std::vector<int>& tokens, bool publish) {
     int32_t header[kTokenFileHeaderInts] = {0};
     header[0] = kTokenFileMagic;
     header[1] = kTokenFileVersion;
@@ -21,8 +21,8 @@ void tokenfile_write(const std::string& path, const std::vector<int>& tokens) {
             fatal("token %d at index %zu does not fit uint16 (%s)", tokens[i], i, path.c_str());
         data[i] = (uint16_t)tokens[i];
     }
-    output_write(path, "token file", kTokenFileKind,
-                 {{header, sizeof(header)}, {data.data(), data.size() * sizeof(uint16_t)}});
+    return output_write(path, "token file", kTokenFileKind,
+                        {{header, sizeof(header)}, {data.data(), data.size() * sizeof(uint16_t)}}, publish);
 }
 
 bool tokenfile_is_token_file(const std::string& path) {

@@ -13,8 +13,9 @@
 #include "platform/output_files.h"
 
 // Writes one token file atomically, replacing only a token file; ids must be < 65536 (fatal otherwise,
-// naming the path).
-void tokenfile_write(const std::string& path, const std::vector<int>& tokens);
+// naming the path). publish false: the file is left staged, returned for the caller to publish.
+std::unique_ptr<OutputFile> tokenfile_write(const std::string& path, const std::vector<int>& tokens,
+                                            bool publish = true);
 // True when `path` is a regular file starting with the token file magic (tokenize may replace it).
 bool tokenfile_is_token_file(const std::string& path);
 extern const OutputKind kTokenFileKind;  // what token file outputs may replace

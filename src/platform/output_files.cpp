@@ -247,11 +247,16 @@ void OutputFile::unmark() {
     mark_fd_ = -1;
 }
 
-void output_write(const std::string& path, const char* flag, const OutputKind& kind,
-                  const std::vector<std::pair<const void*, size_t>>& parts) {
-    OutputFile f(path, flag, kind);
-    for (const auto& part : parts) f.write(part.first, part.second);
-    f.publish();
+std::unique_ptr<OutputFile> output_write(const std::string& path, const char* flag, const OutputKind& kind,
+                                         const std::vector<std::pair<const void*, size_t>>& parts, bool publish) {
+    std::unique_ptr<OutputFile> f(new OutputFile(path, flag, kind));
+    for (const auto& part : parts) f->write(part.first, part.second);
+    if (!publish) {
+        f->close();
+        return f;
+    }
+    f->publish();
+    return nullptr;
 }
 
 void AppendFile::open(const std::string& path, const char* flag, const OutputKind& kind) {

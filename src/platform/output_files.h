@@ -69,9 +69,11 @@ private:
     FatalCleanup cleanup_;
 };
 
-// Writes `parts` in order to `path` as one OutputFile, published at once.
-void output_write(const std::string& path, const char* flag, const OutputKind& kind,
-                  const std::vector<std::pair<const void*, size_t>>& parts);
+// Writes `parts` in order to `path` as one OutputFile, published at once; publish false returns it staged
+// (closed), for the caller to publish with others.
+std::unique_ptr<OutputFile> output_write(const std::string& path, const char* flag, const OutputKind& kind,
+                                         const std::vector<std::pair<const void*, size_t>>& parts,
+                                         bool publish = true);
 
 // A file that grows by whole lines (train --log): opened for appending with O_APPEND|O_NOFOLLOW, created
 // exclusively when missing; an existing file must be a regular file kind.is_ours accepts. Every line is

@@ -25,22 +25,26 @@ void evaluate_load_batch(DataLoader* dl, size_t index) {
     if (!dataloader_read(dl, dl->shards[s], windows.data(), &err)) fatal("%s", err.c_str());
 }
 
-float evaluate_batches(GPT2* model, DataLoader* dl, size_t batches, const std::function<void(double)>& progress) {
-    // A batch is world * B windows, as a training step's: this rank takes the rank-th B of each.
-    const int world = dist_world();
-    double sum = 0;
-    for (size_t i = 0; i < batches; i++) {
-        evaluate_load_batch(dl, i * world + dist_rank());
-        sum += gpt2_forward(model, dl->inputs.data(), dl->targets.data(), dl->B, dl->T);
-        if (progress) progress((double)(i + 1) / (double)batches);
-    }
-    dist_sum(&sum, 1);
-    return (float)(sum / ((double)batches * world));
-}
-
 // Targets scored (not -1: masked by a shard's loss mask, formats/token_files.h).
 static size_t scored(const std::vector<int>& targets) {
     return (size_t)std::count_if(targets.begin(), targets.end(), [](int t) { return t >= 0; });
+}
+
+float evaluate_batches(GPT2* model, DataLoader* dl, size_t batches, const std::function<void(double)>& progress,
+                       size_t* scored_tokens) {
+    // A batch is world * B windows, as a training step's: this rank takes the rank-th B of each.
+    const int world = dist_world();
+    double sums[3] = {0, 0, 0};  // of batch means, batches that score a target, targets scored
+    for (size_t i = 0; i < batches; i++) {
+        evaluate_load_batch(dl, i * world + dist_rank());
+        const float loss = gpt2_forward(model, dl->inputs.data(), dl->targets.data(), dl->B, dl->T);
+        const size_t n = scored(dl->targets);  // a batch that scores none has no mean: left out, not a 0
+        if (n) sums[0] += loss, sums[1] += 1, sums[2] += (double)n;
+        if (progress) progress((double)(i + 1) / (double)batches);
+    }
+    dist_sum(sums, 3);
+    if (scored_tokens) *scored_tokens = (size_t)sums[2];
+    return (float)(sums[0] / sums[1]);
 }
 
 double evaluate_every_token(GPT2* model, DataLoader* dl, size_t* tokens, size_t* scored_tokens,

@@ -13,11 +13,13 @@ size_t evaluate_num_batches(const DataLoader& dl);
 // batches in turn (for one file: windows index*B .. index*B + B - 1). A shard that changed under the run is
 // fatal, as for training (dataloader_read).
 void evaluate_load_batch(DataLoader* dl, size_t index);
-// Mean loss over the first `batches` consecutive batches of dl (each batch's mean over its scored targets). With several ranks (dist/dist.h) a batch is
-// world * B windows, this rank evaluating its B of each; every rank gets the shared mean.
-// `progress`, when set, is called after each batch with the fraction done.
+// Mean loss over the first `batches` consecutive batches of dl: the mean of each batch's mean over its scored
+// targets, a batch that scores none (a loss mask's prompts only) left out; NaN when none scores any. With several
+// ranks (dist/dist.h) a batch is world * B windows, this rank evaluating its B of each; every rank gets the
+// shared mean. `progress`, when set, is called after each batch with the fraction done; *scored, when given,
+// gets the targets scored (on all ranks).
 float evaluate_batches(GPT2* model, DataLoader* dl, size_t batches,
-                       const std::function<void(double)>& progress = nullptr);
+                       const std::function<void(double)>& progress = nullptr, size_t* scored = nullptr);
 // Mean loss over every token of each of dl's shards after its first, each predicted once: per shard, the
 // whole batches, then the windows left over as one smaller batch, then the last partial window. *tokens
 // gets the count, *scored those of them scored (all, unless a shard's loss mask leaves some out: the mean is

@@ -37,8 +37,7 @@ void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* to
     }
 }
 
-// LayerNorm. Statistics and centring in double (nil next to the matmuls): in fp32, rows whose mean is large
-// next to their spread would lose digits against PyTorch's.
+// LayerNorm: statistics and centring in double, or rows with a mean large next to their spread lose digits.
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
                        int N, int C) {
     const double eps = 1e-5;
@@ -82,6 +81,7 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
             di[c] += s * (d[c] * weight[c] - g_mean - xhat * gx_mean);
         }
     }
+    if (!dweight) return;
     // dweight and dbias sum over rows; threads split channels so no two write the same element.
     const int chunk = 64;
 #pragma omp parallel for
@@ -99,8 +99,7 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
     }
 }
 
-// The linear layer on gemm (gemm.h); W is (OC, IC) as llm.c's (hf.cpp transposes Conv1D's).
-// Two accumulators per row, so one row's sums do not wait on each other.
+// The linear layer on gemm (gemm.h), W (OC, IC) as llm.c's; one row's two accumulators do not wait on each other.
 static void matvec_fp32(float* out, const float* x, const float* W, const float* b, int IC, int OC) {
 #pragma omp parallel for schedule(static)
     for (int j = 0; j < OC; j++) {
@@ -135,7 +134,8 @@ void matmul_forward(float* out, const float* inp, const Weight& w, const float* 
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const Weight& w,
                      int N, int IC, int OC) {
     gemm(N, IC, OC, dout, OC, false, w.f32, IC, false, dinp, IC, false, w.ops, w.copy);  // dinp = dout W
-    gemm(OC, IC, N, dout, OC, true, inp, IC, false, dweight, IC, true, w.ops);           // dW += dout^T inp
+    if (w.adapter) w.adapter->backward(dinp, dout, inp, N);
+    if (dweight) gemm(OC, IC, N, dout, OC, true, inp, IC, false, dweight, IC, true, w.ops);  // dW += dout^T inp
     if (!dbias) return;
     const int chunk = 256;
 #pragma omp parallel for
@@ -148,13 +148,11 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
     }
 }
 
-// GELU in vectors, beside the scalar tanhf references the tests compare against. The vectors use
-// 0.5 (1 + tanh u) = sigmoid(2u) with t = e^{-2|u|} in (0, 1], so neither the sigmoid nor its complement
-// 1 - s = t / (1 + t) cancels or overflows.
+// GELU in vectors (beside scalar tanhf references) as 0.5 (1 + tanh u) = sigmoid(2u), t = e^{-2|u|} in (0, 1]:
+// neither the sigmoid nor its complement 1 - s = t / (1 + t) cancels or overflows.
 static const float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
 
-// GELU(x) = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3), or (kGrad) its derivative. Inlined by force: GCC
-// would call it, passing each vector through memory (7% more instructions in gelu_backward).
+// GELU(x) = x sigmoid(2u) or (kGrad) its derivative, inlined by force: a call passes vectors through memory (+7%).
 template <bool kGrad>
 static inline __attribute__((always_inline)) vf16 gelu_vec(vf16 x) {
     vf16 u = kGeluScale * (x + 0.044715f * x * x * x);

@@ -15,6 +15,8 @@
 #include "formats/gguf.h"
 #include "formats/llmc.h"
 #include "formats/train_state.h"
+#include "lora/export.h"
+#include "lora/peft.h"
 
 namespace {
 
@@ -61,6 +63,40 @@ void print_run(const std::string& dir) {
     else printf("finished; train on with: %s --steps %lld\n", resume.c_str(), 2 * std::max(steps, 1LL));
 }
 
+// --lora-from's adapter, checked against --model's geometry (headers only).
+PeftConfig read_adapter(const CliArgs& args, LoraAdapter* a) {
+    CheckpointInfo info;
+    const GPT2Config base = checkpoint_inspect(path_strip_slashes(args.str("model")), cli_heads(args), &info);
+    PeftConfig cfg;
+    peft_read(a, &cfg, path_strip_slashes(args.str("lora-from")), base);
+    return cfg;
+}
+
+// `export --lora-from DIR` without --merge-lora: the adapter alone, as llama.cpp's GGUF adapter or PEFT's files.
+int export_adapter(const CliArgs& args) {
+    const std::string format = args.str("format"), out = args.str("out");
+    if (format != "gguf" && format != "peft")
+        fatal_hint("add --merge-lora to export the base with the adapter merged in",
+                   "bad value for --format (export): %s with --lora-from, expected gguf (llama.cpp's adapter) or peft",
+                   format.c_str());
+    if (args.str("dtype") != "f32") fatal("bad value for --dtype (export): an adapter is written f32");
+    if (args.has("tokenizer")) fatal("conflicting flags (export): --tokenizer with an adapter, which stores none");
+    std::unique_ptr<PathLock> lock;
+    if (format == "gguf") {
+        input_note_path(args.str("model"));
+        output_check(out, "--out (export)", kGgufAdapterKind);
+        lock.reset(new PathLock(out, "--out (export)"));
+    }
+    LoraAdapter a;
+    const PeftConfig cfg = read_adapter(args, &a);
+    if (format == "gguf") lora_save_gguf(a, out, "--out (export)");
+    else peft_export(a, cfg, out);
+    printf("wrote %s (%s adapter, r %d, alpha %g%s, %zu matrices)\n", out.c_str(), format == "gguf" ? "GGUF" : "PEFT",
+           a.cfg.rank, a.cfg.alpha, a.cfg.rslora && format == "gguf" ? " (rslora: written as alpha x sqrt(r))" : "",
+           a.table.size());
+    return 0;
+}
+
 }  // namespace
 
 int cmd_info(int argc, char** argv) {
@@ -83,21 +119,29 @@ int cmd_info(int argc, char** argv) {
 
 int cmd_export(int argc, char** argv) {
     static const std::vector<CliFlag> flags = {
-        {"model", "", "", "checkpoint to convert (any format `info` reads)"},
-        {"out", "", "", "output: a directory for hf, a file for llmc and gguf"},
-        {"format", "", "hf", "hf (config.json + model.safetensors), llmc (llm.c .bin) or gguf (llama.cpp)"},
+        {"model", "", "", "checkpoint to convert (any format `info` reads); with --lora-from, the base the adapter fits"},
+        {"out", "", "", "output: a directory for hf and peft, a file for llmc and gguf"},
+        {"format", "", "hf", "hf (config.json + model.safetensors), llmc (llm.c .bin) or gguf (llama.cpp); peft for an adapter"},
+        {"lora-from", "", "", "a PEFT adapter directory: written as a GGUF adapter (--format gguf) or again as PEFT's "
+         "files (--format peft), or merged into --model (--merge-lora)"},
+        {"merge-lora", "", "", "with --lora-from: export --model with the adapter merged in (W += scale B A)", true},
         {"dtype", "", "f32", "f32, f16 (hf, gguf), bf16, or q8_0 (gguf); narrowing rounds to nearest even"},
         {"tokenizer", "", "", "gguf, hf: tokenizer directory to store (default: the model's own, else $GPT2_DATA_DIR/gpt2 or data/gpt2)"},
         kCliHeadsFlag,
     };
     CliArgs args = cli_parse(argc, argv, "export",
-                             "gpt2 export --model PATH --out PATH [--format hf|llmc|gguf] [--dtype f32]",
-                             "Converts a checkpoint to HuggingFace's layout, llm.c's format or llama.cpp's GGUF.",
+                             "gpt2 export --model PATH --out PATH [--format hf|llmc|gguf] [--dtype f32]\n"
+                             "       gpt2 export --model BASE --lora-from DIR --out PATH [--format gguf|peft]\n"
+                             "       gpt2 export --model BASE --lora-from DIR --merge-lora --out PATH [--format hf|llmc|gguf]",
+                             "Converts a checkpoint to HuggingFace's layout, llm.c's format or llama.cpp's GGUF, and a "
+                             "LoRA adapter to llama.cpp's GGUF adapter or into its base's weights.",
                              flags, false);
     const std::string format = args.str("format"), dtype = args.str("dtype"), out = args.str("out");
     stop_catch_abort("export stopped; " + out + " is as it was");  // at its next write (signals.h)
+    if (args.has("lora-from") && !args.on("merge-lora")) return export_adapter(args);
     if (format != "hf" && format != "llmc" && format != "gguf")
-        fatal("bad value for --format (export): expected hf, llmc or gguf, got '%s'", format.c_str());
+        fatal("bad value for --format (export): expected hf, llmc or gguf (peft: with --lora-from), got '%s'",
+              format.c_str());
     if (dtype != "f32" && dtype != "f16" && dtype != "bf16" && dtype != "q8_0")
         fatal("bad value for --dtype (export): expected f32, f16, bf16 or q8_0, got '%s'", dtype.c_str());
     if (format == "llmc" && (dtype == "f16" || dtype == "q8_0"))
@@ -111,8 +155,11 @@ int cmd_export(int argc, char** argv) {
         output_check(out, "--out (export)", format == "llmc" ? kLlmcKind : kGgufKind);
         lock.reset(new PathLock(out, "--out (export)"));
     }
+    LoraAdapter adapter;  // read before the model, which it must fit (its header only)
+    if (args.on("merge-lora")) read_adapter(args, &adapter);
     GPT2 model;
     checkpoint_load(&model, args.str("model"), cli_heads(args));
+    if (args.on("merge-lora")) lora_merge(&model, adapter);
     Tokenizer tok;  // stored with the model: GGUF needs one, an HF export has one when there is one
     std::string which;
     if (format != "llmc") which = cli_tokenizer(args, args.str("model"), format == "gguf", &tok);
@@ -137,7 +184,8 @@ int cmd_export(int argc, char** argv) {
                                                 : GgufType::kQ8_0;
         gguf_save(model, tok, out, type, "--out (export)");
     }
-    printf("wrote %s (%s, %s%s)\n", out.c_str(), format.c_str(), dtype.c_str(),
+    const std::string merged = args.on("merge-lora") ? ", " + args.str("lora-from") + " merged in" : "";
+    printf("wrote %s (%s, %s%s%s)\n", out.c_str(), format.c_str(), dtype.c_str(), merged.c_str(),
            which.empty() ? "" : (", tokenizer " + which).c_str());
     return 0;
 }

@@ -263,6 +263,12 @@ void read_tensor(const GgufTensor& t, const GgufReadAt& read_at, const std::stri
 
 }  // namespace
 
+uint64_t GgufOutTensor::numel() const {
+    uint64_t n = 1;
+    for (uint64_t d : dims) n *= d;
+    return n;
+}
+
 uint64_t GgufTensor::numel() const {
     uint64_t n = 1;
     for (uint64_t d : dims) n *= d;
@@ -323,6 +329,9 @@ GPT2Config gguf_config(const GgufHeader& h, const std::string& path, std::string
     if (!arch || arch->type != kString) fatal("missing key general.architecture in %s: expected \"gpt2\"", p);
     if (arch->str != "gpt2")
         fatal("not a GPT-2 model (%s): general.architecture is \"%s\", expected \"gpt2\"", p, arch->str.c_str());
+    if (const GgufValue* type = h.find("general.type"); type && type->type == kString && type->str == "adapter")
+        fatal_hint("give it to llama.cpp with its base (--lora FILE)",
+                   "not a model (%s): a LoRA adapter (general.type \"adapter\"), expected a GPT-2 model", p);
     const int C = config_int(h, "gpt2.embedding_length", path);
     const GgufValue* eps = h.find("gpt2.attention.layer_norm_epsilon");
     if (!eps || eps->type != kF32) fatal("missing key gpt2.attention.layer_norm_epsilon in %s: expected a float", p);
@@ -406,51 +415,56 @@ bool gguf_tokenizer(const GgufHeader& h, const GgufReadAt& read_at, const std::s
 
 namespace {
 
-// The metadata and tensor table, appended field by field.
-struct HeaderWriter {
-    std::string buf;
-    template <typename T>
-    void put(T v) {
-        buf.append(reinterpret_cast<const char*>(&v), sizeof(v));
-    }
-    void str(const std::string& s) {
-        put<uint64_t>(s.size());
-        buf += s;
-    }
-    void key(const std::string& k, uint32_t type) {
-        str(k);
-        put<uint32_t>(type);
-    }
-    void kv_str(const std::string& k, const std::string& v) { key(k, kString), str(v); }
-    void kv_u32(const std::string& k, uint32_t v) { key(k, kU32), put(v); }
-    void kv_f32(const std::string& k, float v) { key(k, kF32), put(v); }
-    void kv_strings(const std::string& k, const std::vector<std::string>& v) {
-        key(k, kArray), put<uint32_t>(kString), put<uint64_t>(v.size());
-        for (const std::string& s : v) str(s);
-    }
-    void kv_i32s(const std::string& k, const std::vector<int32_t>& v) {
-        key(k, kArray), put<uint32_t>(kI32), put<uint64_t>(v.size());
-        for (int32_t x : v) put(x);
-    }
-};
+template <typename T>
+void put(std::string* buf, T v) {
+    buf->append(reinterpret_cast<const char*>(&v), sizeof(v));
+}
+void put_str(std::string* buf, const std::string& s) {
+    put<uint64_t>(buf, s.size());
+    *buf += s;
+}
+
+}  // namespace
+
+void GgufKeys::key(const std::string& k, uint32_t type) {
+    put_str(&buf, k);
+    put<uint32_t>(&buf, type);
+    count++;
+}
+void GgufKeys::str(const std::string& k, const std::string& v) { key(k, kString), put_str(&buf, v); }
+void GgufKeys::u32(const std::string& k, uint32_t v) { key(k, kU32), put(&buf, v); }
+void GgufKeys::f32(const std::string& k, float v) { key(k, kF32), put(&buf, v); }
+void GgufKeys::strings(const std::string& k, const std::vector<std::string>& v) {
+    key(k, kArray), put<uint32_t>(&buf, kString), put<uint64_t>(&buf, v.size());
+    for (const std::string& s : v) put_str(&buf, s);
+}
+void GgufKeys::i32s(const std::string& k, const std::vector<int32_t>& v) {
+    key(k, kArray), put<uint32_t>(&buf, kI32), put<uint64_t>(&buf, v.size());
+    for (int32_t x : v) put(&buf, x);
+}
+void GgufKeys::mark_ours() {
+    u32("general.alignment", kAlignment);
+    str(kWriterKey, kWriter);
+}
+
+namespace {
 
 // llama.cpp's tokenizer keys for GPT-2's BPE over the model's first V tokens: their spellings, their kinds
 // (1 normal, 3 control: <|endoftext|>) and the merges whose two sides and result all lie below V.
-int tokenizer_keys(HeaderWriter* w, const Tokenizer& tok, int V) {
+void tokenizer_keys(GgufKeys* w, const Tokenizer& tok, int V) {
     std::vector<std::string> tokens, merges;
     tokenizer_spellings(tok, V, &tokens, &merges);
     std::vector<int32_t> kinds(V, 1);
     if (V > kTokenizerEot) kinds[kTokenizerEot] = 3;
-    w->kv_str("tokenizer.ggml.model", "gpt2");
-    w->kv_str("tokenizer.ggml.pre", "gpt-2");
-    w->kv_strings("tokenizer.ggml.tokens", tokens);
-    w->kv_i32s("tokenizer.ggml.token_type", kinds);
-    w->kv_strings("tokenizer.ggml.merges", merges);
+    w->str("tokenizer.ggml.model", "gpt2");
+    w->str("tokenizer.ggml.pre", "gpt-2");
+    w->strings("tokenizer.ggml.tokens", tokens);
+    w->i32s("tokenizer.ggml.token_type", kinds);
+    w->strings("tokenizer.ggml.merges", merges);
     if (V > kTokenizerEot) {
-        w->kv_u32("tokenizer.ggml.bos_token_id", kTokenizerEot);
-        w->kv_u32("tokenizer.ggml.eos_token_id", kTokenizerEot);
+        w->u32("tokenizer.ggml.bos_token_id", kTokenizerEot);
+        w->u32("tokenizer.ggml.eos_token_id", kTokenizerEot);
     }
-    return V > kTokenizerEot ? 7 : 5;  // keys written
 }
 
 // llama.cpp's general.file_type for a file whose weights are `type` ("mostly F16", ...).
@@ -503,72 +517,88 @@ void encode(const float* src, size_t n, GgufType type, const std::string& name, 
 
 }  // namespace
 
-void gguf_save(const GPT2& model, const Tokenizer& tok, const std::string& path, GgufType type, const char* flag) {
-    const GPT2Config& c = model.cfg;
-    if (tok.vocab_size < c.vocab_size)
-        fatal("tokenizer and model disagree (%s): tokenizer has %d tokens, model %d", tok.dir.c_str(), tok.vocab_size,
-              c.vocab_size);
-    checkpoint_check_finite(model, path, "not saving non-finite weights");
-    HeaderWriter kv;
-    kv.kv_str("general.architecture", "gpt2");
-    kv.kv_u32("general.file_type", file_type(type));
-    kv.kv_u32("general.alignment", kAlignment);
-    kv.kv_str(kWriterKey, kWriter);
-    kv.kv_u32("gpt2.context_length", c.max_seq_len);
-    kv.kv_u32("gpt2.embedding_length", c.channels);
-    kv.kv_u32("gpt2.feed_forward_length", 4 * c.channels);
-    kv.kv_u32("gpt2.block_count", c.num_layers);
-    kv.kv_u32("gpt2.attention.head_count", c.num_heads);
-    kv.kv_f32("gpt2.attention.layer_norm_epsilon", 1e-5f);
-    const int n_kv = 10 + tokenizer_keys(&kv, tok, c.vocab_size);
-
-    HeaderWriter table;  // tensor infos, data offsets aligned
+void gguf_write(const std::string& path, const char* flag, const OutputKind& kind, const GgufKeys& keys,
+                const std::vector<GgufOutTensor>& tensors) {
+    std::string table;  // tensor infos, data offsets aligned
     uint64_t offset = 0;
-    for (const TensorInfo& t : model.param_table) {
-        const std::vector<uint64_t> dims = gguf_dims(t, c);
-        const GgufType st = stored_type(t, type);
-        table.str(t.gguf_name);
-        table.put<uint32_t>((uint32_t)dims.size());
-        for (uint64_t d : dims) table.put(d);
-        table.put<uint32_t>((uint32_t)st);
-        table.put(offset);
-        uint64_t numel = 1;
-        for (uint64_t d : dims) numel *= d;
-        offset = align_up(offset + type_bytes((uint32_t)st, numel), kAlignment);
+    for (const GgufOutTensor& t : tensors) {
+        put_str(&table, t.name);
+        put<uint32_t>(&table, (uint32_t)t.dims.size());
+        for (uint64_t d : t.dims) put(&table, d);
+        put<uint32_t>(&table, (uint32_t)t.type);
+        put(&table, offset);
+        offset = align_up(offset + type_bytes((uint32_t)t.type, t.numel()), kAlignment);
     }
-    HeaderWriter head;
-    head.buf.assign(kMagic, 4);
-    head.put(kVersion);
-    head.put<uint64_t>(model.param_table.size());
-    head.put<uint64_t>(n_kv);
-    head.buf += kv.buf + table.buf;
-    head.buf.resize(align_up(head.buf.size(), kAlignment), '\0');
+    std::string head(kMagic, 4);
+    put(&head, kVersion);
+    put<uint64_t>(&head, tensors.size());
+    put<uint64_t>(&head, keys.count);
+    head += keys.buf + table;
+    head.resize(align_up(head.size(), kAlignment), '\0');
 
-    OutputFile out(path, flag, kGgufKind);
-    out.write(head.buf.data(), head.buf.size());
+    OutputFile out(path, flag, kind);
+    out.write(head.data(), head.size());
     std::vector<uint8_t> bytes;
-    for (const TensorInfo& t : model.param_table) {
-        const size_t n = t.name == "wte" ? t.cols * c.vocab_size : t.numel();  // wte: the real vocabulary
+    for (const GgufOutTensor& t : tensors) {
         bytes.clear();
-        encode(model.params.data() + t.offset, n, stored_type(t, type), t.gguf_name, path, &bytes);
+        encode(t.data, t.numel(), t.type, t.name, path, &bytes);
         bytes.resize(align_up(bytes.size(), kAlignment), 0);
         out.write(bytes.data(), bytes.size());
     }
     out.publish();
 }
 
-bool gguf_is_ours(const std::string& path) {
+void gguf_save(const GPT2& model, const Tokenizer& tok, const std::string& path, GgufType type, const char* flag) {
+    const GPT2Config& c = model.cfg;
+    if (tok.vocab_size < c.vocab_size)
+        fatal("tokenizer and model disagree (%s): tokenizer has %d tokens, model %d", tok.dir.c_str(), tok.vocab_size,
+              c.vocab_size);
+    checkpoint_check_finite(model, path, "not saving non-finite weights");
+    GgufKeys kv;
+    kv.str("general.architecture", "gpt2");
+    kv.u32("general.file_type", file_type(type));
+    kv.mark_ours();
+    kv.u32("gpt2.context_length", c.max_seq_len);
+    kv.u32("gpt2.embedding_length", c.channels);
+    kv.u32("gpt2.feed_forward_length", 4 * c.channels);
+    kv.u32("gpt2.block_count", c.num_layers);
+    kv.u32("gpt2.attention.head_count", c.num_heads);
+    kv.f32("gpt2.attention.layer_norm_epsilon", 1e-5f);
+    tokenizer_keys(&kv, tok, c.vocab_size);
+    std::vector<GgufOutTensor> tensors;  // wte with the real vocabulary only (gguf_dims)
+    for (const TensorInfo& t : model.param_table)
+        tensors.push_back({t.gguf_name, gguf_dims(t, c), stored_type(t, type), model.params.data() + t.offset});
+    gguf_write(path, flag, kGgufKind, kv, tensors);
+}
+
+namespace {
+
+// The parsed header of a regular file gpt2 wrote (its metadata says so); false for any other file.
+bool parse_ours(const std::string& path, GgufHeader* h) {
     const int fd = os_open_read(path);
     FileInfo info;
     if (fd < 0) return false;
-    GgufHeader h;
     std::string err;
     const bool parsed = os_fstat(fd, &info) &&
                         gguf_parse([&](void* dst, size_t n, uint64_t at) { return os_pread(fd, dst, n, at) == (long)n; },
-                                   info.size, &h, &err);
+                                   info.size, h, &err);
     os_close(fd);
-    const GgufValue* w = parsed ? h.find(kWriterKey) : nullptr;
+    const GgufValue* w = parsed ? h->find(kWriterKey) : nullptr;
     return w && w->type == kString && w->str == kWriter;
 }
 
+}  // namespace
+
+bool gguf_is_ours(const std::string& path) {
+    GgufHeader h;
+    return parse_ours(path, &h);
+}
+
+bool gguf_adapter_is_ours(const std::string& path) {
+    GgufHeader h;
+    const GgufValue* type = parse_ours(path, &h) ? h.find("general.type") : nullptr;
+    return type && type->type == kString && type->str == "adapter";
+}
+
 const OutputKind kGgufKind = {"a GGUF file gpt2 wrote", gguf_is_ours};
+const OutputKind kGgufAdapterKind = {"a GGUF adapter gpt2 wrote", gguf_adapter_is_ours};

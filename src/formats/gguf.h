@@ -71,10 +71,36 @@ void gguf_read_params(const GgufHeader& h, const GgufReadAt& read_at, const std:
 // them; their strings read through read_at) into tok, named by path; false when it stores none, fatal naming
 // the file when it is unusable.
 bool gguf_tokenizer(const GgufHeader& h, const GgufReadAt& read_at, const std::string& path, Tokenizer* tok);
+// A header's metadata, appended key by key in the file's encoding; count: the keys written.
+struct GgufKeys {
+    std::string buf;
+    uint64_t count = 0;
+    void str(const std::string& k, const std::string& v);
+    void u32(const std::string& k, uint32_t v);
+    void f32(const std::string& k, float v);
+    void strings(const std::string& k, const std::vector<std::string>& v);
+    void i32s(const std::string& k, const std::vector<int32_t>& v);
+    void mark_ours();  // general.alignment and the key that says gpt2 wrote the file (gguf_is_ours)
+private:
+    void key(const std::string& k, uint32_t type);
+};
+// One tensor for gguf_write: dims ne[0] first, the type it is stored in, its fp32 values (numel of them).
+struct GgufOutTensor {
+    std::string name;
+    std::vector<uint64_t> dims;
+    GgufType type;
+    const float* data;
+    uint64_t numel() const;
+};
+// Writes a GGUF file at path as one OutputFile of `kind` (`flag` names it in messages): the keys, the tensor
+// table, each tensor's data aligned; fatal naming the tensor when a value does not fit its type.
+void gguf_write(const std::string& path, const char* flag, const OutputKind& kind, const GgufKeys& keys,
+                const std::vector<GgufOutTensor>& tensors);
 // Writes model as a GGUF file at path (replacing only a GGUF gpt2 wrote; `flag` names it in messages), with
 // the first vocab_size tokens of `tok`. 2-D weights take `type` (q8_0: those whose rows are a multiple of
 // 32 long, all of GPT-2's), 1-D tensors stay f32 as llama.cpp's converters keep them.
 void gguf_save(const GPT2& model, const Tokenizer& tok, const std::string& path, GgufType type, const char* flag);
-// A regular file that is a GGUF gpt2 wrote (its metadata says so).
+// A regular file that is a GGUF gpt2 wrote (its metadata says so); gguf_adapter_is_ours: a LoRA adapter one.
 bool gguf_is_ours(const std::string& path);
-extern const OutputKind kGgufKind;
+bool gguf_adapter_is_ours(const std::string& path);
+extern const OutputKind kGgufKind, kGgufAdapterKind;

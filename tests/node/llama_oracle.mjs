@@ -6,12 +6,13 @@
 //   node llama_oracle.mjs tokenize MODEL.gguf FILE
 //       llama.cpp's token ids of FILE's UTF-8 text (no BOS, special tokens not parsed)
 //   node llama_oracle.mjs eval MODEL.gguf --ids-file F
-//       {"n": N-1, "mean_nll": mean over t of -log softmax(logits_t)[id_{t+1}], "top1": [argmax_t]}
+//       {"n": N-1, "mean_nll": mean over t of -log softmax(logits_t)[id_{t+1}], "top1": [argmax_t], "nll": [each t's]}
 //   node llama_oracle.mjs bench MODEL.gguf --prompt-ids 1,2,3 [--n 128]
 //       decode speed of the generated tokens (prompt processing not timed), as JSON
 //
 // Common options: --threads N (default 2), --kv f32|f16 (KV cache type, default f32: llama.cpp's
-// own default is f16, which rounds K, V and the attention inputs to f16).
+// own default is f16, which rounds K, V and the attention inputs to f16), --lora ADAPTER.gguf (a LoRA
+// adapter applied at scale 1: llama.cpp multiplies by its alpha / rank).
 // CPU only, no GPU probing, no build or download, flash attention off, no chat template.
 // Every sequence must fit in the model's context length (GPT-2 has learned positions).
 // Errors: one line on stderr, exit code 1.
@@ -36,7 +37,7 @@ function parseArgs(argv) {
     const [cmd, model, ...rest] = argv;
     if (!["generate", "tokenize", "eval", "bench"].includes(cmd) || model == null || model.startsWith("--"))
         fail(USAGE);
-    const opt = {cmd, model, threads: 2, n: cmd === "bench" ? 128 : 32, kv: "f32", promptIds: null, idsFile: null, file: null};
+    const opt = {cmd, model, threads: 2, n: cmd === "bench" ? 128 : 32, kv: "f32", promptIds: null, idsFile: null, file: null, lora: null};
     for (let i = 0; i < rest.length; i++) {
         const a = rest[i];
         const value = () => {
@@ -48,6 +49,7 @@ function parseArgs(argv) {
         else if (a === "--kv") opt.kv = value();
         else if (a === "--prompt-ids") opt.promptIds = parseIds(value(), a);
         else if (a === "--ids-file") opt.idsFile = value();
+        else if (a === "--lora") opt.lora = value();
         else if (!a.startsWith("--") && cmd === "tokenize" && opt.file == null) opt.file = a;
         else fail(`unexpected argument ${a}`);
     }
@@ -100,7 +102,9 @@ async function makeSequence(model, opt, nTokens) {
     const nCtx = model.trainContextSize;
     if (nTokens > nCtx) fail(`${nTokens} tokens do not fit the model's context length ${nCtx}`);
     const kvType = opt.kv.toUpperCase();
+    if (opt.lora != null && !fs.existsSync(opt.lora)) fail(`no such file: ${opt.lora}`);
     const context = await model.createContext({
+        ...(opt.lora == null ? {} : {lora: {adapters: [{filePath: opt.lora, scale: 1}]}}),
         contextSize: nCtx, batchSize: nCtx, sequences: 1,
         threads: {ideal: opt.threads, min: opt.threads},
         flashAttention: false,
@@ -166,15 +170,16 @@ async function evaluate(opt) {
     }]));
     const out = await seq.controlledEvaluate(input);
     let sum = 0;
-    const top1 = [];
+    const top1 = [], nll = [];
     for (let t = 0; t < ids.length - 1; t++) {
         const next = out[t].next;
         const maxLogit = next.logits.get(next.token);
         // log softmax(logits)[target] = logit_target - max - log(sum exp(logit - max))
-        sum -= next.logits.get(ids[t + 1]) - maxLogit - Math.log(next.totalLogitWeight);
+        nll.push(-(next.logits.get(ids[t + 1]) - maxLogit - Math.log(next.totalLogitWeight)));
+        sum += nll[t];
         top1.push(next.token);
     }
-    console.log(JSON.stringify({n: ids.length - 1, mean_nll: sum / (ids.length - 1), top1}));
+    console.log(JSON.stringify({n: ids.length - 1, mean_nll: sum / (ids.length - 1), top1, nll}));
 }
 
 async function bench(opt) {

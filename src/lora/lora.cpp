@@ -173,15 +173,20 @@ float lora_grad_norm(const LoraModel& lora) {
     return (float)std::sqrt(sum);
 }
 
-void lora_update(LoraModel* lora, const AdamWConfig& cfg, float lr, float grad_scale, int step) {
+void lora_prepare(LoraModel* lora) {
+    AdamW& opt = lora->opt;
+    const size_t n = lora->adapter.params.size();
+    opt.begin = 0, opt.end = n;
+    if (opt.prepared()) return;
+    buffer_assign_zero(&opt.m, n);
+    buffer_assign_zero(&opt.v, n);
+}
+
+void lora_update(LoraModel* lora, const AdamWConfig& cfg, float lr, float grad_scale) {
     AdamW& opt = lora->opt;
     float* w = lora->adapter.params.data();
     const size_t n = lora->adapter.params.size(), chunks = (n + kChunk - 1) / kChunk;
-    if (opt.m.size() != n) {
-        opt.begin = 0, opt.end = n;
-        buffer_assign_zero(&opt.m, n);
-        buffer_assign_zero(&opt.v, n);
-    }
+    lora_prepare(lora);
     AdamWStep k = adamw_begin(&opt, cfg, lr, grad_scale);
     k.decay = 1.0f - lr * cfg.weight_decay;
 #pragma omp parallel for schedule(static)
@@ -194,5 +199,5 @@ void lora_update(LoraModel* lora, const AdamWConfig& cfg, float lr, float grad_s
             fatal_hint("clip the gradients (--grad-clip 1, the default) or lower --lr",
                        "LoRA adapter value %zu is not finite after step %d: training diverged; the last checkpoint "
                        "(if any) is kept",
-                       i, step + 1);
+                       i, opt.step);
 }

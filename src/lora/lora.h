@@ -3,6 +3,7 @@
 // call through core/layers.h's LinearAdapter seam, and the optimizer step over the adapter's flat buffer
 // (the gradient norm, clipping and AdamW of core/optimizer.h's chunk kernels).
 #pragma once
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -10,7 +11,9 @@
 
 #include "core/model.h"
 #include "core/optimizer.h"
+#include "formats/train_state.h"
 #include "lora/adapter.h"
+#include "lora/peft.h"
 
 // One target, N rows: hs (N, r) = scale * x (N, in) A^T, kept for the backward; out (N, out) += hs B^T.
 void lora_forward(float* out, float* hs, const float* x, const float* A, const float* B, float scale, int N, int in,
@@ -40,6 +43,7 @@ struct LoraLinear : LinearAdapter {
 // An adapter trained (or applied) on a frozen base: its parameters, gradients and AdamW state.
 struct LoraModel {
     LoraAdapter adapter;
+    PeftConfig peft;           // what adapter_config.json says (or will): --lora-from's keys kept as read
     std::vector<float> grads;  // laid out as adapter.params
     AdamW opt;                 // m and v laid out as adapter.params
     std::vector<float> hs, scratch;
@@ -59,6 +63,26 @@ void lora_attach(GPT2* model, LoraModel* lora, int max_rows, bool training);
 void lora_zero_grad(LoraModel* lora);
 // The adapter's global gradient norm, in double over fixed chunks: the same for any thread count.
 float lora_grad_norm(const LoraModel& lora);
+// Allocates the adapter's zeroed AdamW moments (lora_update would, at its first step).
+void lora_prepare(LoraModel* lora);
 // One AdamW step on the adapter (grad_scale: clipping folded in), every matrix decayed (PEFT trains A and B
 // with the decay of the optimizer it is given). fatal on a non-finite value the update left.
-void lora_update(LoraModel* lora, const AdamWConfig& cfg, float lr, float grad_scale, int step);
+void lora_update(LoraModel* lora, const AdamWConfig& cfg, float lr, float grad_scale);
+
+// The directory a LoRA run saves (--out), published whole: PEFT's adapter_config.json and
+// adapter_model.safetensors, and train_state.safetensors with the adapter's AdamW moments, the data's position,
+// the flags, the history and the base's path and fingerprint (lora.base.path, lora.base.fnv1a); `extra` adds
+// to the staging directory (the loss plot). The base is not written.
+void lora_save(const std::string& dir, const LoraModel& lora, const std::string& base_path,
+               const std::string& base_hash, const DataLoader& dl, int step,
+               const std::vector<std::pair<std::string, std::string>>& run_flags, const LossHistory& history,
+               const std::function<void(const std::string& staging)>& extra);
+// Reads the PEFT adapter in dir, made for a base of geometry `base` (fatal naming the file otherwise).
+void lora_load(LoraModel* lora, const std::string& dir, const GPT2Config& base);
+// Applies the PEFT adapter in dir (--lora-from of eval and generate) to model, for forwards of up to max_rows
+// rows, and says so on stderr.
+void lora_apply(GPT2* model, LoraModel* lora, const std::string& dir, int max_rows);
+// A resumed LoRA run: fatal unless the train state's base fingerprint is base_hash and its moments are this
+// adapter's; then the moments, the data's position and the history.
+void lora_restore(TrainState* ts, LoraModel* lora, const std::string& base_hash, DataLoader* dl,
+                  LossHistory* history);

@@ -39,7 +39,8 @@ check "its first step's loss is the base's (B = 0), as a full fine-tune's from i
 "$GPT2" eval --model $T/base --lora-from $T/ad --data $VAL -B 4 -T 64 --batches 8 >$T/eval_ad.out 2>&1
 base_val=$(grep -o '^loss [0-9.]*' $T/eval_base.out | cut -d' ' -f2)
 ad_val=$(grep -o '^loss [0-9.]*' $T/eval_ad.out | cut -d' ' -f2)
-check "its val loss goes down: $base_val (base) to $ad_val" awk -v a="$ad_val" -v b="$base_val" 'BEGIN { exit !(a + 0.005 < b) }'
+check "its val loss goes down: $base_val (base) to $ad_val" \
+    awk -v a="$ad_val" -v b="$base_val" 'BEGIN { exit !(a != "" && b != "" && a + 0.005 < b) }'
 check "eval --lora-from gives the run's last val loss to the digit ($(val_loss $T/ad.out))" \
     test "$ad_val" = "$(val_loss $T/ad.out)"
 check "the log holds its 60 steps and its val loss" test "$(log_losses $T/ad.jsonl | wc -l)" = 61

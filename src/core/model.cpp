@@ -23,7 +23,7 @@ void gpt2_build(GPT2* model, const GPT2Config& cfg) {
 
 void gpt2_enable_training(GPT2* model, bool frozen) {
     if (model->training) return;
-    if (frozen) model->grad = ParamViews{nullptr, nullptr, std::vector<LayerParams>(model->cfg.num_layers)};
+    if (frozen) model->grad = ParamViews(), model->grad.layers.resize(model->cfg.num_layers);  // null views
     else if (model->grads.empty()) {  // else laid out by an extension (memory/)
         buffer_assign_zero(&model->grads, model->num_params);
         model->grad = layout_param_views(model->cfg, model->grads.data());

@@ -59,5 +59,4 @@ void lora_restore(TrainState* ts, LoraModel* lora, const std::string& base_hash,
     lora_prepare(lora);
     const LoraAdapter& a = lora->adapter;
     train_state_restore_params(ts, a.params.size(), adapter_hash(a), a.base, &lora->opt, dl, history);
-    lora->opt.step = ts->step;
 }

@@ -37,7 +37,7 @@ void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* to
     }
 }
 
-// LayerNorm: statistics and centring in double, or rows with a mean large next to their spread lose digits.
+// LayerNorm, statistics and centring in double: in fp32 rows of large mean would lose digits against PyTorch.
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
                        int N, int C) {
     const double eps = 1e-5;
@@ -148,7 +148,7 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
     }
 }
 
-// GELU in vectors (beside scalar tanhf references) as 0.5 (1 + tanh u) = sigmoid(2u), t = e^{-2|u|} in (0, 1]:
+// GELU in vectors (beside tanhf references) through 0.5 (1 + tanh u) = sigmoid(2u), t = e^{-2|u|} in (0, 1]:
 // neither the sigmoid nor its complement 1 - s = t / (1 + t) cancels or overflows.
 static const float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
 

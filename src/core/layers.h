@@ -15,8 +15,7 @@ struct LinearAdapter {
     virtual void backward(float* dinp, const float* dout, const float* inp, int N) const = 0;
 };
 
-// A weight as the matmuls read it: its fp32 values, its products' operands (gemm.h), an extension's copy
-// (precision/precision.h's WeightCopy), which packing and decoding read instead, and its adapter.
+// A weight as matmuls read it: fp32 values, gemm operands, a copy packing and decoding use (precision/), an adapter.
 struct Weight {
     Weight(const float* f32 = nullptr, const GemmOperands* ops = nullptr, const void* copy = nullptr)
         : f32(f32), ops(ops), copy(copy) {}

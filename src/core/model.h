@@ -48,8 +48,7 @@ void block_forward(const GPT2& model, int l, const LayerActs& la, const float* x
                    const BlockAttention& attention = nullptr);
 // The handle the matmuls take for the tensor of model.params at w: its values, and its copy if any.
 Weight gpt2_weight(const GPT2& model, const float* w);
-// params[offset, offset + n) changed (the optimizer calls it per chunk, while in cache): refreshes their
-// copies. Serial: call it from each thread.
+// params[offset, offset + n) changed (the optimizer calls it per chunk, in cache): refreshes their copies; serial.
 void gpt2_params_updated(GPT2* model, size_t offset, size_t n);
 // Allocates zeroed parameters for cfg, which the caller has checked (config_check): enough for inference.
 void gpt2_build(GPT2* model, const GPT2Config& cfg);

@@ -91,7 +91,8 @@ def gelu_tanh(x):
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
 
 
-def gpt2_logits(p, x, L, NH):
+def gpt2_logits(p, x, L, NH, adapt=lambda module, x: 0):
+    """adapt(module, x): a term added to the Conv1D `module`'s output ("h.0.attn.c_attn"), e.g. a LoRA's."""
     B, T = x.shape
     C = p["wte.weight"].shape[1]
     h = p["wte.weight"][x] + p["wpe.weight"][:T]
@@ -99,15 +100,15 @@ def gpt2_logits(p, x, L, NH):
     for l in range(L):
         q = f"h.{l}."
         a = layernorm(h, p[q + "ln_1.weight"], p[q + "ln_1.bias"])
-        qkv = a @ p[q + "attn.c_attn.weight"] + p[q + "attn.c_attn.bias"]  # Conv1D: x @ W(in, out) + b
+        qkv = a @ p[q + "attn.c_attn.weight"] + p[q + "attn.c_attn.bias"] + adapt(q + "attn.c_attn", a)  # x W + b
         qh, kh, vh = (t.view(B, T, NH, C // NH).transpose(1, 2) for t in qkv.split(C, dim=2))
         att = (qh @ kh.transpose(-2, -1)) / math.sqrt(C // NH)
         att = torch.softmax(att.masked_fill(~mask, float("-inf")), dim=-1)
         y = (att @ vh).transpose(1, 2).reshape(B, T, C)
-        h = h + y @ p[q + "attn.c_proj.weight"] + p[q + "attn.c_proj.bias"]
+        h = h + y @ p[q + "attn.c_proj.weight"] + p[q + "attn.c_proj.bias"] + adapt(q + "attn.c_proj", y)
         m = layernorm(h, p[q + "ln_2.weight"], p[q + "ln_2.bias"])
-        m = gelu_tanh(m @ p[q + "mlp.c_fc.weight"] + p[q + "mlp.c_fc.bias"])
-        h = h + m @ p[q + "mlp.c_proj.weight"] + p[q + "mlp.c_proj.bias"]
+        m = gelu_tanh(m @ p[q + "mlp.c_fc.weight"] + p[q + "mlp.c_fc.bias"] + adapt(q + "mlp.c_fc", m))
+        h = h + m @ p[q + "mlp.c_proj.weight"] + p[q + "mlp.c_proj.bias"] + adapt(q + "mlp.c_proj", m)
     h = layernorm(h, p["ln_f.weight"], p["ln_f.bias"])
     return h @ p["wte.weight"].T  # lm_head tied to wte
 

@@ -3,7 +3,9 @@
 //     parameter, the losses of AdamW steps on the same batch and the optimizer's settings; with --masked, y
 //     holds -1 for targets not scored, and dlogits, the loss's gradient at the logits);
 //   * llm.c's gpt2_124M_debug_state.bin (train_gpt2.py's write_state; formats/llmc.h), which holds no AdamW
-//     trajectory: its losses are printed for the user to hold against test_gpt2.c's expected ones.
+//     trajectory: its losses are printed for the user to hold against test_gpt2.c's expected ones;
+//   * with --lora-from, scripts/lora_reference.py's: the same with grad.<PEFT key> for every adapter tensor, and
+//     AdamW on the adapter alone, the base frozen (lora/lora.h).
 // Reports, per tensor, max |ours - ref| / max |ref|; loss values are compared in absolute terms.
 // Bars: 1e-5 for both, the project's parity bar for our fp32 against PyTorch's float64 (PyTorch's fp32,
 // which llm.c's dump holds, is itself within a few 1e-6 of float64). --precision bf16 runs our bf16 matmuls
@@ -22,6 +24,7 @@
 #include "core/model.h"
 #include "precision/precision.h"
 #include "core/optimizer.h"
+#include "lora/lora.h"
 #include "memory/memory.h"
 
 namespace {
@@ -127,11 +130,11 @@ void check_dump_model(const SafeTensors& ref, const GPT2Config& cfg) {
                    shape("grad.wpe.weight").c_str());
 }
 
-void load_ours(Reference* r, const std::string& path, const GPT2Config& cfg) {
+void load_ours(Reference* r, const std::string& path, const GPT2Config& cfg, const LoraModel* lora) {
     SafeTensors ref;
     safetensors_load(&ref, path);
-    r->kind = "gpt2.cpp";
-    check_dump_model(ref, cfg);
+    r->kind = lora ? "gpt2.cpp LoRA" : "gpt2.cpp";
+    if (!lora) check_dump_model(ref, cfg);
     const StTensor& xt = need(ref, "x");
     if (xt.shape.size() != 2 || xt.dtype != "I32") fatal("bad tensor x in %s: expected I32 (B, T)", ref.path.c_str());
     r->B = (int)xt.shape[0], r->T = (int)xt.shape[1];
@@ -152,8 +155,19 @@ void load_ours(Reference* r, const std::string& path, const GPT2Config& cfg) {
     if (ref_loss.numel() != 1)
         fatal("bad tensor loss in %s: expected one value, got %zu", ref.path.c_str(), ref_loss.numel());
     r->loss = safetensors_read_f32(ref, ref_loss)[0];
-    r->grads.assign(layout_params_size(layout_params(cfg)), 0.0f);
-    hf_unpack(ref, "grad.", cfg, r->grads.data());
+    if (lora) {  // the adapter's gradients, laid out as its parameters
+        r->grads.assign(lora->adapter.params.size(), 0.0f);
+        for (const TensorInfo& t : lora->adapter.table) {
+            const StTensor& g = need(ref, "grad." + t.name);
+            if (g.numel() != t.numel())
+                fatal("bad tensor grad.%s in %s: expected %zu x %zu values, as --lora-from's", t.name.c_str(),
+                      ref.path.c_str(), t.rows, t.cols);
+            safetensors_read_into(ref, g, r->grads.data() + t.offset);
+        }
+    } else {
+        r->grads.assign(layout_params_size(layout_params(cfg)), 0.0f);
+        hf_unpack(ref, "grad.", cfg, r->grads.data());
+    }
     r->losses = safetensors_read_f32(ref, need(ref, "losses"));
     if (r->losses.empty())
         fatal("bad tensor losses in %s: expected the losses of at least one AdamW step", ref.path.c_str());
@@ -184,6 +198,8 @@ CliArgs compare_args(int argc, char** argv) {
          "AdamW steps on the dump's batch. Ours: compared with its losses (-1: all it holds). llm.c's: printed, "
          "with test_gpt2.c's settings (lr 1e-4, betas 0.9/0.999, eps 1e-8, weight decay 0.01; -1: none)"},
         kCliHeadsFlag,
+        {"lora-from", "", "",
+         "a PEFT adapter on --model: the dump (scripts/lora_reference.py) holds its gradients, AdamW trains it alone"},
         {"precision", "", "fp32",
          "fp32: max relative errors against 1e-5; bf16: bf16 matmuls, cosine similarity >= 0.999 for logits and "
          "gradients and losses within 5e-3 relative (needs AVX512_BF16)"},
@@ -196,11 +212,11 @@ CliArgs compare_args(int argc, char** argv) {
 
 // The dump at ref_path, of either kind, checked against the model it claims to come from (its batch's shape
 // and tokens) and against the memory the comparison takes.
-Reference load_reference(const std::string& ref_path, const GPT2Config& cfg) {
+Reference load_reference(const std::string& ref_path, const GPT2Config& cfg, const LoraModel* lora) {
     const std::vector<uint8_t> head = file_head_bytes(ref_path, 4);
     Reference ref;
-    if (llmc_state_detect(head.data(), head.size())) load_llmc(&ref, ref_path, cfg);
-    else load_ours(&ref, ref_path, cfg);
+    if (llmc_state_detect(head.data(), head.size()) && !lora) load_llmc(&ref, ref_path, cfg);
+    else load_ours(&ref, ref_path, cfg, lora);
     if (ref.B < 1 || ref.T < 1 || ref.T > cfg.max_seq_len)
         fatal("bad tensor x in %s: expected (B, T) with B >= 1 and 1 <= T <= %d (the model's context), got (%d, %d)",
               ref_path.c_str(), cfg.max_seq_len, ref.B, ref.T);
@@ -243,10 +259,11 @@ struct Checks {
 
 // Logits, loss and every gradient of one forward and backward on the dump's batch; returns the loss, which
 // the first AdamW step reuses.
-float check_gradients(GPT2* model, const Reference& ref, Checks* checks) {
+float check_gradients(GPT2* model, LoraModel* lora, const Reference& ref, Checks* checks) {
     const int B = ref.B, T = ref.T, V = model->cfg.vocab_size, Vp = model->cfg.padded_vocab_size;
     // The logits first, from a forward of the model before training is enabled: a training forward with
     // targets leaves dlogits in their place (model.h).
+    if (lora) lora_attach(model, lora, B * T, true);  // frozen: its logits are read the same way
     gpt2_forward(model, ref.x.data(), nullptr, B, T);
     checks->tensor("logits", model->act.logits, ref.logits.data(), (size_t)B * T, V, Vp);
     gpt2_enable_training(model);
@@ -256,6 +273,11 @@ float check_gradients(GPT2* model, const Reference& ref, Checks* checks) {
         checks->tensor("dlogits", model->act.logits, ref.dlogits.data(), (size_t)B * T, V, Vp);
     gpt2_zero_grad(model);
     gpt2_backward(model, 1.0f);
+    for (const TensorInfo& t : lora ? lora->adapter.table : std::vector<TensorInfo>()) {
+        const float* ours = lora->grads.data() + t.offset;
+        checks->tensor("grad." + t.name, ours, ref.grads.data() + t.offset, t.rows, t.cols, t.cols);
+    }
+    if (lora) return loss;
     for (const TensorInfo& t : model->param_table) {
         size_t rows = t.name == "wte" ? (size_t)V : t.rows, cols = t.cols ? t.cols : 1;
         checks->tensor("grad." + t.hf_name, model->grads.data() + t.offset, ref.grads.data() + t.offset, rows, cols,
@@ -266,8 +288,8 @@ float check_gradients(GPT2* model, const Reference& ref, Checks* checks) {
 
 // AdamW steps on the same batch: losses[i] is the loss before update i+1. Ours are compared with the
 // dump's; llm.c's dump holds none, so they are printed.
-void check_adamw(GPT2* model, const Reference& ref, const CliArgs& args, const std::string& ref_path, float loss,
-                 Checks* checks) {
+void check_adamw(GPT2* model, LoraModel* lora, const Reference& ref, const CliArgs& args, const std::string& ref_path,
+                 float loss, Checks* checks) {
     const int B = ref.B, T = ref.T;
     const bool ours = !ref.losses.empty();
     const long long held = (long long)ref.losses.size(), steps_arg = args.integer_in("steps", -1, 1 << 20);
@@ -284,12 +306,14 @@ void check_adamw(GPT2* model, const Reference& ref, const CliArgs& args, const s
         float step_loss = i == 0 ? loss : gpt2_forward(model, ref.x.data(), ref.y.data(), B, T);
         if (i > 0) {
             gpt2_zero_grad(model);
+            if (lora) lora_zero_grad(lora);
             gpt2_backward(model, 1.0f);
         }
         if (ours) checks->loss_line("adamw.loss[" + std::to_string(i) + "]", step_loss, ref.losses[i]);
         else printf("step %lld: loss %f\n", i, step_loss);
         if (!std::isfinite(step_loss)) fatal("loss is %g at AdamW step %lld: expected a finite loss", step_loss, i);
-        adamw_update(&opt, model, ref.adamw, ref.adamw.lr);
+        if (lora) lora_update(lora, ref.adamw, ref.adamw.lr, 1.0f);
+        else adamw_update(&opt, model, ref.adamw, ref.adamw.lr);
     }
 }
 
@@ -303,14 +327,17 @@ int cmd_compare(int argc, char** argv) {
     GPT2 model;
     checkpoint_load(&model, args.str("model"), cli_heads(args));
     gpt2_set_precision(&model, prec);
+    LoraModel lora;
+    if (args.has("lora-from")) lora_load(&lora, args.str("lora-from"), model.cfg);
+    LoraModel* adapter = args.has("lora-from") ? &lora : nullptr;
     const std::string ref_path = args.str("ref");
-    const Reference ref = load_reference(ref_path, model.cfg);
+    const Reference ref = load_reference(ref_path, model.cfg, adapter);
     printf("reference: %s dump, B=%d, T=%d\n", ref.kind.c_str(), ref.B, ref.T);
 
     Checks checks;
     checks.bf16 = prec == Precision::kBf16;
-    const float loss = check_gradients(&model, ref, &checks);
-    check_adamw(&model, ref, args, ref_path, loss, &checks);
+    const float loss = check_gradients(&model, adapter, ref, &checks);
+    check_adamw(&model, adapter, ref, args, ref_path, loss, &checks);
     printf("%s\n", checks.report.failures ? "FAIL" : "PASS");
     return checks.report.failures ? 1 : 0;
 }

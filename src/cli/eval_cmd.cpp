@@ -18,6 +18,7 @@
 #include "formats/token_files.h"
 #include "core/model.h"
 #include "report/evaluate.h"
+#include "lora/lora.h"
 #include "memory/memory.h"
 
 static const std::vector<CliFlag> kEvalFlags = {
@@ -28,6 +29,7 @@ static const std::vector<CliFlag> kEvalFlags = {
     {"batches", "", "all", "batches of consecutive windows to average, or `all`: every token of the file"},
     kCliLossOnFlag,
     kCliHeadsFlag,
+    {"lora-from", "", "", "apply this PEFT LoRA adapter directory to --model (not with --hellaswag)"},
     {"hellaswag", "", "", "HellaSwag JSONL (hellaswag_val.jsonl) to score instead of --data: prints acc, acc_norm"},
     {"hellaswag-batch", "", "4", "HellaSwag examples per forward pass (4 rows each)"},
     {"hellaswag-scores", "", "", "write each HellaSwag example's candidate losses and choices here (JSON lines)"},
@@ -44,6 +46,8 @@ int cmd_eval(int argc, char** argv) {
         kEvalFlags, false);
     // Nothing to save on the way out: a stop signal ends the scoring with one line (signals.h).
     stop_catch_abort(args.has("hellaswag") ? "HellaSwag stopped before its end" : "eval stopped before its end; no loss");
+    if (args.has("hellaswag") && args.has("lora-from"))
+        fatal("conflicting flags (eval): --lora-from applies to --data; --hellaswag scores the base alone for now");
     if (args.has("hellaswag")) return cmd_eval_hellaswag(args);
     eval_check_hellaswag_flags(args);
     if (!args.has("data")) fatal("missing flag --data or --hellaswag (eval): expected token files or a HellaSwag file");
@@ -58,6 +62,8 @@ int cmd_eval(int argc, char** argv) {
     checkpoint_load(&model, args.str("model"), cli_heads(args));
     cli_set_precision(&model, args, true);
     cli_check_tokens(args, T, model.cfg.max_seq_len);
+    LoraModel lora;
+    if (args.has("lora-from")) lora_apply(&model, &lora, args.str("lora-from"), B * T);
     memory_check(gpt2_acts_bytes(model.cfg, B, T, false), "activations for -B " + std::to_string(B) + " -T " +
                  std::to_string(T), "lower -B or -T");
     DataLoader dl;

@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "formats/checkpoint.h"
 #include "inference/generate.h"
+#include "lora/lora.h"
 #include "text/tokenizer.h"
 
 namespace {
@@ -183,6 +184,8 @@ CliArgs generate_args(int argc, char** argv) {
         {"interactive", "", "", "keep the model loaded and read one prompt per line from standard input", true},
         kCliHeadsFlag,
         kCliInferPrecisionFlag,
+        {"lora-from", "", "", "apply this PEFT LoRA adapter directory (adapter_config.json + "
+                              "adapter_model.safetensors) to --model"},
     };
     return cli_parse(
         argc, argv, "generate", "gpt2 generate --model PATH [--prompt TEXT | --interactive] [flags]",
@@ -266,6 +269,8 @@ int cmd_generate(int argc, char** argv) {
     GPT2 model;
     checkpoint_load(&model, args.str("model"), cli_heads(args));
     cli_set_precision(&model, args, true);
+    LoraModel lora;
+    if (args.has("lora-from")) lora_apply(&model, &lora, args.str("lora-from"), model.cfg.max_seq_len);
     // the cache for the longest prompt there can be (the context) and --max-tokens
     memory_check(generate_memory_bytes(model.cfg, model.cfg.max_seq_len, r.opts.max_tokens),
                  "the KV cache for --max-tokens " + std::to_string(r.opts.max_tokens), "generate fewer tokens");

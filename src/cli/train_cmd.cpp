@@ -86,6 +86,12 @@ const std::vector<CliFlag> kTrainFlags = {
      "apply AdamW a layer at a time inside the backward, so only one layer's gradients are held (the same "
      "numbers; with --grad-clip > 0 the backward runs twice, the first for the norm); one process, --grad-accum 1",
      true},
+    {"lora", "", "", "train a LoRA adapter of this rank on the frozen --model (only the adapter is saved)"},
+    {"lora-alpha", "", "8", "LoRA's alpha: the adapter is scaled by alpha / rank (PEFT's lora_alpha)"},
+    {"lora-dropout", "", "0", "LoRA's dropout on the adapter's input (only 0 for now)"},
+    {"lora-targets", "", "c_attn",
+     "the layers LoRA adapts, PEFT's module names: c_attn, c_proj (both projections), c_fc, attn.c_proj, mlp.c_proj"},
+    {"lora-from", "", "", "start the adapter from this PEFT directory (adapter_config.json + adapter_model.safetensors)"},
     {"zero", "", "0",
      "ZeRO stage under mpirun: 1 splits AdamW's state across the ranks (each keeps 1/N; gradients "
      "reduce-scattered, updated weights all-gathered); 0: every rank keeps all of it"},
@@ -96,6 +102,9 @@ const std::vector<CliFlag> kTrainFlags = {
 // (keep_global_batch).
 const char* const kFixedOnResume[] = {"batch",  "tokens", "grad-accum", "seed",    "model",
                                       "layers", "heads",  "channels",   "seq-len", "vocab"};
+// The adapter's flags: a resumed LoRA run takes its adapter from the checkpoint (recorded only when given, so a
+// run without --lora records what it did before).
+const char* const kLoraFlags[] = {"lora", "lora-alpha", "lora-targets", "lora-dropout"};
 // Flags that belong to one invocation, not to the run: a resumed run never inherits them. (--log is the
 // run's: a resumed run appends to it.)
 const char* const kPerInvocation[] = {"out", "resume", "stop-after", "plot", "overwrite"};
@@ -154,8 +163,8 @@ struct TrainMemory {
 TrainMemory train_memory(const GPT2Config& cfg, const TrainOptions& o, const RunOptions& r, bool bf16_matmuls) {
     TrainMemory m;
     m.params = gpt2_params_bytes(cfg) * (bf16_matmuls ? 1.5 : 1.0);
-    m.grads = memory_grads_bytes(cfg, r.mem);
-    m.moments = gpt2_params_bytes(cfg) * (r.bf16_moments ? 1.0 : 2.0) / (r.zero ? dist_world() : 1);
+    m.grads = r.lora ? 0 : memory_grads_bytes(cfg, r.mem);  // a LoRA adapter's are a few MiB, not counted
+    m.moments = r.lora ? 0 : gpt2_params_bytes(cfg) * (r.bf16_moments ? 1.0 : 2.0) / (r.zero ? dist_world() : 1);
     m.acts = memory_acts_bytes(cfg, o.B, o.T, r.mem);
     m.samples = r.sample_tokens > 0 ? generate_memory_bytes(cfg, 1, r.sample_tokens) : 0;
     return m;
@@ -216,13 +225,14 @@ void build_model(GPT2* model, const CliArgs& args, const TrainOptions& o, const 
     const int T = o.T;
     const bool bf16 = args.str("precision") == "bf16" && bf16_supported();  // cli_precision says it later
     if (!resume_dir.empty() || args.has("model")) {
-        const std::string path = resume_dir.empty() ? args.str("model") : resume_dir;
+        // a LoRA run's base is its --model, resumed or not; a resumed --model run keeps --model among its flags
+        const bool from_model = resume_dir.empty() || r.lora;
+        const std::string path = from_model ? args.str("model") : resume_dir;
         CheckpointInfo info;
-        const bool from_model = resume_dir.empty();  // a resumed --model run keeps --model among its flags
         const int heads = from_model && args.has("heads") ? cli_heads(args) : 0;  // for a bare .safetensors
         GPT2Config cfg = checkpoint_inspect(path, heads, &info);  // its files are now inputs of the run
         if (from_model) check_model_geometry(args, cfg, path);
-        if (resume_dir.empty() && !out.empty() && !dir_input_entry(out).empty())
+        if ((resume_dir.empty() || (r.lora && out != resume_dir)) && !out.empty() && !dir_input_entry(out).empty())
             fatal_hint("continue it with --resume " + out + ", or save elsewhere",
                        "bad value for --out (train): %s holds the --model this run starts from; a new run there "
                        "would replace it and its training state",
@@ -230,7 +240,7 @@ void build_model(GPT2* model, const CliArgs& args, const TrainOptions& o, const 
         cli_check_tokens(args, T, cfg.max_seq_len);
         check_memory(cfg, o, r, bf16);
         checkpoint_load(model, path, heads);
-        if (resume_dir.empty()) printf("loaded %s (%s, %s)\n", path.c_str(), info.format.c_str(), info.dtype.c_str());
+        if (from_model) printf("loaded %s (%s, %s)\n", path.c_str(), info.format.c_str(), info.dtype.c_str());
         return;
     }
     GPT2Config cfg = config_make(args.integer_in("seq-len", 1, 1 << 20), args.integer_in("vocab", 1, 65536),
@@ -243,6 +253,63 @@ void build_model(GPT2* model, const CliArgs& args, const TrainOptions& o, const 
         gpt2_build(model, cfg);
         gpt2_init_random(model, o.seed);
     });
+}
+
+// --lora trains an adapter on a frozen --model, in one process, with fp32 AdamW state after the backward:
+// the flags it cannot combine with yet are refused, each naming why.
+void check_lora_flags(const CliArgs& args, const CliArgs& given, const std::string& resume_dir, const RunOptions& r) {
+    if (!args.has("model"))
+        fatal("missing flag --model (train): --lora trains an adapter on a base model; expected --model DIR");
+    if (given.has("lora-from") && !resume_dir.empty())
+        fatal("conflicting flags (train): --resume %s continues its own adapter; drop --lora-from", resume_dir.c_str());
+    const double dropout = args.number_in("lora-dropout", 0, 1);
+    if (dropout != 0)
+        fatal("bad value for --lora-dropout (train): expected 0 (dropout is not implemented yet), got %g", dropout);
+    if (dist_world() > 1)
+        fatal("--lora (train) runs in one process for now: the adapter's gradients are not summed across %d ranks",
+              dist_world());
+    struct Refused {
+        bool given;
+        const char *flag, *why;
+    };
+    const Refused refused[] = {
+        {r.mem.layer_grads, "--optimizer-in-backward", "it updates the base's weights inside the backward"},
+        {r.bf16_moments, "--optimizer-state bf16", "the adapter's moments are small and kept in fp32"},
+        {r.mem.recompute, "--recompute", "its recomputed layers are not wired to a frozen base yet"},
+        {r.zero, "--zero 1", "it splits the base's AdamW state across ranks"},
+        {args.str("precision") != "fp32", "--precision bf16", "the adapter trains on an fp32 base for now"}};
+    for (const Refused& x : refused)
+        if (x.given) fatal("conflicting flags (train): --lora cannot take %s: %s", x.flag, x.why);
+}
+
+// The adapter of a --lora run: the resumed one, --lora-from's, or PEFT's init for the flags' rank, alpha and
+// targets; hooked into the model, whose weights are then frozen.
+void prepare_lora(TrainRun* t, const CliArgs& args, const std::string& resume_dir) {
+    const GPT2Config& cfg = t->model.cfg;
+    t->lora = std::make_unique<LoraModel>();
+    LoraAdapter& a = t->lora->adapter;
+    const std::string from = !resume_dir.empty() ? resume_dir : args.has("lora-from") ? args.str("lora-from") : "";
+    if (!from.empty()) {
+        lora_load(t->lora.get(), from, cfg);
+    } else {
+        LoraConfig lc;
+        lc.rank = (int)args.integer_in("lora", 0, 1 << 20);
+        lc.alpha = (float)args.number_in("lora-alpha", 0, 1e6);
+        if (const std::string err = lora_parse_targets(args.str("lora-targets"), &lc); !err.empty())
+            fatal("%s (train)", err.c_str());
+        if (const std::string err = lora_check(lc, cfg, "--lora (train)"); !err.empty()) fatal("%s", err.c_str());
+        lora_layout(&a, lc, cfg);
+        lora_init_random(&a, t->opts.seed);
+    }
+    const int rows = std::max(t->opts.B * t->opts.T, cfg.max_seq_len);  // a training batch, or a sample's context
+    lora_attach(&t->model, t->lora.get(), rows, true);
+    t->base_path = args.str("model");
+    t->base_hash = train_state_params_hash(t->model);
+    std::string targets;
+    for (const std::string& m : a.cfg.target_modules) targets += (targets.empty() ? "" : ",") + m;
+    printf("lora: rank %d, alpha %g (scale %g) on %s: %.2fM parameters trained, the base's %.2fM frozen\n",
+           a.cfg.rank, a.cfg.alpha, a.cfg.scale(), targets.c_str(), a.params.size() / 1e6,
+           gpt2_num_real_params(cfg) / 1e6);
 }
 
 void train_options(const CliArgs& args, const CliArgs& given, const std::string& resume_dir, TrainOptions* to,
@@ -296,6 +363,8 @@ void train_options(const CliArgs& args, const CliArgs& given, const std::string&
         fatal("bad value for --grad-accum (train): --optimizer-in-backward updates during each backward, so it "
               "takes --grad-accum 1, got %d",
               o.accum);
+    r.lora = args.has("lora");
+    if (r.lora) check_lora_flags(args, given, resume_dir, r);
     if (r.mem.layer_grads && dist_world() > 1)
         fatal("--optimizer-in-backward (train) runs in one process: with %d ranks the gradients are summed across "
               "ranks before any update",
@@ -416,6 +485,13 @@ CliArgs resume_args(const CliArgs& given, const std::string& resume_dir, TrainSt
                 kv.first != "batch" && kv.first != "grad-accum")  // these two: keep_global_batch
                 fatal("bad value for --%s (train): a resumed run keeps %s, got %s", name, kv.second.c_str(),
                       given.str(name).c_str());
+    for (const char* name : kLoraFlags) {
+        const auto it = std::find_if(stored.begin(), stored.end(), [&](const auto& kv) { return kv.first == name; });
+        if (given.has(name) && (it == stored.end() || !same_value(given.str(name), it->second)))
+            fatal("bad value for --%s (train): a resumed run keeps its %s; got %s", name,
+                  it == stored.end() ? "training without --lora" : ("adapter (--" + std::string(name) + " " + it->second + ")").c_str(),
+                  given.str(name).c_str());
+    }
     note_overrides(given, stored);
     keep_global_batch(given, resume_dir, &stored, ranks);
     bool stored_no_shuffle = false;  // a switch is recorded only when given
@@ -559,8 +635,9 @@ int prepare_run(TrainRun* t, const CliArgs& args, const CliArgs& given, const st
     dataloader_expand(r.train_path, "--train");  // a pattern that matches nothing fails before any allocation
     if (!r.val_path.empty()) dataloader_expand(r.val_path, "--val");
     build_model(&t->model, args, o, r);
-    setup_phase("gradients", memory_grads_bytes(t->model.cfg, r.mem),
-                [&] { memory_enable_training(&t->model, r.mem); });
+    if (r.lora) prepare_lora(t, args, resume_dir);
+    else setup_phase("gradients", memory_grads_bytes(t->model.cfg, r.mem),
+                     [&] { memory_enable_training(&t->model, r.mem); });
     if (r.bf16_moments) adamw_use_bf16(&t->opt);
     grad_sync_init(&t->sync, &t->model, r.zero, &t->opt);  // with --zero 1: this rank's slice of AdamW
     const GPT2Config& cfg = t->model.cfg;
@@ -568,8 +645,9 @@ int prepare_run(TrainRun* t, const CliArgs& args, const CliArgs& given, const st
            cfg.num_heads, cfg.channels, cfg.max_seq_len, cfg.vocab_size, gpt2_num_real_params(cfg) / 1e6);
     trainer_load_data(t);
     int first_step = 0;
-    if (!resume_dir.empty()) {
-        train_state_restore(resume, t->model, &t->opt, &t->train_dl, &t->history);  // reads the moments in
+    if (!resume_dir.empty()) {  // reads the moments in
+        if (r.lora) lora_restore(resume, t->lora.get(), t->base_hash, &t->train_dl, &t->history);
+        else train_state_restore(resume, t->model, &t->opt, &t->train_dl, &t->history);
         first_step = resume->step;
         printf("resumed %s at step %d\n", resume_dir.c_str(), first_step);
     }
@@ -583,7 +661,8 @@ int prepare_run(TrainRun* t, const CliArgs& args, const CliArgs& given, const st
     setup_phase("activations and AdamW state",
                 memory_acts_bytes(cfg, o.B, o.T, r.mem) + train_memory(cfg, o, r, false).moments, [&] {
                     gpt2_alloc_acts(&t->model, o.B, o.T);
-                    adamw_prepare(&t->opt, t->model);
+                    if (r.lora) lora_prepare(t->lora.get());
+                    else adamw_prepare(&t->opt, t->model);
                 });
     print_data(*t);
     if (o.T < cfg.max_seq_len && !args.has("model") && resume_dir.empty())
@@ -600,7 +679,7 @@ void print_next(const TrainRun& t, const CliArgs& args) {
     const std::string plot = !r.plot_in_out ? r.plot_path : t.saved ? path_join(r.out, "loss.png") : "";
     if (!plot.empty() && path_exists(plot)) printf("plot: %s\n", plot.c_str());
     if (!t.saved) return;
-    std::string generate = "gpt2 generate --model " + r.out;
+    std::string generate = "gpt2 generate --model " + (r.lora ? t.base_path + " --lora-from " : "") + r.out;
     if (args.has("tokenizer")) generate += " --tokenizer " + args.str("tokenizer");
     if (t.model.cfg.vocab_size <= kTokenizerEot) generate += " --prompt-ids 0 --ids";  // no <|endoftext|> to start from
     printf("sample from it: %s\n", generate.c_str());

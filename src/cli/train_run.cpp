@@ -93,6 +93,7 @@ void validate(TrainRun* t, int step) {
 
 void RunHooks::begin() {
     run->tuner.begin();  // all CPUs, or one when another process holds a CPU (platform/threads.h)
+    if (run->lora) lora_zero_grad(run->lora.get());
     before = dataloader_state(run->train_dl);
 }
 void RunHooks::end() { run->tuner.end(); }
@@ -101,7 +102,13 @@ std::function<void(int layer)> RunHooks::layer_done() { return grad_sync_layer_h
 void RunHooks::backward_done() { grad_sync_backward_done(&run->sync); }
 double RunHooks::loss(double mine) { return grad_sync_loss(run->sync, mine); }
 int RunHooks::stop() { return grad_sync_stop(run->sync); }
-float RunHooks::norm(const GPT2& model, const AdamW& opt) { return grad_sync_norm(run->sync, model, opt); }
+float RunHooks::norm(const GPT2& model, const AdamW& opt) {
+    return run->lora ? lora_grad_norm(*run->lora) : grad_sync_norm(run->sync, model, opt);
+}
+void RunHooks::update(GPT2* model, AdamW* opt, const AdamWConfig& cfg, float lr, float grad_scale) {
+    if (run->lora) lora_update(run->lora.get(), cfg, lr, grad_scale);
+    else adamw_update(opt, model, cfg, lr, grad_scale);
+}
 void RunHooks::updated(GPT2* model) { grad_sync_weights(run->sync, model); }
 void RunHooks::data_failed(int step, const std::string& err) {
     dataloader_restore(&run->train_dl, before);  // earlier micro-batches of this step are undone too
@@ -150,9 +157,12 @@ void trainer_save(TrainRun* t, int step) {
     AdamW whole;  // with ZeRO-1: every rank's moments, gathered for the save
     const AdamW& opt = grad_sync_whole_moments(t->sync, t->opt, t->model, &whole);
     if (t->run.out.empty()) return;  // another rank: its moments are sent
-    train_state_save(t->run.out, t->model, opt, t->train_dl, step, t->run_flags, h, [&](const std::string& staging) {
+    const auto plot = [&](const std::string& staging) {
         if (t->run.plot_in_out) plot_losses(path_join(staging, "loss.png"), {{"", h.train, h.val}});
-    });
+    };
+    if (t->lora)
+        lora_save(t->run.out, *t->lora, t->base_path, t->base_hash, t->train_dl, step, t->run_flags, h, plot);
+    else train_state_save(t->run.out, t->model, opt, t->train_dl, step, t->run_flags, h, plot);
     t->saved = true;
     t->progress.close();
     if (stop_requested()) return;  // the command's one "interrupted at step N by SIG..., saved" line says it

@@ -11,6 +11,7 @@
 #include "core/trainer.h"
 #include "dist/grad_sync.h"
 #include "formats/train_state.h"
+#include "lora/lora.h"
 #include "memory/memory.h"
 #include "platform/output_files.h"
 #include "platform/threads.h"
@@ -32,6 +33,7 @@ struct RunOptions {
     // rank, since a ZeRO-1 save gathers the moments from all of them.
     bool zero = false, saving = false;
     bool out_is_resume = false;  // --out is the --resume directory (known on every rank too)
+    bool lora = false;           // --lora: an adapter on the frozen --model
 };
 
 // The step lines (report/progress.h): one line rewritten in place on a terminal, one line per step
@@ -58,6 +60,7 @@ struct RunHooks : StepHooks {
     double loss(double mine) override;
     int stop() override;
     float norm(const GPT2& model, const AdamW& opt) override;
+    void update(GPT2* model, AdamW* opt, const AdamWConfig& cfg, float lr, float grad_scale) override;
     void updated(GPT2* model) override;
     [[noreturn]] void data_failed(int step, const std::string& err) override;
 };
@@ -76,6 +79,9 @@ struct TrainRun : Trainer {
     ThreadTuner tuner;  // the team size of each step
     GradSync sync;      // what each step shares with the other ranks (none without mpirun): grad_sync_init
     RunHooks step_hooks;
+    // --lora: the adapter trained on the frozen model (its base), whose path and fingerprint a save records
+    std::unique_ptr<LoraModel> lora;
+    std::string base_path, base_hash;
     TrainRun() { step_hooks.run = this, hooks = &step_hooks; }
     TrainRun(const TrainRun&) = delete;
     TrainRun& operator=(const TrainRun&) = delete;

@@ -81,6 +81,7 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
             di[c] += s * (d[c] * weight[c] - g_mean - xhat * gx_mean);
         }
     }
+    if (!dweight) return;
     // dweight and dbias sum over rows; threads split channels so no two write the same element.
     const int chunk = 64;
 #pragma omp parallel for
@@ -98,8 +99,7 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
     }
 }
 
-// The linear layer on gemm (gemm.h); W is (OC, IC) as llm.c's (hf.cpp transposes Conv1D's).
-// Two accumulators per row, so one row's sums do not wait on each other.
+// The linear layer on gemm (gemm.h), W (OC, IC) as llm.c's; one row's two accumulators do not wait on each other.
 static void matvec_fp32(float* out, const float* x, const float* W, const float* b, int IC, int OC) {
 #pragma omp parallel for schedule(static)
     for (int j = 0; j < OC; j++) {
@@ -134,7 +134,8 @@ void matmul_forward(float* out, const float* inp, const Weight& w, const float* 
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const Weight& w,
                      int N, int IC, int OC) {
     gemm(N, IC, OC, dout, OC, false, w.f32, IC, false, dinp, IC, false, w.ops, w.copy);  // dinp = dout W
-    gemm(OC, IC, N, dout, OC, true, inp, IC, false, dweight, IC, true, w.ops);           // dW += dout^T inp
+    if (w.adapter) w.adapter->backward(dinp, dout, inp, N);
+    if (dweight) gemm(OC, IC, N, dout, OC, true, inp, IC, false, dweight, IC, true, w.ops);  // dW += dout^T inp
     if (!dbias) return;
     const int chunk = 256;
 #pragma omp parallel for
@@ -151,8 +152,7 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
 // neither the sigmoid nor its complement 1 - s = t / (1 + t) cancels or overflows.
 static const float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
 
-// GELU(x) = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3), or (kGrad) its derivative. Inlined by force: GCC
-// would call it, passing each vector through memory (7% more instructions in gelu_backward).
+// GELU(x) = x sigmoid(2u) or (kGrad) its derivative, inlined by force: a call passes vectors through memory (+7%).
 template <bool kGrad>
 static inline __attribute__((always_inline)) vf16 gelu_vec(vf16 x) {
     vf16 u = kGeluScale * (x + 0.044715f * x * x * x);

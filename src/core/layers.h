@@ -1,7 +1,7 @@
 // layers.h: GPT-2's forward/backward kernel pairs in fp32, the math of the GPT-2 paper and nanoGPT. Arguments
 // in llm.c's order: outputs, caches, inputs, weights, sizes; N = B*T rows. Parameter gradients ACCUMULATE
-// (+=; zeroed once per optimizer step, so micro-batches add up). Outputs, and activation gradients with one writer,
-// are OVERWRITTEN (=), so no pass zeroes them; layernorm_backward's dinp alone adds, onto the residual stream's.
+// (+=; zeroed once per optimizer step), and a null one is not computed (a frozen base). Outputs, and activation
+// gradients with one writer, are OVERWRITTEN (=); layernorm_backward's dinp alone adds, onto the residual stream's.
 #pragma once
 #include <cstddef>
 
@@ -9,14 +9,20 @@
 
 struct GemmOperands;
 
-// A weight as the matmuls read it: its fp32 values, its products' operands (gemm.h) and an extension's copy
-// (precision/precision.h's WeightCopy), which packing and decoding read instead. A float* is an fp32 weight.
+// Seam: an extension's term on a linear layer (lora/), added to its output (N, OC) and its dinp (N, IC).
+struct LinearAdapter {
+    virtual void forward(float* out, const float* inp, int N) const = 0;
+    virtual void backward(float* dinp, const float* dout, const float* inp, int N) const = 0;
+};
+
+// A weight as matmuls read it: fp32 values, gemm operands, a copy packing and decoding use (precision/), an adapter.
 struct Weight {
     Weight(const float* f32 = nullptr, const GemmOperands* ops = nullptr, const void* copy = nullptr)
         : f32(f32), ops(ops), copy(copy) {}
     const float* f32;
     const GemmOperands* ops;  // or null
     const void* copy;         // or null
+    const LinearAdapter* adapter = nullptr;
 };
 
 // The seam for decoding's one-row products from a weight's copy: main sets it to inference/matvec.h's
@@ -39,7 +45,7 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
 
 // out (N, OC) = inp (N, IC) weight^T + bias; weight (OC, IC), bias (OC) or null.
 void matmul_forward(float* out, const float* inp, const Weight& weight, const float* bias, int N, int IC, int OC);
-// dinp (N, IC) = dout (N, OC) weight; dweight (OC, IC) += dout^T inp; dbias (OC, or null) += dout's column sums.
+// dinp (N, IC) = dout (N, OC) weight; dweight (OC, IC) += dout^T inp; dbias (OC) += dout's column sums.
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const Weight& weight, int N, int IC, int OC);
 

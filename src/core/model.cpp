@@ -1,5 +1,4 @@
-// model.cpp: GPT-2 forward and backward as one call per layer; see model.h. gpt2_backward lists the
-// forward's calls in reverse so the two can be read side by side.
+// model.cpp: see model.h. gpt2_backward lists the forward's calls in reverse, to read the two side by side.
 #include "core/model.h"
 
 #include <algorithm>
@@ -22,9 +21,10 @@ void gpt2_build(GPT2* model, const GPT2Config& cfg) {
     model->B = model->T = 0;
 }
 
-void gpt2_enable_training(GPT2* model) {
+void gpt2_enable_training(GPT2* model, bool frozen) {
     if (model->training) return;
-    if (model->grads.empty()) {  // else laid out by an extension (memory/)
+    if (frozen) model->grad = ParamViews(), model->grad.layers.resize(model->cfg.num_layers);  // null views
+    else if (model->grads.empty()) {  // else laid out by an extension (memory/)
         buffer_assign_zero(&model->grads, model->num_params);
         model->grad = layout_param_views(model->cfg, model->grads.data());
         model->grad_offsets.clear();
@@ -37,8 +37,7 @@ void gpt2_enable_training(GPT2* model) {
 void gpt2_init_random(GPT2* model, uint64_t seed) {
     const GPT2Config& cfg = model->cfg;
     const float std_resid = 0.02f / sqrtf(2.0f * cfg.num_layers);
-    // Chunks of 64K values, each from its own stream seeded by (seed, tensor, chunk): all threads fill
-    // them, and the weights are the same for any thread count.
+    // Chunks of 64K values, each its own stream seeded by (seed, tensor, chunk): the same for any thread count.
     const size_t kChunk = 1 << 16;
     std::vector<std::pair<size_t, size_t>> chunks;  // (tensor, first value)
     for (size_t t = 0; t < model->param_table.size(); t++)
@@ -64,8 +63,7 @@ void gpt2_alloc_acts(GPT2* model, int B, int T) {
     const std::vector<TensorInfo> table = model->training && model->acts_table ? model->acts_table(model->cfg, B, T)
                                                                                : layout_acts(model->cfg, B, T);
     const size_t n = layout_params_size(table);
-    // Without training, a smaller shape reuses the buffer: every forward kernel overwrites its outputs, and
-    // refilling gigabytes with zeros (page faults included) can cost more than the forward.
+    // Without training a smaller shape reuses the buffer (overwritten): refilling gigabytes costs more than a forward.
     if (model->training || n > model->acts.size()) {
         std::vector<float>().swap(model->acts);  // both old buffers released before either new one is made
         std::vector<float>().swap(model->dacts);
@@ -82,7 +80,9 @@ void gpt2_alloc_acts(GPT2* model, int B, int T) {
 }
 
 Weight gpt2_weight(const GPT2& model, const float* w) {
-    return model.copies ? model.copies->weight(w, w - model.params.data()) : Weight(w);
+    Weight weight = model.copies ? model.copies->weight(w, w - model.params.data()) : Weight(w);
+    if (model.adapter_of) weight.adapter = model.adapter_of(w - model.params.data());
+    return weight;
 }
 
 void gpt2_params_updated(GPT2* model, size_t offset, size_t n) {
@@ -95,7 +95,9 @@ void block_forward(const GPT2& model, int l, const LayerActs& la, const float* x
     const LayerParams& lp = model.param.layers[l];
     const GemmOperands* ops = model.copies ? model.copies->operands() : nullptr;  // attention's products
     auto linear = [&](float* out, const float* inp, const float* w, const float* b, int IC, int OC) {
-        matmul_forward(out, inp, gpt2_weight(model, w), b, N, IC, OC);
+        const Weight weight = gpt2_weight(model, w);
+        matmul_forward(out, inp, weight, b, N, IC, OC);
+        if (weight.adapter) weight.adapter->forward(out, inp, N);
     };
     // x = x + attn(ln_1(x))
     layernorm_forward(la.ln1, la.ln1_mean, la.ln1_rstd, x, lp.ln1w, lp.ln1b, N, C);
@@ -155,8 +157,7 @@ void gpt2_backward(GPT2* model, float loss_scale, const std::function<void(int l
     const int C = cfg.channels, NH = cfg.num_heads, Vp = cfg.padded_vocab_size;
     const ParamViews &p = model->param, &g = model->grad;
     const ActViews &a = model->act, &da = model->dact;
-    // Activation gradients are overwritten by their one writer (layers.h) except where layernorm_backward
-    // adds onto the residual stream: that stream's first writer is the final LayerNorm's backward.
+    // Each activation gradient has one writer (layers.h) but the residual stream, first the final LayerNorm's.
     const int last = cfg.num_layers - 1;
     memset(da.layers[last].residual3, 0, sizeof(float) * N * C);
     if (model->dlogits_scale == 0) {  // a.logits holds dlogits (crossentropy_fused), scaled once
@@ -164,7 +165,7 @@ void gpt2_backward(GPT2* model, float loss_scale, const std::function<void(int l
         model->dlogits_scale = loss_scale;
     }
     assert(model->dlogits_scale == loss_scale && "a second backward after a forward takes the first's loss_scale");
-    assert((layer_done || model->grads.size() == model->num_params) &&
+    assert((layer_done || model->grads.empty() || model->grads.size() == model->num_params) &&
            "one layer's gradients shared by all (memory/): layer_done consumes and clears each layer's");
     const GemmOperands* ops = model->copies ? model->copies->operands() : nullptr;
     auto w = [&](const float* weight) { return gpt2_weight(*model, weight); };
@@ -192,5 +193,5 @@ void gpt2_backward(GPT2* model, float loss_scale, const std::function<void(int l
         layernorm_backward(dx, lg.ln1w, lg.ln1b, lda.ln1, x, lp.ln1w, la.ln1_mean, la.ln1_rstd, N, C);
         if (layer_done) layer_done(l);
     }
-    encoder_backward(g.wte, g.wpe, da.encoded, model->inputs.data(), B, T, C);
+    if (g.wte) encoder_backward(g.wte, g.wpe, da.encoded, model->inputs.data(), B, T, C);
 }

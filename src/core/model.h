@@ -37,6 +37,7 @@ struct GPT2 {
     bool dlogits_ready = false;           // act.logits holds dlogits (since the last forward with targets)
     float dlogits_scale = 0;              // the loss_scale a backward scaled them by; 0 before the first
     std::unique_ptr<ModelCopies> copies;  // or null: fp32
+    std::function<const LinearAdapter*(size_t offset)> adapter_of;  // Seam: a weight's adapter (lora/), or null
 };
 
 // Seam: la.atty and la.att_lse from la.qkv in place of block_forward's (decoding's reads a KV cache: inference/).
@@ -47,13 +48,12 @@ void block_forward(const GPT2& model, int l, const LayerActs& la, const float* x
                    const BlockAttention& attention = nullptr);
 // The handle the matmuls take for the tensor of model.params at w: its values, and its copy if any.
 Weight gpt2_weight(const GPT2& model, const float* w);
-// params[offset, offset + n) changed (the optimizer calls it per chunk, while in cache): refreshes their
-// copies. Serial: call it from each thread.
+// params[offset, offset + n) changed (the optimizer calls it per chunk, in cache): refreshes their copies; serial.
 void gpt2_params_updated(GPT2* model, size_t offset, size_t n);
 // Allocates zeroed parameters for cfg, which the caller has checked (config_check): enough for inference.
 void gpt2_build(GPT2* model, const GPT2Config& cfg);
-// Adds parameter gradients (unless memory/ laid them out already) and activation gradients from the next forward.
-void gpt2_enable_training(GPT2* model);
+// Adds parameter gradients (unless memory/ laid them out, or frozen: none, null views) and activation gradients.
+void gpt2_enable_training(GPT2* model, bool frozen = false);
 // The gradient of param_table[i] in grads, in either layout.
 inline float* gpt2_grad(GPT2* model, size_t i) { return model->grads.data() + model->grad_offsets[i]; }
 // GPT-2's init, each tensor's TensorInit (layout.h); padded wte rows stay 0.

@@ -14,8 +14,7 @@ void train_check_finite(double loss, float norm, int step) {
           std::isfinite(loss) ? "gradient norm" : "loss", std::isfinite(loss) ? norm : loss, step + 1);
 }
 
-// Only a scaled gradient (at most norm * grad_scale) past |g| ~ 1.8e19 can square past float's range in v;
-// clipped steps are far below, so only an unclipped one pays for adamw_nonfinite's pass.
+// Only a scaled gradient past |g| ~ 1.8e19 overflows v: only an unclipped step pays for adamw_nonfinite's pass.
 void train_check_update(const Trainer& t, float norm, int step) {
     if (norm * optimizer_clip_factor(norm, t.opts.grad_clip) <= 1e18f) return;
     const std::string what = adamw_nonfinite(t.opt, t.model);
@@ -47,7 +46,7 @@ StepStats train_step(Trainer* t, int step) {
     const float norm = hooks.norm(model, t->opt);
     train_check_finite(loss, norm, step);
     const float lr = lr_schedule(step, o.steps, o.adamw.lr, o.warmup, o.min_lr_frac, o.cosine);
-    adamw_update(&t->opt, &model, o.adamw, lr, optimizer_clip_factor(norm, o.grad_clip));  // clipping folded in
+    hooks.update(&model, &t->opt, o.adamw, lr, optimizer_clip_factor(norm, o.grad_clip));  // clipping folded in
     train_check_update(*t, norm, step);
     hooks.updated(&model);
     hooks.end();

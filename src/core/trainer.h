@@ -1,5 +1,4 @@
-// trainer.h: one optimizer step (grad-accum micro-batches, the global gradient norm, clipping, AdamW), the same in
-// gpt2-core (core/main.cpp) and `gpt2 train`, which adds its own through StepHooks (the run: cli/train_run.h).
+// trainer.h: one optimizer step (micro-batches, the gradient norm, clipping, AdamW): gpt2-core's and `gpt2 train`'s.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -19,8 +18,7 @@ struct TrainOptions {
     bool cosine = true, shuffle = true;  // shuffle: the training data's shard and window order (else sequential)
 };
 
-// The step's seams, called in this order. The defaults are one process alone: nothing shared, nothing
-// waited for. `gpt2 train` overrides them (dist/grad_sync.h under mpirun, the thread team, signals).
+// The step's seams, in call order; the defaults are one process alone (cli/train_run.h: ranks, threads, signals).
 struct StepHooks {
     virtual ~StepHooks() = default;
     virtual void begin() {}
@@ -30,6 +28,9 @@ struct StepHooks {
     virtual double loss(double mine) { return mine; }  // the step's mean loss over every process
     virtual int stop() { return 0; }                   // a stop signal every process agreed on, or 0
     virtual float norm(const GPT2& model, const AdamW& opt) { return optimizer_grad_norm(model); }
+    virtual void update(GPT2* model, AdamW* opt, const AdamWConfig& cfg, float lr, float grad_scale) {
+        adamw_update(opt, model, cfg, lr, grad_scale);  // lora/'s run updates its adapter instead
+    }
     virtual void updated(GPT2* model) {}
     virtual void end() {}
     [[noreturn]] virtual void data_failed(int step, const std::string& err);  // reports the data's failure
@@ -50,8 +51,7 @@ struct Trainer {
     StepHooks* hooks = nullptr;  // nullptr: StepHooks' defaults
 };
 
-// One optimizer step (step counts from 0). Fatal on a non-finite loss or norm before the update, and after it
-// on a non-finite value it left in AdamW's state or the weights (only an unclipped step can).
+// One optimizer step (from 0): fatal on a non-finite loss or norm, or on a non-finite value the update left.
 StepStats train_step(Trainer* t, int step);
 void train_check_finite(double loss, float norm, int step);
 void train_check_update(const Trainer& t, float norm, int step);

@@ -234,7 +234,8 @@ bool parse_loader(const SafeTensors& st, bool one_file, TrainState* ts, std::str
 }  // namespace
 
 bool train_dir_is_ours(const std::string& name) {
-    return name_is_ours(name, {"config.json", "model.safetensors", kStateFile, "loss.png"});
+    return name_is_ours(name, {"config.json", "model.safetensors", kStateFile, "loss.png", "adapter_config.json",
+                               "adapter_model.safetensors"});
 }
 
 int train_dir_step(const std::string& dir) {
@@ -299,52 +300,62 @@ std::string train_state_shards_hash(const DataLoader& dl) {
     return hash_hex(h);
 }
 
-void train_state_save(const std::string& dir, const GPT2& model, const AdamW& opt, const DataLoader& dl, int step,
-                      const std::vector<std::pair<std::string, std::string>>& run_flags, const LossHistory& history,
-                      const std::function<void(const std::string& staging)>& extra) {
-    assert((!opt.prepared() || (opt.begin == 0 && opt.end == model.num_params)) && "the moments of every parameter");
+void train_state_write(const std::string& path, const AdamW& opt, size_t n, const std::string& params_hash,
+                       const GPT2Config& cfg, const DataLoader& dl, int step,
+                       const std::vector<std::pair<std::string, std::string>>& run_flags, const LossHistory& history,
+                       const std::vector<std::pair<std::string, std::string>>& meta) {
+    assert((!opt.prepared() || (opt.begin == 0 && opt.end == n)) && "the moments of every parameter");
     const bool bf16 = adamw_bf16(opt);
     std::vector<uint8_t> zeros;  // before the first step
-    if (!opt.prepared()) zeros.assign(model.num_params * adamw_moments_elem(opt), 0);
+    if (!opt.prepared()) zeros.assign(n * adamw_moments_elem(opt), 0);
     const void* m = !opt.prepared() ? zeros.data() : adamw_moments_data(opt, 0);
     const void* v = !opt.prepared() ? zeros.data() : adamw_moments_data(opt, 1);
     for (const auto& [name, x] : {std::pair<const char*, const void*>{"AdamW m", m}, {"AdamW v", v}})
-        for (size_t i = 0; i < model.num_params; i++)
+        for (size_t i = 0; i < n; i++)
             if (bf16 ? (((const uint16_t*)x)[i] & 0x7F80) == 0x7F80 : !std::isfinite(((const float*)x)[i]))
-                fatal("not saving %s at step %d: %s holds a non-finite value at %zu", dir.c_str(), step, name, i);
+                fatal("not saving %s at step %d: %s holds a non-finite value at %zu", path.c_str(), step, name, i);
     const char* moments = bf16 ? "BF16" : "F32";
     std::string flags = "[";
     for (const auto& kv : run_flags)
         flags += (flags.size() > 1 ? "," : "") + std::string("[") + json_escape(kv.first) + "," +
                  json_escape(kv.second) + "]";
     flags += "]";
-    checkpoint_check_finite(model, dir, ("not saving step " + std::to_string(step) + ": training diverged").c_str());
     std::vector<float> train_hist = history_flat(history.train), val_hist = history_flat(history.val);
     const DataLoaderState loader = dataloader_state(dl);
+    std::vector<std::pair<std::string, std::string>> all = {
+        {"format", kFormat},
+        {"step", std::to_string(step)},
+        {"adamw.step", std::to_string(opt.step)},
+        {"loader.epoch", std::to_string(loader.epoch)},
+        {"loader.pos", std::to_string(loader.pos)},
+        {"loader.shard_pos", std::to_string(loader.shard_pos)},
+        {"loader.order_windows", std::to_string(loader.order_windows)},
+        {"loader.order_key", std::to_string(loader.order_key)},
+        {"loader.rng", std::to_string(loader.rng.state)},
+        {"params.fnv1a", params_hash},
+        {"data.shards", std::to_string(dl.shards.size())},
+        {"data.fingerprint", train_state_shards_hash(dl)},
+        {"model.geometry", geometry_of(cfg)},
+        {"flags", flags}};
+    all.insert(all.end(), meta.begin(), meta.end());
+    safetensors_write_file(path,
+                           {{"adamw.m", moments, {(int64_t)n}, m},
+                            {"adamw.v", moments, {(int64_t)n}, v},
+                            {"loader.order", "U32", {(int64_t)loader.order.size()}, loader.order.data()},
+                            {"loader.shard_order", "U32", {(int64_t)loader.shard_order.size()}, loader.shard_order.data()},
+                            {"history.train", "F32", {(int64_t)history.train.size(), 2}, train_hist.data()},
+                            {"history.val", "F32", {(int64_t)history.val.size(), 2}, val_hist.data()}},
+                           all);
+}
+
+void train_state_save(const std::string& dir, const GPT2& model, const AdamW& opt, const DataLoader& dl, int step,
+                      const std::vector<std::pair<std::string, std::string>>& run_flags, const LossHistory& history,
+                      const std::function<void(const std::string& staging)>& extra) {
+    checkpoint_check_finite(model, dir, ("not saving step " + std::to_string(step) + ": training diverged").c_str());
     dir_publish(dir, train_dir_is_ours, [&](const std::string& staging) {
         checkpoint_save_hf(model, staging);
-        safetensors_write_file(
-            path_join(staging, kStateFile),
-            {{"adamw.m", moments, {(int64_t)model.num_params}, m},
-             {"adamw.v", moments, {(int64_t)model.num_params}, v},
-             {"loader.order", "U32", {(int64_t)loader.order.size()}, loader.order.data()},
-             {"loader.shard_order", "U32", {(int64_t)loader.shard_order.size()}, loader.shard_order.data()},
-             {"history.train", "F32", {(int64_t)history.train.size(), 2}, train_hist.data()},
-             {"history.val", "F32", {(int64_t)history.val.size(), 2}, val_hist.data()}},
-            {{"format", kFormat},
-             {"step", std::to_string(step)},
-             {"adamw.step", std::to_string(opt.step)},
-             {"loader.epoch", std::to_string(loader.epoch)},
-             {"loader.pos", std::to_string(loader.pos)},
-             {"loader.shard_pos", std::to_string(loader.shard_pos)},
-             {"loader.order_windows", std::to_string(loader.order_windows)},
-             {"loader.order_key", std::to_string(loader.order_key)},
-             {"loader.rng", std::to_string(loader.rng.state)},
-             {"params.fnv1a", train_state_params_hash(model)},
-             {"data.shards", std::to_string(dl.shards.size())},
-             {"data.fingerprint", train_state_shards_hash(dl)},
-             {"model.geometry", geometry_of(model.cfg)},
-             {"flags", flags}});
+        train_state_write(path_join(staging, kStateFile), opt, model.num_params, train_state_params_hash(model),
+                          model.cfg, dl, step, run_flags, history, {});
         extra(staging);
     });
 }
@@ -387,8 +398,7 @@ namespace {
 
 // Reads the saved moments of opt's range of the parameters into opt's buffers, 1M values at a time (straight
 // in when the dtypes agree, else through a buffer and converted), checking each value.
-void read_moments(const TrainState& ts, const GPT2& model, AdamW* opt) {
-    adamw_prepare(opt, model);  // opt's range, all or a ZeRO-1 slice, in zeros
+void read_moments(const TrainState& ts, AdamW* opt) {
     const bool saved16 = ts.m.dtype == "BF16";
     const size_t esize = saved16 ? 2 : 4, per = (size_t)1 << 20;
     AdamWBf16* const opt16 = adamw_bf16(*opt);
@@ -417,19 +427,24 @@ void read_moments(const TrainState& ts, const GPT2& model, AdamW* opt) {
 }  // namespace
 
 void train_state_restore(TrainState* state, const GPT2& model, AdamW* opt, DataLoader* dl, LossHistory* history) {
+    adamw_prepare(opt, model);  // opt's range, all or a ZeRO-1 slice, in zeros
+    train_state_restore_params(state, model.num_params, train_state_params_hash(model), model.cfg, opt, dl, history);
+}
+
+void train_state_restore_params(TrainState* state, size_t n, const std::string& params_hash, const GPT2Config& cfg,
+                                AdamW* opt, DataLoader* dl, LossHistory* history) {
     TrainState& ts = *state;
     const char* path = ts.path.c_str();
     const size_t moments = ts.m.numel();
-    if (moments != model.num_params)
-        fatal("train state does not belong to this model (%s): expected AdamW moments of %zu values, got %zu", path,
-              model.num_params, moments);
-    std::string hash = train_state_params_hash(model);
-    if (ts.params_hash != hash)
-        fatal("train state does not belong to this model (%s): parameter hash %s, expected %s", path, hash.c_str(),
-              ts.params_hash.c_str());
-    if (!ts.geometry.empty() && ts.geometry != geometry_of(model.cfg))
+    if (moments != n)
+        fatal("train state does not belong to this model (%s): expected AdamW moments of %zu values, got %zu", path, n,
+              moments);
+    if (ts.params_hash != params_hash)
+        fatal("train state does not belong to this model (%s): parameter hash %s, expected %s", path,
+              params_hash.c_str(), ts.params_hash.c_str());
+    if (!ts.geometry.empty() && ts.geometry != geometry_of(cfg))
         fatal("model changed since the checkpoint (%s): the train state has %s, config.json says %s", path,
-              ts.geometry.c_str(), geometry_of(model.cfg).c_str());
+              ts.geometry.c_str(), geometry_of(cfg).c_str());
     const char* spec = dl->spec.c_str();
     if (ts.format < 3) {  // one file, hashed whole (format 2) or not at all (format 1)
         if (dl->shards.size() != 1)
@@ -448,7 +463,7 @@ void train_state_restore(TrainState* state, const GPT2& model, AdamW* opt, DataL
         fatal("training data changed (%s): the shards of %s fingerprint to %s, the run was trained on %s", path, spec,
               train_state_shards_hash(*dl).c_str(), ts.data_hash.c_str());
     }
-    read_moments(ts, model, opt);
+    read_moments(ts, opt);
     opt->step = ts.step;
     check_loader_fits(*dl, ts.loader, ts.path);
     dataloader_restore(dl, ts.loader);

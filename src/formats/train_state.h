@@ -74,6 +74,12 @@ void train_dir_check(const std::string& dir, const char* flag);
 void train_state_save(const std::string& dir, const GPT2& model, const AdamW& opt, const DataLoader& dl, int step,
                       const std::vector<std::pair<std::string, std::string>>& run_flags, const LossHistory& history,
                       const std::function<void(const std::string& staging)>& extra);
+// The train state file alone, at `path` (in a staging directory): the moments of the n parameters opt updates,
+// their hash, the geometry, the loader, the flags and the history; `meta` adds metadata (lora/: the base's).
+void train_state_write(const std::string& path, const AdamW& opt, size_t n, const std::string& params_hash,
+                       const GPT2Config& cfg, const DataLoader& dl, int step,
+                       const std::vector<std::pair<std::string, std::string>>& run_flags, const LossHistory& history,
+                       const std::vector<std::pair<std::string, std::string>>& meta);
 // Validates a parsed train_state.safetensors on its own: format, ranges, a permutation for the loader's
 // order, moments of one size and dtype, the history. false with a one-line message otherwise. (The moments'
 // values are checked as train_state_restore reads them.)
@@ -87,6 +93,10 @@ void train_state_read(TrainState* ts, const std::string& dir);
 // if the state does not belong to `model` (parameters, geometry) or to the loader's data (window count,
 // content hash), or a moment is not finite (or v negative).
 void train_state_restore(TrainState* ts, const GPT2& model, AdamW* opt, DataLoader* dl, LossHistory* history);
+// The same for the n parameters (hashed to params_hash, of a model of geometry cfg) that opt, its range set,
+// updates: a LoRA adapter's (lora/).
+void train_state_restore_params(TrainState* ts, size_t n, const std::string& params_hash, const GPT2Config& cfg,
+                                AdamW* opt, DataLoader* dl, LossHistory* history);
 // A loader state read from a train state, consistent on its own: both orders permutations (or a computed
 // window order), positions inside them, epoch -1 exactly when there are no orders, a non-zero RNG state.
 // false with a message otherwise.

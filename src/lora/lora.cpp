@@ -1,0 +1,203 @@
+// lora.cpp: see lora.h.
+#include "lora/lora.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/gemm.h"
+
+void lora_forward(float* out, float* hs, const float* x, const float* A, const float* B, float scale, int N, int in,
+                  int out_features, int rank) {
+    gemm(N, rank, in, x, in, false, A, in, true, hs, rank, false);  // x A^T
+    for (size_t i = 0; i < (size_t)N * rank; i++) hs[i] *= scale;
+    gemm(N, out_features, rank, hs, rank, false, B, rank, true, out, out_features, true);  // out += hs B^T
+}
+
+void lora_backward(float* dinp, float* dA, float* dB, float* g, const float* dout, const float* hs, const float* x,
+                   const float* A, const float* B, float scale, int N, int in, int out_features, int rank) {
+    gemm(N, rank, out_features, dout, out_features, false, B, rank, false, g, rank, false);  // dout B
+    for (size_t i = 0; i < (size_t)N * rank; i++) g[i] *= scale;
+    gemm(out_features, rank, N, dout, out_features, true, hs, rank, false, dB, rank, true);  // dB += dout^T hs
+    gemm(rank, in, N, g, rank, true, x, in, false, dA, in, true);                             // dA += g^T x
+    gemm(N, in, rank, g, rank, false, A, in, false, dinp, in, true);                          // dinp += g A
+}
+
+void lora_forward_ref(float* out, float* hs, const float* x, const float* A, const float* B, float scale, int N,
+                      int in, int out_features, int rank) {
+    for (int i = 0; i < N; i++) {
+        for (int r = 0; r < rank; r++) {
+            double h = 0;
+            for (int k = 0; k < in; k++) h += (double)x[(size_t)i * in + k] * A[(size_t)r * in + k];
+            hs[(size_t)i * rank + r] = (float)(scale * h);
+        }
+        for (int o = 0; o < out_features; o++) {
+            double y = 0;
+            for (int r = 0; r < rank; r++) y += (double)hs[(size_t)i * rank + r] * B[(size_t)o * rank + r];
+            out[(size_t)i * out_features + o] += (float)y;
+        }
+    }
+}
+
+void lora_backward_ref(float* dinp, float* dA, float* dB, const float* dout, const float* hs, const float* x,
+                       const float* A, const float* B, float scale, int N, int in, int out_features, int rank) {
+    std::vector<double> g((size_t)N * rank, 0.0);
+    for (int i = 0; i < N; i++)
+        for (int r = 0; r < rank; r++) {
+            for (int o = 0; o < out_features; o++)
+                g[(size_t)i * rank + r] += (double)dout[(size_t)i * out_features + o] * B[(size_t)o * rank + r];
+            g[(size_t)i * rank + r] *= scale;
+        }
+    for (int o = 0; o < out_features; o++)
+        for (int r = 0; r < rank; r++) {
+            double s = 0;
+            for (int i = 0; i < N; i++) s += (double)dout[(size_t)i * out_features + o] * hs[(size_t)i * rank + r];
+            dB[(size_t)o * rank + r] += (float)s;
+        }
+    for (int r = 0; r < rank; r++)
+        for (int k = 0; k < in; k++) {
+            double s = 0;
+            for (int i = 0; i < N; i++) s += g[(size_t)i * rank + r] * x[(size_t)i * in + k];
+            dA[(size_t)r * in + k] += (float)s;
+        }
+    for (int i = 0; i < N; i++)
+        for (int k = 0; k < in; k++) {
+            double s = 0;
+            for (int r = 0; r < rank; r++) s += g[(size_t)i * rank + r] * A[(size_t)r * in + k];
+            dinp[(size_t)i * in + k] += (float)s;
+        }
+}
+
+void LoraLinear::forward(float* y, const float* inp, int N) const {
+    lora_forward(y, hs, inp, A, B, scale, N, in, out, rank);
+}
+
+void LoraLinear::backward(float* dinp, const float* dout, const float* inp, int N) const {
+    if (dA) lora_backward(dinp, dA, dB, scratch, dout, hs, inp, A, B, scale, N, in, out, rank);
+}
+
+namespace {
+
+// in and out features of each LoraTarget for C channels.
+void target_shape(int k, int C, int* in, int* out) {
+    const int ins[kLoraTargets] = {C, C, C, 4 * C}, outs[kLoraTargets] = {3 * C, C, 4 * C, C};
+    *in = ins[k], *out = outs[k];
+}
+
+}  // namespace
+
+std::string lora_check(const LoraConfig& cfg, const GPT2Config& base, const char* flag) {
+    char text[256];
+    for (int k = 0; k < kLoraTargets; k++) {
+        if (!cfg.target[k]) continue;
+        int in, out;
+        target_shape(k, base.channels, &in, &out);
+        if (cfg.rank >= 1 && cfg.rank <= std::min(in, out)) continue;
+        snprintf(text, sizeof(text), "bad value for %s: expected a rank in [1, %d] (the smaller side of %s, %d x %d), got %d",
+                 flag, std::min(in, out), kLoraModules[k], out, in, cfg.rank);
+        return text;
+    }
+    return "";
+}
+
+std::string lora_parse_targets(const std::string& list, LoraConfig* cfg) {
+    std::fill(cfg->target, cfg->target + kLoraTargets, false);
+    cfg->target_modules.clear();
+    size_t start = 0;
+    while (start <= list.size()) {
+        const size_t end = std::min(list.find(',', start), list.size());
+        const std::string name = list.substr(start, end - start);
+        bool matched = false;
+        for (int k = 0; k < kLoraTargets; k++) {
+            const std::string module = kLoraModules[k];
+            const bool match = module == name || (module.size() > name.size() &&
+                                                  module.compare(module.size() - name.size(), name.size(), name) == 0 &&
+                                                  module[module.size() - name.size() - 1] == '.');
+            if (match) cfg->target[k] = matched = true;
+        }
+        if (!matched)
+            return "bad value for --lora-targets: expected PEFT module names of GPT-2's blocks (c_attn, c_proj, c_fc, "
+                   "attn.c_proj, mlp.c_proj, ...), got '" + name + "'";
+        cfg->target_modules.push_back(name);
+        start = end + 1;
+    }
+    return "";
+}
+
+void lora_attach(GPT2* model, LoraModel* lora, int max_rows, bool training) {
+    const LoraAdapter& a = lora->adapter;
+    const int C = model->cfg.channels, rank = a.cfg.rank;
+    const size_t pairs = a.table.size() / 2;
+    lora->grads.assign(training ? a.params.size() : 0, 0.0f);
+    lora->hs.assign(pairs * max_rows * rank, 0.0f);
+    lora->scratch.assign((size_t)max_rows * rank, 0.0f);
+    lora->linears.assign(pairs, LoraLinear());
+    lora->at.clear();
+    for (size_t i = 0; i < pairs; i++) {
+        const TensorInfo &ta = a.table[2 * i], &tb = a.table[2 * i + 1];  // A before B (adapter.h)
+        LoraLinear& x = lora->linears[i];
+        x.A = a.params.data() + ta.offset, x.B = a.params.data() + tb.offset;
+        if (training) x.dA = lora->grads.data() + ta.offset, x.dB = lora->grads.data() + tb.offset;
+        x.hs = lora->hs.data() + i * max_rows * rank;
+        x.scratch = lora->scratch.data();
+        x.scale = a.cfg.scale();
+        x.rank = rank;
+        target_shape(ta.slot, C, &x.in, &x.out);
+        const LayerParams& lp = model->param.layers[ta.layer];
+        const float* weights[kLoraTargets] = {lp.qkvw, lp.attprojw, lp.fcw, lp.fcprojw};
+        lora->at[weights[ta.slot] - model->params.data()] = &x;
+    }
+    model->adapter_of = [lora](size_t offset) -> const LinearAdapter* {
+        const auto it = lora->at.find(offset);
+        return it == lora->at.end() ? nullptr : it->second;
+    };
+    if (training) gpt2_enable_training(model, true);
+}
+
+void lora_zero_grad(LoraModel* lora) { std::fill(lora->grads.begin(), lora->grads.end(), 0.0f); }
+
+namespace {
+const size_t kChunk = 1 << 16;
+}
+
+float lora_grad_norm(const LoraModel& lora) {
+    const size_t n = lora.grads.size(), chunks = (n + kChunk - 1) / kChunk;
+    std::vector<double> partial(chunks);
+#pragma omp parallel for schedule(static)
+    for (long c = 0; c < (long)chunks; c++)
+        partial[c] = sum_squares(lora.grads.data() + c * kChunk, std::min(kChunk, n - c * kChunk));
+    double sum = 0;
+    for (double p : partial) sum += p;
+    return (float)std::sqrt(sum);
+}
+
+void lora_prepare(LoraModel* lora) {
+    AdamW& opt = lora->opt;
+    const size_t n = lora->adapter.params.size();
+    opt.begin = 0, opt.end = n;
+    if (opt.prepared()) return;
+    buffer_assign_zero(&opt.m, n);
+    buffer_assign_zero(&opt.v, n);
+}
+
+void lora_update(LoraModel* lora, const AdamWConfig& cfg, float lr, float grad_scale) {
+    AdamW& opt = lora->opt;
+    float* w = lora->adapter.params.data();
+    const size_t n = lora->adapter.params.size(), chunks = (n + kChunk - 1) / kChunk;
+    lora_prepare(lora);
+    AdamWStep k = adamw_begin(&opt, cfg, lr, grad_scale);
+    k.decay = 1.0f - lr * cfg.weight_decay;
+#pragma omp parallel for schedule(static)
+    for (long c = 0; c < (long)chunks; c++) {
+        const size_t at = c * kChunk;
+        adamw_chunk(w + at, lora->grads.data() + at, opt.m.data() + at, opt.v.data() + at, std::min(kChunk, n - at), k);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!std::isfinite(w[i]) || !std::isfinite(opt.m[i]) || !std::isfinite(opt.v[i]))
+            fatal_hint("clip the gradients (--grad-clip 1, the default) or lower --lr",
+                       "LoRA adapter value %zu is not finite after step %d: training diverged; the last checkpoint "
+                       "(if any) is kept",
+                       i, opt.step);
+}

@@ -1,0 +1,88 @@
+// lora.h: LoRA on a frozen base: y = W x + b + scale * B (A x) for each targeted linear layer. The kernels
+// (through the gemm, with plain references the tests compare against), the adapters the base's linear layers
+// call through core/layers.h's LinearAdapter seam, and the optimizer step over the adapter's flat buffer
+// (the gradient norm, clipping and AdamW of core/optimizer.h's chunk kernels).
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/model.h"
+#include "core/optimizer.h"
+#include "formats/train_state.h"
+#include "lora/adapter.h"
+#include "lora/peft.h"
+
+// One target, N rows: hs (N, r) = scale * x (N, in) A^T, kept for the backward; out (N, out) += hs B^T.
+void lora_forward(float* out, float* hs, const float* x, const float* A, const float* B, float scale, int N, int in,
+                  int out_features, int rank);
+// Its backward, g (N, r) a scratch: g = scale * dout B; dB (out, r) += dout^T hs; dA (r, in) += g^T x;
+// dinp (N, in) += g A.
+void lora_backward(float* dinp, float* dA, float* dB, float* g, const float* dout, const float* hs, const float* x,
+                   const float* A, const float* B, float scale, int N, int in, int out_features, int rank);
+// Plain loops in double, the same contracts.
+void lora_forward_ref(float* out, float* hs, const float* x, const float* A, const float* B, float scale, int N,
+                      int in, int out_features, int rank);
+void lora_backward_ref(float* dinp, float* dA, float* dB, const float* dout, const float* hs, const float* x,
+                       const float* A, const float* B, float scale, int N, int in, int out_features, int rank);
+
+// One adapted linear layer: its A and B in the adapter, their gradients, and its rows of hs.
+struct LoraLinear : LinearAdapter {
+    const float *A = nullptr, *B = nullptr;
+    float *dA = nullptr, *dB = nullptr;
+    float* hs = nullptr;       // (rows, rank): the last forward's scale * x A^T
+    float* scratch = nullptr;  // (rows, rank), shared by every layer's backward
+    float scale = 0;
+    int in = 0, out = 0, rank = 0;
+    void forward(float* out, const float* inp, int N) const override;
+    void backward(float* dinp, const float* dout, const float* inp, int N) const override;
+};
+
+// An adapter trained (or applied) on a frozen base: its parameters, gradients and AdamW state.
+struct LoraModel {
+    LoraAdapter adapter;
+    PeftConfig peft;           // what adapter_config.json says (or will): --lora-from's keys kept as read
+    std::vector<float> grads;  // laid out as adapter.params
+    AdamW opt;                 // m and v laid out as adapter.params
+    std::vector<float> hs, scratch;
+    std::vector<LoraLinear> linears;        // one per (layer, target), in table order
+    std::map<size_t, const LoraLinear*> at;  // by its base weight's offset in the model's params
+};
+
+// The error for cfg over a base of geometry `base`, naming `flag`, or "": a rank in [1, the smaller side of
+// every targeted matrix], at least one target.
+std::string lora_check(const LoraConfig& cfg, const GPT2Config& base, const char* flag);
+// Parses PEFT target names ("c_attn", "c_proj", "attn.c_proj", "mlp.c_fc", ..., comma-separated; each matched as
+// PEFT does: a module's name equals it or ends with "." + it) into cfg; "" or the error naming --lora-targets.
+std::string lora_parse_targets(const std::string& list, LoraConfig* cfg);
+// Hooks lora's linears into model's (model->adapter_of) for forwards of up to max_rows rows (B*T, and a
+// sample's context); with training, the model's base is frozen and the adapter gets gradients.
+void lora_attach(GPT2* model, LoraModel* lora, int max_rows, bool training);
+void lora_zero_grad(LoraModel* lora);
+// The adapter's global gradient norm, in double over fixed chunks: the same for any thread count.
+float lora_grad_norm(const LoraModel& lora);
+// Allocates the adapter's zeroed AdamW moments (lora_update would, at its first step).
+void lora_prepare(LoraModel* lora);
+// One AdamW step on the adapter (grad_scale: clipping folded in), every matrix decayed (PEFT trains A and B
+// with the decay of the optimizer it is given). fatal on a non-finite value the update left.
+void lora_update(LoraModel* lora, const AdamWConfig& cfg, float lr, float grad_scale);
+
+// The directory a LoRA run saves (--out), published whole: PEFT's adapter_config.json and
+// adapter_model.safetensors, and train_state.safetensors with the adapter's AdamW moments, the data's position,
+// the flags, the history and the base's path and fingerprint (lora.base.path, lora.base.fnv1a); `extra` adds
+// to the staging directory (the loss plot). The base is not written.
+void lora_save(const std::string& dir, const LoraModel& lora, const std::string& base_path,
+               const std::string& base_hash, const DataLoader& dl, int step,
+               const std::vector<std::pair<std::string, std::string>>& run_flags, const LossHistory& history,
+               const std::function<void(const std::string& staging)>& extra);
+// Reads the PEFT adapter in dir, made for a base of geometry `base` (fatal naming the file otherwise).
+void lora_load(LoraModel* lora, const std::string& dir, const GPT2Config& base);
+// Applies the PEFT adapter in dir (--lora-from of eval and generate) to model, for forwards of up to max_rows
+// rows, and says so on stderr.
+void lora_apply(GPT2* model, LoraModel* lora, const std::string& dir, int max_rows);
+// A resumed LoRA run: fatal unless the train state's base fingerprint is base_hash and its moments are this
+// adapter's; then the moments, the data's position and the history.
+void lora_restore(TrainState* ts, LoraModel* lora, const std::string& base_hash, DataLoader* dl,
+                  LossHistory* history);

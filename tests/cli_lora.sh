@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# cli_lora.sh: train --lora on tiny shakespeare (make data), from a small base trained here:
+#   * the base's files stay bit for bit what they were, and the LoRA run's --out holds the adapter (PEFT's two
+#     files) and its train state, never the base's weights;
+#   * a LoRA run starts at the base's loss (B = 0: its first step's loss is a full fine-tune's from the same
+#     base), its loss goes down, and eval --lora-from gives its last val loss to the digit;
+#   * a LoRA run stopped and resumed equals an uninterrupted one bit for bit (losses and adapter);
+#   * generate --lora-from samples from base + adapter;
+#   * every error: rank 0 or larger than a target, an unknown target, --lora without --model, the flags it
+#     cannot combine with, dropout, an adapter of another geometry, a resume on a changed base, a resumed run's
+#     adapter flags changed, --lora added to a resumed full run, eval --hellaswag with --lora-from.
+source "$(dirname "$0")/lib.sh"
+T=$TEST_TMP
+TRAIN=data/tinyshakespeare/train.bin VAL=data/tinyshakespeare/val.bin
+if [ ! -f $TRAIN ] || [ ! -f $VAL ]; then
+    skip "LoRA on tiny shakespeare: $TRAIN or $VAL not found (make data)"
+    summary; exit
+fi
+DATA=(--train $TRAIN --val $VAL -B 4 -T 64 --sample-tokens 0)
+"$GPT2" train "${DATA[@]}" --layers 2 --heads 2 --channels 64 --seq-len 64 --steps 40 --lr 3e-3 --val-every 0 \
+    --out $T/base >$T/base.out 2>&1 || { echo "base training failed:"; tail -3 $T/base.out; }
+sha256sum $T/base/* >$T/base.sum
+LORA=(train "${DATA[@]}" --model $T/base --lora 4 --lora-targets c_attn,c_proj,c_fc --lr 1e-2 --warmup 2)
+first_loss() { grep -o '^step *1/[0-9]* | loss [0-9.]*' "$1" | grep -o '[0-9.]*$'; }
+step_lines() { grep -o '^step *[0-9]*/[0-9]* | loss [0-9.]* | lr [0-9.e+-]* | norm [0-9.]*' "$1"; }
+val_loss() { grep -o 'val loss [0-9.]*' "$1" | tail -1 | cut -d' ' -f3; }
+
+# --- training, the base, what is saved -------------------------------------------------------------------
+"$GPT2" "${LORA[@]}" --steps 60 --val-every 60 --log $T/ad.jsonl --out $T/ad >$T/ad.out 2>&1
+check "a LoRA run trains and saves (rank 4 on c_attn, c_proj, c_fc)" grep -q 'saved .*/ad at step 60' $T/ad.out
+check "... leaving every file of its base bit for bit as it was" sha256sum -c --quiet $T/base.sum
+check "... saving the adapter in PEFT's layout and its train state, not the base's weights" \
+    test -f $T/ad/adapter_config.json -a -f $T/ad/adapter_model.safetensors -a -f $T/ad/train_state.safetensors \
+    -a ! -e $T/ad/model.safetensors -a ! -e $T/ad/config.json
+"$GPT2" train "${DATA[@]}" --model $T/base --lr 1e-2 --warmup 2 --steps 1 --val-every 0 >$T/full.out 2>&1
+check "its first step's loss is the base's (B = 0), as a full fine-tune's from it ($(first_loss $T/full.out))" \
+    test -n "$(first_loss $T/full.out)" -a "$(first_loss $T/ad.out)" = "$(first_loss $T/full.out)"
+"$GPT2" eval --model $T/base --data $VAL -B 4 -T 64 --batches 8 >$T/eval_base.out 2>&1
+"$GPT2" eval --model $T/base --lora-from $T/ad --data $VAL -B 4 -T 64 --batches 8 >$T/eval_ad.out 2>&1
+base_val=$(grep -o '^loss [0-9.]*' $T/eval_base.out | cut -d' ' -f2)
+ad_val=$(grep -o '^loss [0-9.]*' $T/eval_ad.out | cut -d' ' -f2)
+check "its val loss goes down: $base_val (base) to $ad_val" \
+    awk -v a="$ad_val" -v b="$base_val" 'BEGIN { exit !(a != "" && b != "" && a + 0.005 < b) }'
+check "eval --lora-from gives the run's last val loss to the digit ($(val_loss $T/ad.out))" \
+    test "$ad_val" = "$(val_loss $T/ad.out)"
+check "the log holds its 60 steps and its val loss" test "$(log_losses $T/ad.jsonl | wc -l)" = 61
+"$GPT2" generate --model $T/base --lora-from $T/ad --prompt-ids 0 --ids -n 8 --temperature 0 >$T/gen.out 2>$T/gen.err
+check "generate --lora-from samples from base + adapter" grep -q "lora: $T/ad (rank 4" $T/gen.err
+
+# --- resume ----------------------------------------------------------------------------------------------
+"$GPT2" "${LORA[@]}" --steps 30 --val-every 10 --out $T/whole >$T/whole.out 2>&1
+"$GPT2" "${LORA[@]}" --steps 30 --val-every 10 --stop-after 15 --out $T/part >$T/part.out 2>&1
+"$GPT2" train --resume $T/part >$T/resumed.out 2>&1
+check "a LoRA run stopped at step 15 and resumed gives the uninterrupted run's steps" \
+    diff <(step_lines $T/whole.out | tail -15) <(step_lines $T/resumed.out)
+check "... and its adapter, bit for bit" cmp $T/whole/adapter_model.safetensors $T/part/adapter_model.safetensors
+
+# --- errors ----------------------------------------------------------------------------------------------
+check_error "--lora 0 is refused" "bad value for --lora" "$GPT2" "${LORA[@]}" --lora 0 --steps 1
+check_error "a rank past a target's smaller side is refused" "expected a rank in \[1, 64\]" \
+    "$GPT2" "${LORA[@]}" --lora 65 --steps 1
+check_error "an unknown target is refused" "bad value for --lora-targets.*got 'wte'" \
+    "$GPT2" "${LORA[@]}" --lora-targets c_attn,wte --steps 1
+check_error "--lora needs --model" "missing flag --model (train): --lora" \
+    "$GPT2" train "${DATA[@]}" --lora 4 --steps 1
+for flag in --optimizer-in-backward --recompute "--optimizer-state bf16" "--precision bf16"; do
+    check_error "--lora with $flag is refused, saying why" "conflicting flags (train): --lora cannot take ${flag}:" \
+        "$GPT2" "${LORA[@]}" $flag --steps 1
+done
+check_error "--lora-dropout other than 0 is refused" "bad value for --lora-dropout" \
+    "$GPT2" "${LORA[@]}" --lora-dropout 0.1 --steps 1
+"$GPT2" train "${DATA[@]}" --layers 3 --heads 2 --channels 64 --seq-len 64 --steps 1 --val-every 0 \
+    --out $T/base3 >/dev/null 2>&1
+"$GPT2" train "${DATA[@]}" --model $T/base3 --lora 4 --steps 1 --val-every 0 --out $T/ad3 >/dev/null 2>&1
+check_error "an adapter of another geometry is refused (--lora-from)" "$T/ad3" \
+    "$GPT2" "${LORA[@]}" --lora-from $T/ad3 --steps 1
+check_error "... and by eval --lora-from" "$T/ad3" \
+    "$GPT2" eval --model $T/base --lora-from $T/ad3 --data $VAL -B 4 -T 64 --batches 1
+cp -r $T/base $T/base2
+"$GPT2" train "${DATA[@]}" --model $T/base2 --lora 4 --steps 4 --stop-after 2 --val-every 0 --out $T/ad2 >/dev/null 2>&1
+cp $T/base3/model.safetensors $T/base2/model.safetensors  # another model's weights (its first 2 layers' shapes differ)
+"$GPT2" train "${DATA[@]}" --layers 2 --heads 2 --channels 64 --seq-len 64 --steps 1 --seed 7 --val-every 0 \
+    --out $T/other >/dev/null 2>&1
+cp $T/other/model.safetensors $T/base2/model.safetensors  # the same geometry, other weights
+check_error "a resume on a changed base is refused" "base model changed since the checkpoint" \
+    "$GPT2" train --resume $T/ad2
+check_error "a resumed LoRA run keeps its adapter's flags" "bad value for --lora-alpha (train): a resumed run keeps" \
+    "$GPT2" train --resume $T/part --lora-alpha 16
+check_error "--lora added to a resumed full run is refused" "bad value for --lora (train): a resumed run keeps its training without --lora" \
+    "$GPT2" train --resume $T/base --lora 4
+check_error "eval --hellaswag with --lora-from is refused" "conflicting flags (eval): --lora-from" \
+    "$GPT2" eval --model $T/base --lora-from $T/ad --hellaswag tests/fixtures/hellaswag_tiny.jsonl
+summary

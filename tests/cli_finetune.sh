@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# cli_finetune.sh: scripts/finetune.sh, README's fine-tuning example, runs as written: in a scratch tree (this
+# gpt2, tests/fixtures/instruct, the tokenizer, a stand-in for make) on a random full-vocabulary base, it
+# tokenizes the instruction set with loss masks, prints the base's answer, trains a LoRA adapter that leaves
+# the base's file untouched, prints the adapted answer, writes the PEFT directory and the GGUF adapter, and
+# run again continues the adapter's run; without a base it stops with one error line.
+source "$(dirname "$0")/lib.sh"
+TOK_DIR=${GPT2_DATA_DIR:-data}/gpt2
+if [ ! -f $TOK_DIR/encoder.json ] || [ ! -f data/tinyshakespeare/train.bin ]; then
+    skip "scripts/finetune.sh: no tokenizer in $TOK_DIR or no data/tinyshakespeare (make data)"
+    summary; exit
+fi
+F=$TEST_TMP/ft
+mkdir -p $F/scripts $F/bin $F/data $F/tests/fixtures
+cp scripts/finetune.sh $F/scripts/ && cp -r tests/fixtures/instruct $F/tests/fixtures/
+printf '#!/bin/sh\n' >$F/bin/make && chmod +x $F/bin/make
+ln -s "$(cd "$(dirname "$GPT2")" && pwd)/$(basename "$GPT2")" $F/gpt2
+ln -s "$(cd $TOK_DIR && pwd)" $F/data/gpt2
+"$GPT2" train --train data/tinyshakespeare/train.bin --val "" --layers 2 --heads 2 --channels 64 --seq-len 128 \
+    --steps 0 --sample-tokens 0 --out $F/base >/dev/null 2>&1
+cp $F/base/model.safetensors $TEST_TMP/base_before.safetensors
+finetune() { (cd $F && PATH=$F/bin:$PATH exec timeout -k 10 900 env BASE=base STEPS=${1:-6} bash scripts/finetune.sh) >$F/log 2>&1; }
+check "scripts/finetune.sh runs (exit 0)" finetune
+grep -v '^step' $F/log | tail -4 | sed 's/^/    /'
+check "... tokenizes the instruction set with a loss mask beside each token file" \
+    test -s $F/out/finetune/sft_train.mask -a -s $F/out/finetune/sft_val.mask
+check "... prints the base's answer, then the adapted one" \
+    eval 'grep -q "^---- before" $F/log && grep -A30 "^---- after" $F/log | grep -q "^lora: out/finetune/adapter"'
+check "... trains only the adapter (the loss masks on, the base frozen)" \
+    eval 'grep -q "^loss: on the answers only" $F/log && grep -q "^lora: rank 16, alpha 32" $F/log'
+check "... leaves the base's weights as they were, byte for byte" cmp $F/base/model.safetensors $TEST_TMP/base_before.safetensors
+check "... writes the adapter in PEFT's layout and as llama.cpp's GGUF adapter" test -s $F/out/finetune/adapter/adapter_config.json \
+    -a -s $F/out/finetune/adapter/adapter_model.safetensors -a -s $F/out/finetune/adapter.gguf
+check "run again with more steps, it continues the adapter's run" finetune 8
+check "... and says so" grep -q "^finetune: out/finetune/adapter holds an earlier run: continuing it" $F/log
+check "... to the new step count" grep -q "^saved out/finetune/adapter at step 8, the last" $F/log
+rm -rf $F/out
+(cd $F && PATH=$F/bin:$PATH exec timeout -k 10 300 env BASE=nowhere bash scripts/finetune.sh) >$F/log 2>&1
+rc=$?
+check "without a base model it stops with exit 1 and one error line naming BASE" \
+    eval '[ $rc = 1 ] && [ "$(grep -c "^error: no base model at nowhere (BASE)" $F/log)" = 1 ]'
+summary

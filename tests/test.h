@@ -10,6 +10,10 @@
 #include <string>
 #include <vector>
 
+struct GPT2;
+// A 2-layer, 16-channel GPT-2 (vocabulary 50, context 16) with GPT-2's init, seed 7 (test_train.cpp).
+GPT2 tiny_model();
+
 struct TestCase {
     const char* name;
     void (*fn)();

@@ -24,13 +24,6 @@ double rel_err(const std::vector<float>& a, const std::vector<float>& b) {
     return diff / ref;
 }
 
-GPT2 tiny_model() {
-    GPT2 model;
-    gpt2_build(&model, config_make(16, 50, 2, 2, 16));
-    gpt2_init_random(&model, 7);
-    return model;
-}
-
 }  // namespace
 
 TEST(lora_kernels_match_the_reference) {

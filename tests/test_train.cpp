@@ -24,16 +24,12 @@
 #include "test_os.h"
 #include "memory/memory.h"
 
-namespace {
-
 GPT2 tiny_model() {
     GPT2 model;
     gpt2_build(&model, config_make(16, 50, 2, 2, 16));
     gpt2_init_random(&model, 7);
     return model;
 }
-
-}  // namespace
 
 TEST(grad_accumulation_equals_one_larger_batch) {
     const int k = 3, B = 2, T = 8, N = k * B * T;

@@ -21,7 +21,6 @@ namespace {
 
 const char* const kConfigName = "adapter_config.json";
 const char* const kWeightsName = "adapter_model.safetensors";
-const OutputKind kNewFile = {"a new file", nullptr};  // files of a fresh staging directory
 
 // ---- JSON as Python's json.dumps(indent=2, sort_keys=True) writes it (ensure_ascii: \uXXXX beyond ASCII)
 

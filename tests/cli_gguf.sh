@@ -18,7 +18,7 @@ claims="corrupt GGUF file ($T/claims.gguf): header claims 16777215 tensors, expe
 check_error "info on a 40-byte GGUF claiming 16777215 tensors" "$claims" \
     bash -c "$vlimit exec timeout 20 '$GPT2' info --model $T/claims.gguf"
 check_error "generate on it" "$claims" bash -c "$vlimit exec timeout 20 '$GPT2' generate --model $T/claims.gguf --prompt-ids 1"
-check_error "export --out over it (its header is read to see who wrote it)" "$T/claims.gguf exists and is not a GGUF" \
+check_error "export --out over it (its header is read to see who wrote it)" "$T/claims.gguf exists and is not a model GGUF gpt2 wrote" \
     bash -c "$vlimit exec timeout 20 '$GPT2' export --model $SRC --format gguf --out $T/claims.gguf"
 check "... which is untouched" cmp $T/claims.gguf $T/claims.orig
 
@@ -135,13 +135,13 @@ check_error "a GGUF with a tensor GPT-2 does not have" "missing tensor blk.0.att
 
 # Outputs: only a GGUF gpt2 wrote is replaced.
 printf 'my notes\n' >$T/notes.gguf
-check_error "export over a file that is not a GGUF" "exists and is not a GGUF file gpt2 wrote" \
+check_error "export over a file that is not a GGUF" "exists and is not a model GGUF gpt2 wrote" \
     "$GPT2" export --model $SRC --format gguf --out $T/notes.gguf
 check "... which is untouched" grep -qx 'my notes' $T/notes.gguf
 perl -0777 -pe 's/gpt2cpp\.writer\x08\x00\x00\x00\x08\x00\x00\x00\x00\x00\x00\x00gpt2\.cpp/gpt2cpp.writer\x08\x00\x00\x00\x08\x00\x00\x00\x00\x00\x00\x00llama.cp/' \
     $T/m_f32.gguf >$T/theirs.gguf
 cp $T/theirs.gguf $T/theirs.orig
-check_error "export over a GGUF another tool wrote" "exists and is not a GGUF file gpt2 wrote" \
+check_error "export over a GGUF another tool wrote" "exists and is not a model GGUF gpt2 wrote" \
     "$GPT2" export --model $SRC --format gguf --out $T/theirs.gguf
 check "... which is untouched" cmp $T/theirs.gguf $T/theirs.orig
 check "export over its own GGUF replaces it" "$GPT2" export --model $SRC --format gguf --dtype q8_0 --out $T/m_f32.gguf

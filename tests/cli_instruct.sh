@@ -222,7 +222,15 @@ printf '{"prompt": "%s", "completion": "b"}\n{"prompt": "a", "completion": "b"}\
 check_error "a JSON line longer than --max-unsplit-bytes (memory is bounded by it)" \
     "line too long ($T/longline.jsonl) at line 1: expected JSON lines of at most 300 bytes, got 532" \
     "$GPT2" tokenize --instructions --max-unsplit-bytes 300 -o "$T/e/x" "$T/longline.jsonl"
-check_error "-T without --instructions" "flag --tokens needs --instructions (tokenize)" \
+# Every example is held in memory until the split: 1 GiB of input in all, files checked by size before any is read
+# (sparse files: nothing is read, nothing is allocated).
+truncate -s 600M "$T/half1.jsonl" "$T/half2.jsonl"
+check_error "more than 1 GiB of examples across the inputs: the file that crosses it named" \
+    "input too large ($T/half2.jsonl): expected at most 1073741824 bytes of examples in all, got 1258291200 with it" \
+    "$GPT2" tokenize --instructions -o "$T/e/x" "$T/half1.jsonl" "$T/half2.jsonl"
+check "... with a hint" grep -q "^hint: tokenize --instructions reads at most 1 GiB of examples in all" "$T/err"
+rm -f "$T/half1.jsonl" "$T/half2.jsonl"
+check_error "-T without --instructions" "flag --tokens needs --instructions (tokenize): expected --instructions with it" \
     "$GPT2" tokenize -T 64 -o "$T/e/x" "$T/ok.jsonl"
 check_error "--instructions with --jsonl-field" "conflicting flags --instructions and --jsonl-field (tokenize)" \
     "$GPT2" tokenize --instructions --jsonl-field text -o "$T/e/x" "$T/ok.jsonl"
@@ -250,6 +258,20 @@ check "... the masked run's losses differ from every token's" bash -c "! cmp -s 
 check "... --loss-on all equals the run without mask files, bit for bit" \
     cmp <(step_losses "$T/all.out") <(step_losses "$T/plain.out")
 check "... and prints no loss line without masks" bash -c "! grep -q '^loss: on the answers' '$T/plain.out' '$T/all.out'"
+# A mask packed for another -T still trains, with one note (its header keeps the -T; 0, unknown, gives none).
+other_T() {
+    "$GPT2" train --train "$T/fx/ft_train.bin" --val "" --layers 1 --channels 32 --heads 2 -B 1 -T 64 --steps 1 \
+        --sample-tokens 0 >"$T/t64.out" 2>&1 || { cat "$T/t64.out"; return 1; }
+    mkdir -p "$T/t0" && cp "$T/fx/ft_train.bin" "$T/fx/ft_train.mask" "$T/t0/"
+    printf '\0\0\0\0' | dd of="$T/t0/ft_train.mask" bs=1 seek=20 conv=notrunc 2>/dev/null  # header[5]: the -T
+    "$GPT2" train --train "$T/t0/ft_train.bin" --val "" --layers 1 --channels 32 --heads 2 -B 1 -T 64 --steps 1 \
+        --sample-tokens 0 >"$T/t0.out" 2>&1 || { cat "$T/t0.out"; return 1; }
+    grep "^note: the loss mask" "$T/t64.out"
+    [ "$(grep -c '^note: the loss mask' "$T/t64.out")" = 1 ] &&
+        grep -q "^note: the loss mask of $T/fx/ft_train.bin was packed for -T 128, this run has -T 64: examples are split" \
+            "$T/t64.out" && ! grep -q "^note: the loss mask" "$T/masked.out" "$T/t0.out"
+}
+check "train with another -T than the mask's: one note naming both; none at the same -T or with -T 0 (unknown)" other_T
 
 # The val line says how many of its tokens were scored: those the mask marks in the first --val-batches windows.
 val_line_scored() {
@@ -261,8 +283,19 @@ val_line_scored() {
 }
 check "train's val line: on 128 tokens, N of them scored (N counted in the mask); --loss-on all: no count" val_line_scored
 
-# The masked train loss is the mean over scored targets: a 1-step run's loss, recomputed by eval on the same
-# first windows (no shuffle) with the mask, matches; without the mask it matches the all-token loss.
+# The masked train loss is the mean over the scored targets: a step's loss (--lr 0: the model saved is the one
+# it was computed with; --no-shuffle: the file's first windows) is eval's on the same windows with the mask.
+train_is_eval() {
+    "$GPT2" train --train "$T/fx/ft_train.bin" --val "" --layers 1 --channels 32 --heads 2 -B 2 -T 64 --steps 1 \
+        --lr 0 --no-shuffle --sample-tokens 0 --out "$T/m0" >"$T/m0.out" 2>&1 || { cat "$T/m0.out"; return 1; }
+    "$GPT2" eval --model "$T/m0" --data "$T/fx/ft_train.bin" -B 2 -T 64 --batches 1 >"$T/m0e.out" 2>"$T/m0e.err" || return 1
+    local train eval
+    train=$(sed -n 's/^step *1\/1 | loss \([0-9.]*\) .*/\1/p' "$T/m0.out") eval=$(sed -n 's/^loss //p' "$T/m0e.out")
+    echo "train step 1: $train, eval --batches 1: $eval"
+    [ -n "$train" ] && [ "$train" = "$eval" ] && grep -q "^scored [0-9]* of them" "$T/m0e.out"
+}
+check "train's step loss on masked windows equals eval's on the same windows (-B 2 -T 64, --batches 1)" train_is_eval
+# eval: masked, the mean over the scored tokens it counts; --loss-on all, the loss of the file without its mask.
 eval_masked() {
     "$GPT2" train --train "$T/fx/ft_train.bin" --val "" --layers 1 --channels 32 --heads 2 -B 1 -T 128 --steps 1 \
         --sample-tokens 0 --out "$T/m" >/dev/null 2>&1 || return 1
@@ -341,14 +374,14 @@ check_error "a mask with a bad magic" "bad magic in loss mask ($T/mm/ft_train.ma
 check_error "a mask byte other than 0 or 1" "bad byte in loss mask ($T/mm/ft_train.mask) at byte offset 1030: expected 0 or 1, got 2" \
     "$GPT2" eval --model "$T/m" --data "$T/mm/ft_train.bin" -B 1 -T 128
 { head -c 1024 "$T/mm/good.mask"; tail -c +1025 "$T/mm/good.mask" | tr '\001' '\000'; } >"$T/mm/ft_train.mask"
-check_error "eval on a mask that scores nothing" "no scored tokens in $T/mm/ft_train.bin" \
+check_error "eval on a mask that scores nothing" "no scored tokens ($T/mm/ft_train.bin): expected some answers, got loss masks that score none" \
     "$GPT2" eval --model "$T/m" --data "$T/mm/ft_train.bin" -B 1 -T 128
 
 check_error "train on masks that score nothing (every step a loss of 0)" "no scored tokens in $T/mm/ft_train.bin: the loss masks score none" \
     "$GPT2" train --train "$T/mm/ft_train.bin" --val "" "${MODEL[@]}"
 check_error "train's val on a mask that scores nothing" "no scored tokens in the val batches ($T/mm/ft_train.bin)" \
     "$GPT2" train --train "$T/fx/ft_train.bin" --val "$T/mm/ft_train.bin" "${MODEL[@]}"
-check_error "eval --batches N on a mask that scores nothing" "no scored tokens in the first 2 batches of $T/mm/ft_train.bin" \
+check_error "eval --batches N on a mask that scores nothing" "no scored tokens in the first 2 batches ($T/mm/ft_train.bin): expected some answers" \
     "$GPT2" eval --model "$T/m" --data "$T/mm/ft_train.bin" -B 1 -T 128 --batches 2
 
 # A batch that scores nothing is left out of the mean, not counted as a loss of 0: two identical windows (one

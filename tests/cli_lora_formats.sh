@@ -31,14 +31,20 @@ export_ad $FIX --merge-lora --format llmc --out $T/m.bin >/dev/null
 if [ -f "$TOK/encoder.json" ]; then
     export_ad $FIX --merge-lora --format gguf --tokenizer "$TOK" --out $T/m.gguf >/dev/null
 fi
-merged_agree() {
+merged_agree() {  # $1 "gguf": the GGUF too
     local hf llmc gguf base
     hf=$(loss $T/m_hf) llmc=$(loss $T/m.bin) base=$(loss $BASE)
-    gguf=$([ -f $T/m.gguf ] && loss $T/m.gguf || echo "$hf")
-    echo "merged: hf $hf, llmc $llmc, gguf $gguf; base $base"
-    [ -n "$hf" ] && [ "$hf" = "$llmc" ] && [ "$hf" = "$gguf" ] && [ "$hf" != "$base" ]
+    gguf=$([ "${1:-}" = gguf ] && loss $T/m.gguf)
+    echo "merged: hf $hf, llmc $llmc, gguf ${gguf:-not written}; base $base"
+    [ -n "$hf" ] && [ "$hf" = "$llmc" ] && [ "$hf" != "$base" ] && { [ "${1:-}" != gguf ] || [ "$hf" = "$gguf" ]; }
 }
-check "export --merge-lora to hf, llmc and gguf: the same merged model (eval's losses equal), not the base" merged_agree
+if [ -f "$TOK/encoder.json" ]; then
+    check "export --merge-lora to hf, llmc and gguf: the same merged model (eval's losses equal), not the base" \
+        merged_agree gguf
+else
+    check "export --merge-lora to hf and llmc: the same merged model (eval's losses equal), not the base" merged_agree
+    skip "export --merge-lora to gguf (no tokenizer at $TOK/encoder.json)"
+fi
 sed 's/^/    /' $T/out
 zero_b() {  # an adapter whose B is zero merges to the base exactly (PEFT's init: a no-op)
     mkdir -p $T/zero && cp $FIX/adapter_config.json $T/zero/
@@ -82,16 +88,18 @@ broken r2 's/"r": 4,/"r": 2,/'
 check_error "a rank the tensors do not have" "shape mismatch for tensor .* in $T/r2/adapter_model.safetensors: expected \[2, 32\]" \
     export_ad $T/r2 --format gguf --out $T/x.gguf
 broken rzero 's/"r": 4,/"r": 0,/'
-check_error "rank 0" "bad value for key r in $T/rzero/adapter_config.json" export_ad $T/rzero --format gguf --out $T/x.gguf
+check_error "rank 0" "bad value for key r in $T/rzero/adapter_config.json: expected an integer in \[1, 1.*\], got 0" export_ad $T/rzero --format gguf --out $T/x.gguf
 for rule in 's/"bias": "none"/"bias": "all"/:bias' 's/"modules_to_save": null/"modules_to_save": ["lm_head"]/:modules_to_save' \
     's/"use_dora": false/"use_dora": true/:use_dora' 's/"rank_pattern": {}/"rank_pattern": {"c_attn": 8}/:rank_pattern' \
     's/"alpha_pattern": {}/"alpha_pattern": {"c_attn": 8}/:alpha_pattern' 's/"lora_bias": false/"lora_bias": true/:lora_bias' \
     's/"layers_to_transform": null/"layers_to_transform": [0]/:layers_to_transform' \
     's/"init_lora_weights": true/"init_lora_weights": "pissa"/:init_lora_weights'; do
     broken "${rule##*:}" "${rule%:*}"
-    check_error "${rule##*:} that changes the math is refused" "unsupported value for key ${rule##*:} in $T/${rule##*:}/adapter_config.json" \
+    check_error "${rule##*:} that changes the math is refused" "unsupported value for key ${rule##*:} in $T/${rule##*:}/adapter_config.json: expected .*, got " \
         export_ad $T/${rule##*:} --format gguf --out $T/x.gguf
 done
+check_error "... naming the value found" 'key modules_to_save in .*: expected null (no fully trained modules), got \["lm_head"\]$' \
+    export_ad $T/modules_to_save --format gguf --out $T/x.gguf
 broken fifo 's/"fan_in_fan_out": true/"fan_in_fan_out": false/'
 check "fan_in_fan_out false is read as PEFT reads it (set true for Conv1D): the same adapter" \
     export_ad $T/fifo --format gguf --out $T/fifo.gguf
@@ -144,9 +152,9 @@ check_error "--format peft without --lora-from" "bad value for --format (export)
     "$GPT2" export --model $BASE --format peft --out $T/y
 check_error "--merge-lora with --format peft" "bad value for --format (export): expected hf, llmc or gguf" \
     export_ad $FIX --merge-lora --format peft --out $T/y
-check_error "an adapter at --dtype f16" "bad value for --dtype (export): an adapter is written f32" \
+check_error "an adapter at --dtype f16" "bad value for --dtype (export): expected f32 for an adapter, got f16" \
     export_ad $FIX --format gguf --dtype f16 --out $T/x.gguf
-check_error "--tokenizer with an adapter" "conflicting flags (export): --tokenizer with an adapter" \
+check_error "--tokenizer with an adapter" "conflicting flags (export): expected no --tokenizer with an adapter (it stores none), got --tokenizer $T" \
     export_ad $FIX --format gguf --tokenizer $T --out $T/x.gguf
 echo mine >$T/user.gguf
 check_error "a GGUF adapter never replaces a file gpt2 did not write" "$T/user.gguf exists and is not a GGUF adapter gpt2 wrote" \
@@ -156,6 +164,10 @@ if [ -f $T/m.gguf ]; then
     check_error "... nor a model GGUF gpt2 wrote" "$T/m.gguf exists and is not a GGUF adapter gpt2 wrote" \
         export_ad $FIX --format gguf --out $T/m.gguf
 fi
+cp $T/ad.gguf $T/ad_before.gguf
+check_error "a model GGUF never replaces a GGUF adapter gpt2 wrote" "$T/ad.gguf exists and is not a model GGUF gpt2 wrote" \
+    "$GPT2" export --model $BASE --format gguf --out $T/ad.gguf
+check "... which stays as it was" cmp $T/ad_before.gguf $T/ad.gguf
 check_error "--format peft never replaces a directory (PEFT's files do not say who wrote them)" \
     "bad value for --out (export): $T/rt holds adapter_config.json, expected a new or empty directory" \
     export_ad $FIX --format peft --out $T/rt

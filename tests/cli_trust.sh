@@ -57,10 +57,10 @@ check_error "export refuses a directory it did not write" "which gpt2 export did
 check_error "export --format llmc refuses to replace a file of another kind" "is not an llm.c checkpoint" \
     "$GPT2" export --model $FIX/model --out $T/thesis/thesis.txt --format llmc
 check "... and the file is untouched" test "$(cat $T/thesis/thesis.txt)" = draft
-check_error "export --format gguf refuses it too" "is not a GGUF file gpt2 wrote" \
+check_error "export --format gguf refuses it too" "is not a model GGUF gpt2 wrote" \
     "$GPT2" export --model $FIX/model --out $T/thesis/thesis.txt --format gguf
 check "... with a hint that reads as a sentence" \
-    grep -qx "hint: choose a new path; gpt2 replaces a file only when it is a GGUF file gpt2 wrote" $T/err
+    grep -qx "hint: choose a new path; gpt2 replaces a file only when it is a model GGUF gpt2 wrote" $T/err
 if [ -n "${GPT2_DATA_DIR:-}" ]; then TOK_DIR=$GPT2_DATA_DIR/gpt2; else TOK_DIR=data/gpt2; fi
 echo "To be, or not to be: that is the question." >$T/text.txt
 mkdir -p $T/tok && echo notes >$T/tok/val.bin

@@ -79,8 +79,11 @@ int export_adapter(const CliArgs& args) {
         fatal_hint("add --merge-lora to export the base with the adapter merged in",
                    "bad value for --format (export): %s with --lora-from, expected gguf (llama.cpp's adapter) or peft",
                    format.c_str());
-    if (args.str("dtype") != "f32") fatal("bad value for --dtype (export): an adapter is written f32");
-    if (args.has("tokenizer")) fatal("conflicting flags (export): --tokenizer with an adapter, which stores none");
+    if (args.str("dtype") != "f32")
+        fatal("bad value for --dtype (export): expected f32 for an adapter, got %s", args.str("dtype").c_str());
+    if (args.has("tokenizer"))
+        fatal("conflicting flags (export): expected no --tokenizer with an adapter (it stores none), got --tokenizer %s",
+              args.str("tokenizer").c_str());
     std::unique_ptr<PathLock> lock;
     if (format == "gguf") {
         input_note_path(args.str("model"));

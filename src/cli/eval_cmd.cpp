@@ -92,16 +92,16 @@ int cmd_eval(int argc, char** argv) {
         size_t tokens = 0, scored = 0;
         loss = evaluate_every_token(&model, &dl, &tokens, &scored, progress);
         if (scored == 0)
-            fatal("no scored tokens in %s: its loss masks score none of its %zu tokens; --loss-on all scores them all",
-                  args.str("data").c_str(), tokens);
+            fatal("no scored tokens (%s): expected some answers, got loss masks that score none of its %zu tokens; "
+                  "--loss-on all scores them all", args.str("data").c_str(), tokens);
         printf("tokens %zu (all of %s after the first, each predicted once)\n", tokens, args.str("data").c_str());
         if (scored < tokens) printf("scored %zu of them (the answers, as the loss masks say)\n", scored);
     } else {
         size_t scored = 0;
         loss = evaluate_batches(&model, &dl, (size_t)batches, progress, &scored);
         if (scored == 0)
-            fatal("no scored tokens in the first %d batches of %s: their loss masks score none; --batches all or "
-                  "--loss-on all scores some", batches, args.str("data").c_str());
+            fatal("no scored tokens in the first %d batches (%s): expected some answers, got loss masks that score "
+                  "none; --batches all or --loss-on all scores some", batches, args.str("data").c_str());
         printf("batches %d of %d x %d tokens\n", batches, B, T);
         if (scored < (size_t)batches * B * T) printf("scored %zu of them (the answers, as the loss masks say)\n", scored);
     }

@@ -112,7 +112,7 @@ CliArgs tokenize_args(int argc, char** argv) {
         {"instructions", "", "",
          "the inputs are instruction data, JSON lines of {prompt, completion}, Alpaca's {instruction, input, output} "
          "or chat {messages}: writes token files with loss masks (X.mask) scoring the answers, examples packed "
-         "into -T windows",
+         "into -T windows; at most 1 GiB of input in all (held in memory: about 6 times its size)",
          true},
         {"tokens", "T", "1024", "--instructions: the window the examples are packed into (train's -T)"},
         {"val-examples", "", "",
@@ -432,6 +432,8 @@ std::string fingerprint_of(const std::vector<int>& tokens) {
 // and closed by a scored <|endoftext|>; every (n / val)-th example val (so val has every input's shapes); each
 // part packed into -T windows (formats/loss_mask.h) and staged as a token file with its loss mask beside it, the
 // four files published together once all are written.
+const size_t kMaxInstructionBytes = (size_t)1 << 30;  // the inputs of tokenize --instructions together
+
 int tokenize_instructions(const CliArgs& args) {
     for (const char* flag : {"ids", "jsonl-field", "split-on-blank-lines", "shard-tokens", "val-tokens"})
         if (args.has(flag)) fatal("conflicting flags --instructions and --%s (tokenize): expected one of them", flag);
@@ -453,8 +455,21 @@ int tokenize_instructions(const CliArgs& args) {
     std::vector<PackedExample> examples;
     size_t shapes[3] = {0, 0, 0};
     const size_t max_line = (size_t)args.integer_in("max-unsplit-bytes", 1, 1 << 30);
+    // Every example is held until the split into val and train: the inputs are capped together, files by their
+    // size before any is read, pipes as they are read.
+    const char* too_large = "tokenize --instructions reads at most 1 GiB of examples in all: tokenize them in "
+                            "several runs (-o PREFIX each) and train on the shards together";
+    uint64_t total = 0;
     for (const std::string& path : args.positional) {
-        const std::string text = text_read(path, (size_t)1 << 30);
+        FileInfo st;
+        if (path != "-" && os_stat(path, &st) && st.kind == FileKind::regular && (total += st.size) > kMaxInstructionBytes)
+            fatal_hint(too_large, "input too large (%s): expected at most %zu bytes of examples in all, got %llu "
+                       "with it", path.c_str(), kMaxInstructionBytes, (unsigned long long)total);
+    }
+    size_t input_left = kMaxInstructionBytes;
+    for (const std::string& path : args.positional) {
+        const std::string text = text_read(path, input_left, too_large);
+        input_left -= text.size();
         const std::string name = path == "-" ? "stdin" : path;
         size_t start = 0;
         for (int line = 1; start < text.size(); line++) {
@@ -537,7 +552,8 @@ int cmd_tokenize(int argc, char** argv) {
     const CliArgs args = tokenize_args(argc, argv);
     for (const char* flag : {"tokens", "val-examples"})
         if (args.has(flag) && !args.on("instructions"))
-            fatal("flag --%s needs --instructions (tokenize): it packs instruction examples", flag);
+            fatal("flag --%s needs --instructions (tokenize): expected --instructions with it (it packs instruction "
+                  "examples), got --%s alone", flag, flag);
     if (args.on("instructions")) return tokenize_instructions(args);
     const TokenizeOptions o = tokenize_options(args);
     std::vector<TextInput> inputs = expand_inputs(args.positional);

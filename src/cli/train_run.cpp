@@ -132,9 +132,11 @@ void trainer_load_data(TrainRun* t) {
     t->train_dl.accum = o.accum;
     dataloader_init(&t->train_dl, r.train_path, "--train", t->model.cfg.vocab_size, o.B, o.T, o.shuffle, o.seed);
     size_t masked = 0, scored = 0;
+    const TokenShard* other_T = nullptr;  // a shard whose mask was packed for another -T
     for (const TokenShard& s : t->train_dl.shards) {
         const uint8_t* mask = token_files_mask(s);
         masked += mask != nullptr;
+        if (token_files_mask_T(s) && token_files_mask_T(s) != o.T && !other_T) other_T = &s;
         scored += mask ? (size_t)std::count(mask + 1, mask + s.num_tokens, 1) : s.num_tokens;
     }
     if (scored == 0)  // every step would be a loss of 0 and a zero gradient
@@ -143,6 +145,10 @@ void trainer_load_data(TrainRun* t) {
     if (masked && t->sync.rank == 0)
         printf("loss: on the answers only, as the loss masks of %zu of %zu train shards mark them (--loss-on all: "
                "every token)\n", masked, t->train_dl.shards.size());
+    if (other_T && t->sync.rank == 0)
+        printf("note: the loss mask of %s was packed for -T %d, this run has -T %d: examples are split at window "
+               "starts (tokenize --instructions -T %d packs them for it)\n", other_T->path.c_str(),
+               token_files_mask_T(*other_T), o.T, o.T);
     if (r.val_path.empty()) return;
     dataloader_init(&t->val_dl, r.val_path, "--val", t->model.cfg.vocab_size, o.B, o.T, false, o.seed);
     const int ranks = t->sync.ranks;  // each validates its share of the batches

@@ -213,8 +213,6 @@ bool checkpoint_tokenizer(const std::string& path, Tokenizer* tok) {
 
 namespace {
 
-const OutputKind kNewFile = {"a new file", nullptr};  // files of a fresh staging directory
-
 // HuggingFace's GPT-2 tokenizer files for the model's vocabulary (tokenizer_spellings): vocab.json and
 // merges.txt (GPT-2's encoder.json and vocab.bpe under HF's names, merges after a `#version: 0.2` line, which
 // GPT2Tokenizer skips), and the settings it reads beside them. A vocabulary without <|endoftext|> (the first

@@ -587,18 +587,18 @@ bool parse_ours(const std::string& path, GgufHeader* h) {
     return w && w->type == kString && w->str == kWriter;
 }
 
+// Whether path is a GGUF gpt2 wrote and a LoRA adapter (general.type "adapter") as `adapter` says.
+bool ours_of_type(const std::string& path, bool adapter) {
+    GgufHeader h;
+    if (!parse_ours(path, &h)) return false;
+    const GgufValue* type = h.find("general.type");
+    return (type && type->type == kString && type->str == "adapter") == adapter;
+}
+
 }  // namespace
 
-bool gguf_is_ours(const std::string& path) {
-    GgufHeader h;
-    return parse_ours(path, &h);
-}
+bool gguf_is_ours(const std::string& path) { return ours_of_type(path, false); }
+bool gguf_adapter_is_ours(const std::string& path) { return ours_of_type(path, true); }
 
-bool gguf_adapter_is_ours(const std::string& path) {
-    GgufHeader h;
-    const GgufValue* type = parse_ours(path, &h) ? h.find("general.type") : nullptr;
-    return type && type->type == kString && type->str == "adapter";
-}
-
-const OutputKind kGgufKind = {"a GGUF file gpt2 wrote", gguf_is_ours};
+const OutputKind kGgufKind = {"a model GGUF gpt2 wrote", gguf_is_ours};
 const OutputKind kGgufAdapterKind = {"a GGUF adapter gpt2 wrote", gguf_adapter_is_ours};

@@ -100,7 +100,7 @@ void gguf_write(const std::string& path, const char* flag, const OutputKind& kin
 // the first vocab_size tokens of `tok`. 2-D weights take `type` (q8_0: those whose rows are a multiple of
 // 32 long, all of GPT-2's), 1-D tensors stay f32 as llama.cpp's converters keep them.
 void gguf_save(const GPT2& model, const Tokenizer& tok, const std::string& path, GgufType type, const char* flag);
-// A regular file that is a GGUF gpt2 wrote (its metadata says so); gguf_adapter_is_ours: a LoRA adapter one.
+// A regular file that is a model GGUF gpt2 wrote (its metadata says so); gguf_adapter_is_ours: a LoRA adapter one.
 bool gguf_is_ours(const std::string& path);
 bool gguf_adapter_is_ours(const std::string& path);
 extern const OutputKind kGgufKind, kGgufAdapterKind;

@@ -59,7 +59,6 @@ void safetensors_load_header(SafeTensors* st, const std::string& path) {
 
 void safetensors_write_file(const std::string& path, const std::vector<StWriteItem>& items,
                             const std::vector<std::pair<std::string, std::string>>& metadata) {
-    static const OutputKind kNewFile = {"a new file", nullptr};  // written into fresh staging directories
     OutputFile f(path, "safetensors", kNewFile);
     safetensors_write([&f](const void* data, size_t n) { f.write(data, n); }, items, metadata);
     f.publish();

@@ -23,6 +23,7 @@ struct ShardMaps {
     size_t bytes;
     std::shared_ptr<const void> mask_map;
     const uint8_t* mask = nullptr;  // (num_tokens,): 1 = scored as a target
+    int32_t mask_T = 0;             // the -T the mask was packed for (0: unknown)
     void operator()(const void* p) const {
         if (p) os_unmap(const_cast<void*>(p), bytes);
     }
@@ -70,6 +71,7 @@ void open_mask(TokenShard* s) {
         fatal_hint("remake it with gpt2 tokenize --instructions, or give --loss-on all to ignore it", "%s",
                    err.c_str());
     maps->mask = static_cast<const uint8_t*>(map) + kTokenFileHeaderBytes;
+    memcpy(&maps->mask_T, static_cast<const int32_t*>(map) + 5, sizeof(maps->mask_T));
     const uint64_t h = fnv1a_edges(maps->mask, n - kTokenFileHeaderBytes, (size_t)1 << 20, fnv1a(map, kTokenFileHeaderBytes));
     s->fingerprint += "+mask" + hash_hex(h);
     os_map_release(map, n);
@@ -99,6 +101,11 @@ void tokenfile_map(TokenShard* shard, const std::string& path, int vocab_size) {
 const uint8_t* token_files_mask(const TokenShard& shard) {
     const ShardMaps* maps = std::get_deleter<ShardMaps>(shard.image);
     return maps ? maps->mask : nullptr;
+}
+
+int token_files_mask_T(const TokenShard& shard) {
+    const ShardMaps* maps = std::get_deleter<ShardMaps>(shard.image);
+    return maps ? maps->mask_T : 0;
 }
 
 std::string tokenfile_fingerprint(const TokenShard& shard) {

@@ -19,6 +19,8 @@ void tokenfile_map(TokenShard* shard, const std::string& path, int vocab_size);
 extern bool token_files_masks;
 // The loss mask of a shard tokenfile_map opened (num_tokens bytes, 1 = scored as a target), or null.
 const uint8_t* token_files_mask(const TokenShard& shard);
+// The -T a shard's loss mask was packed for (its header), or 0: unknown or no mask.
+int token_files_mask_T(const TokenShard& shard);
 // A cheap fingerprint of a shard for resume (16 hex digits): FNV-1a (platform/hash.h) over the token count,
 // the header and the first and last MiB of tokens (all tokens when there are at most 2 MiB of them). It
 // catches a shard added, removed, reordered, grown, shrunk or rewritten at either end; it misses an edit of

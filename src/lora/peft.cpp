@@ -21,7 +21,6 @@ namespace {
 
 const char* const kConfigName = "adapter_config.json";
 const char* const kWeightsName = "adapter_model.safetensors";
-const OutputKind kNewFile = {"a new file", nullptr};  // files of a fresh staging directory
 
 // ---- JSON as Python's json.dumps(indent=2, sort_keys=True) writes it (ensure_ascii: \uXXXX beyond ASCII)
 
@@ -114,6 +113,18 @@ void py_dump(const Json& v, int depth, std::string* out) {
             break;
         }
     }
+}
+
+// v as JSON on one line (the line breaks and indents of py_dump left out), cut at 60 bytes: a message's "got".
+std::string json_brief(const Json& v) {
+    std::string full, one;
+    py_dump(v, 0, &full);
+    for (size_t i = 0; i < full.size(); i++)
+        if (full[i] == '\n')
+            while (i + 1 < full.size() && full[i + 1] == ' ') i++;
+        else
+            one += full[i];
+    return one.size() > 60 ? one.substr(0, 57) + "..." : one;
 }
 
 Json json_of(Json::Type type) {
@@ -215,8 +226,8 @@ double config_number(const Json& root, const char* key, double fallback, double 
     if (!v) return fallback;
     if (v->type != Json::NUMBER || !std::isfinite(v->number) || v->number < lo || v->number > hi ||
         (integer && !v->is_integer))
-        fatal("bad value for key %s in %s: expected %s in [%g, %g]", key, path.c_str(),
-              integer ? "an integer" : "a number", lo, hi);
+        fatal("bad value for key %s in %s: expected %s in [%g, %g], got %s", key, path.c_str(),
+              integer ? "an integer" : "a number", lo, hi, json_brief(*v).c_str());
     return v->number;
 }
 
@@ -290,7 +301,7 @@ PeftConfig peft_read_config(const std::string& dir, const GPT2Config& base) {
     };
     for (const Rule& r : kRules)
         if (const Json* v = root.find(r.key); v && !r.ok(*v))
-            fatal("unsupported value for key %s in %s: expected %s", r.key, p, r.expected);
+            fatal("unsupported value for key %s in %s: expected %s, got %s", r.key, p, r.expected, json_brief(*v).c_str());
     LoraConfig& cfg = out.lora;
     cfg.rank = (int)config_number(root, "r", 8, 1, 1 << 20, true, path);
     cfg.alpha = (float)config_number(root, "lora_alpha", 8, -1e30, 1e30, false, path);

@@ -120,6 +120,8 @@ bool create_exclusive(const std::string& path, int* fd_out, bool append = false)
 
 }  // namespace
 
+const OutputKind kNewFile = {"a new file", nullptr};
+
 void input_note_fd(int fd) {
     FileInfo st;
     if (os_fstat(fd, &st) && st.kind == FileKind::regular) input_ids().push_back(st);

@@ -27,6 +27,8 @@ struct OutputKind {
     const char* what;  // "token file", "PNG", ...: "<path> exists and is not a <what>"
     bool (*is_ours)(const std::string& path);
 };
+// A file of a fresh staging directory: it replaces nothing.
+extern const OutputKind kNewFile;
 
 // The files this run reads (by device and inode): an output may never replace one of them. The readers in
 // platform/ note what they open; input_note_path is for readers elsewhere (mapped shards, streamed text).

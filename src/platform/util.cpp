@@ -43,7 +43,7 @@ std::vector<uint8_t> file_read(const std::string& path, size_t max_bytes) {
     return buf;
 }
 
-std::string text_read(const std::string& path, size_t max_bytes) {
+std::string text_read(const std::string& path, size_t max_bytes, const char* hint) {
     FILE* f = path == "-" ? stdin : os_fopen_read(path);
     const char* name = path == "-" ? "stdin" : path.c_str();
     if (!f) fatal("cannot open %s: %s", name, strerror(errno));
@@ -55,7 +55,11 @@ std::string text_read(const std::string& path, size_t max_bytes) {
     char chunk[1 << 16];
     size_t n;
     while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-        if (text.size() + n > max_bytes) fatal("input too large (%s): expected at most %zu bytes", name, max_bytes);
+        if (text.size() + n > max_bytes) {
+            const char* fmt = "input too large (%s): expected at most %zu bytes, got more";
+            if (hint) fatal_hint(hint, fmt, name, max_bytes);
+            fatal(fmt, name, max_bytes);
+        }
         text.append(chunk, n);
     }
     bool failed = ferror(f);

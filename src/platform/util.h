@@ -15,8 +15,9 @@
 // a file of its kind can sensibly hold: a text read whole must not take the machine's memory), is fatal
 // and names `path`.
 std::vector<uint8_t> file_read(const std::string& path, size_t max_bytes = SIZE_MAX);
-// Reads text from a file, a pipe, or stdin when path is "-", to the end; more than max_bytes is fatal.
-std::string text_read(const std::string& path, size_t max_bytes);
+// Reads text from a file, a pipe, or stdin when path is "-", to the end; more than max_bytes is fatal (with
+// `hint`, when given).
+std::string text_read(const std::string& path, size_t max_bytes, const char* hint = nullptr);
 
 // Bytes of MemAvailable in /proc/meminfo, or 0 when unknown.
 size_t memory_available();

@@ -72,10 +72,23 @@ check_error "--lora-dropout other than 0 is refused" "bad value for --lora-dropo
 "$GPT2" train "${DATA[@]}" --layers 3 --heads 2 --channels 64 --seq-len 64 --steps 1 --val-every 0 \
     --out $T/base3 >/dev/null 2>&1
 "$GPT2" train "${DATA[@]}" --model $T/base3 --lora 4 --steps 1 --val-every 0 --out $T/ad3 >/dev/null 2>&1
-check_error "an adapter of another geometry is refused (--lora-from)" "$T/ad3" \
-    "$GPT2" "${LORA[@]}" --lora-from $T/ad3 --steps 1
-check_error "... and by eval --lora-from" "$T/ad3" \
+check "(the other geometry's adapter was written)" test -s $T/ad3/adapter_model.safetensors
+check_error "an adapter of another geometry is refused (--lora-from)" "unexpected tensor .* in $T/ad3/adapter_model.safetensors" \
+    "$GPT2" train "${DATA[@]}" --model $T/base --lora-from $T/ad3 --steps 1
+check_error "... and by eval --lora-from" "unexpected tensor .* in $T/ad3/adapter_model.safetensors" \
     "$GPT2" eval --model $T/base --lora-from $T/ad3 --data $VAL -B 4 -T 64 --batches 1
+"$GPT2" train "${DATA[@]}" --model $T/base --lora-from $T/ad --steps 1 --val-every 0 >$T/from.out 2>&1
+check "--lora-from alone trains its adapter, with its rank and targets" grep -q "^lora: rank 4, .* on c_attn,c_proj,c_fc" $T/from.out
+check_error "--lora with --lora-from is refused (the adapter brings its rank)" \
+    "conflicting flags (train): --lora-from .* drop --lora$" "$GPT2" "${LORA[@]}" --lora-from $T/ad --steps 1
+check_error "--lora-alpha without --lora is refused (not a silent full fine-tune)" \
+    "flag --lora-alpha (train) needs --lora" "$GPT2" train "${DATA[@]}" --model $T/base --lora-alpha 16 --steps 1
+check_error "--lora-alpha 0 (a scale of 0: nothing trains) is refused" "bad value for --lora-alpha (train): expected a number above 0" \
+    "$GPT2" "${LORA[@]}" --lora-alpha 0 --steps 1
+cp -r $T/ad $T/ad_drop && sed -i 's/"lora_dropout": 0.0/"lora_dropout": 0.1/' $T/ad_drop/adapter_config.json
+check_error "an adapter whose config asks for dropout is refused for training, naming its file" \
+    "bad value for lora_dropout ($T/ad_drop/adapter_config.json): expected 0" \
+    "$GPT2" train "${DATA[@]}" --model $T/base --lora-from $T/ad_drop --steps 1
 cp -r $T/base $T/base2
 "$GPT2" train "${DATA[@]}" --model $T/base2 --lora 4 --steps 4 --stop-after 2 --val-every 0 --out $T/ad2 >/dev/null 2>&1
 cp $T/base3/model.safetensors $T/base2/model.safetensors  # another model's weights (its first 2 layers' shapes differ)

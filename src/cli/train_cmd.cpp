@@ -91,7 +91,7 @@ const std::vector<CliFlag> kTrainFlags = {
     {"lora-dropout", "", "0", "LoRA's dropout on the adapter's input (only 0 for now)"},
     {"lora-targets", "", "c_attn",
      "the layers LoRA adapts, PEFT's module names: c_attn, c_proj (both projections), c_fc, attn.c_proj, mlp.c_proj"},
-    {"lora-from", "", "", "start the adapter from this PEFT directory (adapter_config.json + adapter_model.safetensors)"},
+    {"lora-from", "", "", "start the adapter from this PEFT directory (adapter_config.json + adapter_model.safetensors), with its rank, alpha and targets (implies --lora)"},
     {"zero", "", "0",
      "ZeRO stage under mpirun: 1 splits AdamW's state across the ranks (each keeps 1/N; gradients "
      "reduce-scattered, updated weights all-gathered); 0: every rank keeps all of it"},
@@ -262,6 +262,13 @@ void check_lora_flags(const CliArgs& args, const CliArgs& given, const std::stri
         fatal("missing flag --model (train): --lora trains an adapter on a base model; expected --model DIR");
     if (given.has("lora-from") && !resume_dir.empty())
         fatal("conflicting flags (train): --resume %s continues its own adapter; drop --lora-from", resume_dir.c_str());
+    if (given.has("lora-from"))
+        for (const char* f : {"lora", "lora-alpha", "lora-targets"})
+            if (given.has(f))
+                fatal("conflicting flags (train): --lora-from %s brings its adapter's rank, alpha and targets; "
+                      "drop --%s", args.str("lora-from").c_str(), f);
+    if (!(args.number_in("lora-alpha", 0, 1e6) > 0))
+        fatal("bad value for --lora-alpha (train): expected a number above 0 (the scale is alpha / rank), got 0");
     const double dropout = args.number_in("lora-dropout", 0, 1);
     if (dropout != 0)
         fatal("bad value for --lora-dropout (train): expected 0 (dropout is not implemented yet), got %g", dropout);
@@ -272,12 +279,13 @@ void check_lora_flags(const CliArgs& args, const CliArgs& given, const std::stri
         bool given;
         const char *flag, *why;
     };
+    const std::string precision = "--precision " + args.str("precision");
     const Refused refused[] = {
         {r.mem.layer_grads, "--optimizer-in-backward", "it updates the base's weights inside the backward"},
         {r.bf16_moments, "--optimizer-state bf16", "the adapter's moments are small and kept in fp32"},
         {r.mem.recompute, "--recompute", "its recomputed layers are not wired to a frozen base yet"},
         {r.zero, "--zero 1", "it splits the base's AdamW state across ranks"},
-        {args.str("precision") != "fp32", "--precision bf16", "the adapter trains on an fp32 base for now"}};
+        {args.str("precision") != "fp32", precision.c_str(), "the adapter trains on an fp32 base for now"}};
     for (const Refused& x : refused)
         if (x.given) fatal("conflicting flags (train): --lora cannot take %s: %s", x.flag, x.why);
 }
@@ -291,6 +299,9 @@ void prepare_lora(TrainRun* t, const CliArgs& args, const std::string& resume_di
     const std::string from = !resume_dir.empty() ? resume_dir : args.has("lora-from") ? args.str("lora-from") : "";
     if (!from.empty()) {
         lora_load(t->lora.get(), from, cfg);
+        if (a.cfg.dropout != 0)
+            fatal("bad value for lora_dropout (%s/adapter_config.json): expected 0 to train on (dropout is not "
+                  "implemented yet), got %g", from.c_str(), a.cfg.dropout);
     } else {
         LoraConfig lc;
         lc.rank = (int)args.integer_in("lora", 0, 1 << 20);
@@ -363,8 +374,11 @@ void train_options(const CliArgs& args, const CliArgs& given, const std::string&
         fatal("bad value for --grad-accum (train): --optimizer-in-backward updates during each backward, so it "
               "takes --grad-accum 1, got %d",
               o.accum);
-    r.lora = args.has("lora");
+    r.lora = args.has("lora") || given.has("lora-from");  // --lora-from: its adapter's own rank, alpha and targets
     if (r.lora) check_lora_flags(args, given, resume_dir, r);
+    for (const char* f : {"lora-alpha", "lora-targets", "lora-dropout"})
+        if (!r.lora && given.has(f))
+            fatal("flag --%s (train) needs --lora: expected --lora R or --lora-from DIR with it, got --%s alone", f, f);
     if (r.mem.layer_grads && dist_world() > 1)
         fatal("--optimizer-in-backward (train) runs in one process: with %d ranks the gradients are summed across "
               "ranks before any update",

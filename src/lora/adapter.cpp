@@ -7,7 +7,12 @@
 
 const char* const kLoraModules[kLoraTargets] = {"attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"};
 
-float LoraConfig::scale() const { return rslora ? alpha / std::sqrt((float)rank) : alpha / (float)rank; }
+double LoraConfig::scale() const { return rslora ? alpha / std::sqrt((double)rank) : (double)alpha / rank; }
+
+bool lora_module_matches(const std::string& name, const std::string& target) {
+    return name == target || (name.size() > target.size() &&
+                              name.compare(name.size() - target.size() - 1, std::string::npos, "." + target) == 0);
+}
 
 void lora_layout(LoraAdapter* a, const LoraConfig& cfg, const GPT2Config& base) {
     a->cfg = cfg;

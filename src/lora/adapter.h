@@ -23,7 +23,7 @@ struct LoraConfig {
     // As adapter_config.json wrote them ("c_attn", "c_proj", "attn.c_proj", ...), kept for its round trip;
     // target[] is what they select.
     std::vector<std::string> target_modules = {"c_attn"};
-    float scale() const;
+    double scale() const;  // alpha / rank, or alpha / sqrt(rank) with rslora
 };
 
 // The adapter of one base geometry. table[i].name is PEFT's key
@@ -35,6 +35,9 @@ struct LoraAdapter {
     std::vector<TensorInfo> table;
     std::vector<float> params;  // every matrix, at its table offset
 };
+
+// A module name (or its suffix after a '.') as PEFT's target_modules matches it: "c_proj" matches "attn.c_proj".
+bool lora_module_matches(const std::string& name, const std::string& target);
 
 // Lays out cfg's matrices over a base of geometry `base`, zeroed (cfg checked by the caller: rank in
 // [1, min(in, out)] of each target).

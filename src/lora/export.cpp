@@ -19,12 +19,8 @@ const TensorInfo& base_weight(const std::vector<TensorInfo>& params, int layer, 
 
 }  // namespace
 
-double lora_scale(const LoraConfig& cfg) {
-    return cfg.rslora ? cfg.alpha / std::sqrt((double)cfg.rank) : (double)cfg.alpha / cfg.rank;
-}
-
 void lora_save_gguf(const LoraAdapter& a, const std::string& path, const char* flag) {
-    const float alpha = (float)(lora_scale(a.cfg) * a.cfg.rank);  // llama.cpp's alpha / rank = PEFT's scale
+    const float alpha = (float)(a.cfg.scale() * a.cfg.rank);  // llama.cpp's alpha / rank = PEFT's scale
     if (alpha == 0)
         fatal(
             "unsupported adapter for GGUF (%s): lora_alpha is 0, expected a non-zero alpha (llama.cpp reads alpha 0 "
@@ -54,7 +50,7 @@ void lora_save_gguf(const LoraAdapter& a, const std::string& path, const char* f
 }
 
 void lora_merge(GPT2* model, const LoraAdapter& a) {
-    const double s = lora_scale(a.cfg);
+    const double s = a.cfg.scale();
     const size_t r = (size_t)a.cfg.rank;
     for (size_t i = 0; i + 1 < a.table.size(); i += 2) {  // A then B of each target (lora_layout's order)
         const TensorInfo &ta = a.table[i], &tb = a.table[i + 1];

@@ -14,5 +14,3 @@
 void lora_save_gguf(const LoraAdapter& a, const std::string& path, const char* flag);
 // model's weights += scale B A for every matrix of `a` (the same geometry), each sum in double.
 void lora_merge(GPT2* model, const LoraAdapter& a);
-// The adapter's scale as PEFT computes it, in double (lora_alpha / r, or / sqrt(r) with use_rslora).
-double lora_scale(const LoraConfig& cfg);

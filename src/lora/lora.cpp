@@ -111,11 +111,7 @@ std::string lora_parse_targets(const std::string& list, LoraConfig* cfg) {
         const std::string name = list.substr(start, end - start);
         bool matched = false;
         for (int k = 0; k < kLoraTargets; k++) {
-            const std::string module = kLoraModules[k];
-            const bool match = module == name || (module.size() > name.size() &&
-                                                  module.compare(module.size() - name.size(), name.size(), name) == 0 &&
-                                                  module[module.size() - name.size() - 1] == '.');
-            if (match) cfg->target[k] = matched = true;
+            if (lora_module_matches(kLoraModules[k], name)) cfg->target[k] = matched = true;
         }
         if (!matched)
             return "bad value for --lora-targets: expected PEFT module names of GPT-2's blocks (c_attn, c_proj, c_fc, "
@@ -142,7 +138,7 @@ void lora_attach(GPT2* model, LoraModel* lora, int max_rows, bool training) {
         if (training) x.dA = lora->grads.data() + ta.offset, x.dB = lora->grads.data() + tb.offset;
         x.hs = lora->hs.data() + i * max_rows * rank;
         x.scratch = lora->scratch.data();
-        x.scale = a.cfg.scale();
+        x.scale = (float)a.cfg.scale();
         x.rank = rank;
         target_shape(ta.slot, C, &x.in, &x.out);
         const LayerParams& lp = model->param.layers[ta.layer];

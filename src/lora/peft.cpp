@@ -176,11 +176,6 @@ std::vector<std::string> gpt2_modules(int layers) {
     return names;
 }
 
-bool module_matches(const std::string& name, const std::string& target) {
-    return name == target || (name.size() > target.size() &&
-                              name.compare(name.size() - target.size() - 1, std::string::npos, "." + target) == 0);
-}
-
 // cfg->target from cfg->target_modules: each of the four Conv1D kinds selected in every layer or in none.
 void resolve_targets(LoraConfig* cfg, int layers, const std::string& path) {
     std::fill(cfg->target, cfg->target + kLoraTargets, false);
@@ -193,8 +188,8 @@ void resolve_targets(LoraConfig* cfg, int layers, const std::string& path) {
         for (const std::string& m : gpt2_modules(layers)) {
             int kind = -1;
             for (int k = 0; k < kLoraTargets; k++)
-                if (module_matches(m, kLoraModules[k])) kind = k;
-            if (module_matches(m, t) && kind < 0)
+                if (lora_module_matches(m, kLoraModules[k])) kind = k;
+            if (lora_module_matches(m, t) && kind < 0)
                 fatal(
                     "unsupported value for key target_modules in %s: \"%s\" selects %s, expected only attn.c_attn, "
                     "attn.c_proj, mlp.c_fc and mlp.c_proj (GPT-2's Conv1D layers)",
@@ -203,7 +198,7 @@ void resolve_targets(LoraConfig* cfg, int layers, const std::string& path) {
         for (int k = 0; k < kLoraTargets; k++) {
             int hits = 0;
             for (int l = 0; l < layers; l++)
-                hits += module_matches("transformer.h." + std::to_string(l) + "." + kLoraModules[k], t);
+                hits += lora_module_matches("transformer.h." + std::to_string(l) + "." + kLoraModules[k], t);
             if (hits > 0 && hits < layers)
                 fatal(
                     "unsupported value for key target_modules in %s: \"%s\" selects %s in %d of %d layers, expected "

@@ -192,12 +192,15 @@ void cli_set_precision(GPT2* model, const CliArgs& args, bool inference) {
     if (prec == Precision::kInt8)  // a byte per weight and a scale per 32, beside the fp32 weights
         memory_check(model->num_params * (1.0 + 2.0 / kQ8Block), "the int8 copy of the weights",
                      "use --precision fp32 or bf16");
-    const int quantized = gpt2_set_precision(model, prec);
+    const int quantized = gpt2_set_precision(model, prec, true);  // the matmuls read int8's blocks alone
     if (prec != Precision::kInt8) return;
     int matrices = 0;
     for (const TensorInfo& t : model->param_table) matrices += t.cols != 0;
-    fprintf(stderr, "precision: int8, %d of %d weight matrices in q8_0 blocks (8 bits, one fp16 scale per 32)%s\n",
-            quantized, matrices, quantized < matrices ? "; the rest fp32 (rows not a multiple of 32, or values past q8_0)" : "");
+    const double dropped = gpt2_precision_copies(*model)->fp32_given_back / 1048576.0;
+    fprintf(stderr, "precision: int8, %d of %d weight matrices in q8_0 blocks (8 bits, one fp16 scale per 32)%s; "
+            "%.1f MiB of their fp32 values given back\n",
+            quantized, matrices, quantized < matrices ? "; the rest fp32 (rows not a multiple of 32, or values past q8_0)" : "",
+            dropped);
 }
 
 std::string cli_tokenizer(const CliArgs& args, const std::string& model, bool required, Tokenizer* tok) {

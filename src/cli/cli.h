@@ -61,8 +61,9 @@ const CliFlag kCliInferPrecisionFlag = {
 // kCliInferPrecisionFlag). bf16 on a CPU without AVX512_BF16 prints a one-line note on stderr and returns fp32.
 Precision cli_precision(const CliArgs& args, bool inference = false);
 struct GPT2;
-// Sets the model's precision to cli_precision(args, inference); for int8, says on stderr how many matrices
-// were quantized.
+// Sets the model's precision to cli_precision(args, inference) (inference: int8 too, which a LoRA run's frozen
+// base takes); for int8 the fp32 values of the blocks' matrices are given back (gpt2_drop_fp32), and stderr
+// says how many matrices were quantized and how much memory that freed.
 void cli_set_precision(GPT2* model, const CliArgs& args, bool inference);
 
 // The tokenizer for a command on the checkpoint `model` ("" for none): --tokenizer when given, else the one

@@ -69,6 +69,9 @@ void os_map_release(void* map, size_t bytes);
 // Asks for huge pages for [p, p+bytes) (2 MiB aligned) and faults them in on all threads; false where
 // not offered (the caller's zeroing then faults the pages in).
 bool os_prefault_huge(void* p, size_t bytes);
+// Gives the memory of [p, p+bytes) (whole pages of an allocation of ours) back to the system: its contents are
+// gone (reading them gives zeros; anything on Windows). Returns the bytes given back: the whole pages inside.
+size_t os_memory_discard(void* p, size_t bytes);
 // Asks for the AMX tile registers' state (Linux 5.16 and later grant its 8 KiB per thread only to a process
 // that asks: arch_prctl ARCH_REQ_XCOMP_PERM); true when granted. False elsewhere and off x86-64 Linux.
 bool os_request_amx();

@@ -174,6 +174,14 @@ void os_map_release(void* map, size_t bytes) {
     madvise(map, bytes, MADV_NORMAL);
 }
 
+size_t os_memory_discard(void* p, size_t bytes) {
+    const long page = sysconf(_SC_PAGESIZE);
+    const uintptr_t begin = ((uintptr_t)p + page - 1) & ~(uintptr_t)(page - 1);
+    const uintptr_t end = ((uintptr_t)p + bytes) & ~(uintptr_t)(page - 1);
+    if (page <= 0 || end <= begin) return 0;
+    return madvise((void*)begin, end - begin, MADV_DONTNEED) == 0 ? end - begin : 0;
+}
+
 bool os_prefault_huge(void* p, size_t bytes) {
 #ifdef MADV_HUGEPAGE
     if (madvise(p, bytes, MADV_HUGEPAGE) != 0) return false;

@@ -252,6 +252,15 @@ void* os_map_read(int fd, size_t bytes) {
 void os_unmap(void* map, size_t) { UnmapViewOfFile(map); }
 void os_map_sequential(void*, size_t) {}
 void os_map_release(void* map, size_t bytes) { VirtualUnlock(map, bytes); }  // trims it from the working set
+size_t os_memory_discard(void* p, size_t bytes) {
+    SYSTEM_INFO si;
+    GetSystemInfo(&si);
+    const uintptr_t page = si.dwPageSize;
+    const uintptr_t begin = ((uintptr_t)p + page - 1) & ~(page - 1), end = ((uintptr_t)p + bytes) & ~(page - 1);
+    if (end <= begin || !VirtualAlloc((void*)begin, end - begin, MEM_RESET, PAGE_READWRITE)) return 0;
+    VirtualUnlock((void*)begin, end - begin);  // MEM_RESET's pages leave the working set
+    return end - begin;
+}
 bool os_prefault_huge(void*, size_t) { return false; }                       // large pages need a privilege users lack
 
 bool os_request_amx() { return false; }  // not tried: no Windows machine with AMX to run it on

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "precision/half.h"
+#include "platform/platform.h"
 #include "platform/util.h"
 
 namespace {
@@ -39,7 +40,7 @@ bool quantize_matrix(GPT2* model, PrecisionCopies* c, const TensorInfo& t) {
 
 }  // namespace
 
-int gpt2_set_precision(GPT2* model, Precision prec) {
+int gpt2_set_precision(GPT2* model, Precision prec, bool drop_fp32) {
     assert(prec != Precision::kBf16 || bf16_supported());
     model->copies.reset();
     if (prec == Precision::kFp32) return 0;
@@ -53,15 +54,23 @@ int gpt2_set_precision(GPT2* model, Precision prec) {
     }
     int quantized = 0;
     if (prec == Precision::kInt8) {
-        buffer_assign_zero(&c->params8, model->params.size());  // huge pages: decoding streams it
-        c->params8_d.resize(model->params.size() / kQ8Block + 1);  // a matrix at offset o: from ceil(o / 32)
-        for (const TensorInfo& t : model->param_table)
-            if (t.cols != 0 && t.cols % kQ8Block == 0 && quantize_matrix(model, c, t)) {
-                WeightCopy& q = c->at[t.offset];
-                q.q8 = c->params8.data() + t.offset;
-                q.q8_d = c->params8_d.data() + (t.offset + kQ8Block - 1) / kQ8Block;
-                quantized++;
-            }
+        const size_t n = model->params.size();
+        if (drop_fp32) c->params8.reserve(n);   // touched a matrix at a time, as the fp32 ones are given back
+        else buffer_assign_zero(&c->params8, n);  // huge pages: decoding streams it
+        c->params8_d.resize(n / kQ8Block + 1);  // a matrix at offset o: from ceil(o / 32)
+        for (const TensorInfo& t : model->param_table) {
+            if (t.cols == 0 || t.cols % kQ8Block != 0) continue;
+            c->params8.resize(std::max(c->params8.size(), t.offset + t.numel()));
+            if (!quantize_matrix(model, c, t)) continue;
+            WeightCopy& q = c->at[t.offset];
+            q.q8 = c->params8.data() + t.offset;
+            q.q8_d = c->params8_d.data() + (t.offset + kQ8Block - 1) / kQ8Block;
+            quantized++;
+            if (!drop_fp32 || t.layer < 0) continue;  // wte's and wpe's rows are read by the embedding too
+            c->fp32_given_back += os_memory_discard(model->params.data() + t.offset, t.numel() * sizeof(float));
+            q.fp32_dropped = true;
+        }
+        c->params8.resize(n);
     }
     model->copies = std::move(copies);
     return quantized;
@@ -76,9 +85,22 @@ Precision gpt2_precision(const GPT2& model) {
     return c ? c->precision : Precision::kFp32;
 }
 
+double gpt2_int8_base_bytes(const GPT2Config& cfg) {
+    double all = 0, dropped = 0;
+    for (const TensorInfo& t : layout_params(cfg)) {
+        all += t.numel();
+        if (t.layer >= 0 && t.cols != 0 && t.cols % kQ8Block == 0) dropped += t.numel();
+    }
+    return sizeof(float) * (all - dropped) + all * (1.0 + 2.0 / kQ8Block);
+}
+
+// A q8 weight's products read its blocks, not its fp32 values (the same numbers).
 Weight PrecisionCopies::weight(const float* w, size_t offset) const {
     auto it = at.find(offset);
-    return Weight(w, operands(), it == at.end() ? nullptr : &it->second);
+    if (it == at.end()) return Weight(w, operands());
+    const WeightCopy& copy = it->second;
+    if (copy.q8) return Weight(copy.fp32_dropped ? nullptr : w, q8_gemm_operands(), &copy);
+    return Weight(w, operands(), &copy);
 }
 
 // An int8 model's products are fp32 on its quantized weights.

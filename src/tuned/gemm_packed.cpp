@@ -305,7 +305,22 @@ bool gemm_trivial(int M, int N, int K, float* C, int ldc, bool accumulate) {
     return true;
 }
 
+int fp32_words(int kc) { return kc; }
+void pack_a_words(uint32_t* dst, const float* A, int lda, bool trans, int i0, int mc, int k0, int kc) {
+    pack_a(reinterpret_cast<float*>(dst), A, lda, trans, i0, mc, k0, kc);
+}
+void pack_b_words(uint32_t* dst, const float* B, int ldb, bool trans, int k0, int kc, int j0, int nc) {
+    pack_b(reinterpret_cast<float*>(dst), B, ldb, trans, k0, kc, j0, nc);
+}
+void micro_kernel_words(int kc, const uint32_t* a, const uint32_t* b, float* C, int ldc, int rows, int cols, bool add) {
+    micro_kernel(kc, reinterpret_cast<const float*>(a), reinterpret_cast<const float*>(b), C, ldc, rows, cols, add);
+}
+
 }  // namespace
+
+GemmOperands gemm_tile::fp32_operands() {
+    return {MR, 0, 1, fp32_words, nullptr, pack_a_words, pack_b_words, nullptr, micro_kernel_words};
+}
 
 void gemm_packed(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB,
                  float* C, int ldc, bool accumulate, const GemmOperands* ops, const void* B_copy, bool serial) {

@@ -19,20 +19,22 @@ GPT2Config one_layer(GPT2Config cfg) {
     return cfg;
 }
 
-// recompute's activations: layout_acts' table with one copy of ln1, ln2 and fch_gelu (layer 0's) for every
-// layer, the other entries moved up to close the gaps.
+// recompute's activations: layout_acts' table with one copy (layer 0's) for every layer of ln1, ln2 and
+// fch_gelu, which recompute_layer refills, and of attproj and fcproj, which no backward reads (the residual
+// add consumes them at once); the other entries moved up to close the gaps.
 std::vector<TensorInfo> recompute_acts_table(const GPT2Config& cfg, int B, int T) {
     std::vector<TensorInfo> table = layout_acts(cfg, B, T);
-    size_t offset = 0, shared[3] = {};
-    const char* const kRecomputed[3] = {"ln1", "ln2", "fch_gelu"};
+    const int kinds = 5;
+    size_t offset = 0, shared[kinds] = {};
+    const char* const kShared[kinds] = {"ln1", "ln2", "fch_gelu", "attproj", "fcproj"};
     for (TensorInfo& t : table) {
         const std::string kind = t.name.substr(t.name.rfind('.') + 1);  // "h.3.ln1": "ln1"
-        const int r = t.layer < 0 ? 3 : (int)(std::find(kRecomputed, kRecomputed + 3, kind) - kRecomputed);
-        if (r < 3 && t.layer > 0) {
+        const int r = t.layer < 0 ? kinds : (int)(std::find(kShared, kShared + kinds, kind) - kShared);
+        if (r < kinds && t.layer > 0) {
             t.offset = shared[r];
             continue;
         }
-        if (r < 3) shared[r] = offset;
+        if (r < kinds) shared[r] = offset;
         t.offset = offset;
         offset += t.numel();
     }
@@ -61,7 +63,8 @@ double gpt2_acts_bytes(const GPT2Config& cfg, int B, int T, bool training) {
     return sizeof(float) * (n + (training ? (double)layout_params_size(layout_acts(cfg, B, T, true)) : 0.0));
 }
 
-void memory_enable_training(GPT2* model, TrainingMemory mem) {
+void memory_enable_training(GPT2* model, TrainingMemory mem, bool frozen) {
+    assert(!(frozen && mem.layer_grads) && "a frozen base has no layer gradients to update in the backward");
     if (model->training) return;
     if (mem.recompute) model->acts_table = recompute_acts_table, model->layer_begin = recompute_layer;
     if (mem.layer_grads) {  // every layer's views, and every layer tensor's offset, are the one layer's
@@ -75,7 +78,7 @@ void memory_enable_training(GPT2* model, TrainingMemory mem) {
                 if (t.layer >= 0 ? u.slot == t.slot : u.name == t.name) model->grad_offsets.push_back(u.offset);
         assert(model->grad_offsets.size() == model->param_table.size());
     }
-    gpt2_enable_training(model);
+    gpt2_enable_training(model, frozen);
 }
 
 double memory_grads_bytes(const GPT2Config& cfg, TrainingMemory mem) {

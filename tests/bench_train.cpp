@@ -21,6 +21,7 @@
 #include "precision/adamw_bf16.h"
 #include "precision/precision.h"
 #include "memory/memory.h"
+#include "lora/lora.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -335,12 +336,16 @@ void bench_memory_options() {
     struct Option {
         const char* name;
         bool recompute, in_backward, bf16_moments;
+        Precision lora_base = Precision::kFp32;  // with lora: the frozen base's
+        bool lora = false;                       // rank 16 on c_attn, c_proj, c_fc (README's fine-tune)
     };
     const Option options[] = {{"plain", false, false, false},
                               {"--recompute", true, false, false},
                               {"--optimizer-state bf16", false, false, true},
                               {"--optimizer-in-backward", false, true, false},
-                              {"all three", true, true, true}};
+                              {"all three", true, true, true},
+                              {"--lora 16", false, false, false, Precision::kFp32, true},
+                              {"--lora 16 --precision int8", false, false, false, Precision::kInt8, true}};
     double plain_ms = 0, plain_mib = 0;
     for (const Option& op : options) {
         GPT2 model;
@@ -348,11 +353,23 @@ void bench_memory_options() {
         gpt2_build(&model, cfg);
         TrainingMemory mem;
         mem.recompute = op.recompute, mem.layer_grads = op.in_backward;
-        memory_enable_training(&model, mem);
+        memory_enable_training(&model, mem, op.lora);
         gpt2_init_random(&model, 1);
         AdamW opt;
         if (op.bf16_moments) adamw_use_bf16(&opt);
-        adamw_prepare(&opt, model);
+        LoraModel lora;
+        if (op.lora) {  // as train --lora sets it up
+            gpt2_set_precision(&model, op.lora_base, true);
+            LoraConfig lc;
+            lc.rank = 16, lc.alpha = 32;
+            lora_parse_targets("c_attn,c_proj,c_fc", &lc);
+            lora_layout(&lora.adapter, lc, cfg);
+            lora_init_random(&lora.adapter, 1);
+            lora_attach(&model, &lora, B * T, true);
+            lora_prepare(&lora);
+        } else {
+            adamw_prepare(&opt, model);
+        }
         Rng rng(2);
         std::vector<int> x(B * T), y(B * T);
         for (int i = 0; i < B * T; i++) x[i] = rng.below(50257), y[i] = rng.below(50257);
@@ -363,6 +380,10 @@ void bench_memory_options() {
             gpt2_forward(&model, x.data(), y.data(), B, T);
             if (op.in_backward) {
                 adamw_step_in_backward(&opt, &model, oc, 1e-4f, 1.0f);
+            } else if (op.lora) {
+                lora_zero_grad(&lora);
+                gpt2_backward(&model, 1.0f);
+                lora_update(&lora, oc, 1e-4f, optimizer_clip_factor(lora_grad_norm(lora), 1.0f));
             } else {
                 gpt2_zero_grad(&model);
                 gpt2_backward(&model, 1.0f);
@@ -370,13 +391,15 @@ void bench_memory_options() {
             }
             if (s > 0) ms.push_back((time_now_s() - t0) * 1e3);  // the first warms up
         }
-        const double moments = 2.0 * (double)model.num_params * adamw_moments_elem(opt);
-        const double mib = (gpt2_params_bytes(cfg) + memory_grads_bytes(cfg, mem) + moments +
-                            memory_acts_bytes(cfg, B, T, mem)) /
-                           (1024.0 * 1024.0);
+        // a LoRA run's: the base (its int8 blocks and what stays fp32), no gradients or moments but the adapter's
+        const double adapter = 3.0 * sizeof(float) * lora.adapter.params.size();
+        const double params = op.lora_base == Precision::kInt8 ? gpt2_int8_base_bytes(cfg) : gpt2_params_bytes(cfg);
+        const double moments = op.lora ? adapter : 2.0 * (double)model.num_params * adamw_moments_elem(opt);
+        const double grads = op.lora ? 0 : memory_grads_bytes(cfg, mem);
+        const double mib = (params + grads + moments + memory_acts_bytes(cfg, B, T, mem)) / (1024.0 * 1024.0);
         const double step = median(ms);
         if (plain_ms == 0) plain_ms = step, plain_mib = mib;
-        printf("124M B=%d T=%d %-24s %5.0f MiB (%.2fx)  %5.0f ms/step (%.2fx; median of %zu)\n", B, T, op.name, mib,
+        printf("124M B=%d T=%d %-27s %5.0f MiB (%.2fx)  %5.0f ms/step (%.2fx; median of %zu)\n", B, T, op.name, mib,
                mib / plain_mib, step, step / plain_ms, ms.size());
     }
 }

@@ -55,6 +55,24 @@ check "a LoRA run stopped at step 15 and resumed gives the uninterrupted run's s
     diff <(step_lines $T/whole.out | tail -15) <(step_lines $T/resumed.out)
 check "... and its adapter, bit for bit" cmp $T/whole/adapter_model.safetensors $T/part/adapter_model.safetensors
 
+# --- an int8 base, --recompute -------------------------------------------------------------------------------
+# The base's q8_0 GGUF export is an fp32 base holding the values --precision int8 quantizes to: the same run on
+# it, without --recompute, must give the same bits.
+"$GPT2" export --model $T/base --format gguf --dtype q8_0 --out $T/base_q8.gguf >$T/gguf.out 2>&1
+"$GPT2" "${LORA[@]}" --steps 12 --val-every 12 --precision int8 --recompute --out $T/ad8 >$T/ad8.out 2>&1
+"$GPT2" train "${DATA[@]}" --model $T/base_q8.gguf --lora 4 --lora-targets c_attn,c_proj,c_fc --lr 1e-2 --warmup 2 \
+    --steps 12 --val-every 12 --out $T/adq >$T/adq.out 2>&1
+check "--precision int8 quantizes the base and gives its fp32 block matrices back" \
+    grep -q "^precision: int8, 10 of 10 weight matrices in q8_0 blocks .*; [0-9.]* MiB of their fp32 values given back" $T/ad8.out
+check "... and with --recompute trains as the fp32 base of the same values (its q8_0 GGUF) without: steps" \
+    test -n "$(step_lines $T/adq.out)" -a "$(step_lines $T/ad8.out)" = "$(step_lines $T/adq.out)"
+check "... and adapter, bit for bit" cmp $T/ad8/adapter_model.safetensors $T/adq/adapter_model.safetensors
+check "... a base other than the fp32 one: first loss $(first_loss $T/ad8.out) against $(first_loss $T/ad.out)" \
+    test -n "$(first_loss $T/ad8.out)" -a "$(first_loss $T/ad8.out)" != "$(first_loss $T/ad.out)"
+"$GPT2" eval --model $T/base --precision int8 --lora-from $T/ad8 --data $VAL -B 4 -T 64 --batches 8 >$T/eval8.out 2>&1
+check "eval --precision int8 --lora-from gives the int8 run's last val loss ($(val_loss $T/ad8.out))" \
+    test -n "$(val_loss $T/ad8.out)" -a "$(grep -o '^loss [0-9.]*' $T/eval8.out | cut -d' ' -f2)" = "$(val_loss $T/ad8.out)"
+
 # --- errors ----------------------------------------------------------------------------------------------
 check_error "--lora 0 is refused" "bad value for --lora" "$GPT2" "${LORA[@]}" --lora 0 --steps 1
 check_error "a rank past a target's smaller side is refused" "expected a rank in \[1, 64\]" \
@@ -63,7 +81,7 @@ check_error "an unknown target is refused" "bad value for --lora-targets.*got 'w
     "$GPT2" "${LORA[@]}" --lora-targets c_attn,wte --steps 1
 check_error "--lora needs --model" "missing flag --model (train): --lora" \
     "$GPT2" train "${DATA[@]}" --lora 4 --steps 1
-for flag in --optimizer-in-backward --recompute "--optimizer-state bf16" "--precision bf16"; do
+for flag in --optimizer-in-backward "--optimizer-state bf16" "--precision bf16"; do
     check_error "--lora with $flag is refused, saying why" "conflicting flags (train): --lora cannot take ${flag}:" \
         "$GPT2" "${LORA[@]}" $flag --steps 1
 done

@@ -78,7 +78,7 @@ const std::vector<CliFlag> kTrainFlags = {
     {"tokenizer", "", "", "tokenizer directory for samples (default: --model's own, else $GPT2_DATA_DIR/gpt2 or data/gpt2)"},
     kCliPrecisionFlag,
     {"recompute", "", "",
-     "keep a third less activation memory: the backward recomputes LayerNorm and GELU outputs (the same "
+     "keep 30-40% less activation memory: the backward recomputes LayerNorm and GELU outputs (the same "
      "numbers, a few % slower)",
      true},
     {"optimizer-state", "", "fp32", "AdamW's m and v in fp32, or bf16 (half their memory, stochastic rounding)"},
@@ -160,9 +160,10 @@ struct TrainMemory {
     double total() const { return params + grads + moments + acts + samples; }
 };
 
-TrainMemory train_memory(const GPT2Config& cfg, const TrainOptions& o, const RunOptions& r, bool bf16_matmuls) {
+TrainMemory train_memory(const GPT2Config& cfg, const TrainOptions& o, const RunOptions& r, Precision prec) {
     TrainMemory m;
-    m.params = gpt2_params_bytes(cfg) * (bf16_matmuls ? 1.5 : 1.0);
+    m.params = prec == Precision::kInt8 ? gpt2_int8_base_bytes(cfg)  // a LoRA base's
+                                        : gpt2_params_bytes(cfg) * (prec == Precision::kBf16 ? 1.5 : 1.0);
     m.grads = r.lora ? 0 : memory_grads_bytes(cfg, r.mem);  // a LoRA adapter's are a few MiB, not counted
     m.moments = r.lora ? 0 : gpt2_params_bytes(cfg) * (r.bf16_moments ? 1.0 : 2.0) / (r.zero ? dist_world() : 1);
     m.acts = memory_acts_bytes(cfg, o.B, o.T, r.mem);
@@ -171,9 +172,9 @@ TrainMemory train_memory(const GPT2Config& cfg, const TrainOptions& o, const Run
 }
 
 // Prints what training will allocate and stops before allocating if the machine does not have it.
-void check_memory(const GPT2Config& cfg, const TrainOptions& o, const RunOptions& r, bool bf16_matmuls) {
+void check_memory(const GPT2Config& cfg, const TrainOptions& o, const RunOptions& r, Precision prec) {
     const double mib = 1024.0 * 1024.0;
-    const TrainMemory m = train_memory(cfg, o, r, bf16_matmuls);
+    const TrainMemory m = train_memory(cfg, o, r, prec);
     char samples[64] = "";
     if (m.samples > 0) snprintf(samples, sizeof(samples), ", samples %.0f", m.samples / mib);
     printf("memory: %.0f MiB (parameters %.0f, gradients %.0f, AdamW state %.0f, activations %.0f%s MiB)\n",
@@ -223,7 +224,10 @@ void check_model_geometry(const CliArgs& args, const GPT2Config& cfg, const std:
 void build_model(GPT2* model, const CliArgs& args, const TrainOptions& o, const RunOptions& r) {
     const std::string &resume_dir = r.resume_dir, &out = r.out;
     const int T = o.T;
-    const bool bf16 = args.str("precision") == "bf16" && bf16_supported();  // cli_precision says it later
+    const std::string p = args.str("precision");  // cli_precision checks it later
+    const Precision prec = p == "bf16" && bf16_supported() ? Precision::kBf16
+                           : p == "int8" && r.lora         ? Precision::kInt8
+                                                           : Precision::kFp32;
     if (!resume_dir.empty() || args.has("model")) {
         // a LoRA run's base is its --model, resumed or not; a resumed --model run keeps --model among its flags
         const bool from_model = resume_dir.empty() || r.lora;
@@ -238,7 +242,7 @@ void build_model(GPT2* model, const CliArgs& args, const TrainOptions& o, const 
                        "would replace it and its training state",
                        out.c_str());
         cli_check_tokens(args, T, cfg.max_seq_len);
-        check_memory(cfg, o, r, bf16);
+        check_memory(cfg, o, r, prec);
         checkpoint_load(model, path, heads);
         if (from_model) printf("loaded %s (%s, %s)\n", path.c_str(), info.format.c_str(), info.dtype.c_str());
         return;
@@ -248,7 +252,7 @@ void build_model(GPT2* model, const CliArgs& args, const TrainOptions& o, const 
                                  args.integer_in("channels", 1, 65536));
     if (const std::string bad = config_check(cfg, "train flags"); !bad.empty()) fatal("%s", bad.c_str());
     cli_check_tokens(args, T, cfg.max_seq_len, "--seq-len ");
-    check_memory(cfg, o, r, bf16);
+    check_memory(cfg, o, r, prec);
     setup_phase("random init of the parameters", gpt2_params_bytes(cfg), [&] {
         gpt2_build(model, cfg);
         gpt2_init_random(model, o.seed);
@@ -272,9 +276,6 @@ void check_lora_flags(const CliArgs& args, const CliArgs& given, const std::stri
     const double dropout = args.number_in("lora-dropout", 0, 1);
     if (dropout != 0)
         fatal("bad value for --lora-dropout (train): expected 0 (dropout is not implemented yet), got %g", dropout);
-    if (dist_world() > 1)
-        fatal("--lora (train) runs in one process for now: the adapter's gradients are not summed across %d ranks",
-              dist_world());
     struct Refused {
         bool given;
         const char *flag, *why;
@@ -283,9 +284,8 @@ void check_lora_flags(const CliArgs& args, const CliArgs& given, const std::stri
     const Refused refused[] = {
         {r.mem.layer_grads, "--optimizer-in-backward", "it updates the base's weights inside the backward"},
         {r.bf16_moments, "--optimizer-state bf16", "the adapter's moments are small and kept in fp32"},
-        {r.mem.recompute, "--recompute", "its recomputed layers are not wired to a frozen base yet"},
         {r.zero, "--zero 1", "it splits the base's AdamW state across ranks"},
-        {args.str("precision") != "fp32", precision.c_str(), "the adapter trains on an fp32 base for now"}};
+        {args.str("precision") == "bf16", precision.c_str(), "the adapter trains on an fp32 or int8 base for now"}};
     for (const Refused& x : refused)
         if (x.given) fatal("conflicting flags (train): --lora cannot take %s: %s", x.flag, x.why);
 }
@@ -649,11 +649,14 @@ int prepare_run(TrainRun* t, const CliArgs& args, const CliArgs& given, const st
     dataloader_expand(r.train_path, "--train");  // a pattern that matches nothing fails before any allocation
     if (!r.val_path.empty()) dataloader_expand(r.val_path, "--val");
     build_model(&t->model, args, o, r);
-    if (r.lora) prepare_lora(t, args, resume_dir);
-    else setup_phase("gradients", memory_grads_bytes(t->model.cfg, r.mem),
+    if (r.lora) {
+        memory_enable_training(&t->model, r.mem, true);  // a frozen base: --recompute's seams, no gradients
+        prepare_lora(t, args, resume_dir);
+    } else setup_phase("gradients", memory_grads_bytes(t->model.cfg, r.mem),
                      [&] { memory_enable_training(&t->model, r.mem); });
     if (r.bf16_moments) adamw_use_bf16(&t->opt);
-    grad_sync_init(&t->sync, &t->model, r.zero, &t->opt);  // with --zero 1: this rank's slice of AdamW
+    if (r.lora) grad_sync_init_flat(&t->sync, t->lora->grads.data(), t->lora->grads.size());
+    else grad_sync_init(&t->sync, &t->model, r.zero, &t->opt);  // with --zero 1: this rank's slice of AdamW
     const GPT2Config& cfg = t->model.cfg;
     printf("model: %d layers, %d heads, %d channels, context %d, vocab %d: %.2fM parameters\n", cfg.num_layers,
            cfg.num_heads, cfg.channels, cfg.max_seq_len, cfg.vocab_size, gpt2_num_real_params(cfg) / 1e6);
@@ -665,7 +668,7 @@ int prepare_run(TrainRun* t, const CliArgs& args, const CliArgs& given, const st
         first_step = resume->step;
         printf("resumed %s at step %d\n", resume_dir.c_str(), first_step);
     }
-    gpt2_set_precision(&t->model, cli_precision(args));  // the weights are in place: bf16 copies them
+    cli_set_precision(&t->model, args, r.lora);  // the weights are in place: bf16 copies them; int8 (a LoRA base) quantizes
     const bool bf16 = gpt2_precision(t->model) == Precision::kBf16;
     if (bf16 || r.bf16_moments)
         printf("precision: %s, fp32 master weights, AdamW state %s\n",
@@ -673,7 +676,7 @@ int prepare_run(TrainRun* t, const CliArgs& args, const CliArgs& given, const st
                r.bf16_moments ? "bf16 (stochastic rounding)" : "fp32");
     // The buffers the first step would otherwise allocate and fault in: that step then runs as a steady one.
     setup_phase("activations and AdamW state",
-                memory_acts_bytes(cfg, o.B, o.T, r.mem) + train_memory(cfg, o, r, false).moments, [&] {
+                memory_acts_bytes(cfg, o.B, o.T, r.mem) + train_memory(cfg, o, r, Precision::kFp32).moments, [&] {
                     gpt2_alloc_acts(&t->model, o.B, o.T);
                     if (r.lora) lora_prepare(t->lora.get());
                     else adamw_prepare(&t->opt, t->model);

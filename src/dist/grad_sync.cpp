@@ -60,10 +60,18 @@ void grad_sync_init(GradSync* s, GPT2* model, bool zero, AdamW* opt) {
            (double)(2 * adamw_moments_elem(*opt)) * (s->slices[1] - s->slices[0]) / (1024.0 * 1024.0));
 }
 
+void grad_sync_init_flat(GradSync* s, float* grads, size_t n) {
+    s->rank = dist_rank(), s->ranks = dist_world();
+    if (s->ranks == 1) return;
+    s->buckets = {{0, n}};
+    s->layers = 0;
+    s->grads = grads;
+}
+
 float grad_sync_loss_scale(const GradSync& s, int accum) { return 1.0f / ((float)accum * s.ranks); }
 
 std::function<void(int)> grad_sync_layer_hook(GradSync* s) {
-    if (s->ranks == 1) return nullptr;
+    if (s->ranks == 1 || s->layers == 0) return nullptr;
     return [s](int l) { send(*s, l); };
 }
 
@@ -72,9 +80,8 @@ void grad_sync_backward_done(GradSync* s) {
 }
 
 double grad_sync_loss(const GradSync& s, double loss) {
-    if (s.ranks == 1) return loss;
-    dist_sum(&loss, 1);
-    return loss / s.ranks;
+    if (s.ranks > 1) dist_sum(&loss, 1);
+    return loss;
 }
 
 int grad_sync_stop(const GradSync& s) {

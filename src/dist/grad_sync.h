@@ -24,6 +24,9 @@ struct GradSync {
 // Sets s up for model (after gpt2_enable_training). With zero and several ranks it also sets opt's range to
 // this rank's slice of the parameters (before the moments are allocated or restored) and says how they split.
 void grad_sync_init(GradSync* s, GPT2* model, bool zero, AdamW* opt);
+// The same for a run that trains only a small flat buffer beside a frozen model (lora/'s adapter): its n
+// gradients are summed in one piece once the backward is done, no layer hook.
+void grad_sync_init_flat(GradSync* s, float* grads, size_t n);
 // The scale of one micro-batch's gradients: 1 / (the step's micro-batches, on every rank).
 float grad_sync_loss_scale(const GradSync& s, int accum);
 // The per-layer hook, for gpt2_backward's layer_done: layer l's gradients are final, so they start on their
@@ -32,7 +35,7 @@ float grad_sync_loss_scale(const GradSync& s, int accum);
 std::function<void(int layer)> grad_sync_layer_hook(GradSync* s);
 // After the backward that took the hook: the gradients outside the layers (wte, wpe, ln_f) start too.
 void grad_sync_backward_done(GradSync* s);
-// The step's mean loss over every rank (each passes its own), so every rank takes the same decision.
+// The step's loss: every rank's shares of it summed (each passes its own), so every rank takes the same decision.
 double grad_sync_loss(const GradSync& s, double loss);
 // The stop signal every rank acts on: with several ranks the stop flags are summed, so a signal that reached
 // one rank stops all of them after the same step. Every rank calls this at the same places, and decisions

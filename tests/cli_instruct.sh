@@ -295,6 +295,21 @@ train_is_eval() {
     [ -n "$train" ] && [ "$train" = "$eval" ] && grep -q "^scored [0-9]* of them" "$T/m0e.out"
 }
 check "train's step loss on masked windows equals eval's on the same windows (-B 2 -T 64, --batches 1)" train_is_eval
+# ... however the windows fall into micro-batches: -B 1 --grad-accum 2 takes the same two windows as -B 2 (their
+# scored counts differ), so the same loss and gradient norm, to rounding (a per-micro-batch mean gave 10.831644
+# against 10.839855 at -T 64).
+accum_is_batch() {
+    local b
+    for b in "-B 2" "-B 1 --grad-accum 2"; do
+        "$GPT2" train --train "$T/fx/ft_train.bin" --val "" --layers 1 --channels 32 --heads 2 $b -T 128 --steps 1 \
+            --lr 0 --no-shuffle --sample-tokens 0 >"$T/acc.out" 2>&1 || { cat "$T/acc.out"; return 1; }
+        grep -o '^step *1/1 | loss [0-9.]* | lr [0-9.e+-]* | norm [0-9.]*' "$T/acc.out" | tr -s ' ' >>"$T/acc.steps"
+    done
+    cat "$T/acc.steps"
+    awk 'NR == 1 { l = $5; n = $11 } NR == 2 { d1 = l - $5; d2 = n - $11 }
+         END { exit !(NR == 2 && d1 * d1 < 1e-10 * l * l && d2 * d2 < 1e-8 * n * n) }' "$T/acc.steps"
+}
+check "... and -B 1 --grad-accum 2 gives -B 2's step: the mean over the step's scored targets" accum_is_batch
 # eval: masked, the mean over the scored tokens it counts; --loss-on all, the loss of the file without its mask.
 eval_masked() {
     "$GPT2" train --train "$T/fx/ft_train.bin" --val "" --layers 1 --channels 32 --heads 2 -B 1 -T 128 --steps 1 \

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "dist/dist.h"
 #include "formats/token_files.h"
 #include "inference/generate.h"
 #include "platform/platform.h"
@@ -95,15 +96,33 @@ void RunHooks::begin() {
     run->tuner.begin();  // all CPUs, or one when another process holds a CPU (platform/threads.h)
     if (run->lora) lora_zero_grad(run->lora.get());
     before = dataloader_state(run->train_dl);
+    micro = 0;
+    if (!run->run.masked) return;
+    const int accum = run->opts.accum;  // the step's micro-batches, read ahead and put back: their scored targets
+    std::vector<double> counts(accum + 1, 0.0);
+    std::string err;
+    for (int i = 0; i < accum && dataloader_try_next(&run->train_dl, &err); i++) {
+        const std::vector<int>& y = run->train_dl.targets;
+        counts[i] = (double)std::count_if(y.begin(), y.end(), [](int t) { return t >= 0; });
+        counts[accum] += counts[i];
+    }
+    dataloader_restore(&run->train_dl, before);  // a read that failed fails again in the step, which reports it
+    if (run->sync.ranks > 1) dist_sum(&counts[accum], 1);
+    shares.assign(accum, 0.0f);
+    for (int i = 0; i < accum && counts[accum] > 0; i++) shares[i] = (float)(counts[i] / counts[accum]);
 }
 void RunHooks::end() { run->tuner.end(); }
-float RunHooks::loss_scale(int accum) { return grad_sync_loss_scale(run->sync, accum); }
+float RunHooks::loss_scale(int accum) {
+    return run->run.masked ? shares[micro++] : grad_sync_loss_scale(run->sync, accum);
+}
 std::function<void(int layer)> RunHooks::layer_done() { return grad_sync_layer_hook(&run->sync); }
 void RunHooks::backward_done() { grad_sync_backward_done(&run->sync); }
 double RunHooks::loss(double mine) { return grad_sync_loss(run->sync, mine); }
 int RunHooks::stop() { return grad_sync_stop(run->sync); }
 float RunHooks::norm(const GPT2& model, const AdamW& opt) {
-    return run->lora ? lora_grad_norm(*run->lora) : grad_sync_norm(run->sync, model, opt);
+    if (!run->lora) return grad_sync_norm(run->sync, model, opt);
+    if (run->sync.ranks > 1) dist_sum_wait();  // the adapter's gradients, summed over the ranks
+    return lora_grad_norm(*run->lora);
 }
 void RunHooks::update(GPT2* model, AdamW* opt, const AdamWConfig& cfg, float lr, float grad_scale) {
     if (run->lora) lora_update(run->lora.get(), cfg, lr, grad_scale);
@@ -142,6 +161,7 @@ void trainer_load_data(TrainRun* t) {
     if (scored == 0)  // every step would be a loss of 0 and a zero gradient
         fatal("no scored tokens in %s: the loss masks score none of them; expected some answers, or --loss-on all",
               r.train_path.c_str());
+    t->run.masked = masked > 0;
     if (masked && t->sync.rank == 0)
         printf("loss: on the answers only, as the loss masks of %zu of %zu train shards mark them (--loss-on all: "
                "every token)\n", masked, t->train_dl.shards.size());

@@ -34,6 +34,7 @@ struct RunOptions {
     bool zero = false, saving = false;
     bool out_is_resume = false;  // --out is the --resume directory (known on every rank too)
     bool lora = false;           // --lora: an adapter on the frozen --model
+    bool masked = false;         // a train shard has a loss mask that --loss-on answer applies
 };
 
 // The step lines (report/progress.h): one line rewritten in place on a terminal, one line per step
@@ -52,6 +53,11 @@ struct TrainRun;
 struct RunHooks : StepHooks {
     TrainRun* run = nullptr;
     DataLoaderState before;  // the training data's position before the step
+    // With loss masks: each micro-batch's share of the step's scored targets (on every rank), which scales its
+    // loss and gradients, so that the step's loss is the mean over them all, however they fall into micro-batches
+    // and ranks (a window of prompts alone then weighs nothing). Without masks the shares are all equal.
+    std::vector<float> shares;
+    int micro = 0;
     void begin() override;
     void end() override;
     float loss_scale(int accum) override;

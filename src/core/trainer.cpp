@@ -36,9 +36,9 @@ StepStats train_step(Trainer* t, int step) {
     for (int micro = 0; micro < o.accum; micro++) {
         std::string err;
         if (!dataloader_try_next(&t->train_dl, &err)) hooks.data_failed(step, err);
-        loss += gpt2_forward(&model, t->train_dl.inputs.data(), t->train_dl.targets.data(), o.B, o.T) / o.accum;
-        const bool last = micro == o.accum - 1;  // its gradients are final as each layer's backward ends
-        gpt2_backward(&model, hooks.loss_scale(o.accum), last ? hooks.layer_done() : nullptr);
+        const float share = hooks.loss_scale(o.accum);  // of the step's loss, which sums every micro-batch's
+        loss += gpt2_forward(&model, t->train_dl.inputs.data(), t->train_dl.targets.data(), o.B, o.T) * (double)share;
+        gpt2_backward(&model, share, micro == o.accum - 1 ? hooks.layer_done() : nullptr);  // last: final as it goes
     }
     hooks.backward_done();
     loss = hooks.loss(loss);

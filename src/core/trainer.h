@@ -22,10 +22,10 @@ struct TrainOptions {
 struct StepHooks {
     virtual ~StepHooks() = default;
     virtual void begin() {}
-    virtual float loss_scale(int accum) { return 1.0f / (float)accum; }      // 1 / micro-batches of all processes
+    virtual float loss_scale(int accum) { return 1.0f / (float)accum; }  // per micro-batch: its share of the step
     virtual std::function<void(int layer)> layer_done() { return nullptr; }  // gpt2_backward's, last micro-batch
     virtual void backward_done() {}
-    virtual double loss(double mine) { return mine; }  // the step's mean loss over every process
+    virtual double loss(double mine) { return mine; }  // the step's loss: every process's shares summed
     virtual int stop() { return 0; }                   // a stop signal every process agreed on, or 0
     virtual float norm(const GPT2& model, const AdamW& opt) { return optimizer_grad_norm(model); }
     virtual void update(GPT2* model, AdamW* opt, const AdamWConfig& cfg, float lr, float grad_scale) {

@@ -34,12 +34,15 @@ float evaluate_batches(GPT2* model, DataLoader* dl, size_t batches, const std::f
                        size_t* scored_tokens) {
     // A batch is world * B windows, as a training step's: this rank takes the rank-th B of each.
     const int world = dist_world();
-    double sums[3] = {0, 0, 0};  // of batch means, batches that score a target, targets scored
+    // Each batch's mean weighs its share of a whole batch's targets: the mean over every scored target, and with
+    // no loss mask (weights 1) exactly the mean of the batch means. A batch that scores none weighs nothing.
+    double sums[3] = {0, 0, 0};  // of weighted batch means, weights, targets scored
     for (size_t i = 0; i < batches; i++) {
         evaluate_load_batch(dl, i * world + dist_rank());
         const float loss = gpt2_forward(model, dl->inputs.data(), dl->targets.data(), dl->B, dl->T);
-        const size_t n = scored(dl->targets);  // a batch that scores none has no mean: left out, not a 0
-        if (n) sums[0] += loss, sums[1] += 1, sums[2] += (double)n;
+        const size_t n = scored(dl->targets);
+        const double weight = (double)n / ((double)dl->B * dl->T);
+        if (n) sums[0] += loss * weight, sums[1] += weight, sums[2] += (double)n;
         if (progress) progress((double)(i + 1) / (double)batches);
     }
     dist_sum(sums, 3);

@@ -13,8 +13,8 @@ size_t evaluate_num_batches(const DataLoader& dl);
 // batches in turn (for one file: windows index*B .. index*B + B - 1). A shard that changed under the run is
 // fatal, as for training (dataloader_read).
 void evaluate_load_batch(DataLoader* dl, size_t index);
-// Mean loss over the first `batches` consecutive batches of dl: the mean of each batch's mean over its scored
-// targets, a batch that scores none (a loss mask's prompts only) left out; NaN when none scores any. With several
+// Mean loss over the first `batches` consecutive batches of dl: over their scored targets (a loss mask's
+// answers; without masks, every target: the mean of the batch means); NaN when none scores any. With several
 // ranks (dist/dist.h) a batch is world * B windows, this rank evaluating its B of each; every rank gets the
 // shared mean. `progress`, when set, is called after each batch with the fraction done; *scored, when given,
 // gets the targets scored (on all ranks).

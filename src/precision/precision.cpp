@@ -55,9 +55,9 @@ int gpt2_set_precision(GPT2* model, Precision prec, bool drop_fp32) {
     int quantized = 0;
     if (prec == Precision::kInt8) {
         const size_t n = model->params.size();
-        if (drop_fp32) c->params8.reserve(n);   // touched a matrix at a time, as the fp32 ones are given back
+        if (drop_fp32) c->params8.reserve(n);     // touched a matrix at a time, as the fp32 ones are given back
         else buffer_assign_zero(&c->params8, n);  // huge pages: decoding streams it
-        c->params8_d.resize(n / kQ8Block + 1);  // a matrix at offset o: from ceil(o / 32)
+        c->params8_d.resize(n / kQ8Block + 1);    // a matrix at offset o: from ceil(o / 32)
         for (const TensorInfo& t : model->param_table) {
             if (t.cols == 0 || t.cols % kQ8Block != 0) continue;
             c->params8.resize(std::max(c->params8.size(), t.offset + t.numel()));

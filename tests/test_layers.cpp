@@ -376,7 +376,7 @@ TEST(matmul_forward_decodes_one_row_from_the_q8_copy) {
 }
 
 TEST(matmuls_of_a_q8_weight_read_its_blocks_and_equal_fp32_on_their_values) {
-    // A Weight holding only its q8 blocks (no fp32 values: a LoRA base's, precision.h's gpt2_drop_fp32) in the
+    // A Weight holding only its q8 blocks (no fp32 values: a LoRA base's, gpt2_set_precision's drop_fp32) in the
     // forward (x W^T) and the backward's dinp = dout W, against the same products on the values the blocks
     // stand for: bit for bit. Panels cut short (OC 37, 100), K in one pass and several, a C of 4M floats
     // (gemm's one-pass-over-K blocking, the lm_head's), a row of fp16-subnormal scales.

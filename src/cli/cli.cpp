@@ -1,6 +1,7 @@
 // cli.cpp: see cli.h.
 #include "cli/cli.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cctype>
 #include <cerrno>
@@ -189,9 +190,15 @@ Precision cli_precision(const CliArgs& args, bool inference) {
 
 void cli_set_precision(GPT2* model, const CliArgs& args, bool inference) {
     const Precision prec = cli_precision(args, inference);
-    if (prec == Precision::kInt8)  // a byte per weight and a scale per 32, beside the fp32 weights
-        memory_check(model->num_params * (1.0 + 2.0 / kQ8Block), "the int8 copy of the weights",
+    if (prec == Precision::kInt8) {  // beside the fp32 weights: a scale per 32, wte's and wpe's bytes, and each
+        double kept = 0, largest = 0;  // block matrix's until its fp32 values are given back
+        for (const TensorInfo& t : model->param_table) {
+            if (t.layer < 0) kept += (double)t.numel();
+            else largest = std::max(largest, (double)t.numel());
+        }
+        memory_check(model->num_params * 2.0 / kQ8Block + kept + largest, "the int8 copy of the weights",
                      "use --precision fp32 or bf16");
+    }
     const int quantized = gpt2_set_precision(model, prec, true);  // the matmuls read int8's blocks alone
     if (prec != Precision::kInt8) return;
     int matrices = 0;

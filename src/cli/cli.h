@@ -62,7 +62,7 @@ const CliFlag kCliInferPrecisionFlag = {
 Precision cli_precision(const CliArgs& args, bool inference = false);
 struct GPT2;
 // Sets the model's precision to cli_precision(args, inference) (inference: int8 too, which a LoRA run's frozen
-// base takes); for int8 the fp32 values of the blocks' matrices are given back (gpt2_drop_fp32), and stderr
+// base takes); for int8 the fp32 values of the blocks' matrices are given back (drop_fp32), and stderr
 // says how many matrices were quantized and how much memory that freed.
 void cli_set_precision(GPT2* model, const CliArgs& args, bool inference);
 

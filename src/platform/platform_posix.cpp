@@ -179,6 +179,9 @@ size_t os_memory_discard(void* p, size_t bytes) {
     const uintptr_t begin = ((uintptr_t)p + page - 1) & ~(uintptr_t)(page - 1);
     const uintptr_t end = ((uintptr_t)p + bytes) & ~(uintptr_t)(page - 1);
     if (page <= 0 || end <= begin) return 0;
+#ifdef MADV_NOHUGEPAGE  // else khugepaged may fold the range back into a whole (refilled) huge page
+    madvise((void*)begin, end - begin, MADV_NOHUGEPAGE);
+#endif
     return madvise((void*)begin, end - begin, MADV_DONTNEED) == 0 ? end - begin : 0;
 }
 

@@ -94,12 +94,12 @@ double gpt2_int8_base_bytes(const GPT2Config& cfg) {
     return sizeof(float) * (all - dropped) + all * (1.0 + 2.0 / kQ8Block);
 }
 
-// A q8 weight's products read its blocks, not its fp32 values (the same numbers).
+// A q8 weight whose fp32 values were given back: its products read its blocks (the same numbers).
 Weight PrecisionCopies::weight(const float* w, size_t offset) const {
     auto it = at.find(offset);
     if (it == at.end()) return Weight(w, operands());
     const WeightCopy& copy = it->second;
-    if (copy.q8) return Weight(copy.fp32_dropped ? nullptr : w, q8_gemm_operands(), &copy);
+    if (copy.fp32_dropped) return Weight(nullptr, q8_gemm_operands(), &copy);
     return Weight(w, operands(), &copy);
 }
 

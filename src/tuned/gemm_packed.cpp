@@ -6,6 +6,7 @@
 // (-march), with a vector-extension kernel for anything else. Blocking follows the usual BLIS scheme (Goto & van de
 // Geijn, 2008): B's KC x NC block in L2, its KC x NR micro-panel in L1 across the MR-row panels of A.
 #include <algorithm>
+#include <cassert>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -250,6 +251,7 @@ const size_t WHOLE_A_MAX = (size_t)1 << 20;
 void gemm_block(Blocking blk, int i0, int i1, int j0, int j1, int K, const float* A, int lda, bool transA,
                 const float* B, const void* B_copy, int ldb, bool transB, float* C, int ldc, bool accumulate,
                 PackBuffers& buf, const GemmOperands* ops) {
+    assert((B || (ops && B_copy)) && "a weight without fp32 values (precision.h's drop_fp32) is read from its copy");
     const int mr = ops ? ops->mr : MR;
     const int nic = (i1 - i0 + MC - 1) / MC, npc = (K + blk.kc - 1) / blk.kc;
     // floats (or words) of one packed (ic, pc) block, an upper bound

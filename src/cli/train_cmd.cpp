@@ -88,7 +88,7 @@ const std::vector<CliFlag> kTrainFlags = {
      true},
     {"lora", "", "", "train a LoRA adapter of this rank on the frozen --model (only the adapter is saved)"},
     {"lora-alpha", "", "8", "LoRA's alpha: the adapter is scaled by alpha / rank (PEFT's lora_alpha)"},
-    {"lora-dropout", "", "0", "LoRA's dropout on the adapter's input (only 0 for now)"},
+    {"lora-dropout", "", "0", "LoRA's dropout on the adapter's input, as PEFT's lora_dropout (training steps only)"},
     {"lora-targets", "", "c_attn",
      "the layers LoRA adapts, PEFT's module names: c_attn, c_proj (both projections), c_fc, attn.c_proj, mlp.c_proj"},
     {"lora-from", "", "", "start the adapter from this PEFT directory (adapter_config.json + adapter_model.safetensors), with its rank, alpha and targets (implies --lora)"},
@@ -179,6 +179,11 @@ void check_memory(const GPT2Config& cfg, const TrainOptions& o, const RunOptions
     if (m.samples > 0) snprintf(samples, sizeof(samples), ", samples %.0f", m.samples / mib);
     printf("memory: %.0f MiB (parameters %.0f, gradients %.0f, AdamW state %.0f, activations %.0f%s MiB)\n",
            m.total() / mib, m.params / mib, m.grads / mib, m.moments / mib, m.acts / mib, samples);
+    if (prec == Precision::kInt8) {  // the base loads in fp32, then each block matrix is quantized and given back
+        printf("memory: %.0f MiB while the base loads in fp32\n", gpt2_params_bytes(cfg) / mib);
+        memory_check(gpt2_params_bytes(cfg), "the fp32 base before --precision int8 quantizes it",
+                     "train on a smaller base, or on a machine with more memory");
+    }
     memory_check(m.total() - m.samples, "train",
                  "lower -B or -T, train a smaller model, or see --recompute, --optimizer-state bf16 and "
                  "--optimizer-in-backward");
@@ -273,9 +278,7 @@ void check_lora_flags(const CliArgs& args, const CliArgs& given, const std::stri
                       "drop --%s", args.str("lora-from").c_str(), f);
     if (!(args.number_in("lora-alpha", 0, 1e6) > 0))
         fatal("bad value for --lora-alpha (train): expected a number above 0 (the scale is alpha / rank), got 0");
-    const double dropout = args.number_in("lora-dropout", 0, 1);
-    if (dropout != 0)
-        fatal("bad value for --lora-dropout (train): expected 0 (dropout is not implemented yet), got %g", dropout);
+    args.number_in("lora-dropout", 0, 1);  // checked before anything loads
     struct Refused {
         bool given;
         const char *flag, *why;
@@ -299,13 +302,13 @@ void prepare_lora(TrainRun* t, const CliArgs& args, const std::string& resume_di
     const std::string from = !resume_dir.empty() ? resume_dir : args.has("lora-from") ? args.str("lora-from") : "";
     if (!from.empty()) {
         lora_load(t->lora.get(), from, cfg);
-        if (a.cfg.dropout != 0)
-            fatal("bad value for lora_dropout (%s/adapter_config.json): expected 0 to train on (dropout is not "
-                  "implemented yet), got %g", from.c_str(), a.cfg.dropout);
+        if (resume_dir.empty() && args.has("lora-dropout"))  // a training choice, not the adapter's math
+            a.cfg.dropout = (float)args.number_in("lora-dropout", 0, 1);
     } else {
         LoraConfig lc;
         lc.rank = (int)args.integer_in("lora", 0, 1 << 20);
         lc.alpha = (float)args.number_in("lora-alpha", 0, 1e6);
+        lc.dropout = (float)args.number_in("lora-dropout", 0, 1);
         if (const std::string err = lora_parse_targets(args.str("lora-targets"), &lc); !err.empty())
             fatal("%s (train)", err.c_str());
         if (const std::string err = lora_check(lc, cfg, "--lora (train)"); !err.empty()) fatal("%s", err.c_str());
@@ -314,12 +317,15 @@ void prepare_lora(TrainRun* t, const CliArgs& args, const std::string& resume_di
     }
     const int rows = std::max(t->opts.B * t->opts.T, cfg.max_seq_len);  // a training batch, or a sample's context
     lora_attach(&t->model, t->lora.get(), rows, true);
+    t->lora->dropout.seed = t->opts.seed;
     t->base_path = args.str("model");
     t->base_hash = train_state_params_hash(t->model);
     std::string targets;
     for (const std::string& m : a.cfg.target_modules) targets += (targets.empty() ? "" : ",") + m;
-    printf("lora: rank %d, alpha %g (scale %g) on %s: %.2fM parameters trained, the base's %.2fM frozen\n",
-           a.cfg.rank, a.cfg.alpha, a.cfg.scale(), targets.c_str(), a.params.size() / 1e6,
+    char dropout[32] = "";
+    if (a.cfg.dropout > 0) snprintf(dropout, sizeof(dropout), ", dropout %g", a.cfg.dropout);
+    printf("lora: rank %d, alpha %g (scale %g%s) on %s: %.2fM parameters trained, the base's %.2fM frozen\n",
+           a.cfg.rank, a.cfg.alpha, a.cfg.scale(), dropout, targets.c_str(), a.params.size() / 1e6,
            gpt2_num_real_params(cfg) / 1e6);
 }
 
@@ -560,9 +566,13 @@ void check_ranks_agree(const TrainRun& t) {
     for (const DataLoader* dl : {&t.train_dl, &t.val_dl})
         for (const TokenShard& s : dl->shards) data += s.fingerprint + ";";
     const GPT2Config& g = t.model.cfg;
+    // a LoRA run: its base as fingerprinted before int8 gave its matrices back, and its adapter
+    const std::vector<float>* adapter = t.lora ? &t.lora->adapter.params : nullptr;
+    const std::string weights = !adapter ? train_state_params_hash(t.model)
+                                         : t.base_hash + " " + hash_hex(fnv1a(adapter->data(), adapter->size() * 4));
     const std::string model = std::to_string(g.num_layers) + " " + std::to_string(g.num_heads) + " " +
                               std::to_string(g.channels) + " " + std::to_string(g.max_seq_len) + " " +
-                              std::to_string(g.vocab_size) + " " + train_state_params_hash(t.model);
+                              std::to_string(g.vocab_size) + " " + weights;
     const std::pair<const char*, std::string> parts[] = {
         {"flags", numbers}, {"model (geometry and weights)", model}, {"training data", data}};
     for (const auto& part : parts)

@@ -1,7 +1,9 @@
 // test_lora.cpp: LoRA's kernels against their plain references, an adapter on a frozen base (B = 0 leaves the
 // base's logits bit for bit, the base gets no gradient, the adapter's gradients match finite differences), and
 // PEFT's target names and the rank's bounds.
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -47,6 +49,60 @@ TEST(lora_kernels_match_the_reference) {
     CHECK(rel_err(dinp, dinp_ref) < 1e-6);
     CHECK(rel_err(dA, dA_ref) < 1e-6);
     CHECK(rel_err(dB, dB_ref) < 1e-6);
+}
+
+TEST(lora_dropout_masks_the_adapters_input_as_peft_does) {
+    // PEFT: y += scale B A dropout(x), dropout(x) = x * mask / (1 - p). A linear under a step's dropout against the
+    // references run on the masked input: the output, dA, dB, and dinp through the mask. The mask keeps about
+    // 1 - p; it is another for the next micro-batch and the next step, the same for the same ones (a resume), and
+    // there is none outside a step.
+    Rng rng(5);
+    const int N = 64, in = 96, out = 40, rank = 4;
+    const float scale = 2.0f, p = 0.25f, inv = 1.0f / (1.0f - p);
+    const std::vector<float> x = randoms((size_t)N * in, &rng), A = randoms((size_t)rank * in, &rng),
+                             B = randoms((size_t)out * rank, &rng), dout = randoms((size_t)N * out, &rng);
+    LoraDropout drop;
+    drop.p = p, drop.seed = 7, drop.step = 3;
+    std::vector<float> xd((size_t)N * in), dxd(xd.size()), hs((size_t)N * rank), g(hs.size());
+    std::vector<float> dA(A.size(), 0.0f), dB(B.size(), 0.0f), y((size_t)N * out, 0.0f), dinp(x.size(), 0.0f);
+    LoraLinear lin;
+    lin.A = A.data(), lin.B = B.data(), lin.dA = dA.data(), lin.dB = dB.data(), lin.hs = hs.data();
+    lin.scratch = g.data(), lin.scale = scale, lin.in = in, lin.out = out, lin.rank = rank;
+    lin.dropout = &drop, lin.xd = xd.data(), lin.dxd = dxd.data(), lin.index = 2;
+    lin.forward(y.data(), x.data(), N);
+    const uint64_t key = lin.key;
+    std::vector<float> xm(x.size());
+    size_t kept = 0;
+    for (size_t i = 0; i < x.size(); i++) {
+        const bool keep = lora_dropout_keep(key, i, p);
+        xm[i] = keep ? x[i] * inv : 0.0f;
+        kept += keep;
+    }
+    printf("    kept %zu of %zu inputs (p = %.2f)\n", kept, x.size(), p);
+    CHECK(key != 0 && std::fabs((double)kept / x.size() - (1 - p)) < 0.02);
+    std::vector<float> y_ref(y.size(), 0.0f), hs_ref(hs.size()), dA_ref(dA.size(), 0.0f), dB_ref(dB.size(), 0.0f);
+    std::vector<float> dinp_ref(dinp.size(), 0.0f);
+    lora_forward_ref(y_ref.data(), hs_ref.data(), xm.data(), A.data(), B.data(), scale, N, in, out, rank);
+    CHECK(rel_err(y, y_ref) < 1e-6);
+    lin.backward(dinp.data(), dout.data(), x.data(), N);
+    lora_backward_ref(dinp_ref.data(), dA_ref.data(), dB_ref.data(), dout.data(), hs_ref.data(), xm.data(), A.data(),
+                      B.data(), scale, N, in, out, rank);
+    for (size_t i = 0; i < dinp_ref.size(); i++) dinp_ref[i] *= xm[i] != 0.0f ? inv : 0.0f;
+    CHECK(rel_err(dA, dA_ref) < 1e-6 && rel_err(dB, dB_ref) < 1e-6 && rel_err(dinp, dinp_ref) < 1e-6);
+    std::vector<float> y2(y.size(), 0.0f);
+    lin.forward(y2.data(), x.data(), N);  // the step's next micro-batch
+    CHECK(lin.key != key && lin.calls == 2);
+    lin.calls = 0, drop.step = 4;
+    lin.forward(y2.data(), x.data(), N);
+    CHECK(lin.key != key);
+    lin.calls = 0, drop.step = 3;
+    lin.forward(y2.data(), x.data(), N);
+    CHECK(lin.key == key);
+    drop.step = -1;  // validation, samples: the plain product
+    std::fill(y2.begin(), y2.end(), 0.0f), std::fill(y_ref.begin(), y_ref.end(), 0.0f);
+    lin.forward(y2.data(), x.data(), N);
+    lora_forward(y_ref.data(), hs_ref.data(), x.data(), A.data(), B.data(), scale, N, in, out, rank);
+    CHECK(lin.key == 0 && y2 == y_ref);
 }
 
 TEST(lora_on_a_frozen_base) {

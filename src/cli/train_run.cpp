@@ -94,7 +94,7 @@ void validate(TrainRun* t, int step) {
 
 void RunHooks::begin() {
     run->tuner.begin();  // all CPUs, or one when another process holds a CPU (platform/threads.h)
-    if (run->lora) lora_zero_grad(run->lora.get());
+    if (run->lora) lora_zero_grad(run->lora.get()), lora_dropout_step(run->lora.get(), run->lora->opt.step);
     before = dataloader_state(run->train_dl);
     micro = 0;
     if (!run->run.masked) return;
@@ -111,7 +111,10 @@ void RunHooks::begin() {
     shares.assign(accum, 0.0f);
     for (int i = 0; i < accum && counts[accum] > 0; i++) shares[i] = (float)(counts[i] / counts[accum]);
 }
-void RunHooks::end() { run->tuner.end(); }
+void RunHooks::end() {
+    if (run->lora) lora_dropout_step(run->lora.get(), -1);  // validation and samples see no dropout
+    run->tuner.end();
+}
 float RunHooks::loss_scale(int accum) {
     return run->run.masked ? shares[micro++] : grad_sync_loss_scale(run->sync, accum);
 }

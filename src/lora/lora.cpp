@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/gemm.h"
+#include "core/rng.h"
 
 void lora_forward(float* out, float* hs, const float* x, const float* A, const float* B, float scale, int N, int in,
                   int out_features, int rank) {
@@ -70,12 +71,50 @@ void lora_backward_ref(float* dinp, float* dA, float* dB, const float* dout, con
         }
 }
 
+bool lora_dropout_keep(uint64_t key, size_t i, float p) {
+    return (float)(splitmix64_mix(key + i) >> 40) * (1.0f / 16777216.0f) >= p;
+}
+
+namespace {
+
+// xd (N, in) = x * mask / (1 - p) for the mask of `key`; with x null, xd *= mask / (1 - p) in place.
+void apply_dropout(float* xd, const float* x, uint64_t key, float p, int N, int in) {
+    const float inv = 1.0f / (1.0f - p);
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < N; r++)
+        for (int c = 0; c < in; c++) {
+            const size_t i = (size_t)r * in + c;
+            xd[i] = lora_dropout_keep(key, i, p) ? (x ? x[i] : xd[i]) * inv : 0.0f;
+        }
+}
+
+}  // namespace
+
 void LoraLinear::forward(float* y, const float* inp, int N) const {
+    key = 0;
+    if (dropout && dropout->step >= 0 && dropout->p > 0) {
+        key = splitmix64_mix(dropout->seed + 0x9E3779B97F4A7C15ull * (uint64_t)(dropout->step + 1)) ^
+              splitmix64_mix(((uint64_t)index << 32) + (uint64_t)calls++);
+        apply_dropout(xd, inp, key, dropout->p, N, in);
+        inp = xd;
+    }
     lora_forward(y, hs, inp, A, B, scale, N, in, out, rank);
 }
 
 void LoraLinear::backward(float* dinp, const float* dout, const float* inp, int N) const {
-    if (dA) lora_backward(dinp, dA, dB, scratch, dout, hs, inp, A, B, scale, N, in, out, rank);
+    if (!dA) return;
+    if (!key) return lora_backward(dinp, dA, dB, scratch, dout, hs, inp, A, B, scale, N, in, out, rank);
+    apply_dropout(xd, inp, key, dropout->p, N, in);  // the forward's masked input, again
+    std::fill(dxd, dxd + (size_t)N * in, 0.0f);
+    lora_backward(dxd, dA, dB, scratch, dout, hs, xd, A, B, scale, N, in, out, rank);
+    apply_dropout(dxd, nullptr, key, dropout->p, N, in);  // through the mask
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < (long)N * in; i++) dinp[i] += dxd[i];
+}
+
+void lora_dropout_step(LoraModel* lora, int step) {
+    lora->dropout.step = step;
+    for (LoraLinear& x : lora->linears) x.calls = 0;
 }
 
 namespace {
@@ -129,6 +168,10 @@ void lora_attach(GPT2* model, LoraModel* lora, int max_rows, bool training) {
     lora->grads.assign(training ? a.params.size() : 0, 0.0f);
     lora->hs.assign(pairs * max_rows * rank, 0.0f);
     lora->scratch.assign((size_t)max_rows * rank, 0.0f);
+    lora->dropout.p = training ? a.cfg.dropout : 0.0f;
+    const size_t dropped = lora->dropout.p > 0 ? (size_t)max_rows * 4 * C : 0;  // the widest input: mlp.c_proj's
+    lora->xd.assign(dropped, 0.0f);
+    lora->dxd.assign(dropped, 0.0f);
     lora->linears.assign(pairs, LoraLinear());
     lora->at.clear();
     for (size_t i = 0; i < pairs; i++) {
@@ -140,6 +183,8 @@ void lora_attach(GPT2* model, LoraModel* lora, int max_rows, bool training) {
         x.scratch = lora->scratch.data();
         x.scale = (float)a.cfg.scale();
         x.rank = rank;
+        x.index = (int)i;
+        if (lora->dropout.p > 0) x.dropout = &lora->dropout, x.xd = lora->xd.data(), x.dxd = lora->dxd.data();
         target_shape(ta.slot, C, &x.in, &x.out);
         const LayerParams& lp = model->param.layers[ta.layer];
         const float* weights[kLoraTargets] = {lp.qkvw, lp.attprojw, lp.fcw, lp.fcprojw};

@@ -28,6 +28,18 @@ void lora_forward_ref(float* out, float* hs, const float* x, const float* A, con
 void lora_backward_ref(float* dinp, float* dA, float* dB, const float* dout, const float* hs, const float* x,
                        const float* A, const float* B, float scale, int N, int in, int out_features, int rank);
 
+// PEFT's lora_dropout: during a training step each adapted linear's input to A is x * mask / (1 - p), a mask
+// element kept when a hash of (seed, step, linear, micro-batch, element) is at least p: the same on any thread
+// count and after a resume, so the backward recomputes it instead of keeping it. Off outside the steps
+// (validation, samples, eval and generate see no dropout).
+struct LoraDropout {
+    float p = 0;
+    uint64_t seed = 0;
+    int step = -1;  // the step under way (lora_dropout_step), or -1: off
+};
+// Whether element i of the input with mask key `key` is kept.
+bool lora_dropout_keep(uint64_t key, size_t i, float p);
+
 // One adapted linear layer: its A and B in the adapter, their gradients, and its rows of hs.
 struct LoraLinear : LinearAdapter {
     const float *A = nullptr, *B = nullptr;
@@ -36,6 +48,11 @@ struct LoraLinear : LinearAdapter {
     float* scratch = nullptr;  // (rows, rank), shared by every layer's backward
     float scale = 0;
     int in = 0, out = 0, rank = 0;
+    const LoraDropout* dropout = nullptr;  // or null: none
+    float *xd = nullptr, *dxd = nullptr;   // (rows, in) scratches with dropout: the masked input, its gradient
+    int index = 0;                         // among the adapter's linears
+    mutable int calls = 0;                 // forwards in this step: the micro-batch, for the mask
+    mutable uint64_t key = 0;              // the last forward's mask key (0: none applied)
     void forward(float* out, const float* inp, int N) const override;
     void backward(float* dinp, const float* dout, const float* inp, int N) const override;
 };
@@ -46,7 +63,8 @@ struct LoraModel {
     PeftConfig peft;           // what adapter_config.json says (or will): --lora-from's keys kept as read
     std::vector<float> grads;  // laid out as adapter.params
     AdamW opt;                 // m and v laid out as adapter.params
-    std::vector<float> hs, scratch;
+    std::vector<float> hs, scratch, xd, dxd;
+    LoraDropout dropout;
     std::vector<LoraLinear> linears;        // one per (layer, target), in table order
     std::map<size_t, const LoraLinear*> at;  // by its base weight's offset in the model's params
 };
@@ -61,6 +79,8 @@ std::string lora_parse_targets(const std::string& list, LoraConfig* cfg);
 // sample's context); with training, the model's base is frozen and the adapter gets gradients.
 void lora_attach(GPT2* model, LoraModel* lora, int max_rows, bool training);
 void lora_zero_grad(LoraModel* lora);
+// Dropout for the training step `step` (its mask keys), or off (-1).
+void lora_dropout_step(LoraModel* lora, int step);
 // The adapter's global gradient norm, in double over fixed chunks: the same for any thread count.
 float lora_grad_norm(const LoraModel& lora);
 // Allocates the adapter's zeroed AdamW moments (lora_update would, at its first step).

@@ -88,6 +88,7 @@ check "printed lines end in \\n, not \\r\\n (standard streams are binary)" bash 
 win "$G" tokenize -o $W/win/ --val-tokens 2000 $W/slice.txt >$W/again.out 2>&1
 check "a staged file of a dead process (pid 99999999) is removed" test ! -e $W/win/train.bin.tmp.99999999
 check "... and said so" grep -q "note: removed .*train.bin.tmp.99999999, left by a gpt2 process that was killed" $W/again.out
+grep -q "note: removed .*train.bin.tmp.99999999" $W/again.out || sed 's/^/    tokenize again: /' $W/again.out | head -5
 # A run holding --out's lock refuses a second one; Ctrl-C (SIGINT, which wine passes on as a console
 # event) ends it at the end of a step, saved and unlocked; a run killed outright leaves its lock file,
 # which does not stop the next.

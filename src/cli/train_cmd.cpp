@@ -567,9 +567,8 @@ void check_ranks_agree(const TrainRun& t) {
         for (const TokenShard& s : dl->shards) data += s.fingerprint + ";";
     const GPT2Config& g = t.model.cfg;
     // a LoRA run: its base as fingerprinted before int8 gave its matrices back, and its adapter
-    const std::vector<float>* adapter = t.lora ? &t.lora->adapter.params : nullptr;
-    const std::string weights = !adapter ? train_state_params_hash(t.model)
-                                         : t.base_hash + " " + hash_hex(fnv1a(adapter->data(), adapter->size() * 4));
+    const std::string weights =
+        t.lora ? t.base_hash + " " + lora_adapter_hash(t.lora->adapter) : train_state_params_hash(t.model);
     const std::string model = std::to_string(g.num_layers) + " " + std::to_string(g.num_heads) + " " +
                               std::to_string(g.channels) + " " + std::to_string(g.max_seq_len) + " " +
                               std::to_string(g.vocab_size) + " " + weights;
@@ -678,7 +677,8 @@ int prepare_run(TrainRun* t, const CliArgs& args, const CliArgs& given, const st
         first_step = resume->step;
         printf("resumed %s at step %d\n", resume_dir.c_str(), first_step);
     }
-    cli_set_precision(&t->model, args, r.lora);  // the weights are in place: bf16 copies them; int8 (a LoRA base) quantizes
+    // the weights are in place: bf16 copies them; int8 (a LoRA base) quantizes them
+    cli_set_precision(&t->model, args, r.lora);
     const bool bf16 = gpt2_precision(t->model) == Precision::kBf16;
     if (bf16 || r.bf16_moments)
         printf("precision: %s, fp32 master weights, AdamW state %s\n",

@@ -101,11 +101,8 @@ void RunHooks::begin() {
     const int accum = run->opts.accum;  // the step's micro-batches, read ahead and put back: their scored targets
     std::vector<double> counts(accum + 1, 0.0);
     std::string err;
-    for (int i = 0; i < accum && dataloader_try_next(&run->train_dl, &err); i++) {
-        const std::vector<int>& y = run->train_dl.targets;
-        counts[i] = (double)std::count_if(y.begin(), y.end(), [](int t) { return t >= 0; });
-        counts[accum] += counts[i];
-    }
+    for (int i = 0; i < accum && dataloader_try_next(&run->train_dl, &err); i++)
+        counts[accum] += counts[i] = (double)token_files_scored(run->train_dl.targets);
     dataloader_restore(&run->train_dl, before);  // a read that failed fails again in the step, which reports it
     if (run->sync.ranks > 1) dist_sum(&counts[accum], 1);
     shares.assign(accum, 0.0f);

@@ -138,6 +138,10 @@ std::vector<std::string> token_files_expand(const std::string& spec, const char*
     return paths;
 }
 
+size_t token_files_scored(const std::vector<int>& targets) {
+    return (size_t)std::count_if(targets.begin(), targets.end(), [](int t) { return t >= 0; });
+}
+
 size_t token_files_num_tokens(const DataLoader& dl) {
     size_t n = 0;
     for (const TokenShard& s : dl.shards) n += s.num_tokens;

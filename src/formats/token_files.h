@@ -39,5 +39,7 @@ void token_files_next_shard(DataLoader* dl);
 bool token_files_read(DataLoader* dl, const TokenShard& shard, const uint32_t* windows, std::string* err);
 // Tokens over all of dl's shards.
 size_t token_files_num_tokens(const DataLoader& dl);
+// Targets scored of a batch's: those not -1 (a loss mask's prompts).
+size_t token_files_scored(const std::vector<int>& targets);
 // Sets the core's seams to the above: tokenfile_open, dataloader_expand, dataloader_next_shard, dataloader_read.
 void token_files_plug_in();

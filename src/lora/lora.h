@@ -89,6 +89,8 @@ void lora_prepare(LoraModel* lora);
 // with the decay of the optimizer it is given). fatal on a non-finite value the update left.
 void lora_update(LoraModel* lora, const AdamWConfig& cfg, float lr, float grad_scale);
 
+// The adapter's values' FNV-1a fingerprint (16 hex digits): its train state's, and what the ranks compare.
+std::string lora_adapter_hash(const LoraAdapter& a);
 // The directory a LoRA run saves (--out), published whole: PEFT's adapter_config.json and
 // adapter_model.safetensors, and train_state.safetensors with the adapter's AdamW moments, the data's position,
 // the flags, the history and the base's path and fingerprint (lora.base.path, lora.base.fnv1a); `extra` adds

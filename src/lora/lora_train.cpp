@@ -13,11 +13,11 @@ namespace {
 
 const char* const kStateFile = "train_state.safetensors";
 
-std::string adapter_hash(const LoraAdapter& a) {
+}  // namespace
+
+std::string lora_adapter_hash(const LoraAdapter& a) {
     return hash_hex(fnv1a(a.params.data(), a.params.size() * sizeof(float)));
 }
-
-}  // namespace
 
 void lora_save(const std::string& dir, const LoraModel& lora, const std::string& base_path,
                const std::string& base_hash, const DataLoader& dl, int step,
@@ -29,7 +29,7 @@ void lora_save(const std::string& dir, const LoraModel& lora, const std::string&
         peft.lora = a.cfg;
         if (peft.base_model.empty()) peft.base_model = base_path;
         peft_write(a, peft, staging);
-        train_state_write(path_join(staging, kStateFile), lora.opt, a.params.size(), adapter_hash(a), a.base, dl, step,
+        train_state_write(path_join(staging, kStateFile), lora.opt, a.params.size(), lora_adapter_hash(a), a.base, dl, step,
                           run_flags, history, {{"lora.base.path", base_path}, {"lora.base.fnv1a", base_hash}});
         extra(staging);
     });
@@ -58,5 +58,5 @@ void lora_restore(TrainState* ts, LoraModel* lora, const std::string& base_hash,
                    ts->path.c_str(), ts->file.meta("lora.base.path").c_str(), saved.c_str(), base_hash.c_str());
     lora_prepare(lora);
     const LoraAdapter& a = lora->adapter;
-    train_state_restore_params(ts, a.params.size(), adapter_hash(a), a.base, &lora->opt, dl, history);
+    train_state_restore_params(ts, a.params.size(), lora_adapter_hash(a), a.base, &lora->opt, dl, history);
 }

@@ -38,6 +38,11 @@ bool quantize_matrix(GPT2* model, PrecisionCopies* c, const TensorInfo& t) {
     return true;
 }
 
+// Matrices whose rows are whole q8_0 blocks are quantized (GGUF's q8_0 export's rule); with drop_fp32 those of
+// the blocks give their fp32 values back (wte's and wpe's rows are read by the embedding too).
+bool quantizable(const TensorInfo& t) { return t.cols != 0 && t.cols % kQ8Block == 0; }
+bool droppable(const TensorInfo& t) { return quantizable(t) && t.layer >= 0; }
+
 }  // namespace
 
 int gpt2_set_precision(GPT2* model, Precision prec, bool drop_fp32) {
@@ -59,14 +64,14 @@ int gpt2_set_precision(GPT2* model, Precision prec, bool drop_fp32) {
         else buffer_assign_zero(&c->params8, n);  // huge pages: decoding streams it
         c->params8_d.resize(n / kQ8Block + 1);    // a matrix at offset o: from ceil(o / 32)
         for (const TensorInfo& t : model->param_table) {
-            if (t.cols == 0 || t.cols % kQ8Block != 0) continue;
+            if (!quantizable(t)) continue;
             c->params8.resize(std::max(c->params8.size(), t.offset + t.numel()));
             if (!quantize_matrix(model, c, t)) continue;
             WeightCopy& q = c->at[t.offset];
             q.q8 = c->params8.data() + t.offset;
             q.q8_d = c->params8_d.data() + (t.offset + kQ8Block - 1) / kQ8Block;
             quantized++;
-            if (!drop_fp32 || t.layer < 0) continue;  // wte's and wpe's rows are read by the embedding too
+            if (!drop_fp32 || !droppable(t)) continue;
             c->fp32_given_back += os_memory_discard(model->params.data() + t.offset, t.numel() * sizeof(float));
             q.fp32_dropped = true;
         }
@@ -89,7 +94,7 @@ double gpt2_int8_base_bytes(const GPT2Config& cfg) {
     double all = 0, dropped = 0;
     for (const TensorInfo& t : layout_params(cfg)) {
         all += t.numel();
-        if (t.layer >= 0 && t.cols != 0 && t.cols % kQ8Block == 0) dropped += t.numel();
+        if (droppable(t)) dropped += t.numel();
     }
     return sizeof(float) * (all - dropped) + all * (1.0 + 2.0 / kQ8Block);
 }

@@ -25,11 +25,6 @@ void evaluate_load_batch(DataLoader* dl, size_t index) {
     if (!dataloader_read(dl, dl->shards[s], windows.data(), &err)) fatal("%s", err.c_str());
 }
 
-// Targets scored (not -1: masked by a shard's loss mask, formats/token_files.h).
-static size_t scored(const std::vector<int>& targets) {
-    return (size_t)std::count_if(targets.begin(), targets.end(), [](int t) { return t >= 0; });
-}
-
 float evaluate_batches(GPT2* model, DataLoader* dl, size_t batches, const std::function<void(double)>& progress,
                        size_t* scored_tokens) {
     // A batch is world * B windows, as a training step's: this rank takes the rank-th B of each.
@@ -40,7 +35,7 @@ float evaluate_batches(GPT2* model, DataLoader* dl, size_t batches, const std::f
     for (size_t i = 0; i < batches; i++) {
         evaluate_load_batch(dl, i * world + dist_rank());
         const float loss = gpt2_forward(model, dl->inputs.data(), dl->targets.data(), dl->B, dl->T);
-        const size_t n = scored(dl->targets);
+        const size_t n = token_files_scored(dl->targets);
         const double weight = (double)n / ((double)dl->B * dl->T);
         if (n) sums[0] += loss * weight, sums[1] += weight, sums[2] += (double)n;
         if (progress) progress((double)(i + 1) / (double)batches);
@@ -60,7 +55,7 @@ double evaluate_every_token(GPT2* model, DataLoader* dl, size_t* tokens, size_t*
         const size_t batches = dataloader_shard_windows(*dl, s) / dl->B;
         for (size_t i = 0; i < batches; i++) {
             evaluate_load_batch(dl, batch++);
-            const size_t n = scored(dl->targets);  // a batch's loss is its mean over these
+            const size_t n = token_files_scored(dl->targets);  // a batch's loss is its mean over these
             sum += (double)gpt2_forward(model, dl->inputs.data(), dl->targets.data(), dl->B, dl->T) * n;
             counted += n;
             if (progress) progress((double)(predicted + (i + 1) * dl->B * T) / total);
@@ -78,7 +73,7 @@ double evaluate_every_token(GPT2* model, DataLoader* dl, size_t* tokens, size_t*
             in.assign(tok + start, tok + start + len);
             out.assign(tok + start + 1, tok + start + len + 1);
             for (size_t j = 0; mask && j < len; j++) out[j] = mask[start + 1 + j] ? out[j] : -1;
-            const size_t scored_here = scored(out);
+            const size_t scored_here = token_files_scored(out);
             sum += (double)gpt2_forward(model, in.data(), out.data(), bt[0], bt[1]) * scored_here;
             counted += scored_here;
             start += len;

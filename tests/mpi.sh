@@ -67,8 +67,8 @@ check "rank 0 alone prints: one 'saved' line" test "$(grep -c '^saved ' $W/two.o
 # 1 x B=4. And loss masks: a step's loss is the mean over all its scored targets, their counts summed over the
 # ranks (rank 0's window and rank 1's score different numbers of answer tokens).
 L=("${A[@]}" --steps 12 --lora 4 --lora-targets c_attn,c_fc --lr 1e-2)
-"$GPT2_MPI" "${L[@]}" -B 4 --log $W/lora1.jsonl --out $W/lora1 >$W/lora1.out 2>&1
-"${MPIRUN[@]}" -np 2 "$GPT2_MPI" "${L[@]}" -B 2 --log $W/lora2.jsonl --out $W/lora2 >$W/lora2.out 2>&1
+timeout -k 10 300 "$GPT2_MPI" "${L[@]}" -B 4 --log $W/lora1.jsonl --out $W/lora1 >$W/lora1.out 2>&1
+timeout -k 10 300 "${MPIRUN[@]}" -np 2 "$GPT2_MPI" "${L[@]}" -B 2 --log $W/lora2.jsonl --out $W/lora2 >$W/lora2.out 2>&1
 log_losses $W/lora1.jsonl >$W/ll1; log_losses $W/lora2.jsonl >$W/ll2
 check "LoRA, 2 ranks x B=2: the 12 train and 2 val losses of 1 x B=4 (1e-5 relative)" \
     eval '[ $(wc -l <$W/ll1) = 14 ] && [ $(wc -l <$W/ll2) = 14 ] && rel_close $W/ll1 $W/ll2'
@@ -80,8 +80,8 @@ cat $TEST_TMP/out
 "$GPT2_MPI" tokenize --instructions -T 32 -o $W/sft/ft tests/fixtures/instruct/*.jsonl >/dev/null 2>&1
 M=(train --train $W/sft/ft_train.bin --val "" --layers 1 --channels 32 --heads 2 -T 32 --steps 6 --no-shuffle
    --sample-tokens 0 --lr 1e-2 --warmup 0)
-"$GPT2_MPI" "${M[@]}" -B 2 --log $W/mask1.jsonl >$W/mask1.out 2>&1
-"${MPIRUN[@]}" -np 2 "$GPT2_MPI" "${M[@]}" -B 1 --log $W/mask2.jsonl >$W/mask2.out 2>&1
+timeout -k 10 300 "$GPT2_MPI" "${M[@]}" -B 2 --log $W/mask1.jsonl >$W/mask1.out 2>&1
+timeout -k 10 300 "${MPIRUN[@]}" -np 2 "$GPT2_MPI" "${M[@]}" -B 1 --log $W/mask2.jsonl >$W/mask2.out 2>&1
 log_losses $W/mask1.jsonl >$W/lm1; log_losses $W/mask2.jsonl >$W/lm2
 check "loss masks, 2 ranks x B=1: the 6 losses of 1 x B=2, the mean over the step's scored targets (1e-5)" \
     eval 'grep -q "^loss: on the answers only" $W/mask2.out && [ $(wc -l <$W/lm1) = 6 ] && rel_close $W/lm1 $W/lm2'

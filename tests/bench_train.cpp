@@ -393,7 +393,7 @@ void bench_memory_options() {
         }
         // a LoRA run's: the base (its int8 blocks and what stays fp32), no gradients or moments but the adapter's
         const double adapter = 3.0 * sizeof(float) * lora.adapter.params.size();
-        const double params = op.lora_base == Precision::kInt8 ? gpt2_int8_base_bytes(cfg) : gpt2_params_bytes(cfg);
+        const double params = op.lora ? gpt2_base_bytes(cfg, op.lora_base) : gpt2_params_bytes(cfg);
         const double moments = op.lora ? adapter : 2.0 * (double)model.num_params * adamw_moments_elem(opt);
         const double grads = op.lora ? 0 : memory_grads_bytes(cfg, mem);
         const double mib = (params + grads + moments + memory_acts_bytes(cfg, B, T, mem)) / (1024.0 * 1024.0);

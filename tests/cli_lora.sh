@@ -6,6 +6,8 @@
 #     base), its loss goes down, and eval --lora-from gives its last val loss to the digit;
 #   * a LoRA run stopped and resumed equals an uninterrupted one bit for bit (losses and adapter);
 #   * generate --lora-from samples from base + adapter;
+#   * on an int8 or a bf16 base (--recompute), the same bits as on the fp32 base of the same values (the base's
+#     q8_0 GGUF or bf16 export);
 #   * every error: rank 0 or larger than a target, an unknown target, --lora without --model, the flags it
 #     cannot combine with, dropout, an adapter of another geometry, a resume on a changed base, a resumed run's
 #     adapter flags changed, --lora added to a resumed full run, eval --hellaswag with --lora-from.
@@ -84,6 +86,21 @@ check "... a base other than the fp32 one: first loss $(first_loss $T/ad8.out) a
 check "eval --precision int8 --lora-from gives the int8 run's last val loss ($(val_loss $T/ad8.out))" \
     test -n "$(val_loss $T/ad8.out)" -a "$(grep -o '^loss [0-9.]*' $T/eval8.out | cut -d' ' -f2)" = "$(val_loss $T/ad8.out)"
 
+# --- a bf16 base --------------------------------------------------------------------------------------------
+# The base's bf16 export, loaded as fp32, holds the values --precision bf16 rounds it to: the same bits again.
+"$GPT2" export --model $T/base --dtype bf16 --out $T/base_bf16 >$T/bf16x.out 2>&1
+"$GPT2" "${LORA[@]}" --steps 12 --val-every 12 --precision bf16 --recompute --out $T/ad16 >$T/ad16.out 2>&1
+"$GPT2" train "${DATA[@]}" --model $T/base_bf16 --lora 4 --lora-targets c_attn,c_proj,c_fc --lr 1e-2 --warmup 2 \
+    --steps 12 --val-every 12 --out $T/adb >$T/adb.out 2>&1
+check "--precision bf16 holds the base as bf16 and gives its fp32 block matrices back" \
+    awk '/^precision: bf16 base, .* 8 of 10 matrices held as bf16 alone/ && / MiB of their fp32 values given back/ {
+        for (i = 1; i < NF; i++) if ($(i + 1) == "MiB") found = $i + 0 > 0 } END { exit !found }' $T/ad16.out
+check "... and with --recompute trains as the fp32 base of the same values (its bf16 export) without: steps" \
+    test -n "$(step_lines $T/adb.out)" -a "$(step_lines $T/ad16.out)" = "$(step_lines $T/adb.out)"
+check "... and adapter, bit for bit" cmp $T/ad16/adapter_model.safetensors $T/adb/adapter_model.safetensors
+check "... a base other than the fp32 one: first loss $(first_loss $T/ad16.out) against $(first_loss $T/ad.out)" \
+    test -n "$(first_loss $T/ad16.out)" -a "$(first_loss $T/ad16.out)" != "$(first_loss $T/ad.out)"
+
 # --- errors ----------------------------------------------------------------------------------------------
 check_error "--lora 0 is refused" "bad value for --lora" "$GPT2" "${LORA[@]}" --lora 0 --steps 1
 check_error "a rank past a target's smaller side is refused" "expected a rank in \[1, 64\]" \
@@ -92,7 +109,7 @@ check_error "an unknown target is refused" "bad value for --lora-targets.*got 'w
     "$GPT2" "${LORA[@]}" --lora-targets c_attn,wte --steps 1
 check_error "--lora needs --model" "missing flag --model (train): --lora" \
     "$GPT2" train "${DATA[@]}" --lora 4 --steps 1
-for flag in --optimizer-in-backward "--optimizer-state bf16" "--precision bf16"; do
+for flag in --optimizer-in-backward "--optimizer-state bf16"; do
     check_error "--lora with $flag is refused, saying why" "conflicting flags (train): --lora cannot take ${flag}:" \
         "$GPT2" "${LORA[@]}" $flag --steps 1
 done

@@ -375,33 +375,45 @@ TEST(matmul_forward_decodes_one_row_from_the_q8_copy) {
     CHECK(out == want);
 }
 
-TEST(matmuls_of_a_q8_weight_read_its_blocks_and_equal_fp32_on_their_values) {
-    // A Weight holding only its q8 blocks (no fp32 values: a LoRA base's, gpt2_set_precision's drop_fp32) in the
-    // forward (x W^T) and the backward's dinp = dout W, against the same products on the values the blocks
-    // stand for: bit for bit. Panels cut short (OC 37, 100), K in one pass and several, a C of 4M floats
-    // (gemm's one-pass-over-K blocking, the lm_head's), a row of fp16-subnormal scales.
+TEST(matmuls_of_a_weight_its_copy_alone_holds_equal_fp32_on_the_copys_values) {
+    // A Weight holding only its q8 blocks or bf16 values (no fp32 values: a LoRA base's, gpt2_set_precision's
+    // drop_fp32) in the forward (x W^T), the backward's dinp = dout W and (bf16) decoding's one row, against
+    // the same products on the values the copy stands for: bit for bit. Panels cut short (OC 37, 100), K in
+    // one pass and several, a C of 4M floats (gemm's one-pass-over-K blocking, the lm_head's), a row of
+    // fp16-subnormal scales.
     struct Shape {
         int N, IC, OC;
     } shapes[] = {{5, 96, 37}, {70, 800, 100}, {84, 320, 50000}};
-    for (const Shape& s : shapes) {
-        std::vector<float> W = randn((size_t)s.OC * s.IC, 1, 0.02f), x = randn((size_t)s.N * s.IC, 2);
-        std::vector<float> dout = randn((size_t)s.N * s.OC, 3), b = randn(s.OC, 4);
-        for (int i = 0; i < s.IC; i++) W[(size_t)3 * s.IC + i] *= 1e-3f;
-        std::vector<int8_t> q(W.size());
-        std::vector<uint16_t> d(W.size() / kQ8Block);
-        for (size_t blk = 0; blk < d.size(); blk++) d[blk] = q8_quantize_block(&W[blk * kQ8Block], &q[blk * kQ8Block]);
-        for (size_t i = 0; i < W.size(); i++) W[i] = fp16_to_float(d[i / kQ8Block]) * q[i];
-        WeightCopy copy;
-        copy.q8 = q.data(), copy.q8_d = d.data();
-        const Weight w8(nullptr, q8_gemm_operands(), &copy);
-        std::vector<float> out((size_t)s.N * s.OC), want(out.size()), dinp(x.size()), dinp_want(x.size());
-        matmul_forward(out.data(), x.data(), w8, b.data(), s.N, s.IC, s.OC);
-        matmul_forward(want.data(), x.data(), W.data(), b.data(), s.N, s.IC, s.OC);
-        matmul_backward(dinp.data(), nullptr, nullptr, dout.data(), x.data(), w8, s.N, s.IC, s.OC);
-        matmul_backward(dinp_want.data(), nullptr, nullptr, dout.data(), x.data(), W.data(), s.N, s.IC, s.OC);
-        CHECK(out == want);
-        CHECK(dinp == dinp_want);
-    }
+    for (const Shape& s : shapes)
+        for (const bool q8 : {true, false}) {
+            std::vector<float> W = randn((size_t)s.OC * s.IC, 1, 0.02f), x = randn((size_t)s.N * s.IC, 2);
+            std::vector<float> dout = randn((size_t)s.N * s.OC, 3), b = randn(s.OC, 4);
+            for (int i = 0; i < s.IC; i++) W[(size_t)3 * s.IC + i] *= 1e-3f;
+            std::vector<int8_t> q(W.size());
+            std::vector<uint16_t> d(W.size() / kQ8Block), w16(W.size());
+            WeightCopy copy;
+            copy.fp32_dropped = true;
+            if (q8) {
+                for (size_t blk = 0; blk < d.size(); blk++) d[blk] = q8_quantize_block(&W[blk * kQ8Block], &q[blk * kQ8Block]);
+                for (size_t i = 0; i < W.size(); i++) W[i] = fp16_to_float(d[i / kQ8Block]) * q[i];
+                copy.q8 = q.data(), copy.q8_d = d.data();
+            } else {
+                for (size_t i = 0; i < W.size(); i++) w16[i] = bf16_round(W[i]), W[i] = bf16_to_float(w16[i]);
+                copy.bf16 = w16.data();
+            }
+            const Weight held(nullptr, copy_gemm_operands(), &copy);
+            std::vector<float> out((size_t)s.N * s.OC), want(out.size()), dinp(x.size()), dinp_want(x.size());
+            matmul_forward(out.data(), x.data(), held, b.data(), s.N, s.IC, s.OC);
+            matmul_forward(want.data(), x.data(), W.data(), b.data(), s.N, s.IC, s.OC);
+            matmul_backward(dinp.data(), nullptr, nullptr, dout.data(), x.data(), held, s.N, s.IC, s.OC);
+            matmul_backward(dinp_want.data(), nullptr, nullptr, dout.data(), x.data(), W.data(), s.N, s.IC, s.OC);
+            CHECK(out == want);
+            CHECK(dinp == dinp_want);
+            if (q8) continue;
+            matvec_copy(out.data(), x.data(), held, b.data(), s.IC, s.OC);  // one row: fp32 on the bf16 values
+            matmul_forward(want.data(), x.data(), W.data(), b.data(), 1, s.IC, s.OC);
+            CHECK(std::equal(want.begin(), want.begin() + s.OC, out.begin()));
+        }
 }
 
 TEST(encoder_backward_matches_finite_differences) {

@@ -188,26 +188,35 @@ Precision cli_precision(const CliArgs& args, bool inference) {
     return Precision::kFp32;
 }
 
-void cli_set_precision(GPT2* model, const CliArgs& args, bool inference) {
-    const Precision prec = cli_precision(args, inference);
-    if (prec == Precision::kInt8) {  // beside the fp32 weights: a scale per 32, wte's and wpe's bytes, and each
-        double kept = 0, largest = 0;  // block matrix's until its fp32 values are given back
+void cli_set_precision(GPT2* model, const CliArgs& args, bool inference, bool frozen_base) {
+    // a frozen base in bf16 is held as bf16 with fp32 products on any CPU (precision.h)
+    const Precision prec = frozen_base && args.str("precision") == "bf16" ? Precision::kBf16
+                                                                           : cli_precision(args, inference);
+    const bool drop = prec == Precision::kInt8 || frozen_base;  // the matmuls read the copies alone
+    if (drop && prec != Precision::kFp32) {  // beside the fp32 weights: int8's scale per 32, the copy of wte,
+        double kept = 0, largest = 0;       // wpe and the block matrix being copied until its fp32 values go
         for (const TensorInfo& t : model->param_table) {
             if (t.layer < 0) kept += (double)t.numel();
             else largest = std::max(largest, (double)t.numel());
         }
-        memory_check(model->num_params * 2.0 / kQ8Block + kept + largest, "the int8 copy of the weights",
-                     "use --precision fp32 or bf16");
+        const bool int8 = prec == Precision::kInt8;
+        memory_check((int8 ? model->num_params * 2.0 / kQ8Block : 0) + (kept + largest) * (int8 ? 1 : 2),
+                     std::string("the ") + (int8 ? "int8" : "bf16") + " copy of the weights",
+                     "use --precision fp32" + std::string(int8 ? " or bf16" : ""));
     }
-    const int quantized = gpt2_set_precision(model, prec, true);  // the matmuls read int8's blocks alone
-    if (prec != Precision::kInt8) return;
+    const int kept = gpt2_set_precision(model, prec, drop);
+    if (!drop || prec == Precision::kFp32) return;
     int matrices = 0;
     for (const TensorInfo& t : model->param_table) matrices += t.cols != 0;
     const double dropped = gpt2_precision_copies(*model)->fp32_given_back / 1048576.0;
-    fprintf(stderr, "precision: int8, %d of %d weight matrices in q8_0 blocks (8 bits, one fp16 scale per 32)%s; "
-            "%.1f MiB of their fp32 values given back\n",
-            quantized, matrices, quantized < matrices ? "; the rest fp32 (rows not a multiple of 32, or values past q8_0)" : "",
-            dropped);
+    if (prec == Precision::kBf16)
+        fprintf(stderr, "precision: bf16 base, every weight rounded to bf16 and %d of %d matrices held as bf16 alone "
+                "(fp32 products on their values); %.1f MiB of their fp32 values given back\n", kept, matrices, dropped);
+    else
+        fprintf(stderr, "precision: int8, %d of %d weight matrices in q8_0 blocks (8 bits, one fp16 scale per 32)%s; "
+                "%.1f MiB of their fp32 values given back\n",
+                kept, matrices, kept < matrices ? "; the rest fp32 (rows not a multiple of 32, or values past q8_0)" : "",
+                dropped);
 }
 
 std::string cli_tokenizer(const CliArgs& args, const std::string& model, bool required, Tokenizer* tok) {

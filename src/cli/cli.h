@@ -63,8 +63,9 @@ Precision cli_precision(const CliArgs& args, bool inference = false);
 struct GPT2;
 // Sets the model's precision to cli_precision(args, inference) (inference: int8 too, which a LoRA run's frozen
 // base takes); for int8 the fp32 values of the blocks' matrices are given back (drop_fp32), and stderr
-// says how many matrices were quantized and how much memory that freed.
-void cli_set_precision(GPT2* model, const CliArgs& args, bool inference);
+// says how many matrices were quantized and how much memory that freed. A frozen_base (LoRA's) in bf16 is
+// held as bf16 on any CPU, its fp32 values given back the same way (precision.h).
+void cli_set_precision(GPT2* model, const CliArgs& args, bool inference, bool frozen_base = false);
 
 // The tokenizer for a command on the checkpoint `model` ("" for none): --tokenizer when given, else the one
 // the model carries (checkpoint_tokenizer: a GGUF's own, an HF directory's vocab.json + merges.txt), else

@@ -162,8 +162,8 @@ struct TrainMemory {
 
 TrainMemory train_memory(const GPT2Config& cfg, const TrainOptions& o, const RunOptions& r, Precision prec) {
     TrainMemory m;
-    m.params = prec == Precision::kInt8 ? gpt2_int8_base_bytes(cfg)  // a LoRA base's
-                                        : gpt2_params_bytes(cfg) * (prec == Precision::kBf16 ? 1.5 : 1.0);
+    m.params = r.lora ? gpt2_base_bytes(cfg, prec)  // a frozen base's
+                      : gpt2_params_bytes(cfg) * (prec == Precision::kBf16 ? 1.5 : 1.0);
     m.grads = r.lora ? 0 : memory_grads_bytes(cfg, r.mem);  // a LoRA adapter's are a few MiB, not counted
     m.moments = r.lora ? 0 : gpt2_params_bytes(cfg) * (r.bf16_moments ? 1.0 : 2.0) / (r.zero ? dist_world() : 1);
     m.acts = memory_acts_bytes(cfg, o.B, o.T, r.mem);
@@ -179,9 +179,9 @@ void check_memory(const GPT2Config& cfg, const TrainOptions& o, const RunOptions
     if (m.samples > 0) snprintf(samples, sizeof(samples), ", samples %.0f", m.samples / mib);
     printf("memory: %.0f MiB (parameters %.0f, gradients %.0f, AdamW state %.0f, activations %.0f%s MiB)\n",
            m.total() / mib, m.params / mib, m.grads / mib, m.moments / mib, m.acts / mib, samples);
-    if (prec == Precision::kInt8) {  // the base loads in fp32, then each block matrix is quantized and given back
+    if (r.lora && prec != Precision::kFp32) {  // the base loads in fp32, then each block matrix is copied and given back
         printf("memory: %.0f MiB while the base loads in fp32\n", gpt2_params_bytes(cfg) / mib);
-        memory_check(gpt2_params_bytes(cfg), "the fp32 base before --precision int8 quantizes it",
+        memory_check(gpt2_params_bytes(cfg), "the fp32 base before --precision " + std::string(prec == Precision::kInt8 ? "int8" : "bf16") + " holds it",
                      "train on a smaller base, or on a machine with more memory");
     }
     memory_check(m.total() - m.samples, "train",
@@ -230,7 +230,7 @@ void build_model(GPT2* model, const CliArgs& args, const TrainOptions& o, const 
     const std::string &resume_dir = r.resume_dir, &out = r.out;
     const int T = o.T;
     const std::string p = args.str("precision");  // cli_precision checks it later
-    const Precision prec = p == "bf16" && bf16_supported() ? Precision::kBf16
+    const Precision prec = p == "bf16" && (bf16_supported() || r.lora) ? Precision::kBf16
                            : p == "int8" && r.lora         ? Precision::kInt8
                                                            : Precision::kFp32;
     if (!resume_dir.empty() || args.has("model")) {
@@ -283,12 +283,10 @@ void check_lora_flags(const CliArgs& args, const CliArgs& given, const std::stri
         bool given;
         const char *flag, *why;
     };
-    const std::string precision = "--precision " + args.str("precision");
     const Refused refused[] = {
         {r.mem.layer_grads, "--optimizer-in-backward", "it updates the base's weights inside the backward"},
         {r.bf16_moments, "--optimizer-state bf16", "the adapter's moments are small and kept in fp32"},
-        {r.zero, "--zero 1", "it splits the base's AdamW state across ranks"},
-        {args.str("precision") == "bf16", precision.c_str(), "the adapter trains on an fp32 or int8 base for now"}};
+        {r.zero, "--zero 1", "it splits the base's AdamW state across ranks"}};
     for (const Refused& x : refused)
         if (x.given) fatal("conflicting flags (train): --lora cannot take %s: %s", x.flag, x.why);
 }
@@ -678,8 +676,8 @@ int prepare_run(TrainRun* t, const CliArgs& args, const CliArgs& given, const st
         printf("resumed %s at step %d\n", resume_dir.c_str(), first_step);
     }
     // the weights are in place: bf16 copies them; int8 (a LoRA base) quantizes them
-    cli_set_precision(&t->model, args, r.lora);
-    const bool bf16 = gpt2_precision(t->model) == Precision::kBf16;
+    cli_set_precision(&t->model, args, r.lora, r.lora);
+    const bool bf16 = gpt2_precision(t->model) == Precision::kBf16 && !r.lora;
     if (bf16 || r.bf16_moments)
         printf("precision: %s, fp32 master weights, AdamW state %s\n",
                bf16 ? "bf16 matmuls (fp32 accumulation)" : "fp32 matmuls",

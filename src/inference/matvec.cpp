@@ -17,11 +17,33 @@
 
 KERNELS_BEGIN
 
-// The one-row product of a weight's reduced-precision copy: its q8 blocks, else its bf16 rounding.
+// The one-row product of a weight's reduced-precision copy: its q8 blocks, else its bf16 rounding (a frozen
+// base's with fp32 products, as its gemm has them).
 void matvec_copy(float* out, const float* x, const Weight& w, const float* b, int IC, int OC) {
     const WeightCopy* c = static_cast<const WeightCopy*>(w.copy);
     if (c->q8) return matvec_q8(out, x, c->q8, c->q8_d, b, IC, OC);
+    if (c->fp32_dropped) return matvec_bf16_fp32(out, x, c->bf16, b, IC, OC);
     matvec_bf16(out, x, c->bf16, b, IC, OC);
+}
+
+void matvec_bf16_fp32(float* out, const float* x, const uint16_t* W16, const float* b, int IC, int OC) {
+#pragma omp parallel for schedule(static)
+    for (int j = 0; j < OC; j++) {
+        const uint16_t* w = W16 + (size_t)j * IC;
+        vf16 acc0{}, acc1{};
+        int i = 0;
+        for (; i + 2 * kVecLen <= IC; i += 2 * kVecLen) {
+            vu16 u0, u1;
+            for (int l = 0; l < kVecLen; l++) u0[l] = (unsigned)w[i + l] << 16, u1[l] = (unsigned)w[i + kVecLen + l] << 16;
+            acc0 += (vf16)u0 * vf_load(x + i);
+            acc1 += (vf16)u1 * vf_load(x + i + kVecLen);
+        }
+        const vf16 acc = acc0 + acc1;
+        float sum = 0;
+        for (int l = 0; l < kVecLen; l++) sum += acc[l];
+        for (; i < IC; i++) sum += bf16_to_float(w[i]) * x[i];
+        out[j] = b ? sum + b[j] : sum;
+    }
 }
 
 #if defined(__x86_64__)

@@ -46,20 +46,41 @@ bool droppable(const TensorInfo& t) { return quantizable(t) && t.layer >= 0; }
 }  // namespace
 
 int gpt2_set_precision(GPT2* model, Precision prec, bool drop_fp32) {
-    assert(prec != Precision::kBf16 || bf16_supported());
+    assert(prec != Precision::kBf16 || drop_fp32 || bf16_supported());
     model->copies.reset();
     if (prec == Precision::kFp32) return 0;
     auto copies = std::make_unique<PrecisionCopies>();
     PrecisionCopies* c = copies.get();
     c->precision = prec;
-    if (prec == Precision::kBf16) {
-        c->params16.resize(model->params.size());
-        bf16_round_array(c->params16.data(), model->params.data(), model->params.size());
+    c->frozen = drop_fp32;
+    const size_t n = model->params.size();
+    int kept = 0;  // matrices the copies hold
+    auto give_back = [&](const TensorInfo& t, WeightCopy* copy) {  // with drop_fp32, once its copy is made
+        if (!drop_fp32 || !droppable(t)) return;
+        c->fp32_given_back += os_memory_discard(model->params.data() + t.offset, t.numel() * sizeof(float));
+        copy->fp32_dropped = true;
+    };
+    if (prec == Precision::kBf16 && !drop_fp32) {
+        c->params16.resize(n);
+        bf16_round_array(c->params16.data(), model->params.data(), n);
         for (const TensorInfo& t : model->param_table) c->at[t.offset].bf16 = c->params16.data() + t.offset;
     }
-    int quantized = 0;
+    if (prec == Precision::kBf16 && drop_fp32) {  // every value rounded in place; the block matrices' kept as bf16
+        float* w = model->params.data();
+#pragma omp parallel for
+        for (size_t i = 0; i < n; i++) w[i] = bf16_rounded(w[i]);
+        c->params16.reserve(n);  // touched a matrix at a time, as the fp32 ones are given back
+        for (const TensorInfo& t : model->param_table) {
+            if (!droppable(t)) continue;
+            c->params16.resize(t.offset + t.numel());
+            bf16_round_array(c->params16.data() + t.offset, w + t.offset, t.numel());
+            c->at[t.offset].bf16 = c->params16.data() + t.offset;
+            give_back(t, &c->at[t.offset]);
+            kept++;
+        }
+        c->params16.resize(n);
+    }
     if (prec == Precision::kInt8) {
-        const size_t n = model->params.size();
         if (drop_fp32) c->params8.reserve(n);     // touched a matrix at a time, as the fp32 ones are given back
         else buffer_assign_zero(&c->params8, n);  // huge pages: decoding streams it
         c->params8_d.resize(n / kQ8Block + 1);    // a matrix at offset o: from ceil(o / 32)
@@ -70,15 +91,13 @@ int gpt2_set_precision(GPT2* model, Precision prec, bool drop_fp32) {
             WeightCopy& q = c->at[t.offset];
             q.q8 = c->params8.data() + t.offset;
             q.q8_d = c->params8_d.data() + (t.offset + kQ8Block - 1) / kQ8Block;
-            quantized++;
-            if (!drop_fp32 || !droppable(t)) continue;
-            c->fp32_given_back += os_memory_discard(model->params.data() + t.offset, t.numel() * sizeof(float));
-            q.fp32_dropped = true;
+            give_back(t, &q);
+            kept++;
         }
         c->params8.resize(n);
     }
     model->copies = std::move(copies);
-    return quantized;
+    return kept;
 }
 
 const PrecisionCopies* gpt2_precision_copies(const GPT2& model) {
@@ -90,30 +109,31 @@ Precision gpt2_precision(const GPT2& model) {
     return c ? c->precision : Precision::kFp32;
 }
 
-double gpt2_int8_base_bytes(const GPT2Config& cfg) {
+double gpt2_base_bytes(const GPT2Config& cfg, Precision prec) {
     double all = 0, dropped = 0;
     for (const TensorInfo& t : layout_params(cfg)) {
         all += t.numel();
         if (droppable(t)) dropped += t.numel();
     }
-    return sizeof(float) * (all - dropped) + all * (1.0 + 2.0 / kQ8Block);
+    if (prec == Precision::kFp32) return sizeof(float) * all;
+    return sizeof(float) * (all - dropped) + all * (prec == Precision::kInt8 ? 1.0 + 2.0 / kQ8Block : 2.0);
 }
 
-// A q8 weight whose fp32 values were given back: its products read its blocks (the same numbers).
+// A weight whose fp32 values were given back: its products read its copy (the same numbers).
 Weight PrecisionCopies::weight(const float* w, size_t offset) const {
     auto it = at.find(offset);
     if (it == at.end()) return Weight(w, operands());
     const WeightCopy& copy = it->second;
-    if (copy.fp32_dropped) return Weight(nullptr, q8_gemm_operands(), &copy);
+    if (copy.fp32_dropped) return Weight(nullptr, copy_gemm_operands(), &copy);
     return Weight(w, operands(), &copy);
 }
 
-// An int8 model's products are fp32 on its quantized weights.
+// An int8 model's products, and a frozen base's, are fp32 on its quantized or rounded weights.
 const GemmOperands* PrecisionCopies::operands() const {
-    return precision == Precision::kBf16 ? bf16_gemm_operands() : nullptr;
+    return precision == Precision::kBf16 && !frozen ? bf16_gemm_operands() : nullptr;
 }
 
 void PrecisionCopies::params_updated(const float* params, size_t offset, size_t n) {
-    assert(params8.empty() && "int8 models are for inference");
+    assert(params8.empty() && !frozen && "int8 models and frozen bases are not trained");
     if (!params16.empty()) bf16_round_serial(params16.data() + offset, params + offset, n);
 }

@@ -25,7 +25,7 @@ struct WeightCopy {
     const uint16_t* bf16 = nullptr;  // or null
     const int8_t* q8 = nullptr;      // (OC, IC) values, or null
     const uint16_t* q8_d = nullptr;  // (OC, IC / kQ8Block) fp16 scales
-    bool fp32_dropped = false;       // the fp32 values' memory was given back (drop_fp32): only q8 holds them
+    bool fp32_dropped = false;       // the fp32 values' memory was given back (drop_fp32): only q8 or bf16 holds them
 };
 
 // What gpt2_set_precision keeps in model->copies.
@@ -37,7 +37,8 @@ struct PrecisionCopies : ModelCopies {
     std::vector<int8_t> params8;
     std::vector<uint16_t> params8_d;
     std::map<size_t, WeightCopy> at;  // by a tensor's offset in params: the copies of those it has
-    size_t fp32_given_back = 0;       // kInt8 with drop_fp32: bytes of fp32 values given back to the system
+    bool frozen = false;              // drop_fp32: the weights are never updated
+    size_t fp32_given_back = 0;       // drop_fp32: bytes of fp32 values given back to the system
 
     Weight weight(const float* w, size_t offset) const override;
     const GemmOperands* operands() const override;
@@ -45,30 +46,33 @@ struct PrecisionCopies : ModelCopies {
 };
 
 KERNELS_BEGIN
-// The operands (core/gemm.h's ops) of a product with a weight in q8_0 blocks, its WeightCopy given as the
-// gemm's B_copy: fp32's, with B's panels widened from the blocks (gemm_q8.cpp), so the same numbers as on the
-// quantized fp32 values, which need not be kept.
-const GemmOperands* q8_gemm_operands();
+// The operands (core/gemm.h's ops) of a product with a weight that its q8_0 blocks or bf16 values alone hold,
+// its WeightCopy given as the gemm's B_copy: fp32's, with B's panels widened from the copy (gemm_copy.cpp), so
+// the same numbers as on the quantized or rounded fp32 values, which need not be kept.
+const GemmOperands* copy_gemm_operands();
 KERNELS_END
 
 // Sets how the matmuls run: kFp32 (exact), or kBf16, bf16 operands with fp32 accumulation (core/gemm.h;
 // fp32 everywhere else: master weights, AdamW, LayerNorm statistics, softmax, residual stream, loss). kBf16
-// needs bf16_supported() (asserted) and fills params16 from params, so call it once the weights are in place
+// (but a frozen base's, below) needs bf16_supported() (asserted) and fills params16 from params, so call it once the weights are in place
 // (loaded or initialised); gpt2_params_updated keeps it current from then on.
 // kInt8 is for inference and a frozen base (LoRA): it quantizes every matrix whose rows are a multiple of
 // kQ8Block (all of them at GPT-2's sizes; the rule GGUF's q8_0 export follows) to q8_0 blocks in place:
 // params then hold the quantized values, which every matmul uses; the products read the blocks
-// (q8_gemm_operands, and decoding's mat-vecs). A matrix with a value non-finite or past q8_0's range
+// (copy_gemm_operands, and decoding's mat-vecs). A matrix with a value non-finite or past q8_0's range
 // (|x| > 65504 * 127) stays fp32. Returns the number of matrices quantized. Irreversible: setting another
 // precision afterwards drops the int8 copy but keeps the quantized values.
-// drop_fp32: each block matrix's fp32 values are given back to the system as soon as it is quantized (not wte
-// and wpe, whose rows the embedding reads), so the weights take about a quarter of their fp32 memory and
-// never more than it; gpt2_weight then hands them out without fp32 values (null), and nothing may read
-// them from params (saving, exporting, training them).
+// drop_fp32 (a frozen base: inference, or LoRA's): each block matrix's fp32 values are given back to the
+// system as soon as it is quantized (not wte and wpe, whose rows the embedding reads), so the weights take
+// about a quarter of their fp32 memory and never more than it; gpt2_weight then hands them out without fp32
+// values (null), and nothing may read them from params (saving, exporting, training them).
+// kBf16 with drop_fp32 is a frozen base held as bf16, on any CPU: every value is rounded to bf16 in place, the
+// block matrices are kept as bf16 alone (half their fp32 memory) and every product is fp32 on the rounded
+// values (as bitsandbytes computes in float32 on a quantized base). Returns the number of matrices kept so.
 int gpt2_set_precision(GPT2* model, Precision prec, bool drop_fp32 = false);
-// The bytes of an int8 model's parameters with drop_fp32 (gpt2_set_precision): q8_0 blocks for every value
-// (params8 spans params), fp32 for what stays (wte, wpe, biases and LayerNorms).
-double gpt2_int8_base_bytes(const GPT2Config& cfg);
+// The bytes of a model's parameters with drop_fp32 (gpt2_set_precision): q8_0 blocks (int8) or bf16 values
+// for every value (the copies span params), fp32 for what stays (wte, wpe, biases and LayerNorms).
+double gpt2_base_bytes(const GPT2Config& cfg, Precision prec);
 // The model's copies as gpt2_set_precision made them, or null (fp32: it keeps none).
 const PrecisionCopies* gpt2_precision_copies(const GPT2& model);
 // How the model's matmuls run (kFp32 when it keeps no copies).

@@ -12,18 +12,21 @@ cd "$(dirname "$0")/.."
 source tests/suite.sh
 suite_limit=${STAGE_LIMIT:-3600}  # seconds a stage may take; each suite inside one has its own bound (run.sh)
 FUZZ_SECONDS=${FUZZ_SECONDS:-10}
-run_suite "make test" make -s test
-run_suite "make test-bench" make -s test-bench
-run_suite "make test-ref" make -s test-ref
-run_suite "make test-mpi" make -s test-mpi
-run_suite "make test-portable" make -s test-portable
-run_suite "make test-arm64" make -s test-arm64
-run_suite "make test-windows" make -s test-windows
-run_suite "make test-clang" make -s test-clang
+# Each stage builds its own variant first (tests, MPI, dispatch, cross, clang, sanitizers, fuzzers): with every
+# CPU, as README's build does. The suites themselves run one at a time.
+J=-j${JOBS:-$(nproc)}
+run_suite "make test" make -s $J test
+run_suite "make test-bench" make -s $J test-bench
+run_suite "make test-ref" make -s $J test-ref
+run_suite "make test-mpi" make -s $J test-mpi
+run_suite "make test-portable" make -s $J test-portable
+run_suite "make test-arm64" make -s $J test-arm64
+run_suite "make test-windows" make -s $J test-windows
+run_suite "make test-clang" make -s $J test-clang
 # Under AddressSanitizer + UBSan (a step costs 10-50 times more): the unit tests and the suites that read what
 # a user hands over (checkpoints, GGUF, token and text files, flags) or handle signals and outputs. The rest of
 # make test runs the same code on fixtures and tiny models (make test, and make fuzz parses under ASan).
 SAN_SUITES="tests/cli_checkpoint.sh tests/cli_gguf.sh tests/cli_generate.sh tests/cli_red_team.sh tests/cli_tokenize.sh tests/cli_trust.sh"
-run_suite "make test SAN=1" make -s test SAN=1 CLI_SUITES="$SAN_SUITES"
-run_suite "make fuzz" make -s fuzz FUZZ_SECONDS="$FUZZ_SECONDS"
+run_suite "make test SAN=1" make -s $J test SAN=1 CLI_SUITES="$SAN_SUITES"
+run_suite "make fuzz" make -s $J fuzz FUZZ_SECONDS="$FUZZ_SECONDS"
 suite_total

@@ -100,6 +100,9 @@ check "... and with --recompute trains as the fp32 base of the same values (its 
 check "... and adapter, bit for bit" cmp $T/ad16/adapter_model.safetensors $T/adb/adapter_model.safetensors
 check "... a base other than the fp32 one: first loss $(first_loss $T/ad16.out) against $(first_loss $T/ad.out)" \
     test -n "$(first_loss $T/ad16.out)" -a "$(first_loss $T/ad16.out)" != "$(first_loss $T/ad.out)"
+"$GPT2" eval --model $T/base --precision bf16 --lora-from $T/ad16 --data $VAL -B 4 -T 64 --batches 8 >$T/eval16.out 2>&1
+check "eval --precision bf16 --lora-from gives the bf16 run's last val loss ($(val_loss $T/ad16.out))" \
+    test -n "$(val_loss $T/ad16.out)" -a "$(grep -o '^loss [0-9.]*' $T/eval16.out | cut -d' ' -f2)" = "$(val_loss $T/ad16.out)"
 
 # --- errors ----------------------------------------------------------------------------------------------
 check_error "--lora 0 is refused" "bad value for --lora" "$GPT2" "${LORA[@]}" --lora 0 --steps 1

@@ -51,20 +51,23 @@ bool cli_loss_on(const CliArgs& args);
 void cli_check_tokens(const CliArgs& args, int T, int context, const char* bound_flag = "");
 const CliFlag kCliPrecisionFlag = {
     "precision", "", "fp32",
-    "fp32 (exact), or bf16: matmuls on bf16 operands with fp32 accumulation (needs AVX512_BF16; else fp32)"};
+    "fp32 (exact), or bf16: matmuls on bf16 operands with fp32 accumulation (needs AVX512_BF16; else fp32); "
+    "with --lora, int8 or bf16: the frozen base held so, on any CPU"};
 // The same for the commands that only run the model (generate, eval), which also take int8.
 const CliFlag kCliInferPrecisionFlag = {
     "precision", "", "fp32",
-    "fp32 (exact); bf16: matmuls on bf16 operands with fp32 accumulation (needs AVX512_BF16; else fp32); or "
-    "int8: weights in q8_0 blocks (8 bits, one fp16 scale per 32), activations and sums fp32"};
+    "fp32 (exact); bf16: matmuls on bf16 operands with fp32 accumulation (needs AVX512_BF16; else fp32; with "
+    "--lora-from, the base held as bf16 on any CPU); or int8: weights in q8_0 blocks (8 bits, one fp16 scale "
+    "per 32), activations and sums fp32"};
 // The value of --precision: fp32 or bf16, and int8 when `inference` (the command declares
 // kCliInferPrecisionFlag). bf16 on a CPU without AVX512_BF16 prints a one-line note on stderr and returns fp32.
 Precision cli_precision(const CliArgs& args, bool inference = false);
 struct GPT2;
 // Sets the model's precision to cli_precision(args, inference) (inference: int8 too, which a LoRA run's frozen
 // base takes); for int8 the fp32 values of the blocks' matrices are given back (drop_fp32), and stderr
-// says how many matrices were quantized and how much memory that freed. A frozen_base (LoRA's) in bf16 is
-// held as bf16 on any CPU, its fp32 values given back the same way (precision.h).
+// says how many matrices were quantized and how much memory that freed. A frozen_base (a LoRA adapter's, in
+// train --lora, eval and generate --lora-from) in bf16 is held as bf16 on any CPU, its fp32 values given back
+// the same way (precision.h).
 void cli_set_precision(GPT2* model, const CliArgs& args, bool inference, bool frozen_base = false);
 
 // The tokenizer for a command on the checkpoint `model` ("" for none): --tokenizer when given, else the one

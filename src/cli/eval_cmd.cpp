@@ -60,7 +60,7 @@ int cmd_eval(int argc, char** argv) {
     const int batches = all ? 0 : args.integer_in("batches", 1, 1 << 30);
     GPT2 model;
     checkpoint_load(&model, args.str("model"), cli_heads(args));
-    cli_set_precision(&model, args, true);
+    cli_set_precision(&model, args, true, args.has("lora-from"));  // an adapter's base: frozen, as it trained
     cli_check_tokens(args, T, model.cfg.max_seq_len);
     LoraModel lora;
     if (args.has("lora-from")) lora_apply(&model, &lora, args.str("lora-from"), B * T);

@@ -268,7 +268,7 @@ int cmd_generate(int argc, char** argv) {
 
     GPT2 model;
     checkpoint_load(&model, args.str("model"), cli_heads(args));
-    cli_set_precision(&model, args, true);
+    cli_set_precision(&model, args, true, args.has("lora-from"));  // an adapter's base: frozen, as it trained
     LoraModel lora;
     if (args.has("lora-from")) lora_apply(&model, &lora, args.str("lora-from"), model.cfg.max_seq_len);
     // the cache for the longest prompt there can be (the context) and --max-tokens

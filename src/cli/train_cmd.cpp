@@ -564,7 +564,7 @@ void check_ranks_agree(const TrainRun& t) {
     for (const DataLoader* dl : {&t.train_dl, &t.val_dl})
         for (const TokenShard& s : dl->shards) data += s.fingerprint + ";";
     const GPT2Config& g = t.model.cfg;
-    // a LoRA run: its base as fingerprinted before int8 gave its matrices back, and its adapter
+    // a LoRA run: its base as fingerprinted before int8 or bf16 held it, and its adapter
     const std::string weights =
         t.lora ? t.base_hash + " " + lora_adapter_hash(t.lora->adapter) : train_state_params_hash(t.model);
     const std::string model = std::to_string(g.num_layers) + " " + std::to_string(g.num_heads) + " " +
@@ -675,7 +675,7 @@ int prepare_run(TrainRun* t, const CliArgs& args, const CliArgs& given, const st
         first_step = resume->step;
         printf("resumed %s at step %d\n", resume_dir.c_str(), first_step);
     }
-    // the weights are in place: bf16 copies them; int8 (a LoRA base) quantizes them
+    // the weights are in place: bf16 copies them (a LoRA base: rounds them); int8 (a LoRA base) quantizes them
     cli_set_precision(&t->model, args, r.lora, r.lora);
     const bool bf16 = gpt2_precision(t->model) == Precision::kBf16 && !r.lora;
     if (bf16 || r.bf16_moments)

@@ -17,16 +17,8 @@
 
 KERNELS_BEGIN
 
-// The one-row product of a weight's reduced-precision copy: its q8 blocks, else its bf16 rounding (a frozen
-// base's with fp32 products, as its gemm has them).
-void matvec_copy(float* out, const float* x, const Weight& w, const float* b, int IC, int OC) {
-    const WeightCopy* c = static_cast<const WeightCopy*>(w.copy);
-    if (c->q8) return matvec_q8(out, x, c->q8, c->q8_d, b, IC, OC);
-    if (c->fp32_dropped) return matvec_bf16_fp32(out, x, c->bf16, b, IC, OC);
-    matvec_bf16(out, x, c->bf16, b, IC, OC);
-}
-
-void matvec_bf16_fp32(float* out, const float* x, const uint16_t* W16, const float* b, int IC, int OC) {
+// out (OC) = W16 x + b with fp32 x and products: a frozen bf16 base's (precision.h), on any CPU.
+static void matvec_bf16_fp32(float* out, const float* x, const uint16_t* W16, const float* b, int IC, int OC) {
 #pragma omp parallel for schedule(static)
     for (int j = 0; j < OC; j++) {
         const uint16_t* w = W16 + (size_t)j * IC;
@@ -44,6 +36,15 @@ void matvec_bf16_fp32(float* out, const float* x, const uint16_t* W16, const flo
         for (; i < IC; i++) sum += bf16_to_float(w[i]) * x[i];
         out[j] = b ? sum + b[j] : sum;
     }
+}
+
+// The one-row product of a weight's reduced-precision copy: its q8 blocks, else its bf16 rounding (a frozen
+// base's with fp32 products, as its gemm has them).
+void matvec_copy(float* out, const float* x, const Weight& w, const float* b, int IC, int OC) {
+    const WeightCopy* c = static_cast<const WeightCopy*>(w.copy);
+    if (c->q8) return matvec_q8(out, x, c->q8, c->q8_d, b, IC, OC);
+    if (c->fp32_dropped) return matvec_bf16_fp32(out, x, c->bf16, b, IC, OC);
+    matvec_bf16(out, x, c->bf16, b, IC, OC);
 }
 
 #if defined(__x86_64__)

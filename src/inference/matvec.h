@@ -20,8 +20,6 @@ void matvec_copy(float* out, const float* x, const Weight& w, const float* b, in
 // bf16_supported()), and its scalar reference (x rounded to bf16, sums in double).
 void matvec_bf16(float* out, const float* x, const uint16_t* W16, const float* b, int IC, int OC);
 void matvec_bf16_ref(float* out, const float* x, const uint16_t* W16, const float* b, int IC, int OC);
-// out (OC) = W16 x + b with fp32 x and products: a frozen bf16 base's (precision.h), on any CPU.
-void matvec_bf16_fp32(float* out, const float* x, const uint16_t* W16, const float* b, int IC, int OC);
 
 // out (OC) = W x + b for W (OC, IC) in q8_0 blocks: q (OC, IC) and fp16 scales d (OC, IC / kQ8Block),
 // IC a multiple of kQ8Block; x and the sums in fp32 (weight-only int8: decoding reads a byte per weight).

@@ -69,16 +69,19 @@ int gpt2_set_precision(GPT2* model, Precision prec, bool drop_fp32) {
         float* w = model->params.data();
 #pragma omp parallel for
         for (size_t i = 0; i < n; i++) w[i] = bf16_rounded(w[i]);
-        c->params16.reserve(n);  // touched a matrix at a time, as the fp32 ones are given back
+        size_t lo = n, hi = 0;  // params16 spans the block matrices alone, from lo, touched a matrix at a time
+        for (const TensorInfo& t : model->param_table)
+            if (droppable(t)) lo = std::min(lo, t.offset), hi = std::max(hi, t.offset + t.numel());
+        if (lo < hi) c->params16.reserve(hi - lo);
         for (const TensorInfo& t : model->param_table) {
             if (!droppable(t)) continue;
-            c->params16.resize(t.offset + t.numel());
-            bf16_round_array(c->params16.data() + t.offset, w + t.offset, t.numel());
-            c->at[t.offset].bf16 = c->params16.data() + t.offset;
+            c->params16.resize(std::max(c->params16.size(), t.offset + t.numel() - lo));
+            uint16_t* copy = c->params16.data() + (t.offset - lo);
+            bf16_round_array(copy, w + t.offset, t.numel());
+            c->at[t.offset].bf16 = copy;
             give_back(t, &c->at[t.offset]);
             kept++;
         }
-        c->params16.resize(n);
     }
     if (prec == Precision::kInt8) {
         if (drop_fp32) c->params8.reserve(n);     // touched a matrix at a time, as the fp32 ones are given back
@@ -116,7 +119,8 @@ double gpt2_base_bytes(const GPT2Config& cfg, Precision prec) {
         if (droppable(t)) dropped += t.numel();
     }
     if (prec == Precision::kFp32) return sizeof(float) * all;
-    return sizeof(float) * (all - dropped) + all * (prec == Precision::kInt8 ? 1.0 + 2.0 / kQ8Block : 2.0);
+    if (prec == Precision::kBf16) return sizeof(float) * (all - dropped) + sizeof(uint16_t) * dropped;
+    return sizeof(float) * (all - dropped) + all * (1.0 + 2.0 / kQ8Block);
 }
 
 // A weight whose fp32 values were given back: its products read its copy (the same numbers).

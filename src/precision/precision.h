@@ -17,7 +17,8 @@
 enum class Precision { kFp32, kBf16, kInt8 };
 
 // A weight's copies in a reduced precision (core/layers.h's Weight::copy points to one): bf16, the same
-// values rounded, which bf16's gemm (bf16_gemm_operands) and decoding's mat-vec read; q8, the weight as
+// values rounded, which bf16's gemm (bf16_gemm_operands; a frozen base's: copy_gemm_operands) and decoding's
+// mat-vec read; q8, the weight as
 // q8_0 blocks (half.h) whose values the fp32 ones equal exactly (the model quantized them in place), read
 // by the matrix-vector product of decoding (inference/matvec.h's matvec_copy). A further precision adds
 // its copy here and its mat-vec in inference/matvec.cpp; no caller changes.
@@ -31,7 +32,8 @@ struct WeightCopy {
 // What gpt2_set_precision keeps in model->copies.
 struct PrecisionCopies : ModelCopies {
     Precision precision = Precision::kFp32;
-    std::vector<uint16_t> params16;  // kBf16: params rounded to bf16, same layout; else empty
+    std::vector<uint16_t> params16;  // kBf16: params rounded to bf16, same layout (a frozen base's: its block
+                                     // matrices alone, from the first); else empty
     // kInt8: the quantized matrices as q8_0 blocks, values at their offset in params and fp16 scales from
     // ceil(offset / kQ8Block) in params8_d. Else both empty.
     std::vector<int8_t> params8;
@@ -64,14 +66,14 @@ KERNELS_END
 // precision afterwards drops the int8 copy but keeps the quantized values.
 // drop_fp32 (a frozen base: inference, or LoRA's): each block matrix's fp32 values are given back to the
 // system as soon as it is quantized (not wte and wpe, whose rows the embedding reads), so the weights take
-// about a quarter of their fp32 memory and never more than it; gpt2_weight then hands them out without fp32
+// about a quarter of their fp32 memory (int8; bf16: half) and never more than it; gpt2_weight then hands them out without fp32
 // values (null), and nothing may read them from params (saving, exporting, training them).
 // kBf16 with drop_fp32 is a frozen base held as bf16, on any CPU: every value is rounded to bf16 in place, the
 // block matrices are kept as bf16 alone (half their fp32 memory) and every product is fp32 on the rounded
 // values (as bitsandbytes computes in float32 on a quantized base). Returns the number of matrices kept so.
 int gpt2_set_precision(GPT2* model, Precision prec, bool drop_fp32 = false);
-// The bytes of a model's parameters with drop_fp32 (gpt2_set_precision): q8_0 blocks (int8) or bf16 values
-// for every value (the copies span params), fp32 for what stays (wte, wpe, biases and LayerNorms).
+// The bytes of a model's parameters with drop_fp32 (gpt2_set_precision): q8_0 blocks for every value (int8's
+// copy spans params) or bf16 for the block matrices', fp32 for what stays (wte, wpe, biases and LayerNorms).
 double gpt2_base_bytes(const GPT2Config& cfg, Precision prec);
 // The model's copies as gpt2_set_precision made them, or null (fp32: it keeps none).
 const PrecisionCopies* gpt2_precision_copies(const GPT2& model);

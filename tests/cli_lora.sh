@@ -64,45 +64,32 @@ check "... and its adapter, bit for bit" cmp $T/whole/adapter_model.safetensors 
 check "... and validates without dropout: eval --lora-from gives its last val loss ($(val_loss $T/whole.out))" \
     test -n "$(val_loss $T/whole.out)" -a "$(grep -o '^loss [0-9.]*' $T/eval_whole.out | cut -d' ' -f2)" = "$(val_loss $T/whole.out)"
 
-# --- an int8 base, --recompute -------------------------------------------------------------------------------
-# The base's q8_0 GGUF export is an fp32 base holding the values --precision int8 quantizes to: the same run on
-# it, without --recompute, must give the same bits.
-"$GPT2" export --model $T/base --format gguf --dtype q8_0 --out $T/base_q8.gguf >$T/gguf.out 2>&1
-"$GPT2" "${LORA[@]}" --steps 12 --val-every 12 --precision int8 --recompute --out $T/ad8 >$T/ad8.out 2>&1
-"$GPT2" train "${DATA[@]}" --model $T/base_q8.gguf --lora 4 --lora-targets c_attn,c_proj,c_fc --lr 1e-2 --warmup 2 \
-    --steps 12 --val-every 12 --out $T/adq >$T/adq.out 2>&1
-check "--precision int8 quantizes the base and gives its fp32 block matrices back" \
-    awk '/^precision: int8, 10 of 10 weight matrices in q8_0 blocks/ && / MiB of their fp32 values given back/ {
-        for (i = 1; i < NF; i++) if ($(i + 1) == "MiB") found = $i + 0 > 0 } END { exit !found }' $T/ad8.out
+# --- an int8 and a bf16 base, --recompute ---------------------------------------------------------------------
+# The base's q8_0 GGUF export (bf16 export) is an fp32 base holding the values --precision int8 quantizes
+# (bf16 rounds) it to: the same run on it, without --recompute, must give the same bits.
+"$GPT2" export --model $T/base --format gguf --dtype q8_0 --out $T/base_int8.gguf >$T/x8.out 2>&1
+"$GPT2" export --model $T/base --dtype bf16 --out $T/base_bf16 >$T/x16.out 2>&1
 acts() { grep -o 'activations [0-9]* MiB' "$1" | grep -o '[0-9]*'; }
-check "... --recompute keeps fewer activations ($(acts $T/ad8.out) MiB against $(acts $T/ad.out))" \
-    test -n "$(acts $T/ad8.out)" -a "$(acts $T/ad8.out)" -lt "$(acts $T/ad.out)" 
-check "... and with --recompute trains as the fp32 base of the same values (its q8_0 GGUF) without: steps" \
-    test -n "$(step_lines $T/adq.out)" -a "$(step_lines $T/ad8.out)" = "$(step_lines $T/adq.out)"
-check "... and adapter, bit for bit" cmp $T/ad8/adapter_model.safetensors $T/adq/adapter_model.safetensors
-check "... a base other than the fp32 one: first loss $(first_loss $T/ad8.out) against $(first_loss $T/ad.out)" \
-    test -n "$(first_loss $T/ad8.out)" -a "$(first_loss $T/ad8.out)" != "$(first_loss $T/ad.out)"
-"$GPT2" eval --model $T/base --precision int8 --lora-from $T/ad8 --data $VAL -B 4 -T 64 --batches 8 >$T/eval8.out 2>&1
-check "eval --precision int8 --lora-from gives the int8 run's last val loss ($(val_loss $T/ad8.out))" \
-    test -n "$(val_loss $T/ad8.out)" -a "$(grep -o '^loss [0-9.]*' $T/eval8.out | cut -d' ' -f2)" = "$(val_loss $T/ad8.out)"
-
-# --- a bf16 base --------------------------------------------------------------------------------------------
-# The base's bf16 export, loaded as fp32, holds the values --precision bf16 rounds it to: the same bits again.
-"$GPT2" export --model $T/base --dtype bf16 --out $T/base_bf16 >$T/bf16x.out 2>&1
-"$GPT2" "${LORA[@]}" --steps 12 --val-every 12 --precision bf16 --recompute --out $T/ad16 >$T/ad16.out 2>&1
-"$GPT2" train "${DATA[@]}" --model $T/base_bf16 --lora 4 --lora-targets c_attn,c_proj,c_fc --lr 1e-2 --warmup 2 \
-    --steps 12 --val-every 12 --out $T/adb >$T/adb.out 2>&1
-check "--precision bf16 holds the base as bf16 and gives its fp32 block matrices back" \
-    awk '/^precision: bf16 base, .* 8 of 10 matrices held as bf16 alone/ && / MiB of their fp32 values given back/ {
-        for (i = 1; i < NF; i++) if ($(i + 1) == "MiB") found = $i + 0 > 0 } END { exit !found }' $T/ad16.out
-check "... and with --recompute trains as the fp32 base of the same values (its bf16 export) without: steps" \
-    test -n "$(step_lines $T/adb.out)" -a "$(step_lines $T/ad16.out)" = "$(step_lines $T/adb.out)"
-check "... and adapter, bit for bit" cmp $T/ad16/adapter_model.safetensors $T/adb/adapter_model.safetensors
-check "... a base other than the fp32 one: first loss $(first_loss $T/ad16.out) against $(first_loss $T/ad.out)" \
-    test -n "$(first_loss $T/ad16.out)" -a "$(first_loss $T/ad16.out)" != "$(first_loss $T/ad.out)"
-"$GPT2" eval --model $T/base --precision bf16 --lora-from $T/ad16 --data $VAL -B 4 -T 64 --batches 8 >$T/eval16.out 2>&1
-check "eval --precision bf16 --lora-from gives the bf16 run's last val loss ($(val_loss $T/ad16.out))" \
-    test -n "$(val_loss $T/ad16.out)" -a "$(grep -o '^loss [0-9.]*' $T/eval16.out | cut -d' ' -f2)" = "$(val_loss $T/ad16.out)"
+for p in "int8:base_int8.gguf:int8, 10 of 10 weight matrices in q8_0 blocks" \
+    "bf16:base_bf16:bf16 base, .* 8 of 10 matrices held as bf16 alone"; do
+    prec=${p%%:*} copy=$(cut -d: -f2 <<<"$p") said=${p#*:*:}
+    "$GPT2" "${LORA[@]}" --steps 12 --val-every 12 --precision $prec --recompute --out $T/ad_$prec >$T/ad_$prec.out 2>&1
+    "$GPT2" train "${DATA[@]}" --model $T/$copy --lora 4 --lora-targets c_attn,c_proj,c_fc --lr 1e-2 --warmup 2 \
+        --steps 12 --val-every 12 --out $T/of_$prec >$T/of_$prec.out 2>&1
+    check "--precision $prec holds the base so and gives its fp32 block matrices back" \
+        awk "/^precision: $said/"' && / MiB of their fp32 values given back/ {
+            for (i = 1; i < NF; i++) if ($(i + 1) == "MiB") found = $i + 0 > 0 } END { exit !found }' $T/ad_$prec.out
+    check "... --recompute keeps fewer activations ($(acts $T/ad_$prec.out) MiB against $(acts $T/ad.out))" \
+        test -n "$(acts $T/ad_$prec.out)" -a "$(acts $T/ad_$prec.out)" -lt "$(acts $T/ad.out)"
+    check "... and with --recompute trains as the fp32 base of the same values ($copy) without: steps" \
+        test -n "$(step_lines $T/of_$prec.out)" -a "$(step_lines $T/ad_$prec.out)" = "$(step_lines $T/of_$prec.out)"
+    check "... and adapter, bit for bit" cmp $T/ad_$prec/adapter_model.safetensors $T/of_$prec/adapter_model.safetensors
+    check "... a base other than the fp32 one: first loss $(first_loss $T/ad_$prec.out) against $(first_loss $T/ad.out)" \
+        test -n "$(first_loss $T/ad_$prec.out)" -a "$(first_loss $T/ad_$prec.out)" != "$(first_loss $T/ad.out)"
+    "$GPT2" eval --model $T/base --precision $prec --lora-from $T/ad_$prec --data $VAL -B 4 -T 64 --batches 8 >$T/ev.out 2>&1
+    check "eval --precision $prec --lora-from gives the $prec run's last val loss ($(val_loss $T/ad_$prec.out))" \
+        test -n "$(val_loss $T/ad_$prec.out)" -a "$(grep -o '^loss [0-9.]*' $T/ev.out | cut -d' ' -f2)" = "$(val_loss $T/ad_$prec.out)"
+done
 
 # --- errors ----------------------------------------------------------------------------------------------
 check_error "--lora 0 is refused" "bad value for --lora" "$GPT2" "${LORA[@]}" --lora 0 --steps 1

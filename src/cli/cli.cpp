@@ -193,14 +193,14 @@ void cli_set_precision(GPT2* model, const CliArgs& args, bool inference, bool fr
     const Precision prec = frozen_base && args.str("precision") == "bf16" ? Precision::kBf16
                                                                            : cli_precision(args, inference);
     const bool drop = prec == Precision::kInt8 || frozen_base;  // the matmuls read the copies alone
-    if (drop && prec != Precision::kFp32) {  // beside the fp32 weights: int8's scale per 32, the copy of wte,
-        double kept = 0, largest = 0;       // wpe and the block matrix being copied until its fp32 values go
+    if (drop && prec != Precision::kFp32) {  // beside the fp32 weights, the block matrix being copied until its
+        double kept = 0, largest = 0;       // fp32 values go, and int8's scale per 32 and copy of wte and wpe
         for (const TensorInfo& t : model->param_table) {
             if (t.layer < 0) kept += (double)t.numel();
             else largest = std::max(largest, (double)t.numel());
         }
         const bool int8 = prec == Precision::kInt8;
-        memory_check((int8 ? model->num_params * 2.0 / kQ8Block : 0) + (kept + largest) * (int8 ? 1 : 2),
+        memory_check(int8 ? model->num_params * 2.0 / kQ8Block + kept + largest : 2.0 * largest,
                      std::string("the ") + (int8 ? "int8" : "bf16") + " copy of the weights",
                      "use --precision fp32" + std::string(int8 ? " or bf16" : ""));
     }
@@ -214,9 +214,8 @@ void cli_set_precision(GPT2* model, const CliArgs& args, bool inference, bool fr
                 "(fp32 products on their values); %.1f MiB of their fp32 values given back\n", kept, matrices, dropped);
     else
         fprintf(stderr, "precision: int8, %d of %d weight matrices in q8_0 blocks (8 bits, one fp16 scale per 32)%s; "
-                "%.1f MiB of their fp32 values given back\n",
-                kept, matrices, kept < matrices ? "; the rest fp32 (rows not a multiple of 32, or values past q8_0)" : "",
-                dropped);
+                "%.1f MiB of their fp32 values given back\n", kept, matrices,
+                kept < matrices ? "; the rest fp32 (rows not a multiple of 32, or values past q8_0)" : "", dropped);
 }
 
 std::string cli_tokenizer(const CliArgs& args, const std::string& model, bool required, Tokenizer* tok) {

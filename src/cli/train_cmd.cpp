@@ -179,9 +179,10 @@ void check_memory(const GPT2Config& cfg, const TrainOptions& o, const RunOptions
     if (m.samples > 0) snprintf(samples, sizeof(samples), ", samples %.0f", m.samples / mib);
     printf("memory: %.0f MiB (parameters %.0f, gradients %.0f, AdamW state %.0f, activations %.0f%s MiB)\n",
            m.total() / mib, m.params / mib, m.grads / mib, m.moments / mib, m.acts / mib, samples);
-    if (r.lora && prec != Precision::kFp32) {  // the base loads in fp32, then each block matrix is copied and given back
+    if (r.lora && prec != Precision::kFp32) {  // the base loads in fp32, then each block matrix is copied, given back
         printf("memory: %.0f MiB while the base loads in fp32\n", gpt2_params_bytes(cfg) / mib);
-        memory_check(gpt2_params_bytes(cfg), "the fp32 base before --precision " + std::string(prec == Precision::kInt8 ? "int8" : "bf16") + " holds it",
+        const std::string held = prec == Precision::kInt8 ? "int8" : "bf16";
+        memory_check(gpt2_params_bytes(cfg), "the fp32 base before --precision " + held + " holds it",
                      "train on a smaller base, or on a machine with more memory");
     }
     memory_check(m.total() - m.samples, "train",

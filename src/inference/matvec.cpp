@@ -26,7 +26,8 @@ static void matvec_bf16_fp32(float* out, const float* x, const uint16_t* W16, co
         int i = 0;
         for (; i + 2 * kVecLen <= IC; i += 2 * kVecLen) {
             vu16 u0, u1;
-            for (int l = 0; l < kVecLen; l++) u0[l] = (unsigned)w[i + l] << 16, u1[l] = (unsigned)w[i + kVecLen + l] << 16;
+            for (int l = 0; l < kVecLen; l++)
+                u0[l] = (unsigned)w[i + l] << 16, u1[l] = (unsigned)w[i + kVecLen + l] << 16;
             acc0 += (vf16)u0 * vf_load(x + i);
             acc1 += (vf16)u1 * vf_load(x + i + kVecLen);
         }

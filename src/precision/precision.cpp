@@ -65,19 +65,22 @@ int gpt2_set_precision(GPT2* model, Precision prec, bool drop_fp32) {
         bf16_round_array(c->params16.data(), model->params.data(), n);
         for (const TensorInfo& t : model->param_table) c->at[t.offset].bf16 = c->params16.data() + t.offset;
     }
-    if (prec == Precision::kBf16 && drop_fp32) {  // every value rounded in place; the block matrices' kept as bf16
+    if (prec == Precision::kBf16 && drop_fp32) {  // the block matrices rounded into params16, the rest in place
         float* w = model->params.data();
-#pragma omp parallel for
-        for (size_t i = 0; i < n; i++) w[i] = bf16_rounded(w[i]);
         size_t lo = n, hi = 0;  // params16 spans the block matrices alone, from lo, touched a matrix at a time
         for (const TensorInfo& t : model->param_table)
             if (droppable(t)) lo = std::min(lo, t.offset), hi = std::max(hi, t.offset + t.numel());
         if (lo < hi) c->params16.reserve(hi - lo);
         for (const TensorInfo& t : model->param_table) {
-            if (!droppable(t)) continue;
+            float* x = w + t.offset;
+            if (!droppable(t)) {
+#pragma omp parallel for
+                for (size_t i = 0; i < t.numel(); i++) x[i] = bf16_rounded(x[i]);
+                continue;
+            }
             c->params16.resize(std::max(c->params16.size(), t.offset + t.numel() - lo));
             uint16_t* copy = c->params16.data() + (t.offset - lo);
-            bf16_round_array(copy, w + t.offset, t.numel());
+            bf16_round_array(copy, x, t.numel());
             c->at[t.offset].bf16 = copy;
             give_back(t, &c->at[t.offset]);
             kept++;

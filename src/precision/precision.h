@@ -18,9 +18,8 @@ enum class Precision { kFp32, kBf16, kInt8 };
 
 // A weight's copies in a reduced precision (core/layers.h's Weight::copy points to one): bf16, the same
 // values rounded, which bf16's gemm (bf16_gemm_operands; a frozen base's: copy_gemm_operands) and decoding's
-// mat-vec read; q8, the weight as
-// q8_0 blocks (half.h) whose values the fp32 ones equal exactly (the model quantized them in place), read
-// by the matrix-vector product of decoding (inference/matvec.h's matvec_copy). A further precision adds
+// mat-vec read; q8, the weight as q8_0 blocks (half.h) whose values the fp32 ones equal exactly (the model
+// quantized them in place), read by decoding's matrix-vector product (inference/matvec.h's matvec_copy). A further precision adds
 // its copy here and its mat-vec in inference/matvec.cpp; no caller changes.
 struct WeightCopy {
     const uint16_t* bf16 = nullptr;  // or null
@@ -56,8 +55,8 @@ KERNELS_END
 
 // Sets how the matmuls run: kFp32 (exact), or kBf16, bf16 operands with fp32 accumulation (core/gemm.h;
 // fp32 everywhere else: master weights, AdamW, LayerNorm statistics, softmax, residual stream, loss). kBf16
-// (but a frozen base's, below) needs bf16_supported() (asserted) and fills params16 from params, so call it once the weights are in place
-// (loaded or initialised); gpt2_params_updated keeps it current from then on.
+// (but a frozen base's, below) needs bf16_supported() (asserted) and fills params16 from params, so call it
+// once the weights are in place (loaded or initialised); gpt2_params_updated keeps it current from then on.
 // kInt8 is for inference and a frozen base (LoRA): it quantizes every matrix whose rows are a multiple of
 // kQ8Block (all of them at GPT-2's sizes; the rule GGUF's q8_0 export follows) to q8_0 blocks in place:
 // params then hold the quantized values, which every matmul uses; the products read the blocks
@@ -66,8 +65,8 @@ KERNELS_END
 // precision afterwards drops the int8 copy but keeps the quantized values.
 // drop_fp32 (a frozen base: inference, or LoRA's): each block matrix's fp32 values are given back to the
 // system as soon as it is quantized (not wte and wpe, whose rows the embedding reads), so the weights take
-// about a quarter of their fp32 memory (int8; bf16: half) and never more than it; gpt2_weight then hands them out without fp32
-// values (null), and nothing may read them from params (saving, exporting, training them).
+// about a quarter of their fp32 memory (int8; bf16: half) and never more than it; gpt2_weight then hands them
+// out without fp32 values (null), and nothing may read them from params (saving, exporting, training them).
 // kBf16 with drop_fp32 is a frozen base held as bf16, on any CPU: every value is rounded to bf16 in place, the
 // block matrices are kept as bf16 alone (half their fp32 memory) and every product is fp32 on the rounded
 // values (as bitsandbytes computes in float32 on a quantized base). Returns the number of matrices kept so.

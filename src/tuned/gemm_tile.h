@@ -137,7 +137,8 @@ __attribute__((target("avx512f"))) inline void store_tile(const __m512 (*acc)[GE
 #endif
 
 // fp32's packing and micro-kernel as operands, with no copy to read (pack_b_copy null): for operands
-// that are fp32's but for where B's values come from (precision/gemm_copy.cpp: a weight's q8_0 blocks or bf16 values).
+// that are fp32's but for where B's values come from (precision/gemm_copy.cpp: a weight's q8_0 blocks or
+// bf16 values).
 // The same blocking and sums as a gemm without operands, so the same numbers.
 GemmOperands fp32_operands();
 

@@ -106,6 +106,7 @@ void bench_decode(Precision prec, int prompt_len) {
     gpt2_build(&model, config_make(1024, 50257, 12, 12, 768));
     gpt2_init_random(&model, 1);
     gpt2_set_precision(&model, prec);
+    if (prec == Precision::kInt8) gpt2_round_inputs_q8(&model);  // as generate --precision int8 runs
     const double bytes = bench_weight_bytes(model), read_gbs = bench_kept("read GB/s");
     DecodeSpeed s = decode_speed(model, prompt_len);
     printf(

@@ -57,33 +57,40 @@ TEST(kv_cache_logits_equal_full_forward) {
 }
 
 TEST(int8_decode_equals_its_full_forward_and_stays_near_fp32) {
-    GPT2 model, fp32;
-    checkpoint_load(&model, kTrained);
+    // weight-only int8 (a frozen base's: fp32 inputs) and int8 inference as llama.cpp (inputs rounded to q8_0
+    // blocks): in each, the full forward's gemm and decoding's mat-vecs give the same logits
+    GPT2 fp32;
     checkpoint_load(&fp32, kTrained);
-    const int quantized = gpt2_set_precision(&model, Precision::kInt8);
-    CHECK(quantized == 2 + 4 * model.cfg.num_layers);  // rows of 32 and 128: every matrix
-    const int T = 24, V = model.cfg.vocab_size, Vp = model.cfg.padded_vocab_size;
+    const int T = 24, V = fp32.cfg.vocab_size, Vp = fp32.cfg.padded_vocab_size;
     std::vector<int> tokens(T + 1);
     for (int t = 0; t <= T; t++) tokens[t] = (t * 37 + 11) % V;
-    // the full forward runs gemm on the quantized fp32 values; decoding runs matvec_q8 on the blocks
-    const float loss = gpt2_forward(&model, tokens.data(), tokens.data() + 1, 1, T);
-    gpt2_forward(&model, tokens.data(), nullptr, 1, T);
-    InferState st;
-    infer_init(&st, model, T, 1);
-    std::vector<float> kv((size_t)T * Vp);
-    for (int t = 0; t < T; t++) infer_forward(&st, model, &tokens[t], 1, kv.data() + (size_t)t * Vp, false);
-    double max_diff = 0, max_ref = 0;
-    for (int t = 0; t < T; t++)
-        for (int v = 0; v < V; v++) {
-            max_diff = max_abs(max_diff, kv[(size_t)t * Vp + v] - model.act.logits[(size_t)t * Vp + v]);
-            max_ref = max_abs(max_ref, model.act.logits[(size_t)t * Vp + v]);
-        }
     const float loss32 = gpt2_forward(&fp32, tokens.data(), tokens.data() + 1, 1, T);
-    printf("    int8 decode vs its full forward: max |diff| / max |ref| = %.2e; loss int8 %.6f, fp32 %.6f\n",
-           max_diff / max_ref, loss, loss32);
-    CHECK(max_diff / max_ref <= 1e-5);  // as the fp32 cache test: summation order only
-    // q8_0's error is at most 0.56 of a block's step (127ths of its largest weight): small beside fp32
-    CHECK(std::fabs(loss - loss32) <= 0.01 * loss32 && loss != loss32);
+    float losses[2];
+    for (const bool round_inputs : {false, true}) {
+        GPT2 model;
+        checkpoint_load(&model, kTrained);
+        const int quantized = gpt2_set_precision(&model, Precision::kInt8);
+        CHECK(quantized == 2 + 4 * model.cfg.num_layers);  // rows of 32 and 128: every matrix
+        if (round_inputs) gpt2_round_inputs_q8(&model);
+        const float loss = losses[round_inputs] = gpt2_forward(&model, tokens.data(), tokens.data() + 1, 1, T);
+        gpt2_forward(&model, tokens.data(), nullptr, 1, T);
+        InferState st;
+        infer_init(&st, model, T, 1);
+        std::vector<float> kv((size_t)T * Vp);
+        for (int t = 0; t < T; t++) infer_forward(&st, model, &tokens[t], 1, kv.data() + (size_t)t * Vp, false);
+        double max_diff = 0, max_ref = 0;
+        for (int t = 0; t < T; t++)
+            for (int v = 0; v < V; v++) {
+                max_diff = max_abs(max_diff, kv[(size_t)t * Vp + v] - model.act.logits[(size_t)t * Vp + v]);
+                max_ref = max_abs(max_ref, model.act.logits[(size_t)t * Vp + v]);
+            }
+        printf("    int8%s decode vs its full forward: max |diff| / max |ref| = %.2e; loss int8 %.6f, fp32 %.6f\n",
+               round_inputs ? " (inputs rounded)" : "", max_diff / max_ref, loss, loss32);
+        CHECK(max_diff / max_ref <= 1e-5);  // as the fp32 cache test: summation order only
+        // q8_0's error is at most 0.56 of a block's step (127ths of its largest weight): small beside fp32
+        CHECK(std::fabs(loss - loss32) <= 0.01 * loss32 && loss != loss32);
+    }
+    CHECK(losses[0] != losses[1]);  // the inputs' rounding shows
 }
 
 TEST(top_p_keeps_the_smallest_set_reaching_p) {

@@ -357,6 +357,95 @@ TEST(matvec_q8_matches_its_reference_and_fp32) {
     }
 }
 
+TEST(matvec_q8q8_rounds_x_to_q8_blocks_and_matches_its_reference) {
+    // int8 inference as llama.cpp: x rounded to q8_0 blocks, each block's product in integers. Against the
+    // double reference on the same rounding; against fp32 x (matvec_q8) it must differ, by x's rounding alone.
+    for (int IC : {32, 96, 768, 3072}) {
+        const int OC = 37, nb = IC / kQ8Block;
+        std::vector<float> x = randn(IC, 1), W = randn((size_t)OC * IC, 2, 0.02f), b = randn(OC, 3);
+        for (int i = 0; i < IC; i++) W[5 * IC + i] *= 1e-3f;  // row 5's scales are fp16 subnormals
+        for (int i = 0; i < kQ8Block; i++) x[i] *= 1e-3f;    // x's first block's too
+        std::vector<int8_t> q(W.size());
+        std::vector<uint16_t> d((size_t)OC * nb);
+        for (size_t blk = 0; blk < d.size(); blk++) d[blk] = q8_quantize_block(&W[blk * kQ8Block], &q[blk * kQ8Block]);
+        std::vector<float> out(OC), ref(OC), nob(OC), nob_ref(OC), nob_fp32_x(OC);
+        with_threads(2, [&] { matvec_q8q8(out.data(), x.data(), q.data(), d.data(), b.data(), IC, OC); });
+        matvec_q8q8_ref(ref.data(), x.data(), q.data(), d.data(), b.data(), IC, OC);
+        matvec_q8q8(nob.data(), x.data(), q.data(), d.data(), nullptr, IC, OC);  // without the bias that hides row 5
+        matvec_q8q8_ref(nob_ref.data(), x.data(), q.data(), d.data(), nullptr, IC, OC);
+        matvec_q8_ref(nob_fp32_x.data(), x.data(), q.data(), d.data(), nullptr, IC, OC);
+        double diff = 0, scale = 0, rounding = 0, nob_scale = 0;
+        for (int j = 0; j < OC; j++) {
+            diff = max_abs(diff, out[j] - ref[j]);
+            scale = max_abs(scale, ref[j]);
+            rounding = max_abs(rounding, nob_ref[j] - nob_fp32_x[j]);
+            nob_scale = max_abs(nob_scale, nob_ref[j]);
+        }
+        printf("    IC %d: max |q8q8 - ref| / max |ref| = %.2e; x's rounding moves W x by %.2e of its max\n", IC,
+               diff / scale, rounding / nob_scale);
+        CHECK(diff <= 1e-6 * scale);  // exact block sums, then fp32 in another order
+        CHECK(rounding > 1e-5 * nob_scale && rounding <= 1e-2 * nob_scale);  // x's step: 1/254 of a block's max
+        CHECK(nob_ref[5] != 0 && std::fabs(nob[5] - nob_ref[5]) <= 1e-5 * std::fabs(nob_ref[5]));
+    }
+    // a block q8_0 cannot hold: past its range the product is fp32 x's (matvec_q8), a NaN reaches every output
+    const int IC = 64, OC = 5;
+    std::vector<float> x = randn(IC, 1), W = randn((size_t)OC * IC, 2, 0.02f), out(OC), want(OC);
+    std::vector<int8_t> q(W.size());
+    std::vector<uint16_t> d(W.size() / kQ8Block);
+    for (size_t blk = 0; blk < d.size(); blk++) d[blk] = q8_quantize_block(&W[blk * kQ8Block], &q[blk * kQ8Block]);
+    x[40] = 1e7f;  // max / 127 is past fp16's 65504
+    matvec_q8q8(out.data(), x.data(), q.data(), d.data(), nullptr, IC, OC);
+    matvec_q8(want.data(), x.data(), q.data(), d.data(), nullptr, IC, OC);
+    CHECK(out == want);
+    x[40] = NAN;
+    matvec_q8q8(out.data(), x.data(), q.data(), d.data(), nullptr, IC, OC);
+    CHECK(std::all_of(out.begin(), out.end(), [](float v) { return std::isnan(v); }));
+}
+
+TEST(int8_inference_gemm_rounds_each_row_as_decoding_does) {
+    // copy_gemm_operands(true), the gemm of prefill and eval in int8 inference: x W^T against the q8_0 weights'
+    // product (double) with x's blocks rounded as decoding rounds them, K in one pass and several (kc 256),
+    // panels cut short; and its one row is decoding's matvec_q8q8.
+    struct Shape {
+        int N, IC, OC;
+    } shapes[] = {{5, 96, 37}, {70, 800, 100}};
+    for (const Shape& s : shapes) {
+        std::vector<float> W = randn((size_t)s.OC * s.IC, 1, 0.02f), x = randn((size_t)s.N * s.IC, 2), b = randn(s.OC, 4);
+        x[(size_t)2 * s.IC + 7] = 1e7f;  // row 2 has a block q8_0 cannot hold: it stays fp32
+        std::vector<int8_t> q(W.size());
+        std::vector<uint16_t> d(W.size() / kQ8Block);
+        for (size_t blk = 0; blk < d.size(); blk++) d[blk] = q8_quantize_block(&W[blk * kQ8Block], &q[blk * kQ8Block]);
+        WeightCopy copy;
+        copy.q8 = q.data(), copy.q8_d = d.data(), copy.fp32_dropped = true, copy.q8_inputs = true;
+        const Weight held(nullptr, copy_gemm_operands(true), &copy);
+        std::vector<float> out((size_t)s.N * s.OC), row(s.OC), xr(x);  // xr: x as q8_0 blocks stand for it
+        for (size_t blk = 0; blk < x.size() / kQ8Block; blk++) {
+            int8_t xq[kQ8Block];
+            float xd;
+            if (q8_round_input_block(&x[blk * kQ8Block], xq, &xd))
+                for (int j = 0; j < kQ8Block; j++) xr[blk * kQ8Block + j] = xd * xq[j];
+        }
+        matmul_forward(out.data(), x.data(), held, b.data(), s.N, s.IC, s.OC);
+        double worst = 0;  // per row: row 2's outputs are far larger than the others'
+        for (int i = 0; i < s.N; i++) {
+            matvec_q8_ref(row.data(), xr.data() + (size_t)i * s.IC, q.data(), d.data(), b.data(), s.IC, s.OC);
+            double diff = 0, scale = 0;
+            for (int j = 0; j < s.OC; j++) {
+                diff = max_abs(diff, out[(size_t)i * s.OC + j] - row[j]);
+                scale = max_abs(scale, row[j]);
+            }
+            worst = std::max(worst, diff / scale);
+        }
+        printf("    N %d IC %d: max over rows of max |gemm - ref on the rounded x| / max |ref| = %.2e\n", s.N, s.IC,
+               worst);
+        CHECK(worst <= 1e-6);
+        matmul_forward(row.data(), x.data(), held, b.data(), 1, s.IC, s.OC);  // one row: decoding's matvec_q8q8
+        std::vector<float> want(s.OC);
+        matvec_q8q8(want.data(), x.data(), q.data(), d.data(), b.data(), s.IC, s.OC);
+        CHECK(row == want);
+    }
+}
+
 TEST(matmul_forward_decodes_one_row_from_the_q8_copy) {
     // one row of a Weight with a q8 copy runs matvec_q8 through the hook main sets (core/layers.h's
     // matmul_row_of_copy): the copy here is of other values than the fp32 ones, so reading either shows

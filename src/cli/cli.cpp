@@ -205,6 +205,7 @@ void cli_set_precision(GPT2* model, const CliArgs& args, bool inference, bool fr
                      "use --precision fp32" + std::string(int8 ? " or bf16" : ""));
     }
     const int kept = gpt2_set_precision(model, prec, drop);
+    if (prec == Precision::kInt8 && !frozen_base) gpt2_round_inputs_q8(model);  // as llama.cpp runs q8_0
     if (!drop || prec == Precision::kFp32) return;
     int matrices = 0;
     for (const TensorInfo& t : model->param_table) matrices += t.cols != 0;
@@ -214,8 +215,9 @@ void cli_set_precision(GPT2* model, const CliArgs& args, bool inference, bool fr
                 "(fp32 products on their values); %.1f MiB of their fp32 values given back\n", kept, matrices, dropped);
     else
         fprintf(stderr, "precision: int8, %d of %d weight matrices in q8_0 blocks (8 bits, one fp16 scale per 32)%s; "
-                "%.1f MiB of their fp32 values given back\n", kept, matrices,
-                kept < matrices ? "; the rest fp32 (rows not a multiple of 32, or values past q8_0)" : "", dropped);
+                "%.1f MiB of their fp32 values given back; %s\n", kept, matrices,
+                kept < matrices ? "; the rest fp32 (rows not a multiple of 32, or values past q8_0)" : "", dropped,
+                frozen_base ? "their inputs fp32" : "their inputs rounded to q8_0 blocks too");
 }
 
 std::string cli_tokenizer(const CliArgs& args, const std::string& model, bool required, Tokenizer* tok) {

@@ -58,7 +58,7 @@ const CliFlag kCliInferPrecisionFlag = {
     "precision", "", "fp32",
     "fp32 (exact); bf16: matmuls on bf16 operands with fp32 accumulation (needs AVX512_BF16; else fp32; with "
     "--lora-from, the base held as bf16 on any CPU); or int8: weights in q8_0 blocks (8 bits, one fp16 scale "
-    "per 32), activations and sums fp32"};
+    "per 32) and matmul inputs rounded to q8_0 blocks too, as llama.cpp (with --lora-from: inputs fp32)"};
 // The value of --precision: fp32 or bf16, and int8 when `inference` (the command declares
 // kCliInferPrecisionFlag). bf16 on a CPU without AVX512_BF16 prints a one-line note on stderr and returns fp32.
 Precision cli_precision(const CliArgs& args, bool inference = false);

@@ -43,6 +43,7 @@ static void matvec_bf16_fp32(float* out, const float* x, const uint16_t* W16, co
 // base's with fp32 products, as its gemm has them).
 void matvec_copy(float* out, const float* x, const Weight& w, const float* b, int IC, int OC) {
     const WeightCopy* c = static_cast<const WeightCopy*>(w.copy);
+    if (c->q8 && c->q8_inputs) return matvec_q8q8(out, x, c->q8, c->q8_d, b, IC, OC);
     if (c->q8) return matvec_q8(out, x, c->q8, c->q8_d, b, IC, OC);
     if (c->fp32_dropped) return matvec_bf16_fp32(out, x, c->bf16, b, IC, OC);
     matvec_bf16(out, x, c->bf16, b, IC, OC);
@@ -183,6 +184,109 @@ void matvec_q8(float* out, const float* x, const int8_t* q, const uint16_t* d, c
             for (int j = j0; j < OC; j++) q8_rows<1>(out + j, x, q + (size_t)j * IC, d + (size_t)j * nb, IC, nb);
         if (b)
             for (int j = j0; j < j0 + R && j < OC; j++) out[j] += b[j];
+    }
+}
+
+// out[0..R) = the R rows of q8 blocks from w (row stride IC, scales d with stride nb) times x's q8 blocks xq
+// (scales xd): each block's dot product in integers, exact, then times its two scales into fp32 sums. AVX2:
+// vpmaddubsw on |w| and x with w's signs (each pair's sum stays under 2 * 127 * 127, no saturation), then
+// vpmaddwd to 8 int32 lanes; elsewhere a plain integer loop per block.
+template <int R>
+static inline void q8q8_rows(float* out, const int8_t* xq, const float* xd, const int8_t* w, const uint16_t* d,
+                             int IC, int nb) {
+#if defined(__AVX2__)
+    __m256 acc[R];
+    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    const __m256i ones = _mm256_set1_epi16(1);
+#else
+    float acc[R] = {};
+#endif
+    for (int b0 = 0; b0 < nb; b0 += kVecLen) {
+        const int n = nb - b0 < kVecLen ? nb - b0 : kVecLen;
+        float scale[R][kVecLen];  // this chunk's products of the two blocks' scales, per row
+        const vf16 dx = vf_load(xd + b0);
+        for (int r = 0; r < R; r++) vf_store(scale[r], vf_from_fp16(d + (size_t)r * nb + b0, n) * dx);
+        for (int k = 0; k < n; k++) {
+            const int i = (b0 + k) * kQ8Block;
+            for (int l = 0; l < R * kQ8Block; l += 64) __builtin_prefetch(w + (size_t)R * IC + (size_t)i * R + l);
+#if defined(__AVX2__)
+            const __m256i x = _mm256_loadu_si256((const __m256i*)(xq + i));
+            for (int r = 0; r < R; r++) {
+                const __m256i wr = _mm256_loadu_si256((const __m256i*)(w + (size_t)r * IC + i));
+                const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(wr, wr), _mm256_sign_epi8(x, wr));
+                const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, ones));
+                acc[r] = _mm256_fmadd_ps(dot, _mm256_set1_ps(scale[r][k]), acc[r]);
+            }
+#else
+            for (int r = 0; r < R; r++) {
+                const int8_t* wr = w + (size_t)r * IC + i;
+                int dot = 0;
+                for (int j = 0; j < kQ8Block; j++) dot += wr[j] * xq[i + j];
+                acc[r] += (float)dot * scale[r][k];
+            }
+#endif
+        }
+    }
+    for (int r = 0; r < R; r++) {
+#if defined(__AVX2__)
+        const __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc[r]), _mm256_extractf128_ps(acc[r], 1));
+        const __m128 q = _mm_add_ps(h, _mm_movehl_ps(h, h));
+        out[r] = _mm_cvtss_f32(_mm_add_ss(q, _mm_shuffle_ps(q, q, 1)));
+#else
+        out[r] = acc[r];
+#endif
+    }
+}
+
+// x rounded to q8_0 blocks (q8_round_input_block): values xq, scales xd (zero past the last block, to a whole
+// vector). False when a block stays fp32 (a non-finite value, or past q8_0's range).
+static bool round_input(const float* x, int IC, std::vector<int8_t>* xq, std::vector<float>* xd) {
+    const int nb = IC / kQ8Block;
+    xq->resize(IC);
+    xd->assign((nb + kVecLen - 1) / kVecLen * kVecLen, 0.0f);
+    for (int b = 0; b < nb; b++)
+        if (!q8_round_input_block(x + (size_t)b * kQ8Block, xq->data() + (size_t)b * kQ8Block, &(*xd)[b]))
+            return false;
+    return true;
+}
+
+void matvec_q8q8(float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC) {
+    assert(IC % kQ8Block == 0);
+    static thread_local std::vector<int8_t> xq;  // decoding calls this ~50 times a token: no allocation each
+    static thread_local std::vector<float> xd;
+    if (!round_input(x, IC, &xq, &xd)) return matvec_q8(out, x, q, d, b, IC, OC);  // a NaN reaches the logits
+    const int nb = IC / kQ8Block, R = 4, groups = (OC + R - 1) / R;
+    const int8_t* xqp = xq.data();
+    const float* xdp = xd.data();
+#pragma omp parallel for schedule(static)
+    for (int g = 0; g < groups; g++) {
+        const int j0 = g * R;
+        if (j0 + R <= OC)
+            q8q8_rows<R>(out + j0, xqp, xdp, q + (size_t)j0 * IC, d + (size_t)j0 * nb, IC, nb);
+        else
+            for (int j = j0; j < OC; j++) q8q8_rows<1>(out + j, xqp, xdp, q + (size_t)j * IC, d + (size_t)j * nb, IC, nb);
+        if (b)
+            for (int j = j0; j < j0 + R && j < OC; j++) out[j] += b[j];
+    }
+}
+
+void matvec_q8q8_ref(float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC) {
+    const int nb = IC / kQ8Block;
+    std::vector<int8_t> xq(IC);
+    std::vector<float> xd(nb);
+    for (int k = 0; k < nb; k++) {
+        const bool rounded = q8_round_input_block(x + (size_t)k * kQ8Block, &xq[(size_t)k * kQ8Block], &xd[k]);
+        assert(rounded && "matvec_q8q8_ref: x finite and within q8_0's range");
+        (void)rounded;
+    }
+    for (int j = 0; j < OC; j++) {
+        double sum = 0;
+        for (int k = 0; k < nb; k++) {
+            long long dot = 0;
+            for (int i = k * kQ8Block; i < (k + 1) * kQ8Block; i++) dot += q[(size_t)j * IC + i] * xq[i];
+            sum += (double)fp16_to_float(d[(size_t)j * nb + k]) * xd[k] * (double)dot;
+        }
+        out[j] = b ? (float)sum + b[j] : (float)sum;
     }
 }
 

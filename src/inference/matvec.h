@@ -11,9 +11,9 @@
 
 KERNELS_BEGIN
 
-// The one-row product from w's copy (precision.h's WeightCopy): its q8 blocks if it has them, else its bf16
-// rounding: what main (and the tests) set core/layers.h's matmul_row_of_copy to. (The fp32 mat-vec is the
-// core's, in core/layers.cpp.)
+// The one-row product from w's copy (precision.h's WeightCopy): its q8 blocks if it has them (with x rounded
+// to q8 blocks too if the copy says so), else its bf16 rounding: what main (and the tests) set core/layers.h's
+// matmul_row_of_copy to. (The fp32 mat-vec is the core's, in core/layers.cpp.)
 void matvec_copy(float* out, const float* x, const Weight& w, const float* b, int IC, int OC);
 
 // out (OC) = bf16(W16 (OC, IC)) bf16(x (IC)) + b: the bf16 matrix-vector product of decoding (needs
@@ -26,5 +26,12 @@ void matvec_bf16_ref(float* out, const float* x, const uint16_t* W16, const floa
 // And its scalar reference (sums in double).
 void matvec_q8(float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC);
 void matvec_q8_ref(float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC);
+
+// int8 inference as llama.cpp runs a q8_0 weight (precision.h's gpt2_round_inputs_q8): x rounded to q8_0
+// blocks too (q8_round_input_block), each block's dot product in integers, times the two scales, summed in
+// fp32. A block of x that q8_0 cannot hold (a non-finite value) runs the whole product as matvec_q8. And its
+// reference (sums in double; x finite).
+void matvec_q8q8(float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC);
+void matvec_q8q8_ref(float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC);
 
 KERNELS_END

@@ -136,6 +136,12 @@ KERNEL(void, matvec_q8,
 KERNEL(void, matvec_q8_ref,
        (float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC),
        (out, x, q, d, b, IC, OC))
+KERNEL(void, matvec_q8q8,
+       (float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC),
+       (out, x, q, d, b, IC, OC))
+KERNEL(void, matvec_q8q8_ref,
+       (float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC),
+       (out, x, q, d, b, IC, OC))
 KERNEL(void, attention_forward,
        (float* out, float* lse, const float* qkv, int B, int T, int C, int NH, const GemmOperands* ops),
        (out, lse, qkv, B, T, C, NH, ops))
@@ -193,7 +199,7 @@ KERNEL(double, sum_squares, (const float* x, size_t n), (x, n))
 KERNEL(double, fma_peak_loop, (long iters, float* sink), (iters, sink))
 KERNEL(void, bf16_round_array, (uint16_t * dst, const float* src, size_t n), (dst, src, n))
 KERNEL(const GemmOperands*, bf16_gemm_operands, (), ())
-KERNEL(const GemmOperands*, copy_gemm_operands, (), ())
+KERNEL(const GemmOperands*, copy_gemm_operands, (bool round_inputs_q8), (round_inputs_q8))
 
 namespace isa_avx512 {
 decltype(::bf16_supported) bf16_supported;

@@ -51,3 +51,13 @@ uint16_t q8_quantize_block(const float* x, int8_t* q) {
     for (int j = 0; j < kQ8Block; j++) q[j] = (int8_t)std::lround(x[j] * inv);
     return fp16_round(d);
 }
+
+bool q8_round_input_block(const float* x, int8_t* q, float* d) {
+    for (int j = 0; j < kQ8Block; j++)
+        if (!std::isfinite(x[j])) return false;
+    int8_t out[kQ8Block];
+    *d = fp16_to_float(q8_quantize_block(x, out));
+    if (!std::isfinite(*d)) return false;
+    memcpy(q, out, sizeof out);
+    return true;
+}

@@ -21,3 +21,7 @@ const int kQ8Block = 32;
 // Quantizes x[0..kQ8Block) (finite: the callers check) into q; returns d's fp16 bits, which are infinite
 // when max|x| / 127 is past fp16's range (65504): the callers check that too.
 uint16_t q8_quantize_block(const float* x, int8_t* q);
+// A block of a q8_0 weight's input rounded as llama.cpp rounds it (int8 inference: precision.h's
+// gpt2_round_inputs_q8): q8_quantize_block's q, and d as the float it stands for. False, q untouched, when a
+// value is non-finite or d is past fp16's range: that block stays fp32.
+bool q8_round_input_block(const float* x, int8_t* q, float* d);

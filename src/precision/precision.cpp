@@ -106,6 +106,12 @@ int gpt2_set_precision(GPT2* model, Precision prec, bool drop_fp32) {
     return kept;
 }
 
+void gpt2_round_inputs_q8(GPT2* model) {
+    auto* c = dynamic_cast<PrecisionCopies*>(model->copies.get());
+    assert(c && c->precision == Precision::kInt8);
+    for (auto& [offset, copy] : c->at) copy.q8_inputs = copy.q8 != nullptr;
+}
+
 const PrecisionCopies* gpt2_precision_copies(const GPT2& model) {
     return dynamic_cast<const PrecisionCopies*>(model.copies.get());
 }
@@ -131,6 +137,7 @@ Weight PrecisionCopies::weight(const float* w, size_t offset) const {
     auto it = at.find(offset);
     if (it == at.end()) return Weight(w, operands());
     const WeightCopy& copy = it->second;
+    if (copy.q8_inputs) return Weight(copy.fp32_dropped ? nullptr : w, copy_gemm_operands(true), &copy);
     if (copy.fp32_dropped) return Weight(nullptr, copy_gemm_operands(), &copy);
     return Weight(w, operands(), &copy);
 }

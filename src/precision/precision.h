@@ -26,6 +26,7 @@ struct WeightCopy {
     const int8_t* q8 = nullptr;      // (OC, IC) values, or null
     const uint16_t* q8_d = nullptr;  // (OC, IC / kQ8Block) fp16 scales
     bool fp32_dropped = false;       // the fp32 values' memory was given back (drop_fp32): only q8 or bf16 holds them
+    bool q8_inputs = false;          // q8: the products round their input to q8_0 blocks (gpt2_round_inputs_q8)
 };
 
 // What gpt2_set_precision keeps in model->copies.
@@ -49,8 +50,9 @@ struct PrecisionCopies : ModelCopies {
 KERNELS_BEGIN
 // The operands (core/gemm.h's ops) of a product with a weight that its q8_0 blocks or bf16 values alone hold,
 // its WeightCopy given as the gemm's B_copy: fp32's, with B's panels widened from the copy (gemm_copy.cpp), so
-// the same numbers as on the quantized or rounded fp32 values, which need not be kept.
-const GemmOperands* copy_gemm_operands();
+// the same numbers as on the quantized or rounded fp32 values, which need not be kept. round_inputs_q8: A's
+// rows rounded to q8_0 blocks as they are packed (gpt2_round_inputs_q8; the forward's x W^T only).
+const GemmOperands* copy_gemm_operands(bool round_inputs_q8 = false);
 KERNELS_END
 
 // Sets how the matmuls run: kFp32 (exact), or kBf16, bf16 operands with fp32 accumulation (core/gemm.h;
@@ -71,6 +73,12 @@ KERNELS_END
 // block matrices are kept as bf16 alone (half their fp32 memory) and every product is fp32 on the rounded
 // values (as bitsandbytes computes in float32 on a quantized base). Returns the number of matrices kept so.
 int gpt2_set_precision(GPT2* model, Precision prec, bool drop_fp32 = false);
+// int8 inference as llama.cpp runs a q8_0 model: after gpt2_set_precision(kInt8), every product with a q8_0
+// weight rounds its input to q8_0 blocks too (each row's 32 values a block, half.h's q8_round_input_block):
+// decoding's mat-vecs sum the blocks' integer products (matvec.h's matvec_q8q8), the gemm of prefill and eval
+// is fp32 on the rounded values (copy_gemm_operands(true)). Not for a frozen base in training, whose products
+// keep fp32 inputs (as bitsandbytes computes), nor for eval or generate of a LoRA run's base, which reproduce it.
+void gpt2_round_inputs_q8(GPT2* model);
 // The bytes of a model's parameters with drop_fp32 (gpt2_set_precision): q8_0 blocks for every value (int8's
 // copy spans params) or bf16 for the block matrices', fp32 for what stays (wte, wpe, biases and LayerNorms).
 double gpt2_base_bytes(const GPT2Config& cfg, Precision prec);

@@ -314,12 +314,14 @@ TEST(matvec_bf16_matches_its_reference) {
 
 TEST(q8_blocks_round_as_ggml_does) {
     // d = max|x| / 127 = 1 here, so q = round(x) with halves away from zero, as ggml's reference rounds
-    float x[kQ8Block] = {127, 63.5f, -63.5f, 1.5f, -0.49f, 0.5f};
+    float x[kQ8Block] = {127, 63.5f, -63.5f, 1.5f, -0.49f, 0.5f, 0.49999997f, -0.49999997f, 126.5f, -126.5f, -2.5f};
     int8_t q[kQ8Block];
     CHECK(q8_quantize_block(x, q) == 0x3C00);  // 1.0 in fp16
-    const int want[] = {127, 64, -64, 2, 0, 1};
-    for (int j = 0; j < 6; j++) CHECK(q[j] == want[j]);
-    for (int j = 6; j < kQ8Block; j++) CHECK(q[j] == 0);
+    const int want[] = {127, 64, -64, 2, 0, 1, 0, 0, 127, -127, -3};
+    for (int j = 0; j < 11; j++) CHECK(q[j] == want[j]);
+    for (int j = 11; j < kQ8Block; j++) CHECK(q[j] == 0);
+    float tiny[kQ8Block] = {1e-38f, -3e-39f};  // 1 / d is past float's range
+    CHECK(q8_quantize_block(tiny, q) == 0 && q[0] == 0 && q[1] == 0);
     float zero[kQ8Block] = {};
     CHECK(q8_quantize_block(zero, q) == 0 && q[0] == 0);  // an all-zero block: scale 0
     float huge[kQ8Block] = {1e7f};

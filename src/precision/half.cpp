@@ -47,8 +47,15 @@ uint16_t fp16_round(float x) {
 uint16_t q8_quantize_block(const float* x, int8_t* q) {
     float amax = 0;
     for (int j = 0; j < kQ8Block; j++) amax = std::max(amax, std::fabs(x[j]));
-    const float d = amax / 127, inv = d != 0 ? 1 / d : 0;  // q from the fp32 d, as ggml does
-    for (int j = 0; j < kQ8Block; j++) q[j] = (int8_t)std::lround(x[j] * inv);
+    const float d = amax / 127, inv = d > 1e-30f ? 1 / d : 0;  // q from the fp32 d, as ggml does (a d this small
+                                                                // is 0 in fp16, and 1 / d may not be finite)
+    for (int j = 0; j < kQ8Block; j++) {  // std::lround's halves away from zero, inline: |r| <= 127.5
+        const float r = x[j] * inv;
+        int v = (int)r;                       // toward zero
+        const float frac = r - (float)v;      // exact
+        v += (frac >= 0.5f) - (frac <= -0.5f);
+        q[j] = (int8_t)v;
+    }
     return fp16_round(d);
 }
 

@@ -21,8 +21,9 @@ void bench_matmul(Precision prec);                    // GFLOP/s of each matmul 
 // bench_generate.cpp
 void bench_read_bandwidth();                        // GB/s of a summing loop over 1 GiB; keeps "read GB/s"
 void bench_decode(Precision prec, int prompt_len);  // decode tok/s; keeps "decode <prec> <prompt_len>"
-// bench_llama.cpp: llama.cpp (node-llama-cpp) decoding the same model as a q8_0 GGUF, beside ours
-void bench_llama_decode();
+// bench_llama.cpp: llama-bench's pp512 and tg128, ours fp32, bf16 and int8 beside llama.cpp (node-llama-cpp)
+// on the same model as f32, bf16 and q8_0 GGUFs
+void bench_llama();
 // bench_busy.cpp, bench_tokenizer.cpp
 void bench_busy();
 void bench_tokenizer_encode();

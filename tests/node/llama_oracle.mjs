@@ -9,6 +9,9 @@
 //       {"n": N-1, "mean_nll": mean over t of -log softmax(logits_t)[id_{t+1}], "top1": [argmax_t], "nll": [each t's]}
 //   node llama_oracle.mjs bench MODEL.gguf --prompt-ids 1,2,3 [--n 128]
 //       decode speed of the generated tokens (prompt processing not timed), as JSON
+//   node llama_oracle.mjs speed MODEL.gguf [--pp 512] [--tg 128] [--reps 3]
+//       llama-bench's two figures, as JSON: pp (tokens/s of a --pp-token prompt in one batch) and tg (tokens/s
+//       of --tg tokens decoded one at a time from an empty context), each the best of --reps
 //
 // Common options: --threads N (default 2), --kv f32|f16 (KV cache type, default f32: llama.cpp's
 // own default is f16, which rounds K, V and the attention inputs to f16), --lora ADAPTER.gguf (a LoRA
@@ -29,15 +32,16 @@ function fail(msg) {
     process.exit(1);
 }
 
-const USAGE = "usage: llama_oracle.mjs generate|tokenize|eval|bench MODEL.gguf [FILE...] [options]";
+const USAGE = "usage: llama_oracle.mjs generate|tokenize|eval|bench|speed MODEL.gguf [FILE...] [options]";
 
 // ---------------------------------------------------------------- arguments
 
 function parseArgs(argv) {
     const [cmd, model, ...rest] = argv;
-    if (!["generate", "tokenize", "eval", "bench"].includes(cmd) || model == null || model.startsWith("--"))
+    if (!["generate", "tokenize", "eval", "bench", "speed"].includes(cmd) || model == null || model.startsWith("--"))
         fail(USAGE);
-    const opt = {cmd, model, threads: 2, n: cmd === "bench" ? 128 : 32, kv: "f32", promptIds: null, idsFile: null, files: [], lora: null};
+    const opt = {cmd, model, threads: 2, n: cmd === "bench" ? 128 : 32, kv: "f32", promptIds: null, idsFile: null, files: [],
+                 lora: null, pp: 512, tg: 128, reps: 3};
     for (let i = 0; i < rest.length; i++) {
         const a = rest[i];
         const value = () => {
@@ -50,6 +54,9 @@ function parseArgs(argv) {
         else if (a === "--prompt-ids") opt.promptIds = parseIds(value(), a);
         else if (a === "--ids-file") opt.idsFile = value();
         else if (a === "--lora") opt.lora = value();
+        else if (a === "--pp") opt.pp = positiveInt(value(), a);
+        else if (a === "--tg") opt.tg = positiveInt(value(), a);
+        else if (a === "--reps") opt.reps = positiveInt(value(), a);
         else if (!a.startsWith("--") && cmd === "tokenize") opt.files.push(a);
         else fail(`unexpected argument ${a}`);
     }
@@ -201,6 +208,29 @@ async function bench(opt) {
     }));
 }
 
+// llama-bench's pp and tg on one sequence, cleared before each timing; token ids i * 7919 mod the vocabulary,
+// as run_bench's own prompts.
+async function speed(opt) {
+    const model = await loadModel(opt, false);
+    const nVocab = model.fileInfo.metadata?.tokenizer?.ggml?.tokens?.length ?? 50257;
+    const ids = Array.from({length: Math.max(opt.pp, opt.tg)}, (_, i) => (i * 7919) % nVocab);
+    const seq = await makeSequence(model, opt, Math.max(opt.pp, opt.tg));
+    let pp = 0, tg = 0;
+    for (let rep = 0; rep < opt.reps; rep++) {
+        await seq.clearHistory();
+        let t0 = process.hrtime.bigint();
+        await nextToken(seq, ids.slice(0, opt.pp));
+        pp = Math.max(pp, opt.pp / (Number(process.hrtime.bigint() - t0) / 1e9));
+        await seq.clearHistory();
+        t0 = process.hrtime.bigint();
+        let tok = ids[0];
+        for (let i = 0; i < opt.tg; i++) tok = await nextToken(seq, [tok]);
+        tg = Math.max(tg, opt.tg / (Number(process.hrtime.bigint() - t0) / 1e9));
+    }
+    console.log(JSON.stringify({threads: opt.threads, pp: opt.pp, tg: opt.tg, reps: opt.reps,
+                                pp_tokens_per_s: pp, tg_tokens_per_s: tg}));
+}
+
 const opt = parseArgs(process.argv.slice(2));
-const commands = {generate, tokenize, eval: evaluate, bench};
+const commands = {generate, tokenize, eval: evaluate, bench, speed};
 commands[opt.cmd](opt).then(() => process.exit(0), (e) => fail(String(e?.message ?? e).split("\n")[0]));

@@ -85,6 +85,6 @@ check "greedy past the context: the reference regenerates greedy_slide.txt" cmp 
 check "greedy past the context equals PyTorch's cropped-window continuation (200 tokens, context 32)" \
     cmp <("$GPT2" generate --model tests/fixtures/trained_tiny --prompt-ids 0 --temperature 0 --max-tokens 200 --ids 2>/dev/null) "$W/greedy_slide.txt"
 
-make -s NO_OMP=1 BIN=build/gpt2-noomp >/dev/null 2>&1
+make -s -j"${JOBS:-$(nproc)}" NO_OMP=1 BIN=build/gpt2-noomp >/dev/null 2>&1  # (no jobserver reaches a suite)
 check "NO_OMP=1 build passes compare" build/gpt2-noomp compare --model "$W/tiny/model" --ref "$W/tiny/dump.safetensors"
 summary

@@ -3,6 +3,7 @@
 #include "inference/matvec.h"
 
 #include <cassert>
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -194,7 +195,7 @@ void matvec_q8(float* out, const float* x, const int8_t* q, const uint16_t* d, c
 template <int R>
 static inline void q8q8_rows(float* out, const int8_t* xq, const float* xd, const int8_t* w, const uint16_t* d,
                              int IC, int nb) {
-#if defined(__AVX2__)
+#if defined(__AVX2__) && defined(__FMA__)
     __m256 acc[R];
     for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
     const __m256i ones = _mm256_set1_epi16(1);
@@ -209,7 +210,7 @@ static inline void q8q8_rows(float* out, const int8_t* xq, const float* xd, cons
         for (int k = 0; k < n; k++) {
             const int i = (b0 + k) * kQ8Block;
             for (int l = 0; l < R * kQ8Block; l += 64) __builtin_prefetch(w + (size_t)R * IC + (size_t)i * R + l);
-#if defined(__AVX2__)
+#if defined(__AVX2__) && defined(__FMA__)
             const __m256i x = _mm256_loadu_si256((const __m256i*)(xq + i));
             for (int r = 0; r < R; r++) {
                 const __m256i wr = _mm256_loadu_si256((const __m256i*)(w + (size_t)r * IC + i));
@@ -228,7 +229,7 @@ static inline void q8q8_rows(float* out, const int8_t* xq, const float* xd, cons
         }
     }
     for (int r = 0; r < R; r++) {
-#if defined(__AVX2__)
+#if defined(__AVX2__) && defined(__FMA__)
         const __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc[r]), _mm256_extractf128_ps(acc[r], 1));
         const __m128 q = _mm_add_ps(h, _mm_movehl_ps(h, h));
         out[r] = _mm_cvtss_f32(_mm_add_ss(q, _mm_shuffle_ps(q, q, 1)));
@@ -239,25 +240,39 @@ static inline void q8q8_rows(float* out, const int8_t* xq, const float* xd, cons
 }
 
 // x rounded to q8_0 blocks (q8_round_input_block): values xq, scales xd (zero past the last block, to a whole
-// vector). False when a block stays fp32 (a non-finite value, or past q8_0's range).
-static bool round_input(const float* x, int IC, std::vector<int8_t>* xq, std::vector<float>* xd) {
+// vector). A block q8_0 cannot hold (a non-finite value, or past its range) is left fp32, as the gemm's packing
+// leaves it (gemm_copy.cpp): zeros here, its index in *fp32_blocks.
+static void round_input(const float* x, int IC, std::vector<int8_t>* xq, std::vector<float>* xd,
+                        std::vector<int>* fp32_blocks) {
     const int nb = IC / kQ8Block;
     xq->resize(IC);
     xd->assign((nb + kVecLen - 1) / kVecLen * kVecLen, 0.0f);
+    fp32_blocks->clear();
     for (int b = 0; b < nb; b++)
-        if (!q8_round_input_block(x + (size_t)b * kQ8Block, xq->data() + (size_t)b * kQ8Block, &(*xd)[b]))
-            return false;
-    return true;
+        if (!q8_round_input_block(x + (size_t)b * kQ8Block, xq->data() + (size_t)b * kQ8Block, &(*xd)[b])) {
+            std::fill_n(xq->data() + (size_t)b * kQ8Block, kQ8Block, 0);
+            (*xd)[b] = 0;
+            fp32_blocks->push_back(b);
+        }
+}
+
+// Row j's block k of q8 weights times x's fp32 values there, in double.
+static double q8_block_dot_fp32(const float* x, const int8_t* q, const uint16_t* d, int IC, int j, int k) {
+    double dot = 0;
+    for (int i = k * kQ8Block; i < (k + 1) * kQ8Block; i++) dot += (double)q[(size_t)j * IC + i] * x[i];
+    return (double)fp16_to_float(d[(size_t)j * (IC / kQ8Block) + k]) * dot;
 }
 
 void matvec_q8q8(float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC) {
     assert(IC % kQ8Block == 0);
     static thread_local std::vector<int8_t> xq;  // decoding calls this ~50 times a token: no allocation each
     static thread_local std::vector<float> xd;
-    if (!round_input(x, IC, &xq, &xd)) return matvec_q8(out, x, q, d, b, IC, OC);  // a NaN reaches the logits
+    static thread_local std::vector<int> fp32_blocks;
+    round_input(x, IC, &xq, &xd, &fp32_blocks);
     const int nb = IC / kQ8Block, R = 4, groups = (OC + R - 1) / R;
     const int8_t* xqp = xq.data();
     const float* xdp = xd.data();
+    const std::vector<int>& rest = fp32_blocks;  // rare: a NaN reaches the outputs through them
 #pragma omp parallel for schedule(static)
     for (int g = 0; g < groups; g++) {
         const int j0 = g * R;
@@ -265,8 +280,10 @@ void matvec_q8q8(float* out, const float* x, const int8_t* q, const uint16_t* d,
             q8q8_rows<R>(out + j0, xqp, xdp, q + (size_t)j0 * IC, d + (size_t)j0 * nb, IC, nb);
         else
             for (int j = j0; j < OC; j++) q8q8_rows<1>(out + j, xqp, xdp, q + (size_t)j * IC, d + (size_t)j * nb, IC, nb);
-        if (b)
-            for (int j = j0; j < j0 + R && j < OC; j++) out[j] += b[j];
+        for (int j = j0; j < j0 + R && j < OC; j++) {
+            for (int k : rest) out[j] += (float)q8_block_dot_fp32(x, q, d, IC, j, k);
+            if (b) out[j] += b[j];
+        }
     }
 }
 
@@ -274,14 +291,16 @@ void matvec_q8q8_ref(float* out, const float* x, const int8_t* q, const uint16_t
     const int nb = IC / kQ8Block;
     std::vector<int8_t> xq(IC);
     std::vector<float> xd(nb);
-    for (int k = 0; k < nb; k++) {
-        const bool rounded = q8_round_input_block(x + (size_t)k * kQ8Block, &xq[(size_t)k * kQ8Block], &xd[k]);
-        assert(rounded && "matvec_q8q8_ref: x finite and within q8_0's range");
-        (void)rounded;
-    }
+    std::vector<bool> rounded(nb);
+    for (int k = 0; k < nb; k++)
+        rounded[k] = q8_round_input_block(x + (size_t)k * kQ8Block, &xq[(size_t)k * kQ8Block], &xd[k]);
     for (int j = 0; j < OC; j++) {
         double sum = 0;
         for (int k = 0; k < nb; k++) {
+            if (!rounded[k]) {
+                sum += q8_block_dot_fp32(x, q, d, IC, j, k);
+                continue;
+            }
             long long dot = 0;
             for (int i = k * kQ8Block; i < (k + 1) * kQ8Block; i++) dot += q[(size_t)j * IC + i] * xq[i];
             sum += (double)fp16_to_float(d[(size_t)j * nb + k]) * xd[k] * (double)dot;

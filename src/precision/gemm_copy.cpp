@@ -74,6 +74,13 @@ void pack_a_q8(uint32_t* words, const float* A, int lda, bool trans, int i0, int
     gemm_tile::fp32_operands().pack_a(words, rounded.data(), kc, false, 0, mc, 0, kc);
 }
 
+// pack_b_copy for the forward alone (x W^T: B = W^T), where int8 inference rounds A: a backward through these
+// operands (dinp = dout W) would round dout.
+void pack_b_copy_forward(uint32_t* words, const void* copy, int ldb, bool trans, int k0, int kc, int j0, int nc) {
+    assert(trans && "int8 inference's operands (round_inputs_q8) are the forward's");
+    pack_b_copy(words, copy, ldb, trans, k0, kc, j0, nc);
+}
+
 }  // namespace
 
 const GemmOperands* copy_gemm_operands(bool round_inputs_q8) {
@@ -85,6 +92,7 @@ const GemmOperands* copy_gemm_operands(bool round_inputs_q8) {
     static const GemmOperands rounding = [] {
         GemmOperands o = ops;
         o.pack_a = pack_a_q8;
+        o.pack_b_copy = pack_b_copy_forward;
         return o;
     }();
     return round_inputs_q8 ? &rounding : &ops;

@@ -15,13 +15,14 @@ uint16_t fp16_round(float x);
 
 // q8_0 blocks, ggml's 8-bit form: kQ8Block values share one fp16 scale d = max|x| / 127 and each is stored as
 // q = round(x / d) in -127..127 (halves away from zero, as ggml's reference does), standing for d * q (d
-// widened from fp16; the product is exact in fp32). The GGUF writer and the int8 weights of decoding
-// (precision.h) both quantize through this one function.
+// widened from fp16; the product is exact in fp32). The GGUF writer, the int8 weights (precision.h) and, in int8
+// inference, the matmuls' inputs (q8_round_input_block) all quantize through this one function.
 const int kQ8Block = 32;
 // Quantizes x[0..kQ8Block) (finite: the callers check) into q; returns d's fp16 bits, which are infinite
 // when max|x| / 127 is past fp16's range (65504): the callers check that too.
 uint16_t q8_quantize_block(const float* x, int8_t* q);
 // A block of a q8_0 weight's input rounded as llama.cpp rounds it (int8 inference: precision.h's
-// gpt2_round_inputs_q8): q8_quantize_block's q, and d as the float it stands for. False, q untouched, when a
-// value is non-finite or d is past fp16's range: that block stays fp32.
+// gpt2_round_inputs_q8): q8_quantize_block's q, as ggml's reference quantizer (its AVX2 and NEON ones round
+// halves to even and scale by 127 / max: a last-bit difference, on ties), and d as the float it stands for.
+// False, q untouched, when a value is non-finite or d is past fp16's range: that block stays fp32.
 bool q8_round_input_block(const float* x, int8_t* q, float* d);

@@ -12,8 +12,9 @@
 #include "precision/half.h"
 
 // How a model's matmuls run: fp32; bf16 operands with fp32 accumulation; or kInt8, weights quantized once
-// to q8_0 blocks with fp32 activations and sums. The kernels themselves see fp32 or bf16 operands: an
-// int8 model's fp32 weights hold the quantized values, and a Weight carries its q8 copy.
+// to q8_0 blocks (inputs fp32, or rounded to q8_0 blocks too: gpt2_round_inputs_q8; sums fp32). The gemm
+// sees fp32 or bf16 operands: an int8 model's fp32 weights hold the quantized values, and a Weight carries
+// its q8 copy, which decoding's mat-vecs read.
 enum class Precision { kFp32, kBf16, kInt8 };
 
 // A weight's copies in a reduced precision (core/layers.h's Weight::copy points to one): bf16, the same

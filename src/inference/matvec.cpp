@@ -2,8 +2,9 @@
 // with the references the tests hold them against.
 #include "inference/matvec.h"
 
-#include <cassert>
 #include <algorithm>
+#include <cassert>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -240,39 +241,26 @@ static inline void q8q8_rows(float* out, const int8_t* xq, const float* xd, cons
 }
 
 // x rounded to q8_0 blocks (q8_round_input_block): values xq, scales xd (zero past the last block, to a whole
-// vector). A block q8_0 cannot hold (a non-finite value, or past its range) is left fp32, as the gemm's packing
-// leaves it (gemm_copy.cpp): zeros here, its index in *fp32_blocks.
-static void round_input(const float* x, int IC, std::vector<int8_t>* xq, std::vector<float>* xd,
-                        std::vector<int>* fp32_blocks) {
-    const int nb = IC / kQ8Block;
-    xq->resize(IC);
-    xd->assign((nb + kVecLen - 1) / kVecLen * kVecLen, 0.0f);
-    fp32_blocks->clear();
-    for (int b = 0; b < nb; b++)
-        if (!q8_round_input_block(x + (size_t)b * kQ8Block, xq->data() + (size_t)b * kQ8Block, &(*xd)[b])) {
-            std::fill_n(xq->data() + (size_t)b * kQ8Block, kQ8Block, 0);
-            (*xd)[b] = 0;
-            fp32_blocks->push_back(b);
+// vector). A block q8_0 cannot hold (a non-finite value, or past its range) gets a NaN scale, as in the gemm
+// (gemm_q8.cpp): every output is NaN.
+static void round_input(const float* x, int IC, int8_t* xq, float* xd) {
+    for (int b = 0; b < IC / kQ8Block; b++)
+        if (!q8_round_input_block(x + (size_t)b * kQ8Block, xq + (size_t)b * kQ8Block, &xd[b])) {
+            std::fill_n(xq + (size_t)b * kQ8Block, kQ8Block, 0);
+            xd[b] = NAN;
         }
-}
-
-// Row j's block k of q8 weights times x's fp32 values there, in double.
-static double q8_block_dot_fp32(const float* x, const int8_t* q, const uint16_t* d, int IC, int j, int k) {
-    double dot = 0;
-    for (int i = k * kQ8Block; i < (k + 1) * kQ8Block; i++) dot += (double)q[(size_t)j * IC + i] * x[i];
-    return (double)fp16_to_float(d[(size_t)j * (IC / kQ8Block) + k]) * dot;
 }
 
 void matvec_q8q8(float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC) {
     assert(IC % kQ8Block == 0);
+    const int nb = IC / kQ8Block, R = 4, groups = (OC + R - 1) / R;
     static thread_local std::vector<int8_t> xq;  // decoding calls this ~50 times a token: no allocation each
     static thread_local std::vector<float> xd;
-    static thread_local std::vector<int> fp32_blocks;
-    round_input(x, IC, &xq, &xd, &fp32_blocks);
-    const int nb = IC / kQ8Block, R = 4, groups = (OC + R - 1) / R;
+    xq.resize(IC);
+    xd.assign((nb + kVecLen - 1) / kVecLen * kVecLen, 0.0f);
+    round_input(x, IC, xq.data(), xd.data());
     const int8_t* xqp = xq.data();
     const float* xdp = xd.data();
-    const std::vector<int>& rest = fp32_blocks;  // rare: a NaN reaches the outputs through them
 #pragma omp parallel for schedule(static)
     for (int g = 0; g < groups; g++) {
         const int j0 = g * R;
@@ -280,10 +268,8 @@ void matvec_q8q8(float* out, const float* x, const int8_t* q, const uint16_t* d,
             q8q8_rows<R>(out + j0, xqp, xdp, q + (size_t)j0 * IC, d + (size_t)j0 * nb, IC, nb);
         else
             for (int j = j0; j < OC; j++) q8q8_rows<1>(out + j, xqp, xdp, q + (size_t)j * IC, d + (size_t)j * nb, IC, nb);
-        for (int j = j0; j < j0 + R && j < OC; j++) {
-            for (int k : rest) out[j] += (float)q8_block_dot_fp32(x, q, d, IC, j, k);
-            if (b) out[j] += b[j];
-        }
+        if (b)
+            for (int j = j0; j < j0 + R && j < OC; j++) out[j] += b[j];
     }
 }
 
@@ -291,16 +277,10 @@ void matvec_q8q8_ref(float* out, const float* x, const int8_t* q, const uint16_t
     const int nb = IC / kQ8Block;
     std::vector<int8_t> xq(IC);
     std::vector<float> xd(nb);
-    std::vector<bool> rounded(nb);
-    for (int k = 0; k < nb; k++)
-        rounded[k] = q8_round_input_block(x + (size_t)k * kQ8Block, &xq[(size_t)k * kQ8Block], &xd[k]);
+    round_input(x, IC, xq.data(), xd.data());
     for (int j = 0; j < OC; j++) {
         double sum = 0;
         for (int k = 0; k < nb; k++) {
-            if (!rounded[k]) {
-                sum += q8_block_dot_fp32(x, q, d, IC, j, k);
-                continue;
-            }
             long long dot = 0;
             for (int i = k * kQ8Block; i < (k + 1) * kQ8Block; i++) dot += q[(size_t)j * IC + i] * xq[i];
             sum += (double)fp16_to_float(d[(size_t)j * nb + k]) * xd[k] * (double)dot;

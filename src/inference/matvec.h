@@ -29,8 +29,8 @@ void matvec_q8_ref(float* out, const float* x, const int8_t* q, const uint16_t* 
 
 // int8 inference as llama.cpp runs a q8_0 weight (precision.h's gpt2_round_inputs_q8): x rounded to q8_0
 // blocks too (q8_round_input_block), each block's dot product in integers, times the two scales, summed in
-// fp32. A block of x that q8_0 cannot hold (a non-finite value, or past its range) stays fp32, as the gemm's
-// packing leaves it. And its reference (sums in double).
+// fp32. A block of x that q8_0 cannot hold (a non-finite value, or past its range) makes every output NaN,
+// as in the gemm (q8_gemm_operands) and in llama.cpp. And its reference (sums in double).
 void matvec_q8q8(float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC);
 void matvec_q8q8_ref(float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC);
 

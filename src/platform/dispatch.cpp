@@ -199,7 +199,8 @@ KERNEL(double, sum_squares, (const float* x, size_t n), (x, n))
 KERNEL(double, fma_peak_loop, (long iters, float* sink), (iters, sink))
 KERNEL(void, bf16_round_array, (uint16_t * dst, const float* src, size_t n), (dst, src, n))
 KERNEL(const GemmOperands*, bf16_gemm_operands, (), ())
-KERNEL(const GemmOperands*, copy_gemm_operands, (bool round_inputs_q8), (round_inputs_q8))
+KERNEL(const GemmOperands*, copy_gemm_operands, (), ())
+KERNEL(const GemmOperands*, q8_gemm_operands, (), ())
 
 namespace isa_avx512 {
 decltype(::bf16_supported) bf16_supported;

@@ -2,8 +2,6 @@
 // copy_gemm_operands): fp32's packing and micro-kernel (tuned/gemm_tile.h), but B's panels are widened from
 // the weight's q8_0 blocks or bf16 values, so the fp32 matrix need not be kept (a LoRA base drops it).
 #include <algorithm>
-#include <cassert>
-#include <vector>
 
 #include "precision/half.h"
 #include "precision/precision.h"
@@ -54,48 +52,15 @@ void pack_b_copy(uint32_t* words, const void* copy, int ldb, bool trans, int k0,
     }
 }
 
-// gemm_tile.h's pack_a for the input of a q8_0 weight's product in int8 inference (gpt2_round_inputs_q8): each
-// row's 32 values a block rounded to q8_0 as decoding's matvec_q8q8 rounds them, then packed as fp32's. A block
-// q8_0 cannot hold (a non-finite value) is packed as it is. The forward's A = x (N, K) only, K a block at a time.
-void pack_a_q8(uint32_t* words, const float* A, int lda, bool trans, int i0, int mc, int k0, int kc) {
-    assert(!trans && k0 % kQ8Block == 0 && kc % kQ8Block == 0);
-    static thread_local std::vector<float> rounded;
-    rounded.resize((size_t)mc * kc);
-    for (int i = 0; i < mc; i++)
-        for (int k = 0; k < kc; k += kQ8Block) {
-            const float* x = A + (size_t)(i0 + i) * lda + k0 + k;
-            float* r = rounded.data() + (size_t)i * kc + k;
-            int8_t q[kQ8Block];
-            float d;
-            if (!q8_round_input_block(x, q, &d)) std::copy(x, x + kQ8Block, r);
-            else
-                for (int j = 0; j < kQ8Block; j++) r[j] = d * q[j];
-        }
-    gemm_tile::fp32_operands().pack_a(words, rounded.data(), kc, false, 0, mc, 0, kc);
-}
-
-// pack_b_copy for the forward alone (x W^T: B = W^T), where int8 inference rounds A: a backward through these
-// operands (dinp = dout W) would round dout.
-void pack_b_copy_forward(uint32_t* words, const void* copy, int ldb, bool trans, int k0, int kc, int j0, int nc) {
-    assert(trans && "int8 inference's operands (round_inputs_q8) are the forward's");
-    pack_b_copy(words, copy, ldb, trans, k0, kc, j0, nc);
-}
-
 }  // namespace
 
-const GemmOperands* copy_gemm_operands(bool round_inputs_q8) {
+const GemmOperands* copy_gemm_operands() {
     static const GemmOperands ops = [] {
         GemmOperands o = gemm_tile::fp32_operands();
         o.pack_b_copy = pack_b_copy;
         return o;
     }();
-    static const GemmOperands rounding = [] {
-        GemmOperands o = ops;
-        o.pack_a = pack_a_q8;
-        o.pack_b_copy = pack_b_copy_forward;
-        return o;
-    }();
-    return round_inputs_q8 ? &rounding : &ops;
+    return &ops;
 }
 
 KERNELS_END

@@ -137,7 +137,7 @@ Weight PrecisionCopies::weight(const float* w, size_t offset) const {
     auto it = at.find(offset);
     if (it == at.end()) return Weight(w, operands());
     const WeightCopy& copy = it->second;
-    if (copy.q8_inputs) return Weight(copy.fp32_dropped ? nullptr : w, copy_gemm_operands(true), &copy);
+    if (copy.q8_inputs) return Weight(copy.fp32_dropped ? nullptr : w, q8_gemm_operands(), &copy);
     if (copy.fp32_dropped) return Weight(nullptr, copy_gemm_operands(), &copy);
     return Weight(w, operands(), &copy);
 }

@@ -12,9 +12,8 @@
 #include "precision/half.h"
 
 // How a model's matmuls run: fp32; bf16 operands with fp32 accumulation; or kInt8, weights quantized once
-// to q8_0 blocks (inputs fp32, or rounded to q8_0 blocks too: gpt2_round_inputs_q8; sums fp32). The gemm
-// sees fp32 or bf16 operands: an int8 model's fp32 weights hold the quantized values, and a Weight carries
-// its q8 copy, which decoding's mat-vecs read.
+// to q8_0 blocks (inputs fp32, or rounded to q8_0 blocks too: gpt2_round_inputs_q8; sums fp32). An int8
+// model's fp32 weights hold the quantized values, and a Weight carries its q8 copy, which the products read.
 enum class Precision { kFp32, kBf16, kInt8 };
 
 // A weight's copies in a reduced precision (core/layers.h's Weight::copy points to one): bf16, the same
@@ -51,9 +50,12 @@ struct PrecisionCopies : ModelCopies {
 KERNELS_BEGIN
 // The operands (core/gemm.h's ops) of a product with a weight that its q8_0 blocks or bf16 values alone hold,
 // its WeightCopy given as the gemm's B_copy: fp32's, with B's panels widened from the copy (gemm_copy.cpp), so
-// the same numbers as on the quantized or rounded fp32 values, which need not be kept. round_inputs_q8: A's
-// rows rounded to q8_0 blocks as they are packed (gpt2_round_inputs_q8; the forward's x W^T only).
-const GemmOperands* copy_gemm_operands(bool round_inputs_q8 = false);
+// the same numbers as on the quantized or rounded fp32 values, which need not be kept.
+const GemmOperands* copy_gemm_operands();
+// int8 inference's operands (gpt2_round_inputs_q8; gemm_q8.cpp), for the forward's x W^T alone, W's copy given
+// as B_copy: x's rows rounded to q8_0 blocks as they are packed, each block's product in integers, as
+// decoding's matvec_q8q8 computes a row. A block q8_0 cannot hold makes its row's outputs NaN.
+const GemmOperands* q8_gemm_operands();
 KERNELS_END
 
 // Sets how the matmuls run: kFp32 (exact), or kBf16, bf16 operands with fp32 accumulation (core/gemm.h;
@@ -76,8 +78,8 @@ KERNELS_END
 int gpt2_set_precision(GPT2* model, Precision prec, bool drop_fp32 = false);
 // int8 inference as llama.cpp runs a q8_0 model: after gpt2_set_precision(kInt8), every product with a q8_0
 // weight rounds its input to q8_0 blocks too (each row's 32 values a block, half.h's q8_round_input_block):
-// decoding's mat-vecs sum the blocks' integer products (matvec.h's matvec_q8q8), the gemm of prefill and eval
-// is fp32 on the rounded values (copy_gemm_operands(true)). Not for a frozen base in training, whose products
+// decoding's mat-vecs and the gemm of prefill and eval sum the blocks' products in integers (matvec.h's
+// matvec_q8q8, q8_gemm_operands). Not for a frozen base in training, whose products
 // keep fp32 inputs (as bitsandbytes computes), nor for eval or generate of a LoRA run's base, which reproduce it.
 void gpt2_round_inputs_q8(GPT2* model);
 // The bytes of a model's parameters with drop_fp32 (gpt2_set_precision): q8_0 blocks for every value (int8's

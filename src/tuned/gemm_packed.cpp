@@ -252,12 +252,12 @@ void gemm_block(Blocking blk, int i0, int i1, int j0, int j1, int K, const float
                 const float* B, const void* B_copy, int ldb, bool transB, float* C, int ldc, bool accumulate,
                 PackBuffers& buf, const GemmOperands* ops) {
     assert((B || (ops && B_copy)) && "a weight without fp32 values (precision.h's drop_fp32) is read from its copy");
-    const int mr = ops ? ops->mr : MR;
-    const int nic = (i1 - i0 + MC - 1) / MC, npc = (K + blk.kc - 1) / blk.kc;
+    const int mr = ops ? ops->mr : MR, mcb = MC / mr * mr;  // rows of A packed at once: whole panels of mr
+    const int nic = (i1 - i0 + mcb - 1) / mcb, npc = (K + blk.kc - 1) / blk.kc;
     // floats (or words) of one packed (ic, pc) block, an upper bound
-    const size_t a_block = (size_t)MC * (ops ? ops->kwords(std::min(blk.kc, K)) : blk.kc);
+    const size_t a_block = (size_t)mcb * (ops ? ops->kwords(std::min(blk.kc, K)) : blk.kc);
     auto pack_a_block = [&](float* dst, int ic, int pc) {
-        const int mc = std::min(MC, i1 - ic), kc = std::min(blk.kc, K - pc);
+        const int mc = std::min(mcb, i1 - ic), kc = std::min(blk.kc, K - pc);
         uint32_t* words = reinterpret_cast<uint32_t*>(dst);
         if (ops) ops->pack_a(words, A, lda, transA, ic, mc, pc, kc);
         else pack_a(dst, A, lda, transA, ic, mc, pc, kc);
@@ -268,7 +268,7 @@ void gemm_block(Blocking blk, int i0, int i1, int j0, int j1, int K, const float
         if (buf.whole_a.size() < a_block * nic * npc) buf.whole_a.resize(a_block * nic * npc);
         for (int p = 0; p < npc; p++)
             for (int i = 0; i < nic; i++)
-                pack_a_block(buf.whole_a.data() + a_block * (p * nic + i), i0 + i * MC, p * blk.kc);
+                pack_a_block(buf.whole_a.data() + a_block * (p * nic + i), i0 + i * mcb, p * blk.kc);
     }
     uint32_t* pb_words = reinterpret_cast<uint32_t*>(buf.b);
     for (int jc = j0; jc < j1; jc += blk.nc) {
@@ -279,8 +279,8 @@ void gemm_block(Blocking blk, int i0, int i1, int j0, int j1, int K, const float
             if (ops && B_copy) ops->pack_b_copy(pb_words, B_copy, ldb, transB, pc, kc, jc, nc);
             else if (ops) ops->pack_b(pb_words, B, ldb, transB, pc, kc, jc, nc);
             else pack_b(buf.b, B, ldb, transB, pc, kc, jc, nc);
-            for (int i = 0, ic = i0; ic < i1; i++, ic += MC) {
-                int mc = std::min(MC, i1 - ic);
+            for (int i = 0, ic = i0; ic < i1; i++, ic += mcb) {
+                int mc = std::min(mcb, i1 - ic);
                 float* pa = buf.a;
                 if (whole) pa = buf.whole_a.data() + a_block * (p * nic + i);
                 else pack_a_block(pa, ic, pc);

@@ -3,6 +3,7 @@
 // (q8_round_input_block), W read from its q8_0 copy, each block's product summed in integers, times its two
 // scales, into fp32 sums. AVX2: vpmaddubsw on |w| and x with w's signs (no pair's sum saturates: 2 x 127 x
 // 127 < 32767), vpmaddwd to 8 int32 lanes; elsewhere a plain integer loop. The forward's product alone.
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <cstring>
@@ -60,12 +61,22 @@ void pack_a_q8(uint32_t* words, const float* A, int lda, bool trans, int i0, int
     }
 }
 
+// Panels of NaN scales for nc columns: what a product these operands cannot run gives (asserted first).
+void pack_b_nan(uint32_t* words, int kc, int nc) {
+    const int kw = q8_words(kc);
+    for (int p = 0; p < nc; p += NR)
+        for (int kb = 0; kb < kc / kQ8Block; kb++) {
+            memset(panel_q(words + (size_t)p * kw, NR, kb), 0, (size_t)NR * kQ8Block);
+            std::fill_n(panel_d(words + (size_t)p * kw, NR, kb), NR, NAN);
+        }
+}
+
 // W's rows [j0, j0 + nc) over [k0, k0 + kc), from its q8_0 copy, into panels of NR, zero past nc.
 void pack_b_q8(uint32_t* words, const void* copy, int ldb, bool trans, int k0, int kc, int j0, int nc) {
-    assert(trans && k0 % kQ8Block == 0 && kc % kQ8Block == 0 && "int8 inference's gemm is the forward's, x W^T");
-    (void)trans;
     const WeightCopy& w = *static_cast<const WeightCopy*>(copy);
-    assert(w.q8);
+    const bool forward = trans && w.q8 && k0 % kQ8Block == 0 && kc % kQ8Block == 0;
+    assert(forward && "int8 inference's gemm is the forward's, x W^T, from a q8_0 copy");
+    if (!forward) return pack_b_nan(words, kc - kc % kQ8Block, nc);
     const int nb = kc / kQ8Block, kw = q8_words(kc);
     for (int p = 0; p < nc; p += NR) {
         uint32_t* panel = words + (size_t)p * kw;
@@ -86,8 +97,9 @@ void pack_b_q8(uint32_t* words, const void* copy, int ldb, bool trans, int k0, i
     }
 }
 
-void pack_b_fp32(uint32_t*, const float*, int, bool, int, int, int, int) {
+void pack_b_fp32(uint32_t* words, const float*, int, bool, int, int kc, int, int nc) {
     assert(false && "int8 inference's gemm reads the weight's q8_0 copy (gemm's B_copy)");
+    pack_b_nan(words, kc - kc % kQ8Block, nc);
 }
 
 #if defined(__AVX2__) && defined(__FMA__)

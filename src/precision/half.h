@@ -24,5 +24,6 @@ uint16_t q8_quantize_block(const float* x, int8_t* q);
 // A block of a q8_0 weight's input rounded as llama.cpp rounds it (int8 inference: precision.h's
 // gpt2_round_inputs_q8): q8_quantize_block's q, as ggml's reference quantizer (its AVX2 and NEON ones round
 // halves to even and scale by 127 / max: a last-bit difference, on ties), and d as the float it stands for.
-// False, q untouched, when a value is non-finite or d is past fp16's range: that block stays fp32.
+// False, q untouched (d not), when a value is non-finite or d is past fp16's range: int8 inference then gives
+// that row NaN outputs (matvec_q8q8, q8_gemm_operands), as llama.cpp's overflowing fp16 scale does.
 bool q8_round_input_block(const float* x, int8_t* q, float* d);

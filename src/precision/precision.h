@@ -65,7 +65,8 @@ KERNELS_END
 // kInt8 is for inference and a frozen base (LoRA): it quantizes every matrix whose rows are a multiple of
 // kQ8Block (all of them at GPT-2's sizes; the rule GGUF's q8_0 export follows) to q8_0 blocks in place:
 // params then hold the quantized values, which every matmul uses; the products read the blocks
-// (copy_gemm_operands, and decoding's mat-vecs). A matrix with a value non-finite or past q8_0's range
+// (copy_gemm_operands, and decoding's mat-vecs; with gpt2_round_inputs_q8, q8_gemm_operands and matvec_q8q8).
+// A matrix with a value non-finite or past q8_0's range
 // (|x| > 65504 * 127) stays fp32. Returns the number of matrices quantized. Irreversible: setting another
 // precision afterwards drops the int8 copy but keeps the quantized values.
 // drop_fp32 (a frozen base: inference, or LoRA's): each block matrix's fp32 values are given back to the

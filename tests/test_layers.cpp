@@ -411,7 +411,8 @@ TEST(int8_inference_gemm_rounds_each_row_as_decoding_does) {
         int N, IC, OC;
     } shapes[] = {{5, 96, 37}, {70, 800, 100}, {3, 3072, 50}, {126, 256, 2100}, {84, 320, 50000}};
     for (const Shape& s : shapes) {
-        std::vector<float> W = randn((size_t)s.OC * s.IC, 1, 0.02f), x = randn((size_t)s.N * s.IC, 2), b = randn(s.OC, 4);
+        std::vector<float> W = randn((size_t)s.OC * s.IC, 1, 0.02f), x = randn((size_t)s.N * s.IC, 2);
+        std::vector<float> b = randn(s.OC, 4);
         x[(size_t)2 * s.IC + 7] = 1e7f;  // row 2 has a block q8_0 cannot hold
         std::vector<int8_t> q(W.size());
         std::vector<uint16_t> d(W.size() / kQ8Block);

@@ -267,7 +267,8 @@ void matvec_q8q8(float* out, const float* x, const int8_t* q, const uint16_t* d,
         if (j0 + R <= OC)
             q8q8_rows<R>(out + j0, xqp, xdp, q + (size_t)j0 * IC, d + (size_t)j0 * nb, IC, nb);
         else
-            for (int j = j0; j < OC; j++) q8q8_rows<1>(out + j, xqp, xdp, q + (size_t)j * IC, d + (size_t)j * nb, IC, nb);
+            for (int j = j0; j < OC; j++)
+                q8q8_rows<1>(out + j, xqp, xdp, q + (size_t)j * IC, d + (size_t)j * nb, IC, nb);
         if (b)
             for (int j = j0; j < j0 + R && j < OC; j++) out[j] += b[j];
     }

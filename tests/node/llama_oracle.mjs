@@ -40,8 +40,8 @@ function parseArgs(argv) {
     const [cmd, model, ...rest] = argv;
     if (!["generate", "tokenize", "eval", "bench", "speed"].includes(cmd) || model == null || model.startsWith("--"))
         fail(USAGE);
-    const opt = {cmd, model, threads: 2, n: cmd === "bench" ? 128 : 32, kv: "f32", promptIds: null, idsFile: null, files: [],
-                 lora: null, pp: 512, tg: 128, reps: 3};
+    const opt = {cmd, model, threads: 2, n: cmd === "bench" ? 128 : 32, kv: "f32", promptIds: null, idsFile: null,
+                 files: [], lora: null, pp: 512, tg: 128, reps: 3};
     for (let i = 0; i < rest.length; i++) {
         const a = rest[i];
         const value = () => {

@@ -10,6 +10,7 @@
 
 #include "core/simd.h"
 #include "precision/half.h"
+#include "precision/q8_dot.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -190,16 +191,13 @@ void matvec_q8(float* out, const float* x, const int8_t* q, const uint16_t* d, c
 }
 
 // out[0..R) = the R rows of q8 blocks from w (row stride IC, scales d with stride nb) times x's q8 blocks xq
-// (scales xd): each block's dot product in integers, exact, then times its two scales into fp32 sums. AVX2:
-// vpmaddubsw on |w| and x with w's signs (each pair's sum stays under 2 * 127 * 127, no saturation), then
-// vpmaddwd to 8 int32 lanes; elsewhere a plain integer loop per block.
+// (scales xd): each block's product in integers (q8_dot.h), exact, then times its two scales into fp32 sums.
 template <int R>
 static inline void q8q8_rows(float* out, const int8_t* xq, const float* xd, const int8_t* w, const uint16_t* d,
                              int IC, int nb) {
-#if defined(__AVX2__) && defined(__FMA__)
+#ifdef Q8_DOT_AVX2
     __m256 acc[R];
     for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
-    const __m256i ones = _mm256_set1_epi16(1);
 #else
     float acc[R] = {};
 #endif
@@ -211,29 +209,21 @@ static inline void q8q8_rows(float* out, const int8_t* xq, const float* xd, cons
         for (int k = 0; k < n; k++) {
             const int i = (b0 + k) * kQ8Block;
             for (int l = 0; l < R * kQ8Block; l += 64) __builtin_prefetch(w + (size_t)R * IC + (size_t)i * R + l);
-#if defined(__AVX2__) && defined(__FMA__)
+#ifdef Q8_DOT_AVX2
             const __m256i x = _mm256_loadu_si256((const __m256i*)(xq + i));
             for (int r = 0; r < R; r++) {
                 const __m256i wr = _mm256_loadu_si256((const __m256i*)(w + (size_t)r * IC + i));
-                const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(wr, wr), _mm256_sign_epi8(x, wr));
-                const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, ones));
+                const __m256 dot = q8_dot_lanes(_mm256_sign_epi8(wr, wr), wr, x);
                 acc[r] = _mm256_fmadd_ps(dot, _mm256_set1_ps(scale[r][k]), acc[r]);
             }
 #else
-            for (int r = 0; r < R; r++) {
-                const int8_t* wr = w + (size_t)r * IC + i;
-                int dot = 0;
-                for (int j = 0; j < kQ8Block; j++) dot += wr[j] * xq[i + j];
-                acc[r] += (float)dot * scale[r][k];
-            }
+            for (int r = 0; r < R; r++) acc[r] += (float)q8_dot(w + (size_t)r * IC + i, xq + i) * scale[r][k];
 #endif
         }
     }
     for (int r = 0; r < R; r++) {
-#if defined(__AVX2__) && defined(__FMA__)
-        const __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc[r]), _mm256_extractf128_ps(acc[r], 1));
-        const __m128 q = _mm_add_ps(h, _mm_movehl_ps(h, h));
-        out[r] = _mm_cvtss_f32(_mm_add_ss(q, _mm_shuffle_ps(q, q, 1)));
+#ifdef Q8_DOT_AVX2
+        out[r] = q8_sum_lanes(acc[r]);
 #else
         out[r] = acc[r];
 #endif

@@ -35,6 +35,14 @@ std::vector<float> randn(size_t n, uint64_t seed, float scale = 1.0f) {
     return v;
 }
 
+// W (a multiple of kQ8Block values) as q8_0 blocks: values q and fp16 scales d (q8_quantize_block).
+void q8_quantize(const std::vector<float>& W, std::vector<int8_t>* q, std::vector<uint16_t>* d) {
+    q->resize(W.size());
+    d->resize(W.size() / kQ8Block);
+    for (size_t blk = 0; blk < d->size(); blk++)
+        (*d)[blk] = q8_quantize_block(&W[blk * kQ8Block], q->data() + blk * kQ8Block);
+}
+
 // Runs f with an OpenMP team of `threads`, then restores the default.
 void with_threads(int threads, const std::function<void()>& f) {
 #ifdef _OPENMP
@@ -330,12 +338,12 @@ TEST(q8_blocks_round_as_ggml_does) {
 
 TEST(matvec_q8_matches_its_reference_and_fp32) {
     for (int IC : {32, 96, 768, 3072}) {
-        const int OC = 37, nb = IC / kQ8Block;
+        const int OC = 37;
         std::vector<float> x = randn(IC, 1), W = randn((size_t)OC * IC, 2, 0.02f), b = randn(OC, 3);
         for (int i = 0; i < IC; i++) W[5 * IC + i] *= 1e-3f;  // row 5's scales are fp16 subnormals
-        std::vector<int8_t> q(W.size());
-        std::vector<uint16_t> d((size_t)OC * nb);
-        for (size_t blk = 0; blk < d.size(); blk++) d[blk] = q8_quantize_block(&W[blk * kQ8Block], &q[blk * kQ8Block]);
+        std::vector<int8_t> q;
+        std::vector<uint16_t> d;
+        q8_quantize(W, &q, &d);
         std::vector<float> deq(W.size());  // the values the blocks stand for: fp32 matvec's operands
         for (size_t i = 0; i < W.size(); i++) deq[i] = fp16_to_float(d[i / kQ8Block]) * q[i];
         std::vector<float> out(OC), ref(OC), fp32(OC);
@@ -363,13 +371,13 @@ TEST(matvec_q8q8_rounds_x_to_q8_blocks_and_matches_its_reference) {
     // int8 inference as llama.cpp: x rounded to q8_0 blocks, each block's product in integers. Against the
     // double reference on the same rounding; against fp32 x (matvec_q8) it must differ, by x's rounding alone.
     for (int IC : {32, 96, 768, 3072}) {
-        const int OC = 37, nb = IC / kQ8Block;
+        const int OC = 37;
         std::vector<float> x = randn(IC, 1), W = randn((size_t)OC * IC, 2, 0.02f), b = randn(OC, 3);
         for (int i = 0; i < IC; i++) W[5 * IC + i] *= 1e-3f;  // row 5's scales are fp16 subnormals
         for (int i = 0; i < kQ8Block; i++) x[i] *= 1e-3f;    // x's first block's too
-        std::vector<int8_t> q(W.size());
-        std::vector<uint16_t> d((size_t)OC * nb);
-        for (size_t blk = 0; blk < d.size(); blk++) d[blk] = q8_quantize_block(&W[blk * kQ8Block], &q[blk * kQ8Block]);
+        std::vector<int8_t> q;
+        std::vector<uint16_t> d;
+        q8_quantize(W, &q, &d);
         std::vector<float> out(OC), ref(OC), nob(OC), nob_ref(OC), nob_fp32_x(OC);
         with_threads(2, [&] { matvec_q8q8(out.data(), x.data(), q.data(), d.data(), b.data(), IC, OC); });
         matvec_q8q8_ref(ref.data(), x.data(), q.data(), d.data(), b.data(), IC, OC);
@@ -392,9 +400,9 @@ TEST(matvec_q8q8_rounds_x_to_q8_blocks_and_matches_its_reference) {
     // a block q8_0 cannot hold, past its range or NaN: every output NaN (llama.cpp's fp16 scale overflows there)
     const int IC = 64, OC = 5;
     std::vector<float> x = randn(IC, 1), W = randn((size_t)OC * IC, 2, 0.02f), out(OC);
-    std::vector<int8_t> q(W.size());
-    std::vector<uint16_t> d(W.size() / kQ8Block);
-    for (size_t blk = 0; blk < d.size(); blk++) d[blk] = q8_quantize_block(&W[blk * kQ8Block], &q[blk * kQ8Block]);
+    std::vector<int8_t> q;
+    std::vector<uint16_t> d;
+    q8_quantize(W, &q, &d);
     for (float bad : {1e7f, NAN}) {  // 1e7 / 127 is past fp16's 65504
         x[40] = bad;
         matvec_q8q8(out.data(), x.data(), q.data(), d.data(), nullptr, IC, OC);
@@ -414,9 +422,9 @@ TEST(int8_inference_gemm_rounds_each_row_as_decoding_does) {
         std::vector<float> W = randn((size_t)s.OC * s.IC, 1, 0.02f), x = randn((size_t)s.N * s.IC, 2);
         std::vector<float> b = randn(s.OC, 4);
         x[(size_t)2 * s.IC + 7] = 1e7f;  // row 2 has a block q8_0 cannot hold
-        std::vector<int8_t> q(W.size());
-        std::vector<uint16_t> d(W.size() / kQ8Block);
-        for (size_t blk = 0; blk < d.size(); blk++) d[blk] = q8_quantize_block(&W[blk * kQ8Block], &q[blk * kQ8Block]);
+        std::vector<int8_t> q;
+        std::vector<uint16_t> d;
+        q8_quantize(W, &q, &d);
         WeightCopy copy;
         copy.q8 = q.data(), copy.q8_d = d.data(), copy.fp32_dropped = true, copy.q8_inputs = true;
         const Weight held(nullptr, q8_gemm_operands(), &copy);
@@ -459,9 +467,9 @@ TEST(matmul_forward_decodes_one_row_from_the_q8_copy) {
     const int IC = 96, OC = 37;
     std::vector<float> x = randn(IC, 1), W = randn((size_t)OC * IC, 2, 0.02f), b = randn(OC, 3);
     std::vector<float> other = randn(W.size(), 4, 0.02f);
-    std::vector<int8_t> q(W.size());
-    std::vector<uint16_t> d(W.size() / kQ8Block);
-    for (size_t blk = 0; blk < d.size(); blk++) d[blk] = q8_quantize_block(&other[blk * kQ8Block], &q[blk * kQ8Block]);
+    std::vector<int8_t> q;
+    std::vector<uint16_t> d;
+    q8_quantize(other, &q, &d);
     WeightCopy copy;
     copy.q8 = q.data(), copy.q8_d = d.data();
     const Weight w(W.data(), nullptr, &copy);
@@ -490,7 +498,7 @@ TEST(matmuls_of_a_weight_its_copy_alone_holds_equal_fp32_on_the_copys_values) {
             WeightCopy copy;
             copy.fp32_dropped = true;
             if (q8) {
-                for (size_t blk = 0; blk < d.size(); blk++) d[blk] = q8_quantize_block(&W[blk * kQ8Block], &q[blk * kQ8Block]);
+                q8_quantize(W, &q, &d);
                 for (size_t i = 0; i < W.size(); i++) W[i] = fp16_to_float(d[i / kQ8Block]) * q[i];
                 copy.q8 = q.data(), copy.q8_d = d.data();
             } else {

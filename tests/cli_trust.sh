@@ -261,7 +261,9 @@ echo mine >$T/sk/o.gguf.tmp.99999999  # a user's file of that name, no mark
 printf 'gpt2.cpp staged file\n' >$T/sk/o.gguf.tmp.$$.gpt2-staging && echo half >$T/sk/o.gguf.tmp.$$
 # a live writer's (in another pid namespace, say: pid 99999998 is dead here), its mark locked
 printf 'gpt2.cpp staged file\n' >$T/sk/o.gguf.tmp.99999998.gpt2-staging && echo half >$T/sk/o.gguf.tmp.99999998
-flock $T/sk/o.gguf.tmp.99999998.gpt2-staging sleep 120 &
+# (the holder is one process, the lock on its own descriptor, and keeps no pipe of the suite's open: a child
+# left behind by `flock FILE sleep` held run.sh's output open, and the suite, for the rest of its 120 s)
+(exec 9>>$T/sk/o.gguf.tmp.99999998.gpt2-staging && flock 9 && exec sleep 120) >/dev/null 2>&1 &
 holder=$!
 for _ in $(seq 100); do flock -n $T/sk/o.gguf.tmp.99999998.gpt2-staging true || break; sleep 0.05; done
 "$GPT2" export --model $T/big.bin --out $T/sk/o.gguf --format gguf --tokenizer $TOK_DIR >/dev/null 2>$T/sk.again.err

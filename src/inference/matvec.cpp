@@ -190,44 +190,50 @@ void matvec_q8(float* out, const float* x, const int8_t* q, const uint16_t* d, c
     }
 }
 
-// out[0..R) = the R rows of q8 blocks from w (row stride IC, scales d with stride nb) times x's q8 blocks xq
-// (scales xd): each block's product in integers (q8_dot.h), exact, then times its two scales into fp32 sums.
-template <int R>
-static inline void q8q8_rows(float* out, const int8_t* xq, const float* xd, const int8_t* w, const uint16_t* d,
-                             int IC, int nb) {
+// out[0..rows) = up to 4 rows of q8 blocks from w (row stride IC, scales d with stride nb) times x's q8 blocks
+// xq (scales xd): each block's product in integers, exact (q8_dot.h), then times its two scales into an fp32
+// sum, block by block. Past `rows` the last row stands in (its sums unused), so the four always run together.
+static inline void q8q8_rows4(float* out, int rows, const int8_t* xq, const float* xd, const int8_t* w,
+                              const uint16_t* d, int IC, int nb) {
+    const int8_t* wr[4];
+    const uint16_t* dr[4];
+    for (int r = 0; r < 4; r++) {
+        const int at = r < rows ? r : rows - 1;
+        wr[r] = w + (size_t)at * IC, dr[r] = d + (size_t)at * nb;
+    }
 #ifdef Q8_DOT_AVX2
-    __m256 acc[R];
-    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    __m128 acc = _mm_setzero_ps();
 #else
-    float acc[R] = {};
+    float acc[4] = {};
 #endif
     for (int b0 = 0; b0 < nb; b0 += kVecLen) {
         const int n = nb - b0 < kVecLen ? nb - b0 : kVecLen;
-        float scale[R][kVecLen];  // this chunk's products of the two blocks' scales, per row
+        float rows_scale[4][kVecLen], scale[kVecLen][4];  // this chunk's products of the two blocks' scales
         const vf16 dx = vf_load(xd + b0);
-        for (int r = 0; r < R; r++) vf_store(scale[r], vf_from_fp16(d + (size_t)r * nb + b0, n) * dx);
+        for (int r = 0; r < 4; r++) vf_store(rows_scale[r], vf_from_fp16(dr[r] + b0, n) * dx);
+        for (int k = 0; k < n; k++)
+            for (int r = 0; r < 4; r++) scale[k][r] = rows_scale[r][k];
         for (int k = 0; k < n; k++) {
             const int i = (b0 + k) * kQ8Block;
-            for (int l = 0; l < R * kQ8Block; l += 64) __builtin_prefetch(w + (size_t)R * IC + (size_t)i * R + l);
+            // the next 4 rows, as fast as these are read (rows < 4 only ends a matrix)
+            for (int l = 0; l < 4 * kQ8Block; l += 64) __builtin_prefetch(w + (size_t)4 * IC + (size_t)i * 4 + l);
 #ifdef Q8_DOT_AVX2
-            const __m256i x = _mm256_loadu_si256((const __m256i*)(xq + i));
-            for (int r = 0; r < R; r++) {
-                const __m256i wr = _mm256_loadu_si256((const __m256i*)(w + (size_t)r * IC + i));
-                const __m256 dot = q8_dot_lanes(_mm256_sign_epi8(wr, wr), wr, x);
-                acc[r] = _mm256_fmadd_ps(dot, _mm256_set1_ps(scale[r][k]), acc[r]);
-            }
+            const auto load = [&](const int8_t* q) { return _mm256_loadu_si256((const __m256i*)(q + i)); };
+            const __m256i h = q8_dot4(load(xq), load(wr[0]), load(wr[1]), load(wr[2]), load(wr[3]));
+            const __m128i dot = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+            acc = _mm_fmadd_ps(_mm_cvtepi32_ps(dot), _mm_loadu_ps(scale[k]), acc);
 #else
-            for (int r = 0; r < R; r++) acc[r] += (float)q8_dot(w + (size_t)r * IC + i, xq + i) * scale[r][k];
+            for (int r = 0; r < 4; r++) acc[r] += (float)q8_dot(wr[r] + i, xq + i) * scale[k][r];
 #endif
         }
     }
-    for (int r = 0; r < R; r++) {
 #ifdef Q8_DOT_AVX2
-        out[r] = q8_sum_lanes(acc[r]);
+    float sums[4];
+    _mm_storeu_ps(sums, acc);
 #else
-        out[r] = acc[r];
+    const float* sums = acc;
 #endif
-    }
+    for (int r = 0; r < rows; r++) out[r] = sums[r];
 }
 
 // x rounded to q8_0 blocks (q8_round_input_block): values xq, scales xd (zero past the last block, to a whole
@@ -243,7 +249,7 @@ static void round_input(const float* x, int IC, int8_t* xq, float* xd) {
 
 void matvec_q8q8(float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC) {
     assert(IC % kQ8Block == 0);
-    const int nb = IC / kQ8Block, R = 4, groups = (OC + R - 1) / R;
+    const int nb = IC / kQ8Block, groups = (OC + 3) / 4;
     static thread_local std::vector<int8_t> xq;  // decoding calls this ~50 times a token: no allocation each
     static thread_local std::vector<float> xd;
     xq.resize(IC);
@@ -253,14 +259,10 @@ void matvec_q8q8(float* out, const float* x, const int8_t* q, const uint16_t* d,
     const float* xdp = xd.data();
 #pragma omp parallel for schedule(static)
     for (int g = 0; g < groups; g++) {
-        const int j0 = g * R;
-        if (j0 + R <= OC)
-            q8q8_rows<R>(out + j0, xqp, xdp, q + (size_t)j0 * IC, d + (size_t)j0 * nb, IC, nb);
-        else
-            for (int j = j0; j < OC; j++)
-                q8q8_rows<1>(out + j, xqp, xdp, q + (size_t)j * IC, d + (size_t)j * nb, IC, nb);
+        const int j0 = g * 4, rows = OC - j0 < 4 ? OC - j0 : 4;
+        q8q8_rows4(out + j0, rows, xqp, xdp, q + (size_t)j0 * IC, d + (size_t)j0 * nb, IC, nb);
         if (b)
-            for (int j = j0; j < j0 + R && j < OC; j++) out[j] += b[j];
+            for (int j = j0; j < j0 + rows; j++) out[j] += b[j];
     }
 }
 

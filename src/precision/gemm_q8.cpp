@@ -95,35 +95,46 @@ void pack_b_fp32(uint32_t* words, const float*, int, bool, int, int kc, int, int
     pack_b_nan(words, kc - kc % kQ8Block, nc);
 }
 
-// C[0:rows, 0:cols] = (or +=) the MR x NR tile of an A panel and a B panel over kw words of blocks: two of
-// B's columns at a time, each of the MR x 2 sums in 8 fp32 lanes.
+#ifdef Q8_DOT_AVX2
+// Rows r and r + 1's q8_dot4 halves added: the 8 exact block products (r: c0 .. c3, r + 1: c0 .. c3) in floats.
+inline __m256 q8_two_rows(__m256i r0, __m256i r1) {
+    const __m256i lo = _mm256_permute2x128_si256(r0, r1, 0x20), hi = _mm256_permute2x128_si256(r0, r1, 0x31);
+    return _mm256_cvtepi32_ps(_mm256_add_epi32(lo, hi));
+}
+#endif
+
+// C[0:rows, 0:cols] = (or +=) the MR x NR tile of an A panel and a B panel over kw words of blocks. With AVX2,
+// four of B's columns at a time: each block's 16 products summed exactly in integers (q8_dot4), then times
+// their scales into two vectors of fp32 sums (rows 0-1 and 2-3).
 void micro_kernel_q8(int kw, const uint32_t* a, const uint32_t* b, float* C, int ldc, int rows, int cols, bool add) {
     const int nb = kw / kBlockWords;
 #ifdef Q8_DOT_AVX2
-    for (int j = 0; j < cols; j += 2) {  // NR is even: column j + 1 is in the panel (zero past cols)
-        __m256 acc[MR][2];
-        for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    static_assert(MR == 4 && NR % 4 == 0, "four rows of A, B's columns four at a time");
+    const auto load = [](const int8_t* q) { return _mm256_loadu_si256((const __m256i*)q); };
+    for (int j = 0; j < cols; j += 4) {  // NR is a multiple of 4: columns past cols are zero in the panel
+        __m256 acc01 = _mm256_setzero_ps(), acc23 = _mm256_setzero_ps();
         for (int kb = 0; kb < nb; kb++) {
             const int8_t* aq = panel_q(a, MR, kb);
             const float* ad = panel_d(a, MR, kb);
-            const int8_t* bq = panel_q(b, NR, kb);
-            const float* bd = panel_d(b, NR, kb);
-            const __m256i w0 = _mm256_loadu_si256((const __m256i*)(bq + j * kQ8Block));
-            const __m256i w1 = _mm256_loadu_si256((const __m256i*)(bq + (j + 1) * kQ8Block));
-            const __m256i u0 = _mm256_sign_epi8(w0, w0), u1 = _mm256_sign_epi8(w1, w1);
-            for (int r = 0; r < MR; r++) {
-                const __m256i x = _mm256_loadu_si256((const __m256i*)(aq + r * kQ8Block));
-                acc[r][0] = _mm256_fmadd_ps(q8_dot_lanes(u0, w0, x), _mm256_set1_ps(ad[r] * bd[j]), acc[r][0]);
-                acc[r][1] = _mm256_fmadd_ps(q8_dot_lanes(u1, w1, x), _mm256_set1_ps(ad[r] * bd[j + 1]), acc[r][1]);
-            }
+            const int8_t* bq = panel_q(b, NR, kb) + j * kQ8Block;
+            const __m256i w0 = load(bq), w1 = load(bq + kQ8Block), w2 = load(bq + 2 * kQ8Block),
+                          w3 = load(bq + 3 * kQ8Block);
+            const __m256 bd = _mm256_broadcast_ps((const __m128*)(panel_d(b, NR, kb) + j));  // (c0 .. c3) twice
+            const __m256 d01 = _mm256_mul_ps(bd, _mm256_set_m128(_mm_set1_ps(ad[1]), _mm_set1_ps(ad[0])));
+            const __m256 d23 = _mm256_mul_ps(bd, _mm256_set_m128(_mm_set1_ps(ad[3]), _mm_set1_ps(ad[2])));
+            acc01 = _mm256_fmadd_ps(q8_two_rows(q8_dot4(load(aq), w0, w1, w2, w3),
+                                                q8_dot4(load(aq + kQ8Block), w0, w1, w2, w3)), d01, acc01);
+            acc23 = _mm256_fmadd_ps(q8_two_rows(q8_dot4(load(aq + 2 * kQ8Block), w0, w1, w2, w3),
+                                                q8_dot4(load(aq + 3 * kQ8Block), w0, w1, w2, w3)), d23, acc23);
         }
-        for (int r = 0; r < rows; r++) {
-            float* c = C + (size_t)r * ldc + j;
-            for (int t = 0; t < 2 && j + t < cols; t++) {
-                const float sum = q8_sum_lanes(acc[r][t]);
-                c[t] = add ? c[t] + sum : sum;
+        float tile[MR * 4];  // row r's four columns at 4r
+        _mm256_storeu_ps(tile, acc01);
+        _mm256_storeu_ps(tile + 8, acc23);
+        for (int r = 0; r < rows; r++)
+            for (int t = 0; t < 4 && j + t < cols; t++) {
+                float* c = C + (size_t)r * ldc + j + t;
+                *c = add ? *c + tile[4 * r + t] : tile[4 * r + t];
             }
-        }
     }
 #else
     for (int r = 0; r < rows; r++)

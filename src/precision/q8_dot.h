@@ -1,7 +1,6 @@
 // q8_dot.h: the product of two q8_0 blocks' values (half.h; each in -127..127) in integers, exact, for int8
 // inference's two kernels: decoding's mat-vec (inference/matvec.cpp's matvec_q8q8) and the gemm of prefill
-// and eval (gemm_q8.cpp). AVX2: vpmaddubsw on |w| and x with w's signs (no pair's sum saturates: 2 x 127 x 127
-// < 32767), then vpmaddwd into 8 int32 lanes; elsewhere a plain integer loop.
+// and eval (gemm_q8.cpp). AVX2: one block of x against four blocks at once; elsewhere a plain integer loop.
 #pragma once
 #include <cstdint>
 
@@ -16,18 +15,20 @@ KERNELS_BEGIN
 
 #if defined(__AVX2__) && defined(__FMA__)
 #define Q8_DOT_AVX2 1
-// The block product w . x as 8 lane sums, converted to floats (exactly: each is under 2^24); w_abs is
-// _mm256_sign_epi8(w, w), which a caller multiplying w by several x computes once.
-inline __m256 q8_dot_lanes(__m256i w_abs, __m256i w, __m256i x) {
-    const __m256i pairs = _mm256_maddubs_epi16(w_abs, _mm256_sign_epi8(x, w));
-    return _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
-}
-
-// The sum of 8 lanes, by halving.
-inline float q8_sum_lanes(__m256 v) {
-    const __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    const __m128 q = _mm_add_ps(h, _mm_movehl_ps(h, h));
-    return _mm_cvtss_f32(_mm_add_ss(q, _mm_shuffle_ps(q, q, 1)));
+// The block products of x with four blocks w0..w3, exact, as int32 lanes: (w0 .. w3) . x summed over the
+// block's low 16 bytes, then (w0 .. w3) . x over its high 16. vpmaddubsw on |x| and each w with x's signs (no
+// pair's sum saturates: 2 x 127 x 127 < 32767), vpmaddwd into 8 lanes, then two rounds of pairing lanes
+// (unpack and add) where four lane sums would cost four times as much.
+inline __m256i q8_dot4(__m256i x, __m256i w0, __m256i w1, __m256i w2, __m256i w3) {
+    const __m256i ax = _mm256_sign_epi8(x, x), ones = _mm256_set1_epi16(1);
+    const auto dot = [&](__m256i w) {
+        return _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(w, x)), ones);
+    };
+    const auto pair32 = [](__m256i a, __m256i b) {
+        return _mm256_add_epi32(_mm256_unpacklo_epi32(a, b), _mm256_unpackhi_epi32(a, b));
+    };
+    const __m256i p01 = pair32(dot(w0), dot(w1)), p23 = pair32(dot(w2), dot(w3));
+    return _mm256_add_epi32(_mm256_unpacklo_epi64(p01, p23), _mm256_unpackhi_epi64(p01, p23));
 }
 #endif
 

@@ -64,8 +64,9 @@ for cpu in Haswell:avx2 qemu64:baseline; do
     check "... and gives the native build's losses" logs_close $W/q_$isa.jsonl $W/native.jsonl
     check "... generate runs there" bash -c "env -u GPT2_ISA ${Q[*]} '$P' generate --model $W/q_$isa --prompt-ids 1,2,3 \
         --max-tokens 8 --ids >/dev/null 2>&1"
-    if [ $isa = baseline ]; then  # the widest gap: every AVX path must be unused (70 s under emulation)
-        out=$(env -u GPT2_ISA "${Q[@]}" "$UNIT" 2>&1 | tail -1)
+    if [ $isa = baseline ]; then  # the widest gap: every AVX path must be unused (the products with a C of
+        # 4M floats skip themselves under emulation: 5 minutes of its 6; the native runs above check them)
+        out=$(env -u GPT2_ISA GPT2_TEST_EMULATED=1 "${Q[@]}" "$UNIT" 2>&1 | tail -1)
         check "... the unit tests pass there: $out" eval '[[ "$out" == *" 0 failed"* ]]'
     fi
 done

@@ -6,6 +6,7 @@
 #pragma once
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -26,6 +27,16 @@ extern std::string g_test_skip;  // why the running test skipped itself, or empt
     do {                     \
         g_test_skip = reason; \
         return;              \
+    } while (0)
+
+// Under an emulator (qemu: tests/portable.sh and tests/arm64.sh set GPT2_TEST_EMULATED=1) a product with a C
+// of 4M floats takes minutes. The tests of those shapes skip themselves there: the native runs of every
+// kernel set (GPT2_ISA) check them, and the emulated run checks the same kernels on the smaller shapes.
+#define SKIP_IF_EMULATED()                                                                        \
+    do {                                                                                          \
+        const char* emulated = std::getenv("GPT2_TEST_EMULATED");                                 \
+        if (emulated && *emulated && *emulated != '0')                                            \
+            SKIP("under emulation (GPT2_TEST_EMULATED): C of 4M floats, left to the native runs"); \
     } while (0)
 
 struct TestRegistrar {

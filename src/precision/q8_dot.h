@@ -17,8 +17,9 @@ KERNELS_BEGIN
 #define Q8_DOT_AVX2 1
 // The block products of x with four blocks w0..w3, exact, as int32 lanes: (w0 .. w3) . x summed over the
 // block's low 16 bytes, then (w0 .. w3) . x over its high 16. vpmaddubsw on |x| and each w with x's signs (no
-// pair's sum saturates: 2 x 127 x 127 < 32767), vpmaddwd into 8 lanes, then two rounds of pairing lanes
-// (unpack and add) where four lane sums would cost four times as much.
+// pair's sum saturates: 2 x 127 x 127 < 32767; a w of -128 would wrap where x < 0, and q8_0's blocks never
+// hold one), vpmaddwd into 8 lanes, then two rounds of pairing lanes (unpack and add), so that the caller
+// converts and scales four products at once.
 inline __m256i q8_dot4(__m256i x, __m256i w0, __m256i w1, __m256i w2, __m256i w3) {
     const __m256i ax = _mm256_sign_epi8(x, x), ones = _mm256_set1_epi16(1);
     const auto dot = [&](__m256i w) {

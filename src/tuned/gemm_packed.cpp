@@ -147,6 +147,7 @@ void micro_kernel(int kc, const float* a, const float* b, float* C, int ldc, int
 // The same with AVX2: MR x NR/8 ymm accumulators.
 void micro_kernel(int kc, const float* a, const float* b, float* C, int ldc, int rows, int cols, bool add) {
     const int NV = 2 * GEMM_NV;
+    prefetch_tile(C, ldc, rows, cols);
     __m256 acc[MR][NV];
     for (int r = 0; r < MR; r++)
         for (int v = 0; v < NV; v++) acc[r][v] = _mm256_setzero_ps();
@@ -154,9 +155,19 @@ void micro_kernel(int kc, const float* a, const float* b, float* C, int ldc, int
         __m256 bv[NV];
         for (int v = 0; v < NV; v++) bv[v] = _mm256_load_ps(b + (size_t)k * NR + 8 * v);
         for (int r = 0; r < MR; r++) {
-            __m256 av = _mm256_broadcast_ss(a + k * MR + r);
+            // a float read, not _mm256_broadcast_ss: GCC 12 took that load as one that may read the
+            // accumulators (__m256 may alias anything) and stored all 12 to the stack on every k (21% of peak)
+            __m256 av = _mm256_set1_ps(a[k * MR + r]);
             for (int v = 0; v < NV; v++) acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);
         }
+    }
+    if (rows == MR && cols == NR) {
+        for (int r = 0; r < MR; r++)
+            for (int v = 0; v < NV; v++) {
+                float* c = C + (size_t)r * ldc + 8 * v;
+                _mm256_storeu_ps(c, add ? _mm256_add_ps(acc[r][v], _mm256_loadu_ps(c)) : acc[r][v]);
+            }
+        return;
     }
     for (int r = 0; r < rows; r++) {
         float tile[NR];

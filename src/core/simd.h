@@ -28,8 +28,9 @@ inline vf16 vf_load_partial(const float* p, int n) {
     return v;
 }
 inline void vf_store_partial(float* p, vf16 v, int n) { memcpy(p, &v, sizeof(float) * n); }
-inline vf16 vf_load(const float* p) { return vf_load_partial(p, kVecLen); }
-inline void vf_store(float* p, vf16 v) { vf_store_partial(p, v, kVecLen); }
+typedef float vf16u __attribute__((vector_size(64), aligned(4), may_alias));  // any float*, as memcpy reads it
+inline vf16 vf_load(const float* p) { return *(const vf16u*)p; }
+inline void vf_store(float* p, vf16 v) { *(vf16u*)p = v; }
 inline vf16 vf_set(float x) { return vf16{} + x; }
 
 inline double vd_reduce_add(vd8 lo, vd8 hi) {
@@ -44,7 +45,7 @@ inline vf16 vf_sqrt(vf16 v) {
     return (vf16)r;
 #else
     vf16 r;
-    for (int i = 0; i < kVecLen; i++) r[i] = __builtin_sqrtf(v[i]);
+    for (int i = 0; i < kVecLen; i++) r[i] = __builtin_sqrtf(v[i]);  // vector sqrt with -fno-math-errno
     return r;
 #endif
 }

@@ -11,7 +11,7 @@ KERNELS_BEGIN
 
 namespace {
 
-// Forced, as core/adamw.cpp's adamw_vec: left to itself GCC makes a call per vector.
+// Forced: left to itself GCC makes a call per vector, each with a vzeroupper and the constants broadcast anew.
 #define ADAMW_INLINE inline __attribute__((always_inline))
 
 // The key of step `step`'s stochastic rounding.

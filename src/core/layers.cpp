@@ -104,15 +104,12 @@ static void matvec_fp32(float* out, const float* x, const float* W, const float*
 #pragma omp parallel for schedule(static)
     for (int j = 0; j < OC; j++) {
         const float* w = W + (size_t)j * IC;
-        vf16 acc0 = vf16{}, acc1 = vf16{};
+        float acc0[16] = {}, acc1[16] = {};  // not vf16: GCC keeps a 64-byte vector in memory without AVX-512
         int i = 0;
-        for (; i + 32 <= IC; i += 32) {
-            acc0 += vf_load(w + i) * vf_load(x + i);
-            acc1 += vf_load(w + i + 16) * vf_load(x + i + 16);
-        }
-        vf16 acc = acc0 + acc1;
+        for (; i + 32 <= IC; i += 32)
+            for (int l = 0; l < 16; l++) acc0[l] += w[i + l] * x[i + l], acc1[l] += w[i + 16 + l] * x[i + 16 + l];
         float sum = 0;
-        for (int l = 0; l < kVecLen; l++) sum += acc[l];
+        for (int l = 0; l < 16; l++) sum += acc0[l] + acc1[l];
         for (; i < IC; i++) sum += w[i] * x[i];
         out[j] = b ? sum + b[j] : sum;
     }

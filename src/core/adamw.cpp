@@ -1,4 +1,4 @@
-// adamw.cpp: the AdamW update (a plain loop) and the sum of squares of a chunk (16-float vectors), optimizer.h.
+// adamw.cpp: the AdamW update and the sum of squares of a chunk (optimizer.h), as loops the compiler vectorizes.
 #include "core/optimizer.h"
 #include "core/simd.h"
 
@@ -20,16 +20,15 @@ void adamw_chunk(float* w, const float* g, float* m, float* v, size_t n, const A
 }
 
 double sum_squares(const float* x, size_t n) {
-    vd8 acc0{}, acc1{};
+    double acc0[8] = {}, acc1[8] = {};  // lanes 0-7 and 8-15 of each 16 (arrays: registers even with AVX2)
     size_t i = 0;
-    for (; i + kVecLen <= n; i += kVecLen) {
-        vf16 f = vf_load(x + i);
-        vd8 lo = __builtin_convertvector(__builtin_shufflevector(f, f, 0, 1, 2, 3, 4, 5, 6, 7), vd8);
-        vd8 hi = __builtin_convertvector(__builtin_shufflevector(f, f, 8, 9, 10, 11, 12, 13, 14, 15), vd8);
-        acc0 += lo * lo;
-        acc1 += hi * hi;
-    }
-    double s = vd_reduce_add(acc0, acc1);
+    for (; i + 16 <= n; i += 16)
+        for (int l = 0; l < 8; l++) {
+            const double lo = x[i + l], hi = x[i + 8 + l];
+            acc0[l] += lo * lo, acc1[l] += hi * hi;  // exact products: with or without FMA, the same sums
+        }
+    double s = 0;
+    for (int l = 0; l < 8; l++) s += acc0[l] + acc1[l];
     for (; i < n; i++) s += (double)x[i] * x[i];
     return s;
 }

@@ -21,7 +21,7 @@ KERNELS_BEGIN
 
 // The elementwise passes over one chunk on the calling thread, compiled per instruction set (core/isa.h).
 // adamw_chunk, for i < n: m = b1 m + (1 - b1) g', v = b2 v + (1 - b2) g'^2, w = w decay - step_size m / (sqrt(v) /
-// bc2_sqrt + eps), with g' = g grad_scale; in 16-float vectors.
+// bc2_sqrt + eps), with g' = g grad_scale; a loop the compiler vectorizes.
 void adamw_chunk(float* w, const float* g, float* m, float* v, size_t n, const AdamWStep& s);
 // The sum of x[i]^2 for i < n, each square and the sum in double, in 16 double lanes then in order: the
 // same result for the same chunk whatever the thread.

@@ -21,6 +21,7 @@
 #include "core/safetensors.h"
 #include "core/gemm.h"
 #include "core/layers.h"
+#include "core/simd.h"
 #include "inference/matvec.h"
 #include "precision/precision.h"
 #include "test.h"
@@ -761,6 +762,24 @@ TEST(crossentropy_fast_matches_reference_at_gpt2_vocab) {
         double max_diff = 0;
         for (size_t k = 0; k < exact.size(); k++) max_diff = max_abs(max_diff, ref[k] - exact[k]);
         CHECK(max_diff <= 1e-6 / N);
+    }
+}
+
+// simd.h's sum of exponentials adds x[i]'s term into double lane i % 16, the lanes in order, then the tail's
+// terms: the same number with any register width (this build's: kLanes floats).
+TEST(exp_sum_adds_in_sixteen_lanes_whatever_the_register) {
+    for (int n : {5, 16, 37, 1000, 50257}) {
+        std::vector<float> x = randn(n, 9, 40.0f), stored = x;  // terms from e^-60 to e^60: sums round
+        std::vector<double> terms(n);  // scale 0.5: x * 0.5 - 1 is the same with or without a fused multiply-add
+        for (int i = 0; i < n; i++) terms[i] = vn_exp(vf_load_partial<vn>(&x[i], 1) * 0.5f - 1.0f)[0];
+        double lanes[16] = {}, want = 0;
+        const int whole = n / 16 * 16;
+        for (int i = 0; i < whole; i++) lanes[i % 16] += terms[i];
+        for (int l = 0; l < 8; l++) want += lanes[l] + lanes[l + 8];
+        for (int i = whole; i < n; i++) want += terms[i];
+        CHECK(vf_exp_sum<false>(x.data(), n, 0.5f, 1.0f) == want);
+        CHECK(vf_exp_sum<true>(stored.data(), n, 0.5f, 1.0f) == want);
+        for (int i = 0; i < n; i++) CHECK(stored[i] == (float)terms[i]);
     }
 }
 

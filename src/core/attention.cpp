@@ -39,10 +39,9 @@ void block_probs(float* S, const float* lse, int t0, int rows, int tn, float sca
     for (int r = 0; r < rows; r++) {
         float* p = S + (size_t)r * tn;
         const int n = t0 + r + 1;
-        const vf16 vl = vf_set(lse[r]);
         int j = 0;
-        for (; j + kVecLen <= n; j += kVecLen) vf_store(p + j, vf_exp(vf_load(p + j) * scale - vl));
-        if (j < n) vf_store_partial(p + j, vf_exp(vf_load_partial(p + j, n - j) * scale - vl), n - j);
+        for (; j + kLanes <= n; j += kLanes) vn_store(p + j, vn_exp(vn_load(p + j) * scale - lse[r]));
+        if (j < n) vf_store_partial(p + j, vn_exp(vf_load_partial<vn>(p + j, n - j) * scale - lse[r]), n - j);
         for (j = n; j < tn; j++) p[j] = 0.0f;
     }
 }
@@ -115,16 +114,14 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
                     const float* p = P + (size_t)r * tn;
                     float* ds = dP + (size_t)r * tn;
                     const int n = t0 + r + 1;
-                    vf16 acc{};
+                    float acc[kVecLen] = {};  // lane sums of 16, as simd.h's vf_exp_sum: the same with any register
                     int j = 0;
-                    for (; j + kVecLen <= n; j += kVecLen) acc += vf_load(p + j) * vf_load(ds + j);
+                    for (; j + kVecLen <= n; j += kVecLen)
+                        for (int l = 0; l < kVecLen; l++) acc[l] += p[j + l] * ds[j + l];
                     float dot = 0;
-                    for (int i = 0; i < kVecLen; i++) dot += acc[i];
+                    for (int l = 0; l < kVecLen; l++) dot += acc[l];
                     for (; j < n; j++) dot += p[j] * ds[j];
-                    const vf16 vdot = vf_set(dot);
-                    for (j = 0; j + kVecLen <= n; j += kVecLen)
-                        vf_store(ds + j, vf_load(p + j) * (vf_load(ds + j) - vdot) * scale);
-                    for (; j < n; j++) ds[j] = p[j] * (ds[j] - dot) * scale;
+                    for (j = 0; j < n; j++) ds[j] = p[j] * (ds[j] - dot) * scale;
                     for (j = n; j < tn; j++) ds[j] = 0.0f;
                 }
                 // through S = q k^T: dq = dS k (overwrites), dk += dS^T q

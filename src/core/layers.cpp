@@ -151,37 +151,38 @@ static const float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
 
 // GELU(x) = x sigmoid(2u) or (kGrad) its derivative, inlined by force: a call passes vectors through memory (+7%).
 template <bool kGrad>
-static inline __attribute__((always_inline)) vf16 gelu_vec(vf16 x) {
-    vf16 u = kGeluScale * (x + 0.044715f * x * x * x);
-    vf16 au = u < 0 ? -u : u;
-    vf16 t = vf_exp(-2.0f * au);
-    vf16 inv = 1.0f / (1.0f + t);
-    vf16 lo = t * inv;  // sigmoid(-2|u|)
-    vf16 s = u >= 0 ? inv : lo;
+static inline __attribute__((always_inline)) vn gelu_vec(vn x) {
+    vn u = kGeluScale * (x + 0.044715f * x * x * x);
+    vn au = u < 0 ? -u : u;
+    vn t = vn_exp(-2.0f * au);
+    vn inv = 1.0f / (1.0f + t);
+    vn lo = t * inv;  // sigmoid(-2|u|)
+    vn s = u >= 0 ? inv : lo;
     if (!kGrad) return x * s;
     // d/dx [x s(2u)] = s + x * 2 s (1 - s) * du/dx
-    vf16 s1ms = lo * inv;  // s (1 - s)
+    vn s1ms = lo * inv;  // s (1 - s)
     return s + 2.0f * x * s1ms * kGeluScale * (1.0f + 3.0f * 0.044715f * x * x);
 }
 
 void gelu_forward(float* out, const float* inp, size_t n) {
-    const long nv = (long)(n / kVecLen);
+    const long nv = (long)(n / kLanes);
 #pragma omp parallel for schedule(static)
-    for (long i = 0; i < nv; i++) vf_store(out + i * kVecLen, gelu_vec<false>(vf_load(inp + i * kVecLen)));
-    const size_t i0 = (size_t)nv * kVecLen;
+    for (long i = 0; i < nv; i++) vn_store(out + i * kLanes, gelu_vec<false>(vn_load(inp + i * kLanes)));
+    const size_t i0 = (size_t)nv * kLanes;
     const int rest = (int)(n - i0);
-    if (rest) vf_store_partial(out + i0, gelu_vec<false>(vf_load_partial(inp + i0, rest)), rest);
+    if (rest) vf_store_partial(out + i0, gelu_vec<false>(vf_load_partial<vn>(inp + i0, rest)), rest);
 }
 
 void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) {
-    const long nv = (long)(n / kVecLen);
+    const long nv = (long)(n / kLanes);
 #pragma omp parallel for schedule(static)
     for (long i = 0; i < nv; i++)
-        vf_store(dinp + i * kVecLen, gelu_vec<true>(vf_load(inp + i * kVecLen)) * vf_load(dout + i * kVecLen));
-    const size_t i0 = (size_t)nv * kVecLen;
+        vn_store(dinp + i * kLanes, gelu_vec<true>(vn_load(inp + i * kLanes)) * vn_load(dout + i * kLanes));
+    const size_t i0 = (size_t)nv * kLanes;
     const int rest = (int)(n - i0);
     if (rest)
-        vf_store_partial(dinp + i0, gelu_vec<true>(vf_load_partial(inp + i0, rest)) * vf_load_partial(dout + i0, rest),
+        vf_store_partial(dinp + i0,
+                         gelu_vec<true>(vf_load_partial<vn>(inp + i0, rest)) * vf_load_partial<vn>(dout + i0, rest),
                          rest);
 }
 

@@ -416,7 +416,7 @@ TEST(matvec_q8q8_rounds_x_to_q8_blocks_and_matches_its_reference) {
     std::vector<int8_t> q;
     std::vector<uint16_t> d;
     q8_quantize(W, &q, &d);
-    for (float bad : {1e7f, NAN}) {  // 1e7 / 127 is past fp16's 65504
+    for (float bad : {1e7f, NAN, -INFINITY}) {  // 1e7 / 127 is past fp16's 65504
         x[40] = bad;
         matvec_q8q8(out.data(), x.data(), q.data(), d.data(), nullptr, IC, OC);
         CHECK(std::all_of(out.begin(), out.end(), [](float v) { return std::isnan(v); }));

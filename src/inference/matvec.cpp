@@ -25,18 +25,13 @@ static void matvec_bf16_fp32(float* out, const float* x, const uint16_t* W16, co
 #pragma omp parallel for schedule(static)
     for (int j = 0; j < OC; j++) {
         const uint16_t* w = W16 + (size_t)j * IC;
-        vf16 acc0{}, acc1{};
+        float acc0[16] = {}, acc1[16] = {};  // not vf16: GCC keeps a 64-byte vector in memory without AVX-512
         int i = 0;
-        for (; i + 2 * kVecLen <= IC; i += 2 * kVecLen) {
-            vu16 u0, u1;
-            for (int l = 0; l < kVecLen; l++)
-                u0[l] = (unsigned)w[i + l] << 16, u1[l] = (unsigned)w[i + kVecLen + l] << 16;
-            acc0 += (vf16)u0 * vf_load(x + i);
-            acc1 += (vf16)u1 * vf_load(x + i + kVecLen);
-        }
-        const vf16 acc = acc0 + acc1;
+        for (; i + 32 <= IC; i += 32)
+            for (int l = 0; l < 16; l++)
+                acc0[l] += bf16_to_float(w[i + l]) * x[i + l], acc1[l] += bf16_to_float(w[i + 16 + l]) * x[i + 16 + l];
         float sum = 0;
-        for (int l = 0; l < kVecLen; l++) sum += acc[l];
+        for (int l = 0; l < 16; l++) sum += acc0[l] + acc1[l];
         for (; i < IC; i++) sum += bf16_to_float(w[i]) * x[i];
         out[j] = b ? sum + b[j] : sum;
     }

@@ -44,9 +44,23 @@ uint16_t fp16_round(float x) {
     return sign | (uint16_t)half;
 }
 
+// The largest |x[j]| of a block, as its bits: past the largest finite float's only for an infinity or a NaN. A max
+// over integers, which the compiler vectorizes (over floats it stays a scalar loop; a branch per value, checking
+// for non-finite values, took as long as the rounding).
+static uint32_t abs_max_bits(const float* x) {
+    uint32_t top = 0;
+    for (int j = 0; j < kQ8Block; j++) {
+        uint32_t bits;
+        memcpy(&bits, x + j, 4);
+        top = std::max(top, bits & 0x7FFFFFFFu);
+    }
+    return top;
+}
+
 uint16_t q8_quantize_block(const float* x, int8_t* q) {
-    float amax = 0;
-    for (int j = 0; j < kQ8Block; j++) amax = std::max(amax, std::fabs(x[j]));
+    const uint32_t top = abs_max_bits(x);
+    float amax;
+    memcpy(&amax, &top, 4);
     const float d = amax / 127, inv = d > 1e-30f ? 1 / d : 0;  // q from the fp32 d, as ggml does (a d this small
                                                                 // is 0 in fp16, and 1 / d may not be finite)
     for (int j = 0; j < kQ8Block; j++) {  // std::lround's halves away from zero, inline: |r| <= 127.5
@@ -60,15 +74,7 @@ uint16_t q8_quantize_block(const float* x, int8_t* q) {
 }
 
 bool q8_round_input_block(const float* x, int8_t* q, float* d) {
-    // Only an infinity or a NaN has |x|'s bits past the largest finite float's: a max over integers, which the
-    // compiler vectorizes (a branch per value took as long as the rounding).
-    uint32_t top = 0;
-    for (int j = 0; j < kQ8Block; j++) {
-        uint32_t bits;
-        memcpy(&bits, x + j, 4);
-        top = std::max(top, bits & 0x7FFFFFFFu);
-    }
-    if (top >= 0x7F800000u) return false;
+    if (abs_max_bits(x) >= 0x7F800000u) return false;  // an infinity or a NaN
     int8_t out[kQ8Block];
     *d = fp16_to_float(q8_quantize_block(x, out));
     if (!std::isfinite(*d)) return false;

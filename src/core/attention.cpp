@@ -26,11 +26,17 @@ float* scratch(int which, size_t n) {
 void block_scores(float* S, const float* q, size_t q_row, const float* k, size_t k_row, int rows, int tn, int HS,
                   const GemmOperands* ops) {
     if (rows > 1) return gemm_serial(rows, tn, HS, q, (int)q_row, false, k, (int)k_row, true, S, tn, false, ops);
-    for (int j = 0; j < tn; j++) {  // one query (decoding): packing operands for gemm would cost more
-        const float* kj = k + (size_t)j * k_row;
-        float d = 0;
-        for (int c = 0; c < HS; c++) d += q[c] * kj[c];
-        S[j] = d;
+    // One query (decoding): packing operands for gemm would cost more. Eight keys at a time (past tn, the last key
+    // again, its sums unused), each summed in c's order as gemm sums: eight chains of products, not one.
+    for (int j = 0; j < tn; j += 8) {
+        const float* kl[8];
+        for (int l = 0; l < 8; l++) kl[l] = k + (size_t)std::min(j + l, tn - 1) * k_row;
+        for (int l = 16; l < 24 && j + l < tn; l++)  // rows a page apart: the hardware does not fetch them ahead
+            for (int c = 0; c < HS; c += 16) __builtin_prefetch(k + (size_t)(j + l) * k_row + c);
+        float d[8] = {};
+        for (int c = 0; c < HS; c++)
+            for (int l = 0; l < 8; l++) d[l] += q[c] * kl[l][c];
+        memcpy(S + j, d, sizeof(float) * std::min(8, tn - j));
     }
 }
 
@@ -64,6 +70,8 @@ void attend_block(float* out, size_t out_row, float* lse, const float* q, size_t
     for (int c = 0; c < HS; c++) out[c] = 0;
     for (int j = 0; j < tn; j++) {
         const float* vj = v + (size_t)j * kv_row;
+        if (j + 16 < tn)
+            for (int c = 0; c < HS; c += 16) __builtin_prefetch(vj + 16 * kv_row + c);
         const float p = P[j];
         for (int c = 0; c < HS; c++) out[c] += p * vj[c];
     }

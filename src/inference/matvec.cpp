@@ -109,48 +109,35 @@ static inline vf16 vf_from_fp16(const uint16_t* h, int n) {
     return (vf16)(((w & 0x7FFF) << 13) | ((w & 0x8000) << 16)) * 0x1p112f;
 }
 
-// 16 int8 values widened to floats. GCC 12 turns a generic int8 -> float vector conversion into scalar
-// code, so each instruction set gets its widening instructions; plain x86-64 (SSE2: no sign-extending
-// move) and other targets convert in a scalar loop.
-static inline vf16 vf_from_i8(const int8_t* p) {
-    vf16 r;
+// kLanes int8 values widened to floats (a register's: core/simd.h's vn). GCC 12 turns a generic int8 -> float vector
+// conversion into scalar code, so each instruction set gets its widening instructions; plain x86-64 (SSE2: no
+// sign-extending move) and other targets convert in a scalar loop.
+static inline vn vn_from_i8(const int8_t* p) {
 #if defined(__AVX512F__)
     // (the masked forms: the unmasked ones trip GCC 12's false uninitialised warning)
-    r = (vf16)_mm512_maskz_cvtepi32_ps(0xFFFF, _mm512_maskz_cvtepi8_epi32(0xFFFF, _mm_loadu_si128((const __m128i*)p)));
+    return (vn)_mm512_maskz_cvtepi32_ps(0xFFFF, _mm512_maskz_cvtepi8_epi32(0xFFFF, _mm_loadu_si128((const __m128i*)p)));
 #elif defined(__AVX2__)
-    const __m256 lo = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)p)));
-    const __m256 hi = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)(p + 8))));
-    memcpy(&r, &lo, 32);
-    memcpy((char*)&r + 32, &hi, 32);
+    return (vn)_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)p)));
 #elif defined(__aarch64__)
-    const int8x16_t v = vld1q_s8(p);
-    const int16x8_t lo = vmovl_s8(vget_low_s8(v)), hi = vmovl_s8(vget_high_s8(v));
-    const float32x4_t f[4] = {vcvtq_f32_s32(vmovl_s16(vget_low_s16(lo))), vcvtq_f32_s32(vmovl_s16(vget_high_s16(lo))),
-                              vcvtq_f32_s32(vmovl_s16(vget_low_s16(hi))), vcvtq_f32_s32(vmovl_s16(vget_high_s16(hi)))};
-    memcpy(&r, f, sizeof(r));
+    int32_t four;  // exactly the 4 bytes: a wider load would read past the matrix's last block
+    memcpy(&four, p, 4);
+    return (vn)vcvtq_f32_s32(vmovl_s16(vget_low_s16(vmovl_s8(vreinterpret_s8_s32(vdup_n_s32(four))))));
 #else
-    for (int l = 0; l < kVecLen; l++) r[l] = (float)p[l];
-#endif
+    vn r;
+    for (int l = 0; l < kLanes; l++) r[l] = (float)p[l];
     return r;
-}
-
-// The sum of 16 lanes by halving (8 + 8, 4 + 4, ...): 4 dependent adds where a lane-by-lane loop has 15.
-static inline float vf_reduce_add(vf16 v) {
-    typedef float vf8 __attribute__((vector_size(32)));
-    typedef float vf4 __attribute__((vector_size(16)));
-    const vf8 a = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
-                  __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
-    const vf4 b = __builtin_shufflevector(a, a, 0, 1, 2, 3) + __builtin_shufflevector(a, a, 4, 5, 6, 7);
-    return (b[0] + b[2]) + (b[1] + b[3]);
+#endif
 }
 
 // out[0..R) = the R rows of q8 blocks from w (row stride IC, scales d with stride nb) times x. R rows at
 // once share x's loads, and their R independent sums keep the FMA units busy where one row's chain would
-// leave them waiting (decoding is bound by the rate the weight bytes arrive, not by arithmetic).
+// leave them waiting (decoding is bound by the rate the weight bytes arrive, not by arithmetic). A row sums
+// in 16 lanes (a block's values l and 16 + l into lane l), in kVecLen / kLanes registers: GCC keeps a
+// 16-float vector in memory where a register holds fewer.
 template <int R>
 static inline void q8_rows(float* out, const float* x, const int8_t* w, const uint16_t* d, int IC, int nb) {
-    vf16 acc[R];
-    for (int r = 0; r < R; r++) acc[r] = vf16{};
+    const int P = kVecLen / kLanes;
+    vn acc[R][P] = {};
     for (int b0 = 0; b0 < nb; b0 += kVecLen) {
         const int n = nb - b0 < kVecLen ? nb - b0 : kVecLen;
         float scale[R][kVecLen];  // this chunk's block scales, 16 converted at once per row
@@ -160,19 +147,27 @@ static inline void q8_rows(float* out, const float* x, const int8_t* w, const ui
             // the next R rows, as fast as these are read: the hardware alone keeps too few lines in flight
             // when each line feeds this much arithmetic
             for (int l = 0; l < R * kQ8Block; l += 64) __builtin_prefetch(w + (size_t)R * IC + (size_t)i * R + l);
-            const vf16 x0 = vf_load(x + i), x1 = vf_load(x + i + 16);
-            for (int r = 0; r < R; r++) {
-                const int8_t* wr = w + (size_t)r * IC + i;
-                acc[r] += (vf_from_i8(wr) * x0 + vf_from_i8(wr + 16) * x1) * scale[r][k];
+            for (int p = 0; p < P; p++) {
+                const vn x0 = vn_load(x + i + p * kLanes), x1 = vn_load(x + i + 16 + p * kLanes);
+                for (int r = 0; r < R; r++) {
+                    const int8_t* wr = w + (size_t)r * IC + i + p * kLanes;
+                    acc[r][p] += (vn_from_i8(wr) * x0 + vn_from_i8(wr + 16) * x1) * scale[r][k];
+                }
             }
         }
     }
-    for (int r = 0; r < R; r++) out[r] = vf_reduce_add(acc[r]);
+    for (int r = 0; r < R; r++) {  // the 16 lanes summed by halving: 8 + 8, 4 + 4, then pairs
+        float a[kVecLen];
+        for (int p = 0; p < P; p++) vn_store(a + p * kLanes, acc[r][p]);
+        for (int l = 0; l < 8; l++) a[l] += a[l + 8];
+        for (int l = 0; l < 4; l++) a[l] += a[l + 4];
+        out[r] = (a[0] + a[2]) + (a[1] + a[3]);
+    }
 }
 
 void matvec_q8(float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC) {
     assert(IC % kQ8Block == 0);
-    const int nb = IC / kQ8Block, R = 8, groups = (OC + R - 1) / R;
+    const int nb = IC / kQ8Block, R = kLanes == 16 ? 8 : 4, groups = (OC + R - 1) / R;  // R x P accumulators
 #pragma omp parallel for schedule(static)
     for (int g = 0; g < groups; g++) {
         const int j0 = g * R;

@@ -85,49 +85,53 @@ inline void transpose_block16(float* dst, size_t ld, const float* src, size_t ld
 
 // Packs op(A)[i0:i0+mc, k0:k0+kc] as panels of MR rows, k-major within a panel, zero-padded.
 void pack_a(float* dst, const float* A, int lda, bool trans, int i0, int mc, int k0, int kc) {
+    if (trans) {
+        // op(A)'s column k is A's row k: each row's mc floats read once, in order, into the panels. Rows can be
+        // 201 KB apart (the logits' gradient): read panel by panel, 24 bytes a row, the loads waited on memory.
+        for (int k = 0; k < kc; k++) {
+            const float* src = A + (size_t)(k0 + k) * lda + i0;
+            for (int c = 0; c < mc; c += 16) __builtin_prefetch(src + 4 * (size_t)lda + c);  // 4 rows ahead
+            for (int p = 0; p < mc; p += MR) {
+                float* d = dst + (size_t)p * kc + (size_t)k * MR;
+                if (p + MR <= mc) memcpy(d, src + p, sizeof(float) * MR);
+                else
+                    for (int r = 0; r < MR; r++) d[r] = p + r < mc ? src[p + r] : 0.0f;
+            }
+        }
+        return;
+    }
     for (int p = 0; p < mc; p += MR) {
         int rows = std::min(MR, mc - p);
-        if (!trans) {
-            int k = 0;
+        int k = 0;
 #if defined(__AVX2__) && !defined(__AVX512F__)
-            if (rows == MR && MR <= 8) {
-                // 8 k at a time through an 8 x 8 block whose first MR rows are this panel
-                const __m256i first = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-                const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(MR), first);
-                for (; k + 8 <= kc; k += 8) {
-                    __m256 r[8];
-                    for (int c = 0; c < 8; c++)
-                        r[c] = c < MR ? _mm256_loadu_ps(A + (size_t)(i0 + p + c) * lda + k0 + k) : _mm256_setzero_ps();
-                    transpose8(r);
-                    // 8 floats a k, each store's last 8 - MR overwritten by the next; the last one masked
-                    for (int kk = 0; kk < 7; kk++) _mm256_storeu_ps(dst + (size_t)(k + kk) * MR, r[kk]);
-                    _mm256_maskstore_ps(dst + (size_t)(k + 7) * MR, mask, r[7]);
-                }
+        if (rows == MR && MR <= 8) {
+            // 8 k at a time through an 8 x 8 block whose first MR rows are this panel
+            const __m256i first = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+            const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(MR), first);
+            for (; k + 8 <= kc; k += 8) {
+                __m256 r[8];
+                for (int c = 0; c < 8; c++)
+                    r[c] = c < MR ? _mm256_loadu_ps(A + (size_t)(i0 + p + c) * lda + k0 + k) : _mm256_setzero_ps();
+                transpose8(r);
+                // 8 floats a k, each store's last 8 - MR overwritten by the next; the last one masked
+                for (int kk = 0; kk < 7; kk++) _mm256_storeu_ps(dst + (size_t)(k + kk) * MR, r[kk]);
+                _mm256_maskstore_ps(dst + (size_t)(k + 7) * MR, mask, r[7]);
             }
+        }
 #endif
-            if (rows == MR && MR <= 16) {  // (after the AVX2 loop above, fewer than 8 k are left)
-                // transpose 16 k at a time through a 16 x 16 block whose first MR rows are this panel
-                for (; k + 16 <= kc; k += 16) {
-                    vf16 r[16];
-                    for (int c = 0; c < MR; c++) memcpy(&r[c], A + (size_t)(i0 + p + c) * lda + k0 + k, sizeof(vf16));
-                    for (int c = MR; c < 16; c++) r[c] = vf16{};
-                    transpose16(r);
-                    for (int kk = 0; kk < 16; kk++) memcpy(dst + (size_t)(k + kk) * MR, &r[kk], sizeof(float) * MR);
-                }
+        if (rows == MR && MR <= 16) {  // (after the AVX2 loop above, fewer than 8 k are left)
+            // transpose 16 k at a time through a 16 x 16 block whose first MR rows are this panel
+            for (; k + 16 <= kc; k += 16) {
+                vf16 r[16];
+                for (int c = 0; c < MR; c++) memcpy(&r[c], A + (size_t)(i0 + p + c) * lda + k0 + k, sizeof(vf16));
+                for (int c = MR; c < 16; c++) r[c] = vf16{};
+                transpose16(r);
+                for (int kk = 0; kk < 16; kk++) memcpy(dst + (size_t)(k + kk) * MR, &r[kk], sizeof(float) * MR);
             }
-            for (int r = 0; r < MR; r++) {
-                const float* src = r < rows ? A + (size_t)(i0 + p + r) * lda + k0 : nullptr;
-                for (int kk = k; kk < kc; kk++) dst[kk * MR + r] = src ? src[kk] : 0.0f;
-            }
-        } else {
-            for (int k = 0; k < kc; k++) {
-                const float* src = A + (size_t)(k0 + k) * lda + i0 + p;
-                if (rows == MR) {
-                    memcpy(dst + k * MR, src, sizeof(float) * MR);
-                    continue;
-                }
-                for (int r = 0; r < MR; r++) dst[k * MR + r] = r < rows ? src[r] : 0.0f;
-            }
+        }
+        for (int r = 0; r < MR; r++) {
+            const float* src = r < rows ? A + (size_t)(i0 + p + r) * lda + k0 : nullptr;
+            for (int kk = k; kk < kc; kk++) dst[kk * MR + r] = src ? src[kk] : 0.0f;
         }
         dst += (size_t)MR * kc;
     }

@@ -33,7 +33,9 @@ inline V vf_load_partial(const float* p, int n) {
     return v;
 }
 template <typename V>
-inline void vf_store_partial(float* p, V v, int n) { memcpy(p, &v, sizeof(float) * n); }
+inline void vf_store_partial(float* p, V v, int n) {
+    memcpy(p, &v, sizeof(float) * n);
+}
 typedef float vf16u __attribute__((vector_size(64), aligned(4), may_alias));  // any float*, as memcpy reads it
 inline vf16 vf_load(const float* p) { return *(const vf16u*)p; }
 inline void vf_store(float* p, vf16 v) { *(vf16u*)p = v; }

@@ -303,30 +303,17 @@ PackBuffers& pack_buffers() {
 // A slab of at most this many elements is packed once per gemm rather than once per column block of C:
 // the lm_head's 256 x 768 input was packed ~100 times per thread, once per 240 of its 50,304 columns.
 const size_t WHOLE_A_MAX = (size_t)1 << 20;
-size_t whole_a_max(const GemmOperands* ops) { return (ops ? ops->whole_a_scale : 1) * WHOLE_A_MAX; }
-
-// A's rows packed in blocks of mcb rows (whole panels of mr) by blk.kc: nic x npc blocks of at most a_block floats
-// (or words); packed whole, block (pc, ic) is the (p * nic + i)th.
-struct ABlocks {
-    int mr, mcb, nic, npc;
-    size_t a_block;
-};
-ABlocks a_blocks(Blocking blk, int rows, int K, const GemmOperands* ops) {
-    const int mr = ops ? ops->mr : MR, mcb = MC / mr * mr;
-    return {mr, mcb, (rows + mcb - 1) / mcb, (K + blk.kc - 1) / blk.kc,
-            (size_t)mcb * (ops ? ops->kwords(std::min(blk.kc, K)) : blk.kc)};
-}
 
 // One thread's block C[i0:i1, j0:j1], with ops's operands (null: fp32's). B_copy, if given, is read
-// instead of B by ops. shared_a: A's rows [i0, i1) packed whole by the team of threads together (this
-// one packs the blocks whose number is member modulo team); else this thread packs what it reads.
+// instead of B by ops.
 void gemm_block(Blocking blk, int i0, int i1, int j0, int j1, int K, const float* A, int lda, bool transA,
                 const float* B, const void* B_copy, int ldb, bool transB, float* C, int ldc, bool accumulate,
-                PackBuffers& buf, const GemmOperands* ops, float* shared_a = nullptr, int member = 0, int team = 1) {
+                PackBuffers& buf, const GemmOperands* ops) {
     assert((B || (ops && B_copy)) && "a weight without fp32 values (precision.h's drop_fp32) is read from its copy");
-    const ABlocks ab = a_blocks(blk, i1 - i0, K, ops);  // (not a structured binding: lambdas capture these)
-    const int mr = ab.mr, mcb = ab.mcb, nic = ab.nic, npc = ab.npc;
-    const size_t a_block = ab.a_block;
+    const int mr = ops ? ops->mr : MR, mcb = MC / mr * mr;  // rows of A packed at once: whole panels of mr
+    const int nic = (i1 - i0 + mcb - 1) / mcb, npc = (K + blk.kc - 1) / blk.kc;
+    // floats (or words) of one packed (ic, pc) block, an upper bound
+    const size_t a_block = (size_t)mcb * (ops ? ops->kwords(std::min(blk.kc, K)) : blk.kc);
     auto pack_a_block = [&](float* dst, int ic, int pc) {
         const int mc = std::min(mcb, i1 - ic), kc = std::min(blk.kc, K - pc);
         uint32_t* words = reinterpret_cast<uint32_t*>(dst);
@@ -334,13 +321,12 @@ void gemm_block(Blocking blk, int i0, int i1, int j0, int j1, int K, const float
         else pack_a(dst, A, lda, transA, ic, mc, pc, kc);
     };
     if (ops && ops->begin) ops->begin();
-    const bool whole = shared_a || (j1 - j0 > blk.nc && (size_t)(i1 - i0) * K <= whole_a_max(ops));
-    if (whole && !shared_a && buf.whole_a.size() < a_block * nic * npc) buf.whole_a.resize(a_block * nic * npc);
-    float* whole_a = shared_a ? shared_a : buf.whole_a.data();
-    for (int b = member; whole && b < nic * npc; b += team)
-        pack_a_block(whole_a + a_block * b, i0 + b % nic * mcb, b / nic * blk.kc);
-    if (shared_a) {
-#pragma omp barrier
+    const bool whole = j1 - j0 > blk.nc && (size_t)(i1 - i0) * K <= (ops ? ops->whole_a_scale : 1) * WHOLE_A_MAX;
+    if (whole) {
+        if (buf.whole_a.size() < a_block * nic * npc) buf.whole_a.resize(a_block * nic * npc);
+        for (int p = 0; p < npc; p++)
+            for (int i = 0; i < nic; i++)
+                pack_a_block(buf.whole_a.data() + a_block * (p * nic + i), i0 + i * mcb, p * blk.kc);
     }
     uint32_t* pb_words = reinterpret_cast<uint32_t*>(buf.b);
     for (int jc = j0; jc < j1; jc += blk.nc) {
@@ -354,7 +340,7 @@ void gemm_block(Blocking blk, int i0, int i1, int j0, int j1, int K, const float
             for (int i = 0, ic = i0; ic < i1; i++, ic += mcb) {
                 int mc = std::min(mcb, i1 - ic);
                 float* pa = buf.a;
-                if (whole) pa = whole_a + a_block * (p * nic + i);
+                if (whole) pa = buf.whole_a.data() + a_block * (p * nic + i);
                 else pack_a_block(pa, ic, pc);
                 const uint32_t* pa_words = reinterpret_cast<const uint32_t*>(pa);
                 for (int jr = 0; jr < nc; jr += NR)
@@ -404,8 +390,6 @@ void gemm_packed(int M, int N, int K, const float* A, int lda, bool transA, cons
                    accumulate, pack_buffers(), ops);
         return;
     }
-    const Blocking blk = choose_blocking(M, N, K, ops);
-    float* shared_a = nullptr;
 #pragma omp parallel
     {
         int nt = 1, tid = 0;
@@ -413,17 +397,6 @@ void gemm_packed(int M, int N, int K, const float* A, int lda, bool transA, cons
         nt = omp_get_num_threads();
         tid = omp_get_thread_num();
 #endif
-        // Threads that split C's columns all read the whole of A: they pack it once, together.
-        const bool together = M < N && nt > 1 && (N + NR - 1) / NR >= nt && (size_t)M * K <= whole_a_max(ops);
-        if (together) {
-#pragma omp single
-            {
-                const ABlocks a = a_blocks(blk, M, K, ops);
-                std::vector<float>& buffer = pack_buffers().whole_a;  // one thread's: none packs its own meanwhile
-                if (buffer.size() < a.a_block * a.nic * a.npc) buffer.resize(a.a_block * a.nic * a.npc);
-                shared_a = buffer.data();
-            }
-        }
         // Split the longer side of C into nt slabs aligned to the register (or the operands') tile.
         int i0 = 0, i1 = M, j0 = 0, j1 = N;
         if (M >= N) {
@@ -436,8 +409,8 @@ void gemm_packed(int M, int N, int K, const float* A, int lda, bool transA, cons
             j1 = std::min(N, tiles * (tid + 1) / nt * NR);
         }
         if (i0 < i1 && j0 < j1) {
-            gemm_block(blk, i0, i1, j0, j1, K, A, lda, transA, B, B_copy, ldb, transB, C, ldc, accumulate,
-                       pack_buffers(), ops, together ? shared_a : nullptr, together ? tid : 0, together ? nt : 1);
+            gemm_block(choose_blocking(M, N, K, ops), i0, i1, j0, j1, K, A, lda, transA, B, B_copy, ldb, transB, C, ldc,
+                       accumulate, pack_buffers(), ops);
         }
     }
 }

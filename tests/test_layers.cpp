@@ -769,7 +769,7 @@ TEST(crossentropy_fast_matches_reference_at_gpt2_vocab) {
 // terms: the same number with any register width (this build's: kLanes floats).
 TEST(exp_sum_adds_in_sixteen_lanes_whatever_the_register) {
     for (int n : {5, 16, 37, 1000, 50257}) {
-        std::vector<float> x = randn(n, 9, 40.0f), stored = x;  // terms from e^-60 to e^60: sums round
+        std::vector<float> x = randn(n, 9, 30.0f), stored = x;  // terms near e^-45 to e^45: sums round
         std::vector<double> terms(n);  // scale 0.5: x * 0.5 - 1 is the same with or without a fused multiply-add
         for (int i = 0; i < n; i++) terms[i] = vn_exp(vf_load_partial<vn>(&x[i], 1) * 0.5f - 1.0f)[0];
         double lanes[16] = {}, want = 0;

@@ -31,7 +31,7 @@ void block_scores(float* S, const float* q, size_t q_row, const float* k, size_t
     for (int j = 0; j < tn; j += 8) {
         const float* kl[8];
         for (int l = 0; l < 8; l++) kl[l] = k + (size_t)std::min(j + l, tn - 1) * k_row;
-        for (int l = 16; l < 24 && j + l < tn; l++)  // rows a page apart: the hardware does not fetch them ahead
+        for (int l = 16; l < 24 && j + l < tn; l++)  // rows 9 KB apart: the hardware does not fetch them ahead
             for (int c = 0; c < HS; c += 16) __builtin_prefetch(k + (size_t)(j + l) * k_row + c);
         float d[8] = {};
         for (int c = 0; c < HS; c++)
@@ -122,7 +122,7 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
                     const float* p = P + (size_t)r * tn;
                     float* ds = dP + (size_t)r * tn;
                     const int n = t0 + r + 1;
-                    float acc[kVecLen] = {};  // lane sums of 16, as simd.h's vf_exp_sum: the same with any register
+                    float acc[kVecLen] = {};  // term j into lane j % 16: the same sums with any register
                     int j = 0;
                     for (; j + kVecLen <= n; j += kVecLen)
                         for (int l = 0; l < kVecLen; l++) acc[l] += p[j + l] * ds[j + l];

@@ -90,15 +90,15 @@ inline float vf_max_of(const float* x, int n, float scale) {
 // exponentials overwrite x.
 template <bool kStore>
 inline double vf_exp_sum(float* x, int n, float scale, float shift) {
-    typedef float half __attribute__((vector_size(2 * kLanes)));
-    typedef double vd __attribute__((vector_size(4 * kLanes)));  // a half's floats as doubles
+    typedef float vhalf __attribute__((vector_size(2 * kLanes)));
+    typedef double vd __attribute__((vector_size(4 * kLanes)));  // a vhalf's floats as doubles
     vd lanes[2 * kVecLen / kLanes] = {};                         // lanes[k][l]: double lane k * kLanes / 2 + l
     int i = 0;
     for (; i + kVecLen <= n; i += kVecLen)
         for (int k = 0; k < kVecLen / kLanes; k++) {
             const vn e = vn_exp(vn_load(x + i + k * kLanes) * scale - shift);
             if (kStore) vn_store(x + i + k * kLanes, e);
-            half h[2];
+            vhalf h[2];
             memcpy(h, &e, sizeof e);
             lanes[2 * k] += __builtin_convertvector(h[0], vd);
             lanes[2 * k + 1] += __builtin_convertvector(h[1], vd);

@@ -119,9 +119,9 @@ static inline vn vn_from_i8(const int8_t* p) {
 #elif defined(__AVX2__)
     return (vn)_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)p)));
 #elif defined(__aarch64__)
-    int32_t four;  // exactly the 4 bytes: a wider load would read past the matrix's last block
-    memcpy(&four, p, 4);
-    return (vn)vcvtq_f32_s32(vmovl_s16(vget_low_s16(vmovl_s8(vreinterpret_s8_s32(vdup_n_s32(four))))));
+    int8_t eight[8] = {};  // exactly the 4 bytes: a wider load would read past the matrix's last block
+    memcpy(eight, p, 4);
+    return (vn)vcvtq_f32_s32(vmovl_s16(vget_low_s16(vmovl_s8(vld1_s8(eight)))));
 #else
     vn r;
     for (int l = 0; l < kLanes; l++) r[l] = (float)p[l];

@@ -57,8 +57,8 @@ static uint32_t abs_max_bits(const float* x) {
     return top;
 }
 
-uint16_t q8_quantize_block(const float* x, int8_t* q) {
-    const uint32_t top = abs_max_bits(x);
+// q8_quantize_block with the block's abs_max_bits known.
+static uint16_t quantize_block(const float* x, int8_t* q, uint32_t top) {
     float amax;
     memcpy(&amax, &top, 4);
     const float d = amax / 127, inv = d > 1e-30f ? 1 / d : 0;  // q from the fp32 d, as ggml does (a d this small
@@ -73,10 +73,13 @@ uint16_t q8_quantize_block(const float* x, int8_t* q) {
     return fp16_round(d);
 }
 
+uint16_t q8_quantize_block(const float* x, int8_t* q) { return quantize_block(x, q, abs_max_bits(x)); }
+
 bool q8_round_input_block(const float* x, int8_t* q, float* d) {
-    if (abs_max_bits(x) >= 0x7F800000u) return false;  // an infinity or a NaN
+    const uint32_t top = abs_max_bits(x);
+    if (top >= 0x7F800000u) return false;  // an infinity or a NaN
     int8_t out[kQ8Block];
-    *d = fp16_to_float(q8_quantize_block(x, out));
+    *d = fp16_to_float(quantize_block(x, out, top));
     if (!std::isfinite(*d)) return false;
     memcpy(q, out, sizeof out);
     return true;

@@ -90,7 +90,7 @@ void pack_a(float* dst, const float* A, int lda, bool trans, int i0, int mc, int
         // 201 KB apart (the logits' gradient): read panel by panel, 24 bytes a row, the loads waited on memory.
         for (int k = 0; k < kc; k++) {
             const float* src = A + (size_t)(k0 + k) * lda + i0;
-            for (int c = 0; c < mc; c += 16) __builtin_prefetch(src + 4 * (size_t)lda + c);  // 4 rows ahead
+            for (int c = 0; c < mc && k + 4 < kc; c += 16) __builtin_prefetch(src + 4 * (size_t)lda + c);  // 4 ahead
             for (int p = 0; p < mc; p += MR) {
                 float* d = dst + (size_t)p * kc + (size_t)k * MR;
                 if (p + MR <= mc) memcpy(d, src + p, sizeof(float) * MR);

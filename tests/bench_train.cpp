@@ -338,12 +338,15 @@ void bench_memory_options() {
         bool recompute, in_backward, bf16_moments;
         Precision lora_base = Precision::kFp32;  // with lora: the frozen base's
         bool lora = false;                       // rank 16 on c_attn, c_proj, c_fc (README's fine-tune)
+        bool blocks = false;                     // --recompute-blocks
     };
     const Option options[] = {{"plain", false, false, false},
                               {"--recompute", true, false, false},
+                              {"--recompute-blocks", false, false, false, Precision::kFp32, false, true},
                               {"--optimizer-state bf16", false, false, true},
                               {"--optimizer-in-backward", false, true, false},
                               {"all three", true, true, true},
+                              {"--recompute-blocks, the other two", false, true, true, Precision::kFp32, false, true},
                               {"--lora 16", false, false, false, Precision::kFp32, true},
                               {"--lora 16 --precision int8", false, false, false, Precision::kInt8, true}};
     double plain_ms = 0, plain_mib = 0;
@@ -352,7 +355,7 @@ void bench_memory_options() {
         const GPT2Config cfg = config_make(1024, 50257, 12, 12, 768);
         gpt2_build(&model, cfg);
         TrainingMemory mem;
-        mem.recompute = op.recompute, mem.layer_grads = op.in_backward;
+        mem.recompute = op.recompute, mem.recompute_blocks = op.blocks, mem.layer_grads = op.in_backward;
         memory_enable_training(&model, mem, op.lora);
         gpt2_init_random(&model, 1);
         AdamW opt;
@@ -399,7 +402,7 @@ void bench_memory_options() {
         const double mib = (params + grads + moments + memory_acts_bytes(cfg, B, T, mem)) / (1024.0 * 1024.0);
         const double step = median(ms);
         if (plain_ms == 0) plain_ms = step, plain_mib = mib;
-        printf("124M B=%d T=%d %-27s %5.0f MiB (%.2fx)  %5.0f ms/step (%.2fx; median of %zu)\n", B, T, op.name, mib,
+        printf("124M B=%d T=%d %-34s %5.0f MiB (%.2fx)  %5.0f ms/step (%.2fx; median of %zu)\n", B, T, op.name, mib,
                mib / plain_mib, step, step / plain_ms, ms.size());
     }
 }

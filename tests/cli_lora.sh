@@ -64,6 +64,15 @@ check "... and its adapter, bit for bit" cmp $T/whole/adapter_model.safetensors 
 check "... and validates without dropout: eval --lora-from gives its last val loss ($(val_loss $T/whole.out))" \
     test -n "$(val_loss $T/whole.out)" -a "$(grep -o '^loss [0-9.]*' $T/eval_whole.out | cut -d' ' -f2)" = "$(val_loss $T/whole.out)"
 
+# --recompute-blocks runs each block's forward again in the backward, the adapters' too: their dropout masks
+# must come out the same, in every micro-batch (--grad-accum 2).
+"$GPT2" "${LORA[@]}" --lora-dropout 0.1 --grad-accum 2 --steps 6 --val-every 0 --out $T/dr >$T/dr.out 2>&1
+"$GPT2" "${LORA[@]}" --lora-dropout 0.1 --grad-accum 2 --steps 6 --val-every 0 --recompute-blocks --out $T/dr_rb \
+    >$T/dr_rb.out 2>&1
+check "... with --recompute-blocks and --grad-accum 2, the same steps and adapter, bit for bit" \
+    eval 'test -n "$(step_lines $T/dr.out)" -a "$(step_lines $T/dr.out)" = "$(step_lines $T/dr_rb.out)" &&
+          cmp $T/dr/adapter_model.safetensors $T/dr_rb/adapter_model.safetensors'
+
 # --- an int8 and a bf16 base, --recompute ---------------------------------------------------------------------
 # The base's q8_0 GGUF export (bf16 export) is an fp32 base holding the values --precision int8 quantizes
 # (bf16 rounds) it to: the same run on it, without --recompute, must give the same bits.

@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
-# cli_memory.sh: train's memory options (--recompute, --optimizer-in-backward, --optimizer-state bf16) on a
-# scaled-down model, on tiny shakespeare (make data):
-#   * 50 steps with --recompute, with --optimizer-in-backward (clipped: two backwards; unclipped: one) and
-#     with both give the fp32 run's model bit for bit (the same model.safetensors): so their 200-step runs
-#     would end at fp32's val loss to the digit;
+# cli_memory.sh: train's memory options (--recompute, --recompute-blocks, --optimizer-in-backward,
+# --optimizer-state bf16) on a scaled-down model, on tiny shakespeare (make data):
+#   * 50 steps with --recompute or --recompute-blocks, with --optimizer-in-backward (clipped: two backwards;
+#     unclipped: one) and with both give the fp32 run's model bit for bit (the same model.safetensors): so
+#     their 200-step runs would end at fp32's val loss to the digit;
 #   * 200 steps with --optimizer-state bf16 end within 1% of the fp32 run's val loss, and with the other
 #     two it gives the bf16 run's model bit for bit; its moments are saved as BF16 and a stopped bf16 run
 #     resumes exactly;
 #   * the memory train predicts ("memory: N MiB") is within 10% of the peak it measures ("peak memory: N
-#     MiB") for every combination of the three, at a size where the buffers outweigh the program;
+#     MiB") for every combination of the flags, at a size where the buffers outweigh the program, and
+#     --recompute-blocks keeps fewer activations than --recompute there;
 #   * and within 5% at 124M (GPT-2 small) fine-tuned as a user would: from a checkpoint, B=4 T=64, samples
 #     on, a validation and a save, then its --resume (which reads the saved moments back), for none of the
 #     three and all three, and a resume that converts fp32 moments to bf16 (make data's tokenizer; 5 runs of
-#     one step, each 124M save about 1.5 GB: the costliest part of make test, so the other six combinations
+#     one step, each 124M save about 1.5 GB: the costliest part of make test, so the other ten combinations
 #     are left to the 10% check above);
 #   * the flags it refuses (--grad-accum > 1 with --optimizer-in-backward, a bad --optimizer-state).
 # Under AddressSanitizer (make test SAN=1) a step costs about 50 times more (400 steps: 194 s): the runs are
-# short there (10 and 40 steps, two of the eight memory combinations), for the sanitizer's sake, and the
-# 200-step bars and the other six combinations are counted as skipped: make test checks them.
+# short there (10 and 40 steps, two of the twelve memory combinations), for the sanitizer's sake, and the
+# 200-step bars, the other ten combinations and the activations check are counted as skipped: make test checks
+# them.
 source "$(dirname "$0")/lib.sh"
 SHORT=50 LONG=200 SAN_NOTE=""
 if under_asan; then
@@ -40,9 +42,12 @@ run fp32_short --steps $SHORT
 run recompute --steps $SHORT --recompute
 run inback --steps $SHORT --optimizer-in-backward
 run inback_rc --steps $SHORT --optimizer-in-backward --recompute
+run blocks --steps $SHORT --recompute-blocks
+run inback_rb --steps $SHORT --optimizer-in-backward --recompute-blocks
 run fp32_noclip --steps $SHORT --grad-clip 0
 run inback_noclip --steps $SHORT --grad-clip 0 --optimizer-in-backward
-for v in "recompute:--recompute" "inback:--optimizer-in-backward" "inback_rc:--optimizer-in-backward --recompute"; do
+for v in "recompute:--recompute" "inback:--optimizer-in-backward" "inback_rc:--optimizer-in-backward --recompute" \
+    "blocks:--recompute-blocks" "inback_rb:--optimizer-in-backward --recompute-blocks"; do
     check "${v#*:}: $SHORT steps give the fp32 run's model bit for bit" \
         cmp $T/fp32_short/model.safetensors $T/${v%%:*}/model.safetensors
 done
@@ -92,7 +97,8 @@ prediction_within() {
 # program itself (about 8 MiB).
 MID=(train --train $TRAIN --val "" --layers 4 --heads 4 --channels 256 --seq-len 256 -B 4 -T 256 --steps 1
      --sample-tokens 0)
-for rc in "" --recompute; do
+acts() { grep -o 'activations [0-9]* MiB' "$1" | grep -o '[0-9]*'; }
+for rc in "" --recompute --recompute-blocks; do
     for ib in "" --optimizer-in-backward; do
         for st in fp32 bf16; do
             flags=$(echo $rc $ib --optimizer-state $st)
@@ -104,9 +110,19 @@ for rc in "" --recompute; do
             "$GPT2" "${MID[@]}" $flags >$T/mem.out 2>&1
             check "$name" prediction_within 10 $T/mem.out
             cat $T/out
+            kept=${rc#--}
+            [ "$ib$st" = fp32 ] && cp $T/mem.out $T/mem_${kept:-plain}.out
         done
     done
 done
+name="activations: --recompute-blocks keeps fewer than --recompute, which keeps fewer than neither"
+if [ -n "$SAN_NOTE" ]; then
+    skip "$name $SAN_NOTE"
+else
+    a=$(acts $T/mem_recompute-blocks.out) b=$(acts $T/mem_recompute.out) c=$(acts $T/mem_plain.out)
+    check "$name ($a, $b and $c MiB)" \
+        test -n "$a" -a -n "$b" -a -n "$c" -a "${a:-0}" -lt "${b:-0}" -a "${b:-0}" -lt "${c:-0}"
+fi
 
 # At 124M, as a user fine-tunes: a random GPT-2 small checkpoint (written by train itself, --steps 0), one
 # step from it with samples on (the default --sample-tokens 64), a validation and a save; then a step more

@@ -81,6 +81,10 @@ const std::vector<CliFlag> kTrainFlags = {
      "keep 30-40% less activation memory: the backward recomputes LayerNorm and GELU outputs (the same "
      "numbers, a few % slower)",
      true},
+    {"recompute-blocks", "", "",
+     "keep only each block's input (HF's gradient checkpointing): the backward runs the block's forward again "
+     "first (the same numbers, about a third slower)",
+     true},
     {"optimizer-state", "", "fp32", "AdamW's m and v in fp32, or bf16 (half their memory, stochastic rounding)"},
     {"optimizer-in-backward", "", "",
      "apply AdamW a layer at a time inside the backward, so only one layer's gradients are held (the same "
@@ -186,7 +190,7 @@ void check_memory(const GPT2Config& cfg, const TrainOptions& o, const RunOptions
                      "train on a smaller base, or on a machine with more memory");
     }
     memory_check(m.total() - m.samples, "train",
-                 "lower -B or -T, train a smaller model, or see --recompute, --optimizer-state bf16 and "
+                 "lower -B or -T, train a smaller model, or see --recompute-blocks, --optimizer-state bf16 and "
                  "--optimizer-in-backward");
     memory_check(m.total(), "samples of --sample-tokens " + std::to_string(r.sample_tokens) + " beside training",
                  "lower --sample-tokens (0: no samples)");
@@ -367,6 +371,7 @@ void train_options(const CliArgs& args, const CliArgs& given, const std::string&
     const std::string val = args.has("val") ? args.str("val") : args.has("train") ? "" : args.str("val");
     r.val_path = r.val_every > 0 ? val : "";
     r.mem.recompute = args.on("recompute");
+    r.mem.recompute_blocks = args.on("recompute-blocks");
     r.mem.layer_grads = args.on("optimizer-in-backward");
     const std::string state = args.str("optimizer-state");
     if (state != "fp32" && state != "bf16")

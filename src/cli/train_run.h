@@ -24,7 +24,7 @@ struct RunOptions {
     int val_every = 0, val_batches = 0, save_every = 0, stop_after = 0, sample_every = 0, sample_tokens = 0;
     std::string train_path, resume_dir, out, plot_path, val_path;  // out: "" for none; val_path: "" for none
     bool plot_in_out = false;                                      // loss.png saved into --out with each checkpoint
-    // Memory: --recompute, --optimizer-in-backward (memory/'s TrainingMemory) and
+    // Memory: --recompute(-blocks), --optimizer-in-backward (memory/'s TrainingMemory) and
     // --optimizer-state bf16 (precision/adamw_bf16.h).
     TrainingMemory mem;
     bool bf16_moments = false;

@@ -94,7 +94,7 @@ void LoraLinear::forward(float* y, const float* inp, int N) const {
     key = 0;
     if (dropout && dropout->step >= 0 && dropout->p > 0) {
         key = splitmix64_mix(dropout->seed + 0x9E3779B97F4A7C15ull * (uint64_t)(dropout->step + 1)) ^
-              splitmix64_mix(((uint64_t)index << 32) + (uint64_t)calls++);
+              splitmix64_mix(((uint64_t)index << 32) + (uint64_t)calls);
         apply_dropout(xd, inp, key, dropout->p, N, in);
         inp = xd;
     }
@@ -103,6 +103,7 @@ void LoraLinear::forward(float* y, const float* inp, int N) const {
 
 void LoraLinear::backward(float* dinp, const float* dout, const float* inp, int N) const {
     if (!dA) return;
+    calls++;  // the next micro-batch's forward takes the next mask
     if (!key) return lora_backward(dinp, dA, dB, scratch, dout, hs, inp, A, B, scale, N, in, out, rank);
     apply_dropout(xd, inp, key, dropout->p, N, in);  // the forward's masked input, again
     std::fill(dxd, dxd + (size_t)N * in, 0.0f);

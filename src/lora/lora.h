@@ -51,7 +51,9 @@ struct LoraLinear : LinearAdapter {
     const LoraDropout* dropout = nullptr;  // or null: none
     float *xd = nullptr, *dxd = nullptr;   // (rows, in) scratches with dropout: the masked input, its gradient
     int index = 0;                         // among the adapter's linears
-    mutable int calls = 0;                 // forwards in this step: the micro-batch, for the mask
+    // Backwards in this step: the micro-batch, for the mask, which a forward run again before the backward
+    // (memory.h's recompute_blocks) takes again.
+    mutable int calls = 0;
     mutable uint64_t key = 0;              // the last forward's mask key (0: none applied)
     void forward(float* out, const float* inp, int N) const override;
     void backward(float* dinp, const float* dout, const float* inp, int N) const override;

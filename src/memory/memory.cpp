@@ -5,11 +5,14 @@
 #include <cassert>
 #include <cmath>
 #include <cstring>
+#include <iterator>
+#include <map>
 #include <string>
 #include <utility>
 
 #include "core/layout.h"
 #include "core/layers.h"
+#include "core/model.h"
 
 namespace {
 
@@ -19,22 +22,26 @@ GPT2Config one_layer(GPT2Config cfg) {
     return cfg;
 }
 
-// recompute's activations: layout_acts' table with one copy (layer 0's) for every layer of ln1, ln2 and
-// fch_gelu, which recompute_layer refills, and of attproj and fcproj, which no backward reads (the residual
-// add consumes them at once); the other entries moved up to close the gaps.
+// recompute's activations: layout_acts' table with one copy (layer 0's) for every layer of some entries, which
+// the backward refills before each layer, the other entries moved up to close the gaps. kBlocks (recompute_blocks):
+// all but residual3, the next block's input. Else ln1, ln2 and fch_gelu, which recompute_layer refills, and
+// attproj and fcproj, which no backward reads (the residual add consumes them at once).
+template <bool kBlocks>
 std::vector<TensorInfo> recompute_acts_table(const GPT2Config& cfg, int B, int T) {
     std::vector<TensorInfo> table = layout_acts(cfg, B, T);
-    const int kinds = 5;
-    size_t offset = 0, shared[kinds] = {};
-    const char* const kShared[kinds] = {"ln1", "ln2", "fch_gelu", "attproj", "fcproj"};
+    const char* const kShared[] = {"ln1", "ln2", "fch_gelu", "attproj", "fcproj"};
+    std::map<std::string, size_t> shared;  // a kind's one copy
+    size_t offset = 0;
     for (TensorInfo& t : table) {
         const std::string kind = t.name.substr(t.name.rfind('.') + 1);  // "h.3.ln1": "ln1"
-        const int r = t.layer < 0 ? kinds : (int)(std::find(kShared, kShared + kinds, kind) - kShared);
-        if (r < kinds && t.layer > 0) {
-            t.offset = shared[r];
+        const bool one_copy =
+            t.layer >= 0 && (kBlocks ? kind != "residual3"
+                                     : std::find(std::begin(kShared), std::end(kShared), kind) != std::end(kShared));
+        if (one_copy && t.layer > 0) {
+            t.offset = shared.at(kind);
             continue;
         }
-        if (r < kinds) shared[r] = offset;
+        if (one_copy) shared[kind] = offset;
         t.offset = offset;
         offset += t.numel();
     }
@@ -52,6 +59,13 @@ void recompute_layer(GPT2* model, int l) {
     gelu_forward(la.fch_gelu, la.fch, (size_t)N * 4 * C);
 }
 
+// recompute_blocks: all of block l from its input, by the forward itself (a LoRA adapter's dropout masks
+// included: lora.h): the same values.
+void recompute_block(GPT2* model, int l) {
+    const float* x = l == 0 ? model->act.encoded : model->act.layers[l - 1].residual3;
+    block_forward(*model, l, model->act.layers[l], x, model->B, model->T);
+}
+
 }  // namespace
 
 double gpt2_params_bytes(const GPT2Config& cfg) {
@@ -66,7 +80,8 @@ double gpt2_acts_bytes(const GPT2Config& cfg, int B, int T, bool training) {
 void memory_enable_training(GPT2* model, TrainingMemory mem, bool frozen) {
     assert(!(frozen && mem.layer_grads) && "a frozen base has no layer gradients to update in the backward");
     if (model->training) return;
-    if (mem.recompute) model->acts_table = recompute_acts_table, model->layer_begin = recompute_layer;
+    if (mem.recompute_blocks) model->acts_table = recompute_acts_table<true>, model->layer_begin = recompute_block;
+    else if (mem.recompute) model->acts_table = recompute_acts_table<false>, model->layer_begin = recompute_layer;
     if (mem.layer_grads) {  // every layer's views, and every layer tensor's offset, are the one layer's
         const std::vector<TensorInfo> one = layout_params(one_layer(model->cfg));
         buffer_assign_zero(&model->grads, layout_params_size(one));
@@ -87,8 +102,10 @@ double memory_grads_bytes(const GPT2Config& cfg, TrainingMemory mem) {
 }
 
 double memory_acts_bytes(const GPT2Config& cfg, int B, int T, TrainingMemory mem) {
-    const double kept = mem.recompute ? sizeof(float) * (double)layout_params_size(recompute_acts_table(cfg, B, T))
-                                      : gpt2_acts_bytes(cfg, B, T, false);
+    const auto table = mem.recompute_blocks ? recompute_acts_table<true> : recompute_acts_table<false>;
+    const double kept = mem.recompute || mem.recompute_blocks
+                            ? sizeof(float) * (double)layout_params_size(table(cfg, B, T))
+                            : gpt2_acts_bytes(cfg, B, T, false);
     return kept + gpt2_acts_bytes(cfg, B, T, true) - gpt2_acts_bytes(cfg, B, T, false);
 }
 

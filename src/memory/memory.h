@@ -1,6 +1,6 @@
-// memory.h: training in less memory, without changing a number: train --recompute (fewer activations
-// kept) and --optimizer-in-backward (one layer's gradients at a time, AdamW applied as the backward goes).
-// Both reach the core through its seams: the model's acts_table and layer_begin, the gradients laid out
+// memory.h: training in less memory, without changing a number: train --recompute and --recompute-blocks
+// (fewer activations kept) and --optimizer-in-backward (one layer's gradients at a time, AdamW applied as the
+// backward goes). They reach the core through its seams: the model's acts_table and layer_begin, the gradients laid out
 // before gpt2_enable_training (which keeps them, gpt2_grad reads them through grad_offsets), and
 // gpt2_backward's layer_done.
 #pragma once
@@ -11,6 +11,9 @@ struct TrainingMemory {
     // recomputes a layer's from what it kept, before that layer (the model's layer_begin); and one of attproj
     // and fcproj, which the backward never reads: 30-40% less activation memory (41% at GPT-2 XL, T=1024).
     bool recompute = false;
+    // More: the forward keeps each block's input alone (and one copy of the rest, every layer's views sharing
+    // it), and the backward runs the block's forward again before that block (HF's gradient checkpointing).
+    bool recompute_blocks = false;
     // The gradients of wte, wpe, ln_f and of one layer only, which every layer's views share: the backward
     // then needs a layer_done that consumes each layer's (adamw_step_in_backward) and then clears them
     // (memory_clear_layer_grads) for the next.

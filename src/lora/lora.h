@@ -52,7 +52,8 @@ struct LoraLinear : LinearAdapter {
     float *xd = nullptr, *dxd = nullptr;   // (rows, in) scratches with dropout: the masked input, its gradient
     int index = 0;                         // among the adapter's linears
     // Backwards in this step: the micro-batch, for the mask, which a forward run again before the backward
-    // (memory.h's recompute_blocks) takes again.
+    // (memory.h's recompute_blocks) takes again. So each forward of a step has one backward (train refuses
+    // --optimizer-in-backward, whose clipping runs two, with --lora).
     mutable int calls = 0;
     mutable uint64_t key = 0;              // the last forward's mask key (0: none applied)
     void forward(float* out, const float* inp, int N) const override;

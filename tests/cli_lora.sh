@@ -25,7 +25,6 @@ sha256sum $T/base/* >$T/base.sum
 LORA=(train "${DATA[@]}" --model $T/base --lora 4 --lora-targets c_attn,c_proj,c_fc --lr 1e-2 --warmup 2)
 first_loss() { grep -o '^step *1/[0-9]* | loss [0-9.]*' "$1" | grep -o '[0-9.]*$'; }
 step_lines() { grep -o '^step *[0-9]*/[0-9]* | loss [0-9.]* | lr [0-9.e+-]* | norm [0-9.]*' "$1"; }
-val_loss() { grep -o 'val loss [0-9.]*' "$1" | tail -1 | cut -d' ' -f3; }
 
 # --- training, the base, what is saved -------------------------------------------------------------------
 "$GPT2" "${LORA[@]}" --steps 60 --val-every 60 --log $T/ad.jsonl --out $T/ad >$T/ad.out 2>&1
@@ -78,7 +77,6 @@ check "... with --recompute-blocks and --grad-accum 2, the same steps and adapte
 # (bf16 rounds) it to: the same run on it, without --recompute, must give the same bits.
 "$GPT2" export --model $T/base --format gguf --dtype q8_0 --out $T/base_int8.gguf >$T/x8.out 2>&1
 "$GPT2" export --model $T/base --dtype bf16 --out $T/base_bf16 >$T/x16.out 2>&1
-acts() { grep -o 'activations [0-9]* MiB' "$1" | grep -o '[0-9]*'; }
 for p in "int8:base_int8.gguf:int8, 10 of 10 weight matrices in q8_0 blocks" \
     "bf16:base_bf16:bf16 base, .* 8 of 10 matrices held as bf16 alone"; do
     prec=${p%%:*} copy=$(cut -d: -f2 <<<"$p") said=${p#*:*:}

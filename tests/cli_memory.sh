@@ -33,7 +33,6 @@ if [ ! -f $TRAIN ] || [ ! -f $VAL ]; then
 fi
 SMALL=(train --train $TRAIN --val $VAL --layers 2 --heads 2 --channels 64 --seq-len 64 -B 2 -T 64 --steps $LONG
        --lr 3e-3 --val-every $LONG --val-batches 16 --sample-tokens 0)
-val_loss() { grep -o 'val loss [0-9.]*' "$1" | tail -1 | cut -d' ' -f3; }
 run() {  # NAME FLAGS...: $LONG steps (unless FLAGS say otherwise) saved to $T/NAME
     local name=$1; shift
     "$GPT2" "${SMALL[@]}" --out $T/$name "$@" >$T/$name.out 2>&1 || { echo "train $name failed:"; tail -3 $T/$name.out; }
@@ -97,7 +96,6 @@ prediction_within() {
 # program itself (about 8 MiB).
 MID=(train --train $TRAIN --val "" --layers 4 --heads 4 --channels 256 --seq-len 256 -B 4 -T 256 --steps 1
      --sample-tokens 0)
-acts() { grep -o 'activations [0-9]* MiB' "$1" | grep -o '[0-9]*'; }
 for rc in "" --recompute --recompute-blocks; do
     for ib in "" --optimizer-in-backward; do
         for st in fp32 bf16; do

@@ -75,6 +75,9 @@ fixture_text() {
 
 # log_losses LOG: the train and val losses a --log file holds, one per line.
 log_losses() { grep -o '"[a-z_]*loss":[-0-9.enan]*' "$1" | cut -d: -f2; }
+# val_loss OUT: the last "val loss N" train printed to OUT; acts OUT: the activations' MiB of its "memory:" line.
+val_loss() { grep -o 'val loss [0-9.]*' "$1" | tail -1 | cut -d' ' -f3; }
+acts() { grep -o 'activations [0-9]* MiB' "$1" | grep -o '[0-9]*'; }
 # rel_close A B: two files of numbers agree line by line to 1e-5 (or $REL_TOL): max |a - b| / max |b|
 # (printed) <= the tolerance.
 rel_close() {

@@ -119,7 +119,7 @@ LIB_OBJ   := $(patsubst src/%.cpp,$(BUILD)/%.o,$(filter-out src/cli/main.cpp src
 ifeq ($(DISPATCH),1)
 KERNEL_SRC := $(addprefix src/core/,adamw.cpp attention.cpp gemm.cpp layers.cpp) src/precision/gemm_bf16.cpp src/precision/gemm_copy.cpp \
               src/precision/gemm_q8.cpp \
-              src/precision/adamw_bf16_chunk.cpp \
+              src/precision/adamw_bf16_chunk.cpp src/precision/adamw_8bit_chunk.cpp \
               src/inference/matvec.cpp src/inference/kv_attention.cpp src/platform/fma_peak.cpp src/tuned/gemm_packed.cpp
 LIB_OBJ   := $(filter-out $(patsubst src/%.cpp,$(BUILD)/%.o,$(KERNEL_SRC)),$(LIB_OBJ)) \
              $(foreach i,$(ISAS),$(patsubst src/%.cpp,$(BUILD)/isa_$(i)/%.o,$(KERNEL_SRC)))

@@ -45,7 +45,7 @@ const BenchCase kCases[] = {
     {"step_fp32_b8t256", false, "124M fp32 step B=8 T=256", [] { bench_train_step(8, 256, Precision::kFp32); }},
     {"step_fp32_b1t1024", false, "124M fp32 step B=1 T=1024", [] { bench_train_step(1, 1024, Precision::kFp32); }},
     {"memory_options", true,
-     "124M B=4 T=64: MiB allocated and ms/step with --recompute(-blocks), --optimizer-state bf16, "
+     "124M B=4 T=64: MiB allocated and ms/step with --recompute(-blocks), --optimizer-state bf16 and 8bit, "
      "--optimizer-in-backward, and of LoRA (rank 16, c_attn, c_proj, c_fc) on an fp32 and an int8 base",
      bench_memory_options},
     {"step_bf16_b4t64", true, "124M bf16 step B=4 T=64: ms, % of bf16 peak, bf16 / fp32",

@@ -5,6 +5,7 @@
 // matmul. Prints medians; asserts nothing (not a test).
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #ifdef _OPENMP
@@ -18,7 +19,7 @@
 #include "core/gemm.h"
 #include "core/model.h"
 #include "platform/dispatch.h"
-#include "precision/adamw_bf16.h"
+#include "precision/adamw_8bit.h"
 #include "precision/precision.h"
 #include "memory/memory.h"
 #include "lora/lora.h"
@@ -335,20 +336,24 @@ void bench_memory_options() {
     const int B = 4, T = 64;
     struct Option {
         const char* name;
-        bool recompute, in_backward, bf16_moments;
+        bool recompute, in_backward;
+        const char* state;                       // --optimizer-state
         Precision lora_base = Precision::kFp32;  // with lora: the frozen base's
         bool lora = false;                       // rank 16 on c_attn, c_proj, c_fc (README's fine-tune)
         bool blocks = false;                     // --recompute-blocks
     };
-    const Option options[] = {{"plain", false, false, false},
-                              {"--recompute", true, false, false},
-                              {"--recompute-blocks", false, false, false, Precision::kFp32, false, true},
-                              {"--optimizer-state bf16", false, false, true},
-                              {"--optimizer-in-backward", false, true, false},
-                              {"all three", true, true, true},
-                              {"--recompute-blocks, the other two", false, true, true, Precision::kFp32, false, true},
-                              {"--lora 16", false, false, false, Precision::kFp32, true},
-                              {"--lora 16 --precision int8", false, false, false, Precision::kInt8, true}};
+    const Precision f32 = Precision::kFp32;
+    const Option options[] = {{"plain", false, false, "fp32"},
+                              {"--recompute", true, false, "fp32"},
+                              {"--recompute-blocks", false, false, "fp32", f32, false, true},
+                              {"--optimizer-state bf16", false, false, "bf16"},
+                              {"--optimizer-state 8bit", false, false, "8bit"},
+                              {"--optimizer-in-backward", false, true, "fp32"},
+                              {"all three", true, true, "bf16"},
+                              {"--recompute-blocks, the other two", false, true, "bf16", f32, false, true},
+                              {"--recompute-blocks, in-backward, 8bit", false, true, "8bit", f32, false, true},
+                              {"--lora 16", false, false, "fp32", f32, true},
+                              {"--lora 16 --precision int8", false, false, "fp32", Precision::kInt8, true}};
     double plain_ms = 0, plain_mib = 0;
     for (const Option& op : options) {
         GPT2 model;
@@ -359,7 +364,8 @@ void bench_memory_options() {
         memory_enable_training(&model, mem, op.lora);
         gpt2_init_random(&model, 1);
         AdamW opt;
-        if (op.bf16_moments) adamw_use_bf16(&opt);
+        if (!strcmp(op.state, "bf16")) adamw_use_bf16(&opt);
+        if (!strcmp(op.state, "8bit")) adamw_use_8bit(&opt, model);
         LoraModel lora;
         if (op.lora) {  // as train --lora sets it up
             gpt2_set_precision(&model, op.lora_base, true);
@@ -397,12 +403,12 @@ void bench_memory_options() {
         // a LoRA run's: the base (its int8 blocks and what stays fp32), no gradients or moments but the adapter's
         const double adapter = 3.0 * sizeof(float) * lora.adapter.params.size();
         const double params = op.lora ? gpt2_base_bytes(cfg, op.lora_base) : gpt2_params_bytes(cfg);
-        const double moments = op.lora ? adapter : 2.0 * (double)model.num_params * adamw_moments_elem(opt);
+        const double moments = op.lora ? adapter : (double)model.num_params * adamw_moments_bytes(opt);
         const double grads = op.lora ? 0 : memory_grads_bytes(cfg, mem);
         const double mib = (params + grads + moments + memory_acts_bytes(cfg, B, T, mem)) / (1024.0 * 1024.0);
         const double step = median(ms);
         if (plain_ms == 0) plain_ms = step, plain_mib = mib;
-        printf("124M B=%d T=%d %-34s %5.0f MiB (%.2fx)  %5.0f ms/step (%.2fx; median of %zu)\n", B, T, op.name, mib,
+        printf("124M B=%d T=%d %-37s %5.0f MiB (%.2fx)  %5.0f ms/step (%.2fx; median of %zu)\n", B, T, op.name, mib,
                mib / plain_mib, step, step / plain_ms, ms.size());
     }
 }

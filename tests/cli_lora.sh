@@ -106,7 +106,7 @@ check_error "an unknown target is refused" "bad value for --lora-targets.*got 'w
     "$GPT2" "${LORA[@]}" --lora-targets c_attn,wte --steps 1
 check_error "--lora needs --model" "missing flag --model (train): --lora" \
     "$GPT2" train "${DATA[@]}" --lora 4 --steps 1
-for flag in --optimizer-in-backward "--optimizer-state bf16"; do
+for flag in --optimizer-in-backward "--optimizer-state bf16" "--optimizer-state 8bit"; do
     check_error "--lora with $flag is refused, saying why" "conflicting flags (train): --lora cannot take ${flag}:" \
         "$GPT2" "${LORA[@]}" $flag --steps 1
 done

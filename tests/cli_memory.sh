@@ -1,25 +1,28 @@
 #!/usr/bin/env bash
 # cli_memory.sh: train's memory options (--recompute, --recompute-blocks, --optimizer-in-backward,
-# --optimizer-state bf16) on a scaled-down model, on tiny shakespeare (make data):
+# --optimizer-state bf16 and 8bit) on a scaled-down model, on tiny shakespeare (make data):
 #   * 50 steps with --recompute or --recompute-blocks, with --optimizer-in-backward (clipped: two backwards;
 #     unclipped: one) and with both give the fp32 run's model bit for bit (the same model.safetensors): so
 #     their 200-step runs would end at fp32's val loss to the digit;
 #   * 200 steps with --optimizer-state bf16 end within 1% of the fp32 run's val loss, and with the other
 #     two it gives the bf16 run's model bit for bit; its moments are saved as BF16 and a stopped bf16 run
 #     resumes exactly;
+#   * the same for --optimizer-state 8bit (saved as U8 with each block's steps), and its moments resumed as
+#     fp32 (exactly) and fp32's resumed as 8 bits (each within half a code's step);
 #   * the memory train predicts ("memory: N MiB") is within 10% of the peak it measures ("peak memory: N
 #     MiB") for every combination of the flags, at a size where the buffers outweigh the program, and
 #     --recompute-blocks keeps fewer activations than --recompute there;
 #   * and within 5% at 124M (GPT-2 small) fine-tuned as a user would: from a checkpoint, B=4 T=64, samples
 #     on, a validation and a save, then its --resume (which reads the saved moments back), for none of the
-#     three and all three, and a resume that converts fp32 moments to bf16 (make data's tokenizer; 5 runs of
-#     one step, each 124M save about 1.5 GB: the costliest part of make test, so the other ten combinations
-#     are left to the 10% check above);
+#     three and all three (with --recompute-blocks and 8bit), and a resume that converts fp32 moments to bf16
+#     (make data's tokenizer; 5 runs of
+#     one step, each 124M save about 1.5 GB: the costliest part of make test, so the other sixteen
+#     combinations are left to the 10% check above);
 #   * the flags it refuses (--grad-accum > 1 with --optimizer-in-backward, a bad --optimizer-state).
 # Under AddressSanitizer (make test SAN=1) a step costs about 50 times more (400 steps: 194 s): the runs are
-# short there (10 and 40 steps, two of the twelve memory combinations), for the sanitizer's sake, and the
-# 200-step bars, the other ten combinations and the activations check are counted as skipped: make test checks
-# them.
+# short there (10 and 40 steps, two of the eighteen memory combinations), for the sanitizer's sake, and the
+# 200-step bars, the other sixteen combinations and the activations check are counted as skipped: make test
+# checks them.
 source "$(dirname "$0")/lib.sh"
 SHORT=50 LONG=200 SAN_NOTE=""
 if under_asan; then
@@ -56,33 +59,71 @@ check "... and clipping mattered (the clipped and unclipped models differ)" \
     bash -c "! cmp -s $T/fp32_short/model.safetensors $T/fp32_noclip/model.safetensors"
 run fp32
 
-run bf16 --optimizer-state bf16
-run bf16_short --steps $SHORT --optimizer-state bf16
-run bf16_all --steps $SHORT --optimizer-state bf16 --optimizer-in-backward --recompute
-check "--optimizer-state bf16 --optimizer-in-backward --recompute: $SHORT steps give the bf16 run's model bit for bit" \
-    cmp $T/bf16_short/model.safetensors $T/bf16_all/model.safetensors
 within_1pct() {  # A B: val losses within 1% of each other (printed)
     awk -v a="$1" -v b="$2" 'BEGIN { d = (a - b) / b; if (d < 0) d = -d; printf("%s against %s: %.2g\n", a, b, d);
                                       exit !(a > 0 && d <= 0.01) }'
 }
 ref=$(val_loss $T/fp32.out)
-name="--optimizer-state bf16: val loss after $LONG steps within 1% of fp32's"
-if [ -n "$SAN_NOTE" ]; then
-    skip "$name $SAN_NOTE"
-else
-    check "$name" within_1pct "$(val_loss $T/bf16.out)" "$ref"
-    cat $T/out
-fi
-check "... and is not fp32's to the digit (the moments really are bf16)" \
-    bash -c "[ '$(val_loss $T/bf16.out)' != '$ref' ]"
+# each form of the moments with a recompute flag (bf16 with --recompute, 8bit with --recompute-blocks)
+for form in bf16:--recompute 8bit:--recompute-blocks; do
+    st=${form%%:*} rc=${form#*:}
+    run $st --optimizer-state $st
+    run ${st}_short --steps $SHORT --optimizer-state $st
+    run ${st}_all --steps $SHORT --optimizer-state $st --optimizer-in-backward $rc
+    check "--optimizer-state $st --optimizer-in-backward $rc: $SHORT steps give the $st run's model bit for bit" \
+        cmp $T/${st}_short/model.safetensors $T/${st}_all/model.safetensors
+    name="--optimizer-state $st: val loss after $LONG steps within 1% of fp32's"
+    if [ -n "$SAN_NOTE" ]; then
+        skip "$name $SAN_NOTE"
+    else
+        check "$name" within_1pct "$(val_loss $T/$st.out)" "$ref"
+        cat $T/out
+    fi
+    check "... and is not fp32's to the digit (the moments really are $st)" \
+        bash -c "[ '$(val_loss $T/$st.out)' != '$ref' ]"
+    "$GPT2" "${SMALL[@]}" --steps $((2 * SHORT)) --optimizer-state $st --val "" --out $T/${st}whole >/dev/null 2>&1
+    "$GPT2" "${SMALL[@]}" --steps $((2 * SHORT)) --optimizer-state $st --val "" --stop-after $SHORT \
+        --out $T/${st}half >/dev/null 2>&1
+    "$GPT2" train --resume $T/${st}half >/dev/null 2>&1
+    check "$st moments: a run stopped at step $SHORT and resumed equals the run of $((2 * SHORT)) steps, bit for bit" \
+        cmp $T/${st}whole/model.safetensors $T/${st}half/model.safetensors
+done
 check "the bf16 moments are saved as BF16" \
     bash -c "head -c 4000 $T/bf16/train_state.safetensors | grep -aq '\"adamw.m\":{\"dtype\":\"BF16\"'"
-"$GPT2" "${SMALL[@]}" --steps $((2 * SHORT)) --optimizer-state bf16 --val "" --out $T/whole >/dev/null 2>&1
-"$GPT2" "${SMALL[@]}" --steps $((2 * SHORT)) --optimizer-state bf16 --val "" --stop-after $SHORT --out $T/half \
-    >/dev/null 2>&1
-"$GPT2" train --resume $T/half >$T/resumed.out 2>&1
-check "a bf16-moments run stopped at step $SHORT and resumed equals the run of $((2 * SHORT)) steps, bit for bit" \
-    cmp $T/whole/model.safetensors $T/half/model.safetensors
+check "the 8-bit moments are saved as U8, with each block's steps as F32" \
+    bash -c "head -c 4000 $T/8bit/train_state.safetensors | grep -aq '\"adamw.m\":{\"dtype\":\"U8\"' &&
+             head -c 4000 $T/8bit/train_state.safetensors | grep -aq '\"adamw.v_step\":{\"dtype\":\"F32\"'"
+# Resumed in another form. 8 bits to fp32 reads each value exactly: a step from there gives the 8-bit run's
+# step bit for bit (the 8-bit update reads its moments into fp32 the same way). fp32 to 8 bits rounds each
+# value to the nearest code: saved at once (--steps at the checkpoint's step) and read back as fp32, each
+# moment is within half a code's step of the original, |x| / 16, or 2^-18 of its block's largest below the
+# normal codes.
+"$GPT2" train --resume $T/8bit --steps $((LONG + 1)) --optimizer-state fp32 --out $T/q8to32 >/dev/null 2>&1
+"$GPT2" train --resume $T/8bit --steps $((LONG + 1)) --out $T/q8on >/dev/null 2>&1
+check "8-bit moments resumed as fp32: a step gives the 8-bit run's step bit for bit" \
+    cmp $T/q8on/model.safetensors $T/q8to32/model.safetensors
+"$GPT2" train --resume $T/fp32 --steps $LONG --optimizer-state 8bit --out $T/to8 >/dev/null 2>&1
+"$GPT2" train --resume $T/to8 --steps $LONG --optimizer-state fp32 --out $T/back32 >/dev/null 2>&1
+# moments_near A B: A's F32 moments (adamw.m, adamw.v) within half a code's step of B's (printed)
+moments_near() {
+    perl -e 'sub t { open(my $f, "<", $_[0]) or die "$_[0]\n"; binmode $f; local $/; my $b = <$f>;
+                 my $n = unpack("Q<", substr($b, 0, 8)); my $h = substr($b, 8, $n);
+                 $h =~ /"$_[1]":\{"dtype":"F32","shape":\[\d+\],"data_offsets":\[(\d+),(\d+)\]/ or die "$_[1]\n";
+                 return unpack("f<*", substr($b, 8 + $n + $1, $2 - $1)); }
+             my ($far, $n, $worst) = (0, 0, 0);
+             for my $k ("adamw.m", "adamw.v") {
+                 my @a = t($ARGV[0], $k); my @b = t($ARGV[1], $k); die "sizes\n" if @a != @b || !@a;
+                 for (my $s = 0; $s < @b; $s += 64) {
+                     my $big = 0; for my $i ($s .. $s + 63) { $big = abs($b[$i]) if abs($b[$i]) > $big; }
+                     for my $i ($s .. $s + 63) { my $d = abs($a[$i] - $b[$i]);
+                         my $r = $d ? $d / (abs($b[$i]) + $big * 2**-18) : 0;
+                         $worst = $r if $r > $worst; $far++ if $d > abs($b[$i]) / 16 + $big * 2**-18; $n++; } } }
+             printf("%d moments, %d beyond half a code step (worst %.4f of the value)\n", $n, $far, $worst);
+             exit !($n > 0 && $far == 0 && $worst > 0);' "$1" "$2"
+}
+check "fp32 moments resumed as 8 bits and saved, then read back as fp32: each within half a code's step" \
+    moments_near $T/back32/train_state.safetensors $T/fp32/train_state.safetensors
+cat $T/out
 
 # prediction_within PCT OUT: train's predicted memory ("memory: N MiB") within PCT% of the peak it measured
 # ("peak memory: N MiB"), both in OUT (printed).
@@ -98,7 +139,7 @@ MID=(train --train $TRAIN --val "" --layers 4 --heads 4 --channels 256 --seq-len
      --sample-tokens 0)
 for rc in "" --recompute --recompute-blocks; do
     for ib in "" --optimizer-in-backward; do
-        for st in fp32 bf16; do
+        for st in fp32 bf16 8bit; do
             flags=$(echo $rc $ib --optimizer-state $st)
             name="predicted memory within 10% of the peak measured, with $flags"
             if [ -n "$SAN_NOTE" ] && [ "$flags" != "--optimizer-state fp32" ] &&
@@ -135,7 +176,7 @@ else
     "$GPT2" train --train $TRAIN --val "" --layers 12 --heads 12 --channels 768 --seq-len 1024 --steps 0 \
         --sample-tokens 0 --out $T/gpt2-124m >/dev/null 2>&1
     sampled_within_5pct() { grep -q '^---- sample ----' "$1" && prediction_within 5 "$1"; }
-    for flags in "--optimizer-state fp32" "--recompute --optimizer-in-backward --optimizer-state bf16"; do
+    for flags in "--optimizer-state fp32" "--recompute-blocks --optimizer-in-backward --optimizer-state 8bit"; do
         rm -rf $T/ft
         "$GPT2" "${M124[@]}" --steps 1 $flags --out $T/ft >$T/ft.out 2>&1
         check "124M, $flags: predicted memory within 5% of the peak of a step, a sample and a save" \
@@ -157,6 +198,9 @@ fi
 
 check_error "--optimizer-in-backward refuses --grad-accum 2" "grad-accum.*optimizer-in-backward" \
     "$GPT2" "${SMALL[@]}" --optimizer-in-backward --grad-accum 2
-check_error "a bad --optimizer-state is named" "optimizer-state.*expected fp32 or bf16" \
+check_error "a bad --optimizer-state is named" "optimizer-state.*expected fp32, bf16 or 8bit" \
     "$GPT2" "${SMALL[@]}" --optimizer-state fp16
+check_error "--optimizer-state 8bit refuses n_embd 96, naming it" \
+    "optimizer-state.*8bit moments come in blocks of 64: n_embd 96 is not a multiple of 64" \
+    "$GPT2" "${SMALL[@]}" --channels 96 --optimizer-state 8bit
 summary

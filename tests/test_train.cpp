@@ -18,7 +18,7 @@
 #include "platform/util.h"
 #include "core/optimizer.h"
 #include "core/model.h"
-#include "precision/adamw_bf16.h"
+#include "precision/adamw_8bit.h"
 #include "precision/precision.h"
 #include "test.h"
 #include "test_os.h"
@@ -354,6 +354,114 @@ TEST(bf16_moments_plug_into_adamw_through_its_seam) {
     const std::string what = adamw_nonfinite(bf16, b);
     printf("    %s\n", what.c_str());
     CHECK(what.find("AdamW v of ") == 0 && what.find("[3] is inf") != std::string::npos);
+}
+
+TEST(eight_bit_codes_cover_their_range_and_round_stochastically) {
+    // Every code's value encodes back to it (to nearest); the values rise, up to 1.875; a value between two
+    // codes rounds to the nearer with r = 0x8000, and over all 2^16 r to each neighbour in proportion, so its
+    // mean is the value (within one part in 2^16 of the gap): in the subnormals, the normals and the top.
+    bool round_trip = true, rising = true, unbiased = true, nearest = true;
+    for (int k = 0; k < 2; k++) {
+        const int codes = k ? 256 : 128;
+        const auto value = [k](uint32_t c) { return k ? v_code_value((uint8_t)c) : m_code_value((uint8_t)c); };
+        const auto code = [k](float y, uint32_t r) { return k ? v_code(y, r) : m_code(y, r); };
+        for (int c = 0; c < codes; c++) {
+            const int negative = c | 0x80;  // -0 too: a negative value rounded to 0
+            round_trip = round_trip && code(value(c), 0x8000) == c && (k || code(-value(c), 0x8000) == negative);
+            rising = rising && (c == 0 || value(c) > value(c - 1));
+        }
+        CHECK(value(codes - 1) == 1.875f);
+        for (int c : {1, 5, 8, 9, 60, codes - 2}) {
+            const float lo = value(c), hi = value(c + 1);
+            for (float f : {0.1f, 0.5f, 0.7f}) {
+                const float y = lo + f * (hi - lo);
+                double mean = 0;
+                for (uint32_t r = 0; r < 65536; r++) mean += value(code(y, r));
+                mean /= 65536;
+                unbiased = unbiased && std::fabs(mean - y) <= (hi - lo) / 65536 + 1e-6 * y;
+                nearest = nearest && value(code(y, 0x8000)) == (f < 0.5f ? lo : hi);
+            }
+        }
+    }
+    CHECK(round_trip && rising && unbiased && nearest);
+    CHECK(m_code_value(m_code(-0.75f, 0x8000)) == -0.75f && v_code_value(1) == std::ldexp(1.0f, -33));
+    CHECK(m_code_value(1) == std::ldexp(1.0f, -17));
+}
+
+TEST(eight_bit_moments_follow_fp32) {
+    // Each block's first value keeps a gradient of 1, and with it the block's largest moments; the others have
+    // 1 for 1000 steps, then 0.5 to 1: their v falls towards a quarter to all of the first's by 0.1% of the
+    // gap a step (beta2 = 0.999), far under a code's step (12.5%). Round to nearest would hold them at the
+    // top code; stochastic rounding keeps their mean on fp32's course.
+    const size_t n = 4096;
+    std::vector<float> g(n, 1.0f), w(n, 0.5f), m32(n, 0.0f), v32(n, 0.0f);
+    std::vector<uint8_t> m8(n, 0), v8(n, 0), m8b(n, 0), v8b(n, 0);
+    std::vector<float> ms(n / 64, 0.0f), vs(n / 64, 0.0f), msb = ms, vsb = vs, w8 = w, w8b = w;
+    AdamWStep s{0.9f, 0.999f, 1e-8f, 1e-4f, 1.0f, 1.0f, 1.0f, 0};
+    for (int step = 1; step <= 2000; step++) {
+        s.t = step;
+        if (step == 1001)
+            for (size_t i = 0; i < n; i++) g[i] = i % 64 ? 0.5f + 0.5f * (float)(i % 64) / 64 : 1.0f;
+        adamw_chunk(w.data(), g.data(), m32.data(), v32.data(), n, s);
+        adamw_chunk_8bit(w8.data(), g.data(), m8.data(), v8.data(), ms.data(), vs.data(), n, s, 1024);
+        // the same range in two uneven pieces of whole blocks (threads, ZeRO slices): the same bits
+        adamw_chunk_8bit(w8b.data(), g.data(), m8b.data(), v8b.data(), msb.data(), vsb.data(), 1088, s, 1024);
+        adamw_chunk_8bit(w8b.data() + 1088, g.data() + 1088, m8b.data() + 1088, v8b.data() + 1088, msb.data() + 17,
+                         vsb.data() + 17, n - 1088, s, 1024 + 1088);
+    }
+    double mean_v = 0, mean_m = 0, fell = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i % 64 == 0) continue;
+        mean_v += v_code_value(v8[i]) * vs[i / 64] / v32[i] / (n - n / 64);
+        mean_m += m_code_value(m8[i]) * ms[i / 64] / m32[i] / (n - n / 64);
+        fell += v32[i] / v32[i - i % 64] / (n - n / 64);
+    }
+    printf("    after 2000 steps, 8-bit / fp32: v %.5f, m %.5f (fp32's v fell to %.3f of the block's first)\n",
+           mean_v, mean_m, fell);
+    CHECK(std::fabs(mean_v - 1) < 3e-3 && std::fabs(mean_m - 1) < 3e-3 && fell < 0.8);
+    CHECK(m8 == m8b && v8 == v8b && ms == msb && vs == vsb && w8 == w8b);
+}
+
+TEST(eight_bit_moments_plug_into_adamw_through_its_seam) {
+    // AdamW with 8-bit moments against fp32 ones on a model with n_embd 64: a first update computes the moments
+    // in fp32 before storing them, so the weights agree bit for bit, and each stored moment is within a code's
+    // step (an eighth of it, or of 2^-17 of its block's largest in the subnormals) of fp32's. A model whose
+    // tensors do not start on a block of 64 is refused; adamw_nonfinite reads the 8-bit moments.
+    AdamW refused;
+    const std::string why = adamw_use_8bit(&refused, tiny_model());
+    printf("    n_embd 16: %s\n", why.c_str());
+    CHECK(why.find("n_embd 16 is not a multiple of 64") == 0 && !refused.moments);
+    GPT2 a, b;
+    gpt2_build(&a, config_make(16, 50, 2, 2, 64));
+    gpt2_build(&b, config_make(16, 50, 2, 2, 64));
+    gpt2_init_random(&a, 7);
+    gpt2_init_random(&b, 7);
+    gpt2_enable_training(&a);
+    gpt2_enable_training(&b);
+    forward_backward(&a);
+    forward_backward(&b);
+    AdamW fp32, q;
+    CHECK(adamw_use_8bit(&q, b).empty());
+    const AdamWConfig oc;
+    adamw_update(&fp32, &a, oc, 1e-2f);
+    adamw_update(&q, &b, oc, 1e-2f);
+    CHECK(a.params == b.params);
+    const AdamW8bit* moments = adamw_8bit(q);
+    CHECK(moments && q.prepared() && q.m.empty() && moments->m.size() == a.num_params);
+    size_t far = 0, moved = 0;
+    for (size_t i = 0; moments && i < a.num_params; i++)
+        for (int k = 0; k < 2; k++) {
+            const float x = k ? fp32.v[i] : fp32.m[i], y = moments->value(k, i);
+            const float largest = 1.875f * (k ? moments->v_step : moments->m_step)[i / 64];
+            far += std::fabs(y - x) > std::fabs(x) / 8 + std::ldexp(largest, -17);
+            moved += y != 0;
+        }
+    CHECK(far == 0 && moved > a.num_params);
+    CHECK(adamw_nonfinite(q, b).empty());
+    adamw_8bit(q)->v_step[1] = INFINITY;
+    const std::string what = adamw_nonfinite(q, b);
+    printf("    %s\n", what.c_str());
+    CHECK(what.find("AdamW v of ") == 0 && what.find("[64] is ") != std::string::npos);
 }
 
 // A first round of the tuner: its full team, or 0 where it does not tune (the caller skips).

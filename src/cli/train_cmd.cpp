@@ -22,7 +22,7 @@
 #include "formats/token_files.h"
 #include "inference/generate.h"
 #include "core/model.h"
-#include "precision/adamw_bf16.h"
+#include "precision/adamw_8bit.h"
 #include "precision/precision.h"
 #include "text/tokenizer.h"
 #include "report/plot.h"
@@ -85,7 +85,8 @@ const std::vector<CliFlag> kTrainFlags = {
      "keep only each block's input (HF's gradient checkpointing): the backward runs the block's forward again "
      "first (the same numbers, about a third slower)",
      true},
-    {"optimizer-state", "", "fp32", "AdamW's m and v in fp32, or bf16 (half their memory, stochastic rounding)"},
+    {"optimizer-state", "", "fp32",
+     "AdamW's m and v in fp32, bf16 (half their memory) or 8bit (blocks of 64: 27%), rounded stochastically"},
     {"optimizer-in-backward", "", "",
      "apply AdamW a layer at a time inside the backward, so only one layer's gradients are held (the same "
      "numbers; with --grad-clip > 0 the backward runs twice, the first for the norm); one process, --grad-accum 1",
@@ -169,7 +170,8 @@ TrainMemory train_memory(const GPT2Config& cfg, const TrainOptions& o, const Run
     m.params = r.lora ? gpt2_base_bytes(cfg, prec)  // a frozen base's
                       : gpt2_params_bytes(cfg) * (prec == Precision::kBf16 ? 1.5 : 1.0);
     m.grads = r.lora ? 0 : memory_grads_bytes(cfg, r.mem);  // a LoRA adapter's are a few MiB, not counted
-    m.moments = r.lora ? 0 : gpt2_params_bytes(cfg) * (r.bf16_moments ? 1.0 : 2.0) / (r.zero ? dist_world() : 1);
+    const double per_value = r.moments == "8bit" ? 2.125 : r.moments == "bf16" ? 4 : 8;  // adamw_moments_bytes
+    m.moments = r.lora ? 0 : gpt2_params_bytes(cfg) / 4 * per_value / (r.zero ? dist_world() : 1);
     m.acts = memory_acts_bytes(cfg, o.B, o.T, r.mem);
     m.samples = r.sample_tokens > 0 ? generate_memory_bytes(cfg, 1, r.sample_tokens) : 0;
     return m;
@@ -286,14 +288,15 @@ void check_lora_flags(const CliArgs& args, const CliArgs& given, const std::stri
     args.number_in("lora-dropout", 0, 1);  // checked before anything loads
     struct Refused {
         bool given;
-        const char *flag, *why;
+        std::string flag;
+        const char* why;
     };
     const Refused refused[] = {
         {r.mem.layer_grads, "--optimizer-in-backward", "it updates the base's weights inside the backward"},
-        {r.bf16_moments, "--optimizer-state bf16", "the adapter's moments are small and kept in fp32"},
+        {r.moments != "fp32", "--optimizer-state " + r.moments, "the adapter's moments are small and kept in fp32"},
         {r.zero, "--zero 1", "it splits the base's AdamW state across ranks"}};
     for (const Refused& x : refused)
-        if (x.given) fatal("conflicting flags (train): --lora cannot take %s: %s", x.flag, x.why);
+        if (x.given) fatal("conflicting flags (train): --lora cannot take %s: %s", x.flag.c_str(), x.why);
 }
 
 // The adapter of a --lora run: the resumed one, --lora-from's, or PEFT's init for the flags' rank, alpha and
@@ -374,9 +377,9 @@ void train_options(const CliArgs& args, const CliArgs& given, const std::string&
     r.mem.recompute_blocks = args.on("recompute-blocks");
     r.mem.layer_grads = args.on("optimizer-in-backward");
     const std::string state = args.str("optimizer-state");
-    if (state != "fp32" && state != "bf16")
-        fatal("bad value for --optimizer-state (train): expected fp32 or bf16, got '%s'", state.c_str());
-    r.bf16_moments = state == "bf16";
+    if (state != "fp32" && state != "bf16" && state != "8bit")
+        fatal("bad value for --optimizer-state (train): expected fp32, bf16 or 8bit, got '%s'", state.c_str());
+    r.moments = state;
     r.zero = args.integer_in("zero", 0, 1) == 1;
     r.saving = !r.out.empty();
     r.out_is_resume = r.out == resume_dir;
@@ -662,12 +665,15 @@ int prepare_run(TrainRun* t, const CliArgs& args, const CliArgs& given, const st
     dataloader_expand(r.train_path, "--train");  // a pattern that matches nothing fails before any allocation
     if (!r.val_path.empty()) dataloader_expand(r.val_path, "--val");
     build_model(&t->model, args, o, r);
+    if (r.moments == "bf16") adamw_use_bf16(&t->opt);
+    const std::string why = r.moments == "8bit" ? adamw_use_8bit(&t->opt, t->model) : "";
+    if (!why.empty())
+        fatal("bad value for --optimizer-state (train): 8bit moments come in blocks of 64: %s", why.c_str());
     if (r.lora) {
         memory_enable_training(&t->model, r.mem, true);  // a frozen base: --recompute's seams, no gradients
         prepare_lora(t, args, resume_dir);
     } else setup_phase("gradients", memory_grads_bytes(t->model.cfg, r.mem),
                      [&] { memory_enable_training(&t->model, r.mem); });
-    if (r.bf16_moments) adamw_use_bf16(&t->opt);
     if (r.lora) grad_sync_init_flat(&t->sync, t->lora->grads.data(), t->lora->grads.size());
     else grad_sync_init(&t->sync, &t->model, r.zero, &t->opt);  // with --zero 1: this rank's slice of AdamW
     const GPT2Config& cfg = t->model.cfg;
@@ -684,10 +690,10 @@ int prepare_run(TrainRun* t, const CliArgs& args, const CliArgs& given, const st
     // the weights are in place: bf16 copies them (a LoRA base: rounds them); int8 (a LoRA base) quantizes them
     cli_set_precision(&t->model, args, r.lora, r.lora);
     const bool bf16 = gpt2_precision(t->model) == Precision::kBf16 && !r.lora;
-    if (bf16 || r.bf16_moments)
+    if (bf16 || r.moments != "fp32")
         printf("precision: %s, fp32 master weights, AdamW state %s\n",
                bf16 ? "bf16 matmuls (fp32 accumulation)" : "fp32 matmuls",
-               r.bf16_moments ? "bf16 (stochastic rounding)" : "fp32");
+               r.moments == "fp32" ? "fp32" : (r.moments + " (stochastic rounding)").c_str());
     // The buffers the first step would otherwise allocate and fault in: that step then runs as a steady one.
     setup_phase("activations and AdamW state",
                 memory_acts_bytes(cfg, o.B, o.T, r.mem) + train_memory(cfg, o, r, Precision::kFp32).moments, [&] {

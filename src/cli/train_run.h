@@ -25,9 +25,9 @@ struct RunOptions {
     std::string train_path, resume_dir, out, plot_path, val_path;  // out: "" for none; val_path: "" for none
     bool plot_in_out = false;                                      // loss.png saved into --out with each checkpoint
     // Memory: --recompute(-blocks), --optimizer-in-backward (memory/'s TrainingMemory) and
-    // --optimizer-state bf16 (precision/adamw_bf16.h).
+    // --optimizer-state: fp32, bf16 (precision/adamw_bf16.h) or 8bit (precision/adamw_8bit.h).
     TrainingMemory mem;
-    bool bf16_moments = false;
+    std::string moments = "fp32";
     // --zero 1 under mpirun: each rank keeps its slice of AdamW's state (dist_slices), the gradients are
     // reduce-scattered and the updated weights all-gathered. saving: rank 0 saves (--out), known on every
     // rank, since a ZeRO-1 save gathers the moments from all of them.

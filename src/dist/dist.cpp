@@ -11,7 +11,7 @@
 std::vector<size_t> dist_slices(size_t n) {
     const int world = dist_world();
     std::vector<size_t> bounds;
-    for (int r = 0; r < world; r++) bounds.push_back(std::min(n, (size_t)((double)n * r / world) / 16 * 16));
+    for (int r = 0; r < world; r++) bounds.push_back(std::min(n, (size_t)((double)n * r / world) / 64 * 64));
     bounds.push_back(n);
     return bounds;
 }
@@ -120,7 +120,7 @@ void dist_gather_to_root(void* data, size_t elem_size, const std::vector<size_t>
     if (g_world == 1) return;
     std::vector<int> counts, displs;
     slice_counts(bounds, &counts, &displs);
-    const MPI_Datatype type = elem_size == 2 ? MPI_UINT16_T : MPI_FLOAT;
+    const MPI_Datatype type = elem_size == 1 ? MPI_UINT8_T : elem_size == 2 ? MPI_UINT16_T : MPI_FLOAT;
     if (g_rank == 0)
         MPI_Gatherv(MPI_IN_PLACE, 0, type, data, counts.data(), displs.data(), type, 0, MPI_COMM_WORLD);
     else

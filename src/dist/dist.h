@@ -17,7 +17,8 @@ int dist_world();  // 1 without MPI
 void dist_sum_start(float* data, size_t n);
 void dist_sum_wait();
 // ZeRO-1's split of n values across the ranks: rank r owns [bounds[r], bounds[r + 1]), contiguous, in rank
-// order, each start a multiple of 16 values (n need not divide: the last slice takes the rest).
+// order, each start a multiple of 64 values (8-bit moments' blocks; n need not divide: the last slice takes
+// the rest).
 std::vector<size_t> dist_slices(size_t n);
 // Starts summing data[0..n) across ranks keeping only each rank's segment: counts[r] values for rank r, in
 // rank order (they add up to n). After dist_sum_wait() this rank's segment, at data + counts[0] + ... +
@@ -26,7 +27,7 @@ std::vector<size_t> dist_slices(size_t n);
 void dist_sum_scatter_start(float* data, size_t n, const std::vector<size_t>& counts);
 // Every rank's slice (bounds as dist_slices) of data copied to every other rank, in place.
 void dist_gather_slices(float* data, const std::vector<size_t>& bounds);
-// Rank 0 receives every rank's slice of data (elements of elem_size 2 or 4 bytes; bounds as dist_slices):
+// Rank 0 receives every rank's slice of data (elements of elem_size 1, 2 or 4 bytes; bounds as dist_slices):
 // rank 0 passes the whole buffer, the others their slice alone.
 void dist_gather_to_root(void* data, size_t elem_size, const std::vector<size_t>& bounds);
 // Sums data[0..n) in place across ranks, waiting for it.

@@ -9,7 +9,7 @@
 
 #include "dist/dist.h"
 #include "platform/signals.h"
-#include "precision/adamw_bf16.h"
+#include "precision/adamw_8bit.h"
 
 namespace {
 
@@ -57,7 +57,7 @@ void grad_sync_init(GradSync* s, GPT2* model, bool zero, AdamW* opt) {
     std::string sizes;
     for (int r = 0; r < s->ranks; r++) sizes += (r ? ", " : "") + std::to_string(s->slices[r + 1] - s->slices[r]);
     printf("zero: AdamW state split across %d ranks: %s parameters (%.0f MiB on each)\n", s->ranks, sizes.c_str(),
-           (double)(2 * adamw_moments_elem(*opt)) * (s->slices[1] - s->slices[0]) / (1024.0 * 1024.0));
+           adamw_moments_bytes(*opt) * (s->slices[1] - s->slices[0]) / (1024.0 * 1024.0));
 }
 
 void grad_sync_init_flat(GradSync* s, float* grads, size_t n) {
@@ -119,14 +119,16 @@ void grad_sync_weights(const GradSync& s, GPT2* model) {
 
 const AdamW& grad_sync_whole_moments(const GradSync& s, const AdamW& opt, const GPT2& model, AdamW* whole) {
     if (!s.sharded) return opt;
-    const size_t elem = adamw_moments_elem(opt);
-    if (adamw_bf16(opt)) adamw_use_bf16(whole);
+    adamw_use_form_of(whole, opt);
     whole->step = opt.step;
     if (s.rank == 0) adamw_prepare(whole, model);
-    for (int k = 0; k < 2; k++) {  // m, then v
+    const std::vector<MomentsArray> mine = adamw_moments_arrays(opt), all = adamw_moments_arrays(*whole);
+    for (size_t k = 0; k < mine.size(); k++) {
+        std::vector<size_t> bounds = s.slices;  // in the array's elements (the slices are multiples of 64)
+        for (size_t& b : bounds) b /= mine[k].per;
         if (s.rank == 0)  // rank 0's slice starts at 0
-            memcpy(adamw_moments_data(*whole, k), adamw_moments_data(opt, k), elem * s.slices[1]);
-        dist_gather_to_root(adamw_moments_data(s.rank == 0 ? *whole : opt, k), elem, s.slices);
+            memcpy(all[k].data, mine[k].data, mine[k].elem * bounds[1]);
+        dist_gather_to_root(s.rank == 0 ? all[k].data : mine[k].data, mine[k].elem, bounds);
     }
     return s.rank == 0 ? *whole : opt;
 }

@@ -18,7 +18,7 @@
 #include "platform/util.h"
 #include "formats/checkpoint.h"
 #include "formats/safetensors_file.h"
-#include "precision/adamw_bf16.h"
+#include "precision/adamw_8bit.h"
 
 static bool is_permutation(const std::vector<uint32_t>& order) {
     std::vector<bool> seen(order.size(), false);
@@ -168,16 +168,23 @@ bool parse_counters(const SafeTensors& st, TrainState* ts, std::string* err) {
     return true;
 }
 
-// AdamW's moments, F32 or BF16 (both alike) and the same size; their values stay in the file until
-// train_state_restore reads them (read_moments).
+// AdamW's moments, F32, BF16 (both alike) or U8 with each block's steps, and the same size; their values
+// stay in the file until train_state_restore reads them (read_moments).
 bool parse_moments(const SafeTensors& st, TrainState* ts, std::string* err) {
     const StTensor* found = st.find("adamw.m");
-    const char* dtype = found && found->dtype == "BF16" ? "BF16" : "F32";
-    const StTensor* m = tensor_of(st, "adamw.m", dtype, 0, err);
-    const StTensor* v = m ? tensor_of(st, "adamw.v", dtype, 0, err) : nullptr;
+    const std::string dtype = found && (found->dtype == "BF16" || found->dtype == "U8") ? found->dtype : "F32";
+    const StTensor* m = tensor_of(st, "adamw.m", dtype.c_str(), 0, err);
+    const StTensor* v = m ? tensor_of(st, "adamw.v", dtype.c_str(), 0, err) : nullptr;
     if (!v) return false;
     if (m->numel() != v->numel()) return fail(err, "adamw.m and adamw.v differ in size");
     ts->m = *m, ts->v = *v;
+    if (dtype != "U8") return true;
+    const StTensor* ms = tensor_of(st, "adamw.m_step", "F32", 0, err);
+    const StTensor* vs = ms ? tensor_of(st, "adamw.v_step", "F32", 0, err) : nullptr;
+    if (!vs) return false;
+    if (m->numel() % AdamW8bit::kBlock || ms->numel() != m->numel() / AdamW8bit::kBlock || vs->numel() != ms->numel())
+        return fail(err, "expected adamw.m_step and adamw.v_step of one value per 64 moments");
+    ts->m_step = *ms, ts->v_step = *vs;
     return true;
 }
 
@@ -305,16 +312,18 @@ void train_state_write(const std::string& path, const AdamW& opt, size_t n, cons
                        const std::vector<std::pair<std::string, std::string>>& run_flags, const LossHistory& history,
                        const std::vector<std::pair<std::string, std::string>>& meta) {
     assert((!opt.prepared() || (opt.begin == 0 && opt.end == n)) && "the moments of every parameter");
-    const bool bf16 = adamw_bf16(opt);
+    std::vector<MomentsArray> moments = adamw_moments_arrays(opt);
     std::vector<uint8_t> zeros;  // before the first step
-    if (!opt.prepared()) zeros.assign(n * adamw_moments_elem(opt), 0);
-    const void* m = !opt.prepared() ? zeros.data() : adamw_moments_data(opt, 0);
-    const void* v = !opt.prepared() ? zeros.data() : adamw_moments_data(opt, 1);
-    for (const auto& [name, x] : {std::pair<const char*, const void*>{"AdamW m", m}, {"AdamW v", v}})
-        for (size_t i = 0; i < n; i++)
-            if (bf16 ? (((const uint16_t*)x)[i] & 0x7F80) == 0x7F80 : !std::isfinite(((const float*)x)[i]))
-                fatal("not saving %s at step %d: %s holds a non-finite value at %zu", path.c_str(), step, name, i);
-    const char* moments = bf16 ? "BF16" : "F32";
+    for (MomentsArray& a : moments) {
+        if (!opt.prepared()) {
+            zeros.resize(std::max(zeros.size(), n / a.per * a.elem));
+            a.data = zeros.data();
+        }
+        for (size_t i = 0; i < n / a.per; i++)
+            if (a.elem == 2 ? (((const uint16_t*)a.data)[i] & 0x7F80) == 0x7F80
+                            : a.elem == 4 && !std::isfinite(((const float*)a.data)[i]))
+                fatal("not saving %s at step %d: %s holds a non-finite value at %zu", path.c_str(), step, a.name, i);
+    }
     std::string flags = "[";
     for (const auto& kv : run_flags)
         flags += (flags.size() > 1 ? "," : "") + std::string("[") + json_escape(kv.first) + "," +
@@ -338,14 +347,14 @@ void train_state_write(const std::string& path, const AdamW& opt, size_t n, cons
         {"model.geometry", geometry_of(cfg)},
         {"flags", flags}};
     all.insert(all.end(), meta.begin(), meta.end());
-    safetensors_write_file(path,
-                           {{"adamw.m", moments, {(int64_t)n}, m},
-                            {"adamw.v", moments, {(int64_t)n}, v},
-                            {"loader.order", "U32", {(int64_t)loader.order.size()}, loader.order.data()},
-                            {"loader.shard_order", "U32", {(int64_t)loader.shard_order.size()}, loader.shard_order.data()},
-                            {"history.train", "F32", {(int64_t)history.train.size(), 2}, train_hist.data()},
-                            {"history.val", "F32", {(int64_t)history.val.size(), 2}, val_hist.data()}},
-                           all);
+    std::vector<StWriteItem> items;
+    for (const MomentsArray& a : moments) items.push_back({a.name, a.dtype, {(int64_t)(n / a.per)}, a.data});
+    items.insert(items.end(),
+                 {{"loader.order", "U32", {(int64_t)loader.order.size()}, loader.order.data()},
+                  {"loader.shard_order", "U32", {(int64_t)loader.shard_order.size()}, loader.shard_order.data()},
+                  {"history.train", "F32", {(int64_t)history.train.size(), 2}, train_hist.data()},
+                  {"history.val", "F32", {(int64_t)history.val.size(), 2}, val_hist.data()}});
+    safetensors_write_file(path, items, all);
 }
 
 void train_state_save(const std::string& dir, const GPT2& model, const AdamW& opt, const DataLoader& dl, int step,
@@ -396,30 +405,40 @@ void train_state_read(TrainState* ts, const std::string& dir) {
 
 namespace {
 
-// Reads the saved moments of opt's range of the parameters into opt's buffers, 1M values at a time (straight
-// in when the dtypes agree, else through a buffer and converted), checking each value.
+// Reads the saved moments of opt's range of the parameters into opt's buffers, 1M values at a time: straight
+// in when they were saved in opt's form, else through a buffer and stored in it (bf16 and 8 bits rounded to
+// nearest). Each value is checked.
 void read_moments(const TrainState& ts, AdamW* opt) {
-    const bool saved16 = ts.m.dtype == "BF16";
-    const size_t esize = saved16 ? 2 : 4, per = (size_t)1 << 20;
-    AdamWBf16* const opt16 = adamw_bf16(*opt);
-    const bool bf16 = opt16;
-    std::vector<uint8_t> piece(bf16 == saved16 ? 0 : per * esize);
+    const size_t per = (size_t)1 << 20, B = AdamW8bit::kBlock;  // per and the range's start: multiples of B
+    const bool saved16 = ts.m.dtype == "BF16", saved8 = ts.m.dtype == "U8";
+    const size_t esize = saved8 ? 1 : saved16 ? 2 : 4;
+    AdamW8bit* const q = adamw_8bit(*opt);
+    const bool same = saved8 ? q != nullptr : saved16 ? adamw_bf16(*opt) != nullptr : !opt->moments;
+    const std::vector<MomentsArray> to = adamw_moments_arrays(*opt);
+    std::vector<uint8_t> piece(same ? 0 : per * esize);
+    std::vector<float> steps(saved8 && !same ? per / B : 0), x(per);
     for (int k = 0; k < 2; k++) {  // m, then v
         const StTensor& t = k ? ts.v : ts.m;
         for (size_t first = opt->begin; first < opt->end; first += per) {
             const size_t n = std::min(per, opt->end - first), at = first - opt->begin;
-            uint16_t* to16 = bf16 ? (k ? opt16->v : opt16->m).data() + at : nullptr;
-            float* to32 = bf16 ? nullptr : (k ? opt->v : opt->m).data() + at;
-            void* raw = bf16 != saved16 ? (void*)piece.data() : to16 ? (void*)to16 : (void*)to32;
+            uint8_t* raw = same ? (uint8_t*)to[k].data + at * esize : piece.data();
             safetensors_read_bytes(ts.file, t, first * esize, n * esize, raw);
+            float* step = saved8 ? (same ? (float*)to[2 + k].data + at / B : steps.data()) : nullptr;
+            if (saved8)
+                safetensors_read_bytes(ts.file, k ? ts.v_step : ts.m_step, first / B * 4, (n + B - 1) / B * 4, step);
             for (size_t i = 0; i < n; i++) {
-                const float x = saved16 ? bf16_to_float(static_cast<uint16_t*>(raw)[i]) : static_cast<float*>(raw)[i];
-                if (!std::isfinite(x) || (k == 1 && x < 0))
+                x[i] = saved8    ? (k ? v_code_value(raw[i]) : m_code_value(raw[i])) * step[i / B]
+                       : saved16 ? bf16_to_float(((const uint16_t*)raw)[i])
+                                 : ((const float*)raw)[i];
+                if (!std::isfinite(x[i]) || (k == 1 && x[i] < 0) || (saved8 && !(step[i / B] >= 0)))
                     fatal("bad train state (%s): AdamW moments at %zu: expected finite values and v >= 0",
                           ts.path.c_str(), first + i);
-                if (to16 && !saved16) to16[i] = bf16_round(x);
-                else if (to32 && saved16) to32[i] = x;
             }
+            if (same) continue;
+            if (q) q->store(k, at, x.data(), n);
+            else if (opt->moments)
+                for (size_t i = 0; i < n; i++) ((uint16_t*)to[k].data)[at + i] = bf16_round(x[i]);
+            else memcpy((float*)to[k].data + at, x.data(), n * 4);
         }
     }
 }

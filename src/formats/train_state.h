@@ -44,10 +44,11 @@ struct TrainState {
     std::string path;
     std::vector<std::pair<std::string, std::string>> flags;  // (name, value) as the run was given them
     int step = 0;                                            // optimizer steps done
-    // AdamW's moments, F32 or BF16 (--optimizer-state bf16), left in the file (whose header, or image when
-    // parsed from one, `file` holds) until train_state_restore reads them a piece at a time
+    // AdamW's moments, F32, BF16 (--optimizer-state bf16) or U8 (8bit, with each block's steps), left in the
+    // file (whose header, or image when parsed from one, `file` holds) until train_state_restore reads them a
+    // piece at a time
     SafeTensors file;
-    StTensor m, v;
+    StTensor m, v, m_step, v_step;
     DataLoaderState loader;                                  // order: a permutation of the windows
     LossHistory history;
     std::string params_hash, data_hash, geometry;  // data_hash and geometry are empty in format 1 files

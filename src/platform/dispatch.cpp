@@ -15,6 +15,7 @@
 #include "inference/matvec.h"
 #include "precision/bf16.h"
 #include "precision/adamw_bf16.h"
+#include "precision/adamw_8bit.h"
 #include "precision/precision.h"
 #include "tuned/gemm_tile.h"
 
@@ -195,6 +196,10 @@ KERNEL(void, adamw_chunk, (float* w, const float* g, float* m, float* v, size_t 
 KERNEL(void, adamw_chunk_bf16,
        (float* w, const float* g, uint16_t* m, uint16_t* v, size_t n, const AdamWStep& s, size_t index),
        (w, g, m, v, n, s, index))
+KERNEL(void, adamw_chunk_8bit,
+       (float* w, const float* g, uint8_t* m, uint8_t* v, float* m_step, float* v_step, size_t n, const AdamWStep& s,
+        size_t index),
+       (w, g, m, v, m_step, v_step, n, s, index))
 KERNEL(double, sum_squares, (const float* x, size_t n), (x, n))
 KERNEL(double, fma_peak_loop, (long iters, float* sink), (iters, sink))
 KERNEL(void, bf16_round_array, (uint16_t * dst, const float* src, size_t n), (dst, src, n))

@@ -21,10 +21,3 @@ float AdamWBf16::value(int k, size_t s) const { return bf16_to_float((k ? v : m)
 void adamw_use_bf16(AdamW* opt) { opt->moments = std::make_unique<AdamWBf16>(); }
 
 AdamWBf16* adamw_bf16(const AdamW& opt) { return dynamic_cast<AdamWBf16*>(opt.moments.get()); }
-
-void* adamw_moments_data(const AdamW& opt, int k) {
-    const AdamWBf16* h = adamw_bf16(opt);
-    return const_cast<void*>(h ? (const void*)(k ? h->v : h->m).data() : (const void*)(k ? opt.v : opt.m).data());
-}
-
-size_t adamw_moments_elem(const AdamW& opt) { return adamw_bf16(opt) ? sizeof(uint16_t) : sizeof(float); }

@@ -7,6 +7,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "core/optimizer.h"
@@ -25,12 +26,27 @@ struct AdamWBf16 : AdamWMoments {
 void adamw_use_bf16(AdamW* opt);
 // opt's bf16 moments, or null when they are fp32.
 AdamWBf16* adamw_bf16(const AdamW& opt);
-// What a save or a gather of opt's moments copies, whichever their form: the bytes of m (k 0) or v (k 1)
-// from the start of opt's range, and the size of one value (4 for fp32, 2 for bf16).
-void* adamw_moments_data(const AdamW& opt, int k);
-size_t adamw_moments_elem(const AdamW& opt);
 
 KERNELS_BEGIN
+
+// The random bits of the moments' stochastic rounding (here and in adamw_8bit.h): step `step`'s key.
+inline uint32_t adamw_round_key(int step) { return (uint32_t)step * 0x9E3779B9u + 0x7F4A7C15u; }
+
+// 32 random bits from (key, the value's index): a multiply-xorshift hash.
+inline uint32_t index_hash(uint32_t key, uint32_t index) {
+    uint32_t h = (index ^ key) * 0x85EBCA6Bu;
+    h ^= h >> 13;
+    h *= 0xC2B2AE35u;
+    h ^= h >> 16;
+    h *= 0x27D4EB2Fu;
+    return h ^ (h >> 15);
+}
+
+inline uint32_t float_bits(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof(u));
+    return u;
+}
 
 // adamw_chunk (core/optimizer.h) with m and v in bf16: read widened to fp32, written back rounded
 // stochastically, with random bits from a hash of (step s.t, index + i), index being the first element's

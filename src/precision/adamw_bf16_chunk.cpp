@@ -2,34 +2,9 @@
 // bf16, compiled for each instruction set as the core's kernels are.
 #include "precision/adamw_bf16.h"
 
-#include <cstring>
-
 #include "precision/bf16.h"
 
 KERNELS_BEGIN
-
-namespace {
-
-// The key of step `step`'s stochastic rounding.
-inline uint32_t adamw_round_key(int step) { return (uint32_t)step * 0x9E3779B9u + 0x7F4A7C15u; }
-
-// 32 random bits from (key, the value's index): a multiply-xorshift hash.
-inline uint32_t index_hash(uint32_t key, uint32_t index) {
-    uint32_t h = (index ^ key) * 0x85EBCA6Bu;
-    h ^= h >> 13;
-    h *= 0xC2B2AE35u;
-    h ^= h >> 16;
-    h *= 0x27D4EB2Fu;
-    return h ^ (h >> 15);
-}
-
-inline uint32_t float_bits(float x) {
-    uint32_t u;
-    memcpy(&u, &x, sizeof(u));
-    return u;
-}
-
-}  // namespace
 
 // A plain loop the compiler vectorizes, as core/adamw.cpp's adamw_chunk, with the same expressions. Each moment
 // is rounded to bf16 by adding 16 random bits below bf16's last one and truncating: rounded up with the

@@ -96,8 +96,8 @@ check "the 8-bit moments are saved as U8, with each block's steps as F32" \
 # Resumed in another form. 8 bits to fp32 reads each value exactly: a step from there gives the 8-bit run's
 # step bit for bit (the 8-bit update reads its moments into fp32 the same way). fp32 to 8 bits rounds each
 # value to the nearest code: saved at once (--steps at the checkpoint's step) and read back as fp32, each
-# moment is within half a code's step of the original, |x| / 16, or 2^-18 of its block's largest below the
-# normal codes.
+# moment is within half a code's step of the original, |x| / 16, or below the normal codes half the
+# subnormals' step: 2^-18 of its block's largest for m, 2^-34 for v.
 "$GPT2" train --resume $T/8bit --steps $((LONG + 1)) --optimizer-state fp32 --out $T/q8to32 >/dev/null 2>&1
 "$GPT2" train --resume $T/8bit --steps $((LONG + 1)) --out $T/q8on >/dev/null 2>&1
 check "8-bit moments resumed as fp32: a step gives the 8-bit run's step bit for bit" \
@@ -113,11 +113,12 @@ moments_near() {
              my ($far, $n, $worst) = (0, 0, 0);
              for my $k ("adamw.m", "adamw.v") {
                  my @a = t($ARGV[0], $k); my @b = t($ARGV[1], $k); die "sizes\n" if @a != @b || !@a;
+                 my $sub = $k eq "adamw.m" ? 2**-18 : 2**-34;
                  for (my $s = 0; $s < @b; $s += 64) {
                      my $big = 0; for my $i ($s .. $s + 63) { $big = abs($b[$i]) if abs($b[$i]) > $big; }
                      for my $i ($s .. $s + 63) { my $d = abs($a[$i] - $b[$i]);
-                         my $r = $d ? $d / (abs($b[$i]) + $big * 2**-18) : 0;
-                         $worst = $r if $r > $worst; $far++ if $d > abs($b[$i]) / 16 + $big * 2**-18; $n++; } } }
+                         my $r = $d ? $d / (abs($b[$i]) + $big * $sub) : 0;
+                         $worst = $r if $r > $worst; $far++ if $d > abs($b[$i]) / 16 + $big * $sub; $n++; } } }
              printf("%d moments, %d beyond half a code step (worst %.4f of the value)\n", $n, $far, $worst);
              exit !($n > 0 && $far == 0 && $worst > 0);' "$1" "$2"
 }

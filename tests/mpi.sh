@@ -221,12 +221,13 @@ check "ZeRO-1: stopped at 10 and resumed under 2 ranks, the straight run's model
 check "ZeRO-1 with bf16 moments: the unsharded bf16 run's weights within 1e-5" \
     env REL_TOL=1e-5 bash -c "$(declare -f st_rel); st_rel $W/zb/model.safetensors $W/ub/model.safetensors"
 cat $TEST_TMP/out
-# ZeRO-1 with 8-bit moments (a model of n_embd 64: blocks of 64 parameters, slices starting on one). Two ranks
+# ZeRO-1 with 8-bit moments (a model of n_embd 64: blocks of 64 parameters, slices starting on one; with 2
+# ranks the slices meet inside h.0.attn.c_proj.weight, with 3 inside wte and h.0.mlp.c_proj.weight). Two ranks
 # sum each gradient in one order, sharded or not: the same weights and the same saved state, bit for bit
 # (the state's data after its header, which names the flags), so the slices' codes and steps were gathered
 # in place. Stopped and resumed under 2 ranks: bit for bit; under 3 and 1, whose sums run in another order,
 # the losses within 1e-6 of the straight run's.
-Q=(train --train $TOK --val $TOK --vocab 1000 --layers 2 --heads 2 --channels 64 --seq-len 16 -T 16 --val-every 10
+Q=(train --train $TOK --val $TOK --vocab 1000 --layers 2 --heads 2 --channels 64 --seq-len 32 -T 16 --val-every 10
    --val-batches 6 --sample-tokens 0 --lr 3e-3 --warmup 2 -B 1 --grad-accum 3 --steps 20 --optimizer-state 8bit)
 "${MPIRUN[@]}" -np 2 "$GPT2_MPI" "${Q[@]}" --zero 1 --log $W/q8z.jsonl --out $W/q8z >$W/q8z.out 2>&1
 "${MPIRUN[@]}" -np 2 "$GPT2_MPI" "${Q[@]}" --out $W/q8u >/dev/null 2>&1

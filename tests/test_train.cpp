@@ -386,6 +386,10 @@ TEST(eight_bit_codes_cover_their_range_and_round_stochastically) {
     CHECK(round_trip && rising && unbiased && nearest);
     CHECK(m_code_value(m_code(-0.75f, 0x8000)) == -0.75f && v_code_value(1) == std::ldexp(1.0f, -33));
     CHECK(m_code_value(1) == std::ldexp(1.0f, -17));
+    // a v above 0 never codes as 0, whatever the random bits: m / (0 + eps) would be far larger than fp32's
+    bool never_zero = v_code(0.0f, 0xFFFF) == 0;
+    for (uint32_t r : {0u, 0x8000u, 0xFFFFu}) never_zero = never_zero && v_code(std::ldexp(1.0f, -40), r) == 1;
+    CHECK(never_zero);
 }
 
 TEST(eight_bit_moments_follow_fp32) {
@@ -453,7 +457,7 @@ TEST(eight_bit_moments_plug_into_adamw_through_its_seam) {
         for (int k = 0; k < 2; k++) {
             const float x = k ? fp32.v[i] : fp32.m[i], y = moments->value(k, i);
             const float largest = 1.875f * (k ? moments->v_step : moments->m_step)[i / 64];
-            far += std::fabs(y - x) > std::fabs(x) / 8 + std::ldexp(largest, -17);
+            far += std::fabs(y - x) > std::fabs(x) / 8 + std::ldexp(largest, k ? -33 : -17);  // the subnormals' step
             moved += y != 0;
         }
     CHECK(far == 0 && moved > a.num_params);

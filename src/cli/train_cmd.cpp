@@ -192,7 +192,7 @@ void check_memory(const GPT2Config& cfg, const TrainOptions& o, const RunOptions
                      "train on a smaller base, or on a machine with more memory");
     }
     memory_check(m.total() - m.samples, "train",
-                 "lower -B or -T, train a smaller model, or see --recompute-blocks, --optimizer-state bf16 and "
+                 "lower -B or -T, train a smaller model, or see --recompute-blocks, --optimizer-state 8bit and "
                  "--optimizer-in-backward");
     memory_check(m.total(), "samples of --sample-tokens " + std::to_string(r.sample_tokens) + " beside training",
                  "lower --sample-tokens (0: no samples)");

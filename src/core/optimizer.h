@@ -33,7 +33,7 @@ struct AdamWConfig {
     float lr = 3e-4f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.1f;
 };
 
-// Seam: AdamW's moments in another form than fp32 m and v (precision/adamw_bf16.h: --optimizer-state bf16).
+// Seam: AdamW's moments in another form than fp32 m and v (precision/: --optimizer-state bf16 and 8bit).
 struct AdamWMoments {
     virtual ~AdamWMoments() = default;
     virtual void allocate(size_t n) = 0;  // n zeroed values of m and of v

@@ -3,6 +3,8 @@
 #include "precision/adamw_8bit.h"
 
 #include <algorithm>
+#include <cassert>
+#include <cfloat>
 #include <cmath>
 
 #include "core/layout.h"
@@ -17,6 +19,7 @@ void AdamW8bit::allocate(size_t n) {
 size_t AdamW8bit::size() const { return m.size(); }
 
 void AdamW8bit::update(float* w, const float* g, size_t s, size_t n, const AdamWStep& k, size_t index) {
+    assert(s % kBlock == 0 && n % kBlock == 0 && "whole blocks (adamw_use_8bit checked the tensors)");
     adamw_chunk_8bit(w, g, m.data() + s, v.data() + s, m_step.data() + s / kBlock, v_step.data() + s / kBlock, n, k,
                      index);
 }
@@ -30,7 +33,7 @@ void AdamW8bit::store(int k, size_t s, const float* x, size_t n) {
         const size_t e = std::min(n, b + kBlock);
         float largest = 0;
         for (size_t i = b; i < e; i++) largest = std::max(largest, std::fabs(x[i]));
-        const float inv = largest > 0 ? 1.875f / largest : 0.0f;
+        const float inv = largest >= FLT_MIN ? 1.875f / largest : 0.0f;  // as adamw_chunk_8bit
         (k ? v_step : m_step)[(s + b) / kBlock] = largest / 1.875f;
         for (size_t i = b; i < e; i++) (k ? v : m)[s + i] = k ? v_code(x[i] * inv, 0x8000) : m_code(x[i] * inv, 0x8000);
     }

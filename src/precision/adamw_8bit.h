@@ -8,7 +8,7 @@
 //   m: a sign, 4 exponent and 3 mantissa bits, from 2^-17 of the largest;
 //   v: 5 exponent and 3 mantissa bits (v >= 0), from 2^-33 of the largest.
 // A linear int8 code would round most of a block's v to 0, where m / sqrt(v) explodes: v spans the square
-// of the gradients' range. Values are rounded stochastically (up with the probability of their distance
+// of the gradients' range (and a v above 0 is never coded 0). Values are rounded stochastically (up with the probability of their distance
 // from the code below), as the bf16 moments are, with the same random bits: round to nearest would lose
 // every update under half a code's step (12.5% here), which is most of them. The weights stay fp32.
 #pragma once
@@ -104,6 +104,11 @@ inline uint8_t m_code(float y, uint32_t r) {  // -0 for a negative value rounded
     return (uint8_t)((float_bits(y) >> 24 & 0x80u) | small_float_code<4>(std::fabs(y), r));
 }
 inline float v_code_value(uint8_t c) { return small_float_value<5>(c); }
-inline uint8_t v_code(float y, uint32_t r) { return (uint8_t)small_float_code<5>(y, r); }
+// A v above 0 never rounds to 0: its m would be divided by eps alone. Below the smallest code (2^-33 of the
+// block's largest) it takes that code, a smaller update than fp32's, not a far larger one.
+inline uint8_t v_code(float y, uint32_t r) {
+    const uint32_t c = small_float_code<5>(std::fabs(y), r);
+    return (uint8_t)(c + (uint32_t)(c == 0 && y > 0));
+}
 
 KERNELS_END

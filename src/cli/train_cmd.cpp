@@ -177,8 +177,11 @@ TrainMemory train_memory(const GPT2Config& cfg, const TrainOptions& o, const Run
     return m;
 }
 
-// Prints what training will allocate and stops before allocating if the machine does not have it.
+// Prints what training will allocate and stops before allocating if the machine does not have it (or the
+// model's geometry cannot keep the moments the flags ask for).
 void check_memory(const GPT2Config& cfg, const TrainOptions& o, const RunOptions& r, Precision prec) {
+    if (const std::string why = r.moments == "8bit" ? adamw_8bit_refusal(cfg) : ""; !why.empty())
+        fatal("bad value for --optimizer-state (train): 8bit moments come in blocks of 64: %s", why.c_str());
     const double mib = 1024.0 * 1024.0;
     const TrainMemory m = train_memory(cfg, o, r, prec);
     char samples[64] = "";
@@ -666,9 +669,7 @@ int prepare_run(TrainRun* t, const CliArgs& args, const CliArgs& given, const st
     if (!r.val_path.empty()) dataloader_expand(r.val_path, "--val");
     build_model(&t->model, args, o, r);
     if (r.moments == "bf16") adamw_use_bf16(&t->opt);
-    const std::string why = r.moments == "8bit" ? adamw_use_8bit(&t->opt, t->model) : "";
-    if (!why.empty())
-        fatal("bad value for --optimizer-state (train): 8bit moments come in blocks of 64: %s", why.c_str());
+    if (r.moments == "8bit") adamw_use_8bit(&t->opt, t->model);  // check_memory checked the geometry
     if (r.lora) {
         memory_enable_training(&t->model, r.mem, true);  // a frozen base: --recompute's seams, no gradients
         prepare_lora(t, args, resume_dir);

@@ -39,13 +39,15 @@ void AdamW8bit::store(int k, size_t s, const float* x, size_t n) {
     }
 }
 
-std::string adamw_use_8bit(AdamW* opt, const GPT2& model) {
+std::string adamw_8bit_refusal(const GPT2Config& cfg) {
+    if (cfg.channels % (int)AdamW8bit::kBlock == 0) return "";
+    return "n_embd " + std::to_string(cfg.channels) + " is not a multiple of 64 (its tensors would share blocks)";
+}
+
+void adamw_use_8bit(AdamW* opt, const GPT2& model) {
     for (const TensorInfo& t : model.param_table)
-        if (t.offset % AdamW8bit::kBlock || t.numel() % AdamW8bit::kBlock)
-            return "n_embd " + std::to_string(model.cfg.channels) + " is not a multiple of 64 (" + t.hf_name +
-                   " would share a block of 64 moments with another tensor)";
+        assert(t.offset % AdamW8bit::kBlock == 0 && t.numel() % AdamW8bit::kBlock == 0 && "adamw_8bit_refusal");
     opt->moments = std::make_unique<AdamW8bit>();
-    return "";
 }
 
 AdamW8bit* adamw_8bit(const AdamW& opt) { return dynamic_cast<AdamW8bit*>(opt.moments.get()); }

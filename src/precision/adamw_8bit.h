@@ -38,8 +38,11 @@ struct AdamW8bit : AdamWMoments {
     void store(int k, size_t s, const float* x, size_t n);
 };
 
-// Makes opt keep its moments in 8 bits (before adamw_prepare), or says why model cannot: "" when it can.
-std::string adamw_use_8bit(AdamW* opt, const GPT2& model);
+// Why a model of cfg cannot keep 8-bit moments, or "": its n_embd must be a multiple of 64, so that every
+// tensor starts on a block (each one's size is a multiple of n_embd).
+std::string adamw_8bit_refusal(const GPT2Config& cfg);
+// Makes opt keep its moments in 8 bits (before adamw_prepare); model's tensors start on blocks.
+void adamw_use_8bit(AdamW* opt, const GPT2& model);
 // opt's 8-bit moments, or null.
 AdamW8bit* adamw_8bit(const AdamW& opt);
 

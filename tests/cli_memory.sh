@@ -8,7 +8,8 @@
 #     two it gives the bf16 run's model bit for bit; its moments are saved as BF16 and a stopped bf16 run
 #     resumes exactly;
 #   * the same for --optimizer-state 8bit (saved as U8 with each block's steps), and its moments resumed as
-#     fp32 (exactly) and fp32's resumed as 8 bits (each within half a code's step);
+#     fp32 (exactly) and fp32's resumed as 8 bits (each within half a code's step); a corrupt 8-bit state is
+#     refused;
 #   * the memory train predicts ("memory: N MiB") is within 10% of the peak it measures ("peak memory: N
 #     MiB") for every combination of the flags, at a size where the buffers outweigh the program, and
 #     --recompute-blocks keeps fewer activations than --recompute there;
@@ -125,6 +126,20 @@ moments_near() {
 check "fp32 moments resumed as 8 bits and saved, then read back as fp32: each within half a code's step" \
     moments_near $T/back32/train_state.safetensors $T/fp32/train_state.safetensors
 cat $T/out
+
+# A corrupt 8-bit train state: a step tensor missing, and a negative step for m (which would flip the sign of
+# every m of its block without the check: the codes alone stay valid), each one line naming the file.
+cp -r $T/8bit $T/q8bad && perl -pi -e 's/adamw\.v_step/adamw.v_stex/' $T/q8bad/train_state.safetensors
+check_error "a resume refuses an 8-bit state without adamw.v_step" \
+    "bad train state ($T/q8bad/train_state.safetensors): expected tensor adamw.v_step as F32" \
+    "$GPT2" train --resume $T/q8bad --steps $((LONG + 1))
+cp $T/8bit/train_state.safetensors $T/q8bad/
+perl -e 'open(my $f, "+<", $ARGV[0]) or die; binmode $f; read($f, my $n8, 8); my $n = unpack("Q<", $n8);
+         read($f, my $h, $n); $h =~ /"adamw.m_step":\{[^}]*"data_offsets":\[(\d+),/ or die;
+         seek($f, 8 + $n + $1, 0); print $f pack("f<", -1.0);' $T/q8bad/train_state.safetensors
+check_error "... and one whose first m step is negative" \
+    "bad train state ($T/q8bad/train_state.safetensors): AdamW moments at 0: expected finite values" \
+    "$GPT2" train --resume $T/q8bad --steps $((LONG + 1))
 
 # prediction_within PCT OUT: train's predicted memory ("memory: N MiB") within PCT% of the peak it measured
 # ("peak memory: N MiB"), both in OUT (printed).

@@ -431,7 +431,7 @@ void read_moments(const TrainState& ts, AdamW* opt) {
                        : saved16 ? bf16_to_float(((const uint16_t*)raw)[i])
                                  : ((const float*)raw)[i];
                 if (!std::isfinite(x[i]) || (k == 1 && x[i] < 0) || (saved8 && !(step[i / B] >= 0)))
-                    fatal("bad train state (%s): AdamW moments at %zu: expected finite values and v >= 0",
+                    fatal("bad train state (%s): AdamW moments at %zu: expected finite values, v >= 0 and steps >= 0",
                           ts.path.c_str(), first + i);
             }
             if (same) continue;

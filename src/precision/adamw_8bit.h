@@ -8,9 +8,10 @@
 //   m: a sign, 4 exponent and 3 mantissa bits, from 2^-17 of the largest;
 //   v: 5 exponent and 3 mantissa bits (v >= 0), from 2^-33 of the largest.
 // A linear int8 code would round most of a block's v to 0, where m / sqrt(v) explodes: v spans the square
-// of the gradients' range (and a v above 0 is never coded 0). Values are rounded stochastically (up with the probability of their distance
-// from the code below), as the bf16 moments are, with the same random bits: round to nearest would lose
-// every update under half a code's step (12.5% here), which is most of them. The weights stay fp32.
+// of the gradients' range (and a v above 0 is never coded 0). Values are rounded stochastically (up with the
+// probability of their distance from the code below), as the bf16 moments are, with the same random bits:
+// round to nearest would lose every update under half a code's step (12.5% here), which is most of them.
+// The weights stay fp32.
 #pragma once
 #include <algorithm>
 #include <cmath>

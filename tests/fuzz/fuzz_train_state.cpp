@@ -1,7 +1,7 @@
 // fuzz_train_state.cpp: libFuzzer target for the train state reader. Parses the bytes as a safetensors
 // image and, when that validates, as train_state.safetensors; an accepted state must be self-consistent
-// (permutations for the loader's shard and window orders, positions inside them, moments of one size,
-// history steps in range), so that restoring it can never index out of bounds.
+// (permutations for the loader's shard and window orders, positions inside them, moments of one size and
+// 8-bit moments' steps one per 64, history steps in range), so that restoring it can never index out of bounds.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -32,6 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!dl.shard_order.empty() && (dl.shard_pos >= dl.shard_order.size() || dl.shard_order.size() != ts.data_shards))
         abort();
     if (dl.pos > dl.order.size() || ts.m.numel() != ts.v.numel() || dl.rng.state == 0 || ts.step < 0) abort();
+    const size_t n = ts.m.numel();  // 8-bit moments (U8): one step per 64 of them, for m and for v
+    if (ts.m.dtype == "U8" && (n % 64 || ts.m_step.numel() * 64 != n || ts.v_step.numel() * 64 != n)) abort();
     for (const auto& p : ts.history.train)
         if (p.first < 1 || p.first > ts.step) abort();
     return 0;

@@ -19,7 +19,8 @@
 #     (make data's tokenizer; 5 runs of
 #     one step, each 124M save about 1.5 GB: the costliest part of make test, so the other sixteen
 #     combinations are left to the 10% check above);
-#   * the flags it refuses (--grad-accum > 1 with --optimizer-in-backward, a bad --optimizer-state).
+#   * the flags it refuses (--grad-accum > 1 with --optimizer-in-backward, a bad --optimizer-state), and the
+#     note when both recompute flags are given.
 # Under AddressSanitizer (make test SAN=1) a step costs about 50 times more (400 steps: 194 s): the runs are
 # short there (10 and 40 steps, two of the eighteen memory combinations), for the sanitizer's sake, and the
 # 200-step bars, the other sixteen combinations and the activations check are counted as skipped: make test
@@ -212,6 +213,9 @@ else
     rm -rf $T/ft $T/gpt2-124m
 fi
 
+"$GPT2" "${SMALL[@]}" --steps 1 --val "" --recompute --recompute-blocks >$T/both.out 2>&1
+check "--recompute with --recompute-blocks: a note says the latter alone applies" \
+    grep -q '^note: --recompute-blocks keeps less than --recompute, with the same numbers: it alone applies$' $T/both.out
 check_error "--optimizer-in-backward refuses --grad-accum 2" "grad-accum.*optimizer-in-backward" \
     "$GPT2" "${SMALL[@]}" --optimizer-in-backward --grad-accum 2
 check_error "a bad --optimizer-state is named" "optimizer-state.*expected fp32, bf16 or 8bit" \

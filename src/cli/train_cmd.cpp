@@ -707,6 +707,8 @@ int prepare_run(TrainRun* t, const CliArgs& args, const CliArgs& given, const st
         printf("note: -T %d trains positions 0-%d of the model's %d; text generated past %d tokens runs on untrained "
                "positions (-T %d trains them all)\n",
                o.T, o.T - 1, cfg.max_seq_len, o.T, cfg.max_seq_len);
+    if (r.mem.recompute && r.mem.recompute_blocks)
+        printf("note: --recompute-blocks keeps less than --recompute, with the same numbers: it alone applies\n");
     if (r.sample_tokens > 0) load_sampler(t, args, given);  // before training, so a bad tokenizer fails fast
     return first_step;
 }

@@ -5,7 +5,6 @@
 // matmul. Prints medians; asserts nothing (not a test).
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <vector>
 
 #ifdef _OPENMP
@@ -364,8 +363,7 @@ void bench_memory_options() {
         memory_enable_training(&model, mem, op.lora);
         gpt2_init_random(&model, 1);
         AdamW opt;
-        if (!strcmp(op.state, "bf16")) adamw_use_bf16(&opt);
-        if (!strcmp(op.state, "8bit")) adamw_use_8bit(&opt, model);
+        adamw_use_form(&opt, op.state);
         LoraModel lora;
         if (op.lora) {  // as train --lora sets it up
             gpt2_set_precision(&model, op.lora_base, true);

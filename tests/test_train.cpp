@@ -445,7 +445,7 @@ TEST(eight_bit_moments_plug_into_adamw_through_its_seam) {
     forward_backward(&a);
     forward_backward(&b);
     AdamW fp32, q;
-    adamw_use_8bit(&q, b);
+    adamw_use_8bit(&q);
     const AdamWConfig oc;
     adamw_update(&fp32, &a, oc, 1e-2f);
     adamw_update(&q, &b, oc, 1e-2f);

@@ -170,8 +170,10 @@ TrainMemory train_memory(const GPT2Config& cfg, const TrainOptions& o, const Run
     m.params = r.lora ? gpt2_base_bytes(cfg, prec)  // a frozen base's
                       : gpt2_params_bytes(cfg) * (prec == Precision::kBf16 ? 1.5 : 1.0);
     m.grads = r.lora ? 0 : memory_grads_bytes(cfg, r.mem);  // a LoRA adapter's are a few MiB, not counted
-    const double per_value = r.moments == "8bit" ? 2.125 : r.moments == "bf16" ? 4 : 8;  // adamw_moments_bytes
-    m.moments = r.lora ? 0 : gpt2_params_bytes(cfg) / 4 * per_value / (r.zero ? dist_world() : 1);
+    AdamW form;  // no moments allocated: their bytes per parameter
+    adamw_use_form(&form, r.moments);
+    const double params = gpt2_params_bytes(cfg) / sizeof(float);
+    m.moments = r.lora ? 0 : params * adamw_moments_bytes(form) / (r.zero ? dist_world() : 1);
     m.acts = memory_acts_bytes(cfg, o.B, o.T, r.mem);
     m.samples = r.sample_tokens > 0 ? generate_memory_bytes(cfg, 1, r.sample_tokens) : 0;
     return m;
@@ -668,8 +670,7 @@ int prepare_run(TrainRun* t, const CliArgs& args, const CliArgs& given, const st
     dataloader_expand(r.train_path, "--train");  // a pattern that matches nothing fails before any allocation
     if (!r.val_path.empty()) dataloader_expand(r.val_path, "--val");
     build_model(&t->model, args, o, r);
-    if (r.moments == "bf16") adamw_use_bf16(&t->opt);
-    if (r.moments == "8bit") adamw_use_8bit(&t->opt, t->model);  // check_memory checked the geometry
+    adamw_use_form(&t->opt, r.moments);  // 8bit: check_memory checked the geometry
     if (r.lora) {
         memory_enable_training(&t->model, r.mem, true);  // a frozen base: --recompute's seams, no gradients
         prepare_lora(t, args, resume_dir);

@@ -119,7 +119,7 @@ void grad_sync_weights(const GradSync& s, GPT2* model) {
 
 const AdamW& grad_sync_whole_moments(const GradSync& s, const AdamW& opt, const GPT2& model, AdamW* whole) {
     if (!s.sharded) return opt;
-    adamw_use_form_of(whole, opt);
+    adamw_use_form(whole, adamw_form(opt));
     whole->step = opt.step;
     if (s.rank == 0) adamw_prepare(whole, model);
     const std::vector<MomentsArray> mine = adamw_moments_arrays(opt), all = adamw_moments_arrays(*whole);

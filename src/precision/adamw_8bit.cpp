@@ -19,7 +19,7 @@ void AdamW8bit::allocate(size_t n) {
 size_t AdamW8bit::size() const { return m.size(); }
 
 void AdamW8bit::update(float* w, const float* g, size_t s, size_t n, const AdamWStep& k, size_t index) {
-    assert(s % kBlock == 0 && n % kBlock == 0 && "whole blocks (adamw_use_8bit checked the tensors)");
+    assert(s % kBlock == 0 && n % kBlock == 0 && "whole blocks (adamw_8bit_refusal checked the model)");
     adamw_chunk_8bit(w, g, m.data() + s, v.data() + s, m_step.data() + s / kBlock, v_step.data() + s / kBlock, n, k,
                      index);
 }
@@ -44,11 +44,7 @@ std::string adamw_8bit_refusal(const GPT2Config& cfg) {
     return "n_embd " + std::to_string(cfg.channels) + " is not a multiple of 64 (its tensors would share blocks)";
 }
 
-void adamw_use_8bit(AdamW* opt, const GPT2& model) {
-    for (const TensorInfo& t : model.param_table)
-        assert(t.offset % AdamW8bit::kBlock == 0 && t.numel() % AdamW8bit::kBlock == 0 && "adamw_8bit_refusal");
-    opt->moments = std::make_unique<AdamW8bit>();
-}
+void adamw_use_8bit(AdamW* opt) { opt->moments = std::make_unique<AdamW8bit>(); }
 
 AdamW8bit* adamw_8bit(const AdamW& opt) { return dynamic_cast<AdamW8bit*>(opt.moments.get()); }
 
@@ -71,7 +67,10 @@ double adamw_moments_bytes(const AdamW& opt) {
     return bytes;
 }
 
-void adamw_use_form_of(AdamW* opt, const AdamW& like) {
-    if (adamw_8bit(like)) opt->moments = std::make_unique<AdamW8bit>();
-    if (adamw_bf16(like)) adamw_use_bf16(opt);
+const char* adamw_form(const AdamW& opt) { return adamw_8bit(opt) ? "8bit" : adamw_bf16(opt) ? "bf16" : "fp32"; }
+
+void adamw_use_form(AdamW* opt, const std::string& form) {
+    assert((form == "fp32" || form == "bf16" || form == "8bit") && "--optimizer-state's values");
+    if (form == "bf16") adamw_use_bf16(opt);
+    if (form == "8bit") adamw_use_8bit(opt);
 }

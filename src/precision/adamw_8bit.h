@@ -42,8 +42,9 @@ struct AdamW8bit : AdamWMoments {
 // Why a model of cfg cannot keep 8-bit moments, or "": its n_embd must be a multiple of 64, so that every
 // tensor starts on a block (each one's size is a multiple of n_embd).
 std::string adamw_8bit_refusal(const GPT2Config& cfg);
-// Makes opt keep its moments in 8 bits (before adamw_prepare); model's tensors start on blocks.
-void adamw_use_8bit(AdamW* opt, const GPT2& model);
+// Makes opt keep its moments in 8 bits (before adamw_prepare); the model's tensors start on blocks
+// (adamw_8bit_refusal is "" for its config).
+void adamw_use_8bit(AdamW* opt);
 // opt's 8-bit moments, or null.
 AdamW8bit* adamw_8bit(const AdamW& opt);
 
@@ -58,8 +59,10 @@ struct MomentsArray {
 std::vector<MomentsArray> adamw_moments_arrays(const AdamW& opt);
 // Bytes of moments a parameter: 8 (fp32), 4 (bf16) or 2.125 (8 bits).
 double adamw_moments_bytes(const AdamW& opt);
-// opt's moments in the same form as `like`'s (before adamw_prepare).
-void adamw_use_form_of(AdamW* opt, const AdamW& like);
+// The form of opt's moments, as --optimizer-state names it: "fp32", "bf16" or "8bit".
+const char* adamw_form(const AdamW& opt);
+// Makes opt keep its moments in that form (before adamw_prepare).
+void adamw_use_form(AdamW* opt, const std::string& form);
 
 KERNELS_BEGIN
 

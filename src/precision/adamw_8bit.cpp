@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cassert>
-#include <cfloat>
 #include <cmath>
 
 #include "core/layout.h"
@@ -33,8 +32,8 @@ void AdamW8bit::store(int k, size_t s, const float* x, size_t n) {
         const size_t e = std::min(n, b + kBlock);
         float largest = 0;
         for (size_t i = b; i < e; i++) largest = std::max(largest, std::fabs(x[i]));
-        const float inv = largest >= FLT_MIN ? 1.875f / largest : 0.0f;  // as adamw_chunk_8bit
-        (k ? v_step : m_step)[(s + b) / kBlock] = largest / 1.875f;
+        float inv;
+        (k ? v_step : m_step)[(s + b) / kBlock] = block_step(largest, &inv);
         for (size_t i = b; i < e; i++) (k ? v : m)[s + i] = k ? v_code(x[i] * inv, 0x8000) : m_code(x[i] * inv, 0x8000);
     }
 }

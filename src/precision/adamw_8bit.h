@@ -14,6 +14,7 @@
 // The weights stay fp32.
 #pragma once
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -111,11 +112,17 @@ inline uint8_t m_code(float y, uint32_t r) {  // -0 for a negative value rounded
     return (uint8_t)((float_bits(y) >> 24 & 0x80u) | small_float_code<4>(std::fabs(y), r));
 }
 inline float v_code_value(uint8_t c) { return small_float_value<5>(c); }
+// A block's step from its largest value (|m| or v), and in *inv what turns a value into units of it, for the
+// codes (0 below the smallest normal float, whose 1.875 / largest would be inf: such a block is stored as 0s).
+inline float block_step(float largest, float* inv) {
+    *inv = largest >= FLT_MIN ? 1.875f / largest : 0.0f;
+    return largest / 1.875f;
+}
 // A v above 0 never rounds to 0: its m would be divided by eps alone. Below the smallest code (2^-33 of the
 // block's largest) it takes that code, a smaller update than fp32's, not a far larger one.
 inline uint8_t v_code(float y, uint32_t r) {
     const uint32_t c = small_float_code<5>(std::fabs(y), r);
-    return (uint8_t)(c + (uint32_t)(c == 0 && y > 0));
+    return (uint8_t)(c + ((uint32_t)(c == 0) & (uint32_t)(y > 0)));  // &, not &&: no branch, the loop vectorizes
 }
 
 KERNELS_END

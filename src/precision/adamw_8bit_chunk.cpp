@@ -1,7 +1,6 @@
 // adamw_8bit_chunk.cpp: adamw_chunk_8bit (adamw_8bit.h), core/adamw.cpp's update with the moments in 8 bits,
 // compiled for each instruction set as the core's kernels are.
 #include <algorithm>
-#include <cfloat>
 #include <cmath>
 
 #include "precision/adamw_8bit.h"
@@ -34,10 +33,8 @@ void adamw_chunk_8bit(float* w, const float* g, uint8_t* m, uint8_t* v, float* m
         float largest_m, largest_v;
         memcpy(&largest_m, &m_max, sizeof(float));
         memcpy(&largest_v, &v_max, sizeof(float));
-        m_step[b / B] = largest_m / 1.875f, v_step[b / B] = largest_v / 1.875f;
-        // (a block below the smallest normal float, whose 1.875 / largest would be inf, is stored as zeros)
-        const float im = largest_m >= FLT_MIN ? 1.875f / largest_m : 0.0f;
-        const float iv = largest_v >= FLT_MIN ? 1.875f / largest_v : 0.0f;
+        float im, iv;
+        m_step[b / B] = block_step(largest_m, &im), v_step[b / B] = block_step(largest_v, &iv);
         for (size_t i = 0; i < B; i++) {
             const uint32_t r = index_hash(key, (uint32_t)(index + b + i));
             m[b + i] = m_code(mb[i] * im, r & 0xFFFFu);

@@ -313,17 +313,16 @@ void train_state_write(const std::string& path, const AdamW& opt, size_t n, cons
                        const std::vector<std::pair<std::string, std::string>>& meta) {
     assert((!opt.prepared() || (opt.begin == 0 && opt.end == n)) && "the moments of every parameter");
     std::vector<MomentsArray> moments = adamw_moments_arrays(opt);
-    std::vector<uint8_t> zeros;  // before the first step
-    for (MomentsArray& a : moments) {
-        if (!opt.prepared()) {
-            zeros.resize(std::max(zeros.size(), n / a.per * a.elem));
-            a.data = zeros.data();
-        }
+    std::vector<uint8_t> zeros;  // before the first step: every array reads one buffer of zeros, the largest's size
+    if (!opt.prepared()) {
+        for (const MomentsArray& a : moments) zeros.resize(std::max(zeros.size(), n / a.per * a.elem));
+        for (MomentsArray& a : moments) a.data = zeros.data();
+    }
+    for (const MomentsArray& a : moments)
         for (size_t i = 0; i < n / a.per; i++)
             if (a.elem == 2 ? (((const uint16_t*)a.data)[i] & 0x7F80) == 0x7F80
                             : a.elem == 4 && !std::isfinite(((const float*)a.data)[i]))
                 fatal("not saving %s at step %d: %s holds a non-finite value at %zu", path.c_str(), step, a.name, i);
-    }
     std::string flags = "[";
     for (const auto& kv : run_flags)
         flags += (flags.size() > 1 ? "," : "") + std::string("[") + json_escape(kv.first) + "," +

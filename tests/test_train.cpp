@@ -324,21 +324,31 @@ TEST(bf16_moments_are_rounded_stochastically_and_follow_fp32) {
     CHECK(m16 == m16b && v16 == v16b && w16 == w16b);
 }
 
+// Twin models of cfg (seed 7), one gradient each, one AdamW update each: with fp32 moments (*fp32) and with
+// `form`'s (*other). A first update computes the moments in fp32 before storing them, so the weights agree bit
+// for bit whatever the form; the callers hold each stored moment to its form's step.
+static void first_update_both_forms(const GPT2Config& cfg, const std::string& form, GPT2* a, GPT2* b, AdamW* fp32,
+                                    AdamW* other) {
+    for (GPT2* model : {a, b}) {
+        gpt2_build(model, cfg);
+        gpt2_init_random(model, 7);
+        gpt2_enable_training(model);
+        forward_backward(model);
+    }
+    adamw_use_form(other, form);
+    const AdamWConfig oc;
+    adamw_update(fp32, a, oc, 1e-2f);
+    adamw_update(other, b, oc, 1e-2f);
+    CHECK(a->params == b->params);
+}
+
 TEST(bf16_moments_plug_into_adamw_through_its_seam) {
     // AdamW with its moments in bf16 (precision/adamw_bf16, AdamW::moments) against fp32 ones: a first update
     // computes the moments in fp32 before storing them, so the weights agree bit for bit and each stored
     // moment is within a bf16 step of fp32's; adamw_nonfinite reads the bf16 moments.
-    GPT2 a = tiny_model(), b = tiny_model();
-    gpt2_enable_training(&a);
-    gpt2_enable_training(&b);
-    forward_backward(&a);
-    forward_backward(&b);
+    GPT2 a, b;
     AdamW fp32, bf16;
-    adamw_use_bf16(&bf16);
-    const AdamWConfig oc;
-    adamw_update(&fp32, &a, oc, 1e-2f);
-    adamw_update(&bf16, &b, oc, 1e-2f);
-    CHECK(a.params == b.params);
+    first_update_both_forms(tiny_model().cfg, "bf16", &a, &b, &fp32, &bf16);
     const AdamWBf16* moments = adamw_bf16(bf16);
     CHECK(moments && bf16.prepared() && bf16.m.empty() && moments->m.size() == a.num_params);
     size_t far = 0, moved = 0;
@@ -436,20 +446,8 @@ TEST(eight_bit_moments_plug_into_adamw_through_its_seam) {
     CHECK(why.find("n_embd 16 is not a multiple of 64") == 0);
     CHECK(adamw_8bit_refusal(config_make(16, 50, 2, 2, 64)).empty());
     GPT2 a, b;
-    gpt2_build(&a, config_make(16, 50, 2, 2, 64));
-    gpt2_build(&b, config_make(16, 50, 2, 2, 64));
-    gpt2_init_random(&a, 7);
-    gpt2_init_random(&b, 7);
-    gpt2_enable_training(&a);
-    gpt2_enable_training(&b);
-    forward_backward(&a);
-    forward_backward(&b);
     AdamW fp32, q;
-    adamw_use_8bit(&q);
-    const AdamWConfig oc;
-    adamw_update(&fp32, &a, oc, 1e-2f);
-    adamw_update(&q, &b, oc, 1e-2f);
-    CHECK(a.params == b.params);
+    first_update_both_forms(config_make(16, 50, 2, 2, 64), "8bit", &a, &b, &fp32, &q);
     const AdamW8bit* moments = adamw_8bit(q);
     CHECK(moments && q.prepared() && q.m.empty() && moments->m.size() == a.num_params);
     size_t far = 0, moved = 0;

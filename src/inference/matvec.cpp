@@ -191,7 +191,7 @@ static inline void q8q8_rows4(float* out, int rows, const int8_t* xq, const floa
         const int at = r < rows ? r : rows - 1;
         wr[r] = w + (size_t)at * IC, dr[r] = d + (size_t)at * nb;
     }
-#ifdef Q8_DOT_AVX2
+#if defined(Q8_DOT_AVX2) || defined(Q8_DOT_VNNI)
     __m128 acc = _mm_setzero_ps();
 #else
     float acc[4] = {};
@@ -203,6 +203,39 @@ static inline void q8q8_rows4(float* out, int rows, const int8_t* xq, const floa
         for (int r = 0; r < 4; r++) vf_store(rows_scale[r], vf_from_fp16(dr[r] + b0, n) * dx);
         for (int k = 0; k < n; k++)
             for (int r = 0; r < 4; r++) scale[k][r] = rows_scale[r][k];
+#ifdef Q8_DOT_VNNI
+        // Two blocks a step: |x| times w with x's signs (vpdpbusd), the four rows' 16-lane sums paired down
+        // to each row's block sums (lanes 0-3: block k's four rows, lanes 8-11: k + 1's), then into acc block
+        // after block as below.
+        // (vector extensions: GCC 12 warns of the intrinsics' undefined sources, bug 105593)
+        typedef int vi16 __attribute__((vector_size(64)));
+        const auto pair32 = [](vi16 a, vi16 b) {  // per 128 bits: a0 + a2, b0 + b2, a1 + a3, b1 + b3
+            return __builtin_shufflevector(a, b, 0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29) +
+                   __builtin_shufflevector(a, b, 2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15, 31);
+        };
+        const auto pair64 = [](vi16 a, vi16 b) {  // per 128 bits: a0 + a1 + a2 + a3, b0 + ..., c0 + ..., d0 + ...
+            return __builtin_shufflevector(a, b, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29) +
+                   __builtin_shufflevector(a, b, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
+        };
+        for (int k = 0; k < n; k += 2) {
+            const int i = (b0 + k) * kQ8Block;
+            for (int l = 0; l < 8 * kQ8Block; l += 64) __builtin_prefetch(w + (size_t)4 * IC + (size_t)i * 4 + l);
+            const __mmask64 in = k + 1 < n ? ~(__mmask64)0 : 0xFFFFFFFFu;
+            const __m512i xv = _mm512_maskz_loadu_epi8(in, xq + i), ax = _mm512_abs_epi8(xv);
+            const __mmask64 negative = _mm512_movepi8_mask(xv);
+            const auto dot = [&](const int8_t* wr) {
+                const __m512i wv = _mm512_maskz_loadu_epi8(in, wr + i);
+                const __m512i signed_w = _mm512_mask_sub_epi8(wv, negative, _mm512_setzero_si512(), wv);
+                return (vi16)_mm512_dpbusd_epi32(_mm512_setzero_si512(), ax, signed_w);
+            };
+            const vi16 halves = pair64(pair32(dot(wr[0]), dot(wr[1])), pair32(dot(wr[2]), dot(wr[3])));
+            const vi16 sums = halves + __builtin_shufflevector(halves, halves, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15,
+                                                               8, 9, 10, 11);  // each block's two halves
+            const vf16 f = __builtin_convertvector(sums, vf16);
+            acc = _mm_fmadd_ps(__builtin_shufflevector(f, f, 0, 1, 2, 3), _mm_loadu_ps(scale[k]), acc);
+            if (k + 1 < n) acc = _mm_fmadd_ps(__builtin_shufflevector(f, f, 8, 9, 10, 11), _mm_loadu_ps(scale[k + 1]), acc);
+        }
+#else
         for (int k = 0; k < n; k++) {
             const int i = (b0 + k) * kQ8Block;
             // the next 4 rows, as fast as these are read (rows < 4 only ends a matrix)
@@ -216,8 +249,9 @@ static inline void q8q8_rows4(float* out, int rows, const int8_t* xq, const floa
             for (int r = 0; r < 4; r++) acc[r] += (float)q8_dot(wr[r] + i, xq + i) * scale[k][r];
 #endif
         }
+#endif
     }
-#ifdef Q8_DOT_AVX2
+#if defined(Q8_DOT_AVX2) || defined(Q8_DOT_VNNI)
     float sums[4];
     _mm_storeu_ps(sums, acc);
 #else

@@ -1,7 +1,8 @@
 // gemm_q8.cpp: int8 inference's gemm (precision.h's q8_gemm_operands), prefill's and eval's x W^T as
 // decoding's matvec_q8q8 computes one row: x's rows rounded to q8_0 blocks as they are packed
 // (q8_round_input_block), W read from its q8_0 copy, each block's product summed in integers, times its two
-// scales, into fp32 sums (q8_dot.h). The forward's product alone.
+// scales, into fp32 sums (q8_dot.h). The forward's product alone. With AVX512-VNNI the panels take another
+// form (Q8_GEMM_VNNI below) for vpdpbusd; the numbers are the same, bit for bit.
 #include <cassert>
 #include <cmath>
 #include <cstring>
@@ -17,8 +18,18 @@ KERNELS_BEGIN
 namespace {
 
 using gemm_tile::NR;
-const int MR = 4;                          // rows of A's panels
+const int MR = 4;  // rows of A's panels
+
+#ifdef Q8_DOT_VNNI
+// vpdpbusd multiplies unsigned bytes by signed ones, four pairs summed into each int32 lane. A's panels hold
+// x + 128 (x ^ 0x80: 1..255), B's hold each block's bytes interleaved by 4 (step s: the NR columns' k = 4s ..
+// 4s + 3, one zmm per 16 columns), and after their NR scales, NR words of -128 x the column's block sum, where
+// each column's integer sum starts: sum (x + 128) w - 128 sum w = sum x w, exact as the AVX2 path's.
+#define Q8_GEMM_VNNI 1
+const int kBlockWords = kQ8Block / 4 + 2;  // one row's block in a panel: 32 bytes, its scale, (B) its correction
+#else
 const int kBlockWords = kQ8Block / 4 + 1;  // one row's block in a panel: 32 bytes, then (with the others') its scale
+#endif
 
 int q8_words(int kc) { return kc / kQ8Block * kBlockWords; }
 
@@ -63,9 +74,13 @@ void pack_a_q8(uint32_t* words, const float* A, int lda, bool trans, int i0, int
     assert(!trans && k0 % kQ8Block == 0 && kc % kQ8Block == 0 && "int8 inference's gemm is the forward's, x W^T");
     (void)trans;
     pack_panels(words, MR, mc, kc, [&](int i, int kb, int8_t* q, float* d) {
-        if (q8_round_input_block(A + (size_t)(i0 + i) * lda + k0 + kb * kQ8Block, q, d)) return;
-        memset(q, 0, kQ8Block);
-        *d = NAN;
+        if (!q8_round_input_block(A + (size_t)(i0 + i) * lda + k0 + kb * kQ8Block, q, d)) {
+            memset(q, 0, kQ8Block);
+            *d = NAN;
+        }
+#ifdef Q8_GEMM_VNNI
+        for (int j = 0; j < kQ8Block; j++) q[j] = (int8_t)(q[j] ^ 0x80);  // read as unsigned: x + 128
+#endif
     });
 }
 
@@ -76,6 +91,28 @@ void pack_b_nan(uint32_t* words, int kc, int nc) {
         *d = NAN;
     });
 }
+
+#ifdef Q8_GEMM_VNNI
+// B's panels, packed as A's (each column's 32 bytes), rewritten in place for vpdpbusd: the bytes interleaved
+// by 4 and, after the scales, each column's -128 x its block sum.
+void interleave_b(uint32_t* words, int nc, int kc) {
+    const int kw = q8_words(kc);
+    for (int p = 0; p < nc; p += NR)
+        for (int kb = 0; kb < kc / kQ8Block; kb++) {
+            uint32_t* q = reinterpret_cast<uint32_t*>(panel_q(words + (size_t)p * kw, NR, kb));
+            int32_t* correction = reinterpret_cast<int32_t*>(panel_d(words + (size_t)p * kw, NR, kb) + NR);
+            uint32_t by_column[NR * kQ8Block / 4];
+            memcpy(by_column, q, sizeof by_column);
+            for (int c = 0; c < NR; c++) {
+                const int8_t* column = reinterpret_cast<const int8_t*>(by_column + c * kQ8Block / 4);
+                int sum = 0;
+                for (int k = 0; k < kQ8Block; k++) sum += column[k];
+                correction[c] = -128 * sum;
+                for (int s = 0; s < kQ8Block / 4; s++) q[s * NR + c] = by_column[c * kQ8Block / 4 + s];
+            }
+        }
+}
+#endif
 
 // W's rows [j0, j0 + nc) over [k0, k0 + kc), from its q8_0 copy, into panels of NR, zero past nc.
 void pack_b_q8(uint32_t* words, const void* copy, int ldb, bool trans, int k0, int kc, int j0, int nc) {
@@ -88,6 +125,9 @@ void pack_b_q8(uint32_t* words, const void* copy, int ldb, bool trans, int k0, i
         memcpy(q, w.q8 + at, kQ8Block);
         *d = fp16_to_float(w.q8_d[at / kQ8Block]);
     });
+#ifdef Q8_GEMM_VNNI
+    interleave_b(words, nc, kc);
+#endif
 }
 
 void pack_b_fp32(uint32_t* words, const float*, int, bool, int, int kc, int, int nc) {
@@ -95,7 +135,7 @@ void pack_b_fp32(uint32_t* words, const float*, int, bool, int, int kc, int, int
     pack_b_nan(words, kc - kc % kQ8Block, nc);
 }
 
-#ifdef Q8_DOT_AVX2
+#if defined(Q8_DOT_AVX2) && !defined(Q8_GEMM_VNNI)
 // Rows r and r + 1's q8_dot4 halves added: the 8 exact block products (r: c0 .. c3, r + 1: c0 .. c3) in floats.
 inline __m256 q8_two_rows(__m256i r0, __m256i r1) {
     const __m256i lo = _mm256_permute2x128_si256(r0, r1, 0x20), hi = _mm256_permute2x128_si256(r0, r1, 0x31);
@@ -108,7 +148,47 @@ inline __m256 q8_two_rows(__m256i r0, __m256i r1) {
 // their scales into two vectors of fp32 sums (rows 0-1 and 2-3).
 void micro_kernel_q8(int kw, const uint32_t* a, const uint32_t* b, float* C, int ldc, int rows, int cols, bool add) {
     const int nb = kw / kBlockWords;
-#ifdef Q8_DOT_AVX2
+#if defined(Q8_GEMM_VNNI)
+    // The whole MR x NR tile in registers: per block, MR x NV integer sums from B's corrections (eight
+    // vpdpbusd steps of 4 bytes each), then times the two scales into MR x NV fp32 sums.
+    constexpr int NV = NR / 16;
+    typedef int vi16 __attribute__((vector_size(64)));
+    static_assert(NR % 16 == 0 && MR * NV * 2 <= 28, "the tile's integer and fp32 sums in zmm registers");
+    __m512 acc[MR][NV];
+    for (int r = 0; r < MR; r++)
+        for (int v = 0; v < NV; v++) acc[r][v] = _mm512_setzero_ps();
+    for (int kb = 0; kb < nb; kb++) {
+        const int32_t* aq = reinterpret_cast<const int32_t*>(panel_q(a, MR, kb));
+        const float* ad = panel_d(a, MR, kb);
+        const int32_t* bq = reinterpret_cast<const int32_t*>(panel_q(b, NR, kb));
+        const float* bd = panel_d(b, NR, kb);
+        __m512i dot[MR][NV];
+        for (int v = 0; v < NV; v++) {
+            const __m512i correction = _mm512_loadu_si512(bd + NR + 16 * v);
+            for (int r = 0; r < MR; r++) dot[r][v] = correction;
+        }
+        for (int s = 0; s < kQ8Block / 4; s++)
+            for (int v = 0; v < NV; v++) {
+                const __m512i w = _mm512_loadu_si512(bq + s * NR + 16 * v);
+                for (int r = 0; r < MR; r++)
+                    dot[r][v] = _mm512_dpbusd_epi32(dot[r][v], _mm512_set1_epi32(aq[r * kQ8Block / 4 + s]), w);
+            }
+        for (int v = 0; v < NV; v++) {
+            const __m512 scale = _mm512_loadu_ps(bd + 16 * v);
+            for (int r = 0; r < MR; r++) {  // (_mm512_cvtepi32_ps: GCC 12 warns of its undefined source, bug 105593)
+                const __m512 sum = __builtin_convertvector((vi16)dot[r][v], __m512);
+                acc[r][v] = _mm512_fmadd_ps(sum, _mm512_mul_ps(scale, _mm512_set1_ps(ad[r])), acc[r][v]);
+            }
+        }
+    }
+    for (int r = 0; r < rows; r++)
+        for (int v = 0; v < NV && 16 * v < cols; v++) {
+            const __mmask16 m = cols - 16 * v >= 16 ? 0xFFFF : (__mmask16)((1u << (cols - 16 * v)) - 1);
+            float* c = C + (size_t)r * ldc + 16 * v;
+            const __m512 sum = add ? _mm512_add_ps(_mm512_maskz_loadu_ps(m, c), acc[r][v]) : acc[r][v];
+            _mm512_mask_storeu_ps(c, m, sum);
+        }
+#elif defined(Q8_DOT_AVX2)
     static_assert(MR == 4 && NR % 4 == 0, "four rows of A, B's columns four at a time");
     const auto load = [](const int8_t* q) { return _mm256_loadu_si256((const __m256i*)q); };
     for (int j = 0; j < cols; j += 4) {  // NR is a multiple of 4: columns past cols are zero in the panel

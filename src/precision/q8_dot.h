@@ -1,6 +1,7 @@
 // q8_dot.h: the product of two q8_0 blocks' values (half.h; each in -127..127) in integers, exact, for int8
 // inference's two kernels: decoding's mat-vec (inference/matvec.cpp's matvec_q8q8) and the gemm of prefill
-// and eval (gemm_q8.cpp). AVX2: one block of x against four blocks at once; elsewhere a plain integer loop.
+// and eval (gemm_q8.cpp). AVX2: one block of x against four blocks at once; elsewhere a plain integer loop;
+// with AVX512-VNNI each kernel has its own vpdpbusd path.
 #pragma once
 #include <cstdint>
 
@@ -31,6 +32,12 @@ inline __m256i q8_dot4(__m256i x, __m256i w0, __m256i w1, __m256i w2, __m256i w3
     const __m256i p01 = pair32(dot(w0), dot(w1)), p23 = pair32(dot(w2), dot(w3));
     return _mm256_add_epi32(_mm256_unpacklo_epi64(p01, p23), _mm256_unpackhi_epi64(p01, p23));
 }
+#endif
+
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+// vpdpbusd: unsigned bytes times signed ones, four pairs summed into each int32 lane, in one instruction
+// (gemm_q8.cpp and matvec.cpp's AVX512-VNNI paths; the same integer sums, so the same numbers).
+#define Q8_DOT_VNNI 1
 #endif
 
 // The block product w . x (kQ8Block values each), in a plain loop.

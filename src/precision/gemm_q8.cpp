@@ -84,18 +84,10 @@ void pack_a_q8(uint32_t* words, const float* A, int lda, bool trans, int i0, int
     });
 }
 
-// Panels of NaN scales for nc columns: what a product these operands cannot run gives (asserted first).
-void pack_b_nan(uint32_t* words, int kc, int nc) {
-    pack_panels(words, NR, nc, kc, [](int, int, int8_t* q, float* d) {
-        memset(q, 0, kQ8Block);
-        *d = NAN;
-    });
-}
-
-#ifdef Q8_GEMM_VNNI
 // B's panels, packed as A's (each column's 32 bytes), rewritten in place for vpdpbusd: the bytes interleaved
-// by 4 and, after the scales, each column's -128 x its block sum.
+// by 4 and, after the scales, each column's -128 x its block sum. Without VNNI, nothing.
 void interleave_b(uint32_t* words, int nc, int kc) {
+#ifdef Q8_GEMM_VNNI
     const int kw = q8_words(kc);
     for (int p = 0; p < nc; p += NR)
         for (int kb = 0; kb < kc / kQ8Block; kb++) {
@@ -111,8 +103,19 @@ void interleave_b(uint32_t* words, int nc, int kc) {
                 for (int s = 0; s < kQ8Block / 4; s++) q[s * NR + c] = by_column[c * kQ8Block / 4 + s];
             }
         }
-}
+#else
+    (void)words, (void)nc, (void)kc;
 #endif
+}
+
+// Panels of NaN scales for nc columns: what a product these operands cannot run gives (asserted first).
+void pack_b_nan(uint32_t* words, int kc, int nc) {
+    pack_panels(words, NR, nc, kc, [](int, int, int8_t* q, float* d) {
+        memset(q, 0, kQ8Block);
+        *d = NAN;
+    });
+    interleave_b(words, nc, kc);  // (with VNNI: the corrections, zero, are written too)
+}
 
 // W's rows [j0, j0 + nc) over [k0, k0 + kc), from its q8_0 copy, into panels of NR, zero past nc.
 void pack_b_q8(uint32_t* words, const void* copy, int ldb, bool trans, int k0, int kc, int j0, int nc) {
@@ -125,9 +128,7 @@ void pack_b_q8(uint32_t* words, const void* copy, int ldb, bool trans, int k0, i
         memcpy(q, w.q8 + at, kQ8Block);
         *d = fp16_to_float(w.q8_d[at / kQ8Block]);
     });
-#ifdef Q8_GEMM_VNNI
     interleave_b(words, nc, kc);
-#endif
 }
 
 void pack_b_fp32(uint32_t* words, const float*, int, bool, int, int kc, int, int nc) {

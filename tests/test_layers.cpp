@@ -283,8 +283,8 @@ void check_gemm_bf16(const char* path) {
                     std::vector<float> C16 = C0;
                     WeightCopy copy;
                     copy.bf16 = B16.data();
-                    gemm(s.M, s.N, s.K, A.data(), lda, ta, B.data(), ldb, tb, C16.data(), s.N, acc, bf16_gemm_operands(),
-                         &copy);
+                    gemm(s.M, s.N, s.K, A.data(), lda, ta, B.data(), ldb, tb, C16.data(), s.N, acc,
+                         bf16_gemm_operands(), &copy);
                     b16_mismatches += memcmp(C16.data(), C1.data(), sizeof(float) * C1.size()) != 0;
                     double gap = 0;
                     for (size_t i = 0; i < C32.size(); i++) gap = max_abs(gap, C32[i] - Cref[i]);
@@ -350,8 +350,8 @@ TEST(q8_blocks_round_as_ggml_does) {
 }
 
 TEST(matvec_q8_matches_its_reference_and_fp32) {
-    for (int IC : {32, 96, 768, 3072}) {
-        const int OC = 37;
+    for (int IC : {32, 96, 768, 1056, 3072}) {  // 1056: 33 blocks, the last alone after two chunks of 16
+        const int OC = IC == 1056 ? 39 : 37;        // the last group of rows 3, else 1
         std::vector<float> x = randn(IC, 1), W = randn((size_t)OC * IC, 2, 0.02f), b = randn(OC, 3);
         for (int i = 0; i < IC; i++) W[5 * IC + i] *= 1e-3f;  // row 5's scales are fp16 subnormals
         std::vector<int8_t> q;
@@ -472,6 +472,74 @@ static void check_int8_gemm(const std::vector<MatmulShape>& shapes) {
         for (int j = 0; j < s.OC; j++) diff = max_abs(diff, row[j] - out[j]), scale = max_abs(scale, out[j]);
         CHECK(diff <= 1e-6 * scale);
     }
+}
+
+// int8's two kernels sum in one fp32 order on every instruction set that has FMA (AVX2's vpmaddubsw,
+// AVX512-VNNI's vpdpbusd): block after block in k order, acc = fma(the block's exact integer sum, w's scale x
+// x's scale, acc); the gemm sums each pass of GEMM_KC values from zero and adds it to C. Bit for bit against
+// that order: the mat-vec over 33 blocks (two chunks of 16, then one alone) and 39 rows (the last group of
+// 3), the gemm over 6 rows, 100 columns (panels of 48, 48 and 4) and 800 values (passes of 256, 256, 256, 32).
+TEST(int8_kernels_sum_in_one_order_bit_for_bit) {
+#if !(defined(__AVX2__) && defined(__FMA__))
+    SKIP("built without FMA: the kernels' plain loops multiply and add apart (the bounds are the other tests')");
+#else
+    const auto round_x = [](const std::vector<float>& x, std::vector<int8_t>* xq, std::vector<float>* xd) {
+        xq->resize(x.size()), xd->resize(x.size() / kQ8Block);
+        for (size_t b = 0; b < xd->size(); b++)
+            CHECK(q8_round_input_block(&x[b * kQ8Block], &(*xq)[b * kQ8Block], &(*xd)[b]));
+    };
+    // Row j of W (q, d) times x's rounded blocks [b0, b1), in the kernels' order.
+    const auto chain = [](const int8_t* q, const uint16_t* d, const int8_t* xq, const float* xd, int b0, int b1) {
+        float acc = 0;
+        for (int b = b0; b < b1; b++) {
+            int dot = 0;
+            for (int i = b * kQ8Block; i < (b + 1) * kQ8Block; i++) dot += q[i] * xq[i];
+            acc = std::fma((float)dot, fp16_to_float(d[b]) * xd[b], acc);
+        }
+        return acc;
+    };
+    {
+        const int IC = 1056, OC = 39, nb = IC / kQ8Block;
+        std::vector<float> x = randn(IC, 5), W = randn((size_t)OC * IC, 6, 0.02f), out(OC);
+        std::vector<int8_t> q, xq;
+        std::vector<uint16_t> d;
+        std::vector<float> xd;
+        q8_quantize(W, &q, &d);
+        round_x(x, &xq, &xd);
+        with_threads(2, [&] { matvec_q8q8(out.data(), x.data(), q.data(), d.data(), nullptr, IC, OC); });
+        int equal = 0;
+        for (int j = 0; j < OC; j++)
+            equal += out[j] == chain(&q[(size_t)j * IC], &d[(size_t)j * nb], xq.data(), xd.data(), 0, nb);
+        printf("    mat-vec: %d of %d outputs equal the order's\n", equal, OC);
+        CHECK(equal == OC);
+    }
+    {
+        const int N = 6, IC = 800, OC = 100, nb = IC / kQ8Block, kb = GEMM_KC / kQ8Block;
+        std::vector<float> x = randn((size_t)N * IC, 7), W = randn((size_t)OC * IC, 8, 0.02f), out((size_t)N * OC);
+        std::vector<int8_t> q, xq;
+        std::vector<uint16_t> d;
+        std::vector<float> xd;
+        q8_quantize(W, &q, &d);
+        round_x(x, &xq, &xd);
+        WeightCopy copy;
+        copy.q8 = q.data(), copy.q8_d = d.data(), copy.fp32_dropped = true, copy.q8_inputs = true;
+        const Weight held(nullptr, q8_gemm_operands(), &copy);
+        with_threads(2, [&] { matmul_forward(out.data(), x.data(), held, nullptr, N, IC, OC); });
+        int equal = 0;
+        for (int i = 0; i < N; i++)
+            for (int j = 0; j < OC; j++) {
+                float c = 0;
+                for (int b0 = 0; b0 < nb; b0 += kb) {
+                    const float pass = chain(&q[(size_t)j * IC], &d[(size_t)j * nb], &xq[(size_t)i * IC],
+                                             &xd[(size_t)i * nb], b0, std::min(nb, b0 + kb));
+                    c = b0 == 0 ? pass : c + pass;
+                }
+                equal += out[(size_t)i * OC + j] == c;
+            }
+        printf("    gemm: %d of %d outputs equal the order's\n", equal, N * OC);
+        CHECK(equal == N * OC);
+    }
+#endif
 }
 
 TEST(int8_inference_gemm_rounds_each_row_as_decoding_does) {

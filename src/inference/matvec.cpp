@@ -233,7 +233,8 @@ static inline void q8q8_rows4(float* out, int rows, const int8_t* xq, const floa
                                                                8, 9, 10, 11);  // each block's two halves
             const vf16 f = __builtin_convertvector(sums, vf16);
             acc = _mm_fmadd_ps(__builtin_shufflevector(f, f, 0, 1, 2, 3), _mm_loadu_ps(scale[k]), acc);
-            if (k + 1 < n) acc = _mm_fmadd_ps(__builtin_shufflevector(f, f, 8, 9, 10, 11), _mm_loadu_ps(scale[k + 1]), acc);
+            if (k + 1 < n)
+                acc = _mm_fmadd_ps(__builtin_shufflevector(f, f, 8, 9, 10, 11), _mm_loadu_ps(scale[k + 1]), acc);
         }
 #else
         for (int k = 0; k < n; k++) {

@@ -48,31 +48,47 @@ void matvec_copy(float* out, const float* x, const Weight& w, const float* b, in
 }
 
 #if defined(__x86_64__)
-// The bf16 matrix-vector product: x is rounded to bf16 once; each output row's weights are streamed as
-// bf16 (half fp32's bytes: decoding is bound by them) into vdpbf16ps, four accumulators deep.
-// (The row is a function of its own: clang does not carry a target attribute into an OpenMP region.)
-__attribute__((target("avx512f,avx512bf16"))) static float dot_bf16_avx512(const uint16_t* w, const uint16_t* x16,
-                                                                           int IC) {
+// The bf16 matrix-vector product: x is rounded to bf16 once; each group of four output rows streams its bf16
+// weights (half fp32's bytes: decoding is bound by them) into vdpbf16ps, the four rows sharing x's loads and
+// fetching the next four ahead, then the four 16-lane sums paired down together. A row's last partial
+// vector is read through a mask. Rows past `rows` repeat the last (their sums unused).
+// (A function of its own: clang does not carry a target attribute into an OpenMP region.)
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) static void rows4_bf16_avx512(float* out, int rows,
+                                                                                   const uint16_t* w,
+                                                                                   const uint16_t* x16, int IC) {
+    const uint16_t* wr[4];
+    for (int r = 0; r < 4; r++) wr[r] = w + (size_t)(r < rows ? r : rows - 1) * IC;
     __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-    int i = 0;
-    for (; i + 128 <= IC; i += 128)
-        for (int u = 0; u < 4; u++)
-            acc[u] = _mm512_dpbf16_ps(acc[u], (__m512bh)_mm512_loadu_si512(w + i + 32 * u),
-                                      (__m512bh)_mm512_loadu_si512(x16 + i + 32 * u));
-    for (; i + 32 <= IC; i += 32)
-        acc[0] = _mm512_dpbf16_ps(acc[0], (__m512bh)_mm512_loadu_si512(w + i), (__m512bh)_mm512_loadu_si512(x16 + i));
-    float lanes[16], sum = 0;  // (GCC 12's _mm512_reduce_add_ps trips a false uninitialised warning)
-    _mm512_storeu_ps(lanes, _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
-    for (int l = 0; l < 16; l++) sum += lanes[l];
-    for (; i < IC; i++) sum += bf16_to_float(w[i]) * bf16_to_float(x16[i]);
-    return sum;
+    for (int i = 0; i < IC; i += 32) {
+        for (int l = 0; l < 4 * 64; l += 64) __builtin_prefetch((const char*)(w + (size_t)4 * IC + (size_t)4 * i) + l);
+        const __mmask32 in = IC - i >= 32 ? ~(__mmask32)0 : (__mmask32)((1u << (IC - i)) - 1);
+        const __m512bh x = (__m512bh)_mm512_maskz_loadu_epi16(in, x16 + i);
+        for (int r = 0; r < 4; r++)
+            acc[r] = _mm512_dpbf16_ps(acc[r], (__m512bh)_mm512_maskz_loadu_epi16(in, wr[r] + i), x);
+    }
+    // (vector extensions: GCC 12 warns of the intrinsics' undefined sources, bug 105593)
+    const vf16 a0 = (vf16)acc[0], a1 = (vf16)acc[1], a2 = (vf16)acc[2], a3 = (vf16)acc[3];
+    // per 128 bits: a0 + a2, b0 + b2, a1 + a3, b1 + b3 (rows 0 and 1; then 2 and 3)
+    const vf16 p01 = __builtin_shufflevector(a0, a1, 0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29) +
+                     __builtin_shufflevector(a0, a1, 2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15, 31);
+    const vf16 p23 = __builtin_shufflevector(a2, a3, 0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29) +
+                     __builtin_shufflevector(a2, a3, 2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15, 31);
+    // per 128 bits: the four rows' sums of its lanes; then the four 128-bit parts added
+    const vf16 q = __builtin_shufflevector(p01, p23, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29) +
+                   __builtin_shufflevector(p01, p23, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
+    float sums[16];
+    memcpy(sums, &q, sizeof sums);
+    for (int r = 0; r < rows; r++) out[r] = (sums[r] + sums[4 + r]) + (sums[8 + r] + sums[12 + r]);
 }
 
 static void matvec_bf16_avx512(float* out, const uint16_t* x16, const uint16_t* W16, const float* b, int IC, int OC) {
+    const int groups = (OC + 3) / 4;
 #pragma omp parallel for schedule(static)
-    for (int j = 0; j < OC; j++) {
-        const float sum = dot_bf16_avx512(W16 + (size_t)j * IC, x16, IC);
-        out[j] = b ? sum + b[j] : sum;
+    for (int g = 0; g < groups; g++) {
+        const int j0 = g * 4, rows = OC - j0 < 4 ? OC - j0 : 4;
+        rows4_bf16_avx512(out + j0, rows, W16 + (size_t)j0 * IC, x16, IC);
+        if (b)
+            for (int j = j0; j < j0 + rows; j++) out[j] += b[j];
     }
 }
 #endif

@@ -386,7 +386,8 @@ void gemm_bf16_ref(int M, int N, int K, const float* A, int lda, bool transA, co
 
 bool bf16_supported() {
 #if defined(__x86_64__)
-    static const bool yes = __builtin_cpu_supports("avx512bf16");
+    // (every CPU with AVX512_BF16 has AVX512BW, whose masked loads decoding's mat-vec uses: checked all the same)
+    static const bool yes = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw");
     return yes;
 #else
     return false;

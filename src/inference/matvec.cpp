@@ -48,6 +48,24 @@ void matvec_copy(float* out, const float* x, const Weight& w, const float* b, in
 }
 
 #if defined(__x86_64__)
+// Vector extensions for AVX-512 code alone (GCC 12 warns of the intrinsics' undefined sources, bug 105593; clang
+// passes no 64-byte vector to code built without AVX-512). Two vectors of 16 lanes, ints or floats, paired:
+// per 128 bits x0 + x2, y0 + y2, x1 + x3, y1 + y3.
+template <typename V>
+__attribute__((target("avx512f"), always_inline)) static inline V pair_lanes(V x, V y) {
+    return __builtin_shufflevector(x, y, 0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29) +
+           __builtin_shufflevector(x, y, 2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15, 31);
+}
+
+// Four such vectors a, b, c, d paired down to one whose every 128 bits hold the sums of those 128 bits' four
+// lanes in a, b, c and d, in that order.
+template <typename V>
+__attribute__((target("avx512f"), always_inline)) static inline V sum_lanes4(V a, V b, V c, V d) {
+    const V ab = pair_lanes(a, b), cd = pair_lanes(c, d);
+    return __builtin_shufflevector(ab, cd, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29) +
+           __builtin_shufflevector(ab, cd, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
+}
+
 // The bf16 matrix-vector product: x is rounded to bf16 once; each group of four output rows streams its bf16
 // weights (half fp32's bytes: decoding is bound by them) into vdpbf16ps, the four rows sharing x's loads and
 // fetching the next four ahead, then the four 16-lane sums paired down together. A row's last partial
@@ -66,16 +84,7 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) static void rows4_bf16_av
         for (int r = 0; r < 4; r++)
             acc[r] = _mm512_dpbf16_ps(acc[r], (__m512bh)_mm512_maskz_loadu_epi16(in, wr[r] + i), x);
     }
-    // (vector extensions: GCC 12 warns of the intrinsics' undefined sources, bug 105593)
-    const vf16 a0 = (vf16)acc[0], a1 = (vf16)acc[1], a2 = (vf16)acc[2], a3 = (vf16)acc[3];
-    // per 128 bits: a0 + a2, b0 + b2, a1 + a3, b1 + b3 (rows 0 and 1; then 2 and 3)
-    const vf16 p01 = __builtin_shufflevector(a0, a1, 0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29) +
-                     __builtin_shufflevector(a0, a1, 2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15, 31);
-    const vf16 p23 = __builtin_shufflevector(a2, a3, 0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29) +
-                     __builtin_shufflevector(a2, a3, 2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15, 31);
-    // per 128 bits: the four rows' sums of its lanes; then the four 128-bit parts added
-    const vf16 q = __builtin_shufflevector(p01, p23, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29) +
-                   __builtin_shufflevector(p01, p23, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
+    const vf16 q = sum_lanes4((vf16)acc[0], (vf16)acc[1], (vf16)acc[2], (vf16)acc[3]);
     float sums[16];
     memcpy(sums, &q, sizeof sums);
     for (int r = 0; r < rows; r++) out[r] = (sums[r] + sums[4 + r]) + (sums[8 + r] + sums[12 + r]);
@@ -223,16 +232,7 @@ static inline void q8q8_rows4(float* out, int rows, const int8_t* xq, const floa
         // Two blocks a step: |x| times w with x's signs (vpdpbusd), the four rows' 16-lane sums paired down
         // to each row's block sums (lanes 0-3: block k's four rows, lanes 8-11: k + 1's), then into acc block
         // after block as below.
-        // (vector extensions: GCC 12 warns of the intrinsics' undefined sources, bug 105593)
         typedef int vi16 __attribute__((vector_size(64)));
-        const auto pair32 = [](vi16 a, vi16 b) {  // per 128 bits: a0 + a2, b0 + b2, a1 + a3, b1 + b3
-            return __builtin_shufflevector(a, b, 0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29) +
-                   __builtin_shufflevector(a, b, 2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15, 31);
-        };
-        const auto pair64 = [](vi16 a, vi16 b) {  // per 128 bits: a0 + a1 + a2 + a3, b0 + ..., c0 + ..., d0 + ...
-            return __builtin_shufflevector(a, b, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29) +
-                   __builtin_shufflevector(a, b, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
-        };
         for (int k = 0; k < n; k += 2) {
             const int i = (b0 + k) * kQ8Block;
             for (int l = 0; l < 8 * kQ8Block; l += 64) __builtin_prefetch(w + (size_t)4 * IC + (size_t)i * 4 + l);
@@ -244,7 +244,7 @@ static inline void q8q8_rows4(float* out, int rows, const int8_t* xq, const floa
                 const __m512i signed_w = _mm512_mask_sub_epi8(wv, negative, _mm512_setzero_si512(), wv);
                 return (vi16)_mm512_dpbusd_epi32(_mm512_setzero_si512(), ax, signed_w);
             };
-            const vi16 halves = pair64(pair32(dot(wr[0]), dot(wr[1])), pair32(dot(wr[2]), dot(wr[3])));
+            const vi16 halves = sum_lanes4(dot(wr[0]), dot(wr[1]), dot(wr[2]), dot(wr[3]));
             const vi16 sums = halves + __builtin_shufflevector(halves, halves, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15,
                                                                8, 9, 10, 11);  // each block's two halves
             const vf16 f = __builtin_convertvector(sums, vf16);

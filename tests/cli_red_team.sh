@@ -151,8 +151,7 @@ busy_prefix $T/cc/p $T/cc/p.lock
 busy_prefix $T/cd/ $T/cd.lock
 
 # --- D1, D15: a shard changed under a running train: one error naming it, the checkpoint saved ---------------
-perl -e 'my ($f, $k) = @ARGV; open(my $h, "<:raw", $f) or die; local $/; my $d = <$h>; my $p = substr($d, 1024);
-    print pack("l<3", 20240520, 1, length($p) / 2 * $k) . substr($d, 12, 1012) . ($p x $k)' $TOK 20 >$T/big.bin
+repeat_tokens $TOK 20 >$T/big.bin
 # changed_under NAME OUT EDIT...: trains on a private copy of big.bin into OUT, runs EDIT on the copy after a few steps
 changed_under() {
     local name=$1 out=$2 pid

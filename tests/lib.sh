@@ -73,6 +73,13 @@ fixture_text() {
     done
 }
 
+# repeat_tokens FILE K: llm.c's token file FILE with its tokens K times over (the header's count to match), on
+# stdout: a token file as long as a test needs.
+repeat_tokens() {
+    perl -e 'my ($f, $k) = @ARGV; open(my $h, "<:raw", $f) or die; local $/; my $d = <$h>; my $p = substr($d, 1024);
+        print pack("l<3", 20240520, 1, length($p) / 2 * $k) . substr($d, 12, 1012) . ($p x $k)' "$1" "$2"
+}
+
 # log_losses LOG: the train and val losses a --log file holds, one per line.
 log_losses() { grep -o '"[a-z_]*loss":[-0-9.enan]*' "$1" | cut -d: -f2; }
 # val_loss OUT: the last "val loss N" train printed to OUT; acts OUT: the activations' MiB of its "memory:" line.

@@ -111,10 +111,11 @@ check_error "--hellaswag-batch 0" "bad value for --hellaswag-batch (eval): expec
 check_error "--hellaswag-scores in a missing directory" "bad value for --hellaswag-scores (eval): directory .*nodir does not exist" \
     hs --hellaswag $FIX --hellaswag-scores "$TEST_TMP/nodir/s.jsonl"
 # Ctrl-C while scoring: exit 130, one line saying so, no scores file
-# 420 examples, scored for several seconds (five copies took 2.0-3.6 s on a loaded Zen 5: too close to the signal)
+# 420 examples, scored for several seconds (five copies took 2.0-3.6 s on a loaded Zen 5: too close to the signal),
+# not through hs(): the signal must reach gpt2, not a subshell
 for _ in $(seq 20); do cat $FIX; done >"$TEST_TMP/many.jsonl"
-"$GPT2" eval --model "$M" --tokenizer "$TOK_DIR" --hellaswag "$TEST_TMP/many.jsonl" --hellaswag-scores "$TEST_TMP/int.jsonl" \
-    >/dev/null 2>"$TEST_TMP/int.err" &  # not through hs(): the signal must reach gpt2, not a subshell
+"$GPT2" eval --model "$M" --tokenizer "$TOK_DIR" --hellaswag "$TEST_TMP/many.jsonl" \
+    --hellaswag-scores "$TEST_TMP/int.jsonl" >/dev/null 2>"$TEST_TMP/int.err" &
 pid=$!
 sleep 0.5
 kill -INT $pid

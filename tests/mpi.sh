@@ -66,12 +66,23 @@ check "rank 0 alone prints: one 'saved' line" test "$(grep -c '^saved ' $W/two.o
 # LoRA: the adapter's gradients are summed over the ranks (the base has none): 2 ranks x B=2 train the adapter of
 # 1 x B=4. And loss masks: a step's loss is the mean over all its scored targets, their counts summed over the
 # ranks (rank 0's window and rank 1's score different numbers of answer tokens).
-L=("${A[@]}" --steps 12 --lora 4 --lora-targets c_attn,c_fc --lr 1e-2)
+# --eps 1e-6: B starts at zero, so step 2 is A's first AdamW step, g / (|g| + eps) for each weight, and with the
+# default 1e-8 a gradient that sums to within a few eps of zero turns the order of the ranks' sums into up to 1e-3
+# of that step. Measured on a Zen 5 (the adapters' max |a - b| / max |b|): 5.3e-9 after step 1; after step 2
+# 2.3e-5 with eps 1e-8 (one weight of h.1.mlp.c_fc.lora_A), 5.7e-7 with 1e-6; after 12, 1.9e-5 and 5.6e-7.
+L=("${A[@]}" --steps 12 --lora 4 --lora-targets c_attn,c_fc --lr 1e-2 --eps 1e-6)
 timeout -k 10 300 "$GPT2_MPI" "${L[@]}" -B 4 --log $W/lora1.jsonl --out $W/lora1 >$W/lora1.out 2>&1
 timeout -k 10 300 "${MPIRUN[@]}" -np 2 "$GPT2_MPI" "${L[@]}" -B 2 --log $W/lora2.jsonl --out $W/lora2 >$W/lora2.out 2>&1
 log_losses $W/lora1.jsonl >$W/ll1; log_losses $W/lora2.jsonl >$W/ll2
 check "LoRA, 2 ranks x B=2: the 12 train and 2 val losses of 1 x B=4 (1e-5 relative)" \
     eval '[ $(wc -l <$W/ll1) = 14 ] && [ $(wc -l <$W/ll2) = 14 ] && rel_close $W/ll1 $W/ll2'
+cat $TEST_TMP/out
+# The gradient norms (before clipping): the summed gradients' own scale, which AdamW's normalisation and the clipping
+# mostly hide from the losses and the adapter.
+grep -o '"norm":[-0-9.enan]*' $W/lora1.jsonl | cut -d: -f2 >$W/ln1
+grep -o '"norm":[-0-9.enan]*' $W/lora2.jsonl | cut -d: -f2 >$W/ln2
+check "... and the 12 gradient norms of 1 x B=4 (1e-5 relative)" \
+    eval '[ $(wc -l <$W/ln1) = 12 ] && [ $(wc -l <$W/ln2) = 12 ] && rel_close $W/ln1 $W/ln2'
 cat $TEST_TMP/out
 export NO_KEY_BIAS=1  # an adapter has no c_attn.bias
 check "... and adapters that agree to 1e-5" st_rel $W/lora2/adapter_model.safetensors $W/lora1/adapter_model.safetensors

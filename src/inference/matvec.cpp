@@ -232,7 +232,6 @@ static inline void q8q8_rows4(float* out, int rows, const int8_t* xq, const floa
         // Two blocks a step: |x| times w with x's signs (vpdpbusd), the four rows' 16-lane sums paired down
         // to each row's block sums (lanes 0-3: block k's four rows, lanes 8-11: k + 1's), then into acc block
         // after block as below.
-        typedef int vi16 __attribute__((vector_size(64)));
         for (int k = 0; k < n; k += 2) {
             const int i = (b0 + k) * kQ8Block;
             for (int l = 0; l < 8 * kQ8Block; l += 64) __builtin_prefetch(w + (size_t)4 * IC + (size_t)i * 4 + l);

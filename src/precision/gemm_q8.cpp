@@ -2,7 +2,7 @@
 // decoding's matvec_q8q8 computes one row: x's rows rounded to q8_0 blocks as they are packed
 // (q8_round_input_block), W read from its q8_0 copy, each block's product summed in integers, times its two
 // scales, into fp32 sums (q8_dot.h). The forward's product alone. With AVX512-VNNI the panels take another
-// form (Q8_GEMM_VNNI below) for vpdpbusd; the numbers are the same, bit for bit.
+// form (q8_dot.h's Q8_DOT_VNNI) for vpdpbusd; the numbers are the same, bit for bit.
 #include <cassert>
 #include <cmath>
 #include <cstring>
@@ -25,7 +25,6 @@ const int MR = 4;  // rows of A's panels
 // x + 128 (x ^ 0x80: 1..255), B's hold each block's bytes interleaved by 4 (step s: the NR columns' k = 4s ..
 // 4s + 3, one zmm per 16 columns), and after their NR scales, NR words of -128 x the column's block sum, where
 // each column's integer sum starts: sum (x + 128) w - 128 sum w = sum x w, exact as the AVX2 path's.
-#define Q8_GEMM_VNNI 1
 const int kBlockWords = kQ8Block / 4 + 2;  // one row's block in a panel: 32 bytes, its scale, (B) its correction
 #else
 const int kBlockWords = kQ8Block / 4 + 1;  // one row's block in a panel: 32 bytes, then (with the others') its scale
@@ -78,7 +77,7 @@ void pack_a_q8(uint32_t* words, const float* A, int lda, bool trans, int i0, int
             memset(q, 0, kQ8Block);
             *d = NAN;
         }
-#ifdef Q8_GEMM_VNNI
+#ifdef Q8_DOT_VNNI
         for (int j = 0; j < kQ8Block; j++) q[j] = (int8_t)(q[j] ^ 0x80);  // read as unsigned: x + 128
 #endif
     });
@@ -87,7 +86,7 @@ void pack_a_q8(uint32_t* words, const float* A, int lda, bool trans, int i0, int
 // B's panels, packed as A's (each column's 32 bytes), rewritten in place for vpdpbusd: the bytes interleaved
 // by 4 and, after the scales, each column's -128 x its block sum. Without VNNI, nothing.
 void interleave_b(uint32_t* words, int nc, int kc) {
-#ifdef Q8_GEMM_VNNI
+#ifdef Q8_DOT_VNNI
     const int kw = q8_words(kc);
     for (int p = 0; p < nc; p += NR)
         for (int kb = 0; kb < kc / kQ8Block; kb++) {
@@ -136,7 +135,7 @@ void pack_b_fp32(uint32_t* words, const float*, int, bool, int, int kc, int, int
     pack_b_nan(words, kc - kc % kQ8Block, nc);
 }
 
-#if defined(Q8_DOT_AVX2) && !defined(Q8_GEMM_VNNI)
+#if defined(Q8_DOT_AVX2) && !defined(Q8_DOT_VNNI)
 // Rows r and r + 1's q8_dot4 halves added: the 8 exact block products (r: c0 .. c3, r + 1: c0 .. c3) in floats.
 inline __m256 q8_two_rows(__m256i r0, __m256i r1) {
     const __m256i lo = _mm256_permute2x128_si256(r0, r1, 0x20), hi = _mm256_permute2x128_si256(r0, r1, 0x31);
@@ -149,11 +148,10 @@ inline __m256 q8_two_rows(__m256i r0, __m256i r1) {
 // their scales into two vectors of fp32 sums (rows 0-1 and 2-3).
 void micro_kernel_q8(int kw, const uint32_t* a, const uint32_t* b, float* C, int ldc, int rows, int cols, bool add) {
     const int nb = kw / kBlockWords;
-#if defined(Q8_GEMM_VNNI)
+#if defined(Q8_DOT_VNNI)
     // The whole MR x NR tile in registers: per block, MR x NV integer sums from B's corrections (eight
     // vpdpbusd steps of 4 bytes each), then times the two scales into MR x NV fp32 sums.
     constexpr int NV = NR / 16;
-    typedef int vi16 __attribute__((vector_size(64)));
     static_assert(NR % 16 == 0 && MR * NV * 2 <= 28, "the tile's integer and fp32 sums in zmm registers");
     __m512 acc[MR][NV];
     for (int r = 0; r < MR; r++)

@@ -38,6 +38,7 @@ inline __m256i q8_dot4(__m256i x, __m256i w0, __m256i w1, __m256i w2, __m256i w3
 // vpdpbusd: unsigned bytes times signed ones, four pairs summed into each int32 lane, in one instruction
 // (gemm_q8.cpp and matvec.cpp's AVX512-VNNI paths; the same integer sums, so the same numbers).
 #define Q8_DOT_VNNI 1
+typedef int vi16 __attribute__((vector_size(64)));  // a zmm's 16 int32 lanes, for vector extensions
 #endif
 
 // The block product w . x (kQ8Block values each), in a plain loop.

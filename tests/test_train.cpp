@@ -24,9 +24,11 @@
 #include "test_os.h"
 #include "memory/memory.h"
 
+GPT2Config tiny_config() { return config_make(16, 50, 2, 2, 16); }
+
 GPT2 tiny_model() {
     GPT2 model;
-    gpt2_build(&model, config_make(16, 50, 2, 2, 16));
+    gpt2_build(&model, tiny_config());
     gpt2_init_random(&model, 7);
     return model;
 }
@@ -348,7 +350,7 @@ TEST(bf16_moments_plug_into_adamw_through_its_seam) {
     // moment is within a bf16 step of fp32's; adamw_nonfinite reads the bf16 moments.
     GPT2 a, b;
     AdamW fp32, bf16;
-    first_update_both_forms(tiny_model().cfg, "bf16", &a, &b, &fp32, &bf16);
+    first_update_both_forms(tiny_config(), "bf16", &a, &b, &fp32, &bf16);
     const AdamWBf16* moments = adamw_bf16(bf16);
     CHECK(moments && bf16.prepared() && bf16.m.empty() && moments->m.size() == a.num_params);
     size_t far = 0, moved = 0;
@@ -441,7 +443,7 @@ TEST(eight_bit_moments_plug_into_adamw_through_its_seam) {
     // in fp32 before storing them, so the weights agree bit for bit, and each stored moment is within a code's
     // step (an eighth of it, or of 2^-17 of its block's largest in the subnormals) of fp32's. A model whose
     // tensors do not start on a block of 64 is refused; adamw_nonfinite reads the 8-bit moments.
-    const std::string why = adamw_8bit_refusal(tiny_model().cfg);
+    const std::string why = adamw_8bit_refusal(tiny_config());
     printf("    n_embd 16: %s\n", why.c_str());
     CHECK(why.find("n_embd 16 is not a multiple of 64") == 0);
     CHECK(adamw_8bit_refusal(config_make(16, 50, 2, 2, 64)).empty());

@@ -22,24 +22,6 @@ float* scratch(int which, size_t n) {
     return buf[which].data();
 }
 
-// S (rows, tn) = q k^T, unscaled, for a block of queries (q: the first) of one head and keys 0..tn (k: key 0).
-void block_scores(float* S, const float* q, size_t q_row, const float* k, size_t k_row, int rows, int tn, int HS,
-                  const GemmOperands* ops) {
-    if (rows > 1) return gemm_serial(rows, tn, HS, q, (int)q_row, false, k, (int)k_row, true, S, tn, false, ops);
-    // One query (decoding): packing operands for gemm would cost more. Eight keys at a time (past tn, the last key
-    // again, its sums unused), each summed in c's order as gemm sums: eight chains of products, not one.
-    for (int j = 0; j < tn; j += 8) {
-        const float* kl[8];
-        for (int l = 0; l < 8; l++) kl[l] = k + (size_t)std::min(j + l, tn - 1) * k_row;
-        for (int l = 16; l < 24 && j + l < tn; l++)  // rows 9 KB apart: the hardware does not fetch them ahead
-            for (int c = 0; c < HS; c += 16) __builtin_prefetch(k + (size_t)(j + l) * k_row + c);
-        float d[8] = {};
-        for (int c = 0; c < HS; c++)
-            for (int l = 0; l < 8; l++) d[l] += q[c] * kl[l][c];
-        memcpy(S + j, d, sizeof(float) * std::min(8, tn - j));
-    }
-}
-
 // S becomes P = exp(S * scale - lse) on and below the diagonal, 0 above it.
 void block_probs(float* S, const float* lse, int t0, int rows, int tn, float scale) {
     for (int r = 0; r < rows; r++) {
@@ -54,27 +36,23 @@ void block_probs(float* S, const float* lse, int t0, int rows, int tn, float sca
 
 }  // namespace
 
-void attend_block(float* out, size_t out_row, float* lse, const float* q, size_t q_row, const float* k, const float* v,
-                  size_t kv_row, int t0, int rows, int HS, float scale, const GemmOperands* ops) {
-    const int tn = t0 + rows;
-    float* P = scratch(0, (size_t)kQBlock * tn);
-    block_scores(P, q, q_row, k, kv_row, rows, tn, HS, ops);
+void block_softmax(float* S, float* lse, int t0, int rows, int tn, float scale) {
     for (int r = 0; r < rows; r++) {  // lse[r] = log of the sum of exp(S[r][j] * scale) over keys j <= t0 + r
-        float* s = P + (size_t)r * tn;
+        float* s = S + (size_t)r * tn;
         const float mx = vf_max_of(s, t0 + r + 1, scale);
         lse[r] = mx + (float)std::log(vf_exp_sum<false>(s, t0 + r + 1, scale, mx));
     }
-    block_probs(P, lse, t0, rows, tn, scale);
-    // out = P V
-    if (rows > 1) return gemm_serial(rows, HS, tn, P, tn, false, v, (int)kv_row, false, out, (int)out_row, false, ops);
-    for (int c = 0; c < HS; c++) out[c] = 0;
-    for (int j = 0; j < tn; j++) {
-        const float* vj = v + (size_t)j * kv_row;
-        if (j + 16 < tn)
-            for (int c = 0; c < HS; c += 16) __builtin_prefetch(vj + 16 * kv_row + c);
-        const float p = P[j];
-        for (int c = 0; c < HS; c++) out[c] += p * vj[c];
-    }
+    block_probs(S, lse, t0, rows, tn, scale);
+}
+
+void attend_block(float* out, size_t out_row, float* lse, const float* q, size_t q_row, const float* k, size_t k_row,
+                  bool keys_by_channel, const float* v, size_t v_row, int t0, int rows, int HS, float scale,
+                  const GemmOperands* ops) {
+    const int tn = t0 + rows;
+    float* P = scratch(0, (size_t)kQBlock * tn);
+    gemm_serial(rows, tn, HS, q, (int)q_row, false, k, (int)k_row, !keys_by_channel, P, tn, false, ops);  // q k^T
+    block_softmax(P, lse, t0, rows, tn, scale);
+    gemm_serial(rows, HS, tn, P, tn, false, v, (int)v_row, false, out, (int)out_row, false, ops);  // out = P V
 }
 
 void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH, const GemmOperands* ops) {
@@ -88,7 +66,7 @@ void attention_forward(float* out, float* lse, const float* qkv, int B, int T, i
                 const int t0 = blk * kQBlock, rows = std::min(kQBlock, T - t0);
                 const float* q = qkv + (size_t)b * T * row + h * HS;  // position 0 of this sequence and head
                 attend_block(out + ((size_t)b * T + t0) * C + h * HS, C, lse + ((size_t)b * NH + h) * T + t0,
-                             q + (size_t)t0 * row, row, q + C, q + 2 * C, row, t0, rows, HS, scale, ops);
+                             q + (size_t)t0 * row, row, q + C, row, false, q + 2 * C, row, t0, rows, HS, scale, ops);
             }
 }
 
@@ -112,7 +90,7 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
             float *P = scratch(0, (size_t)kQBlock * T), *dP = scratch(1, (size_t)kQBlock * T);
             for (int blk = 0; blk < nblocks; blk++) {
                 const int t0 = blk * kQBlock, rows = std::min(kQBlock, T - t0), tn = t0 + rows;
-                block_scores(P, q + (size_t)t0 * row, row, q + C, row, rows, tn, HS, ops);
+                gemm_serial(rows, tn, HS, q + (size_t)t0 * row, row, false, q + C, row, true, P, tn, false, ops);
                 block_probs(P, lse + ((size_t)b * NH + h) * T + t0, t0, rows, tn, scale);
                 // through out = P V: dP = dout V^T, dV += P^T dout
                 gemm_serial(rows, tn, HS, d + (size_t)t0 * C, C, false, q + 2 * C, row, true, dP, tn, false, ops);

@@ -53,12 +53,17 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
 // log-sum-exp of scaled scores, from which the backward rebuilds the softmax (no (T, T) probabilities kept).
 void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH,
                        const GemmOperands* ops = nullptr);
-// attention_forward's unit, decoding's too (inference/kv_attention): one head, rows <= kQBlock queries at
+// attention_forward's unit, a KV cache's too (inference/kv_attention): one head, rows <= kQBlock queries at
 // positions t0..t0+rows-1 (q: the first, rows q_row floats apart) over the keys and values of positions
-// 0..t0+rows-1 (k, v: position 0, rows kv_row apart); overwrites out (rows x HS, rows out_row apart) and lse.
+// 0..t0+rows-1: key j's channel c at k[j * k_row + c], or k[c * k_row + j] where keys_by_channel, value j's at
+// v[j * v_row + c]. Overwrites out (rows x HS, rows out_row apart) and lse.
 constexpr int kQBlock = 64;  // queries per block: a multiple of the gemm's register tile
-void attend_block(float* out, size_t out_row, float* lse, const float* q, size_t q_row, const float* k, const float* v,
-                  size_t kv_row, int t0, int rows, int HS, float scale, const GemmOperands* ops);
+void attend_block(float* out, size_t out_row, float* lse, const float* q, size_t q_row, const float* k, size_t k_row,
+                  bool keys_by_channel, const float* v, size_t v_row, int t0, int rows, int HS, float scale,
+                  const GemmOperands* ops);
+// Its softmax: S (rows, tn), the rows' unscaled scores, becomes P = exp(S * scale - lse) on and below the
+// diagonal (0 above), lse (rows) each row's log-sum-exp.
+void block_softmax(float* S, float* lse, int t0, int rows, int tn, float scale);
 // dqkv (N, 3C) from dout (N, C), recomputing the probabilities from qkv and lse.
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* lse, int B, int T, int C, int NH,
                         const GemmOperands* ops = nullptr);

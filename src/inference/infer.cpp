@@ -10,6 +10,8 @@
 
 namespace {
 
+int kv_key_row(int max_len) { return (max_len + 63) / 64 * 64; }
+
 // One block's activations for n positions, alone: layer 0's entries of layout_acts, packed. Decoding reuses
 // them for every layer.
 std::vector<TensorInfo> block_table(const GPT2Config& cfg, int n) {
@@ -26,7 +28,7 @@ double infer_memory_bytes(const GPT2Config& cfg, int max_len, int max_rows) {
     const double C = cfg.channels;
     const double block = (double)layout_params_size(block_table(cfg, max_rows));
     // cache; embedding, block scratch, final LayerNorm with mean and rstd
-    return 4.0 * (2.0 * cfg.num_layers * max_len * C + max_rows * (2.0 * C + 2) + block);
+    return 4.0 * (cfg.num_layers * (max_len + kv_key_row(max_len)) * C + max_rows * (2.0 * C + 2) + block);
 }
 
 void infer_init(InferState* st, const GPT2& model, int max_len, int max_rows) {
@@ -36,7 +38,8 @@ void infer_init(InferState* st, const GPT2& model, int max_len, int max_rows) {
     st->max_len = max_len;
     st->max_rows = max_rows;
     st->len = 0;
-    st->k.assign((size_t)cfg.num_layers * max_len * C, 0.0f);
+    st->k_row = kv_key_row(max_len);
+    st->k.assign((size_t)cfg.num_layers * C * st->k_row, 0.0f);
     st->v.assign((size_t)cfg.num_layers * max_len * C, 0.0f);
     st->x.assign(rows * C, 0.0f);
     st->block.assign(layout_params_size(block_table(cfg, max_rows)), 0.0f);
@@ -57,14 +60,15 @@ void infer_forward(InferState* st, const GPT2& model, const int* tokens, int n, 
     const LayerActs& la = st->la;
     const float* x = st->x.data();
     for (int l = 0; l < cfg.num_layers; l++) {
-        float* k = st->k.data() + (size_t)l * st->max_len * C;  // (max_len, C): positions 0..p0-1 filled
+        float* k = st->k.data() + (size_t)l * C * st->k_row;  // (C, k_row): positions 0..p0-1 filled
         float* v = st->v.data() + (size_t)l * st->max_len * C;
         block_forward(model, l, la, x, 1, n, [&](const LayerActs& a, const GemmOperands* ops) {
             for (int i = 0; i < n; i++) {  // this step's keys and values join the cache
-                memcpy(k + (size_t)(p0 + i) * C, a.qkv + (size_t)i * 3 * C + C, C * sizeof(float));
-                memcpy(v + (size_t)(p0 + i) * C, a.qkv + (size_t)i * 3 * C + 2 * C, C * sizeof(float));
+                const float* key = a.qkv + (size_t)i * 3 * C + C;
+                for (int c = 0; c < C; c++) k[(size_t)c * st->k_row + p0 + i] = key[c];
+                memcpy(v + (size_t)(p0 + i) * C, key + C, C * sizeof(float));
             }
-            attention_forward_cached(a.atty, a.att_lse, a.qkv, k, v, n, p0, C, cfg.num_heads, ops);
+            attention_forward_cached(a.atty, a.att_lse, a.qkv, k, st->k_row, v, n, p0, C, cfg.num_heads, ops);
         });
         x = la.residual3;
     }

@@ -12,7 +12,8 @@ struct InferState {
     int max_len = 0;          // positions the cache holds (<= the model's context)
     int max_rows = 0;         // positions one infer_forward call may add (the prompt's length)
     int len = 0;              // positions filled
-    std::vector<float> k, v;  // (L, max_len, C) cached keys and values
+    int k_row = 0;            // max_len rounded up to 64 (kv_attention.h)
+    std::vector<float> k, v;  // cached keys (L, C, k_row), by channel, and values (L, max_len, C)
     // scratch for up to max_rows rows: the embedding, one block's activations (layout_acts' layer 0), and the
     // final LayerNorm with its mean and rstd
     std::vector<float> x, block, lnf, mean, rstd;

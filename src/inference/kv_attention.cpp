@@ -1,16 +1,56 @@
-// kv_attention.cpp: see kv_attention.h. Each (head, block of new rows) is one attend_block (core/attention.cpp)
-// over the cached keys and values.
+// kv_attention.cpp: see kv_attention.h. New rows go through attend_block (core/attention.cpp), a block of them
+// per head; one new row, decoding's, through attend_one below.
 #include "inference/kv_attention.h"
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
+#include "core/gemm.h"
 #include "core/layers.h"
 
 KERNELS_BEGIN
 
-void attention_forward_cached(float* out, float* lse, const float* qkv, const float* kcache, const float* vcache, int n,
-                              int p0, int C, int NH, const GemmOperands* ops) {
+namespace {
+
+// attend_block for one query at position tn - 1 (fp32 operands), without packing operands for gemm, its numbers
+// bit for bit: every sum in gemm_kc's order (core/gemm.h), the scores over the channels 64 keys at a time from
+// the cache's channel rows, the output over the keys.
+void attend_one(float* out, float* lse, const float* q, const float* k, size_t k_row, const float* v, size_t v_row,
+                int tn, int HS, float scale) {
+    static thread_local std::vector<float> scores, part;
+    scores.resize(k_row);  // k_row >= tn, whole blocks of 64: the last block's sums past tn are not used
+    part.resize(HS);
+    const int kc = gemm_kc(1, 64, HS);
+    for (int j0 = 0; j0 < tn; j0 += 64) {
+        float s[64], a[64];
+        for (int c0 = 0; c0 < HS; c0 += kc) {
+            std::fill(a, a + 64, 0.0f);
+            for (int c = c0; c < std::min(HS, c0 + kc); c++)
+                for (int l = 0; l < 64; l++) a[l] += q[c] * k[(size_t)c * k_row + j0 + l];
+            for (int l = 0; l < 64; l++) s[l] = c0 == 0 ? a[l] : s[l] + a[l];
+        }
+        std::copy(s, s + 64, scores.data() + j0);
+    }
+    block_softmax(scores.data(), lse, tn - 1, 1, tn, scale);
+    for (int j0 = 0, jc = gemm_kc(1, HS, tn); j0 < tn; j0 += jc) {
+        float* a = j0 == 0 ? out : part.data();
+        std::fill(a, a + HS, 0.0f);
+        for (int j = j0; j < std::min(tn, j0 + jc); j++) {
+            const float* vj = v + (size_t)j * v_row;
+            if (j + 16 < tn)  // rows 9 KB apart: the hardware does not fetch them ahead
+                for (int c = 0; c < HS; c += 16) __builtin_prefetch(vj + 16 * v_row + c);
+            for (int c = 0; c < HS; c++) a[c] += scores[j] * vj[c];
+        }
+        if (j0 > 0)
+            for (int c = 0; c < HS; c++) out[c] += a[c];
+    }
+}
+
+}  // namespace
+
+void attention_forward_cached(float* out, float* lse, const float* qkv, const float* kcache, size_t k_row,
+                              const float* vcache, int n, int p0, int C, int NH, const GemmOperands* ops) {
     const int HS = C / NH, nblocks = (n + kQBlock - 1) / kQBlock;
     const float scale = 1.0f / sqrtf((float)HS);
     const size_t row = 3 * (size_t)C;
@@ -18,8 +58,10 @@ void attention_forward_cached(float* out, float* lse, const float* qkv, const fl
     for (int h = 0; h < NH; h++)
         for (int blk = 0; blk < nblocks; blk++) {
             const int i0 = blk * kQBlock, rows = std::min(kQBlock, n - i0);
-            attend_block(out + (size_t)i0 * C + h * HS, C, lse + (size_t)h * n + i0, qkv + (size_t)i0 * row + h * HS,
-                         row, kcache + h * HS, vcache + h * HS, C, p0 + i0, rows, HS, scale, ops);
+            const float *q = qkv + (size_t)i0 * row + h * HS, *k = kcache + (size_t)h * HS * k_row;
+            float *o = out + (size_t)i0 * C + h * HS, *l = lse + (size_t)h * n + i0;
+            if (n == 1) attend_one(o, l, q, k, k_row, vcache + h * HS, C, p0 + 1, HS, scale);
+            else attend_block(o, C, l, q, row, k, k_row, true, vcache + h * HS, C, p0 + i0, rows, HS, scale, ops);
         }
 }
 

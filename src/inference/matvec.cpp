@@ -137,8 +137,8 @@ static inline vf16 vf_from_fp16(const uint16_t* h, int n) {
         // whole pairs in one masked load of 32-bit words, an odd last value then put in its lane
         const __m256i pairs = _mm256_maskload_epi32(
             (const int*)h, _mm256_cmpgt_epi32(_mm256_set1_epi32(n / 2), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
-        const __m256i last = _mm256_cmpeq_epi16(_mm256_set1_epi16((short)(n - 1)),
-                                                _mm256_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+        const __m256i lanes = _mm256_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        const __m256i last = _mm256_cmpeq_epi16(_mm256_set1_epi16((short)(n - 1)), lanes);
         v = (vu16x16)(n % 2 ? _mm256_blendv_epi8(pairs, _mm256_set1_epi16((short)h[n - 1]), last) : pairs);
 #else
         for (int l = 0; l < n; l++) v[l] = h[l];

@@ -38,7 +38,7 @@ void attend_one(float* out, float* lse, const float* q, const float* k, size_t k
         std::fill(a, a + HS, 0.0f);
         for (int j = j0; j < std::min(tn, j0 + jc); j++) {
             const float* vj = v + (size_t)j * v_row;
-            if (j + 16 < tn)  // rows 9 KB apart: the hardware does not fetch them ahead
+            if (j + 16 < tn)  // rows C floats apart: the hardware does not fetch them ahead
                 for (int c = 0; c < HS; c += 16) __builtin_prefetch(vj + 16 * v_row + c);
             for (int c = 0; c < HS; c++) a[c] += scores[j] * vj[c];
         }

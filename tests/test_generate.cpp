@@ -60,38 +60,46 @@ TEST(kv_cache_logits_equal_full_forward) {
 }
 
 TEST(kv_attention_equals_attention_forward_bit_for_bit) {
-    // 300 positions, HS 64: a last block of 44 keys, and sums over the keys past gemm_kc's 256
-    const int T = 300, C = 128, NH = 2;
-    const size_t row = 3 * C, k_row = 320;
-    Rng rng(5);
-    std::vector<float> qkv(T * row), out((size_t)T * C), lse((size_t)NH * T);
-    for (float& x : qkv) x = 4 * rng.uniform() - 2;
-    attention_forward(out.data(), lse.data(), qkv.data(), 1, T, C, NH);
-    std::vector<float> kcache(C * k_row), vcache((size_t)T * C);  // as infer.cpp fills them
-    for (int t = 0; t < T; t++)
-        for (int c = 0; c < C; c++)
-            kcache[c * k_row + t] = qkv[t * row + C + c], vcache[(size_t)t * C + c] = qkv[t * row + 2 * C + c];
-    // decoding, one position at a time; then a prefill in blocks of new rows after cached ones
-    const std::vector<std::vector<int>> calls[2] = {{}, {{0, 100}, {100, 70}, {170, 130}}};
-    for (int prefill = 0; prefill < 2; prefill++) {
-        std::vector<std::vector<int>> chunks = calls[prefill];
-        if (!prefill)
-            for (int t = 0; t < T; t++) chunks.push_back({t, 1});
-        std::vector<float> o((size_t)T * C), l((size_t)NH * T), lt;
-        for (const std::vector<int>& pn : chunks) {
-            const int p0 = pn[0], n = pn[1];
-            lt.assign((size_t)NH * n, 0.0f);
-            attention_forward_cached(o.data() + (size_t)p0 * C, lt.data(), qkv.data() + p0 * row, kcache.data(), k_row,
-                                     vcache.data(), n, p0, C, NH);
-            for (int h = 0; h < NH; h++)
-                for (int i = 0; i < n; i++) l[(size_t)h * T + p0 + i] = lt[(size_t)h * n + i];
+    // HS 64 over 300 positions: a last block of 44 keys, sums over the keys past gemm_kc's 256; HS 320: sums over
+    // the channels past it. Prefills after cached rows, one of 65 rows (blocks of 64 and 1).
+    struct Case {
+        int T, C, NH;
+        std::vector<std::vector<int>> prefill;  // (p0, n) calls
+    };
+    const Case cases[] = {{300, 128, 2, {{0, 100}, {100, 65}, {165, 135}}}, {70, 640, 2, {{0, 3}, {3, 67}}}};
+    for (const Case& k : cases) {
+        const int T = k.T, C = k.C, NH = k.NH;
+        const size_t row = 3 * C, k_row = (T + 63) / 64 * 64;
+        Rng rng(5);
+        std::vector<float> qkv(T * row), out((size_t)T * C), lse((size_t)NH * T);
+        for (float& x : qkv) x = 4 * rng.uniform() - 2;
+        attention_forward(out.data(), lse.data(), qkv.data(), 1, T, C, NH);
+        std::vector<float> kcache(C * k_row), vcache((size_t)T * C);  // as infer.cpp fills them
+        for (int t = 0; t < T; t++)
+            for (int c = 0; c < C; c++)
+                kcache[c * k_row + t] = qkv[t * row + C + c], vcache[(size_t)t * C + c] = qkv[t * row + 2 * C + c];
+        for (int prefill = 0; prefill < 2; prefill++) {  // decoding, one position at a time; then the prefills
+            std::vector<std::vector<int>> calls = k.prefill;
+            if (!prefill) {
+                calls.clear();
+                for (int t = 0; t < T; t++) calls.push_back({t, 1});
+            }
+            std::vector<float> o((size_t)T * C), l((size_t)NH * T), lt;
+            for (const std::vector<int>& pn : calls) {
+                const int p0 = pn[0], n = pn[1];
+                lt.assign((size_t)NH * n, 0.0f);
+                attention_forward_cached(o.data() + (size_t)p0 * C, lt.data(), qkv.data() + p0 * row, kcache.data(),
+                                         k_row, vcache.data(), n, p0, C, NH);
+                for (int h = 0; h < NH; h++)
+                    for (int i = 0; i < n; i++) l[(size_t)h * T + p0 + i] = lt[(size_t)h * n + i];
+            }
+            int equal = 0;
+            for (size_t i = 0; i < o.size(); i++) equal += o[i] == out[i];
+            for (size_t i = 0; i < l.size(); i++) equal += l[i] == lse[i];
+            printf("    HS %d, %s: %d of %zu outputs and log-sum-exps equal attention_forward's\n", C / NH,
+                   prefill ? "prefills after cached rows" : "decoding", equal, o.size() + l.size());
+            CHECK(equal == (int)(o.size() + l.size()));
         }
-        int equal = 0;
-        for (size_t i = 0; i < o.size(); i++) equal += o[i] == out[i];
-        for (size_t i = 0; i < l.size(); i++) equal += l[i] == lse[i];
-        printf("    %s: %d of %zu outputs and log-sum-exps equal attention_forward's\n",
-               prefill ? "prefill after cached rows" : "decoding", equal, o.size() + l.size());
-        CHECK(equal == (int)(o.size() + l.size()));
     }
 }
 

@@ -8,14 +8,6 @@
 
 KERNELS_BEGIN
 
-// acc + a * b rounded once where the target has FMA, as the tuned kernels' FMA instructions round it, and
-// twice where it has none. Written out: a build without -O2 (SAN, DEBUG) does not contract it by itself.
-#if defined(__FMA__) || defined(__aarch64__)
-inline float madd(float acc, float a, float b) { return __builtin_fmaf(a, b, acc); }
-#else
-inline float madd(float acc, float a, float b) { return acc + a * b; }
-#endif
-
 namespace {
 
 const int BLOCK = 64;  // rows and columns of C per block

@@ -27,6 +27,14 @@ inline int gemm_kc(int M, int N, int K) {
     return (size_t)M * N >= GEMM_DEEP_MIN_C && K > GEMM_KC && K <= GEMM_KC_DEEP ? K : GEMM_KC;
 }
 
+// acc + a * b rounded once where the target has FMA, as the tuned kernels' FMA instructions round it, and
+// twice where it has none. Written out: a build without -O2 (SAN, DEBUG) does not contract it by itself.
+#if defined(__FMA__) || defined(__aarch64__)
+inline float madd(float acc, float a, float b) { return __builtin_fmaf(a, b, acc); }
+#else
+inline float madd(float acc, float a, float b) { return acc + a * b; }
+#endif
+
 inline float op_at(const float* X, int ld, bool trans, int r, int c) {
     return trans ? X[(size_t)c * ld + r] : X[(size_t)r * ld + c];
 }

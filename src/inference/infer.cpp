@@ -28,7 +28,7 @@ double infer_memory_bytes(const GPT2Config& cfg, int max_len, int max_rows) {
     const double C = cfg.channels;
     const double block = (double)layout_params_size(block_table(cfg, max_rows));
     // cache; embedding, block scratch, final LayerNorm with mean and rstd
-    return 4.0 * (cfg.num_layers * (max_len + kv_key_row(max_len)) * C + max_rows * (2.0 * C + 2) + block);
+    return 4.0 * ((double)cfg.num_layers * (max_len + kv_key_row(max_len)) * C + max_rows * (2.0 * C + 2) + block);
 }
 
 void infer_init(InferState* st, const GPT2& model, int max_len, int max_rows) {

@@ -3,6 +3,7 @@
 #include "inference/kv_attention.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <vector>
 
@@ -13,9 +14,10 @@ KERNELS_BEGIN
 
 namespace {
 
-// attend_block for one query at position tn - 1 (fp32 operands), without packing operands for gemm, its numbers
-// bit for bit: every sum in gemm_kc's order (core/gemm.h), the scores over the channels 64 keys at a time from
-// the cache's channel rows, the output over the keys.
+// attend_block for one query at position tn - 1, in fp32 (ops unused), without packing operands for gemm: its
+// numbers bit for bit (where gemm_kc keeps its 256-deep blocks: HS <= 256, GPT-2's 64, or under 65,536 keys),
+// every sum in gemm_kc's order with gemm's madd (core/gemm.h): the scores over the channels, 64 keys at a time
+// from the cache's channel rows, and the output over the keys.
 void attend_one(float* out, float* lse, const float* q, const float* k, size_t k_row, const float* v, size_t v_row,
                 int tn, int HS, float scale) {
     static thread_local std::vector<float> scores, part;
@@ -27,7 +29,7 @@ void attend_one(float* out, float* lse, const float* q, const float* k, size_t k
         for (int c0 = 0; c0 < HS; c0 += kc) {
             std::fill(a, a + 64, 0.0f);
             for (int c = c0; c < std::min(HS, c0 + kc); c++)
-                for (int l = 0; l < 64; l++) a[l] += q[c] * k[(size_t)c * k_row + j0 + l];
+                for (int l = 0; l < 64; l++) a[l] = madd(a[l], q[c], k[(size_t)c * k_row + j0 + l]);
             for (int l = 0; l < 64; l++) s[l] = c0 == 0 ? a[l] : s[l] + a[l];
         }
         std::copy(s, s + 64, scores.data() + j0);
@@ -40,7 +42,7 @@ void attend_one(float* out, float* lse, const float* q, const float* k, size_t k
             const float* vj = v + (size_t)j * v_row;
             if (j + 16 < tn)  // rows C floats apart: the hardware does not fetch them ahead
                 for (int c = 0; c < HS; c += 16) __builtin_prefetch(vj + 16 * v_row + c);
-            for (int c = 0; c < HS; c++) a[c] += scores[j] * vj[c];
+            for (int c = 0; c < HS; c++) a[c] = madd(a[c], scores[j], vj[c]);
         }
         if (j0 > 0)
             for (int c = 0; c < HS; c++) out[c] += a[c];
@@ -54,6 +56,7 @@ void attention_forward_cached(float* out, float* lse, const float* qkv, const fl
     const int HS = C / NH, nblocks = (n + kQBlock - 1) / kQBlock;
     const float scale = 1.0f / sqrtf((float)HS);
     const size_t row = 3 * (size_t)C;
+    assert(k_row % 64 == 0 && k_row >= (size_t)(p0 + n) && "infer.cpp sizes the key cache's rows");
 #pragma omp parallel for collapse(2) schedule(static)
     for (int h = 0; h < NH; h++)
         for (int blk = 0; blk < nblocks; blk++) {

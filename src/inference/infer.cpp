@@ -10,8 +10,6 @@
 
 namespace {
 
-int kv_key_row(int max_len) { return (max_len + 63) / 64 * 64; }
-
 // One block's activations for n positions, alone: layer 0's entries of layout_acts, packed. Decoding reuses
 // them for every layer.
 std::vector<TensorInfo> block_table(const GPT2Config& cfg, int n) {

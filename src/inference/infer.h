@@ -12,7 +12,7 @@ struct InferState {
     int max_len = 0;          // positions the cache holds (<= the model's context)
     int max_rows = 0;         // positions one infer_forward call may add (the prompt's length)
     int len = 0;              // positions filled
-    int k_row = 0;            // max_len rounded up to 64 (kv_attention.h)
+    int k_row = 0;            // kv_key_row(max_len) (kv_attention.h)
     std::vector<float> k, v;  // cached keys (L, C, k_row), by channel, and values (L, max_len, C)
     // scratch for up to max_rows rows: the embedding, one block's activations (layout_acts' layer 0), and the
     // final LayerNorm with its mean and rstd

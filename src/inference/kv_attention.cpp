@@ -16,23 +16,23 @@ namespace {
 
 // attend_block for one query at position tn - 1, in fp32 (ops unused), without packing operands for gemm: its
 // numbers bit for bit (where gemm_kc keeps its 256-deep blocks: HS <= 256, GPT-2's 64, or under 65,536 keys),
-// every sum in gemm_kc's order with gemm's madd (core/gemm.h): the scores over the channels, 64 keys at a time
-// from the cache's channel rows, and the output over the keys.
+// every sum in gemm_kc's order with gemm's madd (core/gemm.h): the scores over the channels, kKeysAtOnce keys
+// at a time from the cache's channel rows, and the output over the keys.
 void attend_one(float* out, float* lse, const float* q, const float* k, size_t k_row, const float* v, size_t v_row,
                 int tn, int HS, float scale) {
     static thread_local std::vector<float> scores, part;
-    scores.resize(k_row);  // k_row >= tn, whole blocks of 64: the last block's sums past tn are not used
+    scores.resize(k_row);  // k_row >= tn, whole blocks of keys: the last block's sums past tn are not used
     part.resize(HS);
-    const int kc = gemm_kc(1, 64, HS);
-    for (int j0 = 0; j0 < tn; j0 += 64) {
-        float s[64], a[64];
+    const int K = kKeysAtOnce, kc = gemm_kc(1, K, HS);
+    for (int j0 = 0; j0 < tn; j0 += K) {
+        float s[K], a[K];
         for (int c0 = 0; c0 < HS; c0 += kc) {
-            std::fill(a, a + 64, 0.0f);
+            std::fill(a, a + K, 0.0f);
             for (int c = c0; c < std::min(HS, c0 + kc); c++)
-                for (int l = 0; l < 64; l++) a[l] = madd(a[l], q[c], k[(size_t)c * k_row + j0 + l]);
-            for (int l = 0; l < 64; l++) s[l] = c0 == 0 ? a[l] : s[l] + a[l];
+                for (int l = 0; l < K; l++) a[l] = madd(a[l], q[c], k[(size_t)c * k_row + j0 + l]);
+            for (int l = 0; l < K; l++) s[l] = c0 == 0 ? a[l] : s[l] + a[l];
         }
-        std::copy(s, s + 64, scores.data() + j0);
+        std::copy(s, s + K, scores.data() + j0);
     }
     block_softmax(scores.data(), lse, tn - 1, 1, tn, scale);
     for (int j0 = 0, jc = gemm_kc(1, HS, tn); j0 < tn; j0 += jc) {
@@ -56,7 +56,7 @@ void attention_forward_cached(float* out, float* lse, const float* qkv, const fl
     const int HS = C / NH, nblocks = (n + kQBlock - 1) / kQBlock;
     const float scale = 1.0f / sqrtf((float)HS);
     const size_t row = 3 * (size_t)C;
-    assert(k_row % 64 == 0 && k_row >= (size_t)(p0 + n) && "infer.cpp sizes the key cache's rows");
+    assert(k_row % kKeysAtOnce == 0 && k_row >= (size_t)(p0 + n) && "the key cache's rows are kv_key_row's");
 #pragma omp parallel for collapse(2) schedule(static)
     for (int h = 0; h < NH; h++)
         for (int blk = 0; blk < nblocks; blk++) {

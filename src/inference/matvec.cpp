@@ -47,6 +47,19 @@ void matvec_copy(float* out, const float* x, const Weight& w, const float* b, in
     matvec_bf16(out, x, c->bf16, b, IC, OC);
 }
 
+// out (OC) = rows4(out + j0, rows, j0) for each group of four rows j0.. (the last group: rows < 4), split by
+// OpenMP, plus b.
+template <typename Rows4>
+static void in_row_groups(float* out, const float* b, int OC, Rows4 rows4) {
+#pragma omp parallel for schedule(static)
+    for (int g = 0; g < (OC + 3) / 4; g++) {
+        const int j0 = g * 4, rows = OC - j0 < 4 ? OC - j0 : 4;
+        rows4(out + j0, rows, j0);
+        if (b)
+            for (int j = j0; j < j0 + rows; j++) out[j] += b[j];
+    }
+}
+
 #if defined(__x86_64__)
 // Vector extensions for AVX-512 code alone (GCC 12 warns of the intrinsics' undefined sources, bug 105593; clang
 // passes no 64-byte vector to code built without AVX-512). Two vectors of 16 lanes, ints or floats, paired:
@@ -91,14 +104,9 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) static void rows4_bf16_av
 }
 
 static void matvec_bf16_avx512(float* out, const uint16_t* x16, const uint16_t* W16, const float* b, int IC, int OC) {
-    const int groups = (OC + 3) / 4;
-#pragma omp parallel for schedule(static)
-    for (int g = 0; g < groups; g++) {
-        const int j0 = g * 4, rows = OC - j0 < 4 ? OC - j0 : 4;
-        rows4_bf16_avx512(out + j0, rows, W16 + (size_t)j0 * IC, x16, IC);
-        if (b)
-            for (int j = j0; j < j0 + rows; j++) out[j] += b[j];
-    }
+    in_row_groups(out, b, OC, [&](float* o, int rows, int j0) {
+        rows4_bf16_avx512(o, rows, W16 + (size_t)j0 * IC, x16, IC);
+    });
 }
 #endif
 
@@ -305,7 +313,7 @@ static void round_input(const float* x, int IC, int8_t* xq, float* xd) {
 
 void matvec_q8q8(float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC) {
     assert(IC % kQ8Block == 0);
-    const int nb = IC / kQ8Block, groups = (OC + 3) / 4;
+    const int nb = IC / kQ8Block;
     static thread_local std::vector<int8_t> xq;  // decoding calls this ~50 times a token: no allocation each
     static thread_local std::vector<float> xd;
     xq.resize(IC);
@@ -313,13 +321,9 @@ void matvec_q8q8(float* out, const float* x, const int8_t* q, const uint16_t* d,
     round_input(x, IC, xq.data(), xd.data());
     const int8_t* xqp = xq.data();
     const float* xdp = xd.data();
-#pragma omp parallel for schedule(static)
-    for (int g = 0; g < groups; g++) {
-        const int j0 = g * 4, rows = OC - j0 < 4 ? OC - j0 : 4;
-        q8q8_rows4(out + j0, rows, xqp, xdp, q + (size_t)j0 * IC, d + (size_t)j0 * nb, IC, nb);
-        if (b)
-            for (int j = j0; j < j0 + rows; j++) out[j] += b[j];
-    }
+    in_row_groups(out, b, OC, [&](float* o, int rows, int j0) {
+        q8q8_rows4(o, rows, xqp, xdp, q + (size_t)j0 * IC, d + (size_t)j0 * nb, IC, nb);
+    });
 }
 
 void matvec_q8q8_ref(float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC) {

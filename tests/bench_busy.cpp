@@ -63,9 +63,9 @@ void time_steps(GPT2* model, const std::vector<int>& x, const std::vector<int>& 
     for (int s = 0; s < kSteps + 1; s++) {
         double t0 = time_now_s();
         tuner.begin();
-        gpt2_forward(model, x.data(), y.data(), kB, kT);
         gpt2_zero_grad(model);
-        gpt2_backward(model, 1.0f);
+        gpt2_forward(model, x.data(), y.data(), kB, kT, 1.0f);
+        gpt2_backward(model);
         float norm = optimizer_grad_norm(*model);
         adamw_update(opt, model, oc, 1e-4f, optimizer_clip_factor(norm, 1.0f));
         tuner.end();

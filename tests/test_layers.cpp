@@ -82,6 +82,18 @@ double fd_error(std::vector<float>& x, const std::vector<float>& analytic, const
 
 const double kFdTol = 1e-3;
 
+// A crossentropy kernel over one batch, as gpt2_head calls it: d(mean)/d(row loss) = 1 / the scored rows (0: no
+// gradient), dlogits times scale; returns the mean over the scored rows, summed in row order in double.
+using CrossEntropy = void (*)(float*, float*, const int*, int, int, int, float, float);
+float ce_mean(CrossEntropy fn, float* logits, float* losses, const int* targets, bool grad, int N, int V, int Vp,
+              float scale = 1.0f) {
+    const int scored = std::max(1, (int)std::count_if(targets, targets + N, [](int t) { return t >= 0; }));
+    fn(logits, losses, targets, N, V, Vp, grad / (float)scored, scale);
+    double total = 0;
+    for (int i = 0; i < N; i++) total += losses[i];
+    return (float)(total / scored);
+}
+
 }  // namespace
 
 // The logical (rows, cols) matrix X as gemm reads it: row-major, or transposed (stored column-major).
@@ -735,7 +747,7 @@ TEST(crossentropy_matches_finite_differences_and_ignores_padding) {
         for (int v = V; v < Vp; v++) logits[i * Vp + v] = 1e4f;  // would dominate if it leaked into softmax
     const std::vector<float> saved = logits;
     auto loss = [&] {  // without the gradient the logits are only read
-        return (double)crossentropy_fused(logits.data(), losses.data(), targets.data(), false, N, V, Vp);
+        return (double)ce_mean(crossentropy_fused, logits.data(), losses.data(), targets.data(), false, N, V, Vp);
     };
     double l = loss();
     CHECK(logits == saved);
@@ -748,7 +760,7 @@ TEST(crossentropy_matches_finite_differences_and_ignores_padding) {
     CHECK_NEAR(l, expected / N, 1e-5);
     // with the gradient: the same losses, and the buffer turned into d(mean loss)/dlogits
     std::vector<float> dlogits = logits;
-    float lg = crossentropy_fused(dlogits.data(), glosses.data(), targets.data(), true, N, V, Vp);
+    float lg = ce_mean(crossentropy_fused, dlogits.data(), glosses.data(), targets.data(), true, N, V, Vp);
     CHECK(lg == (float)l && glosses == losses);
     for (int i = 0; i < N; i++)
         for (int v = V; v < Vp; v++) CHECK(dlogits[i * Vp + v] == 0.0f);
@@ -762,12 +774,14 @@ TEST(crossentropy_matches_finite_differences_and_ignores_padding) {
         return loss();
     };
     CHECK(fd_error(real, dreal, loss_real, 1, 1e-2f) < kFdTol);
-    // the backward scales the gradient in place for micro-batches, and leaves it alone at scale 1
-    std::vector<float> scaled = dlogits;
-    crossentropy_backward(scaled.data(), 1.0f, N, Vp);
-    CHECK(scaled == dlogits);
-    crossentropy_backward(scaled.data(), 0.25f, N, Vp);
-    for (int i = 0; i < N * Vp; i++) CHECK(scaled[i] == dlogits[i] * 0.25f);
+    // a micro-batch's share scales the gradient after it is rounded, as a second pass would, and nothing else
+    for (CrossEntropy fn : {crossentropy_fused, crossentropy_fused_ref}) {
+        std::vector<float> one = saved, scaled = saved, ls(N);
+        ce_mean(fn, one.data(), ls.data(), targets.data(), true, N, V, Vp);
+        CHECK(ce_mean(fn, scaled.data(), ls.data(), targets.data(), true, N, V, Vp, 0.25f) == (float)l);
+        for (int i = 0; i < N * Vp; i++) CHECK(scaled[i] == one[i] * 0.25f);
+        CHECK(fn != crossentropy_fused || one == dlogits);
+    }
 }
 
 namespace {
@@ -807,8 +821,8 @@ TEST(crossentropy_fast_matches_reference_at_gpt2_vocab) {
     std::vector<int> targets = {0, 50256, 123};
     for (bool grad : {false, true}) {
         std::vector<float> out = logits, ref = logits, losses(N), lref(N);
-        float mean = crossentropy_fused(out.data(), losses.data(), targets.data(), grad, N, V, Vp);
-        float mref = crossentropy_fused_ref(ref.data(), lref.data(), targets.data(), grad, N, V, Vp);
+        float mean = ce_mean(crossentropy_fused, out.data(), losses.data(), targets.data(), grad, N, V, Vp);
+        float mref = ce_mean(crossentropy_fused_ref, ref.data(), lref.data(), targets.data(), grad, N, V, Vp);
         CHECK_NEAR(mean, mref, 1e-6);
         for (int i = 0; i < N; i++) CHECK_NEAR(losses[i], lref[i], 1e-6);
         if (!grad) {
@@ -918,8 +932,8 @@ TEST(crossentropy_masked_targets_match_reference_and_float64) {
     const int scored = 3;
     for (bool grad : {false, true}) {
         std::vector<float> out = logits, ref = logits, losses(N, 9.0f), lref(N, 9.0f);
-        float mean = crossentropy_fused(out.data(), losses.data(), targets.data(), grad, N, V, Vp);
-        float mref = crossentropy_fused_ref(ref.data(), lref.data(), targets.data(), grad, N, V, Vp);
+        float mean = ce_mean(crossentropy_fused, out.data(), losses.data(), targets.data(), grad, N, V, Vp);
+        float mref = ce_mean(crossentropy_fused_ref, ref.data(), lref.data(), targets.data(), grad, N, V, Vp);
         std::vector<double> exact((size_t)N * Vp, 0.0);
         double exact_mean = 0;
         for (int i = 0; i < N; i++) {
@@ -946,14 +960,14 @@ TEST(crossentropy_masked_targets_match_reference_and_float64) {
     // unmasked rows give what a call on them alone gives, bit for bit
     std::vector<float> all = logits, some(logits.begin() + (size_t)3 * Vp, logits.end()), la(N), ls(2);
     const std::vector<int> tail = {7, 123}, masked = {-1, -1, -1, 7, 123};
-    CHECK(crossentropy_fused(all.data(), la.data(), masked.data(), true, N, V, Vp) ==
-          crossentropy_fused(some.data(), ls.data(), tail.data(), true, 2, V, Vp));
+    CHECK(ce_mean(crossentropy_fused, all.data(), la.data(), masked.data(), true, N, V, Vp) ==
+          ce_mean(crossentropy_fused, some.data(), ls.data(), tail.data(), true, 2, V, Vp));
     CHECK(std::equal(some.begin(), some.end(), all.begin() + (size_t)3 * Vp));
     // nothing scored: 0, zero gradients, no NaN
     const std::vector<int> none(N, -1);
-    for (auto fn : {crossentropy_fused, crossentropy_fused_ref}) {
+    for (CrossEntropy fn : {crossentropy_fused, crossentropy_fused_ref}) {
         std::vector<float> z = logits, l(N, 9.0f);
-        CHECK(fn(z.data(), l.data(), none.data(), true, N, V, Vp) == 0.0f);
+        CHECK(ce_mean(fn, z.data(), l.data(), none.data(), true, N, V, Vp) == 0.0f);
         CHECK(std::all_of(z.begin(), z.end(), [](float x) { return x == 0.0f; }));
         CHECK(std::all_of(l.begin(), l.end(), [](float x) { return x == 0.0f; }));
     }

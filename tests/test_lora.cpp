@@ -136,8 +136,8 @@ TEST(lora_on_a_frozen_base) {
         if (t.name.find("lora_B") != std::string::npos)
             for (size_t i = 0; i < t.numel(); i++) lora.adapter.params[t.offset + i] = 0.05f * rng.normal();
     lora_zero_grad(&lora);
-    gpt2_forward(&model, x.data(), y.data(), B, T);
-    gpt2_backward(&model, 1.0f);
+    gpt2_forward(&model, x.data(), y.data(), B, T, 1.0f);
+    gpt2_backward(&model);
     CHECK(model.grads.empty());
     const std::vector<float> grads = lora.grads;
     int checked = 0;

@@ -1,7 +1,7 @@
 // test_train.cpp: training-loop invariants that the CLI tests can only see through exit codes: gradient
 // accumulation over k micro-batches equals one k-times larger batch, inference allocates no training
-// memory, the fused classifier of a training forward (loss as in inference, dlogits in the logits'
-// buffer), what the activation layouts hold, and the seam a model's reduced-precision copies sit behind.
+// memory, the head of a training forward (loss as in inference, its backward fused, in chunks of rows that
+// change no number), what the activation layouts hold, and the seam a model's reduced-precision copies sit behind.
 
 #include <algorithm>
 #include <cmath>
@@ -42,14 +42,14 @@ TEST(grad_accumulation_equals_one_larger_batch) {
     gpt2_enable_training(&acc);
     // one batch of k*B sequences
     gpt2_zero_grad(&big);
-    const float big_loss = gpt2_forward(&big, x.data(), y.data(), k * B, T);
-    gpt2_backward(&big, 1.0f);
+    const float big_loss = gpt2_forward(&big, x.data(), y.data(), k * B, T, 1.0f);
+    gpt2_backward(&big);
     // k micro-batches of B sequences, each scaled by 1/k, as train does with --grad-accum k
     gpt2_zero_grad(&acc);
     double acc_loss = 0;
     for (int m = 0; m < k; m++) {
-        acc_loss += gpt2_forward(&acc, x.data() + m * B * T, y.data() + m * B * T, B, T) / k;
-        gpt2_backward(&acc, 1.0f / k);
+        acc_loss += gpt2_forward(&acc, x.data() + m * B * T, y.data() + m * B * T, B, T, 1.0f / k) / k;
+        gpt2_backward(&acc);
     }
     double max_diff = 0, max_ref = 0;
     for (size_t i = 0; i < big.grads.size(); i++) {
@@ -93,12 +93,16 @@ TEST(training_forward_fuses_the_classifier_backward) {
     std::vector<float> logits(eval.act.logits, eval.act.logits + (size_t)N * Vp), losses(eval.act.losses, eval.act.losses + N);
     gpt2_forward(&eval, x.data(), nullptr, B, T);
     CHECK(std::equal(logits.begin(), logits.end(), eval.act.logits));
-    // a training model: the same logits without targets; with targets the same loss, and dlogits instead
+    // a training model: the same logits without targets, and with targets and no loss_scale the same loss and
+    // logits; with a loss_scale the same loss, and the dlogits of loss * loss_scale instead
     gpt2_enable_training(&train);
     gpt2_forward(&train, x.data(), nullptr, B, T);
     CHECK(std::equal(logits.begin(), logits.end(), train.act.logits));
     CHECK(gpt2_forward(&train, x.data(), y.data(), B, T) == eval_loss);
-    CHECK(std::equal(losses.begin(), losses.end(), train.act.losses));
+    CHECK(std::equal(logits.begin(), logits.end(), train.act.logits) && !train.head_grads);
+    gpt2_zero_grad(&train);
+    CHECK(gpt2_forward(&train, x.data(), y.data(), B, T, 0.5f) == eval_loss);
+    CHECK(std::equal(losses.begin(), losses.end(), train.act.losses) && train.head_grads);
     double max_diff = 0;
     for (int i = 0; i < N; i++) {
         const float* z = logits.data() + (size_t)i * Vp;
@@ -106,27 +110,62 @@ TEST(training_forward_fuses_the_classifier_backward) {
         double sum = 0;
         for (int v = 0; v < V; v++) sum += std::exp(z[v] - zmax);
         for (int v = 0; v < Vp; v++) {
-            double want = v < V ? (std::exp(z[v] - zmax) / sum - (v == y[i])) / N : 0.0;
+            double want = v < V ? (std::exp(z[v] - zmax) / sum - (v == y[i])) / N * 0.5 : 0.0;
             max_diff = max_abs(max_diff, train.act.logits[(size_t)i * Vp + v] - want);
         }
     }
     CHECK(max_diff <= 1e-6 / N);
-    // a second backward with the same loss_scale computes the same gradients (the two-pass update's first
-    // pass measures the norm), the dlogits scaled once
-    gpt2_zero_grad(&train);
-    gpt2_backward(&train, 0.5f);
+    // a second backward, after the head again, computes the same gradients (the two-pass update's first pass
+    // measures the norm)
+    gpt2_backward(&train);
     const std::vector<float> first = train.grads;
     gpt2_zero_grad(&train);
-    gpt2_backward(&train, 0.5f);
+    CHECK(!train.head_grads);
+    gpt2_head(&train, 0.5f);
+    gpt2_backward(&train);
     CHECK(train.grads == first);
     CHECK(std::any_of(first.begin(), first.end(), [](float g) { return g != 0; }));
 }
 
+TEST(head_in_row_chunks_equals_one_matmul_over_all_rows) {
+    // 1,312 rows: the head takes 1,024, then 256, then 32 (layout_head_rows; the tail in gemm_kc's blocks), and
+    // keeps the last 32 rows' in act.logits.
+    const int B = 82, T = 16, N = B * T, rows = layout_head_rows(N), last = 32;
+    std::vector<int> x(N), y(N);
+    for (int i = 0; i < N; i++) x[i] = (i * 7 + 3) % 50, y[i] = i % 9 == 0 ? -1 : (i * 11 + 5) % 50;  // some -1
+    GPT2 model = tiny_model();
+    const int C = model.cfg.channels, V = model.cfg.vocab_size, Vp = model.cfg.padded_vocab_size;
+    gpt2_enable_training(&model);
+    gpt2_zero_grad(&model);
+    const float loss = gpt2_forward(&model, x.data(), y.data(), B, T, 0.25f);
+    CHECK(rows == 1024);
+    CHECK(model.acts.size() == layout_params_size(layout_acts(model.cfg, B, T)));
+    // the whole (N, Vp) at once from the same lnf: one matmul each way
+    std::vector<float> logits((size_t)N * Vp), losses(N), dlnf((size_t)N * C), dwte((size_t)Vp * C, 0.0f);
+    const Weight wte(model.param.wte);
+    matmul_forward(logits.data(), model.act.lnf, wte, nullptr, N, C, Vp);
+    const long scored = std::count_if(y.begin(), y.end(), [](int t) { return t >= 0; });
+    crossentropy_fused(logits.data(), losses.data(), y.data(), N, V, Vp, 1.0f / scored, 0.25f);
+    matmul_backward(dlnf.data(), dwte.data(), nullptr, logits.data(), model.act.lnf, wte, N, C, Vp);
+    double total = 0;
+    for (float l : losses) total += l;
+    CHECK(loss == (float)(total / scored));
+    CHECK(std::equal(losses.begin(), losses.end(), model.act.losses));
+    CHECK(std::equal(logits.end() - (size_t)last * Vp, logits.end(), model.act.logits));  // the last rows' dlogits
+    CHECK(std::equal(dlnf.begin(), dlnf.end(), model.dact.lnf));
+    size_t equal = 0;
+    for (size_t i = 0; i < dwte.size(); i++) equal += dwte[i] == model.grad.wte[i];
+    printf("    wte's gradient: %zu of %zu equal one matmul's over all %d rows\n", equal, dwte.size(), N);
+    CHECK(equal == dwte.size());
+}
+
 TEST(activation_layouts_hold_one_classifier_buffer) {
-    // GPT-2 124M at B=8, T=256: the forward layout holds one (N, Vp) tensor, the gradients' none.
+    // GPT-2 124M at B=8, T=256: the forward layout holds one (1024, Vp) tensor (the head's rows at a time), the
+    // gradients' none.
     const GPT2Config cfg = config_make(1024, 50257, 12, 12, 768);
     const int B = 8, T = 256;
-    const size_t NVp = (size_t)B * T * cfg.padded_vocab_size;
+    const size_t NVp = (size_t)layout_head_rows(B * T) * cfg.padded_vocab_size;
+    CHECK(layout_head_rows(B * T) == 1024);
     const std::vector<TensorInfo> acts = layout_acts(cfg, B, T), dacts = layout_acts(cfg, B, T, true);
     CHECK(std::count_if(acts.begin(), acts.end(), [&](const TensorInfo& t) { return t.numel() == NVp; }) == 1);
     CHECK(std::none_of(dacts.begin(), dacts.end(), [&](const TensorInfo& t) { return t.numel() == NVp; }));
@@ -181,8 +220,8 @@ TEST(model_copies_see_every_matmul_weight_and_every_update) {
     AdamWConfig oc;
     for (int step = 0; step < 2; step++) {
         gpt2_zero_grad(&plain), gpt2_zero_grad(&model);
-        CHECK(gpt2_forward(&plain, x.data(), y.data(), 2, 8) == gpt2_forward(&model, x.data(), y.data(), 2, 8));
-        gpt2_backward(&plain, 1.0f), gpt2_backward(&model, 1.0f);
+        CHECK(gpt2_forward(&plain, x.data(), y.data(), 2, 8, 1) == gpt2_forward(&model, x.data(), y.data(), 2, 8, 1));
+        gpt2_backward(&plain), gpt2_backward(&model);
         adamw_update(&opt_plain, &plain, oc, 1e-2f), adamw_update(&opt, &model, oc, 1e-2f);
     }
     CHECK(plain.params == model.params);
@@ -206,9 +245,9 @@ TEST(bf16_weight_copy_follows_every_adamw_update) {
     float first = 0, last = 0;
     for (int step = 0; step < 5; step++) {
         gpt2_zero_grad(&model);
-        last = gpt2_forward(&model, x.data(), y.data(), 2, 8);
+        last = gpt2_forward(&model, x.data(), y.data(), 2, 8, 1.0f);
         if (step == 0) first = last;
-        gpt2_backward(&model, 1.0f);
+        gpt2_backward(&model);
         adamw_update(&opt, &model, oc, 1e-2f);
         int stale = 0;
         const std::vector<uint16_t>& params16 = gpt2_precision_copies(model)->params16;
@@ -227,8 +266,8 @@ void forward_backward(GPT2* model, const std::function<void(int)>& layer_done = 
     std::vector<int> x(16), y(16);
     for (int i = 0; i < 16; i++) x[i] = (i * 7 + 3) % 50, y[i] = (i * 11 + 5) % 50;
     gpt2_zero_grad(model);
-    gpt2_forward(model, x.data(), y.data(), 2, 8);
-    gpt2_backward(model, 1.0f, layer_done);
+    gpt2_forward(model, x.data(), y.data(), 2, 8, 1.0f);
+    gpt2_backward(model, layer_done);
 }
 
 }  // namespace
@@ -290,7 +329,8 @@ TEST(update_in_backward_equals_the_full_update_bit_for_bit) {
                 adamw_update(&a, &full, oc, 1e-2f, optimizer_clip_factor(norm, clip));
                 std::vector<int> x(16), y(16);
                 for (int i = 0; i < 16; i++) x[i] = (i * 7 + 3) % 50, y[i] = (i * 11 + 5) % 50;
-                gpt2_forward(&layered, x.data(), y.data(), 2, 8);
+                gpt2_zero_grad(&layered);
+                gpt2_forward(&layered, x.data(), y.data(), 2, 8, 1.0f);
                 norms_equal = norms_equal && adamw_step_in_backward(&b, &layered, oc, 1e-2f, clip) == norm;
                 CHECK(clip == 0 || norm > clip);  // the clipped case clips
             }

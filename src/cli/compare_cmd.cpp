@@ -261,18 +261,19 @@ struct Checks {
 // the first AdamW step reuses.
 float check_gradients(GPT2* model, LoraModel* lora, const Reference& ref, Checks* checks) {
     const int B = ref.B, T = ref.T, V = model->cfg.vocab_size, Vp = model->cfg.padded_vocab_size;
-    // The logits first, from a forward of the model before training is enabled: a training forward with
-    // targets leaves dlogits in their place (model.h).
+    // The logits first, from a forward without targets: with them, the head leaves dlogits in their place. It keeps
+    // its last rows' (all up to 1,024: model.h); wte's gradient below depends on every row's.
     if (lora) lora_attach(model, lora, B * T, true);  // frozen: its logits are read the same way
     gpt2_forward(model, ref.x.data(), nullptr, B, T);
-    checks->tensor("logits", model->act.logits, ref.logits.data(), (size_t)B * T, V, Vp);
+    const size_t N = (size_t)B * T, first = model->head_last_row, kept = N - first;
+    const std::string last = first ? " (the last " + std::to_string(kept) + " rows)" : "";
+    checks->tensor("logits" + last, model->act.logits, ref.logits.data() + first * V, kept, V, Vp);
     gpt2_enable_training(model);
-    float loss = gpt2_forward(model, ref.x.data(), ref.y.data(), B, T);
+    float loss = gpt2_forward(model, ref.x.data(), ref.y.data(), B, T, 1.0f);
     checks->loss_line("loss", loss, ref.loss);
     if (!ref.dlogits.empty())  // the fused cross-entropy left them in the logits' place
-        checks->tensor("dlogits", model->act.logits, ref.dlogits.data(), (size_t)B * T, V, Vp);
-    gpt2_zero_grad(model);
-    gpt2_backward(model, 1.0f);
+        checks->tensor("dlogits" + last, model->act.logits, ref.dlogits.data() + first * V, kept, V, Vp);
+    gpt2_backward(model);
     for (const TensorInfo& t : lora ? lora->adapter.table : std::vector<TensorInfo>()) {
         const float* ours = lora->grads.data() + t.offset;
         checks->tensor("grad." + t.name, ours, ref.grads.data() + t.offset, t.rows, t.cols, t.cols);
@@ -303,12 +304,10 @@ void check_adamw(GPT2* model, LoraModel* lora, const Reference& ref, const CliAr
             "test_gpt2.c lists the expected ones:\n");
     AdamW opt;
     for (long long i = 0; i < steps; i++) {
-        float step_loss = i == 0 ? loss : gpt2_forward(model, ref.x.data(), ref.y.data(), B, T);
-        if (i > 0) {
-            gpt2_zero_grad(model);
-            if (lora) lora_zero_grad(lora);
-            gpt2_backward(model, 1.0f);
-        }
+        if (i > 0) gpt2_zero_grad(model);
+        if (i > 0 && lora) lora_zero_grad(lora);
+        const float step_loss = i == 0 ? loss : gpt2_forward(model, ref.x.data(), ref.y.data(), B, T, 1.0f);
+        if (i > 0) gpt2_backward(model);
         if (ours) checks->loss_line("adamw.loss[" + std::to_string(i) + "]", step_loss, ref.losses[i]);
         else printf("step %lld: loss %f\n", i, step_loss);
         if (!std::isfinite(step_loss)) fatal("loss is %g at AdamW step %lld: expected a finite loss", step_loss, i);

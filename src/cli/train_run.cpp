@@ -60,7 +60,8 @@ StepStats train_step_in_backward(TrainRun* t, int step) {
     hooks.begin();
     std::string err;
     if (!dataloader_try_next(&t->train_dl, &err)) hooks.data_failed(step, err);
-    const double loss = gpt2_forward(&t->model, t->train_dl.inputs.data(), t->train_dl.targets.data(), o.B, o.T);
+    gpt2_zero_grad(&t->model);
+    const double loss = gpt2_forward(&t->model, t->train_dl.inputs.data(), t->train_dl.targets.data(), o.B, o.T, 1);
     train_check_finite(loss, 0, step);
     const float lr = lr_schedule(step, o.steps, o.adamw.lr, o.warmup, o.min_lr_frac, o.cosine);
     const float norm = adamw_step_in_backward(&t->opt, &t->model, o.adamw, lr, o.grad_clip);

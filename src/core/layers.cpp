@@ -217,61 +217,48 @@ void residual_backward(float* da, float* db, const float* dout, size_t n) {
 }
 
 // The classifier: softmax, loss and dlogits per row (llm.c's CUDA fused_classifier), beside a scalar reference.
-float crossentropy_fused(float* logits, float* losses, const int* targets, bool grad, int N, int V, int Vp) {
-    const int scored = std::max(1, (int)std::count_if(targets, targets + N, [](int t) { return t >= 0; }));
-    const float dloss = 1.0f / scored;  // d(mean loss) / d(row loss)
+void crossentropy_fused(float* logits, float* losses, const int* targets, int N, int V, int Vp, float dloss,
+                        float scale) {
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < N; i++) {
         // Three passes over one row (200 KB at GPT-2's vocabulary, in L2): max, exp and sum (kept), gradient.
         float* z = logits + (size_t)i * Vp;
         if (targets[i] < 0) losses[i] = 0;  // not scored (layers.h): loss 0 and a zero row
-        if (targets[i] < 0 && grad) std::fill(z, z + Vp, 0.0f);
+        if (targets[i] < 0 && dloss > 0) std::fill(z, z + Vp, 0.0f);
         if (targets[i] < 0) continue;
         const float zmax = vf_max_of(z, V, 1.0f);
         const float zt = z[targets[i]];  // read before the row is overwritten
-        const double sum = grad ? vf_exp_sum<true>(z, V, 1.0f, zmax) : vf_exp_sum<false>(z, V, 1.0f, zmax);
+        const double sum = dloss > 0 ? vf_exp_sum<true>(z, V, 1.0f, zmax) : vf_exp_sum<false>(z, V, 1.0f, zmax);
         // -log softmax from the log-sum-exp directly: log(p) would lose digits when p underflows.
         losses[i] = (float)(std::log(sum) - (double)(zt - zmax));
-        if (!grad) continue;
-        // dlogits = softmax * dloss - onehot * dloss, rounded as a stored softmax would be: fusing changes nothing.
+        if (dloss <= 0) continue;
+        // dlogits = (softmax * dloss - onehot * dloss) * scale, rounded as a stored softmax would be.
         const float inv = (float)(1.0 / sum);
         for (int v = 0; v < V; v++) z[v] = (z[v] * inv) * dloss;
         z[targets[i]] -= dloss;
+        for (int v = 0; v < V && scale != 1.0f; v++) z[v] *= scale;
         for (int v = V; v < Vp; v++) z[v] = 0;
     }
-    double total = 0;  // summed in row order: the mean does not depend on the thread count
-    for (int i = 0; i < N; i++) total += losses[i];
-    return (float)(total / scored);
 }
 
-void crossentropy_backward(float* dlogits, float loss_scale, int N, int Vp) {
-    if (loss_scale == 1.0f) return;
-#pragma omp parallel for schedule(static)
-    for (int i = 0; i < N; i++)
-        for (int v = 0; v < Vp; v++) dlogits[(size_t)i * Vp + v] *= loss_scale;
-}
-
-float crossentropy_fused_ref(float* logits, float* losses, const int* targets, bool grad, int N, int V, int Vp) {
-    const int scored = std::max(1, (int)std::count_if(targets, targets + N, [](int t) { return t >= 0; }));
-    const float dloss = 1.0f / scored;
-    double total = 0;
+void crossentropy_fused_ref(float* logits, float* losses, const int* targets, int N, int V, int Vp, float dloss,
+                            float scale) {
     for (int i = 0; i < N; i++) {
         float* z = logits + (size_t)i * Vp;
         if (targets[i] < 0) losses[i] = 0;  // not scored (layers.h): loss 0 and a zero row
-        if (targets[i] < 0 && grad) std::fill(z, z + Vp, 0.0f);
+        if (targets[i] < 0 && dloss > 0) std::fill(z, z + Vp, 0.0f);
         if (targets[i] < 0) continue;
         const float zmax = *std::max_element(z, z + V);
         double sum = 0;
         for (int v = 0; v < V; v++) sum += expf(z[v] - zmax);
         losses[i] = (float)(std::log(sum) - (double)(z[targets[i]] - zmax));
-        total += losses[i];
-        if (!grad) continue;
+        if (dloss <= 0) continue;
         const float inv = (float)(1.0 / sum);
         for (int v = 0; v < V; v++) z[v] = (expf(z[v] - zmax) * inv) * dloss;
         z[targets[i]] -= dloss;
+        for (int v = 0; v < V; v++) z[v] *= scale;
         for (int v = V; v < Vp; v++) z[v] = 0;
     }
-    return (float)(total / scored);
 }
 
 KERNELS_END

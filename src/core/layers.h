@@ -77,17 +77,17 @@ void residual_forward(float* out, const float* a, const float* b, size_t n);
 void residual_backward(float* da, float* db, const float* dout, size_t n);
 
 // The classifier's loss fused with its gradient in one (N, Vp) buffer: losses (N) = -log softmax(logits row)[target]
-// over its first V columns (targets < V); returns their mean, summed in row order in double (any thread count gives
-// the same). grad: logits is OVERWRITTEN by the dlogits, d(mean loss)/dlogits = (softmax - onehot) / N, 0 in V..Vp.
-// A target of -1 is not scored (answer-only loss): loss 0, a zero row, and N counts only scored rows (none: 0).
-float crossentropy_fused(float* logits, float* losses, const int* targets, bool grad, int N, int V, int Vp);
-// dlogits (N, Vp) *= loss_scale, once per fused forward: d(loss * loss_scale)/dlogits, for micro-batches.
-void crossentropy_backward(float* dlogits, float loss_scale, int N, int Vp);
+// over its first V columns (targets < V). dloss > 0: logits is OVERWRITTEN by the dlogits of loss * scale, where
+// loss is a mean with d(loss)/d(row loss) = dloss: ((softmax - onehot) * dloss) * scale, 0 in V..Vp. A target of -1
+// is not scored (answer-only loss): loss 0 and a zero row.
+void crossentropy_fused(float* logits, float* losses, const int* targets, int N, int V, int Vp, float dloss,
+                        float scale);
 
 // Plain scalar references of the vectorised kernels above, same contracts; the tests compare against them.
 void gelu_forward_ref(float* out, const float* inp, size_t n);
 void gelu_backward_ref(float* dinp, const float* inp, const float* dout, size_t n);
-float crossentropy_fused_ref(float* logits, float* losses, const int* targets, bool grad, int N, int V, int Vp);
+void crossentropy_fused_ref(float* logits, float* losses, const int* targets, int N, int V, int Vp, float dloss,
+                            float scale);
 void attention_forward_ref(float* out, float* lse, const float* qkv, int B, int T, int C, int NH);
 void attention_backward_ref(float* dqkv, const float* dout, const float* qkv, const float* lse, int B, int T, int C,
                             int NH);

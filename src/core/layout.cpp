@@ -134,7 +134,7 @@ std::vector<TensorInfo> layout_acts(const GPT2Config& cfg, int B, int T, bool gr
     if (gradients) return tb.table;
     tb.add("lnf_mean", N, 0);
     tb.add("lnf_rstd", N, 0);
-    tb.add("logits", N, cfg.padded_vocab_size);
+    tb.add("logits", layout_head_rows((int)N), cfg.padded_vocab_size);
     tb.add("losses", N, 0);
     return tb.table;
 }

@@ -87,12 +87,14 @@ struct ActViews {
     std::vector<LayerActs> layers;
     float* lnf = nullptr;                            // (N, C)
     float *lnf_mean = nullptr, *lnf_rstd = nullptr;  // (N)
-    // (N, Vp) the logits; after a forward with targets on a training model, d(mean loss)/dlogits in their
-    // place (crossentropy_fused), which gpt2_backward scales by its loss_scale and consumes.
+    // (layout_head_rows(N), Vp) the logits of the head's last rows (model.h); after gpt2_head with a loss_scale, their
+    // d(loss * loss_scale)/dlogits in their place (crossentropy_fused).
     float* logits = nullptr;
     float* losses = nullptr;  // (N) per-position cross-entropy, after a forward with targets
 };
 
+// The rows gpt2_head takes at a time: all N up to 1024, else 1024 (the weight's re-reads then cost under 1%).
+inline int layout_head_rows(int N) { return N > 1024 ? 1024 : N; }
 // The table's entries are "encoded", "h.3.ln1" (layer 3, slot: its place in LayerActs), ..., "lnf", ...
 std::vector<TensorInfo> layout_acts(const GPT2Config& cfg, int B, int T, bool gradients = false);
 // The views of a table from layout_acts, at its entries' offsets: an extension may move entries (memory/

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/gemm.h"
 #include "core/rng.h"
 
 void gpt2_build(GPT2* model, const GPT2Config& cfg) {
@@ -114,15 +115,14 @@ void block_forward(const GPT2& model, int l, const LayerActs& la, const float* x
     residual_forward(la.residual3, la.residual2, la.fcproj, (size_t)N * C);
 }
 
-float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int T) {
+float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int T, float loss_scale) {
     const GPT2Config& cfg = model->cfg;
-    const int N = B * T, C = cfg.channels, V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
+    const int N = B * T, C = cfg.channels, V = cfg.vocab_size;
     gpt2_alloc_acts(model, B, T);
     for (int i = 0; i < N; i++)  // the loaders check every id against the vocabulary
         assert(inputs[i] >= 0 && inputs[i] < V && (!targets || (targets[i] >= -1 && targets[i] < V)));
     model->inputs.assign(inputs, inputs + N);
-    model->dlogits_ready = false;
-    model->dlogits_scale = 0;
+    model->targets.assign(targets, targets ? targets + N : targets);
     const ParamViews& p = model->param;
     const ActViews& a = model->act;
 
@@ -133,12 +133,34 @@ float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, in
         x = a.layers[l].residual3;
     }
     layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, x, p.lnfw, p.lnfb, N, C);
-    matmul_forward(a.logits, a.lnf, gpt2_weight(*model, p.wte), nullptr, N, C, Vp);  // lm_head tied to wte
-    if (!targets) return 0.0f;
-    // training: a.logits becomes d(mean loss)/dlogits in place, the backward's starting point
-    const float mean_loss = crossentropy_fused(a.logits, a.losses, targets, model->training, N, V, Vp);
-    model->dlogits_ready = model->training;
-    return mean_loss;
+    return gpt2_head(model, loss_scale);
+}
+
+float gpt2_head(GPT2* model, float loss_scale) {
+    const int N = model->B * model->T, C = model->cfg.channels;
+    const int V = model->cfg.vocab_size, Vp = model->cfg.padded_vocab_size;
+    const int* targets = model->targets.empty() ? nullptr : model->targets.data();
+    const bool grad = targets && loss_scale >= 0;
+    assert((!grad || model->training) && "a loss_scale needs gpt2_enable_training");
+    const long scored = targets ? std::count_if(targets, targets + N, [](int t) { return t >= 0; }) : 0;
+    const float dloss = grad / (float)std::max(1L, scored);  // d(mean loss)/d(row loss), or 0: no gradient
+    const ActViews& a = model->act;
+    const Weight wte = gpt2_weight(*model, model->param.wte);  // lm_head tied to wte
+    // A tail under `rows` goes 256 rows at a time, so that wte's gradient sums its rows in blocks of gemm_kc's 256,
+    // as one matmul over all N would: the same numbers.
+    for (int r = 0, rows = layout_head_rows(N), n; r < N; r += n) {
+        n = N - r >= rows ? rows : std::min(N - r, GEMM_KC);
+        const float* x = a.lnf + (size_t)r * C;
+        float* dx = grad ? model->dact.lnf + (size_t)r * C : nullptr;
+        matmul_forward(a.logits, x, wte, nullptr, n, C, Vp);
+        if (targets) crossentropy_fused(a.logits, a.losses + r, targets + r, n, V, Vp, dloss, loss_scale);
+        if (grad) matmul_backward(dx, model->grad.wte, nullptr, a.logits, x, wte, n, C, Vp);
+        model->head_last_row = r;
+    }
+    model->head_grads = grad;
+    double total = 0;  // summed in row order: the mean does not depend on the thread count
+    for (int i = 0; targets && i < N; i++) total += a.losses[i];
+    return (float)(total / std::max(1L, scored));
 }
 
 void gpt2_zero_grad(GPT2* model) {
@@ -147,29 +169,23 @@ void gpt2_zero_grad(GPT2* model) {
     const long n = (long)model->grads.size(), chunk = 1 << 20;
 #pragma omp parallel for schedule(static)
     for (long i = 0; i < n; i += chunk) memset(g + i, 0, sizeof(float) * std::min(chunk, n - i));
+    model->head_grads = false;
 }
 
-void gpt2_backward(GPT2* model, float loss_scale, const std::function<void(int layer)>& layer_done) {
-    assert(model->training && model->dlogits_ready &&
-           "gpt2_backward needs gpt2_enable_training and a forward with targets since the last backward");
+void gpt2_backward(GPT2* model, const std::function<void(int layer)>& layer_done) {
+    assert(model->training && model->head_grads && "gpt2_backward continues from gpt2_head's, with a loss_scale");
     const GPT2Config& cfg = model->cfg;
     const int B = model->B, T = model->T, N = B * T;
-    const int C = cfg.channels, NH = cfg.num_heads, Vp = cfg.padded_vocab_size;
+    const int C = cfg.channels, NH = cfg.num_heads;
     const ParamViews &p = model->param, &g = model->grad;
     const ActViews &a = model->act, &da = model->dact;
     // Each activation gradient has one writer (layers.h) but the residual stream, first the final LayerNorm's.
     const int last = cfg.num_layers - 1;
     memset(da.layers[last].residual3, 0, sizeof(float) * N * C);
-    if (model->dlogits_scale == 0) {  // a.logits holds dlogits (crossentropy_fused), scaled once
-        crossentropy_backward(a.logits, loss_scale, N, Vp);
-        model->dlogits_scale = loss_scale;
-    }
-    assert(model->dlogits_scale == loss_scale && "a second backward after a forward takes the first's loss_scale");
     assert((layer_done || model->grads.empty() || model->grads.size() == model->num_params) &&
            "one layer's gradients shared by all (memory/): layer_done consumes and clears each layer's");
     const GemmOperands* ops = model->copies ? model->copies->operands() : nullptr;
     auto w = [&](const float* weight) { return gpt2_weight(*model, weight); };
-    matmul_backward(da.lnf, g.wte, nullptr, a.logits, a.lnf, w(p.wte), N, C, Vp);
     layernorm_backward(da.layers[last].residual3, g.lnfw, g.lnfb, da.lnf, a.layers[last].residual3, p.lnfw, a.lnf_mean,
                        a.lnf_rstd, N, C);
     for (int l = last; l >= 0; l--) {

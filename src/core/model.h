@@ -33,9 +33,9 @@ struct GPT2 {
     int B = 0, T = 0;  // batch the activations are sized for
     std::vector<float> acts, dacts;
     ActViews act, dact;
-    std::vector<int> inputs;              // (B, T) of the last forward
-    bool dlogits_ready = false;           // act.logits holds dlogits (since the last forward with targets)
-    float dlogits_scale = 0;              // the loss_scale a backward scaled them by; 0 before the first
+    std::vector<int> inputs, targets;     // (B, T) of the last forward; targets empty without
+    bool head_grads = false;              // gpt2_head's gradients are in grads and dact.lnf (until a zero_grad)
+    int head_last_row = 0;                // act.logits holds rows head_last_row.. of the last gpt2_head
     std::unique_ptr<ModelCopies> copies;  // or null: fp32
     std::function<const LinearAdapter*(size_t offset)> adapter_of;  // Seam: a weight's adapter (lora/), or null
 };
@@ -61,13 +61,17 @@ void gpt2_init_random(GPT2* model, uint64_t seed);
 // Sizes the activation buffers for (B, T), checked by the caller (the memory too: memory/memory.h); a no-op
 // when already that size. Without training, a shape that fits the buffer reuses it (size it for the largest).
 void gpt2_alloc_acts(GPT2* model, int B, int T);
-// Forward over inputs (B, T); with targets (B, T) also the mean loss, returned (else 0), and the
-// per-position losses. Token ids must be < vocab_size (asserted: the loaders check them). act.logits then
-// holds what ActViews says: a training model's logits are read after a forward without targets.
-float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int T);
+// Forward over inputs (B, T); with targets (B, T) also gpt2_head's mean loss, returned (else 0), and per-position
+// losses. Token ids must be < vocab_size (asserted: the loaders check them). A loss_scale >= 0 (training, with
+// targets: the micro-batch's share of the step's loss) also runs the head's backward: gpt2_backward goes on from it.
+float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int T, float loss_scale = -1);
+// The head after the final LayerNorm: logits = lnf wte^T, layout_head_rows(N) rows at a time, each consumed at once
+// by the loss of the last forward's targets (if any) and, with loss_scale >= 0, by the head's backward (d(loss *
+// loss_scale) added to grad.wte, and dact.lnf's rows): no (N, Vp) buffer. act.logits keeps the last rows'.
+float gpt2_head(GPT2* model, float loss_scale);
+// Zeroes grads, gpt2_head's included: a backward after it needs gpt2_head again (memory/ runs two backwards so).
 void gpt2_zero_grad(GPT2* model);
-// Accumulates d(loss * loss_scale)/dparams into grads (loss_scale: 1/grad_accum) after a forward with targets;
-// a second backward with the same loss_scale computes them again (memory/ learns the clipping norm that way).
+// Accumulates the rest of d(loss * loss_scale)/dparams into grads, from the head's (gpt2_head, above).
 // Seam: layer_done(l) runs as soon as layer l's gradients are final (in reverse; wte, wpe and ln_f at the end),
 // to send or consume them while earlier layers run (memory/'s one-layer gradients need one).
-void gpt2_backward(GPT2* model, float loss_scale, const std::function<void(int layer)>& layer_done = nullptr);
+void gpt2_backward(GPT2* model, const std::function<void(int layer)>& layer_done = nullptr);

@@ -37,8 +37,9 @@ StepStats train_step(Trainer* t, int step) {
         std::string err;
         if (!dataloader_try_next(&t->train_dl, &err)) hooks.data_failed(step, err);
         const float share = hooks.loss_scale(o.accum);  // of the step's loss, which sums every micro-batch's
-        loss += gpt2_forward(&model, t->train_dl.inputs.data(), t->train_dl.targets.data(), o.B, o.T) * (double)share;
-        gpt2_backward(&model, share, micro == o.accum - 1 ? hooks.layer_done() : nullptr);  // last: final as it goes
+        const DataLoader& dl = t->train_dl;
+        loss += gpt2_forward(&model, dl.inputs.data(), dl.targets.data(), o.B, o.T, share) * (double)share;
+        gpt2_backward(&model, micro == o.accum - 1 ? hooks.layer_done() : nullptr);  // last: final as it goes
     }
     hooks.backward_done();
     loss = hooks.loss(loss);

@@ -134,9 +134,8 @@ float adamw_step_in_backward(AdamW* opt, GPT2* model, const AdamWConfig& cfg, fl
     };
     const bool clip = grad_clip > 0;
     float norm = 0;
-    gpt2_zero_grad(model);
     if (clip) {
-        gpt2_backward(model, 1.0f, [&](int l) {
+        gpt2_backward(model, [&](int l) {
             measure_layer(l);
             memory_clear_layer_grads(model);
         });
@@ -144,9 +143,10 @@ float adamw_step_in_backward(AdamW* opt, GPT2* model, const AdamWConfig& cfg, fl
         norm = optimizer_norm_of(sumsq);
         if (!std::isfinite(norm)) return norm;
         gpt2_zero_grad(model);
+        gpt2_head(model, 1.0f);
     }
     const AdamWStep k = adamw_begin(opt, cfg, lr, optimizer_clip_factor(norm, grad_clip));
-    gpt2_backward(model, 1.0f, [&](int l) {
+    gpt2_backward(model, [&](int l) {
         if (!clip) measure_layer(l);
         adamw_apply(opt, model, k, lr, cfg.weight_decay, layers[l].first, layers[l].second);
         memory_clear_layer_grads(model);

@@ -34,11 +34,11 @@ double memory_acts_bytes(const GPT2Config& cfg, int B, int T, TrainingMemory mem
 // With layer_grads: zeroes the one layer's gradients every layer shares, once a layer_done has consumed
 // them, so that the next layer accumulates into zeros.
 void memory_clear_layer_grads(GPT2* model);
-// One step with the update inside the backward, for a model with layer_grads (memory_enable_training),
-// after a forward with targets: AdamW is applied to each layer as soon as its gradients are final, so only
-// one layer's gradients (and wte's, wpe's and ln_f's) exist at a time. Clipping to grad_clip (> 0) needs the
-// norm of all of them before the first update, so a first backward measures it and a second one, computing
-// the same gradients again from the same activations, applies them: the weights equal those of
-// optimizer_grad_norm + adamw_update on the full gradients bit for bit. Without clipping one backward does
-// both. Returns the gradient norm; when clipping and it is not finite, nothing is updated.
+// One step with the update inside the backward, for a model with layer_grads (memory_enable_training), after
+// gpt2_zero_grad and a forward with targets and loss_scale 1: AdamW is applied to each layer as soon as its
+// gradients are final, so only one layer's gradients (and wte's, wpe's and ln_f's) exist at a time. Clipping to
+// grad_clip (> 0) needs the norm of all of them before the first update, so a first backward measures it and a
+// second one, computing the same gradients again from the same activations (gpt2_head's too), applies them: the
+// weights equal those of optimizer_grad_norm + adamw_update on the full gradients bit for bit. Without clipping
+// one backward does both. Returns the gradient norm; when clipping and it is not finite, nothing is updated.
 float adamw_step_in_backward(AdamW* opt, GPT2* model, const AdamWConfig& cfg, float lr, float grad_clip);

@@ -158,14 +158,14 @@ KERNEL(void, gelu_forward, (float* out, const float* inp, size_t n), (out, inp, 
 KERNEL(void, gelu_backward, (float* dinp, const float* inp, const float* dout, size_t n), (dinp, inp, dout, n))
 KERNEL(void, residual_forward, (float* out, const float* a, const float* b, size_t n), (out, a, b, n))
 KERNEL(void, residual_backward, (float* da, float* db, const float* dout, size_t n), (da, db, dout, n))
-KERNEL(float, crossentropy_fused, (float* logits, float* losses, const int* targets, bool grad, int N, int V, int Vp),
-       (logits, losses, targets, grad, N, V, Vp))
-KERNEL(void, crossentropy_backward, (float* dlogits, float loss_scale, int N, int Vp), (dlogits, loss_scale, N, Vp))
+KERNEL(void, crossentropy_fused,
+       (float* logits, float* losses, const int* targets, int N, int V, int Vp, float dloss, float scale),
+       (logits, losses, targets, N, V, Vp, dloss, scale))
 KERNEL(void, gelu_forward_ref, (float* out, const float* inp, size_t n), (out, inp, n))
 KERNEL(void, gelu_backward_ref, (float* dinp, const float* inp, const float* dout, size_t n), (dinp, inp, dout, n))
-KERNEL(float, crossentropy_fused_ref,
-       (float* logits, float* losses, const int* targets, bool grad, int N, int V, int Vp),
-       (logits, losses, targets, grad, N, V, Vp))
+KERNEL(void, crossentropy_fused_ref,
+       (float* logits, float* losses, const int* targets, int N, int V, int Vp, float dloss, float scale),
+       (logits, losses, targets, N, V, Vp, dloss, scale))
 KERNEL(void, attention_forward_ref, (float* out, float* lse, const float* qkv, int B, int T, int C, int NH),
        (out, lse, qkv, B, T, C, NH))
 KERNEL(void, attention_backward_ref,

@@ -4,6 +4,8 @@
 #   * tiny geometry, full 50257 vocabulary: logits, loss, every gradient and all 10 AdamW losses;
 #   * the same tiny reference in llm.c's debug-state format with an llm.c model: compare passes, and the
 #     10 AdamW losses it prints equal PyTorch's;
+#   * 1,400 rows, more than the head takes at a time (1,024: core/model.h), with a loss mask: logits and
+#     dlogits of the rows the head keeps, loss, every gradient and 2 AdamW losses;
 #   * the full 124M geometry (12 layers, 768 channels, 12 heads, B=4, T=64): logits, loss, every gradient
 #     and 3 AdamW losses (the reference computes no more). Later steps are not asserted at 1e-5: the trajectory is
 #     ill-conditioned there: on this dump PyTorch's own fp32 run departs from the float64 reference by
@@ -38,6 +40,14 @@ for v in safetensors_io.read(sys.argv[1])[0]["losses"]: print(repr(float(v)))' "
         <(paste "$TEST_TMP/ours" "$TEST_TMP/theirs")
 }
 check "tiny, llm.c dump and model: compare passes and prints PyTorch's 10 AdamW losses" llmc_steps
+
+# 1,400 rows go through the head as 1,024 + 256 + 120; compare reads the last 120 rows' logits
+$REF --layers 2 --heads 2 --channels 64 --vocab 300 --seq-len 1024 -B 2 -T 700 --seed 5 --steps 2 --masked \
+    --model-out "$W/rows/model" --dump-out "$W/rows/dump.safetensors" >/dev/null
+check "1,400 rows (the head's 1,024 at a time), masked: compare (logits, loss, every gradient, 2 AdamW steps)" \
+    "$GPT2" compare --model "$W/rows/model" --ref "$W/rows/dump.safetensors" --steps 2
+grep -E '^(logits|dlogits|grad.wte)' "$TEST_TMP/out"
+rm -rf "$W/rows"
 
 $REF --layers 12 --heads 12 --channels 768 --vocab 50257 --seq-len 1024 -B 4 -T 64 --seed 0 --steps 3 \
     --model-out "$W/124m/model" --dump-out "$W/124m/dump.safetensors" \

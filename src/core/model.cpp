@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/gemm.h"
 #include "core/rng.h"
 
 void gpt2_build(GPT2* model, const GPT2Config& cfg) {
@@ -146,10 +145,10 @@ float gpt2_head(GPT2* model, float loss_scale) {
     const float dloss = grad / (float)std::max(1L, scored);  // d(mean loss)/d(row loss), or 0: no gradient
     const ActViews& a = model->act;
     const Weight wte = gpt2_weight(*model, model->param.wte);  // lm_head tied to wte
-    // A tail under `rows` goes 256 rows at a time, so that wte's gradient sums its rows in blocks of gemm_kc's 256,
-    // as one matmul over all N would: the same numbers.
-    for (int r = 0, rows = layout_head_rows(N), n; r < N; r += n) {
-        n = N - r >= rows ? rows : std::min(N - r, GEMM_KC);
+    // Each block is a matmul of its own: its logits take the blocking gemm_kc gives its rows, which can differ from
+    // one matmul's over all N in the last bits (a deep pass needs 84 rows at GPT-2's vocabulary).
+    for (int r = 0, rows = layout_head_rows(N); r < N; r += rows) {
+        const int n = std::min(rows, N - r);
         const float* x = a.lnf + (size_t)r * C;
         float* dx = grad ? model->dact.lnf + (size_t)r * C : nullptr;
         matmul_forward(a.logits, x, wte, nullptr, n, C, Vp);
@@ -210,4 +209,5 @@ void gpt2_backward(GPT2* model, const std::function<void(int layer)>& layer_done
         if (layer_done) layer_done(l);
     }
     if (g.wte) encoder_backward(g.wte, g.wpe, da.encoded, model->inputs.data(), B, T, C);
+    model->head_grads = false;
 }

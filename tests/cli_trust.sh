@@ -125,8 +125,13 @@ check "... and leaves nothing behind" test -z "$(ls -d $T/f16* 2>/dev/null)"
 check_error "train -T beyond --seq-len fails before allocating" "expected <= --seq-len 32" "$GPT2" train $tiny -T 64 --steps 1
 cp -r $TRAINED $T/huge && sed -i 's/"n_layer": [0-9]*/"n_layer": 1000/; s/"n_embd": [0-9]*/"n_embd": 65536/' $T/huge/config.json
 check_error "info reads headers only (config.json claims 1000 x 65536)" "shape mismatch" "$GPT2" info --model $T/huge
-perl -e 'my $n = 65536 * 32 + 1; print pack("l<256", 20240520, 1, $n, (0) x 253) . ("\0" x (2 * $n))' >$T/many.bin
-check_error "eval with a batch larger than memory" "not enough memory (activations" "$GPT2" eval --model $FIX/model --data $T/many.bin -B 65536 -T 32
+# 16M rows of about 40 KB of activations each, 256 channels (the classifier's buffer holds 1,024 rows whatever B*T)
+"$GPT2" train --train $TOK --vocab 1000 --layers 2 --heads 2 --channels 256 --seq-len 256 -B 1 -T 4 --steps 0 \
+    --sample-tokens 0 --out $T/wide >/dev/null
+perl -e 'my $n = 65536 * 256 + 1; print pack("l<256", 20240520, 1, $n, (0) x 253) . ("\0" x (2 * $n))' >$T/many.bin
+check_error "eval with a batch larger than memory" "not enough memory (activations" \
+    "$GPT2" eval --model $T/wide --data $T/many.bin -B 65536 -T 256
+rm -rf $T/wide $T/many.bin
 # a context of 2^20 positions: 512 layers of 8 channels make its KV cache 32 GB, far past the machine
 "$GPT2" train --train $TOK --vocab 1000 --layers 512 --heads 8 --channels 8 --seq-len 1048576 -B 1 -T 4 --steps 0 \
     --sample-tokens 0 --out $T/deep >/dev/null

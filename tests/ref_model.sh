@@ -41,7 +41,7 @@ for v in safetensors_io.read(sys.argv[1])[0]["losses"]: print(repr(float(v)))' "
 }
 check "tiny, llm.c dump and model: compare passes and prints PyTorch's 10 AdamW losses" llmc_steps
 
-# 1,400 rows go through the head as 1,024 + 256 + 120; compare reads the last 120 rows' logits
+# 1,400 rows go through the head as 1,024 + 376; compare reads the last 376 rows' logits
 $REF --layers 2 --heads 2 --channels 64 --vocab 300 --seq-len 1024 -B 2 -T 700 --seed 5 --steps 2 --masked \
     --model-out "$W/rows/model" --dump-out "$W/rows/dump.safetensors" >/dev/null
 check "1,400 rows (the head's 1,024 at a time), masked: compare (logits, loss, every gradient, 2 AdamW steps)" \

@@ -162,7 +162,7 @@ TEST(head_in_row_chunks_equals_one_matmul_over_all_rows) {
 
 TEST(activation_layouts_hold_one_classifier_buffer) {
     // GPT-2 124M at B=8, T=256: the forward layout holds one (1024, Vp) tensor (the head's rows at a time), the
-    // gradients' none.
+    // gradients' none: they are one layer's in three buffers, 6 C a row (layout.h).
     const GPT2Config cfg = config_make(1024, 50257, 12, 12, 768);
     const int B = 8, T = 256;
     const size_t NVp = (size_t)layout_head_rows(B * T) * cfg.padded_vocab_size;
@@ -170,6 +170,7 @@ TEST(activation_layouts_hold_one_classifier_buffer) {
     const std::vector<TensorInfo> acts = layout_acts(cfg, B, T), dacts = layout_acts(cfg, B, T, true);
     CHECK(std::count_if(acts.begin(), acts.end(), [&](const TensorInfo& t) { return t.numel() == NVp; }) == 1);
     CHECK(std::none_of(dacts.begin(), dacts.end(), [&](const TensorInfo& t) { return t.numel() == NVp; }));
+    CHECK(dacts.size() == 3 && layout_params_size(dacts) == (size_t)B * T * 6 * cfg.channels);
     for (const TensorInfo& t : dacts) {
         const std::string& n = t.name;
         CHECK(n.find("mean") == std::string::npos && n.find("rstd") == std::string::npos &&

@@ -208,14 +208,6 @@ void residual_forward(float* out, const float* a, const float* b, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
-void residual_backward(float* da, float* db, const float* dout, size_t n) {
-#pragma omp parallel for
-    for (size_t i = 0; i < n; i++) {
-        da[i] = dout[i];
-        db[i] = dout[i];
-    }
-}
-
 // The classifier: softmax, loss and dlogits per row (llm.c's CUDA fused_classifier), beside a scalar reference.
 void crossentropy_fused(float* logits, float* losses, const int* targets, int N, int V, int Vp, float dloss,
                         float scale) {

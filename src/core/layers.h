@@ -72,9 +72,8 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
 void gelu_forward(float* out, const float* inp, size_t n);
 void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n);
 
-// out (n) = a + b; the backward copies dout (n) into da and db.
+// out (n) = a + b (out may be a or b). Its backward is a copy of dout to both: gpt2_backward needs none (layout.h).
 void residual_forward(float* out, const float* a, const float* b, size_t n);
-void residual_backward(float* da, float* db, const float* dout, size_t n);
 
 // The classifier's loss fused with its gradient in one (N, Vp) buffer: losses (N) = -log softmax(logits row)[target]
 // over its first V columns (targets < V). dloss > 0: logits is OVERWRITTEN by the dlogits of loss * scale, where

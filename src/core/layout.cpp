@@ -59,24 +59,22 @@ struct LayerActShape {
     float* LayerActs::*view;
     size_t cols_per_c;  // 0: one float per row (mean/rstd)
     bool is_att;        // (B, NH, T)
-    bool cache;         // read by the backward, has no gradient: not in the gradient layout
+    bool grad_buffer;   // the gradients' layout has a buffer for it; the rest alias these (layout.h)
 };
 const LayerActShape kLayerActs[] = {
     {"ln1", &LayerActs::ln1, 1, false, false},
-    {"ln1_mean", &LayerActs::ln1_mean, 0, false, true},
-    {"ln1_rstd", &LayerActs::ln1_rstd, 0, false, true},
+    {"ln1_mean", &LayerActs::ln1_mean, 0, false, false},
+    {"ln1_rstd", &LayerActs::ln1_rstd, 0, false, false},
     {"qkv", &LayerActs::qkv, 3, false, false},
-    {"atty", &LayerActs::atty, 1, false, false},
-    {"att_lse", &LayerActs::att_lse, 0, true, true},
-    {"attproj", &LayerActs::attproj, 1, false, false},
+    {"atty", &LayerActs::atty, 1, false, true},
+    {"att_lse", &LayerActs::att_lse, 0, true, false},
     {"residual2", &LayerActs::residual2, 1, false, false},
     {"ln2", &LayerActs::ln2, 1, false, false},
-    {"ln2_mean", &LayerActs::ln2_mean, 0, false, true},
-    {"ln2_rstd", &LayerActs::ln2_rstd, 0, false, true},
-    {"fch", &LayerActs::fch, 4, false, false},
+    {"ln2_mean", &LayerActs::ln2_mean, 0, false, false},
+    {"ln2_rstd", &LayerActs::ln2_rstd, 0, false, false},
+    {"fch", &LayerActs::fch, 4, false, true},
     {"fch_gelu", &LayerActs::fch_gelu, 4, false, false},
-    {"fcproj", &LayerActs::fcproj, 1, false, false},
-    {"residual3", &LayerActs::residual3, 1, false, false},
+    {"residual3", &LayerActs::residual3, 1, false, true},
 };
 static_assert(sizeof(LayerActs) == std::size(kLayerActs) * sizeof(float*), "a row for every LayerActs view");
 
@@ -125,13 +123,13 @@ std::vector<TensorInfo> layout_acts(const GPT2Config& cfg, int B, int T, bool gr
     for (int l = 0; l < (gradients ? 1 : cfg.num_layers); l++)  // gradients: one layer, shared by all
         for (size_t k = 0; k < std::size(kLayerActs); k++) {
             const LayerActShape& s = kLayerActs[k];
-            if (gradients && s.cache) continue;
+            if (gradients && !s.grad_buffer) continue;
             const size_t rows = s.is_att ? (size_t)B * cfg.num_heads * T : N;
             TensorInfo& t = tb.add("h." + std::to_string(l) + "." + s.name, rows, s.cols_per_c * C);
             t.layer = l, t.slot = (int)k;
         }
-    tb.add("lnf", N, C);
     if (gradients) return tb.table;
+    tb.add("lnf", N, C);
     tb.add("lnf_mean", N, 0);
     tb.add("lnf_rstd", N, 0);
     tb.add("logits", layout_head_rows((int)N), cfg.padded_vocab_size);
@@ -152,9 +150,14 @@ ActViews layout_act_views(const GPT2Config& cfg, const std::vector<TensorInfo>& 
         else if (t.name == "logits") v.logits = at;
         else v.losses = at;
     }
-    if (gradients) {  // layer 0's for all; its residual3 is also the gradient of each block's input
-        v.layers.assign(cfg.num_layers, v.layers[0]);
-        v.encoded = v.layers[0].residual3;
+    if (gradients) {  // layer 0's for all, in three buffers (layout.h)
+        LayerActs& d = v.layers[0];
+        d.residual2 = d.residual3;
+        d.fch_gelu = d.qkv = d.fch;
+        d.ln1 = d.ln2 = d.atty;
+        v.layers.assign(cfg.num_layers, d);
+        v.encoded = d.residual3;
+        v.lnf = d.atty;
     }
     return v;
 }

@@ -69,19 +69,20 @@ struct LayerActs {
     float* qkv;                  // (N, 3C)
     float* atty;                 // (N, C) attention output before the projection
     float* att_lse;              // (B, NH, T) log-sum-exp of each query's attention scores
-    float* attproj;              // (N, C)
-    float* residual2;            // (N, C) = block input + attproj
+    float* residual2;            // (N, C) = block input + atty's projection (computed in place)
     float* ln2;                  // (N, C)
     float *ln2_mean, *ln2_rstd;  // (N)
     float* fch;                  // (N, 4C) before GELU
     float* fch_gelu;             // (N, 4C)
-    float* fcproj;               // (N, C)
-    float* residual3;            // (N, C) = residual2 + fcproj; the block's output
+    float* residual3;            // (N, C) = residual2 + fch_gelu's projection; the block's output
 };
 
 // The activations of a forward, and (gradients = true) of their gradients: the backward needs one layer's at a
-// time, so those hold one layer (and lnf) every layer's views share, and nothing for what has no gradient (the
-// mean/rstd/lse caches, logits and losses: null views).
+// time, so those hold one layer every layer's views share, and nothing for what has no gradient (the mean/rstd/lse
+// caches, logits and losses: null views). gpt2_backward's order lets that layer live in three buffers, 6C a row:
+// the residual stream's (residual3; residual2 and encoded alias it, updated in place), an (N, 4C) one for fch, where
+// fch_gelu's becomes fch's in place and qkv's comes after (alias), and an (N, C) one for atty (ln1, ln2 and lnf alias
+// it: each is read before the next is written).
 struct ActViews {
     float* encoded = nullptr;  // (N, C) wte[token] + wpe[t]
     std::vector<LayerActs> layers;

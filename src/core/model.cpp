@@ -104,14 +104,14 @@ void block_forward(const GPT2& model, int l, const LayerActs& la, const float* x
     linear(la.qkv, la.ln1, lp.qkvw, lp.qkvb, C, 3 * C);
     if (attention) attention(la, ops);
     else attention_forward(la.atty, la.att_lse, la.qkv, B, T, C, NH, ops);
-    linear(la.attproj, la.atty, lp.attprojw, lp.attprojb, C, C);
-    residual_forward(la.residual2, x, la.attproj, (size_t)N * C);
+    linear(la.residual2, la.atty, lp.attprojw, lp.attprojb, C, C);
+    residual_forward(la.residual2, x, la.residual2, (size_t)N * C);  // in place: the backward needs no projection
     // x = x + mlp(ln_2(x))
     layernorm_forward(la.ln2, la.ln2_mean, la.ln2_rstd, la.residual2, lp.ln2w, lp.ln2b, N, C);
     linear(la.fch, la.ln2, lp.fcw, lp.fcb, C, 4 * C);
     gelu_forward(la.fch_gelu, la.fch, (size_t)N * 4 * C);
-    linear(la.fcproj, la.fch_gelu, lp.fcprojw, lp.fcprojb, 4 * C, C);
-    residual_forward(la.residual3, la.residual2, la.fcproj, (size_t)N * C);
+    linear(la.residual3, la.fch_gelu, lp.fcprojw, lp.fcprojb, 4 * C, C);
+    residual_forward(la.residual3, la.residual2, la.residual3, (size_t)N * C);
 }
 
 float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int T, float loss_scale) {
@@ -178,34 +178,31 @@ void gpt2_backward(GPT2* model, const std::function<void(int layer)>& layer_done
     const int C = cfg.channels, NH = cfg.num_heads;
     const ParamViews &p = model->param, &g = model->grad;
     const ActViews &a = model->act, &da = model->dact;
-    // Each activation gradient has one writer (layers.h) but the residual stream, first the final LayerNorm's.
+    // Each activation gradient has one writer (layers.h) but the residual stream's, one buffer every block adds its
+    // LayerNorms' into in place (layout.h), the final LayerNorm's first.
     const int last = cfg.num_layers - 1;
-    memset(da.layers[last].residual3, 0, sizeof(float) * N * C);
+    float* dres = da.layers[last].residual3;
+    memset(dres, 0, sizeof(float) * N * C);
     assert((layer_done || model->grads.empty() || model->grads.size() == model->num_params) &&
            "one layer's gradients shared by all (memory/): layer_done consumes and clears each layer's");
     const GemmOperands* ops = model->copies ? model->copies->operands() : nullptr;
     auto w = [&](const float* weight) { return gpt2_weight(*model, weight); };
-    layernorm_backward(da.layers[last].residual3, g.lnfw, g.lnfb, da.lnf, a.layers[last].residual3, p.lnfw, a.lnf_mean,
-                       a.lnf_rstd, N, C);
+    layernorm_backward(dres, g.lnfw, g.lnfb, da.lnf, a.layers[last].residual3, p.lnfw, a.lnf_mean, a.lnf_rstd, N, C);
     for (int l = last; l >= 0; l--) {
         const LayerParams &lp = p.layers[l], &lg = g.layers[l];
         const LayerActs &la = a.layers[l], &lda = da.layers[l];
         const float* x = l == 0 ? a.encoded : a.layers[l - 1].residual3;  // this block's input
-        float* dx = l == 0 ? da.encoded : da.layers[l - 1].residual3;  // the same buffer as lda.residual3
         if (model->layer_begin) model->layer_begin(model, l);  // memory/: what the forward did not keep
-        // x = x + mlp(ln_2(x)), backwards
-        residual_backward(lda.residual2, lda.fcproj, lda.residual3, (size_t)N * C);
-        matmul_backward(lda.fch_gelu, lg.fcprojw, lg.fcprojb, lda.fcproj, la.fch_gelu, w(lp.fcprojw), N, 4 * C, C);
-        gelu_backward(lda.fch, la.fch, lda.fch_gelu, (size_t)N * 4 * C);
+        // x = x + mlp(ln_2(x)), backwards: the projection's output gradient is dres, as is x's
+        matmul_backward(lda.fch_gelu, lg.fcprojw, lg.fcprojb, dres, la.fch_gelu, w(lp.fcprojw), N, 4 * C, C);
+        gelu_backward(lda.fch, la.fch, lda.fch_gelu, (size_t)N * 4 * C);  // in place
         matmul_backward(lda.ln2, lg.fcw, lg.fcb, lda.fch, la.ln2, w(lp.fcw), N, C, 4 * C);
-        layernorm_backward(lda.residual2, lg.ln2w, lg.ln2b, lda.ln2, la.residual2, lp.ln2w, la.ln2_mean, la.ln2_rstd, N,
-                           C);
+        layernorm_backward(dres, lg.ln2w, lg.ln2b, lda.ln2, la.residual2, lp.ln2w, la.ln2_mean, la.ln2_rstd, N, C);
         // x = x + attn(ln_1(x)), backwards
-        residual_backward(dx, lda.attproj, lda.residual2, (size_t)N * C);
-        matmul_backward(lda.atty, lg.attprojw, lg.attprojb, lda.attproj, la.atty, w(lp.attprojw), N, C, C);
+        matmul_backward(lda.atty, lg.attprojw, lg.attprojb, dres, la.atty, w(lp.attprojw), N, C, C);
         attention_backward(lda.qkv, lda.atty, la.qkv, la.att_lse, B, T, C, NH, ops);
         matmul_backward(lda.ln1, lg.qkvw, lg.qkvb, lda.qkv, la.ln1, w(lp.qkvw), N, C, 3 * C);
-        layernorm_backward(dx, lg.ln1w, lg.ln1b, lda.ln1, x, lp.ln1w, la.ln1_mean, la.ln1_rstd, N, C);
+        layernorm_backward(dres, lg.ln1w, lg.ln1b, lda.ln1, x, lp.ln1w, la.ln1_mean, la.ln1_rstd, N, C);
         if (layer_done) layer_done(l);
     }
     if (g.wte) encoder_backward(g.wte, g.wpe, da.encoded, model->inputs.data(), B, T, C);

@@ -24,12 +24,11 @@ GPT2Config one_layer(GPT2Config cfg) {
 
 // recompute's activations: layout_acts' table with one copy (layer 0's) for every layer of some entries, which
 // the backward refills before each layer, the other entries moved up to close the gaps. kBlocks (recompute_blocks):
-// all but residual3, the next block's input. Else ln1, ln2 and fch_gelu, which recompute_layer refills, and
-// attproj and fcproj, which no backward reads (the residual add consumes them at once).
+// all but residual3, the next block's input. Else ln1, ln2 and fch_gelu, which recompute_layer refills.
 template <bool kBlocks>
 std::vector<TensorInfo> recompute_acts_table(const GPT2Config& cfg, int B, int T) {
     std::vector<TensorInfo> table = layout_acts(cfg, B, T);
-    const char* const kShared[] = {"ln1", "ln2", "fch_gelu", "attproj", "fcproj"};
+    const char* const kShared[] = {"ln1", "ln2", "fch_gelu"};
     std::map<std::string, size_t> shared;  // a kind's one copy
     size_t offset = 0;
     for (TensorInfo& t : table) {

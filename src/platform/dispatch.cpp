@@ -157,7 +157,6 @@ KERNEL(void, attention_backward,
 KERNEL(void, gelu_forward, (float* out, const float* inp, size_t n), (out, inp, n))
 KERNEL(void, gelu_backward, (float* dinp, const float* inp, const float* dout, size_t n), (dinp, inp, dout, n))
 KERNEL(void, residual_forward, (float* out, const float* a, const float* b, size_t n), (out, a, b, n))
-KERNEL(void, residual_backward, (float* da, float* db, const float* dout, size_t n), (da, db, dout, n))
 KERNEL(void, crossentropy_fused,
        (float* logits, float* losses, const int* targets, int N, int V, int Vp, float dloss, float scale),
        (logits, losses, targets, N, V, Vp, dloss, scale))

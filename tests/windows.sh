@@ -36,12 +36,20 @@ WINESERVER=$(command -v wineserver || echo /usr/lib/wine/wineserver)
 # test starts against a half-made prefix
 "$WINE" wineboot --init >$W/wineboot.out 2>&1
 "$WINESERVER" -w
-# one server for the whole test: left to itself it exits a few seconds after its last client, and a client
-# starting in that moment dies with "wine client error:0: recvmsg: Connection reset by peer" (seen twice in
-# the resume below)
+# one server for the whole test: left to itself it exits a few seconds after its last client
 "$WINESERVER" -p
 trap '"$WINESERVER" -k 2>/dev/null; rm -rf "$TEST_TMP"' EXIT
 win() { "$WINE" "$@"; }
+# win_once OUT ARGS...: win ARGS > OUT, run again once if wine itself failed before the program printed a line
+# ("wine client error:0: recvmsg: Connection reset by peer" was all the resume below printed once in CI, and it
+# failed once more unexplained; 60 starts in a row here did not bring it back), saying so
+win_once() {
+    local out=$1; shift
+    win "$@" >"$out" 2>&1
+    [ "$(head -c 18 "$out")" = "wine client error:" ] && [ "$(wc -l <"$out")" -le 1 ] || return 0
+    echo "    note: wine failed to start the program ($(tr -d '\r' <"$out")); running it again"
+    win "$@" >"$out" 2>&1
+}
 
 # ---- the unit tests ----
 win "$UNIT" >$W/unit.out 2>&1
@@ -76,7 +84,7 @@ GPT2_ISA=baseline win "$G" train "${tiny[@]}" --log $W/baseline.jsonl >/dev/null
 check "... and GPT2_ISA=baseline trains to the same losses" same_losses $W/baseline.jsonl $W/native.jsonl
 
 win "$G" train "${tiny[@]}" --train "$W/win/tr*.bin" --out $W/B --log $W/B.jsonl --stop-after 10 >$W/b1.out 2>&1
-win "$G" train --resume $W/B >$W/b2.out 2>&1
+win_once $W/b2.out "$G" train --resume $W/B
 check "a run on a glob of the same data, stopped at step 10, resumes under wine" grep -q "resumed $W/B at step 10" $W/b2.out
 grep -q "resumed $W/B at step 10" $W/b2.out || tail -n 3 $W/b1.out $W/b2.out | tr -d '\r' | sed 's/^/    /'  # seen once
 check "... and ends with the uninterrupted run's losses, exactly" diff <(losses $W/A.jsonl) <(losses $W/B.jsonl)

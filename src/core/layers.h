@@ -68,7 +68,8 @@ void block_softmax(float* S, float* lse, int t0, int rows, int tn, float scale);
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* lse, int B, int T, int C, int NH,
                         const GemmOperands* ops = nullptr);
 
-// GELU, tanh approximation: out (n) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); dinp = dout * gelu'(inp).
+// GELU, tanh approximation: out (n) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); dinp = dout * gelu'(inp)
+// (dinp may be dout: gpt2_backward's is, layout.h).
 void gelu_forward(float* out, const float* inp, size_t n);
 void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n);
 

@@ -2,7 +2,8 @@
 // (with AVX512_BF16) bf16, or int8: a prompt of 64 or 512 tokens in one pass (its tok/s is the prefill's,
 // through gemm), then 64 single-token steps (greedy, so sampling cost is negligible). Reports tok/s and the
 // weight bandwidth decoding implies (every step streams all parameters once: 4 bytes each at fp32, 2 at
-// bf16, 1 + 2/32 for int8's matrices), against the read bandwidth of a plain summing loop.
+// bf16, 1 + 2/32 for int8's matrices), against the read bandwidth of a plain summing loop; for bf16 and int8,
+// the mat-vecs' own share of the decode time and GB/s.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -24,7 +25,21 @@ namespace {
 
 struct DecodeSpeed {
     double tok_s, prompt_tok_s;
+    double matvec_share = 0, matvec_gbs = 0;  // bf16 and int8: the mat-vecs' part of the decode time, their GB/s
 };
+
+// bf16 and int8 decode through matmul_row_of_copy (core/layers.h): timed apart there, their share of the
+// decode time splits the weights' streaming from everything else a token does.
+void (*g_row_product)(float*, const float*, const Weight&, const float*, int, int) = nullptr;
+double g_matvec_s = 0, g_matvec_bytes = 0;
+
+void timed_row_product(float* out, const float* inp, const Weight& w, const float* bias, int IC, int OC) {
+    const double t0 = time_now_s();
+    g_row_product(out, inp, w, bias, IC, OC);
+    g_matvec_s += time_now_s() - t0;
+    const WeightCopy* c = static_cast<const WeightCopy*>(w.copy);
+    g_matvec_bytes += (double)IC * OC * (c->q8 ? 1.0 + 2.0 / kQ8Block : 2.0);
+}
 
 DecodeSpeed decode_speed(const GPT2& model, int prompt_len) {
     std::vector<int> prompt(prompt_len);
@@ -33,19 +48,27 @@ DecodeSpeed decode_speed(const GPT2& model, int prompt_len) {
     opts.max_tokens = 64;
     opts.sampler.temperature = 0;
     opts.stop_token = -1;
-    std::vector<double> tps, prompt_tps;
+    std::vector<double> tps, prompt_tps, shares, gbs;
+    const bool timed = gpt2_precision(model) != Precision::kFp32 && matmul_row_of_copy;
+    if (timed) g_row_product = matmul_row_of_copy, matmul_row_of_copy = timed_row_product;
     for (int rep = 0; rep < 4; rep++) {
         Rng rng(1);
         GenerateStats st;
+        bool first = true;
         generate(
-            model, prompt, opts, &rng, [](int) {}, &st);
+            model, prompt, opts, &rng,
+            [&](int) {  // the decode's time starts here: the prompt's last mat-vec is not in it
+                if (first) g_matvec_s = g_matvec_bytes = 0, first = false;
+            },
+            &st);
         if (rep == 0) continue;  // warm-up
         tps.push_back(st.new_tokens / st.decode_s);
         prompt_tps.push_back(st.prompt_tokens / st.prompt_s);
+        shares.push_back(g_matvec_s / st.decode_s), gbs.push_back(g_matvec_s > 0 ? g_matvec_bytes / g_matvec_s : 0);
     }
-    std::sort(tps.begin(), tps.end());
-    std::sort(prompt_tps.begin(), prompt_tps.end());
-    return {tps[tps.size() / 2], prompt_tps[prompt_tps.size() / 2]};
+    if (timed) matmul_row_of_copy = g_row_product;
+    for (auto* v : {&tps, &prompt_tps, &shares, &gbs}) std::sort(v->begin(), v->end());
+    return {tps[tps.size() / 2], prompt_tps[prompt_tps.size() / 2], timed ? shares[1] : 0, timed ? gbs[1] / 1e9 : 0};
 }
 
 }  // namespace
@@ -117,6 +140,14 @@ void bench_decode(Precision prec, int prompt_len) {
                         "% of the read bandwidth").c_str()
                      : "",
         s.prompt_tok_s);
+    if (s.matvec_share > 0)
+        printf("  its mat-vecs: %.0f%% of the decode time, at %.1f GB/s%s; the rest (attention, LayerNorm, GELU, "
+               "sampling, the threads' start and wait) %.0f%%, %.2f ms a token\n",
+               100 * s.matvec_share, s.matvec_gbs,
+               read_gbs > 0 ? (" (" + std::to_string((int)std::lround(100 * s.matvec_gbs / read_gbs)) +
+                               "% of the read bandwidth)").c_str()
+                            : "",
+               100 * (1 - s.matvec_share), 1e3 * (1 - s.matvec_share) / s.tok_s);
     const std::string key = std::string("decode ") + name + " " + std::to_string(prompt_len);
     bench_keep(key, s.tok_s);
     const double fp32_tok_s = bench_kept("decode fp32 " + std::to_string(prompt_len));

@@ -61,7 +61,8 @@ TEST(kv_cache_logits_equal_full_forward) {
 
 TEST(kv_attention_equals_attention_forward_bit_for_bit) {
     // HS 64 over 300 positions: a last block of 44 keys, sums over the keys past gemm_kc's 256; HS 320: sums over
-    // the channels past it. Prefills after cached rows, one of 65 rows (blocks of 64 and 1).
+    // the channels past it. Prefills after cached rows, one of 65 rows (blocks of 64 and 1). The calls fill the
+    // caches themselves, from NaN: a position read before its call wrote it would show.
     struct Case {
         int T, C, NH;
         std::vector<std::vector<int>> prefill;  // (p0, n) calls
@@ -74,11 +75,12 @@ TEST(kv_attention_equals_attention_forward_bit_for_bit) {
         std::vector<float> qkv(T * row), out((size_t)T * C), lse((size_t)NH * T);
         for (float& x : qkv) x = 4 * rng.uniform() - 2;
         attention_forward(out.data(), lse.data(), qkv.data(), 1, T, C, NH);
-        std::vector<float> kcache(C * k_row), vcache((size_t)T * C);  // as infer.cpp fills them
+        std::vector<float> keys(C * k_row, NAN), values((size_t)T * C);  // the caches as they should end
         for (int t = 0; t < T; t++)
             for (int c = 0; c < C; c++)
-                kcache[c * k_row + t] = qkv[t * row + C + c], vcache[(size_t)t * C + c] = qkv[t * row + 2 * C + c];
+                keys[c * k_row + t] = qkv[t * row + C + c], values[(size_t)t * C + c] = qkv[t * row + 2 * C + c];
         for (int prefill = 0; prefill < 2; prefill++) {  // decoding, one position at a time; then the prefills
+            std::vector<float> kcache(C * k_row, NAN), vcache((size_t)T * C, NAN);
             std::vector<std::vector<int>> calls = k.prefill;
             if (!prefill) {
                 calls.clear();
@@ -93,12 +95,17 @@ TEST(kv_attention_equals_attention_forward_bit_for_bit) {
                 for (int h = 0; h < NH; h++)
                     for (int i = 0; i < n; i++) l[(size_t)h * T + p0 + i] = lt[(size_t)h * n + i];
             }
-            int equal = 0;
+            int equal = 0, cached = 0;
             for (size_t i = 0; i < o.size(); i++) equal += o[i] == out[i];
             for (size_t i = 0; i < l.size(); i++) equal += l[i] == lse[i];
-            printf("    HS %d, %s: %d of %zu outputs and log-sum-exps equal attention_forward's\n", C / NH,
-                   prefill ? "prefills after cached rows" : "decoding", equal, o.size() + l.size());
+            for (size_t i = 0; i < keys.size(); i++)
+                cached += kcache[i] == keys[i] || (std::isnan(kcache[i]) && std::isnan(keys[i]));
+            for (size_t i = 0; i < values.size(); i++) cached += vcache[i] == values[i];
+            printf("    HS %d, %s: %d of %zu outputs and log-sum-exps equal attention_forward's; %d of %zu cached "
+                   "keys and values in place\n", C / NH, prefill ? "prefills after cached rows" : "decoding", equal,
+                   o.size() + l.size(), cached, keys.size() + values.size());
             CHECK(equal == (int)(o.size() + l.size()));
+            CHECK(cached == (int)(keys.size() + values.size()));
         }
     }
 }

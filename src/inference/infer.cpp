@@ -2,7 +2,6 @@
 #include "inference/infer.h"
 
 #include <cassert>
-#include <cstring>
 
 #include "platform/util.h"
 #include "core/layers.h"
@@ -61,11 +60,6 @@ void infer_forward(InferState* st, const GPT2& model, const int* tokens, int n, 
         float* k = st->k.data() + (size_t)l * C * st->k_row;  // (C, k_row): positions 0..p0-1 filled
         float* v = st->v.data() + (size_t)l * st->max_len * C;
         block_forward(model, l, la, x, 1, n, [&](const LayerActs& a, const GemmOperands* ops) {
-            for (int i = 0; i < n; i++) {  // this step's keys and values join the cache
-                const float* key = a.qkv + (size_t)i * 3 * C + C;
-                for (int c = 0; c < C; c++) k[(size_t)c * st->k_row + p0 + i] = key[c];
-                memcpy(v + (size_t)(p0 + i) * C, key + C, C * sizeof(float));
-            }
             attention_forward_cached(a.atty, a.att_lse, a.qkv, k, st->k_row, v, n, p0, C, cfg.num_heads, ops);
         });
         x = la.residual3;

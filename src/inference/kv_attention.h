@@ -14,12 +14,12 @@ inline int kv_key_row(int max_len) { return (max_len + kKeysAtOnce - 1) / kKeysA
 
 KERNELS_BEGIN
 
-// The attention of core/layers.h for n new rows of one sequence at positions p0..p0+n-1 over a KV cache:
-// qkv (n, 3C) holds their q (k and v are already in the cache). kcache (C, k_row) holds the keys by channel
-// (position p's channel c at c * k_row + p; k_row from kv_key_row), vcache (>= p0+n, C) the values, of
-// positions 0..p0+n-1. out (n, C) and lse (NH, n) are overwritten. With fp32 operands (ops null) the numbers
-// are attention_forward's; one new row, decoding's, multiplies in fp32 whatever ops says.
-void attention_forward_cached(float* out, float* lse, const float* qkv, const float* kcache, size_t k_row,
-                              const float* vcache, int n, int p0, int C, int NH, const GemmOperands* ops = nullptr);
+// The attention of core/layers.h for n new rows of one sequence at positions p0..p0+n-1 over a KV cache,
+// which holds positions 0..p0-1 and gets the new rows' keys and values from qkv (n, 3C) first. kcache (C, k_row)
+// holds the keys by channel (position p's channel c at c * k_row + p; k_row from kv_key_row), vcache
+// (>= p0+n, C) the values. out (n, C) and lse (NH, n) are overwritten. With fp32 operands (ops null) the
+// numbers are attention_forward's; one new row, decoding's, multiplies in fp32 whatever ops says.
+void attention_forward_cached(float* out, float* lse, const float* qkv, float* kcache, size_t k_row, float* vcache,
+                              int n, int p0, int C, int NH, const GemmOperands* ops = nullptr);
 
 KERNELS_END

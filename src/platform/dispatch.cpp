@@ -147,8 +147,8 @@ KERNEL(void, attention_forward,
        (float* out, float* lse, const float* qkv, int B, int T, int C, int NH, const GemmOperands* ops),
        (out, lse, qkv, B, T, C, NH, ops))
 KERNEL(void, attention_forward_cached,
-       (float* out, float* lse, const float* qkv, const float* kcache, size_t k_row, const float* vcache, int n,
-        int p0, int C, int NH, const GemmOperands* ops),
+       (float* out, float* lse, const float* qkv, float* kcache, size_t k_row, float* vcache, int n, int p0, int C,
+        int NH, const GemmOperands* ops),
        (out, lse, qkv, kcache, k_row, vcache, n, p0, C, NH, ops))
 KERNEL(void, attention_backward,
        (float* dqkv, const float* dout, const float* qkv, const float* lse, int B, int T, int C, int NH,

@@ -185,6 +185,35 @@ TEST(top_k_and_temperature) {
     CHECK(sampler_argmax(padded.data(), 2) == 1);
 }
 
+TEST(sampler_equals_its_plain_form_at_gpt2s_vocabulary) {
+    // Logits on a grid of 1/8 (many ties, -0 beside +0), and a few past the others, so that top-k's cut
+    // falls inside a run of ties; the plain form sorts every (token, logit) pair.
+    const int V = 50257;
+    std::vector<float> z(V);
+    Rng rng(11);
+    for (float& x : z) x = std::round((12 * rng.uniform() - 8) * 8) / 8;
+    for (int v = 0; v < V; v += 997) z[v] = -0.0f;
+    for (int v = 5; v < V; v += 4999) z[v] = 5.0f;
+    int equal = 0, total = 0;
+    for (float temperature : {0.7f, 1.0f, 1.3f})
+        for (int top_k : {0, 1, 3, 50, V - 1, V})
+            for (float top_p : {1.0f, 0.9f}) {
+                SamplerConfig cfg;
+                cfg.temperature = temperature, cfg.top_k = top_k, cfg.top_p = top_p;
+                total++;
+                equal += sampler_distribution(z.data(), V, cfg) == sampler_distribution_ref(z.data(), V, cfg);
+            }
+    printf("    %d of %d distributions equal the plain form's, pair for pair\n", equal, total);
+    CHECK(equal == total);
+    int best = 0;  // the first of the largest
+    for (int v = 1; v < V; v++) best = z[v] > z[best] ? v : best;
+    CHECK(sampler_argmax(z.data(), V) == best && best == 5);
+    z[V - 1] = 5.5f;  // the last logit, in the last (partial) chunk
+    CHECK(sampler_argmax(z.data(), V) == V - 1);
+    std::vector<float> zeros = {-0.0f, 0.0f, -1.0f};  // -0 and +0 are equal: the first
+    CHECK(sampler_argmax(zeros.data(), 3) == 0);
+}
+
 TEST(sampling_follows_the_distribution) {
     std::vector<float> z = logits_of({0.1, 0.6, 0.3});
     SamplerConfig cfg;

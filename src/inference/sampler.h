@@ -17,5 +17,7 @@ int sampler_argmax(const float* logits, int V);
 // Probabilities after temperature, top-k and top-p, as (token, probability) pairs sorted by falling
 // probability; the kept set renormalised to sum to 1. Exposed for tests.
 std::vector<std::pair<int, double>> sampler_distribution(const float* logits, int V, const SamplerConfig& cfg);
+// The same in a plain form (each logit a pair, top-k by nth_element), which the tests hold it against.
+std::vector<std::pair<int, double>> sampler_distribution_ref(const float* logits, int V, const SamplerConfig& cfg);
 // One token.
 int sampler_sample(const float* logits, int V, const SamplerConfig& cfg, Rng* rng);

@@ -25,7 +25,8 @@ namespace {
 
 struct DecodeSpeed {
     double tok_s, prompt_tok_s;
-    double matvec_share = 0, matvec_gbs = 0;  // bf16 and int8: the mat-vecs' part of the decode time, their GB/s
+    // bf16 and int8: the mat-vecs' part of the decode time, their GB/s, and the rest of a token in seconds
+    double matvec_share = 0, matvec_gbs = 0, rest_s = 0;
 };
 
 // bf16 and int8 decode through matmul_row_of_copy (core/layers.h): timed apart there, their share of the
@@ -48,7 +49,7 @@ DecodeSpeed decode_speed(const GPT2& model, int prompt_len) {
     opts.max_tokens = 64;
     opts.sampler.temperature = 0;
     opts.stop_token = -1;
-    std::vector<double> tps, prompt_tps, shares, gbs;
+    std::vector<double> tps, prompt_tps, shares, gbs, rest;
     const bool timed = gpt2_precision(model) != Precision::kFp32 && matmul_row_of_copy;
     if (timed) g_row_product = matmul_row_of_copy, matmul_row_of_copy = timed_row_product;
     for (int rep = 0; rep < 4; rep++) {
@@ -65,10 +66,12 @@ DecodeSpeed decode_speed(const GPT2& model, int prompt_len) {
         tps.push_back(st.new_tokens / st.decode_s);
         prompt_tps.push_back(st.prompt_tokens / st.prompt_s);
         shares.push_back(g_matvec_s / st.decode_s), gbs.push_back(g_matvec_s > 0 ? g_matvec_bytes / g_matvec_s : 0);
+        rest.push_back((st.decode_s - g_matvec_s) / st.new_tokens);
     }
     if (timed) matmul_row_of_copy = g_row_product;
-    for (auto* v : {&tps, &prompt_tps, &shares, &gbs}) std::sort(v->begin(), v->end());
-    return {tps[tps.size() / 2], prompt_tps[prompt_tps.size() / 2], timed ? shares[1] : 0, timed ? gbs[1] / 1e9 : 0};
+    for (auto* v : {&tps, &prompt_tps, &shares, &gbs, &rest}) std::sort(v->begin(), v->end());
+    const size_t mid = tps.size() / 2;
+    return {tps[mid], prompt_tps[mid], timed ? shares[mid] : 0, timed ? gbs[mid] / 1e9 : 0, timed ? rest[mid] : 0};
 }
 
 }  // namespace
@@ -141,13 +144,13 @@ void bench_decode(Precision prec, int prompt_len) {
                      : "",
         s.prompt_tok_s);
     if (s.matvec_share > 0)
-        printf("  its mat-vecs: %.0f%% of the decode time, at %.1f GB/s%s; the rest (attention, LayerNorm, GELU, "
-               "sampling, the threads' start and wait) %.0f%%, %.2f ms a token\n",
+        printf("  its mat-vecs (with their threads' start and join): %.0f%% of the decode time, at %.1f GB/s%s; the "
+               "rest (attention, LayerNorm, GELU, sampling, and their threads') %.0f%%, %.2f ms a token\n",
                100 * s.matvec_share, s.matvec_gbs,
                read_gbs > 0 ? (" (" + std::to_string((int)std::lround(100 * s.matvec_gbs / read_gbs)) +
                                "% of the read bandwidth)").c_str()
                             : "",
-               100 * (1 - s.matvec_share), 1e3 * (1 - s.matvec_share) / s.tok_s);
+               100 * (1 - s.matvec_share), 1e3 * s.rest_s);
     const std::string key = std::string("decode ") + name + " " + std::to_string(prompt_len);
     bench_keep(key, s.tok_s);
     const double fp32_tok_s = bench_kept("decode fp32 " + std::to_string(prompt_len));

@@ -59,8 +59,9 @@ void attention_forward_cached(float* out, float* lse, const float* qkv, float* k
     assert(k_row % kKeysAtOnce == 0 && k_row >= (size_t)(p0 + n) && "the key cache's rows are kv_key_row's");
 #pragma omp parallel
     {
-        // The new keys and values join the cache a head per thread, as the attention below splits them (a key's
-        // C channels are C cache lines apart: one thread for all of them waited on each line, 2% of decoding).
+        // The new keys and values join the cache first, the heads split over the threads (decoding's thread then
+        // attends with the heads it wrote): a key's C channels are C cache lines apart, and one thread for all of
+        // them waited on each line, 2% of decoding.
 #pragma omp for schedule(static)
         for (int h = 0; h < NH; h++)
             for (int i = 0; i < n; i++) {

@@ -9,13 +9,13 @@
 #include <cstring>
 #include <functional>
 
-// A logit as an integer of the same order (finite logits; -0 as +0, which compare equal), so that maxima over
-// logits are integer maxima, which vectorize (a float max or compare loop stays scalar).
+// A logit as an integer of the same order (-0 and +0, which compare equal, both 0), so that maxima over logits
+// are integer maxima, which vectorize (a float max or compare loop stays scalar). In integers alone: a compiler
+// allowed to ignore the sign of zero (-ffast-math in CXXFLAGS) keeps it.
 static inline int32_t order_key(float x) {
-    x += 0.0f;
     int32_t bits;
     memcpy(&bits, &x, 4);
-    return bits >= 0 ? bits : bits ^ 0x7FFFFFFF;
+    return bits >= 0 ? bits : -(bits & 0x7FFFFFFF);
 }
 
 // The vocabulary is read in chunks: each chunk's largest key in one vectorized pass, and the chunk itself only

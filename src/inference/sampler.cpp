@@ -19,7 +19,7 @@ static inline int32_t order_key(float x) {
 }
 
 // The vocabulary is read in chunks: each chunk's largest key in one vectorized pass, and the chunk itself only
-// when that can matter. (One scalar pass over GPT-2's 50,257 logits took 66-190 us, a few % of a token.)
+// when that can matter. (The scalar argmax over GPT-2's 50,257 logits took 66 us, 1% of an int8 token.)
 static const int kChunk = 64;
 
 static int32_t chunk_max(const float* logits, int n) {

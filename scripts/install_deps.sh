@@ -63,8 +63,12 @@ done
 if [ "$(id -u)" -ne 0 ]; then
     die "missing packages: ${missing[*]} (install them as root: apt-get install ${missing[*]})"
 fi
-echo "installing ${missing[*]}"
+# apt's hundreds of progress lines go to a log, shown only when apt fails.
+log=$(mktemp "${TMPDIR:-/tmp}/install_deps.XXXXXX.log")
+echo "installing ${#missing[@]} Debian packages (${missing[*]}); apt's log: $log"
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -q || die "apt-get update failed (see above): expected reachable package sources"
-apt-get install -y -q --no-install-recommends "${missing[@]}" ||
-    die "apt-get install failed (${missing[*]}): see the messages above"
+apt_failed() { tail -15 "$log" | sed 's/^/    /' >&2; die "$1 (the last lines of $log above)"; }
+apt-get update -q >"$log" 2>&1 || apt_failed "apt-get update failed: expected reachable package sources"
+apt-get install -y -q --no-install-recommends "${missing[@]}" >>"$log" 2>&1 ||
+    apt_failed "apt-get install failed (${missing[*]})"
+echo "installed them"

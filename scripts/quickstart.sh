@@ -10,8 +10,9 @@ set -euo pipefail
 SECONDS=0
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh build
-make -j"$(nproc)"
-make data
+echo "quickstart: building ./gpt2 (make; a minute or two)"
+make -s -j"$(nproc)"
+make -s data
 STEPS=${STEPS:-400}
 mkdir -p out
 OUT=out/shakespeare

@@ -4,6 +4,8 @@
 # `make check`: it needs root, the Debian mirror and 5-25 minutes (debootstrap can take half). It tests a
 # clean clone of the committed HEAD, as CI does: uncommitted changes are not tested. Data comes from
 # $GPT2_DATA_DIR (default ../shared/data).
+#   FRESH_CHECK=1   then README's second command too (bash .ci/run: apt's test packages, Debian's own Node 18,
+#                   npm, every test), checking that it exits 0 with its `N passed, N failed` total (an hour or more)
 #   FRESH_BASE=DIR  copy an existing bookworm minbase tree (cp -a) instead of debootstrapping one
 #   FRESH_TMP=DIR   where the temporary root goes (default $TMPDIR or /tmp); KEEP=1 keeps it; MIRROR=URL
 set -euo pipefail
@@ -158,6 +160,19 @@ again=skipped
 [ "$rc" -ne 0 ] || again=$(chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
     bash /root/gpt2/scripts/install_deps.sh build 2>&1)
 check "install_deps.sh build is then a no-op" [ -z "$again" ]
+if [ "${FRESH_CHECK:-0}" = 1 ]; then
+    cmd='cd /root/gpt2 && GPT2_DATA_DIR=/root/data CI=true bash .ci/run'
+    echo "running in the chroot: $cmd (log: $work/ci.log)"
+    t2=$SECONDS
+    set +e
+    chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin bash -c "$cmd" </dev/null >"$work/ci.log" 2>&1
+    ci_rc=$?
+    set -e
+    total=$(grep -E '^([a-z]+: )?[0-9]+ passed, [0-9]+ failed' "$work/ci.log" | tail -1)
+    echo ".ci/run took $((SECONDS - t2))s (exit $ci_rc): ${total:-no total line}"
+    grep -E '^(FAIL|skip) ' "$work/ci.log" | sed 's/^/    /' | head -40
+    check ".ci/run exits 0 with its total ($total)" [ "$ci_rc" -eq 0 -a -n "$total" ]
+fi
 echo "total $((SECONDS - t0))s"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

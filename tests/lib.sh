@@ -14,6 +14,23 @@ pass() { TESTS_PASSED=$((TESTS_PASSED + 1)); echo "ok   $1"; }
 fail() { TESTS_FAILED=$((TESTS_FAILED + 1)); echo "FAIL $1"; }
 # skip NAME: REASON: a test that cannot run here (counted as skipped, never as passed).
 skip() { TESTS_SKIPPED=$((TESTS_SKIPPED + 1)); echo "skip $1"; }
+# llama_oracle_unusable: prints why tests/node's llama.cpp oracle (node-llama-cpp) cannot run here, or nothing
+# when it can: node-llama-cpp 3.22 needs Node >= 20, newer than Debian 12's Node 18, so on such a machine its
+# cases are skipped with this reason and the rest of the suite runs. A missing npm package is not a reason to
+# skip (`make node-deps` installs it): the suites fail on that.
+llama_oracle_unusable() {
+    local major
+    command -v node >/dev/null || { echo "node not found"; return; }
+    major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null) || { echo "node does not run here"; return; }
+    [ "$major" -ge 20 ] || echo "llama.cpp's oracle (node-llama-cpp 3.22) needs Node >= 20; this Node is $(node --version)"
+}
+# oracle_check NAME CMD...: check NAME CMD... where the llama.cpp oracle runs; elsewhere a skip with the reason.
+oracle_check() {
+    local why
+    why=$(llama_oracle_unusable)
+    if [ -n "$why" ]; then skip "$1: $why"; return; fi
+    check "$@"
+}
 # under_asan: "$GPT2" is an AddressSanitizer build (make test SAN=1), where address-space limits cannot hold
 # and a training step costs about 50 times more.
 under_asan() { ldd "$GPT2" 2>/dev/null | grep -q libasan; }

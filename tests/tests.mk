@@ -11,9 +11,12 @@ test-ref: $(BIN)
 # The npm packages of tests/node (tiktoken, the test oracle; Unicode data for the table generator), pinned by
 # its package-lock.json and installed by `npm ci` when the lock file changes. Needs node, npm and the npm
 # registry; test-ref uses them but does not install them (.ci/run does). The build never needs node.
+# --omit=optional: no CUDA, Vulkan or ARM builds of llama.cpp. --ignore-scripts: no package needs an install
+# script here, and node-llama-cpp's crashes on a Node older than its 20 (Debian 12 has 18), where the suites
+# skip its cases (tests/lib.sh, llama_oracle_unusable) and run the rest.
 node-deps: tests/node/node_modules/.package-lock.json
 tests/node/node_modules/.package-lock.json: tests/node/package.json tests/node/package-lock.json
-	cd tests/node && npm ci --omit=optional --no-audit --no-fund  # no CUDA, Vulkan or ARM builds of llama.cpp
+	cd tests/node && npm ci --omit=optional --ignore-scripts --no-audit --no-fund
 
 # Data-parallel training under mpirun with the MPI=1 build (tests/mpi.sh; needs openmpi-bin, libopenmpi-dev).
 test-mpi:

@@ -2,29 +2,57 @@
 # finetune.sh: LoRA fine-tuning on the CPU, the way people fine-tune now. Tokenizes a small instruction set
 # (tests/fixtures/instruct/*.jsonl: prompt/completion, Alpaca and chat lines) with loss masks, so only the
 # answers are scored; trains a LoRA adapter on a frozen GPT-2 (BASE: the base never changes, only the
-# adapter's few MiB are trained and saved, in PEFT's layout); prints one prompt's greedy answer before and
-# after; exports the adapter for llama.cpp. Run again after a Ctrl-C: it continues the adapter's run.
-#   bash scripts/finetune.sh                      BASE=data/gpt2 (scripts/download_gpt2.sh gpt2)
-#   BASE=out/shakespeare STEPS=200 bash scripts/finetune.sh
+# adapter's few MiB are trained and saved, in PEFT's layout); prints the greedy answer to a prompt held out of
+# the data, before and after; says whether val loss fell; exports the adapter for llama.cpp. Run again after a
+# Ctrl-C: it continues the adapter's run.
+#   bash scripts/finetune.sh                      BASE: data/gpt2's GPT-2 (scripts/download_gpt2.sh gpt2), else
+#                                                 out/shakespeare (scripts/quickstart.sh's model)
+#   BASE=DIR STEPS=200 OUT=out/ft bash scripts/finetune.sh    OUT: where the data, adapter and log go
+#                                                 (default out/finetune; one OUT holds one base's adapter)
 #   DATA='my/*.jsonl' bash scripts/finetune.sh    your own instruction files
+# What to expect: 60 examples teach the format (a short answer, then <|endoftext|>), not facts. GPT-2 124M's
+# real weights know some answers; a base trained on tiny shakespeare or of random weights knows none, so its
+# answers stay wrong after fine-tuning, and with so few examples val loss may rise while train loss falls.
 set -euo pipefail
 SECONDS=0
 cd "$(dirname "$0")/.."
-BASE=${BASE:-data/gpt2} STEPS=${STEPS:-100} OUT=${OUT:-out/finetune} DATA=${DATA:-tests/fixtures/instruct/*.jsonl}
-make -j"$(nproc)"
-if [ ! -e "$BASE" ]; then
-    echo "error: no base model at $BASE (BASE): expected a GPT-2 checkpoint" >&2
-    echo "hint: scripts/download_gpt2.sh gpt2 puts GPT-2 124M in data/gpt2; offline, BASE=out/shakespeare after scripts/quickstart.sh" >&2
-    exit 1
+STEPS=${STEPS:-100} OUT=${OUT:-out/finetune} DATA=${DATA:-tests/fixtures/instruct/*.jsonl}
+
+die() { echo "error: $1" >&2; [ -z "${2:-}" ] || echo "hint: $2" >&2; exit 1; }
+# is_model PATH: a checkpoint train --model reads (a HuggingFace directory or a model file), not the tokenizer
+# files that make data puts in data/gpt2.
+is_model() { [ -f "$1/config.json" ] || [ -f "$1/model.bin" ] || { [ -f "$1" ] && [ -s "$1" ]; }; }
+if [ -z "${BASE:-}" ]; then
+    if is_model data/gpt2; then BASE=data/gpt2
+    elif is_model out/shakespeare; then
+        BASE=out/shakespeare
+        echo "finetune: no GPT-2 checkpoint in data/gpt2, so the base is out/shakespeare (the quick start's model;" \
+            "BASE=DIR picks another)"
+    else
+        die "no base model: data/gpt2 holds no checkpoint (config.json) and out/shakespeare does not exist" \
+            "scripts/download_gpt2.sh gpt2 puts GPT-2 124M in data/gpt2; offline, run bash scripts/quickstart.sh first, or give BASE=DIR"
+    fi
 fi
+is_model "$BASE" || die "no base model at $BASE (BASE): expected a GPT-2 checkpoint (a directory with config.json, or a model file)" \
+    "scripts/download_gpt2.sh gpt2 puts GPT-2 124M in data/gpt2; offline, BASE=out/shakespeare after scripts/quickstart.sh"
+base_abs=$(cd "$(dirname "$BASE")" && pwd)/$(basename "$BASE")
+# One OUT, one base: an adapter trained on one base means nothing on another (and may not fit its shape).
+if [ -f "$OUT/base" ] && [ "$(cat "$OUT/base")" != "$base_abs" ]; then
+    die "$OUT holds an adapter trained on $(cat "$OUT/base"), not on BASE=$BASE" \
+        "give another OUT=DIR for this base, or remove $OUT to start over"
+fi
+echo "finetune: building ./gpt2 (make)"
+make -s -j"$(nproc)"
 mkdir -p "$OUT"
+[ -f "$OUT/base" ] || echo "$base_abs" >"$OUT/base"
 # Each example packed whole into 128-token windows, each token file with its loss mask (X.mask beside X.bin).
 [ -f "$OUT/sft_train.bin" ] || ./gpt2 tokenize --instructions -T 128 -o "$OUT/sft" $DATA
-PROMPT=$'User: What is the capital of France?\nAssistant:'
-echo "---- before (the base alone) ----"
+# A question the instruction set does not hold: the answer shows what was learnt beyond the examples.
+PROMPT=$'User: What is the capital of Germany?\nAssistant:'
+echo "---- before (the base alone; the prompt is not in the training data) ----"
 ./gpt2 generate --model "$BASE" --prompt "$PROMPT" --temperature 0 --max-tokens 24
 if [ -f "$OUT/adapter/train_state.safetensors" ]; then
-    echo "finetune: $OUT/adapter holds an earlier run: continuing it (gpt2 train --resume); remove it to start over"
+    echo "finetune: $OUT/adapter holds an earlier run: continuing it (./gpt2 train --resume); remove it to start over"
     ./gpt2 train --resume "$OUT/adapter" --steps "$STEPS"
 else
     # rank 16 on attention and MLP, alpha 32: scale 2; the base's weights get no gradient and no AdamW state
@@ -34,6 +62,19 @@ else
 fi
 echo "---- after (the base with the adapter) ----"
 ./gpt2 generate --model "$BASE" --lora-from "$OUT/adapter" --prompt "$PROMPT" --temperature 0 --max-tokens 24
+# val loss at the run's first and last validation (the log's "val_loss" lines)
+vals=($(sed -n 's/.*"val_loss": *\([-0-9.eE+]*\).*/\1/p' "$OUT/adapter.jsonl" 2>/dev/null))
+if [ ${#vals[@]} -ge 2 ]; then
+    first=${vals[0]} last=${vals[${#vals[@]} - 1]}
+    if awk -v a="$first" -v b="$last" 'BEGIN { exit !(b > a) }'; then
+        echo "finetune: val loss rose, $first -> $last: the adapter fits the training examples more than it" \
+            "generalizes (few examples, or a base that knows little); fewer STEPS or more data help"
+    else
+        echo "finetune: val loss fell or held, $first -> $last"
+    fi
+elif [ ${#vals[@]} = 1 ]; then
+    echo "finetune: val loss ${vals[0]}, measured once (every 25 steps and at the end): nothing to compare"
+fi
 ./gpt2 export --model "$BASE" --lora-from "$OUT/adapter" --format gguf --out "$OUT/adapter.gguf"
 echo "finetune: the adapter is $OUT/adapter (PEFT: adapter_config.json + adapter_model.safetensors) and" \
     "$OUT/adapter.gguf (llama.cpp --lora); $((SECONDS / 60))m$(printf %02d $((SECONDS % 60)))s in all"

@@ -34,9 +34,30 @@ check "... writes the adapter in PEFT's layout and as llama.cpp's GGUF adapter" 
 check "run again with more steps, it continues the adapter's run" finetune 8
 check "... and says so" grep -q "^finetune: out/finetune/adapter holds an earlier run: continuing it" $F/log
 check "... to the new step count" grep -q "^saved out/finetune/adapter at step 8, the last" $F/log
+check "... says whether val loss rose or fell, with both values (the log holds two runs' validations)" \
+    grep -Eq "^finetune: val loss (rose|fell or held), [0-9.]+ -> [0-9.]+" $F/log
+question=$(grep -A3 "^---- before" $F/log | sed -n 's/^User: //p')
+check "... asks a question the instruction set does not hold ($question)" \
+    eval '[ -n "$question" ] && ! grep -qF "$question" $F/tests/fixtures/instruct/*.jsonl'
+cp -r $F/base $F/base2 && cp $F/out/finetune/adapter/adapter_model.safetensors $TEST_TMP/adapter_before
+(cd $F && PATH=$F/bin:$PATH exec timeout -k 10 300 env BASE=base2 STEPS=10 bash scripts/finetune.sh) >$F/log 2>&1
+rc=$?
+check "run again with another BASE on the same OUT, it stops with one error line naming OUT and both bases" \
+    eval '[ $rc = 1 ] && [ "$(grep -c "^error: out/finetune holds an adapter trained on $F/base, not on BASE=base2" $F/log)" = 1 ]'
+check "... and leaves the adapter as it was" cmp $F/out/finetune/adapter/adapter_model.safetensors $TEST_TMP/adapter_before
 rm -rf $F/out
 (cd $F && PATH=$F/bin:$PATH exec timeout -k 10 300 env BASE=nowhere bash scripts/finetune.sh) >$F/log 2>&1
 rc=$?
 check "without a base model it stops with exit 1 and one error line naming BASE" \
     eval '[ $rc = 1 ] && [ "$(grep -c "^error: no base model at nowhere (BASE)" $F/log)" = 1 ]'
+# data/gpt2 holds the tokenizer alone (make data puts it there): without BASE, not taken for a model.
+(cd $F && PATH=$F/bin:$PATH exec timeout -k 10 300 env -u BASE bash scripts/finetune.sh) >$F/log 2>&1
+rc=$?
+check "without BASE, a data/gpt2 of tokenizer files alone is no base: one error line, with the quick start as the way" \
+    eval '[ $rc = 1 ] && [ "$(grep -c "^error: no base model: data/gpt2 holds no checkpoint" $F/log)" = 1 ] && grep -q "^hint: .*quickstart.sh" $F/log'
+mkdir -p $F/out && cp -r $F/base $F/out/shakespeare
+(cd $F && PATH=$F/bin:$PATH exec timeout -k 10 900 env -u BASE STEPS=4 bash scripts/finetune.sh) >$F/log 2>&1
+rc=$?
+check "... and with the quick start's out/shakespeare there, it fine-tunes that, saying so" \
+    eval '[ $rc = 0 ] && grep -q "^finetune: no GPT-2 checkpoint in data/gpt2, so the base is out/shakespeare" $F/log'
 summary

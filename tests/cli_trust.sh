@@ -425,4 +425,20 @@ check "... and the user's link target is untouched" test "$(sum $T/rv-target)" =
 printf 12345 >$T/rv2.lock
 check_error "a digits-only file at DIR.lock without the lock's newline is refused" "not a gpt2 lock file" \
     "$GPT2" train $tiny --steps 2 --out $T/rv2
+# --- a read-only checkpoint continues into --out NEW (its lock beside it cannot be made) -------------------
+# A read-only bind mount in a mount namespace of the test's own (unshare -m): gone when the command ends.
+ro_run() { unshare -m sh -c 'mount --bind "$1" "$2" && mount -o remount,bind,ro "$2" && shift 2 && exec "$@"' ro_run "$@"; }
+mkdir -p $T/ro_src $T/ro && cp -r $T/ck $T/ro_src/run
+if ro_run $T/ro_src $T/ro touch $T/ro/x 2>/dev/null || ! ro_run $T/ro_src $T/ro true 2>/dev/null; then
+    skip "read-only checkpoint: no read-only bind mount here (needs root and unshare -m)"
+else
+    ro_run $T/ro_src $T/ro "$GPT2" train --resume $T/ro/run --out $T/ro_new --steps 12 >$T/ro.out 2>&1
+    check "train --resume RO_DIR --out NEW continues a read-only checkpoint (the lock beside it cannot be made)" \
+        grep -q "^saved $T/ro_new at step 12" $T/ro.out
+    sed 's/^/    /' $T/ro.out | grep -E '^    (error|hint)' | head -3
+    check_error "... and --resume RO_DIR alone (saving into it) is refused before a step, with --out NEW as the way" \
+        "cannot create lock file $T/ro/run.lock (--resume): Read-only file system" \
+        ro_run $T/ro_src $T/ro "$GPT2" train --resume $T/ro/run --steps 12
+    check "... saying how: --out NEW_DIR" grep -q "^hint: .*--out NEW_DIR" $T/err
+fi
 summary

@@ -772,7 +772,12 @@ int cmd_train(int argc, char** argv) {
     const std::string resume_dir = given.has("resume") ? path_strip_slashes(given.str("resume")) : "";
     // The checkpoint is locked before its train state is read: a save in progress is never read half-way.
     TrainLocks locks;
-    if (!resume_dir.empty() && dist_rank() == 0) locks.resume.reset(new PathLock(resume_dir, "--resume"));
+    // A run that saves elsewhere only reads it, so a read-only checkpoint can be continued into --out NEW.
+    const bool elsewhere = given.has("out") && path_strip_slashes(given.str("out")) != resume_dir;
+    if (!resume_dir.empty() && dist_rank() == 0)
+        locks.resume.reset(new PathLock(resume_dir, "--resume", elsewhere,
+                                        "a run that saves into its own directory needs to write there; to "
+                                        "continue a read-only checkpoint elsewhere, add --out NEW_DIR"));
     const CliArgs args = given.has("resume") ? resume_args(given, resume_dir, &resume) : given;
     train_options(args, given, resume_dir, &t.opts, &t.run);
     t.run_flags = run_flags(args, t.run.val_path);

@@ -308,7 +308,20 @@ void output_silence_stdout() {
         fatal("cannot open %s for standard output: %s", os_null_device(), strerror(errno));
 }
 
-PathLock::PathLock(const std::string& target, const char* flag)
+// A reader's lock that cannot be made (errno EROFS or EACCES: the directory beside the target is read-only
+// to this process): no gpt2 can be saving the target without making it either, so the target is read
+// unlocked, once a lock file left there (by a writer from when it was writable) is seen to be free.
+static bool read_unlocked(const std::string& lock, const std::string& target, const char* flag) {
+    if (errno != EROFS && errno != EACCES) return false;
+    const int fd = os_open_read_nofollow(lock);
+    if (fd < 0) return errno == ENOENT;
+    const bool free = os_lock_try(fd);
+    os_close(fd);
+    if (!free) fatal("checkpoint in use (%s %s): another gpt2 process holds %s", flag, target.c_str(), lock.c_str());
+    return true;
+}
+
+PathLock::PathLock(const std::string& target, const char* flag, bool reader, const char* hint)
     : path_(path_strip_slashes(target) + ".lock"), cleanup_([this] { release(); }) {
     const std::string base = path_base(target);
     if (base == "." || base == ".." || base == "/")  // no name to stage beside, swap or lock
@@ -333,6 +346,8 @@ PathLock::PathLock(const std::string& target, const char* flag)
     }
     for (int attempt = 0; attempt < 100; attempt++) {
         fd_ = os_open_lock(path_);
+        if (fd_ < 0 && reader && read_unlocked(path_, target, flag)) return;
+        if (fd_ < 0 && hint) fatal_hint(hint, "cannot create lock file %s (%s): %s", path_.c_str(), flag, strerror(errno));
         if (fd_ < 0) fatal("cannot create lock file %s (%s): %s", path_.c_str(), flag, strerror(errno));
         if (!os_lock_try(fd_)) {
             char holder[32] = {0};

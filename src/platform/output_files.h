@@ -103,7 +103,10 @@ void output_silence_stdout();
 // the holder's pid when another process holds it, or when `target.lock` is not a lock file.
 class PathLock {
 public:
-    PathLock(const std::string& target, const char* flag);
+    // reader: the target is only read (train --resume DIR --out NEW), so where the lock cannot be made
+    // because the directory is read-only, it is read unlocked (read_unlocked in output_files.cpp). hint: a
+    // `hint:` line for when the lock file cannot be made.
+    PathLock(const std::string& target, const char* flag, bool reader = false, const char* hint = nullptr);
     ~PathLock();
     PathLock(const PathLock&) = delete;
     PathLock& operator=(const PathLock&) = delete;

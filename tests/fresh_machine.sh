@@ -6,6 +6,7 @@
 # $GPT2_DATA_DIR (default ../shared/data).
 #   FRESH_CHECK=1   then README's second command too (bash .ci/run: apt's test packages, Debian's own Node 18,
 #                   npm, every test), checking that it exits 0 with its `N passed, N failed` total (an hour or more)
+#   FRESH_STEPS=N   the quick start's training steps (default 400, its own)
 #   FRESH_BASE=DIR  copy an existing bookworm minbase tree (cp -a) instead of debootstrapping one
 #   FRESH_TMP=DIR   where the temporary root goes (default $TMPDIR or /tmp); KEEP=1 keeps it; MIRROR=URL
 set -euo pipefail
@@ -129,7 +130,7 @@ for m in proc sys dev; do
     mounted+=("$root/$m")
 done
 
-cmd='cd /root/gpt2 && GPT2_DATA_DIR=/root/data bash scripts/quickstart.sh'
+cmd="cd /root/gpt2 && GPT2_DATA_DIR=/root/data STEPS=${FRESH_STEPS:-400} bash scripts/quickstart.sh"
 echo "running in the chroot: $cmd"
 t1=$SECONDS
 set +e

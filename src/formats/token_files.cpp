@@ -109,10 +109,19 @@ int token_files_mask_T(const TokenShard& shard) {
 }
 
 std::string tokenfile_fingerprint(const TokenShard& shard) {
-    const uint64_t count = shard.num_tokens;
+    const uint8_t* bytes = reinterpret_cast<const uint8_t*>(shard.tokens);
+    const size_t n = shard.num_tokens * 2;
+    return tokenfile_fingerprint_edges(shard.num_tokens, bytes - kTokenFileHeaderBytes, bytes,
+                                       n > 2 * kTokenFileFingerprintEdge ? bytes + n - kTokenFileFingerprintEdge : nullptr);
+}
+
+std::string tokenfile_fingerprint_edges(size_t num_tokens, const void* header, const void* first, const void* last) {
+    const uint64_t count = num_tokens;
     uint64_t h = fnv1a(&count, sizeof(count));
-    h = fnv1a(reinterpret_cast<const uint8_t*>(shard.tokens) - kTokenFileHeaderBytes, kTokenFileHeaderBytes, h);
-    return hash_hex(fnv1a_edges(shard.tokens, shard.num_tokens * 2, (size_t)1 << 20, h));  // 1 MiB at each end
+    h = fnv1a(header, kTokenFileHeaderBytes, h);
+    const size_t n = num_tokens * 2, edge = kTokenFileFingerprintEdge;  // 1 MiB at each end
+    if (n <= 2 * edge) return hash_hex(fnv1a(first, n, h));
+    return hash_hex(fnv1a(last, edge, fnv1a(first, edge, h)));
 }
 
 std::vector<std::string> token_files_expand(const std::string& spec, const char* flag) {

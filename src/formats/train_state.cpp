@@ -155,8 +155,8 @@ bool parse_counters(const SafeTensors& st, TrainState* ts, std::string* err) {
         !meta_int(st, "loader.epoch", -1, kMaxSteps, &epoch, err) ||
         !meta_int(st, "loader.pos", 0, 1ll << 32, &pos, err))
         return false;
-    if (adamw_step != step) return fail(err, "adamw.step differs from step");
-    ts->step = (int)step, ts->loader.epoch = (int)epoch, ts->loader.pos = (size_t)pos;
+    if (adamw_step > step) return fail(err, "adamw.step is more than step");  // less: steps that scored nothing
+    ts->step = (int)step, ts->adamw_step = (int)adamw_step, ts->loader.epoch = (int)epoch, ts->loader.pos = (size_t)pos;
 
     std::string rng = st.meta("loader.rng");
     char* end = nullptr;
@@ -482,7 +482,7 @@ void train_state_restore_params(TrainState* state, size_t n, const std::string& 
               train_state_shards_hash(*dl).c_str(), ts.data_hash.c_str());
     }
     read_moments(ts, opt);
-    opt->step = ts.step;
+    opt->step = ts.adamw_step;
     check_loader_fits(*dl, ts.loader, ts.path);
     dataloader_restore(dl, ts.loader);
     *history = ts.history;

@@ -77,9 +77,11 @@ void validate(TrainRun* t, int step) {
     size_t scored = 0;
     const float val_loss = evaluate_batches(&t->model, &t->val_dl, t->val_n, nullptr, &scored);
     const long long tokens = (long long)t->val_n * t->sync.ranks * t->opts.B * t->opts.T;
-    if (scored == 0)
+    if (scored == 0) {  // checked before step 1 (check_val_scores): the val file changed since; keep the steps
+        if (!t->run.out.empty() && t->sync.ranks == 1) trainer_save(t, step);
         fatal("no scored tokens in the val batches (%s): their loss masks score none of %lld tokens; expected "
               "some answers (more --val-batches, or --loss-on all)", t->run.val_path.c_str(), tokens);
+    }
     if (!std::isfinite(val_loss))
         fatal("val loss is %g at step %d: training diverged; the last checkpoint (if any) is kept", val_loss, step);
     t->progress.close();
@@ -90,6 +92,23 @@ void validate(TrainRun* t, int step) {
     if (!t->run.plot_path.empty()) plot_losses(t->run.plot_path, {{"", t->history.train, t->history.val}}, 800, 500, "--plot (train)");
     t->log.line("{\"step\":%d,\"val_loss\":%.6f,\"tokens\":%lld}\n", step, val_loss,
                 (long long)step * t->opts.B * t->opts.T * t->opts.accum * t->sync.ranks);
+}
+
+// The val batches are the same at every validation: when their loss masks score no target, refuse before step 1
+// rather than at the first validation, after every step trained.
+void check_val_scores(TrainRun* t) {
+    if (std::none_of(t->val_dl.shards.begin(), t->val_dl.shards.end(),
+                     [](const TokenShard& s) { return token_files_mask(s) != nullptr; }))
+        return;
+    const size_t batches = t->val_n * t->sync.ranks;
+    for (size_t i = 0; i < batches; i++) {
+        evaluate_load_batch(&t->val_dl, i);
+        if (token_files_scored(t->val_dl.targets) > 0) return;
+    }
+    fatal_hint("a larger -T (whole examples in a window), more --val-batches, or --loss-on all",
+               "no scored tokens in the val batches (%s): none of the %zu val windows (--val-batches %zu x -B %d, "
+               "T=%d) scores a token; their loss masks mark prompts only",
+               t->run.val_path.c_str(), batches * t->opts.B, t->val_n, t->opts.B, t->opts.T);
 }
 
 }  // namespace
@@ -184,6 +203,7 @@ void trainer_load_data(TrainRun* t) {
     if (evaluate_num_batches(t->val_dl) < (size_t)ranks)
         fatal("too few tokens in %s for %d ranks: expected at least %d windows of T=%d", r.val_path.c_str(), ranks,
               o.B * ranks, o.T);
+    check_val_scores(t);
 }
 
 void trainer_save(TrainRun* t, int step) {

@@ -367,6 +367,24 @@ void remove_stale_shards(const std::string& prefix, int files) {
                 shard_name(prefix, files - 1).c_str());
 }
 
+// The loss masks an earlier tokenize --instructions wrote beside the val/train pair this run has just replaced:
+// tied to the files replaced (by their fingerprint), they would stop a train on the new ones, so they go with
+// them, as stale shards do. Only a regular file holding a loss mask is removed: never a link or a user's file.
+// They go after the new files are published: a failure before leaves the old pair whole with its masks.
+void remove_replaced_masks(const TokenizeOutputs& out) {
+    std::string removed;
+    int count = 0;
+    for (const std::string& token_path : {out.val_path, out.train_path}) {
+        const std::string mask = lossmask_path(token_path);
+        if (path_is_symlink(mask) || !file_exists(mask) || !kLossMaskKind.is_ours(mask)) continue;
+        if (!os_unlink(mask.c_str())) continue;
+        removed += (count++ ? " and " : "") + mask;
+    }
+    if (count)
+        fprintf(stderr, "note: removed %s, the loss mask%s of the token files replaced (plain tokenize writes none; "
+                "tokenize --instructions does)\n", removed.c_str(), count == 1 ? "" : "s");
+}
+
 // Publishes the token files and says what went where; fatal, publishing nothing, when the tokens do not
 // reach a train file.
 int finish_outputs(const TokenizeOptions& o, TokenizeOutputs* out, const TextStream& stream, int64_t tokens,
@@ -389,6 +407,7 @@ int finish_outputs(const TokenizeOptions& o, TokenizeOutputs* out, const TextStr
     }
     const int64_t last_count = out->writer->tokens_in_current();
     const int files = out->writer->finish();
+    if (!o.sharded) remove_replaced_masks(*out);
     const unsigned long long in_bytes = (unsigned long long)stream.bytes_read();
     if (o.val_last_tenth) {
         size_t sections = o.stream_opt.eot ? (size_t)stream.documents() : 1;

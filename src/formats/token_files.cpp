@@ -80,6 +80,9 @@ void open_mask(TokenShard* s) {
 }  // namespace
 
 void tokenfile_map(TokenShard* shard, const std::string& path, int vocab_size) {
+    if (kLossMaskKind.is_ours(path))
+        fatal("%s is a loss mask, not a token file: expected its token file (X.bin beside X.mask), which reads the "
+              "mask with it", path.c_str());
     void* map = nullptr;
     size_t n = 0;
     map_input(path, "a token file", kTokenFileHeaderBytes, &map, &n);
@@ -141,6 +144,11 @@ std::vector<std::string> token_files_expand(const std::string& spec, const char*
         std::vector<std::string> found;
         if (!os_glob(item, &found)) fatal("cannot expand %s '%s': glob failed", flag, item.c_str());
         if (found.empty()) fatal("no file matches %s '%s': expected at least one token file", flag, item.c_str());
+        for (const std::string& path : found)  // X.mask beside X.bin: 'sft/*' matches both
+            if (kLossMaskKind.is_ours(path))
+                fatal_hint("match token files only, e.g. '" + (item.back() == '*' ? item + ".bin" : std::string("sft/*.bin")) + "'",
+                           "%s is a loss mask, not a token file (%s '%s' matches it): the masks are read beside their "
+                           "token files", path.c_str(), flag, item.c_str());
         paths.insert(paths.end(), found.begin(), found.end());
     }
     if (paths.size() > UINT32_MAX) fatal("too many shards in %s '%s'", flag, spec.c_str());  // orders are uint32

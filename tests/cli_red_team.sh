@@ -147,7 +147,7 @@ reported_shards() {
     [ -n "$val" ] && [ -n "$first" ] && [ -n "$n" ] && whole "$val" || return 1
     for i in $(seq "$n"); do whole "${first%000001.bin}$(printf %06d "$i").bin" || return 1; done
 }
-busy_prefix $T/cc/p $T/cc/p.lock
+busy_prefix $T/cc/p $T/cc/p_.lock
 busy_prefix $T/cd/ $T/cd.lock
 
 # --- D1, D15: a shard changed under a running train: one error naming it, the checkpoint saved ---------------

@@ -37,6 +37,24 @@ static const std::vector<CliFlag> kEvalFlags = {
     kCliInferPrecisionFlag,
 };
 
+// Opens --data for batches of B windows of T; a file of fewer windows (a small fine-tune val file) is read in
+// batches of as many as its smallest shard holds, with a note, rather than refused: the B that is used.
+static int eval_open_data(DataLoader* dl, const CliArgs& args, int vocab_size, int B, int T) {
+    dataloader_init(dl, args.str("data"), "--data", vocab_size, 1, T, false, 0);  // each shard: a window at least
+    size_t fewest = SIZE_MAX, at = 0;
+    for (size_t s = 0; s < dl->shards.size(); s++)
+        if (dataloader_shard_windows(*dl, s) < fewest) fewest = dataloader_shard_windows(*dl, s), at = s;
+    if (fewest < (size_t)B) {
+        fprintf(stderr, "note: %s holds %zu window%s of T=%d: -B %zu (of -B %d) for its batches\n",
+                dl->shards[at].path.c_str(), fewest, fewest == 1 ? "" : "s", T, fewest, B);
+        B = (int)fewest;
+    }
+    dl->B = B;
+    dl->inputs.assign((size_t)B * T, 0);
+    dl->targets.assign((size_t)B * T, 0);
+    return B;
+}
+
 int cmd_eval(int argc, char** argv) {
     CliArgs args = cli_parse(
         argc, argv, "eval", "gpt2 eval --model PATH (--data FILE [-B b] [-T t] [--batches n|all] | --hellaswag FILE)",
@@ -51,7 +69,7 @@ int cmd_eval(int argc, char** argv) {
     if (args.has("hellaswag")) return cmd_eval_hellaswag(args);
     eval_check_hellaswag_flags(args);
     if (!args.has("data")) fatal("missing flag --data or --hellaswag (eval): expected token files or a HellaSwag file");
-    const int B = args.integer_in("batch", 1, 1 << 16), T = args.integer_in("tokens", 1, 1 << 20);
+    const int B_asked = args.integer_in("batch", 1, 1 << 16), T = args.integer_in("tokens", 1, 1 << 20);
     const std::string batches_arg = args.str("batches");
     const bool all = batches_arg == "all";
     if (!all && batches_arg.find_first_not_of("0123456789") != std::string::npos)
@@ -63,12 +81,12 @@ int cmd_eval(int argc, char** argv) {
     cli_set_precision(&model, args, true, args.has("lora-from"));  // an adapter's base: frozen, as it trained
     cli_check_tokens(args, T, model.cfg.max_seq_len);
     LoraModel lora;
-    if (args.has("lora-from")) lora_apply(&model, &lora, args.str("lora-from"), B * T);
-    memory_check(gpt2_acts_bytes(model.cfg, B, T, false), "activations for -B " + std::to_string(B) + " -T " +
-                 std::to_string(T), "lower -B or -T");
+    if (args.has("lora-from")) lora_apply(&model, &lora, args.str("lora-from"), B_asked * T);
+    memory_check(gpt2_acts_bytes(model.cfg, B_asked, T, false), "activations for -B " + std::to_string(B_asked) +
+                 " -T " + std::to_string(T), "lower -B or -T");
     DataLoader dl;
     token_files_masks = cli_loss_on(args);
-    dataloader_init(&dl, args.str("data"), "--data", model.cfg.vocab_size, B, T, false, 0);
+    const int B = eval_open_data(&dl, args, model.cfg.vocab_size, B_asked, T);
     size_t available = evaluate_num_batches(dl);
     if ((size_t)batches > available)
         fatal("too few tokens in %s for --batches %d: it holds %zu batches of B=%d, T=%d", args.str("data").c_str(),

@@ -92,6 +92,13 @@ std::string shard_name(const std::string& prefix, int k) {
     return prefix.back() == '/' ? prefix + suffix : prefix + "_" + suffix;
 }
 
+// What a run's lock guards: with -o DIR/ the directory (DIR.lock, as train --out DIR's), with -o P the files
+// named P_... (P_.lock beside them). -o P and -o P/ write different files (P_val.bin, P/val.bin), so they take
+// different locks; every run on one prefix (plain, sharded, --instructions) takes the same one.
+std::string output_lock_target(const std::string& prefix) {
+    return prefix.back() == '/' ? path_strip_slashes(prefix) : prefix + "_";
+}
+
 // The flags of `gpt2 tokenize`, parsed; --help and a malformed flag end the process here.
 CliArgs tokenize_args(int argc, char** argv) {
     const std::vector<CliFlag> flags = {
@@ -112,7 +119,8 @@ CliArgs tokenize_args(int argc, char** argv) {
         {"instructions", "", "",
          "the inputs are instruction data, JSON lines of {prompt, completion}, Alpaca's {instruction, input, output} "
          "or chat {messages}: writes token files with loss masks (X.mask) scoring the answers, examples packed "
-         "into -T windows; at most 1 GiB of input in all (held in memory: about 6 times its size)",
+         "whole into -T windows by best fit over the next 256; at most 1 GiB of input in all (memory: the examples "
+         "at 3 bytes a token, the input file being read, and per part one -T window plus the 256 looked ahead)",
          true},
         {"tokens", "T", "1024", "--instructions: the window the examples are packed into (train's -T)"},
         {"val-examples", "", "",
@@ -221,8 +229,8 @@ struct TokenizeOutputs {
 // write fails at once; each file is checked again as it is opened. `o` must outlive *out.
 void open_outputs(const TokenizeOptions& o, TokenizeOutputs* out) {
     const std::string& prefix = o.prefix;
-    // PREFIX.lock (DIR.lock for DIR/) beside the outputs: one tokenize per prefix at a time
-    out->lock.reset(new PathLock(path_strip_slashes(prefix), "--output (tokenize)"));
+    // one tokenize per prefix at a time
+    out->lock.reset(new PathLock(output_lock_target(prefix), "--output (tokenize)"));
     const std::string dir = prefix.back() == '/' ? path_strip_slashes(prefix) : path_parent(prefix);
     out->made.reset(new MadeDirs(dir));  // removed again if the command fails before writing into it
     if (o.sharded) {
@@ -359,6 +367,24 @@ void remove_stale_shards(const std::string& prefix, int files) {
                 shard_name(prefix, files - 1).c_str());
 }
 
+// The loss masks an earlier tokenize --instructions wrote beside the val/train pair this run has just replaced:
+// tied to the files replaced (by their fingerprint), they would stop a train on the new ones, so they go with
+// them, as stale shards do. Only a regular file holding a loss mask is removed: never a link or a user's file.
+// They go after the new files are published: a failure before leaves the old pair whole with its masks.
+void remove_replaced_masks(const TokenizeOutputs& out) {
+    std::string removed;
+    int count = 0;
+    for (const std::string& token_path : {out.val_path, out.train_path}) {
+        const std::string mask = lossmask_path(token_path);
+        if (path_is_symlink(mask) || !file_exists(mask) || !kLossMaskKind.is_ours(mask)) continue;
+        if (!os_unlink(mask.c_str())) continue;
+        removed += (count++ ? " and " : "") + mask;
+    }
+    if (count)
+        fprintf(stderr, "note: removed %s, the loss mask%s of the token files replaced (plain tokenize writes none; "
+                "tokenize --instructions does)\n", removed.c_str(), count == 1 ? "" : "s");
+}
+
 // Publishes the token files and says what went where; fatal, publishing nothing, when the tokens do not
 // reach a train file.
 int finish_outputs(const TokenizeOptions& o, TokenizeOutputs* out, const TextStream& stream, int64_t tokens,
@@ -381,6 +407,7 @@ int finish_outputs(const TokenizeOptions& o, TokenizeOutputs* out, const TextStr
     }
     const int64_t last_count = out->writer->tokens_in_current();
     const int files = out->writer->finish();
+    if (!o.sharded) remove_replaced_masks(*out);
     const unsigned long long in_bytes = (unsigned long long)stream.bytes_read();
     if (o.val_last_tenth) {
         size_t sections = o.stream_opt.eot ? (size_t)stream.documents() : 1;
@@ -415,48 +442,56 @@ int finish_outputs(const TokenizeOptions& o, TokenizeOutputs* out, const TextStr
     return 0;
 }
 
-// The token file image's fingerprint (formats/token_files.h), which ties a loss mask to it.
-std::string fingerprint_of(const std::vector<int>& tokens) {
-    const size_t head = kTokenFileHeaderBytes / 2;
-    std::vector<uint16_t> image(head + tokens.size());
-    const int32_t header[3] = {kTokenFileMagic, kTokenFileVersion, (int32_t)tokens.size()};
-    memcpy(image.data(), header, sizeof(header));
-    std::copy(tokens.begin(), tokens.end(), image.begin() + (long)head);
-    TokenShard shard;
-    shard.tokens = image.data() + head;
-    shard.num_tokens = tokens.size();
-    return tokenfile_fingerprint(shard);
-}
-
 // tokenize --instructions: each JSONL line an example (text/instructions.h), its segments encoded one by one
 // and closed by a scored <|endoftext|>; every (n / val)-th example val (so val has every input's shapes); each
-// part packed into -T windows (formats/loss_mask.h) and staged as a token file with its loss mask beside it, the
-// four files published together once all are written.
+// part packed into -T windows as it goes (formats/loss_mask.h's PackWriter) and staged as a token file with its
+// loss mask beside it, the four files published together once all are written. Memory: the examples, held
+// until the split (3 bytes a token), and the input file being read; each part's packing adds one window and
+// its look-ahead, however many windows it fills.
 const size_t kMaxInstructionBytes = (size_t)1 << 30;  // the inputs of tokenize --instructions together
 
-int tokenize_instructions(const CliArgs& args) {
-    for (const char* flag : {"ids", "jsonl-field", "split-on-blank-lines", "shard-tokens", "val-tokens"})
-        if (args.has(flag)) fatal("conflicting flags --instructions and --%s (tokenize): expected one of them", flag);
-    if (args.positional.empty()) fatal("missing input file (tokenize): expected instruction JSON lines or - for stdin");
-    if (!args.has("output")) fatal("missing output (tokenize): --instructions writes token files, expected -o PREFIX");
-    const std::string prefix = args.str("output");
-    if (prefix.empty()) fatal("empty value for --output (tokenize): expected a path prefix");
-    const int T = (int)args.integer_in("tokens", 2, 1 << 20);
-    Tokenizer tok;
-    tokenizer_load(&tok, args.has("tokenizer") ? args.str("tokenizer") : tokenizer_default_dir());
-    PathLock lock(path_strip_slashes(prefix), "--output (tokenize)");
-    const char* parts[2] = {"val", "train"};
-    auto part_path = [&](int k) { return prefix + (prefix.back() == '/' ? "" : "_") + parts[k] + ".bin"; };
-    for (int k = 0; k < 2; k++) {  // before any work: none of the four outputs may replace a user's file
-        output_check(part_path(k), "--output (tokenize)", kTokenFileKind);
-        output_check(lossmask_path(part_path(k)), "--output (tokenize)", kLossMaskKind);
-    }
-    stop_catch_abort("tokenize --instructions: nothing written; run the same command again");
-    std::vector<PackedExample> examples;
+// Every example of the inputs, compactly: their tokens and scored flags end to end.
+struct InstructionExamples {
+    std::vector<uint16_t> tokens;
+    std::vector<uint8_t> scored;
+    std::vector<size_t> ends;  // example i is [ends[i - 1], ends[i])
     size_t shapes[3] = {0, 0, 0};
+    PackedExample example(size_t i) const {
+        const size_t a = i ? ends[i - 1] : 0, b = ends[i];
+        return {{tokens.begin() + (long)a, tokens.begin() + (long)b}, {scored.begin() + (long)a, scored.begin() + (long)b}};
+    }
+};
+
+// One JSON line (`name` line `line`) parsed, encoded and appended to *ex.
+void add_instruction(const std::string& row, const std::string& name, int line, Tokenizer* tok,
+                     InstructionExamples* ex) {
+    Json obj;
+    std::string err;
+    std::vector<InstructionSegment> segments;
+    InstructionShape shape;
+    if (!json_parse_line(row.data(), row.size(), &obj, &err))
+        fatal("malformed JSON (%s line %d): %s", name.c_str(), line, err.c_str());
+    if (!instruction_segments(obj, &segments, &shape, &err))
+        fatal("bad instruction example (%s line %d): %s", name.c_str(), line, err.c_str());
+    ex->shapes[(int)shape]++;
+    for (const InstructionSegment& seg : segments) {
+        for (int id : tokenizer_encode(tok, seg.text)) {
+            if (id < 0 || id > 65535)
+                fatal("token %d does not fit a token file's uint16 (%s line %d): expected a vocabulary of at most "
+                      "65536", id, name.c_str(), line);
+            ex->tokens.push_back((uint16_t)id);
+            ex->scored.push_back(seg.scored ? 1 : 0);
+        }
+    }
+    ex->tokens.push_back(kTokenizerEot);  // the end of the answer: scored, so the model learns to stop
+    ex->scored.push_back(1);
+    ex->ends.push_back(ex->tokens.size());
+}
+
+// Reads every input's JSON lines into *ex. The inputs are capped together (the examples are held until the split
+// into val and train): files by their size before any is read, pipes as they are read.
+void read_instructions(const CliArgs& args, Tokenizer* tok, InstructionExamples* ex) {
     const size_t max_line = (size_t)args.integer_in("max-unsplit-bytes", 1, 1 << 30);
-    // Every example is held until the split into val and train: the inputs are capped together, files by their
-    // size before any is read, pipes as they are read.
     const char* too_large = "tokenize --instructions reads at most 1 GiB of examples in all: tokenize them in "
                             "several runs (-o PREFIX each) and train on the shards together";
     uint64_t total = 0;
@@ -482,27 +517,48 @@ int tokenize_instructions(const CliArgs& args) {
                 fatal_hint("raise --max-unsplit-bytes for longer examples", "line too long (%s) at line %d: expected "
                            "JSON lines of at most %zu bytes, got %zu", name.c_str(), line, max_line, row.size());
             if (row.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank lines are skipped
-            Json obj;
-            std::string err;
-            std::vector<InstructionSegment> segments;
-            InstructionShape shape;
-            if (!json_parse_line(row.data(), row.size(), &obj, &err))
-                fatal("malformed JSON (%s line %d): %s", name.c_str(), line, err.c_str());
-            if (!instruction_segments(obj, &segments, &shape, &err))
-                fatal("bad instruction example (%s line %d): %s", name.c_str(), line, err.c_str());
-            shapes[(int)shape]++;
-            PackedExample e;
-            for (const InstructionSegment& seg : segments) {
-                const std::vector<int> ids = tokenizer_encode(&tok, seg.text);
-                e.tokens.insert(e.tokens.end(), ids.begin(), ids.end());
-                e.scored.insert(e.scored.end(), ids.size(), seg.scored ? 1 : 0);
-            }
-            e.tokens.push_back(kTokenizerEot);  // the end of the answer: scored, so the model learns to stop
-            e.scored.push_back(1);
-            examples.push_back(std::move(e));
+            add_instruction(row, name, line, tok, ex);
         }
     }
-    const size_t n = examples.size();
+}
+
+// The prefix's val or train token file (k = 0, 1).
+std::string instruction_path(const std::string& prefix, int k) {
+    return prefix + (prefix.back() == '/' ? "" : "_") + (k == 0 ? "val" : "train") + ".bin";
+}
+
+void print_packed(const char* part, const PackStats& st, int T) {
+    const size_t window_tokens = st.windows * (size_t)T;
+    fprintf(stderr,
+            "packed %s: %zu examples into %zu window%s of -T %d: %zu of %zu tokens used (%.1f%%), %zu scored "
+            "(%.1f%%)%s\n",
+            part, st.examples, st.windows, st.windows == 1 ? "" : "s", T, st.example_tokens, window_tokens,
+            100.0 * (double)st.example_tokens / (double)window_tokens, st.scored,
+            100.0 * (double)st.scored / (double)window_tokens,
+            st.split ? ("; " + std::to_string(st.split) + " longer than " + std::to_string(T - 1) +
+                        " tokens split across windows").c_str()
+                     : "");
+}
+
+int tokenize_instructions(const CliArgs& args) {
+    for (const char* flag : {"ids", "jsonl-field", "split-on-blank-lines", "shard-tokens", "val-tokens"})
+        if (args.has(flag)) fatal("conflicting flags --instructions and --%s (tokenize): expected one of them", flag);
+    if (args.positional.empty()) fatal("missing input file (tokenize): expected instruction JSON lines or - for stdin");
+    if (!args.has("output")) fatal("missing output (tokenize): --instructions writes token files, expected -o PREFIX");
+    const std::string prefix = args.str("output");
+    if (prefix.empty()) fatal("empty value for --output (tokenize): expected a path prefix");
+    const int T = (int)args.integer_in("tokens", 2, 1 << 20);
+    Tokenizer tok;
+    tokenizer_load(&tok, args.has("tokenizer") ? args.str("tokenizer") : tokenizer_default_dir());
+    PathLock lock(output_lock_target(prefix), "--output (tokenize)");
+    for (int k = 0; k < 2; k++) {  // before any work: none of the four outputs may replace a user's file
+        output_check(instruction_path(prefix, k), "--output (tokenize)", kTokenFileKind);
+        output_check(lossmask_path(instruction_path(prefix, k)), "--output (tokenize)", kLossMaskKind);
+    }
+    stop_catch_abort("tokenize --instructions: nothing written; run the same command again");
+    InstructionExamples ex;
+    read_instructions(args, &tok, &ex);
+    const size_t n = ex.ends.size();
     const long long val = args.has("val-examples") ? args.integer_in("val-examples", 1, INT32_MAX)
                                                    : (long long)std::max<size_t>(1, n / 10);
     if ((long long)n <= val)
@@ -510,31 +566,19 @@ int tokenize_instructions(const CliArgs& args) {
               val, args.positional[0].c_str(), val, n);
     const std::string dir = prefix.back() == '/' ? path_strip_slashes(prefix) : path_parent(prefix);
     MadeDirs made(dir);
-    std::string written[2];
+    PackWriter parts[2] = {{instruction_path(prefix, 0), T, kTokenizerEot}, {instruction_path(prefix, 1), T, kTokenizerEot}};
+    for (size_t i = 0; i < n; i++) {  // val: `val` examples spread evenly, every (n / val)-th, the last included
+        if (i % 4096 == 0) stop_point();
+        parts[(i + 1) * val / n > i * val / n ? 0 : 1].add(ex.example(i));
+    }
+    std::vector<uint16_t>().swap(ex.tokens);  // no longer needed while the parts finish
+    std::vector<uint8_t>().swap(ex.scored);
     std::vector<std::unique_ptr<OutputFile>> staged;  // published together: never a token file without its mask
+    size_t used = 0, window_tokens = 0;
     for (int k = 0; k < 2; k++) {
-        std::vector<PackedExample> part;  // val: `val` examples spread evenly, every (n / val)-th, the last included
-        for (size_t i = 0; i < n; i++)
-            if (((i + 1) * val / n > i * val / n) == (k == 0)) part.push_back(std::move(examples[i]));
-        std::vector<int> tokens;
-        std::vector<uint8_t> mask;
-        PackStats st;
-        pack_examples(part, T, kTokenizerEot, &tokens, &mask, &st);
-        if (tokens.size() > (size_t)INT32_MAX)
-            fatal("too many tokens for one token file (%s): expected at most %d", args.positional[0].c_str(), INT32_MAX);
-        const std::string path = part_path(k);
-        staged.push_back(lossmask_write(lossmask_path(path), mask, fingerprint_of(tokens), T, false));
-        staged.push_back(tokenfile_write(path, tokens, false));
-        written[k] = path;
-        fprintf(stderr,
-                "packed %s: %zu examples into %zu window%s of -T %d: %zu of %zu tokens used (%.1f%%), %zu scored "
-                "(%.1f%%)%s\n",
-                parts[k], st.examples, st.windows, st.windows == 1 ? "" : "s", T, st.example_tokens, st.written,
-                100.0 * (double)st.example_tokens / (double)st.written, st.scored,
-                100.0 * (double)st.scored / (double)st.written,
-                st.split ? ("; " + std::to_string(st.split) + " longer than " + std::to_string(T - 1) +
-                            " tokens split across windows").c_str()
-                         : "");
+        for (auto& file : parts[k].finish()) staged.push_back(std::move(file));
+        print_packed(k == 0 ? "val" : "train", parts[k].stats(), T);
+        used += parts[k].stats().example_tokens, window_tokens += parts[k].stats().windows * (size_t)T;
     }
     stop_point();
     stop_catch(true);  // while the four are published a signal waits: they are published whole or not at all
@@ -542,7 +586,10 @@ int tokenize_instructions(const CliArgs& args) {
     stop_catch(false);
     printf("tokenized %zu examples (%zu prompt/completion, %zu Alpaca, %zu chat): %lld val -> %s, %lld train -> %s, "
            "each with its loss mask (.mask)\n",
-           n, shapes[0], shapes[1], shapes[2], val, written[0].c_str(), (long long)(n - val), written[1].c_str());
+           n, ex.shapes[0], ex.shapes[1], ex.shapes[2], val, parts[0].path().c_str(), (long long)(n - val),
+           parts[1].path().c_str());
+    printf("utilisation: %zu of %zu window tokens hold examples (%.1f%%), the rest padding and window starts\n", used,
+           window_tokens, 100.0 * (double)used / (double)window_tokens);
     return 0;
 }
 

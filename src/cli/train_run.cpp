@@ -58,6 +58,7 @@ StepStats train_step_in_backward(TrainRun* t, int step) {
     const double t0 = time_now_s();
     RunHooks& hooks = t->step_hooks;  // the thread team, the data's position, a data error that saves first
     hooks.begin();
+    if (hooks.scores_nothing()) return train_skip_step(t, &hooks, step);
     std::string err;
     if (!dataloader_try_next(&t->train_dl, &err)) hooks.data_failed(step, err);
     gpt2_zero_grad(&t->model);
@@ -76,9 +77,11 @@ void validate(TrainRun* t, int step) {
     size_t scored = 0;
     const float val_loss = evaluate_batches(&t->model, &t->val_dl, t->val_n, nullptr, &scored);
     const long long tokens = (long long)t->val_n * t->sync.ranks * t->opts.B * t->opts.T;
-    if (scored == 0)
+    if (scored == 0) {  // checked before step 1 (check_val_scores): the val file changed since; keep the steps
+        if (!t->run.out.empty() && t->sync.ranks == 1) trainer_save(t, step);
         fatal("no scored tokens in the val batches (%s): their loss masks score none of %lld tokens; expected "
               "some answers (more --val-batches, or --loss-on all)", t->run.val_path.c_str(), tokens);
+    }
     if (!std::isfinite(val_loss))
         fatal("val loss is %g at step %d: training diverged; the last checkpoint (if any) is kept", val_loss, step);
     t->progress.close();
@@ -91,6 +94,23 @@ void validate(TrainRun* t, int step) {
                 (long long)step * t->opts.B * t->opts.T * t->opts.accum * t->sync.ranks);
 }
 
+// The val batches are the same at every validation: when their loss masks score no target, refuse before step 1
+// rather than at the first validation, after every step trained.
+void check_val_scores(TrainRun* t) {
+    if (std::none_of(t->val_dl.shards.begin(), t->val_dl.shards.end(),
+                     [](const TokenShard& s) { return token_files_mask(s) != nullptr; }))
+        return;
+    const size_t batches = t->val_n * t->sync.ranks;
+    for (size_t i = 0; i < batches; i++) {
+        evaluate_load_batch(&t->val_dl, i);
+        if (token_files_scored(t->val_dl.targets) > 0) return;
+    }
+    fatal_hint("a larger -T (whole examples in a window), more --val-batches, or --loss-on all",
+               "no scored tokens in the val batches (%s): none of the %zu val windows (--val-batches %zu x -B %d, "
+               "T=%d) scores a token; their loss masks mark prompts only",
+               t->run.val_path.c_str(), batches * t->opts.B, t->val_n, t->opts.B, t->opts.T);
+}
+
 }  // namespace
 
 void RunHooks::begin() {
@@ -98,6 +118,7 @@ void RunHooks::begin() {
     if (run->lora) lora_zero_grad(run->lora.get()), lora_dropout_step(run->lora.get(), run->lora->opt.step);
     before = dataloader_state(run->train_dl);
     micro = 0;
+    nothing_scored = false;
     if (!run->run.masked) return;
     const int accum = run->opts.accum;  // the step's micro-batches, read ahead and put back: their scored targets
     std::vector<double> counts(accum + 1, 0.0);
@@ -108,6 +129,7 @@ void RunHooks::begin() {
     if (run->sync.ranks > 1) dist_sum(&counts[accum], 1);
     shares.assign(accum, 0.0f);
     for (int i = 0; i < accum && counts[accum] > 0; i++) shares[i] = (float)(counts[i] / counts[accum]);
+    nothing_scored = counts[accum] == 0 && err.empty();  // a read that failed is reported by the step
 }
 void RunHooks::end() {
     if (run->lora) lora_dropout_step(run->lora.get(), -1);  // validation and samples see no dropout
@@ -135,12 +157,16 @@ void RunHooks::data_failed(int step, const std::string& err) {
     fail_on_data(run, step, err);
 }
 
-void Progress::step(int step, int steps, double loss, float lr, float norm, double ms, double tokens) {
+void Progress::step(int step, int steps, const StepStats& s, double tokens) {
+    const double ms = s.ms;
     if (count++ > 0) ms_sum += ms;
     const double mean_ms = count > 1 ? ms_sum / (count - 1) : ms;
-    char text[256];
-    snprintf(text, sizeof(text), "step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms | %.0f tok/s | %s", step,
-             steps, loss, lr, norm, ms, tokens / (ms / 1e3), progress_eta(steps - step, mean_ms / 1e3).c_str());
+    char loss[64];
+    if (s.skipped) snprintf(loss, sizeof(loss), "-- (no scored token in this batch)");
+    else snprintf(loss, sizeof(loss), "%.6f", s.loss);
+    char text[320];
+    snprintf(text, sizeof(text), "step %5d/%d | loss %s | lr %.3e | norm %.4f | %.1f ms | %.0f tok/s | %s", step,
+             steps, loss, s.lr, s.norm, ms, tokens / (ms / 1e3), progress_eta(steps - step, mean_ms / 1e3).c_str());
     line.update(text);
 }
 
@@ -177,6 +203,7 @@ void trainer_load_data(TrainRun* t) {
     if (evaluate_num_batches(t->val_dl) < (size_t)ranks)
         fatal("too few tokens in %s for %d ranks: expected at least %d windows of T=%d", r.val_path.c_str(), ranks,
               o.B * ranks, o.T);
+    check_val_scores(t);
 }
 
 void trainer_save(TrainRun* t, int step) {
@@ -207,9 +234,12 @@ int trainer_run(TrainRun* t, int first_step) {
     while (step < o.steps && !(step == first_step && stop_requested())) {
         const StepStats s = t->run.mem.layer_grads ? train_step_in_backward(t, step) : train_step(t, step);
         step++;
-        t->history.train.push_back({step, (float)s.loss});
-        t->progress.step(step, o.steps, s.loss, s.lr, s.norm, s.ms, (double)o.B * o.T * o.accum * t->sync.ranks);
-        t->log.line("{\"step\":%d,\"loss\":%.6f,\"lr\":%.6e,\"norm\":%.6f,\"ms\":%.3f,\"tokens\":%lld}\n", step, s.loss,
+        if (!s.skipped) t->history.train.push_back({step, (float)s.loss});
+        t->progress.step(step, o.steps, s, (double)o.B * o.T * o.accum * t->sync.ranks);
+        char loss[64];  // a skipped step has none: null, and "skipped" says why
+        if (s.skipped) snprintf(loss, sizeof(loss), "null,\"skipped\":\"no scored token\"");
+        else snprintf(loss, sizeof(loss), "%.6f", s.loss);
+        t->log.line("{\"step\":%d,\"loss\":%s,\"lr\":%.6e,\"norm\":%.6f,\"ms\":%.3f,\"tokens\":%lld}\n", step, loss,
                     s.lr, s.norm, s.ms, (long long)step * o.B * o.T * o.accum * t->sync.ranks);
         if (const int err = t->progress.line.error()) {  // `train | head -1`: nobody reads on, so stop now
             const bool save = !r.out.empty() && !t->sync.sharded;  // a ZeRO-1 save needs every rank

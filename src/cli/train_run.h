@@ -43,7 +43,8 @@ struct Progress {
     ProgressLine line{stdout, false, false};  // set up by trainer_run
     double ms_sum = 0;                        // of the steps after this run's first (which warms up)
     int count = 0;
-    void step(int step, int steps, double loss, float lr, float norm, double ms, double tokens);
+    // A skipped step (StepStats::skipped) shows "loss -- (no scored token in this batch)".
+    void step(int step, int steps, const StepStats& s, double tokens);
     void close() { line.close(); }  // before any other line
 };
 
@@ -58,7 +59,9 @@ struct RunHooks : StepHooks {
     // and ranks (a window of prompts alone then weighs nothing). Without masks the shares are all equal.
     std::vector<float> shares;
     int micro = 0;
+    bool nothing_scored = false;  // this step's batches score no target on any rank
     void begin() override;
+    bool scores_nothing() override { return nothing_scored; }
     void end() override;
     float loss_scale(int accum) override;
     std::function<void(int layer)> layer_done() override;

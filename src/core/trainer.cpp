@@ -30,6 +30,8 @@ StepStats train_step(Trainer* t, int step) {
     const TrainOptions& o = t->opts;
     const auto t0 = std::chrono::steady_clock::now();
     hooks.begin();
+    if (hooks.scores_nothing())
+        return train_skip_step(t, &hooks, step);
     GPT2& model = t->model;
     gpt2_zero_grad(&model);
     double loss = 0;
@@ -53,4 +55,20 @@ StepStats train_step(Trainer* t, int step) {
     hooks.end();
     const float ms = std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return {loss, norm, lr, ms, stop};
+}
+
+StepStats train_skip_step(Trainer* t, StepHooks* hooks, int step) {
+    const TrainOptions& o = t->opts;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int micro = 0; micro < o.accum; micro++) {
+        std::string err;
+        if (!dataloader_try_next(&t->train_dl, &err)) hooks->data_failed(step, err);
+    }
+    const int stop = hooks->stop();
+    hooks->end();
+    const float lr = lr_schedule(step, o.steps, o.adamw.lr, o.warmup, o.min_lr_frac, o.cosine);
+    const float ms = std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    StepStats s = {std::nan(""), 0.0f, lr, ms, stop};
+    s.skipped = true;
+    return s;
 }

@@ -1,10 +1,14 @@
 // loss_mask.cpp: see loss_mask.h.
 #include "formats/loss_mask.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
 #include "core/dataloader.h"
+#include "core/error.h"
+#include "formats/token_files.h"
+#include "formats/token_writer.h"
 #include "platform/output_files.h"
 #include "platform/util.h"
 
@@ -82,51 +86,109 @@ std::unique_ptr<OutputFile> lossmask_write(const std::string& path, const std::v
                         publish);
 }
 
-void pack_examples(const std::vector<PackedExample>& examples, int T, int eot, std::vector<int>* tokens,
-                   std::vector<uint8_t>* mask, PackStats* stats) {
-    *stats = PackStats();
-    const size_t room = (size_t)T - 1;  // a slot's tokens after its leading <|endoftext|>
-    auto put = [&](const PackedExample& e) {
-        tokens->insert(tokens->end(), e.tokens.begin(), e.tokens.end());
-        mask->insert(mask->end(), e.scored.begin(), e.scored.end());
-        stats->examples++;
-        stats->example_tokens += e.tokens.size();
-        for (uint8_t m : e.scored) stats->scored += m;
-    };
-    auto pad_to_slot = [&] {  // not scored: padding, or the next slot's leading <|endoftext|>
-        while (tokens->size() % (size_t)T != 0) tokens->push_back(eot), mask->push_back(0);
-    };
-    std::vector<size_t> pending, long_ones;  // indices, in input order
-    size_t next = 0;
-    for (;;) {
-        while (pending.size() < kPackLookahead && next < examples.size()) {
-            if (examples[next].tokens.size() <= room) pending.push_back(next);
-            else long_ones.push_back(next);
-            next++;
-        }
-        if (pending.empty()) break;
-        tokens->push_back(eot), mask->push_back(0);  // a new slot
-        size_t space = room;
-        for (;;) {  // best fit: the longest pending example that fits, the first of equals
-            size_t best = SIZE_MAX;
-            for (size_t k = 0; k < pending.size(); k++) {
-                const size_t n = examples[pending[k]].tokens.size();
-                if (n <= space && (best == SIZE_MAX || n > examples[pending[best]].tokens.size())) best = k;
-            }
-            if (best == SIZE_MAX) break;
-            put(examples[pending[best]]);
-            space -= examples[pending[best]].tokens.size();
-            pending.erase(pending.begin() + (long)best);
-        }
-        pad_to_slot();
+PackWriter::PackWriter(const std::string& token_path, int T, int eot)
+    : path_(token_path), T_((size_t)T), eot_((uint16_t)eot) {
+    const std::vector<uint8_t> zeros(kTokenFileHeaderBytes, 0);  // the headers, filled in by finish()
+    mask_.reset(new OutputFile(lossmask_path(token_path), "loss mask", kLossMaskKind));
+    mask_->write(zeros.data(), zeros.size());
+    tokens_.reset(new OutputFile(token_path, "token file", kTokenFileKind));
+    tokens_->write(zeros.data(), zeros.size());
+    window_.reserve(T_);
+    window_mask_.reserve(T_);
+}
+
+void PackWriter::add(PackedExample e) {
+    const uint64_t seq = next_seq_++;
+    const size_t n = e.tokens.size();
+    if (n <= T_ - 1) fitting_.insert({n, ~seq});
+    else long_.push_back(seq);
+    pending_.emplace(seq, std::move(e));
+    while (pending_.size() >= kPackLookahead) place_one();  // the look-ahead refills with the next example
+}
+
+// One step of best fit: the longest pending example that fits the open slot's room (a fresh slot's when none is
+// open), the first of equals; when none fits, the slot closes, and the first long example waiting takes slots of
+// its own.
+void PackWriter::place_one() {
+    const size_t room = slot_open_ ? room_ : T_ - 1;
+    auto it = fitting_.upper_bound({room, UINT64_MAX});  // the first longer than room
+    if (it != fitting_.begin()) {
+        --it;
+        const uint64_t seq = ~it->second;
+        fitting_.erase(it);
+        if (!slot_open_) emit(eot_, 0), slot_open_ = true, room_ = T_ - 1;  // a new slot
+        room_ -= pending_.at(seq).tokens.size();
+        put(seq);
+        return;
     }
-    for (size_t i : long_ones) {
-        tokens->push_back(eot), mask->push_back(0);
-        put(examples[i]);
-        stats->split++;
-        pad_to_slot();
-    }
-    stats->windows = tokens->size() / (size_t)T;
-    tokens->push_back(eot), mask->push_back(0);
-    stats->written = tokens->size();
+    if (slot_open_) pad_to_slot();
+    slot_open_ = false;
+    if (long_.empty()) return;
+    const uint64_t seq = long_.front();
+    long_.pop_front();
+    emit(eot_, 0);
+    put(seq);
+    stats_.split++;
+    pad_to_slot();
+}
+
+void PackWriter::put(uint64_t seq) {
+    auto node = pending_.find(seq);
+    const PackedExample& e = node->second;
+    for (size_t i = 0; i < e.tokens.size(); i++) emit(e.tokens[i], e.scored[i]);
+    stats_.examples++;
+    stats_.example_tokens += e.tokens.size();
+    for (uint8_t m : e.scored) stats_.scored += m;
+    pending_.erase(node);
+}
+
+// Not scored: padding to the end of the slot.
+void PackWriter::pad_to_slot() {
+    while (stats_.written % T_ != 0) emit(eot_, 0);
+}
+
+void PackWriter::emit(uint16_t token, uint8_t scored) {
+    if (stats_.written == (size_t)INT32_MAX)
+        fatal("too many tokens for one token file (%s): expected at most %d", path_.c_str(), INT32_MAX);
+    window_.push_back(token);
+    window_mask_.push_back(scored);
+    stats_.written++;
+    if (window_.size() == T_) flush();
+}
+
+void PackWriter::flush() {
+    const size_t bytes = window_.size() * sizeof(uint16_t), edge = kTokenFileFingerprintEdge;
+    const uint8_t* p = reinterpret_cast<const uint8_t*>(window_.data());
+    const size_t to_head = std::min(bytes, 2 * edge - std::min(head_.size(), 2 * edge));
+    head_.insert(head_.end(), p, p + to_head);
+    tail_.insert(tail_.end(), p, p + bytes);
+    if (tail_.size() > 2 * edge) tail_.erase(tail_.begin(), tail_.end() - (long)edge);
+    tokens_->write(window_.data(), bytes);
+    mask_->write(window_mask_.data(), window_mask_.size());
+    window_.clear();
+    window_mask_.clear();
+}
+
+std::vector<std::unique_ptr<OutputFile>> PackWriter::finish() {
+    while (!pending_.empty()) place_one();
+    if (slot_open_) pad_to_slot();
+    stats_.windows = stats_.written / T_;
+    emit(eot_, 0);  // the last window's last target
+    flush();
+    int32_t header[kTokenFileHeaderInts] = {kTokenFileMagic, kTokenFileVersion, (int32_t)stats_.written};
+    const size_t n = stats_.written * 2;
+    const std::string fingerprint = tokenfile_fingerprint_edges(
+        stats_.written, header, head_.data(), n > 2 * kTokenFileFingerprintEdge ? tail_.data() + tail_.size() - kTokenFileFingerprintEdge : nullptr);
+    tokens_->write_at(header, sizeof(header), 0);
+    int32_t mask_header[kTokenFileHeaderInts] = {kLossMaskMagic, kLossMaskVersion, (int32_t)stats_.written};
+    const uint64_t tie = fingerprint_bits(fingerprint);
+    memcpy(mask_header + 3, &tie, sizeof(tie));
+    mask_header[5] = (int32_t)T_;
+    mask_->write_at(mask_header, sizeof(mask_header), 0);
+    tokens_->close();
+    mask_->close();
+    std::vector<std::unique_ptr<OutputFile>> staged;
+    staged.push_back(std::move(mask_));
+    staged.push_back(std::move(tokens_));
+    return staged;
 }

@@ -8,7 +8,12 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "platform/output_files.h"
@@ -30,18 +35,53 @@ extern const OutputKind kLossMaskKind;  // what a mask output may replace: a los
 // Examples packed into the loader's windows (core/dataloader.h: window i covers tokens [i*T, i*T + T], its
 // targets i*T + 1 .. i*T + T). Each window's slot [i*T, i*T + T) starts with <|endoftext|> (not scored: it is
 // the previous window's last target, and it stands before the example as the document separator llm.c puts
-// there), then whole examples, each ending with its own <|endoftext|> (scored), chosen by best fit (the
-// longest of the next kPackLookahead that fits) so that no example that fits (at most T - 1 tokens) is split,
-// then padding <|endoftext|> (not scored) to T. An example longer than T - 1 starts a slot of its own and runs on
-// into the next ones, split (each of its tokens is still a target once, its context cut at window starts).
-// A last <|endoftext|> closes the file, so its last window has its T + 1 tokens.
+// there), then whole examples, each ending with its own <|endoftext|> (scored), then padding <|endoftext|> (not
+// scored) to T. The examples are chosen by best fit over a look-ahead of the next kPackLookahead examples in
+// input order, refilled as each one is placed: the longest that fits the window's room, the first of equals; a
+// window closes when none fits. An example longer than T - 1 starts a slot of its own as soon as the window open
+// when it came closes, and runs on into the next ones, split (each of its tokens is still a target once, its
+// context cut at window starts). A last <|endoftext|> closes the file, so its last window has its T + 1 tokens.
+// The order is deterministic: the same examples give the same files.
 const size_t kPackLookahead = 256;
 struct PackedExample {
-    std::vector<int> tokens;
+    std::vector<uint16_t> tokens;
     std::vector<uint8_t> scored;  // per token, 1 = scored as a target
 };
 struct PackStats {
     size_t examples = 0, example_tokens = 0, scored = 0, written = 0, windows = 0, split = 0;
 };
-void pack_examples(const std::vector<PackedExample>& examples, int T, int eot, std::vector<int>* tokens,
-                   std::vector<uint8_t>* mask, PackStats* stats);
+
+// Packs examples as they come into a staged token file and its loss mask beside it (lossmask_path), writing
+// each window as it fills. Memory: the look-ahead's examples, one window (T + 1 tokens, 3 bytes each) and at
+// most 4 MiB of the token file's first and last bytes for its fingerprint, whatever the number of windows.
+class PackWriter {
+public:
+    PackWriter(const std::string& token_path, int T, int eot);
+    void add(PackedExample e);
+    // Places what the look-ahead holds, closes the file and fills in both headers; the two stay staged
+    // (returned, the mask first) for the caller to publish with others.
+    std::vector<std::unique_ptr<OutputFile>> finish();
+    const PackStats& stats() const { return stats_; }
+    const std::string& path() const { return path_; }
+
+private:
+    void place_one();
+    void put(uint64_t seq);
+    void emit(uint16_t token, uint8_t scored);
+    void pad_to_slot();
+    void flush();
+    std::string path_;
+    size_t T_;
+    uint16_t eot_;
+    std::map<uint64_t, PackedExample> pending_;      // the look-ahead, by arrival
+    std::set<std::pair<size_t, uint64_t>> fitting_;  // (length, ~seq) of those of at most T - 1 tokens
+    std::deque<uint64_t> long_;                      // the others, in order
+    uint64_t next_seq_ = 0;
+    bool slot_open_ = false;
+    size_t room_ = 0;                                 // of the open slot
+    std::vector<uint16_t> window_;                    // tokens not yet written
+    std::vector<uint8_t> window_mask_;
+    std::vector<uint8_t> head_, tail_;                // the token bytes' first 2 MiB and last ones, for the fingerprint
+    std::unique_ptr<OutputFile> tokens_, mask_;
+    PackStats stats_;
+};

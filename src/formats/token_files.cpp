@@ -80,6 +80,9 @@ void open_mask(TokenShard* s) {
 }  // namespace
 
 void tokenfile_map(TokenShard* shard, const std::string& path, int vocab_size) {
+    if (kLossMaskKind.is_ours(path))
+        fatal("%s is a loss mask, not a token file: expected its token file (X.bin beside X.mask), which reads the "
+              "mask with it", path.c_str());
     void* map = nullptr;
     size_t n = 0;
     map_input(path, "a token file", kTokenFileHeaderBytes, &map, &n);
@@ -109,10 +112,19 @@ int token_files_mask_T(const TokenShard& shard) {
 }
 
 std::string tokenfile_fingerprint(const TokenShard& shard) {
-    const uint64_t count = shard.num_tokens;
+    const uint8_t* bytes = reinterpret_cast<const uint8_t*>(shard.tokens);
+    const size_t n = shard.num_tokens * 2;
+    return tokenfile_fingerprint_edges(shard.num_tokens, bytes - kTokenFileHeaderBytes, bytes,
+                                       n > 2 * kTokenFileFingerprintEdge ? bytes + n - kTokenFileFingerprintEdge : nullptr);
+}
+
+std::string tokenfile_fingerprint_edges(size_t num_tokens, const void* header, const void* first, const void* last) {
+    const uint64_t count = num_tokens;
     uint64_t h = fnv1a(&count, sizeof(count));
-    h = fnv1a(reinterpret_cast<const uint8_t*>(shard.tokens) - kTokenFileHeaderBytes, kTokenFileHeaderBytes, h);
-    return hash_hex(fnv1a_edges(shard.tokens, shard.num_tokens * 2, (size_t)1 << 20, h));  // 1 MiB at each end
+    h = fnv1a(header, kTokenFileHeaderBytes, h);
+    const size_t n = num_tokens * 2, edge = kTokenFileFingerprintEdge;  // 1 MiB at each end
+    if (n <= 2 * edge) return hash_hex(fnv1a(first, n, h));
+    return hash_hex(fnv1a(last, edge, fnv1a(first, edge, h)));
 }
 
 std::vector<std::string> token_files_expand(const std::string& spec, const char* flag) {
@@ -132,6 +144,11 @@ std::vector<std::string> token_files_expand(const std::string& spec, const char*
         std::vector<std::string> found;
         if (!os_glob(item, &found)) fatal("cannot expand %s '%s': glob failed", flag, item.c_str());
         if (found.empty()) fatal("no file matches %s '%s': expected at least one token file", flag, item.c_str());
+        for (const std::string& path : found)  // X.mask beside X.bin: 'sft/*' matches both
+            if (kLossMaskKind.is_ours(path))
+                fatal_hint("match token files only, e.g. '" + (item.back() == '*' ? item + ".bin" : std::string("sft/*.bin")) + "'",
+                           "%s is a loss mask, not a token file (%s '%s' matches it): the masks are read beside their "
+                           "token files", path.c_str(), flag, item.c_str());
         paths.insert(paths.end(), found.begin(), found.end());
     }
     if (paths.size() > UINT32_MAX) fatal("too many shards in %s '%s'", flag, spec.c_str());  // orders are uint32

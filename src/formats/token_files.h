@@ -26,6 +26,11 @@ int token_files_mask_T(const TokenShard& shard);
 // catches a shard added, removed, reordered, grown, shrunk or rewritten at either end; it misses an edit of
 // the same length confined to the middle of a shard bigger than 2 MiB.
 std::string tokenfile_fingerprint(const TokenShard& shard);
+// The same of a token file of num_tokens tokens from its header (kTokenFileHeaderBytes) and the token bytes it
+// reads, for a writer that does not hold the file: all of them in `first` when there are at most
+// 2 * kTokenFileFingerprintEdge, else the first kTokenFileFingerprintEdge in `first` and the last in `last`.
+const size_t kTokenFileFingerprintEdge = (size_t)1 << 20;
+std::string tokenfile_fingerprint_edges(size_t num_tokens, const void* header, const void* first, const void* last);
 // The files `spec` names: comma-separated paths or glob patterns (a pattern's matches sorted by name, as
 // llm.c sorts them). fatal naming `flag` and the pattern when a pattern matches nothing.
 std::vector<std::string> token_files_expand(const std::string& spec, const char* flag);

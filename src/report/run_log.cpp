@@ -116,7 +116,7 @@ RunLog run_log_read(const std::string& path) {
         if (!loss && !val_loss)
             log_line_error("missing field", path, line, "expected \"loss\" or \"val_loss\" (with \"step\")");
         for (const Json* j : {loss, val_loss}) {
-            if (!j) continue;
+            if (!j || (j == loss && j->type == Json::NUL)) continue;  // a step skipped: it scored no token
             if (j->type != Json::NUMBER)
                 log_line_error(j == loss ? "bad field \"loss\"" : "bad field \"val_loss\"", path, line,
                                "expected a number, got %s", json_type_name(j->type));

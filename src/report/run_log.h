@@ -1,6 +1,7 @@
 // run_log.h: the JSON-lines log of a run (train --log): one line per step {"step","loss","lr","norm","ms",
-// "tokens"} and per validation {"step","val_loss","tokens"} ("tokens": trained on by that step; logs before it
-// lack it), appended through output_files.h's AppendFile; read back by `gpt2 plot`. It does not train or draw.
+// "tokens"} ("loss" null, with "skipped", for a step whose batch scored no token: no point on a plot) and per
+// validation {"step","val_loss","tokens"} ("tokens": trained on by that step; logs before it lack it),
+// appended through output_files.h's AppendFile; read back by `gpt2 plot`. It does not train or draw.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# cli_instruct_trust.sh: instruction data that a red team found mishandled (issue 56): val windows that score
+# nothing refused before step 1, a train step that scores nothing skipped and said so (log, plot, resume), packing
+# that fills its windows with memory bounded by one window, a plain tokenize over an --instructions prefix, a loss
+# mask in a glob, -o P and -o P/ locks, eval on a small val file. Needs "$GPT2" and the tokenizer files; no Python.
+source "$(dirname "$0")/lib.sh"
+
+if [ -n "${GPT2_DATA_DIR:-}" ]; then TOK_DIR=$GPT2_DATA_DIR/gpt2; else TOK_DIR=data/gpt2; fi
+if [ ! -f "$TOK_DIR/encoder.json" ] && [ ! -f "$TOK_DIR/vocab.json" ]; then
+    fail "tokenizer files not found in $TOK_DIR: set GPT2_DATA_DIR or run \`make data\`"
+    summary
+    exit 1
+fi
+T=$TEST_TMP
+FIX=tests/fixtures/instruct
+MODEL=(--layers 1 --channels 32 --heads 2 --sample-tokens 0)
+# repeat N X: X N times, space-separated.
+repeat() { local i out=""; for ((i = 0; i < $1; i++)); do out+="$2 "; done; echo "${out% }"; }
+# wait_for CMD...: up to 20 s for CMD to succeed.
+wait_for() { local i; for ((i = 0; i < 200; i++)); do "$@" && return 0; sleep 0.1; done; return 1; }
+
+# Data: 9 short examples, then one whose prompt is 200 words: -T 32 splits it over windows of prompt alone.
+LONG=$(repeat 200 word)
+{ head -n 9 $FIX/prompt_completion.jsonl; printf '{"prompt": "%s", "completion": " yes"}\n' "$LONG"; } >"$T/longval.jsonl"
+"$GPT2" tokenize --instructions -T 32 --val-examples 1 -o "$T/lv/x" "$T/longval.jsonl" >/dev/null 2>&1
+
+# --- 1: val windows that score no token are refused before step 1, not after every step trained -------------
+no_val_scored() {
+    "$GPT2" train --train "$T/lv/x_train.bin" --val "$T/lv/x_val.bin" "${MODEL[@]}" -B 1 -T 32 --val-batches 2 \
+        --steps 3 --out "$T/lv/m" >"$T/nv.out" 2>"$T/nv.err"
+    local rc=$?
+    cat "$T/nv.err"
+    [ $rc = 1 ] && [ "$(grep -c '^error: ' "$T/nv.err")" = 1 ] || return 1
+    grep -q "^error: .*$T/lv/x_val.bin.*none of the 2 val windows" "$T/nv.err" || return 1
+    grep -q "^hint: .*-T.*--loss-on all" "$T/nv.err" || return 1
+    ! grep -q "^step " "$T/nv.out"  # refused before any step
+}
+check "val windows that score no token: refused before step 1, naming the val file and the count, with a hint" no_val_scored
+
+# --- 2: a train step whose batch scores no token: said so, skipped (no AdamW step), logged without a loss -----
+# The train file: a long example first (its prompt alone fills windows 1..6 once short ones fill window 0).
+{ printf '{"prompt": "%s", "completion": " yes"}\n' "$LONG"; head -n 12 $FIX/prompt_completion.jsonl; } >"$T/lt.jsonl"
+"$GPT2" tokenize --instructions -T 32 --val-examples 1 -o "$T/lt/x" "$T/lt.jsonl" >/dev/null 2>&1
+STEPRUN=(--train "$T/lt/x_train.bin" --val "" "${MODEL[@]}" -B 1 -T 32 --no-shuffle --steps 4)
+skipped_step() {
+    "$GPT2" train "${STEPRUN[@]}" --out "$T/lt/a" --log "$T/lt/a.jsonl" >"$T/sk.out" 2>&1 || { cat "$T/sk.out"; return 1; }
+    cat "$T/sk.out"
+    grep -q "^step *2/4 | loss -- (no scored token in this batch) | " "$T/sk.out" || return 1
+    ! grep -q "loss 0.000000" "$T/sk.out" || return 1
+    sed -n 2p "$T/lt/a.jsonl" | grep -q '"step":2,"loss":null,' || { cat "$T/lt/a.jsonl"; return 1; }
+    head -c 4000 "$T/lt/a/train_state.safetensors" | grep -aq '"adamw.step":"1"' || return 1  # steps 2-4 skipped
+}
+check "a step that scores no token: 'loss --', the log's loss null, and no AdamW step (adamw.step counts only updates)" skipped_step
+check "... plot --log-y draws such a log (the step without a loss is left out)" \
+    "$GPT2" plot --log-y --out "$T/lt/a.png" "$T/lt/a.jsonl"
+# The weights after a skipped step are those before it: not even weight decay touches them.
+no_update() {
+    "$GPT2" train "${STEPRUN[@]}" --stop-after 1 --out "$T/lt/b" >/dev/null 2>&1 || return 1
+    cmp "$T/lt/a/model.safetensors" "$T/lt/b/model.safetensors"
+}
+check "... the weights after steps 2-4 (all skipped) are byte for byte those after step 1" no_update
+# Resume stays exact across skipped steps: 4 steps straight equal 2 + 2 resumed (data, lr, moments, log).
+{ printf '{"prompt": "%s", "completion": " yes"}\n' "$(repeat 60 word)"; head -n 12 $FIX/prompt_completion.jsonl; } >"$T/lr.jsonl"
+"$GPT2" tokenize --instructions -T 32 --val-examples 1 -o "$T/lr/x" "$T/lr.jsonl" >/dev/null 2>&1
+resume_exact() {
+    local run=(--train "$T/lr/x_train.bin" --val "" "${MODEL[@]}" -B 1 -T 32 --no-shuffle --steps 5)
+    "$GPT2" train "${run[@]}" --out "$T/lr/a" >"$T/lr/a.out" 2>&1 || return 1
+    "$GPT2" train "${run[@]}" --stop-after 2 --out "$T/lr/b" >"$T/lr/b.out" 2>&1 || return 1
+    "$GPT2" train --resume "$T/lr/b" --steps 5 >>"$T/lr/b.out" 2>&1 || return 1
+    grep -c "no scored token" "$T/lr/a.out" | grep -qv '^0$' || { cat "$T/lr/a.out"; return 1; }
+    cmp "$T/lr/a/model.safetensors" "$T/lr/b/model.safetensors" || return 1
+    diff <(grep -o '^step.*| loss [^|]*|' "$T/lr/a.out") <(grep -o '^step.*| loss [^|]*|' "$T/lr/b.out")
+}
+check "... resume across a skipped step is bit-exact (5 steps straight = 2 + 3 resumed)" resume_exact
+
+# --- 3: packing fills the windows; memory bounded by a window, not by the windows' count ----------------------
+for ((i = 0; i < 2000; i++)); do echo '{"prompt": "a", "completion": " b"}'; done >"$T/tiny.jsonl"
+fills_window() {
+    "$GPT2" tokenize --instructions -T 8192 --val-examples 1 -o "$T/tiny/x" "$T/tiny.jsonl" >"$T/tiny.out" 2>"$T/tiny.err" || return 1
+    cat "$T/tiny.err"
+    grep -q "^packed train: 1999 examples into 1 window of -T 8192: 5997 of 8192 tokens used (73.2%)" "$T/tiny.err" || return 1
+    [ "$(wc -c <"$T/tiny/x_train.bin")" = $((1024 + 2 * 8193)) ]
+}
+check "2,000 three-token examples with -T 8192 fill 1 window (best fit over a look-ahead that refills)" fills_window
+check "... and the utilisation over both parts is printed at the end" grep -q "^utilisation: .*%" "$T/tiny.out"
+# Peak memory with -T 1048576: 20,000 examples (about 80 windows' worth before) take about what one window does.
+for ((i = 0; i < 20000; i++)); do echo '{"prompt": "a", "completion": " b"}'; done >"$T/many.jsonl"
+peak_kib() { /usr/bin/time -f '%M' "$@" 2>&1 >/dev/null | tail -1; }
+bounded_memory() {
+    local small big
+    small=$(peak_kib "$GPT2" tokenize --instructions -T 1048576 --val-examples 1 -o "$T/mem/a" "$T/tiny.jsonl")
+    big=$(peak_kib "$GPT2" tokenize --instructions -T 1048576 --val-examples 1 -o "$T/mem/b" "$T/many.jsonl")
+    echo "peak RSS: 2,000 examples $small KiB, 20,000 examples $big KiB"
+    [ -n "$small" ] && [ -n "$big" ] && [ "$big" -lt $((small + 20000)) ]
+}
+if [ -x /usr/bin/time ]; then
+    check "-T 1048576: peak memory does not grow with the windows (20,000 examples within 20 MiB of 2,000's)" bounded_memory
+else
+    skip "bounded packing memory: /usr/bin/time not installed"
+fi
+
+# --- 4: a plain tokenize over an --instructions prefix leaves no stale loss mask -----------------------------
+fixture_text 2 >"$T/plain.txt"
+"$GPT2" tokenize --instructions -T 64 -o "$T/pp/x" $FIX/*.jsonl >/dev/null 2>&1
+plain_over() {
+    "$GPT2" tokenize --val-tokens 100 -o "$T/pp/x" "$T/plain.txt" >"$T/pp.out" 2>"$T/pp.err" || { cat "$T/pp.err"; return 1; }
+    cat "$T/pp.out" "$T/pp.err"
+    [ ! -e "$T/pp/x_train.mask" ] && [ ! -e "$T/pp/x_val.mask" ] || return 1
+    grep -q "^note: removed $T/pp/x_val.mask and $T/pp/x_train.mask" "$T/pp.err" || return 1
+    "$GPT2" train --train "$T/pp/x_train.bin" --val "$T/pp/x_val.bin" "${MODEL[@]}" -B 1 -T 32 --steps 1 >/dev/null 2>&1
+}
+check "plain tokenize over an --instructions prefix: the masks of the token files it replaces go, said so; train works" plain_over
+mkdir -p "$T/pu" && echo "my notes" >"$T/pu/x_train.mask"
+"$GPT2" tokenize --val-tokens 100 -o "$T/pu/x" "$T/plain.txt" >/dev/null 2>&1
+check "... a user's file at X_train.mask is kept" test "$(cat "$T/pu/x_train.mask")" = "my notes"
+# A removed mask, on resume: said so, naming it, not "training data changed".
+missing_mask() {
+    "$GPT2" tokenize --instructions -T 64 -o "$T/mm/x" $FIX/*.jsonl >/dev/null 2>&1 || return 1
+    "$GPT2" train --train "$T/mm/x_train.bin" --val "" "${MODEL[@]}" -B 1 -T 64 --steps 2 --stop-after 1 \
+        --out "$T/mm/m" >/dev/null 2>&1 || return 1
+    rm "$T/mm/x_train.mask"
+    "$GPT2" train --resume "$T/mm/m" --steps 2 >"$T/mm.out" 2>"$T/mm.err"
+    cat "$T/mm.err"
+    [ "$(grep -c '^error: ' "$T/mm.err")" = 1 ] && grep -q "^error: .*loss mask $T/mm/x_train.mask is missing" "$T/mm.err"
+}
+check "resume after the loss mask was removed: 'the loss mask X.mask is missing', naming it" missing_mask
+
+# --- 5: a loss mask matched by a glob is named as one ---------------------------------------------------------
+check_error "a glob matching a loss mask: says it is a loss mask, naming the glob" \
+    "^error: $T/pp2/x_train.mask is a loss mask, not a token file (--train '$T/pp2/x_\*' matches it)" \
+    bash -c "'$GPT2' tokenize --instructions -T 64 -o '$T/pp2/x' $FIX/*.jsonl >/dev/null 2>&1 && \
+        '$GPT2' train --train '$T/pp2/x_*' --val '' ${MODEL[*]} -B 1 -T 64 --steps 1"
+
+# hold_lock FILE: a process that holds FILE's lock (as PathLock takes it) until killed; its pid in $holder.
+hold_lock() {
+    perl -e 'open(my $f, ">>", $ARGV[0]) or die; flock($f, 2) or die; sleep 30' "$1" &
+    holder=$!
+    wait_for test -e "$1"
+}
+check "... and hints at a glob of token files ('.../x_*.bin')" grep -q "^hint: .*'$T/pp2/x_\*.bin'" "$TEST_TMP/err"
+check_error "a loss mask given as the train file: said so" "^error: $T/pp2/x_train.mask is a loss mask, not a token file" \
+    "$GPT2" train --train "$T/pp2/x_train.mask" --val '' "${MODEL[@]}" -B 1 -T 64 --steps 1
+
+# --- 6: -o P and -o P/ are different outputs (P_val.bin..., P/val.bin...) with different locks ---------------
+two_locks() {
+    mkdir -p "$T/lk"
+    hold_lock "$T/lk/p.lock"
+    "$GPT2" tokenize --val-tokens 100 -o "$T/lk/p" "$T/plain.txt" >"$T/lk1.out" 2>&1
+    local rc=$?
+    kill $holder; wait $holder 2>/dev/null
+    cat "$T/lk1.out"
+    [ $rc = 0 ] && [ -e "$T/lk/p_val.bin" ] || return 1
+    hold_lock "$T/lk/p_.lock"
+    "$GPT2" tokenize --val-tokens 100 -o "$T/lk/p/" "$T/plain.txt" >"$T/lk2.out" 2>&1
+    rc=$?
+    kill $holder; wait $holder 2>/dev/null
+    cat "$T/lk2.out"
+    [ $rc = 0 ] && [ -e "$T/lk/p/val.bin" ] || return 1
+    hold_lock "$T/lk/p_.lock"
+    "$GPT2" tokenize --val-tokens 100 -o "$T/lk/p" "$T/plain.txt" >"$T/lk3.out" 2>&1
+    rc=$?
+    kill $holder; wait $holder 2>/dev/null
+    cat "$T/lk3.out"
+    [ $rc = 1 ] && grep -q "in use" "$T/lk3.out"  # the same prefix still waits its turn
+}
+check "-o P/ (a directory's lock, P.lock) and -o P (files P_*, lock P_.lock) do not block each other" two_locks
+
+# --- 7: eval on the small fine-tune val file at the default -B -----------------------------------------------
+eval_small() {
+    "$GPT2" tokenize --instructions -T 128 -o "$T/ft/sft" $FIX/*.jsonl >/dev/null 2>&1 || return 1
+    "$GPT2" train --train "$T/ft/sft_train.bin" --val "" "${MODEL[@]}" -B 1 -T 128 --steps 1 --out "$T/ft/m" >/dev/null 2>&1 || return 1
+    "$GPT2" eval --model "$T/ft/m" --data "$T/ft/sft_val.bin" -T 128 >"$T/ev.out" 2>"$T/ev.err" || { cat "$T/ev.err"; return 1; }
+    cat "$T/ev.out" "$T/ev.err"
+    grep -q "^note: .*holds 2 windows of T=128: -B 2" "$T/ev.err" && grep -q "^loss [0-9]" "$T/ev.out"
+}
+check "eval at the default -B 4 on a val file of 2 windows: -B 2, with a note" eval_small
+
+summary

@@ -157,7 +157,8 @@ double CliArgs::number_in(const char* name, double lo, double hi) const {
     double x = strtod(v.c_str(), &endp);
     if (v.empty() || *endp || errno || !std::isfinite(x))
         fatal("malformed value for --%s (%s): expected a number, got '%s'", name, command.c_str(), v.c_str());
-    if (x < lo || x > hi) fatal("bad value for --%s (%s): expected %g..%g, got %g", name, command.c_str(), lo, hi, x);
+    if (x < lo || x > hi)
+        fatal("bad value for --%s (%s): expected %g..%g, got %s", name, command.c_str(), lo, hi, v.c_str());
     return x;
 }
 

@@ -20,7 +20,7 @@
 
 namespace {
 
-std::vector<int> parse_ids(const std::string& text, const char* flag) {
+std::vector<int> parse_ids(const std::string& text, const char* flag, int vocab_size) {
     std::vector<int> ids;
     const char* p = text.c_str();
     while (*p) {
@@ -28,12 +28,23 @@ std::vector<int> parse_ids(const std::string& text, const char* flag) {
         if (!*p) break;
         char* end = nullptr;
         long v = strtol(p, &end, 10);
-        if (end == p || v < 0 || v > (1 << 30))
+        if (end == p || (*end && !strchr(" ,\n\t", *end)))
             fatal("malformed value for --%s (generate): expected space-separated token ids, got '%s'", flag, p);
+        if (v < 0 || v >= vocab_size)
+            fatal("token id %.*s out of range (--%s): expected 0..%d", (int)(end - p), p, flag, vocab_size - 1);
         ids.push_back((int)v);
         p = end;
     }
     return ids;
+}
+
+// The longest text that can still fit the model's context: each token is at most the tokenizer's longest
+// token in bytes, so a longer text has more tokens than the context holds (and 64 MiB at most, as
+// --prompt-file).
+size_t prompt_max_bytes(const Tokenizer& tok, const GPT2Config& cfg) {
+    size_t longest = 1;
+    for (const std::string& t : tok.token_bytes) longest = std::max(longest, t.size());
+    return std::min((size_t)64 << 20, longest * (size_t)cfg.max_seq_len);
 }
 
 // Encodes a text prompt; "" when it fits the model's context, else why not (the caller decides).
@@ -49,19 +60,24 @@ std::string encode_prompt(Tokenizer* tok, const std::string& text, const GPT2Con
 std::vector<int> read_prompt(const CliArgs& args, Tokenizer* tok, const GPT2Config& cfg) {
     std::vector<int> prompt;
     if (args.has("prompt-ids")) {
-        prompt = parse_ids(args.str("prompt-ids"), "prompt-ids");
+        prompt = parse_ids(args.str("prompt-ids"), "prompt-ids", cfg.vocab_size);
         if (prompt.empty()) fatal("empty prompt (--prompt-ids): expected at least one token id");
-        for (int id : prompt)
-            if (id >= cfg.vocab_size)
-                fatal("token id %d out of range (--prompt-ids): expected 0..%d", id, cfg.vocab_size - 1);
         if ((int)prompt.size() > cfg.max_seq_len)
             fatal("prompt too long (--prompt-ids): %zu tokens, expected at most the model's context of %d",
                   prompt.size(), cfg.max_seq_len);
     } else if (args.has("prompt") || args.has("prompt-file")) {
         const char* flag = args.has("prompt") ? "--prompt" : "--prompt-file";
-        std::string text = args.has("prompt") ? args.str("prompt") : text_read(args.str("prompt-file"), 64 << 20);
+        const size_t max_bytes = prompt_max_bytes(*tok, cfg);  // read no more than could fit the context
+        const std::string hint = "a longer prompt has more tokens than the model's context of " +
+                                 std::to_string(cfg.max_seq_len) + " (no token is longer than 1/" +
+                                 std::to_string(cfg.max_seq_len) + " of that)";
+        std::string text =
+            args.has("prompt") ? args.str("prompt") : text_read(args.str("prompt-file"), max_bytes, hint.c_str());
         if (text.empty())
             fatal("empty prompt (%s): expected some text, or no prompt to start from <|endoftext|>", flag);
+        if (text.size() > max_bytes)
+            fatal("prompt too long (%s): more than %zu bytes, more tokens than the model's context of %d", flag,
+                  max_bytes, cfg.max_seq_len);
         std::string err = encode_prompt(tok, text, cfg, &prompt);
         if (!err.empty()) fatal("%s (%s)", err.c_str(), flag);
     } else {
@@ -89,15 +105,6 @@ bool read_line_bounded(FILE* in, size_t max_bytes, std::string* line, bool* too_
         else line->push_back((char)c);
     }
     return any;
-}
-
-// The longest text that can still fit the model's context: each token is at most the tokenizer's longest
-// token in bytes, so a longer text has more tokens than the context holds (and 64 MiB at most, as
-// --prompt-file).
-size_t prompt_max_bytes(const Tokenizer& tok, const GPT2Config& cfg) {
-    size_t longest = 1;
-    for (const std::string& t : tok.token_bytes) longest = std::max(longest, t.size());
-    return std::min((size_t)64 << 20, longest * (size_t)cfg.max_seq_len);
 }
 
 // What to generate and how to show it, from the flags, checked before the model is loaded.
@@ -202,8 +209,9 @@ GenerateRun generate_run(const CliArgs& args) {
     GenerateOptions& opts = r.opts;
     long long max_tokens = args.integer_in("max-tokens", 1, 1 << 20), top_k = args.integer_in("top-k", 0, 1 << 30);
     r.samples = args.integer_in("num-samples", 1, 10000);
-    double temperature = args.number_in("temperature", 0, 1e6), top_p = args.number_in("top-p", 0, 1);
-    if (!(top_p > 0 && top_p <= 1)) fatal("bad value for --top-p (generate): expected 0 < p <= 1, got %g", top_p);
+    double temperature = args.number_in("temperature", 0, 1e6), top_p = args.number_in("top-p", -HUGE_VAL, HUGE_VAL);
+    if (!(top_p > 0 && top_p <= 1))
+        fatal("bad value for --top-p (generate): expected 0 < p <= 1, got %s", args.str("top-p").c_str());
     opts.max_tokens = (int)max_tokens;
     opts.stop_token = args.on("ignore-eos") ? -1 : kTokenizerEot;
     opts.cancelled = [] { return stop_requested() != 0; };
@@ -248,7 +256,7 @@ int run_interactive(const GPT2& model, Tokenizer* tok, const GenerateRun& r, Rng
         std::vector<int> prompt;
         std::string err = encode_prompt(tok, line, model.cfg, &prompt);
         if (!err.empty()) {
-            fprintf(stderr, "error: %s (--interactive, line skipped)\n", err.c_str());
+            fprintf(stderr, "error: %s (--interactive, line %lld skipped)\n", err.c_str(), number);
             errors++;
             continue;
         }

@@ -185,6 +185,15 @@ void os_dir_fsync(const std::string&) {}  // NTFS journals its directories; ther
 FILE* os_fopen_read(const std::string& path) { return _wfopen(wide(path).c_str(), L"rb"); }
 const char* os_null_device() { return "NUL"; }
 
+bool os_full_path(const std::string& path, std::string* full) {
+    wchar_t buf[32768];
+    const DWORD n = GetFullPathNameW(wide(path).c_str(), 32768, buf, nullptr);
+    if (n == 0 || n >= 32768) return fail_errno();
+    *full = narrow(buf);
+    for (char& c : *full) c = c == '\\' ? '/' : c;  // the separator the rest of gpt2 writes
+    return true;
+}
+
 // ---- file descriptors
 
 int os_open_read(const std::string& path) {

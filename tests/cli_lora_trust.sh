@@ -30,7 +30,7 @@ sha256sum $T/ad/* >$T/ad.sum
 for over in "" --overwrite; do
     check_error "--out that is the --lora-from adapter is refused${over:+ (with $over too)}" \
         "bad value for --out (train): .* holds the --lora-from adapter this run starts from" \
-        "$GPT2" train "${DATA[@]}" --model $T/base --lora-from $T/ad --out $T/sub/../ad $over --steps 2
+        "$GPT2" train "${DATA[@]}" --model $T/base --lora-from $T/ad --out $T/./ad $over --steps 2
 done
 check "... leaving the adapter and its train state as they were" sha256sum -c --quiet $T/ad.sum
 

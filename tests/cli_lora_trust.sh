@@ -77,7 +77,7 @@ EV=(eval --data $VAL -B 4 -T 64 --batches 1)
 GEN=(generate --prompt-ids 0 --ids -n 2 --temperature 0)
 for cmd in "${EV[*]}" "${GEN[*]}" "export --format peft --out $T/exp" "export --merge-lora --out $T/merged"; do
     check_error "${cmd%% *} --lora-from RUN --model OTHER is refused, naming both" \
-        "base model mismatch (--lora-from $T/ad): it was trained on $(abs $T/base) .*--model $T/base_b fingerprints to" \
+        "base model mismatch (--lora-from $T/ad): it was trained on $(abs $T/base), fingerprint .*; --model $T/base_b fingerprints to" \
         "$GPT2" $cmd --model $T/base_b --lora-from $T/ad
     "$GPT2" $cmd --model $T/base_b --lora-from $T/ad --force-base >$T/force.out 2>&1
     check "... with --force-base: runs, saying so in a note" \
@@ -107,7 +107,7 @@ check_error "... nor another alpha on a run made with --lora-from" \
     "$GPT2" train --resume $T/from_b --lora-alpha 2
 "$GPT2" info --model $T/ad >$T/info.out 2>&1
 check "info on a LoRA run prints the adapter, its base and where the run stands" \
-    eval "grep -q '^lora: rank 4, alpha 8 (scale 2) on c_attn' $T/info.out &&
+    eval "grep -q '^lora: rank 4, alpha 8 (scale 2) on attn.c_attn' $T/info.out &&
           grep -q '^base: $(abs $T/base) (fingerprint [0-9a-f]*)' $T/info.out && grep -q '^run: step 3 of 4' $T/info.out"
 check_error "--lora-from a model checkpoint says so" \
     "not a LoRA adapter (--lora-from $T/base): a model checkpoint" "$GPT2" "${EV[@]}" --model $T/base --lora-from $T/base

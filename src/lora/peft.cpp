@@ -234,7 +234,15 @@ PeftConfig peft_read_config(const std::string& dir, const GPT2Config& base) {
     if (!dir_exists(dir))
         fatal("adapter not found (%s): expected a PEFT adapter directory with %s and %s", dir.c_str(), kConfigName,
               kWeightsName);
-    if (!file_exists(path)) fatal("missing %s: expected PEFT's adapter config beside %s", p, kWeightsName);
+    if (!file_exists(path) && (file_exists(path_join(dir, "config.json")) || file_exists(path_join(dir, "model.safetensors"))))
+        fatal_hint("load it with --model " + dir,
+                   "not a LoRA adapter (--lora-from %s): a model checkpoint (config.json, model.safetensors), expected "
+                   "PEFT's %s and %s",
+                   dir.c_str(), kConfigName, kWeightsName);
+    if (!file_exists(path))
+        fatal("missing %s: expected PEFT's adapter config%s", p,
+              file_exists(path_join(dir, kWeightsName)) ? (std::string(" beside ") + kWeightsName).c_str()
+                                                        : (std::string(" and ") + kWeightsName + " in the directory").c_str());
     const std::vector<uint8_t> bytes = file_read(path, (size_t)1 << 20);  // a few hundred bytes
     for (size_t i = 0; i < bytes.size();) {  // UTF-8, as Python reads the file (and py_string relies on)
         const uint8_t c = bytes[i];

@@ -122,7 +122,8 @@ std::string lora_flag_differs(const LoraConfig& cfg, const std::string& flag, co
 bool lora_run_base(const std::string& dir, std::string* path, std::string* hash);
 // Where --lora-from `dir` meets the base `model` (its weights as loaded from model_path, fp32, before any
 // --precision): when dir is a LoRA run whose base fingerprints otherwise, fatal naming both (hint: the run's
-// base, or --force-base), or with `force` a note on `out` saying it is applied anyway. PEFT's adapters pass.
+// base, or --force-base), or with `force` a note on `out` saying it is applied anyway; an adapter that does not
+// fit the base's geometry is refused as peft_read refuses it, before. PEFT's adapters pass.
 void lora_check_base(const std::string& dir, const GPT2& model, const std::string& model_path, bool force, FILE* out);
 // The note train prints instead when --lora-from's run was trained on another base than base_hash's: the new
 // run trains the adapter on on this one (and records it).

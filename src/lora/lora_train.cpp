@@ -141,6 +141,9 @@ bool lora_run_base(const std::string& dir, std::string* path, std::string* hash)
 void lora_check_base(const std::string& dir, const GPT2& model, const std::string& model_path, bool force, FILE* out) {
     std::string path, hash;
     if (!lora_run_base(dir, &path, &hash)) return;  // PEFT's: nothing says which base it was made on
+    LoraAdapter shape;  // an adapter of another geometry is refused as such first: no flag makes it fit
+    PeftConfig cfg;
+    peft_read(&shape, &cfg, dir, model.cfg);
     const std::string have = train_state_params_hash(model);
     if (have == hash) return;
     if (!force)

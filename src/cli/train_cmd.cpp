@@ -250,6 +250,9 @@ void build_model(GPT2* model, const CliArgs& args, const TrainOptions& o, const 
         // a LoRA run's base is its --model, resumed or not; a resumed --model run keeps --model among its flags
         const bool from_model = resume_dir.empty() || r.lora;
         const std::string path = from_model ? args.str("model") : resume_dir;
+        if (r.lora && !resume_dir.empty() && !path_exists(path))  // the base moved: --model finds it
+            fatal_hint("give the base where it is now: --model DIR (its fingerprint is checked)",
+                       "base model not found (%s): --resume %s was trained on it", path.c_str(), resume_dir.c_str());
         CheckpointInfo info;
         const int heads = from_model && args.has("heads") ? cli_heads(args) : 0;  // for a bare .safetensors
         GPT2Config cfg = checkpoint_inspect(path, heads, &info);  // its files are now inputs of the run

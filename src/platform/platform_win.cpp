@@ -186,10 +186,10 @@ FILE* os_fopen_read(const std::string& path) { return _wfopen(wide(path).c_str()
 const char* os_null_device() { return "NUL"; }
 
 bool os_full_path(const std::string& path, std::string* full) {
-    wchar_t buf[32768];
-    const DWORD n = GetFullPathNameW(wide(path).c_str(), 32768, buf, nullptr);
-    if (n == 0 || n >= 32768) return fail_errno();
-    *full = narrow(buf);
+    std::vector<wchar_t> buf(32768);  // the longest path Windows has
+    const DWORD n = GetFullPathNameW(wide(path).c_str(), (DWORD)buf.size(), buf.data(), nullptr);
+    if (n == 0 || n >= buf.size()) return fail_errno();
+    *full = narrow(buf.data());
     for (char& c : *full) c = c == '\\' ? '/' : c;  // the separator the rest of gpt2 writes
     return true;
 }

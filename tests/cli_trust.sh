@@ -41,7 +41,7 @@ check_error "train --out refuses another run's finished checkpoint, naming it" \
     "bad value for --out (train): $T/notes holds the checkpoint of another run (at step 10)" \
     "$GPT2" train $tiny --steps 3 --out $T/notes
 check "... offering --resume and --overwrite in one hint" \
-    grep -q "^hint: continue that run with: gpt2 train --resume $T/notes; or replace it with a new one: --overwrite$" $T/err
+    grep -q "^hint: continue that run with: $GPT2 train --resume $T/notes; or replace it with a new one: --overwrite$" $T/err
 check "... and the checkpoint is untouched" test "$(sum $T/notes/model.safetensors)" = "$before"
 "$GPT2" train $tiny --steps 40 --stop-after 3 --out $T/half >/dev/null 2>&1
 check_error "... and an unfinished one (3 of 40 steps)" "$T/half holds the checkpoint of another run (at step 3)" \
@@ -322,7 +322,7 @@ check_error "a second run on the same --out is refused" "output in use (--out $T
 kill -INT $pid; wait_bounded $pid 120
 check "the lock file goes with the run" test ! -e $T/busy.lock
 check "SIGINT: one line says the run was interrupted and saved, and how to continue" \
-    test "$(grep -c "saved $T/busy" $T/busy.log) $(grep -c "^interrupted at step [0-9]* by SIGINT, saved $T/busy; continue with: gpt2 train --resume $T/busy$" $T/busy.log)" = "1 1"
+    test "$(grep -c "saved $T/busy" $T/busy.log) $(grep -c "^interrupted at step [0-9]* by SIGINT, saved $T/busy; continue with: $GPT2 train --resume $T/busy$" $T/busy.log)" = "1 1"
 
 # --- 11. strict readers and range-checked flags -----------------------------------------------------------
 cp -r $TRAINED $T/dupcfg && sed -i 's/"n_layer"/"n_head": 2, "n_layer"/' $T/dupcfg/config.json

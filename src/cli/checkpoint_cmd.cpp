@@ -16,6 +16,7 @@
 #include "formats/llmc.h"
 #include "formats/train_state.h"
 #include "lora/export.h"
+#include "lora/lora.h"
 #include "lora/peft.h"
 
 namespace {
@@ -63,6 +64,22 @@ void print_run(const std::string& dir) {
     else printf("finished; train on with: %s --steps %lld\n", resume.c_str(), 2 * std::max(steps, 1LL));
 }
 
+// A LoRA run's directory (an adapter and its train state, no model): the adapter, its base, where the run stands.
+void print_lora_run(const std::string& dir) {
+    TrainState ts;
+    train_state_read(&ts, dir);
+    printf("format: LoRA adapter (PEFT's adapter_config.json and adapter_model.safetensors) and its train state\n");
+    LoraConfig c;
+    if (lora_run_config(ts, &c)) {
+        std::string targets;
+        for (int k = 0; k < kLoraTargets; k++)
+            if (c.target[k]) targets += (targets.empty() ? "" : ",") + std::string(kLoraModules[k]);
+        printf("lora: rank %d, alpha %g (scale %g) on %s\n", c.rank, c.alpha, c.scale(), targets.c_str());
+    }
+    printf("base: %s (fingerprint %s)\n", ts.file.meta("lora.base.path").c_str(), ts.file.meta("lora.base.fnv1a").c_str());
+    print_run(dir);
+}
+
 // --lora-from's adapter, checked against --model's geometry (headers only).
 PeftConfig read_adapter(const CliArgs& args, LoraAdapter* a) {
     CheckpointInfo info;
@@ -92,6 +109,11 @@ int export_adapter(const CliArgs& args) {
     }
     LoraAdapter a;
     const PeftConfig cfg = read_adapter(args, &a);
+    if (std::string path, hash; lora_run_base(args.str("lora-from"), &path, &hash)) {  // a run of ours: its base?
+        GPT2 base;
+        checkpoint_load(&base, args.str("model"), cli_heads(args));
+        lora_check_base(args.str("lora-from"), base, args.str("model"), args.on("force-base"), stdout);
+    }
     if (format == "gguf") lora_save_gguf(a, out, "--out (export)");
     else peft_export(a, cfg, out);
     printf("wrote %s (%s adapter, r %d, alpha %g%s, %zu matrices)\n", out.c_str(), format == "gguf" ? "GGUF" : "PEFT",
@@ -110,6 +132,16 @@ int cmd_info(int argc, char** argv) {
                              flags, false);
     CheckpointInfo info;
     const std::string path = path_strip_slashes(args.str("model"));
+    if (file_exists(path_join(path, "adapter_config.json")) && !file_exists(path_join(path, "config.json"))) {
+        std::string base, hash;
+        if (!lora_run_base(path, &base, &hash))
+            fatal_hint("apply it to its base with eval or generate --model BASE --lora-from " + path,
+                       "not a model (%s): a PEFT adapter directory (adapter_config.json); info describes models and "
+                       "the adapters train --lora saves",
+                       path.c_str());
+        print_lora_run(path);
+        return 0;
+    }
     const GPT2Config c = checkpoint_inspect(path, cli_heads(args), &info);
     printf("format: %s\n", info.format.c_str());
     printf("layers %d, heads %d, channels %d, context %d, vocab %d (padded %d)\n", c.num_layers, c.num_heads,
@@ -128,6 +160,7 @@ int cmd_export(int argc, char** argv) {
         {"lora-from", "", "", "a PEFT adapter directory: written as a GGUF adapter (--format gguf) or again as PEFT's "
          "files (--format peft), or merged into --model (--merge-lora)"},
         {"merge-lora", "", "", "with --lora-from: export --model with the adapter merged in (W += scale B A)", true},
+        kCliForceBaseFlag,
         {"dtype", "", "f32", "f32, f16 (hf, gguf), bf16, or q8_0 (gguf); narrowing rounds to nearest even"},
         {"tokenizer", "", "", "gguf, hf: tokenizer directory to store (default: the model's own, else $GPT2_DATA_DIR/gpt2 or data/gpt2)"},
         kCliHeadsFlag,
@@ -141,6 +174,8 @@ int cmd_export(int argc, char** argv) {
                              flags, false);
     const std::string format = args.str("format"), dtype = args.str("dtype"), out = args.str("out");
     stop_catch_abort("export stopped; " + out + " is as it was");  // at its next write (signals.h)
+    if (args.on("force-base") && !args.has("lora-from"))
+        fatal("flag --force-base (export) needs --lora-from: it applies an adapter to another base");
     if (args.has("lora-from") && !args.on("merge-lora")) return export_adapter(args);
     if (format != "hf" && format != "llmc" && format != "gguf")
         fatal("bad value for --format (export): expected hf, llmc or gguf (peft: with --lora-from), got '%s'",
@@ -162,7 +197,10 @@ int cmd_export(int argc, char** argv) {
     if (args.on("merge-lora")) read_adapter(args, &adapter);
     GPT2 model;
     checkpoint_load(&model, args.str("model"), cli_heads(args));
-    if (args.on("merge-lora")) lora_merge(&model, adapter);
+    if (args.on("merge-lora")) {
+        lora_check_base(args.str("lora-from"), model, args.str("model"), args.on("force-base"), stdout);
+        lora_merge(&model, adapter);
+    }
     Tokenizer tok;  // stored with the model: GGUF needs one, an HF export has one when there is one
     std::string which;
     if (format != "llmc") which = cli_tokenizer(args, args.str("model"), format == "gguf", &tok);

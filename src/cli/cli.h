@@ -45,6 +45,12 @@ const CliFlag kCliLossOnFlag = {
     "answer: score only the tokens each token file's loss mask (X.mask beside X.bin, from tokenize "
     "--instructions) marks, where there is one; all: every token, masks ignored"};
 bool cli_loss_on(const CliArgs& args);
+// `--force-base` for the commands that apply --lora-from to --model (lora_check_base).
+const CliFlag kCliForceBaseFlag = {
+    "force-base", "", "",
+    "with --lora-from: apply an adapter trained on another base than --model (its run's fingerprint of its base "
+    "differs) anyway, with a note instead of the error",
+    true};
 // -T (the flag "tokens") against the model's context, before anything is sized by it: fatal naming the
 // command, the bound (`bound_flag` before the number: "--seq-len " for a from-scratch model) and, when -T
 // was not given, that T is its default.

@@ -30,6 +30,7 @@ static const std::vector<CliFlag> kEvalFlags = {
     kCliLossOnFlag,
     kCliHeadsFlag,
     {"lora-from", "", "", "apply this PEFT LoRA adapter directory to --model (not with --hellaswag)"},
+    kCliForceBaseFlag,
     {"hellaswag", "", "", "HellaSwag JSONL (hellaswag_val.jsonl) to score instead of --data: prints acc, acc_norm"},
     {"hellaswag-batch", "", "4", "HellaSwag examples per forward pass (4 rows each)"},
     {"hellaswag-scores", "", "", "write each HellaSwag example's candidate losses and choices here (JSON lines)"},
@@ -78,6 +79,10 @@ int cmd_eval(int argc, char** argv) {
     const int batches = all ? 0 : args.integer_in("batches", 1, 1 << 30);
     GPT2 model;
     checkpoint_load(&model, args.str("model"), cli_heads(args));
+    if (args.on("force-base") && !args.has("lora-from"))
+        fatal("flag --force-base (eval) needs --lora-from: it applies an adapter to another base");
+    if (args.has("lora-from"))  // the fp32 weights the run fingerprinted
+        lora_check_base(args.str("lora-from"), model, args.str("model"), args.on("force-base"), stderr);
     cli_set_precision(&model, args, true, args.has("lora-from"));  // an adapter's base: frozen, as it trained
     cli_check_tokens(args, T, model.cfg.max_seq_len);
     LoraModel lora;

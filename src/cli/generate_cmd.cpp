@@ -193,6 +193,7 @@ CliArgs generate_args(int argc, char** argv) {
         kCliInferPrecisionFlag,
         {"lora-from", "", "", "apply this PEFT LoRA adapter directory (adapter_config.json + "
                               "adapter_model.safetensors) to --model"},
+        kCliForceBaseFlag,
     };
     return cli_parse(
         argc, argv, "generate", "gpt2 generate --model PATH [--prompt TEXT | --interactive] [flags]",
@@ -276,6 +277,10 @@ int cmd_generate(int argc, char** argv) {
 
     GPT2 model;
     checkpoint_load(&model, args.str("model"), cli_heads(args));
+    if (args.on("force-base") && !args.has("lora-from"))
+        fatal("flag --force-base (generate) needs --lora-from: it applies an adapter to another base");
+    if (args.has("lora-from"))  // the fp32 weights the run fingerprinted
+        lora_check_base(args.str("lora-from"), model, args.str("model"), args.on("force-base"), stderr);
     cli_set_precision(&model, args, true, args.has("lora-from"));  // an adapter's base: frozen, as it trained
     LoraModel lora;
     if (args.has("lora-from")) lora_apply(&model, &lora, args.str("lora-from"), model.cfg.max_seq_len);

@@ -87,6 +87,7 @@ static int finish(int rc) {
 
 int main(int argc, char** argv) {
     std::set_new_handler(on_out_of_memory);
+    if (argc > 0) program_set_name(argv[0]);  // as typed: the hints that name a command say it so
     os_init();       // platform/platform.h: the operating system's part
     extensions_plug_in();  // ./gpt2's versions of the core's seams (cli/extensions.h)
     stop_install();  // signals: platform/signals.h

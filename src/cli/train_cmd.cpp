@@ -39,7 +39,8 @@ const std::vector<CliFlag> kTrainFlags = {
     {"no-shuffle", "", "", "read the training shards and their windows in order (default: llm.c's seeded shuffle)",
      true},
     kCliLossOnFlag,
-    {"model", "", "", "start from this checkpoint instead of a random init"},
+    {"model", "", "",
+     "start from this checkpoint instead of a random init (with --resume of a LoRA run: where its base is now)"},
     {"layers", "", "4", "layers of a from-scratch model"},
     {"heads", "", "4", "attention heads of a from-scratch model"},
     {"channels", "", "256", "channels (embedding size) of a from-scratch model"},
@@ -143,11 +144,12 @@ bool is_per_invocation(const std::string& name) {
 // The flags a checkpoint records: those given but the per-invocation ones, the effective values of the
 // ones a resumed run must keep (defaults included, so a resume can tell a change; a --model run's geometry
 // is its checkpoint's, never the from-scratch defaults), and the resolved validation file.
-std::vector<std::pair<std::string, std::string>> run_flags(const CliArgs& args, const std::string& val_path) {
+std::vector<std::pair<std::string, std::string>> run_flags(const CliArgs& args, const std::string& val_path,
+                                                          bool lora) {
     std::vector<std::pair<std::string, std::string>> flags;
     for (size_t i = 0; i < args.names.size(); i++)
-        if (!is_per_invocation(args.names[i]) && args.names[i] != "val")
-            flags.push_back({args.names[i], args.values[i]});
+        if (!is_per_invocation(args.names[i]) && args.names[i] != "val")  // a LoRA run's base: resumed from anywhere
+            flags.push_back({args.names[i], lora && args.names[i] == "model" ? path_absolute(args.values[i]) : args.values[i]});
     for (const char* name : kFixedOnResume)
         if (!args.has(name) && std::string(name) != "model" && !(args.has("model") && is_geometry(name)))
             flags.push_back({name, args.str(name)});
@@ -249,6 +251,9 @@ void build_model(GPT2* model, const CliArgs& args, const TrainOptions& o, const 
         // a LoRA run's base is its --model, resumed or not; a resumed --model run keeps --model among its flags
         const bool from_model = resume_dir.empty() || r.lora;
         const std::string path = from_model ? args.str("model") : resume_dir;
+        if (r.lora && !resume_dir.empty() && !path_exists(path))  // the base moved: --model finds it
+            fatal_hint("give the base where it is now: --model DIR (its fingerprint is checked)",
+                       "base model not found (%s): --resume %s was trained on it", path.c_str(), resume_dir.c_str());
         CheckpointInfo info;
         const int heads = from_model && args.has("heads") ? cli_heads(args) : 0;  // for a bare .safetensors
         GPT2Config cfg = checkpoint_inspect(path, heads, &info);  // its files are now inputs of the run
@@ -288,9 +293,20 @@ void check_lora_flags(const CliArgs& args, const CliArgs& given, const std::stri
             if (given.has(f))
                 fatal("conflicting flags (train): --lora-from %s brings its adapter's rank, alpha and targets; "
                       "drop --%s", args.str("lora-from").c_str(), f);
-    if (!(args.number_in("lora-alpha", 0, 1e6) > 0))
-        fatal("bad value for --lora-alpha (train): expected a number above 0 (the scale is alpha / rank), got 0");
-    args.number_in("lora-dropout", 0, 1);  // checked before anything loads
+    if (args.has("lora")) args.integer_in("lora", 1, 1 << 20);  // checked before anything loads
+    if (const double alpha = args.number_in("lora-alpha", -1e300, 1e300); !(alpha > 0 && alpha <= 1e6))
+        fatal("bad value for --lora-alpha (train): expected a number above 0, at most 1e6 (the scale is alpha / "
+              "rank), got %g", alpha);
+    args.number_in("lora-dropout", 0, 1);
+    // The adapter a run starts from is its input, as --model is: never replaced by the run's saves.
+    FileInfo out_dir, from_dir;
+    if (given.has("lora-from") && !r.out.empty() && os_stat(r.out, &out_dir) &&
+        os_stat(args.str("lora-from"), &from_dir) && same_file(out_dir, from_dir))
+        fatal_hint(std::string(train_dir_is_checkpoint(r.out) ? "continue that run with --resume " + r.out + ", or " : "") +
+                       "save elsewhere (--out NEW_DIR)",
+                   "bad value for --out (train): %s holds the --lora-from adapter this run starts from; a new run "
+                   "there would replace it and its training state",
+                   r.out.c_str());
     struct Refused {
         bool given;
         std::string flag;
@@ -306,18 +322,18 @@ void check_lora_flags(const CliArgs& args, const CliArgs& given, const std::stri
 
 // The adapter of a --lora run: the resumed one, --lora-from's, or PEFT's init for the flags' rank, alpha and
 // targets; hooked into the model, whose weights are then frozen.
-void prepare_lora(TrainRun* t, const CliArgs& args, const std::string& resume_dir) {
+void prepare_lora(TrainRun* t, const CliArgs& args, const std::string& resume_dir, const TrainState* resume) {
     const GPT2Config& cfg = t->model.cfg;
     t->lora = std::make_unique<LoraModel>();
     LoraAdapter& a = t->lora->adapter;
     const std::string from = !resume_dir.empty() ? resume_dir : args.has("lora-from") ? args.str("lora-from") : "";
     if (!from.empty()) {
-        lora_load(t->lora.get(), from, cfg);
+        lora_load_train(t->lora.get(), from, cfg, resume_dir.empty() ? nullptr : resume);
         if (resume_dir.empty() && args.has("lora-dropout"))  // a training choice, not the adapter's math
             a.cfg.dropout = (float)args.number_in("lora-dropout", 0, 1);
     } else {
         LoraConfig lc;
-        lc.rank = (int)args.integer_in("lora", 0, 1 << 20);
+        lc.rank = (int)args.integer_in("lora", 1, 1 << 20);
         lc.alpha = (float)args.number_in("lora-alpha", 0, 1e6);
         lc.dropout = (float)args.number_in("lora-dropout", 0, 1);
         if (const std::string err = lora_parse_targets(args.str("lora-targets"), &lc); !err.empty())
@@ -329,8 +345,9 @@ void prepare_lora(TrainRun* t, const CliArgs& args, const std::string& resume_di
     const int rows = std::max(t->opts.B * t->opts.T, cfg.max_seq_len);  // a training batch, or a sample's context
     lora_attach(&t->model, t->lora.get(), rows, true);
     t->lora->dropout.seed = t->opts.seed;
-    t->base_path = args.str("model");
+    t->base_path = path_absolute(args.str("model"));  // the record outlives the working directory
     t->base_hash = train_state_params_hash(t->model);
+    if (resume_dir.empty() && args.has("lora-from")) lora_note_new_base(from, t->base_path, t->base_hash);
     std::string targets;
     for (const std::string& m : a.cfg.target_modules) targets += (targets.empty() ? "" : ",") + m;
     char dropout[32] = "";
@@ -392,7 +409,8 @@ void train_options(const CliArgs& args, const CliArgs& given, const std::string&
         fatal("bad value for --grad-accum (train): --optimizer-in-backward updates during each backward, so it "
               "takes --grad-accum 1, got %d",
               o.accum);
-    r.lora = args.has("lora") || given.has("lora-from");  // --lora-from: its adapter's own rank, alpha and targets
+    // --lora-from: its adapter's own rank, alpha and targets (a resumed run made so has it among its flags)
+    r.lora = args.has("lora") || args.has("lora-from");
     if (r.lora) check_lora_flags(args, given, resume_dir, r);
     for (const char* f : {"lora-alpha", "lora-targets", "lora-dropout"})
         if (!r.lora && given.has(f))
@@ -409,6 +427,7 @@ void note_overrides(const CliArgs& given, const std::vector<std::pair<std::strin
     for (size_t i = 0; i < given.names.size(); i++) {
         const std::string& name = given.names[i];
         if (name == "resume" || is_per_invocation(name)) continue;
+        if (std::find(std::begin(kLoraFlags), std::end(kLoraFlags), name) != std::end(kLoraFlags)) continue;  // equal
         const CliFlag* flag = nullptr;
         for (const CliFlag& f : given.flags) flag = name == f.name ? &f : flag;
         std::string old = flag && flag->default_value ? flag->default_value : "", why = " (the default)";
@@ -502,9 +521,12 @@ void keep_global_batch(const CliArgs& given, const std::string& resume_dir,
 // shapes the model or the data order. Reads the train state into *resume.
 CliArgs resume_args(const CliArgs& given, const std::string& resume_dir, TrainState* resume) {
     if (resume_dir.empty()) fatal("empty value for --resume (train): expected a checkpoint directory");
-    if (given.has("model")) fatal("conflicting flags (train): --resume continues its own model; drop --model");
     dir_recover_interrupted(resume_dir, train_dir_is_checkpoint);
     train_state_read(resume, resume_dir);
+    // a LoRA run's base may have moved: --model finds it (lora_restore checks its fingerprint)
+    const bool lora_run = !resume->file.meta("lora.base.fnv1a").empty();
+    if (given.has("model") && !lora_run)
+        fatal("conflicting flags (train): --resume continues its own model; drop --model");
     std::vector<std::pair<std::string, std::string>> stored;
     std::string ranks;  // the global batch and the data order depend on the rank count
     for (const auto& kv : resume->flags) {
@@ -514,14 +536,20 @@ CliArgs resume_args(const CliArgs& given, const std::string& resume_dir, TrainSt
     for (const char* name : kFixedOnResume)
         for (const auto& kv : stored)
             if (kv.first == name && given.has(name) && !same_value(given.str(name), kv.second) &&
-                kv.first != "batch" && kv.first != "grad-accum")  // these two: keep_global_batch
+                kv.first != "batch" && kv.first != "grad-accum" && kv.first != "model")  // keep_global_batch
                 fatal("bad value for --%s (train): a resumed run keeps %s, got %s", name, kv.second.c_str(),
                       given.str(name).c_str());
+    LoraConfig adapter;  // a LoRA run's: given again, its own values (targets in any order) are taken silently
+    const bool known = lora_run_config(*resume, &adapter);
     for (const char* name : kLoraFlags) {
-        const auto it = std::find_if(stored.begin(), stored.end(), [&](const auto& kv) { return kv.first == name; });
-        if (given.has(name) && (it == stored.end() || !same_value(given.str(name), it->second)))
-            fatal("bad value for --%s (train): a resumed run keeps its %s; got %s", name,
-                  it == stored.end() ? "training without --lora" : ("adapter (--" + std::string(name) + " " + it->second + ")").c_str(),
+        if (!given.has(name)) continue;
+        const std::string had = known ? lora_flag_differs(adapter, name, given.str(name)) : "?";
+        if (!lora_run)
+            fatal("bad value for --%s (train): a resumed run keeps its training without --lora; got %s", name,
+                  given.str(name).c_str());
+        if (!had.empty())
+            fatal("bad value for --%s (train): a resumed run keeps its adapter%s; got %s", name,
+                  known ? (" (--" + std::string(name) + " " + had + ")").c_str() : " (adapter_config.json's)",
                   given.str(name).c_str());
     }
     note_overrides(given, stored);
@@ -673,7 +701,7 @@ int prepare_run(TrainRun* t, const CliArgs& args, const CliArgs& given, const st
     adamw_use_form(&t->opt, r.moments);  // 8bit: check_memory checked the geometry
     if (r.lora) {
         memory_enable_training(&t->model, r.mem, true);  // a frozen base: --recompute's seams, no gradients
-        prepare_lora(t, args, resume_dir);
+        prepare_lora(t, args, resume_dir, resume);
     } else setup_phase("gradients", memory_grads_bytes(t->model.cfg, r.mem),
                      [&] { memory_enable_training(&t->model, r.mem); });
     if (r.lora) grad_sync_init_flat(&t->sync, t->lora->grads.data(), t->lora->grads.size());
@@ -684,7 +712,7 @@ int prepare_run(TrainRun* t, const CliArgs& args, const CliArgs& given, const st
     trainer_load_data(t);
     int first_step = 0;
     if (!resume_dir.empty()) {  // reads the moments in
-        if (r.lora) lora_restore(resume, t->lora.get(), t->base_hash, &t->train_dl, &t->history);
+        if (r.lora) lora_restore(resume, t->lora.get(), args.str("model"), t->base_hash, &t->train_dl, &t->history);
         else train_state_restore(resume, t->model, &t->opt, &t->train_dl, &t->history);
         first_step = resume->step;
         printf("resumed %s at step %d\n", resume_dir.c_str(), first_step);
@@ -720,7 +748,8 @@ void print_next(const TrainRun& t, const CliArgs& args) {
     const std::string plot = !r.plot_in_out ? r.plot_path : t.saved ? path_join(r.out, "loss.png") : "";
     if (!plot.empty() && path_exists(plot)) printf("plot: %s\n", plot.c_str());
     if (!t.saved) return;
-    std::string generate = "gpt2 generate --model " + (r.lora ? t.base_path + " --lora-from " : "") + r.out;
+    std::string generate = program_name() + " generate --model " + (r.lora ? t.base_path + " --lora-from " : "") + r.out;
+    if (r.lora && args.str("precision") != "fp32") generate += " --precision " + args.str("precision");  // as it trained
     if (args.has("tokenizer")) generate += " --tokenizer " + args.str("tokenizer");
     if (t.model.cfg.vocab_size <= kTokenizerEot) generate += " --prompt-ids 0 --ids";  // no <|endoftext|> to start from
     printf("sample from it: %s\n", generate.c_str());
@@ -780,7 +809,7 @@ int cmd_train(int argc, char** argv) {
                                         "continue a read-only checkpoint elsewhere, add --out NEW_DIR"));
     const CliArgs args = given.has("resume") ? resume_args(given, resume_dir, &resume) : given;
     train_options(args, given, resume_dir, &t.opts, &t.run);
-    t.run_flags = run_flags(args, t.run.val_path);
+    t.run_flags = run_flags(args, t.run.val_path, t.run.lora);
     if (dist_rank() != 0) {  // rank 0 alone prints, logs, plots, samples and saves
         t.run.out.clear(), t.run.plot_path.clear();
         t.run.plot_in_out = false, t.run.sample_tokens = 0;

@@ -266,8 +266,9 @@ int train_dir_step(const std::string& dir) {
 bool train_dir_is_checkpoint(const std::string& dir) { return train_dir_step(dir) >= 0; }
 
 std::string train_resume_command(const std::string& dir, int ranks) {
-    return (ranks > 1 ? "mpirun -np " + std::to_string(ranks) + " ./gpt2-mpi" : std::string("gpt2")) +
-           " train --resume " + dir;
+    // one process: the program as typed (./gpt2); mpirun's is gpt2-mpi, which `info` run by ./gpt2 names too
+    return (ranks > 1 ? "mpirun -np " + std::to_string(ranks) + " ./gpt2-mpi" : program_name()) + " train --resume " +
+           dir;
 }
 
 void train_dir_check(const std::string& dir, const char* flag) {

@@ -3,6 +3,7 @@
 // call through core/layers.h's LinearAdapter seam, and the optimizer step over the adapter's flat buffer
 // (the gradient norm, clipping and AdamW of core/optimizer.h's chunk kernels).
 #pragma once
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <memory>
@@ -96,18 +97,41 @@ void lora_update(LoraModel* lora, const AdamWConfig& cfg, float lr, float grad_s
 std::string lora_adapter_hash(const LoraAdapter& a);
 // The directory a LoRA run saves (--out), published whole: PEFT's adapter_config.json and
 // adapter_model.safetensors, and train_state.safetensors with the adapter's AdamW moments, the data's position,
-// the flags, the history and the base's path and fingerprint (lora.base.path, lora.base.fnv1a); `extra` adds
-// to the staging directory (the loss plot). The base is not written.
+// the flags, the history, the adapter's settings (lora_run_config) and the base's path and fingerprint
+// (lora.base.path, lora.base.fnv1a); adapter_config.json names base_path (absolute: the base trained on) as its
+// base_model_name_or_path. `extra` adds to the staging directory (the loss plot). The base is not written.
 void lora_save(const std::string& dir, const LoraModel& lora, const std::string& base_path,
                const std::string& base_hash, const DataLoader& dl, int step,
                const std::vector<std::pair<std::string, std::string>>& run_flags, const LossHistory& history,
                const std::function<void(const std::string& staging)>& extra);
 // Reads the PEFT adapter in dir, made for a base of geometry `base` (fatal naming the file otherwise).
 void lora_load(LoraModel* lora, const std::string& dir, const GPT2Config& base);
+// lora_load for training on: fatal naming adapter_config.json for a lora_alpha not above 0 and, for the adapter
+// of the run `resumed` (or null), for r, lora_alpha, target_modules, use_rslora or lora_dropout other than its
+// train state's (lora_run_config), before the weights are read.
+void lora_load_train(LoraModel* lora, const std::string& dir, const GPT2Config& base, const TrainState* resumed);
+// The adapter settings of the LoRA run whose train state is ts: the metadata lora.r, lora.alpha, lora.targets
+// (the adapted modules, kLoraModules' names), lora.rslora and lora.dropout, or for a run saved before them the
+// --lora flags it recorded (and their defaults). false when ts is not a LoRA run's, or neither says.
+bool lora_run_config(const TrainState& ts, LoraConfig* cfg);
+// "" when `value`, given as the --lora flag `flag` (lora, lora-alpha, lora-targets, lora-dropout), says what
+// cfg has (targets as a set, in any order); else cfg's value, as that flag would give it.
+std::string lora_flag_differs(const LoraConfig& cfg, const std::string& flag, const std::string& value);
+// The base a LoRA run of ours in dir was trained on: its train state's lora.base.path and lora.base.fnv1a;
+// false for an adapter without them (PEFT's own).
+bool lora_run_base(const std::string& dir, std::string* path, std::string* hash);
+// Where --lora-from `dir` meets the base `model` (its weights as loaded from model_path, fp32, before any
+// --precision): when dir is a LoRA run whose base fingerprints otherwise, fatal naming both (hint: the run's
+// base, or --force-base), or with `force` a note on `out` saying it is applied anyway; an adapter that does not
+// fit the base's geometry is refused as peft_read refuses it, before. PEFT's adapters pass.
+void lora_check_base(const std::string& dir, const GPT2& model, const std::string& model_path, bool force, FILE* out);
+// The note train prints instead when --lora-from's run was trained on another base than base_hash's: the new
+// run trains the adapter on on this one (and records it).
+void lora_note_new_base(const std::string& dir, const std::string& base_path, const std::string& base_hash);
 // Applies the PEFT adapter in dir (--lora-from of eval and generate) to model, for forwards of up to max_rows
 // rows, and says so on stderr.
 void lora_apply(GPT2* model, LoraModel* lora, const std::string& dir, int max_rows);
-// A resumed LoRA run: fatal unless the train state's base fingerprint is base_hash and its moments are this
-// adapter's; then the moments, the data's position and the history.
-void lora_restore(TrainState* ts, LoraModel* lora, const std::string& base_hash, DataLoader* dl,
-                  LossHistory* history);
+// A resumed LoRA run: fatal unless the train state's base fingerprint is base_hash (of the base at base_path)
+// and its moments are this adapter's; then the moments, the data's position and the history.
+void lora_restore(TrainState* ts, LoraModel* lora, const std::string& base_path, const std::string& base_hash,
+                  DataLoader* dl, LossHistory* history);

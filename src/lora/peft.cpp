@@ -226,17 +226,26 @@ double config_number(const Json& root, const char* key, double fallback, double 
     return v->number;
 }
 
-}  // namespace
-
-PeftConfig peft_read_config(const std::string& dir, const GPT2Config& base) {
-    const std::string path = path_join(dir, kConfigName);
+// DIR/adapter_config.json's bytes (path), checked: the directory and the file exist (a model checkpoint named
+// as such), UTF-8 as Python reads the file (and py_string relies on).
+std::vector<uint8_t> read_config_bytes(const std::string& dir, const std::string& path) {
     const char* p = path.c_str();
     if (!dir_exists(dir))
         fatal("adapter not found (%s): expected a PEFT adapter directory with %s and %s", dir.c_str(), kConfigName,
               kWeightsName);
-    if (!file_exists(path)) fatal("missing %s: expected PEFT's adapter config beside %s", p, kWeightsName);
+    if (!file_exists(path) &&
+        (file_exists(path_join(dir, "config.json")) || file_exists(path_join(dir, "model.safetensors"))))
+        fatal_hint("load it with --model " + dir,
+                   "not a LoRA adapter (--lora-from %s): a model checkpoint (config.json, model.safetensors), expected "
+                   "PEFT's %s and %s",
+                   dir.c_str(), kConfigName, kWeightsName);
+    if (!file_exists(path))
+        fatal("missing %s: expected PEFT's adapter config%s", p,
+              (file_exists(path_join(dir, kWeightsName)) ? std::string(" beside ") + kWeightsName
+                                                         : std::string(" and ") + kWeightsName + " in the directory")
+                  .c_str());
     const std::vector<uint8_t> bytes = file_read(path, (size_t)1 << 20);  // a few hundred bytes
-    for (size_t i = 0; i < bytes.size();) {  // UTF-8, as Python reads the file (and py_string relies on)
+    for (size_t i = 0; i < bytes.size();) {
         const uint8_t c = bytes[i];
         const int more = c < 0x80                ? 0
                          : c >= 0xC2 && c < 0xE0 ? 1
@@ -248,6 +257,39 @@ PeftConfig peft_read_config(const std::string& dir, const GPT2Config& base) {
         if (!ok) fatal("bad adapter config (%s): byte %zu is not UTF-8, expected a UTF-8 JSON file", p, i);
         i += 1 + more;
     }
+    return bytes;
+}
+
+// target_modules of the config at `path` into cfg->target_modules: a list of names, "all-linear", or PEFT's
+// default for GPT-2 (LoraConfig's) when missing or null; a regular expression is refused.
+void read_targets(const Json& root, LoraConfig* c, const std::string& path) {
+    const char* p = path.c_str();
+    LoraConfig& cfg = *c;
+    const Json* targets = root.find("target_modules");
+    if (targets && targets->type == Json::STRING) {
+        if (targets->str != "all-linear")
+            fatal(
+                "unsupported value for key target_modules in %s: a regular expression, expected a list of module "
+                "names or \"all-linear\"",
+                p);
+        cfg.target_modules = {"all-linear"};
+    } else if (targets && targets->type == Json::ARRAY) {
+        cfg.target_modules.clear();
+        for (const Json& t : targets->items) {
+            if (t.type != Json::STRING) fatal("bad value for key target_modules in %s: expected a list of strings", p);
+            cfg.target_modules.push_back(t.str);
+        }
+    } else if (targets && targets->type != Json::NUL) {
+        fatal("bad value for key target_modules in %s: expected a list of module names", p);
+    }  // else PEFT's default for GPT-2, {"c_attn"}: LoraConfig's
+}
+
+}  // namespace
+
+PeftConfig peft_read_config(const std::string& dir, const GPT2Config& base) {
+    const std::string path = path_join(dir, kConfigName);
+    const char* p = path.c_str();
+    const std::vector<uint8_t> bytes = read_config_bytes(dir, path);
     PeftConfig out;
     std::string err;
     if (!json_parse(reinterpret_cast<const char*>(bytes.data()), bytes.size(), &out.kept, &err))
@@ -305,23 +347,7 @@ PeftConfig peft_read_config(const std::string& dir, const GPT2Config& base) {
     cfg.rslora = rs && rs->type == Json::BOOL && rs->boolean;
     const Json* name = root.find("base_model_name_or_path");
     out.base_model = name && name->type == Json::STRING ? name->str : "";
-    const Json* targets = root.find("target_modules");
-    if (targets && targets->type == Json::STRING) {
-        if (targets->str != "all-linear")
-            fatal(
-                "unsupported value for key target_modules in %s: a regular expression, expected a list of module "
-                "names or \"all-linear\"",
-                p);
-        cfg.target_modules = {"all-linear"};
-    } else if (targets && targets->type == Json::ARRAY) {
-        cfg.target_modules.clear();
-        for (const Json& t : targets->items) {
-            if (t.type != Json::STRING) fatal("bad value for key target_modules in %s: expected a list of strings", p);
-            cfg.target_modules.push_back(t.str);
-        }
-    } else if (targets && targets->type != Json::NUL) {
-        fatal("bad value for key target_modules in %s: expected a list of module names", p);
-    }  // else PEFT's default for GPT-2, {"c_attn"}: LoraConfig's
+    read_targets(root, &cfg, path);
     resolve_targets(&cfg, base.num_layers, path);
     const int C = base.channels, in[kLoraTargets] = {C, C, C, 4 * C}, outs[kLoraTargets] = {3 * C, C, 4 * C, C};
     for (int k = 0; k < kLoraTargets; k++)

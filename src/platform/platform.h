@@ -40,6 +40,8 @@ void os_dir_fsync(const std::string& dir);  // makes renames inside it durable; 
 bool os_glob(const std::string& pattern, std::vector<std::string>* paths);
 FILE* os_fopen_read(const std::string& path);  // fopen(path, "rb")
 const char* os_null_device();                  // "/dev/null", "NUL"
+// The absolute form of an existing path, links and "." / ".." resolved (realpath, GetFullPathNameW).
+bool os_full_path(const std::string& path, std::string* full);
 
 // ---- file descriptors. Only output_files.cpp opens files for writing (tests/cli_rules.sh).
 int os_open_read(const std::string& path);                      // non-blocking: opening a FIFO does not hang

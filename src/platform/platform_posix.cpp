@@ -106,6 +106,14 @@ bool os_glob(const std::string& pattern, std::vector<std::string>* paths) {
 FILE* os_fopen_read(const std::string& path) { return fopen(path.c_str(), "rb"); }
 const char* os_null_device() { return "/dev/null"; }
 
+bool os_full_path(const std::string& path, std::string* full) {
+    char* p = realpath(path.c_str(), nullptr);
+    if (!p) return false;
+    *full = p;
+    free(p);
+    return true;
+}
+
 // ---- file descriptors
 
 int os_open_read(const std::string& path) { return open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC); }

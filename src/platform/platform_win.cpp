@@ -185,6 +185,15 @@ void os_dir_fsync(const std::string&) {}  // NTFS journals its directories; ther
 FILE* os_fopen_read(const std::string& path) { return _wfopen(wide(path).c_str(), L"rb"); }
 const char* os_null_device() { return "NUL"; }
 
+bool os_full_path(const std::string& path, std::string* full) {
+    std::vector<wchar_t> buf(32768);  // the longest path Windows has
+    const DWORD n = GetFullPathNameW(wide(path).c_str(), (DWORD)buf.size(), buf.data(), nullptr);
+    if (n == 0 || n >= buf.size()) return fail_errno();
+    *full = narrow(buf.data());
+    for (char& c : *full) c = c == '\\' ? '/' : c;  // the separator the rest of gpt2 writes
+    return true;
+}
+
 // ---- file descriptors
 
 int os_open_read(const std::string& path) {

@@ -151,6 +151,20 @@ std::string path_base(const std::string& path) {
     return slash == std::string::npos || p == "/" ? p : p.substr(slash + 1);
 }
 
+std::string path_absolute(const std::string& path) {
+    std::string full;
+    return os_full_path(path, &full) ? full : path;
+}
+
+namespace {
+std::string program = "gpt2";
+}
+
+const std::string& program_name() { return program; }
+void program_set_name(const std::string& name) {
+    if (!name.empty()) program = name;
+}
+
 std::string path_parent(const std::string& path) {
     std::string p = path_strip_slashes(path);
     size_t slash = p.find_last_of('/');

@@ -44,6 +44,13 @@ std::string path_strip_slashes(const std::string& path);
 std::string path_parent(const std::string& path);
 // The last component: "a/b" -> "b", "b/" -> "b".
 std::string path_base(const std::string& path);
+// An existing path made absolute (os_full_path), for a record that outlives the working directory; the path as
+// given when it cannot be.
+std::string path_absolute(const std::string& path);
+// The program as the user typed it (argv[0]: "./gpt2", "gpt2", "build/gpt2"), for the commands hints print;
+// "gpt2" until main sets it.
+const std::string& program_name();
+void program_set_name(const std::string& name);
 double time_now_s();  // monotonic seconds
 // "12m05s", or "3h07m" from an hour on: an ETA for progress lines.
 std::string format_duration(double seconds);

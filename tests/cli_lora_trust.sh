@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# cli_lora_trust.sh: a LoRA run's ties to its base and to its own files (issue 56, "trust round four"), on a tiny
+# base trained here:
+#   * --out that is the --lora-from adapter itself is refused, --overwrite or not (the run's own work);
+#   * a resumed run's adapter_config.json must agree with its train state (r, lora_alpha, target_modules), and a
+#     config's lora_alpha must be above 0;
+#   * the adapter written names the base it was trained on (absolute), and a resume works from another directory,
+#     or with --model pointing at the moved base (its fingerprint checked);
+#   * eval, generate and export --lora-from on a base other than the run's are refused (--force-base: a note);
+#   * the words: a resumed run's own --lora flags accepted (targets in any order), info on a LoRA run, --lora-from
+#     on a model checkpoint, the range errors, the sample line's --precision, the program as typed in hints.
+source "$(dirname "$0")/lib.sh"
+T=$TEST_TMP
+TRAIN=data/tinyshakespeare/train.bin VAL=data/tinyshakespeare/val.bin
+if [ ! -f $TRAIN ] || [ ! -f $VAL ]; then
+    skip "LoRA trust on tiny shakespeare: $TRAIN or $VAL not found (make data)"
+    summary; exit
+fi
+DATA=(--train $TRAIN --val $VAL -B 4 -T 64 --sample-tokens 0 --val-every 0)
+GEOM=(--layers 2 --heads 2 --channels 64 --seq-len 64)
+"$GPT2" train "${DATA[@]}" "${GEOM[@]}" --steps 2 --out $T/base >/dev/null 2>&1
+"$GPT2" train "${DATA[@]}" "${GEOM[@]}" --steps 2 --seed 7 --out $T/base_b >/dev/null 2>&1
+"$GPT2" train "${DATA[@]}" --model $T/base --lora 4 --steps 4 --stop-after 2 --out $T/ad >$T/ad.out 2>&1
+check "(the fixtures: two bases and a LoRA run at step 2)" \
+    test -s $T/base_b/model.safetensors -a -s $T/ad/train_state.safetensors
+abs() { (cd "$(dirname "$1")" && echo "$(pwd -P)/$(basename "$1")"); }
+
+# --- 1. --out is the --lora-from adapter: the run's own work is never replaced -------------------------------
+sha256sum $T/ad/* >$T/ad.sum
+for over in "" --overwrite; do
+    check_error "--out that is the --lora-from adapter is refused${over:+ (with $over too)}" \
+        "bad value for --out (train): .* holds the --lora-from adapter this run starts from" \
+        "$GPT2" train "${DATA[@]}" --model $T/base --lora-from $T/ad --out $T/./ad $over --steps 2
+done
+check "... leaving the adapter and its train state as they were" sha256sum -c --quiet $T/ad.sum
+
+# --- 2. adapter_config.json against the train state --------------------------------------------------------
+cp -r $T/ad $T/ad_alpha && sed -i 's/"lora_alpha": 8/"lora_alpha": 16/' $T/ad_alpha/adapter_config.json
+check_error "a resumed run's config edited to another lora_alpha is refused, naming the file and the key" \
+    "key lora_alpha in $T/ad_alpha/adapter_config.json: 16 .* train state .* 8" "$GPT2" train --resume $T/ad_alpha
+cp -r $T/ad $T/ad_tg && sed -i 's/"c_attn"/"c_attn", "c_fc"/' $T/ad_tg/adapter_config.json
+check_error "... to other target_modules too" "key target_modules in $T/ad_tg/adapter_config.json" \
+    "$GPT2" train --resume $T/ad_tg
+cp -r $T/ad $T/ad_zero && rm $T/ad_zero/train_state.safetensors && \
+    sed -i 's/"lora_alpha": 8/"lora_alpha": 0/' $T/ad_zero/adapter_config.json
+check_error "--lora-from a config with lora_alpha 0 (a scale of 0: nothing trains) is refused" \
+    "bad value for key lora_alpha in $T/ad_zero/adapter_config.json: expected a number above 0" \
+    "$GPT2" train "${DATA[@]}" --model $T/base --lora-from $T/ad_zero --steps 1
+
+# --- 3. the base an adapter names is the one it was trained on ---------------------------------------------
+"$GPT2" train "${DATA[@]}" --model $T/base_b --lora-from $T/ad --steps 4 --stop-after 2 --out $T/from_b >$T/from_b.out 2>&1
+check "train --model B --lora-from A writes B as base_model_name_or_path, absolute" \
+    grep -q "\"base_model_name_or_path\": \"$(abs $T/base_b)\"" $T/from_b/adapter_config.json
+check "... and says A was trained on another base" grep -q "^note: .*$T/ad .* trained on .*fingerprint" $T/from_b.out
+"$GPT2" train --resume $T/from_b >$T/from_b_resumed.out 2>&1
+check "... and the run (made with --lora-from) resumes" grep -q "saved $T/from_b at step 4" $T/from_b_resumed.out
+
+# --- 4. a run is as portable as its base: an absolute path, a fingerprint, --model on resume -------------------
+rel=$(realpath --relative-to=. $T/base)
+"$GPT2" train "${DATA[@]}" --model $rel --lora 4 --steps 6 --stop-after 2 --out $T/rel >/dev/null 2>&1
+mkdir -p $T/elsewhere
+BIN=$(abs "$GPT2") ABS_DATA=(--train $(abs $TRAIN) --val $(abs $VAL))
+(cd $T/elsewhere && "$BIN" train --resume $T/rel --stop-after 2 "${ABS_DATA[@]}" >$T/rel_resumed.out 2>&1)
+check "a run on a relative --model resumes from another directory" grep -q "saved $T/rel at step 4" $T/rel_resumed.out
+mv $T/base $T/base_moved
+check_error "a resume whose base moved says so" "base model not found ($(abs $T/base)): --resume $T/rel was trained on it" "$GPT2" train --resume $T/rel
+"$GPT2" train --resume $T/rel --model $T/base_moved >$T/rel_moved.out 2>&1
+check "... and --model on resume points at the moved base (same fingerprint)" grep -q "saved $T/rel at step 6" $T/rel_moved.out
+check "... which the adapter then names" grep -q "\"base_model_name_or_path\": \"$(abs $T/base_moved)\"" $T/rel/adapter_config.json
+check_error "--model of another base on resume is refused, naming both" \
+    "base model changed since the checkpoint .*$T/base_moved.* --model $T/base_b fingerprints to" \
+    "$GPT2" train --resume $T/rel --model $T/base_b --steps 8
+mv $T/base_moved $T/base
+
+# --- 5. eval, generate, export --lora-from on another base ---------------------------------------------------
+EV=(eval --data $VAL -B 4 -T 64 --batches 1)
+GEN=(generate --prompt-ids 0 --ids -n 2 --temperature 0)
+for cmd in "${EV[*]}" "${GEN[*]}" "export --format peft --out $T/exp" "export --merge-lora --out $T/merged"; do
+    check_error "${cmd%% *} --lora-from RUN --model OTHER is refused, naming both" \
+        "base model mismatch (--lora-from $T/ad): it was trained on $(abs $T/base), fingerprint .*; --model $T/base_b fingerprints to" \
+        "$GPT2" $cmd --model $T/base_b --lora-from $T/ad
+    "$GPT2" $cmd --model $T/base_b --lora-from $T/ad --force-base >$T/force.out 2>&1
+    check "... with --force-base: runs, saying so in a note" \
+        eval "test $? = 0 && grep -q '^note: .*--force-base' $T/force.out"
+    rm -rf $T/exp $T/merged
+done
+check "--force-base is in eval --help" eval '"$GPT2" eval --help | grep -q -- --force-base'
+mkdir -p $T/peft && cp $T/ad/adapter_config.json $T/ad/adapter_model.safetensors $T/peft/
+check "an adapter without a train state (PEFT's) is applied to any base of its shape" \
+    "$GPT2" "${EV[@]}" --model $T/base_b --lora-from $T/peft
+"$GPT2" "${EV[@]}" --model $T/base --lora-from $T/ad >$T/same.out 2>&1
+check "... and the run's own base passes silently" eval "test $? = 0 && ! grep -q '^note:' $T/same.out"
+
+# --- 6. words ---------------------------------------------------------------------------------------------
+"$GPT2" train --resume $T/ad --lora 4 --lora-alpha 8 --stop-after 1 >$T/own.out 2>&1
+check "a resumed run given its own --lora and --lora-alpha takes them without a word" \
+    eval "test $? = 0 && ! grep -q 'lora' <(grep '^note:' $T/own.out)"
+"$GPT2" train "${DATA[@]}" --model $T/base --lora 4 --lora-targets c_attn,c_fc --steps 4 --stop-after 2 \
+    --out $T/tg >/dev/null 2>&1
+check "... and its --lora-targets in another order (the same set)" \
+    "$GPT2" train --resume $T/tg --lora-targets c_fc,c_attn --stop-after 1
+check_error "... but not another alpha, naming the run's" \
+    "bad value for --lora-alpha (train): a resumed run keeps its adapter (--lora-alpha 8); got 16" \
+    "$GPT2" train --resume $T/tg --lora-alpha 16
+check_error "... nor another alpha on a run made with --lora-from" \
+    "bad value for --lora-alpha (train): a resumed run keeps its adapter (--lora-alpha 8); got 2" \
+    "$GPT2" train --resume $T/from_b --lora-alpha 2
+"$GPT2" info --model $T/ad >$T/info.out 2>&1
+check "info on a LoRA run prints the adapter, its base and where the run stands" \
+    eval "grep -q '^lora: rank 4, alpha 8 (scale 2) on attn.c_attn' $T/info.out &&
+          grep -q '^base: $(abs $T/base) (fingerprint [0-9a-f]*)' $T/info.out && grep -q '^run: step 3 of 4' $T/info.out"
+check_error "--lora-from a model checkpoint says so" \
+    "not a LoRA adapter (--lora-from $T/base): a model checkpoint" "$GPT2" "${EV[@]}" --model $T/base --lora-from $T/base
+grep -q '^hint: .*--model' $T/err
+check "... hinting --model" test $? = 0
+check_error "--lora -1: its range text is true" "bad value for --lora (train): expected 1\.\." \
+    "$GPT2" train "${DATA[@]}" --model $T/base --lora -1
+check_error "--lora-alpha -1: its range text is true" "bad value for --lora-alpha (train): expected a number above 0" \
+    "$GPT2" train "${DATA[@]}" --model $T/base --lora 4 --lora-alpha -1
+"$GPT2" train "${DATA[@]}" --model $T/base --lora 4 --precision int8 --steps 1 --out $T/i8 >$T/i8.out 2>&1
+check "the sample line after an int8 LoRA run has --precision int8" \
+    grep -q "^sample from it: .* --precision int8" $T/i8.out
+check "... and names the program as typed ($GPT2)" grep -q "^sample from it: $GPT2 generate" $T/i8.out
+check "the resume hint names the program as typed" grep -q "continue with: $GPT2 train --resume $T/ad" $T/ad.out
+summary

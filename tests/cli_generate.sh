@@ -46,4 +46,26 @@ if [ "$(grep -cx '===' "$TEST_TMP/inter")" = 2 ] && head -1 "$TEST_TMP/inter" | 
     sed -n '/^===$/{n;p;q}' "$TEST_TMP/inter" | grep -q '^the dog'; then
     pass "--interactive on a pipe: 2 answers, each starting with its prompt and ended by ==="
 else fail "--interactive on a pipe: 2 answers, each starting with its prompt and ended by ==="; cat "$TEST_TMP/inter"; fi
+# --- sampling's flags, as a red team found them: numbers as typed, ids out of range, prompts bounded ------
+check_error "--temperature past its range shows the value as typed" "expected 0..1e+06, got 1000001$" \
+    "${G[@]}" --prompt-ids 1 --temperature 1000001
+check_error "--top-p just over 1: one range, the value as typed" "expected 0 < p <= 1, got 1.0000001$" \
+    "${G[@]}" --prompt-ids 1 --top-p 1.0000001
+check_error "... and 1.5 the same range" "expected 0 < p <= 1, got 1.5$" "${G[@]}" --prompt-ids 1 --top-p 1.5
+check_error "--prompt-ids -1 is a token id out of range, not malformed" "token id -1 out of range (--prompt-ids): expected 0..50256" \
+    "${G[@]}" --prompt-ids 5,-1
+check_error "... and so is one past 2^30" "token id 1073741825 out of range (--prompt-ids): expected 0..50256" \
+    "${G[@]}" --prompt-ids 1073741825
+check_error "... and one past what a long holds" "token id 99999999999999999999 out of range" \
+    "${G[@]}" --prompt-ids 99999999999999999999
+check_error "... while '5x' is malformed" "malformed value for --prompt-ids" "${G[@]}" --prompt-ids 5x
+# The model's context is 32 tokens, GPT-2's longest token 128 bytes: a longer text cannot fit.
+head -c 5000 /dev/zero | tr '\0' a >"$TEST_TMP/long.txt"
+check_error "--prompt-file longer than could fit the context is refused before it is tokenized" \
+    "input too large ($TEST_TMP/long.txt): expected at most 4096 bytes" "${G[@]}" --prompt-file "$TEST_TMP/long.txt"
+check_error "... and so is such a --prompt" "prompt too long (--prompt): more than 4096 bytes" \
+    "${G[@]}" --prompt "$(cat "$TEST_TMP/long.txt")"
+(yes the | head -40 | tr '\n' ' '; echo; echo the cat) | "${G[@]}" --interactive --max-tokens 1 >/dev/null 2>"$TEST_TMP/ierr"
+check "--interactive names the line of a prompt with too many tokens" \
+    grep -q "^error: prompt too long: [0-9]* tokens, .* (--interactive, line 1 skipped)" "$TEST_TMP/ierr"
 summary

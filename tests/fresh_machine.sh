@@ -120,6 +120,12 @@ dirty=$(git -C "$repo" status --porcelain | wc -l)
 git clone -q "$repo" "$root/root/gpt2"
 mkdir -p "$root/root/data"
 cp -a "$data/." "$root/root/data/"
+# Certificate authorities this machine adds to Debian's (a network that inspects TLS, as an egress proxy
+# does): npm and curl in the chroot trust what the host trusts, once ca-certificates is installed there.
+if compgen -G '/usr/local/share/ca-certificates/*.crt' >/dev/null; then
+    mkdir -p "$root/usr/local/share/ca-certificates"
+    cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+fi
 if [ -e /etc/resolv.conf ]; then
     rm -f "$root/etc/resolv.conf"
     cp -L /etc/resolv.conf "$root/etc/resolv.conf"
@@ -162,11 +168,14 @@ again=skipped
     bash /root/gpt2/scripts/install_deps.sh build 2>&1)
 check "install_deps.sh build is then a no-op" [ -z "$again" ]
 if [ "${FRESH_CHECK:-0}" = 1 ]; then
+    # install_deps.sh build installed ca-certificates before the host's authorities were beside it
+    chroot "$root" /usr/sbin/update-ca-certificates >/dev/null
     cmd='cd /root/gpt2 && GPT2_DATA_DIR=/root/data CI=true bash .ci/run'
     echo "running in the chroot: $cmd (log: $work/ci.log)"
     t2=$SECONDS
     set +e
-    chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin bash -c "$cmd" </dev/null >"$work/ci.log" 2>&1
+    chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+        NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt bash -c "$cmd" </dev/null >"$work/ci.log" 2>&1
     ci_rc=$?
     set -e
     total=$(grep -E '^([a-z]+: )?[0-9]+ passed, [0-9]+ failed' "$work/ci.log" | tail -1)

@@ -58,6 +58,9 @@ check "a run that fails leaves no --out behind (exit 1, the error names the file
 check "an --out that cannot be made fails before the first step" \
     test $? = 1 -a -z "$(grep '^step' $T/nodir.log)" -a -n "$(grep "^error: cannot create --out $T/no/such/dir" $T/nodir.log)"
 
+check_error "gpt2-core: --seed past long long is out of range, not clamped to its largest" \
+    "bad value for --seed (gpt2-core): expected an integer in \[0, 9223372036854775807\], got '18446744073709551615'" \
+    "$CORE" $tiny --train $TOK --seed 18446744073709551615
 # An allocation that fails (here under an address-space limit) is one error line and exit 1, not an abort,
 # and the --out made for the run goes with it.
 if ldd "$CORE" 2>/dev/null | grep -q libasan; then

@@ -143,10 +143,10 @@ long long CliArgs::integer_in(const char* name, long long lo, long long hi) cons
     char* endp = nullptr;
     errno = 0;
     long long x = strtoll(v.c_str(), &endp, 10);
-    if (v.empty() || *endp || errno)
+    if (v.empty() || *endp || (errno && errno != ERANGE))
         fatal("malformed value for --%s (%s): expected an integer, got '%s'", name, command.c_str(), v.c_str());
-    if (x < lo || x > hi)
-        fatal("bad value for --%s (%s): expected %lld..%lld, got %lld", name, command.c_str(), lo, hi, x);
+    if (errno == ERANGE || x < lo || x > hi)  // an integer past long long's range is out of range too
+        fatal("bad value for --%s (%s): expected %lld..%lld, got %s", name, command.c_str(), lo, hi, v.c_str());
     return x;
 }
 

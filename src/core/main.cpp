@@ -39,8 +39,8 @@ double number(const char* name, double lo, double hi) {
 long long integer(const char* name, long long lo, long long hi) {
     const std::string& v = flags[name];
     char* end = nullptr;
-    const long long x = strtoll(v.c_str(), &end, 10);
-    if (v.empty() || *end || v.find_first_not_of("0123456789") != std::string::npos || x < lo || x > hi)
+    const long long x = (errno = 0, strtoll(v.c_str(), &end, 10));  // ERANGE: past long long, out of range
+    if (v.empty() || *end || v.find_first_not_of("0123456789") != std::string::npos || errno || x < lo || x > hi)
         fatal("bad value for --%s (gpt2-core): expected an integer in [%lld, %lld], got '%s'", name, lo, hi, v.c_str());
     return x;
 }

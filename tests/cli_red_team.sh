@@ -393,4 +393,13 @@ check "... leaves neither the empty --log it created nor its directories" test !
 printf 'The\0 cat\nsat\n' | "$GPT2" generate --model $T/hm --tokenizer "$TOK_DIR" --interactive --max-tokens 2 --ids >$T/run.out 2>$T/run.err
 check "generate --interactive keeps a NUL inside a line: two lines, two answers" test "$(grep -cvx -e "===" -e "" $T/run.out)" -eq 2
 
+# --- a fourth pass (issue 56) ------------------------------------------------------------------------------------
+# A FIFO where a file would go is refused in plain words, whatever kind of file the output is.
+rm -f $T/out.fifo && mkfifo $T/out.fifo
+run timeout 60 "$GPT2" export --model $FIX/model --format gguf --out $T/out.fifo
+error_is "export over a FIFO: a plain sentence naming a regular file" "$T/out.fifo exists and is not a regular file" \
+    "expected a regular file path (a new path, or a model GGUF gpt2 wrote)"
+run timeout 60 "$GPT2" export --model $FIX/model --format llmc --out $T/out.fifo
+error_is "... the same for an llm.c checkpoint" "expected a regular file path (a new path, or an llm.c checkpoint)"
+
 summary

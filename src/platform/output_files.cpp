@@ -162,9 +162,10 @@ void output_check(const std::string& path, const char* flag, const OutputKind& k
                    "bad value for %s: %s is a symbolic link; gpt2 does not write through links", flag, path.c_str());
     if (st.kind == FileKind::directory)
         fatal("bad value for %s: %s is a directory, expected a file path", flag, path.c_str());
-    if (st.kind != FileKind::regular)
-        fatal("bad value for %s: %s exists and is not a regular file (a device, FIFO or socket); expected %s path",
-              flag, path.c_str(), kind.what);
+    if (st.kind != FileKind::regular)  // what may be replaced: a new path, or a file of kind's that gpt2 wrote
+        fatal("bad value for %s: %s exists and is not a regular file (a device, FIFO or socket); expected a regular "
+              "file path (a new path%s%s)",
+              flag, path.c_str(), kind.is_ours ? ", or " : "", kind.is_ours ? kind.what : "");
     if (path_is_input(path))
         fatal("bad value for %s: %s is an input of this run; expected a different output path", flag, path.c_str());
     if (!kind.is_ours || !kind.is_ours(path))

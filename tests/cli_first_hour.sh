@@ -41,7 +41,7 @@ else fail "train | head -1 stops after a step or two (exit $rc, $lines steps log
 # ---- resume: the run's --log goes on, overridden flags are named with old and new values ----
 R=$TEST_TMP/run
 "$GPT2" train "${TINY[@]}" --steps 8 --val-every 4 --out $R --log $R.jsonl --stop-after 4 >"$TEST_TMP/first" 2>&1
-grep -q "^saved $R at step 4; continue with: gpt2 train --resume $R$" "$TEST_TMP/first" &&
+grep -q "^saved $R at step 4; continue with: $GPT2 train --resume $R$" "$TEST_TMP/first" &&
     pass "a save says how to resume" || fail "a save says how to resume"
 "$GPT2" train --resume $R --lr 3e-4 >"$TEST_TMP/resumed" 2>&1
 check "the resumed run appends steps 5-8 to the run's --log" \
@@ -50,11 +50,11 @@ grep -q "^log: appending to $R.jsonl" "$TEST_TMP/resumed" && pass "the resumed r
     fail "the resumed run says it appends to the log"
 grep -q '^note: --lr 3e-4 replaces the run.s 1e-3 (the default)$' "$TEST_TMP/resumed" &&
     pass "an overriding flag is named with its old value" || fail "an overriding flag is named with its old value"
-grep -q "^saved $R at step 8, the last; train on with: gpt2 train --resume $R --steps 16$" "$TEST_TMP/resumed" &&
+grep -q "^saved $R at step 8, the last; train on with: $GPT2 train --resume $R --steps 16$" "$TEST_TMP/resumed" &&
     pass "the last save says how to train on" || fail "the last save says how to train on"
 # the run's end names its plot and how to sample from the model it saved
 if [ "$(tail -2 "$TEST_TMP/resumed")" = "plot: $R/loss.png
-sample from it: gpt2 generate --model $R --prompt-ids 0 --ids" ]; then
+sample from it: $GPT2 generate --model $R --prompt-ids 0 --ids" ]; then
     pass "the run's end names its loss.png and the generate line"
 else fail "the run's end names its loss.png and the generate line"; tail -3 "$TEST_TMP/resumed"; fi
 "$GPT2" train "${TINY[@]}" --steps 1 --val-every 1 --plot "$TEST_TMP/one.png" >"$TEST_TMP/one" 2>&1
@@ -76,7 +76,7 @@ if grep -q '^run: step 8 of 8 (--steps), 512 tokens trained on (64 per step)$' "
     grep -q "^last train loss: $last_train (step 8)$" "$TEST_TMP/info" &&
     grep -q "^last val loss: $last_val (step 8)$" "$TEST_TMP/info" && grep -q '^precision: fp32$' "$TEST_TMP/info" &&
     grep -q "^data: --train $TOK, --val $TOK$" "$TEST_TMP/info" && grep -q -- '--lr 3e-4' "$TEST_TMP/info" &&
-    grep -q "^finished; train on with: gpt2 train --resume $R --steps 16$" "$TEST_TMP/info"; then
+    grep -q "^finished; train on with: $GPT2 train --resume $R --steps 16$" "$TEST_TMP/info"; then
     pass "info shows the run's step, tokens, losses, precision, data, flags and how to go on"
 else fail "info shows the run's step, tokens, losses, precision, data, flags and how to go on"; cat "$TEST_TMP/info"; fi
 
@@ -156,7 +156,7 @@ wait_bounded $pid 600
 stopped=$(grep -o 'interrupted at step [0-9]*' $Q/qs.log | grep -o '[0-9]*$')
 quickstart
 losses=$(grep -c '"loss"' $Q/out/shakespeare.jsonl)
-if [ -n "$stopped" ] && grep -q "^quickstart: out/shakespeare holds an earlier run (at step $stopped): continuing it with gpt2 train --resume out/shakespeare" $Q/qs.log &&
+if [ -n "$stopped" ] && grep -q "^quickstart: out/shakespeare holds an earlier run (at step $stopped): continuing it with ./gpt2 train --resume out/shakespeare" $Q/qs.log &&
     grep -q "^saved out/shakespeare at step 3, the last" $Q/qs.log && ! grep -q '^error' $Q/qs.log &&
     [ "$losses" = 3 ]; then
     pass "the quick start run again after a Ctrl-C at step $stopped resumes it to step 3 and says so"

@@ -41,7 +41,7 @@ check_error "train --out refuses another run's finished checkpoint, naming it" \
     "bad value for --out (train): $T/notes holds the checkpoint of another run (at step 10)" \
     "$GPT2" train $tiny --steps 3 --out $T/notes
 check "... offering --resume and --overwrite in one hint" \
-    grep -q "^hint: continue that run with: gpt2 train --resume $T/notes; or replace it with a new one: --overwrite$" $T/err
+    grep -q "^hint: continue that run with: $GPT2 train --resume $T/notes; or replace it with a new one: --overwrite$" $T/err
 check "... and the checkpoint is untouched" test "$(sum $T/notes/model.safetensors)" = "$before"
 "$GPT2" train $tiny --steps 40 --stop-after 3 --out $T/half >/dev/null 2>&1
 check_error "... and an unfinished one (3 of 40 steps)" "$T/half holds the checkpoint of another run (at step 3)" \
@@ -322,7 +322,7 @@ check_error "a second run on the same --out is refused" "output in use (--out $T
 kill -INT $pid; wait_bounded $pid 120
 check "the lock file goes with the run" test ! -e $T/busy.lock
 check "SIGINT: one line says the run was interrupted and saved, and how to continue" \
-    test "$(grep -c "saved $T/busy" $T/busy.log) $(grep -c "^interrupted at step [0-9]* by SIGINT, saved $T/busy; continue with: gpt2 train --resume $T/busy$" $T/busy.log)" = "1 1"
+    test "$(grep -c "saved $T/busy" $T/busy.log) $(grep -c "^interrupted at step [0-9]* by SIGINT, saved $T/busy; continue with: $GPT2 train --resume $T/busy$" $T/busy.log)" = "1 1"
 
 # --- 11. strict readers and range-checked flags -----------------------------------------------------------
 cp -r $TRAINED $T/dupcfg && sed -i 's/"n_layer"/"n_head": 2, "n_layer"/' $T/dupcfg/config.json
@@ -341,6 +341,11 @@ check_error "--seed 18446744073709551615 (past long long) is out of range, not '
     "bad value for --seed (train): expected 0..9223372036854775807, got 18446744073709551615" "$GPT2" train --seed 18446744073709551615
 check_error "--steps -99999999999999999999 is out of range too" "bad value for --steps (train): expected 0\.\..*, got -99999999999999999999" \
     "$GPT2" train --steps -99999999999999999999
+# Hints name the binary as the user ran it (argv[0]: ./gpt2, not gpt2, which the shell may not find).
+check_error "an unknown command's hint names the binary as run" "unknown command 'trian'" "$GPT2" trian
+check "... did you mean \`$GPT2 train\`?" grep -qxF "hint: did you mean \`$GPT2 train\`?" $TEST_TMP/err
+check_error "an unknown flag's error names the binary as run" "unknown flag --nope (train): see \`$GPT2 train --help\`" \
+    "$GPT2" train --nope 1
 # --- a red-team pass: names that only look like ours, locks, pipes, early signals, config fields -------------
 mkdir -p $T/rt && echo notes >$T/rt/run.old.99990 && mkdir $T/rt/thesis.old.99991 && echo mine >$T/rt/thesis.old.99991/a.txt
 check "an interrupted-save name on a user's file is not restored over --out" "$GPT2" train $tiny --steps 2 --out $T/rt/run

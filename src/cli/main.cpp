@@ -87,6 +87,7 @@ static int finish(int rc) {
 
 int main(int argc, char** argv) {
     std::set_new_handler(on_out_of_memory);
+    if (argc > 0 && argv[0][0]) program_name() = argv[0];  // hints name the binary as run (./gpt2)
     os_init();       // platform/platform.h: the operating system's part
     extensions_plug_in();  // ./gpt2's versions of the core's seams (cli/extensions.h)
     stop_install();  // signals: platform/signals.h
@@ -109,6 +110,7 @@ int main(int argc, char** argv) {
         int d = cli_edit_distance(name, c.name);
         if (d < best_d) best_d = d, best = c.name;
     }
-    if (best_d <= 3) fatal_hint("did you mean `gpt2 " + best + "`?", "unknown command '%s'", name.c_str());
-    fatal_hint("run `gpt2 --help` for the list of commands", "unknown command '%s'", name.c_str());
+    if (best_d <= 3)
+        fatal_hint("did you mean `" + program_name() + " " + best + "`?", "unknown command '%s'", name.c_str());
+    fatal_hint("run `" + program_name() + " --help` for the list of commands", "unknown command '%s'", name.c_str());
 }

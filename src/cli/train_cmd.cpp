@@ -720,7 +720,8 @@ void print_next(const TrainRun& t, const CliArgs& args) {
     const std::string plot = !r.plot_in_out ? r.plot_path : t.saved ? path_join(r.out, "loss.png") : "";
     if (!plot.empty() && path_exists(plot)) printf("plot: %s\n", plot.c_str());
     if (!t.saved) return;
-    std::string generate = "gpt2 generate --model " + (r.lora ? t.base_path + " --lora-from " : "") + r.out;
+    std::string generate =
+        program_name() + " generate --model " + (r.lora ? t.base_path + " --lora-from " : "") + r.out;
     if (args.has("tokenizer")) generate += " --tokenizer " + args.str("tokenizer");
     if (t.model.cfg.vocab_size <= kTokenizerEot) generate += " --prompt-ids 0 --ids";  // no <|endoftext|> to start from
     printf("sample from it: %s\n", generate.c_str());

@@ -264,8 +264,13 @@ int train_dir_step(const std::string& dir) {
 bool train_dir_is_checkpoint(const std::string& dir) { return train_dir_step(dir) >= 0; }
 
 std::string train_resume_command(const std::string& dir, int ranks) {
-    return (ranks > 1 ? "mpirun -np " + std::to_string(ranks) + " ./gpt2-mpi" : std::string("gpt2")) +
-           " train --resume " + dir;
+#ifdef GPT2_MPI
+    const std::string mpi_binary = program_name();  // this binary, the MPI build
+#else
+    const std::string mpi_binary = "./gpt2-mpi";  // the MPI build (make MPI=1)
+#endif
+    const std::string binary = ranks > 1 ? "mpirun -np " + std::to_string(ranks) + " " + mpi_binary : program_name();
+    return binary + " train --resume " + dir;
 }
 
 void train_dir_check(const std::string& dir, const char* flag) {

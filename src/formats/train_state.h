@@ -62,8 +62,8 @@ bool train_dir_is_ours(const std::string& name);
 bool train_dir_is_checkpoint(const std::string& dir);
 // The step such a checkpoint was saved at (0 if its header does not say), or -1 when it is none.
 int train_dir_step(const std::string& dir);
-// The command that continues the run in `dir`, trained on `ranks` processes: `gpt2 train --resume DIR`, or
-// under mpirun `mpirun -np N ./gpt2-mpi train --resume DIR`.
+// The command that continues the run in `dir`, trained on `ranks` processes: `./gpt2 train --resume DIR` (the
+// binary as run: util.h's program_name), or under mpirun `mpirun -np N ./gpt2-mpi train --resume DIR`.
 std::string train_resume_command(const std::string& dir, int ranks);
 // Checks an --out directory before the first step: refuses a symbolic link, a file, and a non-empty
 // directory that is not a training checkpoint; restores a replacement interrupted between its two

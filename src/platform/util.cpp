@@ -163,6 +163,11 @@ double time_now_s() {
     return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
 
+std::string& program_name() {
+    static std::string name = "gpt2";
+    return name;
+}
+
 std::string format_duration(double s) {
     char buf[32];
     int t = (int)(s + 0.5);

@@ -44,6 +44,9 @@ std::string path_strip_slashes(const std::string& path);
 std::string path_parent(const std::string& path);
 // The last component: "a/b" -> "b", "b/" -> "b".
 std::string path_base(const std::string& path);
+// This binary as the user ran it (main() sets it to argv[0], e.g. ./gpt2; "gpt2" before), for hints that
+// name a command to run next: program_name() + " train --resume DIR".
+std::string& program_name();
 double time_now_s();  // monotonic seconds
 // "12m05s", or "3h07m" from an hour on: an ETA for progress lines.
 std::string format_duration(double seconds);

@@ -20,7 +20,7 @@ OUT=out/shakespeare
 if [ -f "$OUT/train_state.safetensors" ]; then
     # an earlier run (a Ctrl-C saves one): train never replaces it, so continue it with its own flags
     at=$(./gpt2 info --model "$OUT" 2>/dev/null | sed -n 's/^run: step \([0-9]*\) of.*/\1/p' || true)  # train says what is wrong
-    echo "quickstart: $OUT holds an earlier run (at step ${at:-?}): continuing it with gpt2 train --resume $OUT; remove $OUT to start over"
+    echo "quickstart: $OUT holds an earlier run (at step ${at:-?}): continuing it with ./gpt2 train --resume $OUT; remove $OUT to start over"
     ./gpt2 train --resume "$OUT" --steps "${STEPS}"
 elif [ "${FINETUNE:-0}" = 1 ]; then
     [ -f data/gpt2/model.safetensors ] || { echo "error: no checkpoint in data/gpt2/: run scripts/download_gpt2.sh gpt2 first" >&2; exit 1; }

@@ -58,6 +58,28 @@ check "a run that fails leaves no --out behind (exit 1, the error names the file
 check "an --out that cannot be made fails before the first step" \
     test $? = 1 -a -z "$(grep '^step' $T/nodir.log)" -a -n "$(grep "^error: cannot create --out $T/no/such/dir" $T/nodir.log)"
 
+check_error "gpt2-core: --seed past long long is out of range, not clamped to its largest" \
+    "bad value for --seed (gpt2-core): expected an integer in \[0, 9223372036854775807\], got '18446744073709551615'" \
+    "$CORE" $tiny --train $TOK --seed 18446744073709551615
+# An allocation that fails (here under an address-space limit) is one error line and exit 1, not an abort,
+# and the --out made for the run goes with it.
+if ldd "$CORE" 2>/dev/null | grep -q libasan; then
+    skip "gpt2-core under ulimit -v: AddressSanitizer reserves more address space than any limit allows"
+else
+    (ulimit -v 2000000; exec "$CORE" $tiny --train $TOK -B 65536 --out $T/huge) >$T/huge.log 2>&1
+    rc=$?
+    check "an oversized -B: exit 1 (exit $rc), one error line saying out of memory, no --out left" \
+        test $rc = 1 -a "$(grep -c . $T/huge.log)" = 1 -a -n "$(grep '^error: out of memory' $T/huge.log)" -a ! -e $T/huge
+fi
+# Ctrl-C before the end (nothing saved yet) leaves no empty --out that a rerun would refuse.
+"$CORE" $tiny --train $TOK --steps 1000000 --out $T/int >$T/int.log 2>&1 &
+pid=$!
+for _ in $(seq 100); do grep -q '^step' $T/int.log && break; sleep 0.1; done
+kill -INT $pid
+wait_bounded $pid 60
+rc=$?
+check "SIGINT ends gpt2-core as the signal does (exit $rc) and leaves no --out" test $rc = 130 -a ! -e $T/int
+
 # --- the budget ---------------------------------------------------------------------------------------------
 # over_budget DIR LIMIT: prints the lines of DIR's files and fails when they exceed LIMIT.
 over_budget() {

@@ -156,7 +156,7 @@ wait_bounded $pid 600
 stopped=$(grep -o 'interrupted at step [0-9]*' $Q/qs.log | grep -o '[0-9]*$')
 quickstart
 losses=$(grep -c '"loss"' $Q/out/shakespeare.jsonl)
-if [ -n "$stopped" ] && grep -q "^quickstart: out/shakespeare holds an earlier run (at step $stopped): continuing it with gpt2 train --resume out/shakespeare" $Q/qs.log &&
+if [ -n "$stopped" ] && grep -q "^quickstart: out/shakespeare holds an earlier run (at step $stopped): continuing it with ./gpt2 train --resume out/shakespeare" $Q/qs.log &&
     grep -q "^saved out/shakespeare at step 3, the last" $Q/qs.log && ! grep -q '^error' $Q/qs.log &&
     [ "$losses" = 3 ]; then
     pass "the quick start run again after a Ctrl-C at step $stopped resumes it to step 3 and says so"

@@ -27,6 +27,12 @@ got=$("${G[@]}" --prompt "the cat" --max-tokens 3 --ids --ids-with-prompt 2>/dev
 new=$("${G[@]}" --prompt "the cat" --max-tokens 3 --ids 2>/dev/null)
 check "--ids-with-prompt: the prompt's ids, then the new ones ($got)" test "$got" = "$want $new"
 check_error "--ids-with-prompt without --ids" "needs --ids" "${G[@]}" --prompt x --ids-with-prompt
+# The prompt's pass is timed apart from decoding and shown as a time, not a rate: a short prompt's pass is
+# latency (and the process's first parallel work), so a rate of it reads as a slow decode.
+"${G[@]}" --prompt "the cat" --max-tokens 3 --ignore-eos >/dev/null 2>"$TEST_TMP/speed"
+check "the speed line: the prompt's tokens in ms, then the new tokens with their rate" \
+    grep -Eqx 'prompt: 2 tokens in [0-9]+ ms; 3 new tokens in [0-9]+\.[0-9]{3} s \([0-9]+\.[0-9] tok/s\)' "$TEST_TMP/speed"
+check "... and no other line gives a rate" test "$(grep -c 'tok/s' "$TEST_TMP/speed")" = 1
 
 # <|endoftext|> follows every document: greedy decoding stops at it, unless --ignore-eos
 n_stop=$("${G[@]}" --prompt "the" --max-tokens 40 --ids 2>/dev/null | wc -w)

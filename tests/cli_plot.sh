@@ -160,7 +160,11 @@ bad "--smooth of 1" "bad value for --smooth (plot)" --smooth 1 $T/fast.jsonl
 bad "--log-y with a loss of 0" "bad loss for --log-y ($T/zero.jsonl, step 2): expected a loss above 0" --log-y $T/zero.jsonl
 bad "a width out of range" "bad value for --width (plot)" --width 50 $T/fast.jsonl
 check_error "--out missing" "missing flag --out" "$GPT2" plot $T/fast.jsonl
-check_error "--out in a missing directory" "directory $T/nodir does not exist" "$GPT2" plot --out $T/nodir/p.png $T/fast.jsonl
+check "--out in a missing directory makes it, as train --out does" "$GPT2" plot --out $T/runs/cmp.png $T/fast.jsonl
+check "... and the PNG is in it" test -s $T/runs/cmp.png
+check_error "--out in missing directories, with a bad log" "malformed JSON" "$GPT2" plot --out $T/nodir/sub/p.png $T/fast.jsonl $T/notjson.jsonl
+check "... leaves none of the directories it made" test ! -e $T/nodir
+check_error "--out under a file" "$T/notes.txt" "$GPT2" plot --out $T/notes.txt/p.png $T/fast.jsonl
 check_error "--out over a file that is not a PNG" "$T/notes.txt exists and is not a PNG" "$GPT2" plot --out $T/notes.txt $T/fast.jsonl
 check "... which is untouched" test "$(cat $T/notes.txt)" = "my notes"
 check_error "--out over a log given as input" "exists and is not a PNG" "$GPT2" plot --out $T/fast.jsonl $T/fast.jsonl

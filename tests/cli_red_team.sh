@@ -393,4 +393,29 @@ check "... leaves neither the empty --log it created nor its directories" test !
 printf 'The\0 cat\nsat\n' | "$GPT2" generate --model $T/hm --tokenizer "$TOK_DIR" --interactive --max-tokens 2 --ids >$T/run.out 2>$T/run.err
 check "generate --interactive keeps a NUL inside a line: two lines, two answers" test "$(grep -cvx -e "===" -e "" $T/run.out)" -eq 2
 
+# --- a fourth pass (issue 56) ------------------------------------------------------------------------------------
+# A FIFO where a file would go is refused in plain words, whatever kind of file the output is.
+rm -f $T/out.fifo && mkfifo $T/out.fifo
+run timeout 60 "$GPT2" export --model $FIX/model --format gguf --out $T/out.fifo
+error_is "export over a FIFO: a plain sentence naming a regular file" "$T/out.fifo exists and is not a regular file" \
+    "expected a regular file path (a new path, or a model GGUF gpt2 wrote)"
+run timeout 60 "$GPT2" export --model $FIX/model --format llmc --out $T/out.fifo
+error_is "... the same for an llm.c checkpoint" "expected a regular file path (a new path, or an llm.c checkpoint)"
+# A save on a disk with room for one checkpoint: the later save cannot write its second copy. One error
+# naming the output, a hint saying a save needs room for one more checkpoint, nothing staged left, and the
+# earlier checkpoint whole. A small tmpfs makes the disk (mounting needs root: skipped where not allowed).
+mkdir -p $T/small
+if mount -t tmpfs -o size=1m tmpfs $T/small 2>/dev/null; then
+    trap 'umount "$T/small" 2>/dev/null; rm -rf "$TEST_TMP"' EXIT
+    run "$GPT2" train $tiny --val '' --steps 4 --save-every 2 --out $T/small/ck
+    error_is "a save on a full disk: one error naming the output" "cannot save $T/small/ck: no space left on the device"
+    check "... a hint: a save needs free space for one more checkpoint, in bytes" \
+        grep -Eq '^hint: a save writes a complete new copy beside the old one before swapping them, so it needs free space for one more checkpoint \(about [0-9]+ bytes' $T/run.err
+    check "... no staging left beside it" test "$(ls $T/small)" = ck
+    check "... and the step-2 checkpoint resumes" bash -c "'$GPT2' info --model $T/small/ck | grep -q '^run: step 2 of 4'"
+    umount $T/small
+else
+    skip "a save on a full disk: cannot mount a tmpfs here (needs root and CAP_SYS_ADMIN)"
+fi
+
 summary

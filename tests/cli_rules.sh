@@ -74,7 +74,7 @@ sed 's/^/    /' $T/path.out
 # and each but platform/signals.cpp that calls signal, sigaction or os_signals_install; fails if any. The platform
 # layer (platform/platform*) is how those two do it, and is exempt; so is core/main.cpp, gpt2-core's main,
 # which cannot reach that door: it writes only into the directory it creates, each file new ("wbx") under a
-# .partial name, then renamed.
+# .partial name, then renamed, and its one signal handler only removes that directory while it is empty.
 write_rule() {
     find "$1" -type f \( -name '*.cpp' -o -name '*.h' -o -name '*.cc' -o -name '*.hpp' \) | sort | perl -e '
         my ($root, $bad) = ($ARGV[0], 0);
@@ -102,7 +102,7 @@ write_rule() {
                 }
                 while ($src =~ /\bos_(?:create_exclusive|open_append|open_lock)\s*\(/g) { $at->($-[0], "open for writing") }
             }
-            if ($rel ne "platform/signals.cpp") {
+            if ($rel ne "platform/signals.cpp" && $rel ne "core/main.cpp") {
                 while ($src =~ /\b(?:signal|sigaction|os_signals_install)\s*\(/g) { $at->($-[0], "signal handler") }
             }
             print "$_->[1]\n" for sort { $a->[0] <=> $b->[0] } @hits; $bad += @hits;

@@ -337,6 +337,15 @@ st_empty $T/dump.safetensors loss
 check_error "compare with an empty loss tensor" "bad tensor loss .*expected one value, got 0" "$GPT2" compare --model $FIX/model --ref $T/dump.safetensors
 check_error "--heads 4294967298 is out of range, not 2" "expected 0..65536, got 4294967298" "$GPT2" info --model $FIX/model --heads 4294967298
 check_error "--heads -5 is out of range, not the default" "expected 0..65536, got -5" "$GPT2" eval --model $FIX/model --data $TOK --heads -5
+check_error "--seed 18446744073709551615 (past long long) is out of range, not 'not an integer'" \
+    "bad value for --seed (train): expected 0..9223372036854775807, got 18446744073709551615" "$GPT2" train --seed 18446744073709551615
+check_error "--steps -99999999999999999999 is out of range too" "bad value for --steps (train): expected 0\.\..*, got -99999999999999999999" \
+    "$GPT2" train --steps -99999999999999999999
+# Hints name the binary as the user ran it (argv[0]: ./gpt2, not gpt2, which the shell may not find).
+check_error "an unknown command's hint names the binary as run" "unknown command 'trian'" "$GPT2" trian
+check "... did you mean \`$GPT2 train\`?" grep -qxF "hint: did you mean \`$GPT2 train\`?" $TEST_TMP/err
+check_error "an unknown flag's error names the binary as run" "unknown flag --nope (train): see \`$GPT2 train --help\`" \
+    "$GPT2" train --nope 1
 # --- a red-team pass: names that only look like ours, locks, pipes, early signals, config fields -------------
 mkdir -p $T/rt && echo notes >$T/rt/run.old.99990 && mkdir $T/rt/thesis.old.99991 && echo mine >$T/rt/thesis.old.99991/a.txt
 check "an interrupted-save name on a user's file is not restored over --out" "$GPT2" train $tiny --steps 2 --out $T/rt/run

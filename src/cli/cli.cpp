@@ -73,8 +73,8 @@ CliArgs cli_parse(int argc, char** argv, const char* command, const char* usage,
                            "unexpected argument '%s' (%s) after --%s %s: expected only flags", a.c_str(), command,
                            took_value, argv[i - 1]);
             if (!allow_positional)
-                fatal("unexpected argument '%s' (%s): expected only flags; see `gpt2 %s --help`", a.c_str(), command,
-                      command);
+                fatal("unexpected argument '%s' (%s): expected only flags; see `%s %s --help`", a.c_str(), command,
+                      program_name().c_str(), command);
             args.positional.push_back(a);
             took_value = nullptr;
             continue;
@@ -103,9 +103,9 @@ CliArgs cli_parse(int argc, char** argv, const char* command, const char* usage,
             }
             std::string shown = (is_long ? "--" : "-") + name;
             if (!best.empty())
-                fatal_hint("did you mean " + best + "?", "unknown flag %s (%s): see `gpt2 %s --help`", shown.c_str(),
-                           command, command);
-            fatal("unknown flag %s (%s): see `gpt2 %s --help`", shown.c_str(), command, command);
+                fatal_hint("did you mean " + best + "?", "unknown flag %s (%s): see `%s %s --help`", shown.c_str(),
+                           command, program_name().c_str(), command);
+            fatal("unknown flag %s (%s): see `%s %s --help`", shown.c_str(), command, program_name().c_str(), command);
         }
         if (f->is_switch) {
             if (has_value) fatal("flag --%s takes no value (%s)", f->name, command);
@@ -143,10 +143,10 @@ long long CliArgs::integer_in(const char* name, long long lo, long long hi) cons
     char* endp = nullptr;
     errno = 0;
     long long x = strtoll(v.c_str(), &endp, 10);
-    if (v.empty() || *endp || errno)
+    if (v.empty() || *endp || (errno && errno != ERANGE))
         fatal("malformed value for --%s (%s): expected an integer, got '%s'", name, command.c_str(), v.c_str());
-    if (x < lo || x > hi)
-        fatal("bad value for --%s (%s): expected %lld..%lld, got %lld", name, command.c_str(), lo, hi, x);
+    if (errno == ERANGE || x < lo || x > hi)  // an integer past long long's range is out of range too
+        fatal("bad value for --%s (%s): expected %lld..%lld, got %s", name, command.c_str(), lo, hi, v.c_str());
     return x;
 }
 

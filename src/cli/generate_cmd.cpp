@@ -158,9 +158,11 @@ void run_samples(const GPT2& model, const Tokenizer& tok, const std::vector<int>
         if (stats.slides)
             fprintf(stderr, "context of %d full: the window slid for the last %d tokens\n", model.cfg.max_seq_len,
                     stats.slides);
-        fprintf(stderr, "prompt: %d tokens in %.3f s (%.1f tok/s)\n", stats.prompt_tokens, stats.prompt_s,
-                stats.prompt_tokens / std::max(stats.prompt_s, 1e-9));
-        fprintf(stderr, "%d tokens in %.3f s (%.1f tok/s)\n", stats.new_tokens, stats.decode_s,
+        // The prompt's one batched pass as a time: a short prompt's is latency, not a rate to set beside
+        // decoding's (the first one also starts the thread team, and runs on every thread before the tuner
+        // has measured other processes' load: platform/threads.h).
+        fprintf(stderr, "prompt: %d tokens in %.0f ms; %d new tokens in %.3f s (%.1f tok/s)\n", stats.prompt_tokens,
+                stats.prompt_s * 1e3, stats.new_tokens, stats.decode_s,
                 stats.new_tokens / std::max(stats.decode_s, 1e-9));
     }
     stop_catch(false);

@@ -117,8 +117,8 @@ int cmd_plot(int argc, char** argv) {
     if (x != "step" && x != "tokens") fatal("bad value for --x (plot): expected step or tokens, got '%s'", x.c_str());
     style.x_tokens = x == "tokens";
     const std::vector<std::string> labels = run_labels(args, logs);
-    plot_check_path(out, "--out (plot)");
-    PathLock lock(out, "--out (plot)");
+    plot_check_path(out, "--out (plot)", true);
+    PathLock lock(out, "--out (plot)");  // makes --out's missing directories, removed again if the plot fails
 
     std::vector<PlotRun> runs;
     for (size_t i = 0; i < logs.size(); i++) runs.push_back(plot_run(logs[i], labels[i], style));

@@ -4,11 +4,13 @@
 // Everything else (validation, resume, samples, shards, other precisions, MPI, safe replacing of outputs) is ./gpt2's.
 #include <cerrno>
 #include <climits>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <new>
 #include <string>
 
 #include "core/error.h"
@@ -37,8 +39,8 @@ double number(const char* name, double lo, double hi) {
 long long integer(const char* name, long long lo, long long hi) {
     const std::string& v = flags[name];
     char* end = nullptr;
-    const long long x = strtoll(v.c_str(), &end, 10);
-    if (v.empty() || *end || v.find_first_not_of("0123456789") != std::string::npos || x < lo || x > hi)
+    const long long x = (errno = 0, strtoll(v.c_str(), &end, 10));  // ERANGE: past long long, out of range
+    if (v.empty() || *end || v.find_first_not_of("0123456789") != std::string::npos || errno || x < lo || x > hi)
         fatal("bad value for --%s (gpt2-core): expected an integer in [%lld, %lld], got '%s'", name, lo, hi, v.c_str());
     return x;
 }
@@ -54,6 +56,14 @@ void write_new(const std::string& path, const std::function<void(const ByteSink&
     if (fclose(f) != 0 || !ok) fatal("cannot write %s: %s", partial.c_str(), strerror(errno));
     if (std::rename(partial.c_str(), path.c_str()) != 0)
         fatal("cannot rename %s: %s", partial.c_str(), strerror(errno));
+}
+
+// SIGINT and SIGTERM end the run at once (it saves only at its end), removing the --out it made if still empty.
+const char* out_dir = "";
+void on_signal(int sig) {
+    std::remove(out_dir);  // rmdir: fails on a directory with a file in it
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
 }
 
 void parse(int argc, char** argv) {
@@ -77,6 +87,8 @@ void parse(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    std::set_new_handler(  // an allocation that fails: one error line, not an abort
+        [] { fatal("out of memory (gpt2-core): an allocation failed; expected a smaller model, -B or -T"); });
     parse(argc, argv);
     Trainer t;
     TrainOptions& o = t.opts;
@@ -102,6 +114,8 @@ int main(int argc, char** argv) {
             fatal("bad value for --out (gpt2-core): %s exists; expected a new directory", out.c_str());
         fatal("cannot create --out %s: %s", out.c_str(), err.message().c_str());
     }
+    out_dir = out.c_str();
+    for (int sig : {SIGINT, SIGTERM}) std::signal(sig, on_signal);
     FatalCleanup remove_out([&] {  // until main returns
         if (out.empty()) return;
         for (const char* name : {"config.json", "model.safetensors"}) std::filesystem::remove(out + "/" + name, err);
@@ -135,6 +149,7 @@ int main(int argc, char** argv) {
         fflush(stdout);
     }
     if (!out.empty()) {
+        for (int sig : {SIGINT, SIGTERM}) std::signal(sig, SIG_IGN);  // a save, once begun, ends whole
         const std::string config = hf_config_json(cfg);
         write_new(out + "/config.json", [&](const ByteSink& sink) { sink(config.data(), config.size()); });
         write_new(out + "/model.safetensors", [&](const ByteSink& sink) { hf_write_safetensors(t.model, sink); });

@@ -68,8 +68,8 @@ void open_mask(TokenShard* s) {
     maps->mask_map = std::shared_ptr<const void>(map, ShardMaps(n));
     std::string err;
     if (!lossmask_check(static_cast<const uint8_t*>(map), n, s->num_tokens, s->fingerprint, path, &err))
-        fatal_hint("remake it with gpt2 tokenize --instructions, or give --loss-on all to ignore it", "%s",
-                   err.c_str());
+        fatal_hint("remake it with " + program_name() + " tokenize --instructions, or give --loss-on all to ignore it",
+                   "%s", err.c_str());
     maps->mask = static_cast<const uint8_t*>(map) + kTokenFileHeaderBytes;
     memcpy(&maps->mask_T, static_cast<const int32_t*>(map) + 5, sizeof(maps->mask_T));
     const uint64_t h = fnv1a_edges(maps->mask, n - kTokenFileHeaderBytes, (size_t)1 << 20, fnv1a(map, kTokenFileHeaderBytes));

@@ -44,7 +44,6 @@ struct TrainState {
     std::string path;
     std::vector<std::pair<std::string, std::string>> flags;  // (name, value) as the run was given them
     int step = 0;                                            // optimizer steps done
-    int adamw_step = 0;  // AdamW's updates: step less the steps skipped as they scored no target (loss masks)
     // AdamW's moments, F32, BF16 (--optimizer-state bf16) or U8 (8bit, with each block's steps), left in the
     // file (whose header, or image when parsed from one, `file` holds) until train_state_restore reads them a
     // piece at a time
@@ -63,8 +62,8 @@ bool train_dir_is_ours(const std::string& name);
 bool train_dir_is_checkpoint(const std::string& dir);
 // The step such a checkpoint was saved at (0 if its header does not say), or -1 when it is none.
 int train_dir_step(const std::string& dir);
-// The command that continues the run in `dir`, trained on `ranks` processes: `gpt2 train --resume DIR`, or
-// under mpirun `mpirun -np N ./gpt2-mpi train --resume DIR` (one process: the program as typed, program_name()).
+// The command that continues the run in `dir`, trained on `ranks` processes: `./gpt2 train --resume DIR` (the
+// binary as run: util.h's program_name), or under mpirun `mpirun -np N ./gpt2-mpi train --resume DIR`.
 std::string train_resume_command(const std::string& dir, int ranks);
 // Checks an --out directory before the first step: refuses a symbolic link, a file, and a non-empty
 // directory that is not a training checkpoint; restores a replacement interrupted between its two

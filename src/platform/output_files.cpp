@@ -32,11 +32,29 @@ long suffix_pid(const std::string& name, const std::string& prefix) {
     return atol(name.c_str() + prefix.size());
 }
 
+// While dir_publish fills a staging directory: the directory it replaces, and the bytes of the files of its
+// own there (0: none yet). A full disk then names the output and says why a save needs room for a copy.
+struct Publishing {
+    std::string dir;
+    uint64_t old_bytes = 0;
+};
+const Publishing* g_publishing = nullptr;
+
+// fatal for a write to `path` that failed with errno `err`.
+[[noreturn]] void write_failed(const std::string& path, int err) {
+    const Publishing* p = g_publishing;
+    if (err != ENOSPC || !p) fatal("cannot write %s: %s", path.c_str(), strerror(err));
+    if (!p->old_bytes) fatal("cannot save %s: no space left on the device (writing %s)", p->dir.c_str(), path.c_str());
+    fatal_hint("a save writes a complete new copy beside the old one before swapping them, so it needs free space "
+               "for one more checkpoint (about " + std::to_string(p->old_bytes) + " bytes, the size of the one there)",
+               "cannot save %s: no space left on the device (writing %s)", p->dir.c_str(), path.c_str());
+}
+
 void write_all(int fd, const void* data, size_t n, const std::string& path) {
     const char* p = static_cast<const char*>(data);
     while (n > 0) {
         long w = os_write(fd, p, n);
-        if (w <= 0) fatal("cannot write %s: %s", path.c_str(), strerror(w == 0 ? ENOSPC : errno));
+        if (w <= 0) write_failed(path, w == 0 ? ENOSPC : errno);
         p += w;
         n -= (size_t)w;
     }
@@ -162,9 +180,10 @@ void output_check(const std::string& path, const char* flag, const OutputKind& k
                    "bad value for %s: %s is a symbolic link; gpt2 does not write through links", flag, path.c_str());
     if (st.kind == FileKind::directory)
         fatal("bad value for %s: %s is a directory, expected a file path", flag, path.c_str());
-    if (st.kind != FileKind::regular)
-        fatal("bad value for %s: %s exists and is not a regular file (a device, FIFO or socket); expected %s path",
-              flag, path.c_str(), kind.what);
+    if (st.kind != FileKind::regular)  // what may be replaced: a new path, or a file of kind's that gpt2 wrote
+        fatal("bad value for %s: %s exists and is not a regular file (a device, FIFO or socket); expected a regular "
+              "file path (a new path%s%s)",
+              flag, path.c_str(), kind.is_ours ? ", or " : "", kind.is_ours ? kind.what : "");
     if (path_is_input(path))
         fatal("bad value for %s: %s is an input of this run; expected a different output path", flag, path.c_str());
     if (!kind.is_ours || !kind.is_ours(path))
@@ -207,14 +226,15 @@ void OutputFile::write(const void* data, size_t n) {
 void OutputFile::write_at(const void* data, size_t n, uint64_t offset) {
     assert(fd_ >= 0 && "OutputFile::write_at after close");
     stop_point();
-    if (os_pwrite(fd_, data, n, offset) != (long)n) fatal("cannot write %s: %s", staged_.c_str(), strerror(errno));
+    const long w = os_pwrite(fd_, data, n, offset);
+    if (w != (long)n) write_failed(staged_, w >= 0 ? ENOSPC : errno);  // a short write: the disk is full
 }
 
 void OutputFile::close() {
     if (fd_ < 0) return;
     const int fd = fd_;
     fd_ = -1;
-    if (!os_fsync(fd) || !os_close(fd)) fatal("cannot flush %s: %s", staged_.c_str(), strerror(errno));
+    if (!os_fsync(fd) || !os_close(fd)) write_failed(staged_, errno);
 }
 
 void OutputFile::publish() {
@@ -554,7 +574,15 @@ void dir_publish(const std::string& dir, const std::function<bool(const std::str
     // a later run. It goes into `dir` too before the swap, so the old contents carry it out.
     mark(staging);
     FatalCleanup cleanup([&] { clear_staging(staging, dir, ours); });
+    Publishing publishing{dir};  // the old copy's size: what a second copy needs, about
+    for (const std::string& name : dir_exists(dir) ? dir_entries(dir) : std::vector<std::string>()) {
+        FileInfo st;
+        if (ours(name) && os_lstat(path_join(dir, name), &st) && st.kind == FileKind::regular)
+            publishing.old_bytes += st.size;
+    }
+    g_publishing = &publishing;
     write(staging);
+    g_publishing = nullptr;
     stop_point();  // signals.h: a command ended by a signal here leaves `dir` as it was
     const bool dir_marked = dir_exists(dir) && !path_exists_no_follow(path_join(dir, kStagingMarker));
     if (dir_marked) mark(dir);

@@ -490,9 +490,9 @@ void plot_losses(const std::string& path, const std::vector<PlotRun>& runs, int 
     output_write(path, flag, kPngKind, {{png.data(), png.size()}});
 }
 
-void plot_check_path(const std::string& path, const char* flag) {
+void plot_check_path(const std::string& path, const char* flag, bool make_dirs) {
     if (path.empty()) fatal("empty value for %s: expected a PNG path", flag);
-    if (!dir_exists(path_parent(path)))
+    if (!make_dirs && !dir_exists(path_parent(path)))
         fatal("bad value for %s: directory %s does not exist", flag, path_parent(path).c_str());
     output_check(path, flag, kPngKind);
 }

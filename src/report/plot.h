@@ -68,7 +68,7 @@ std::vector<uint8_t> plot_render(const std::vector<PlotRun>& runs, int width, in
 void plot_losses(const std::string& path, const std::vector<PlotRun>& runs, int width = 800, int height = 500,
                  const char* flag = "--plot", const PlotStyle& style = PlotStyle());
 
-// Checks, before any work, that `path` may receive a plot: its directory exists, and output_check accepts
-// it as a PNG (gpt2 replaces only its own kind: never a link, a device or another kind of file). `flag`
-// names it in errors, e.g. "--plot (train)".
-void plot_check_path(const std::string& path, const char* flag);
+// Checks, before any work, that `path` may receive a plot: its directory exists (or make_dirs: the caller
+// makes it, e.g. with a PathLock), and output_check accepts it as a PNG (gpt2 replaces only its own kind:
+// never a link, a device or another kind of file). `flag` names it in errors, e.g. "--plot (train)".
+void plot_check_path(const std::string& path, const char* flag, bool make_dirs = false);

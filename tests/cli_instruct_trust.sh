@@ -67,7 +67,7 @@ resume_exact() {
     "$GPT2" train "${run[@]}" --out "$T/lr/a" >"$T/lr/a.out" 2>&1 || return 1
     "$GPT2" train "${run[@]}" --stop-after 2 --out "$T/lr/b" >"$T/lr/b.out" 2>&1 || return 1
     "$GPT2" train --resume "$T/lr/b" --steps 5 >>"$T/lr/b.out" 2>&1 || return 1
-    grep -c "no scored token" "$T/lr/a.out" | grep -qv '^0$' || { cat "$T/lr/a.out"; return 1; }
+    grep -q "no scored token" "$T/lr/a.out" || { cat "$T/lr/a.out"; return 1; }
     cmp "$T/lr/a/model.safetensors" "$T/lr/b/model.safetensors" || return 1
     diff <(grep -o '^step.*| loss [^|]*|' "$T/lr/a.out") <(grep -o '^step.*| loss [^|]*|' "$T/lr/b.out")
 }

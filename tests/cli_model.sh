@@ -161,7 +161,7 @@ long_line() {
     { echo "hi"; printf 'word %.0s' $(seq 40); echo; echo "there"; } | "${G[@]}" --interactive >"$TEST_TMP/inter" 2>"$TEST_TMP/inter_err"
     local rc=$?
     cat "$TEST_TMP/inter_err"
-    [ $rc = 1 ] && [ "$(grep -cvx '===' "$TEST_TMP/inter")" = 2 ] && grep -q '^error: prompt too long: 41 tokens, expected at most the model.s context of 16 (--interactive, line skipped)' "$TEST_TMP/inter_err" &&
+    [ $rc = 1 ] && [ "$(grep -cvx '===' "$TEST_TMP/inter")" = 2 ] && grep -q '^error: prompt too long: 41 tokens, expected at most the model.s context of 16 (--interactive, line 2 skipped)' "$TEST_TMP/inter_err" &&
         grep -q '^error: 1 prompt skipped (--interactive)' "$TEST_TMP/inter_err"
 }
 check "generate --interactive skips a line past the context with an error, goes on, and exits 1" long_line
@@ -176,7 +176,7 @@ check "generate --num-samples prints one line of ids per sample" \
 check "a 30-token prompt with 10 more slides for the last 7" grep -q "the window slid for the last 7 tokens" "$TEST_TMP/ctx_err"
 check_error "prompt longer than the context" "prompt too long" "$GPT2" generate --model $TRAINED --prompt-ids "$(seq -s ' ' 1 40)" --ids
 check_error "prompt id beyond the vocabulary" "out of range (--prompt-ids)" "$GPT2" generate --model $TRAINED --prompt-ids "5 1000" --ids
-check_error "bad top-p" "expected 0..1, got 1.5" "$GPT2" generate --model $TRAINED --top-p 1.5 --ids
+check_error "bad top-p" "expected 0 < p <= 1, got 1.5" "$GPT2" generate --model $TRAINED --top-p 1.5 --ids
 check_error "top-p 0" "expected 0 < p <= 1" "$GPT2" generate --model $TRAINED --top-p 0 --ids
 check_error "tokenizer that does not fit the model" "tokenizer" "$GPT2" generate --model $TRAINED --prompt hello --tokenizer "$TEST_TMP/none"
 

@@ -90,7 +90,10 @@ CliArgs cli_parse(int argc, char** argv, const char* command, const char* usage,
         const CliFlag* f = find_flag(flags, name, !is_long);
         if (!f) {
             std::string best;  // the suggestion, as it would be typed
-            if (is_short && name.size() == 1) {  // one letter is near every short name: only its other case counts
+            const CliFlag* glued = is_short ? find_flag(flags, name.substr(0, 1), true) : nullptr;
+            if (glued && !glued->is_switch) {  // -n5: the value written against the short name
+                best = std::string("-") + glued->short_name + " " + name.substr(1);
+            } else if (is_short && name.size() == 1) {  // one letter is near every short name: only its other case counts
                 for (const CliFlag& g : flags)
                     if (g.short_name[0] && tolower((unsigned char)g.short_name[0]) == tolower((unsigned char)name[0]))
                         best = std::string("-") + g.short_name + " (--" + g.name + ")";
@@ -112,6 +115,12 @@ CliArgs cli_parse(int argc, char** argv, const char* command, const char* usage,
         } else if (!has_value) {
             if (i + 1 >= argc) fatal("missing value for flag --%s (%s): expected %s", f->name, command, f->help);
             value = argv[++i];
+            // `--prompt --ids`: the next flag taken for a value would be lost without a word
+            const std::string next = value.substr(0, value.find('='));
+            if (next.size() > 2 && next.compare(0, 2, "--") == 0 && find_flag(flags, next.substr(2), false))
+                fatal_hint("a value that starts with -- goes after an equals sign: --" + std::string(f->name) + "=" +
+                               value,
+                           "missing value for flag --%s (%s): got the flag %s", f->name, command, next.c_str());
         }
         took_value = f->is_switch || has_value ? nullptr : f->name;
         args.names.push_back(f->name);

@@ -110,6 +110,7 @@ int main(int argc, char** argv) {
         int d = cli_edit_distance(name, c.name);
         if (d < best_d) best_d = d, best = c.name;
     }
-    if (best_d <= 3) fatal_hint("did you mean `gpt2 " + best + "`?", "unknown command '%s'", name.c_str());
-    fatal_hint("run `gpt2 --help` for the list of commands", "unknown command '%s'", name.c_str());
+    if (best_d <= 3)
+        fatal_hint("did you mean `" + program_name() + " " + best + "`?", "unknown command '%s'", name.c_str());
+    fatal_hint("run `" + program_name() + " --help` for the list of commands", "unknown command '%s'", name.c_str());
 }

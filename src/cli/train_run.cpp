@@ -58,9 +58,13 @@ StepStats train_step_in_backward(TrainRun* t, int step) {
     const double t0 = time_now_s();
     RunHooks& hooks = t->step_hooks;  // the thread team, the data's position, a data error that saves first
     hooks.begin();
-    if (hooks.scores_nothing()) return train_skip_step(t, &hooks, step);
     std::string err;
     if (!dataloader_try_next(&t->train_dl, &err)) hooks.data_failed(step, err);
+    if (hooks.scores_nothing()) {  // as train_step skips it: the data read, the stop signal, nothing else
+        const int stop = hooks.stop();
+        hooks.end();
+        return {NAN, 0.0f, lr_schedule(step, o.steps, o.adamw.lr, o.warmup, o.min_lr_frac, o.cosine), 0.0f, stop, true};
+    }
     gpt2_zero_grad(&t->model);
     const double loss = gpt2_forward(&t->model, t->train_dl.inputs.data(), t->train_dl.targets.data(), o.B, o.T, 1);
     train_check_finite(loss, 0, step);

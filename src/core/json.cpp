@@ -20,9 +20,7 @@ struct Parser {
         if (err.empty()) err = "line " + std::to_string(1 + std::count(begin, std::min(p, end), '\n')) + ": " + what;
         return false;
     }
-    void skip_ws() {
-        while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
-    }
+    void skip_ws() { while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++; }
     // Skips whitespace, then takes c if it comes next.
     bool eat(char c) {
         skip_ws();

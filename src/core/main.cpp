@@ -60,11 +60,7 @@ void write_new(const std::string& path, const std::function<void(const ByteSink&
 
 // SIGINT and SIGTERM end the run at once (it saves only at its end), removing the --out it made if still empty.
 const char* out_dir = "";
-void on_signal(int sig) {
-    std::remove(out_dir);  // rmdir: fails on a directory with a file in it
-    std::signal(sig, SIG_DFL);
-    std::raise(sig);
-}
+void on_signal(int sig) { std::remove(out_dir), std::signal(sig, SIG_DFL), std::raise(sig); }  // remove: rmdir
 
 void parse(int argc, char** argv) {
     for (int i = 1; i < argc; i++) {
@@ -100,9 +96,8 @@ int main(int argc, char** argv) {
     o.adamw.eps = (float)number("eps", 1e-30, 1), o.adamw.weight_decay = (float)number("weight-decay", 0, 10);
     o.grad_clip = (float)number("grad-clip", 0, 1e9), o.min_lr_frac = (float)number("min-lr-frac", 0, 1);
     o.warmup = (int)integer("warmup", 0, 1 << 30);
-    if (flags["lr-schedule"] != "cosine" && flags["lr-schedule"] != "constant")
-        fatal("bad value for --lr-schedule (gpt2-core): expected cosine or constant, got '%s'",
-              flags["lr-schedule"].c_str());
+    if (const std::string& s = flags["lr-schedule"]; s != "cosine" && s != "constant")
+        fatal("bad value for --lr-schedule (gpt2-core): expected cosine or constant, got '%s'", s.c_str());
     o.cosine = flags["lr-schedule"] == "cosine";
     o.shuffle = flags["no-shuffle"].empty();
     // --out is made now, so a run that could not save fails before its first step; a run that fails removes
@@ -122,9 +117,8 @@ int main(int argc, char** argv) {
         std::filesystem::remove(out, err);
     });
 
-    if (!flags["model"].empty()) {
-        hf_load(&t.model, flags["model"]);
-    } else {
+    if (!flags["model"].empty()) hf_load(&t.model, flags["model"]);
+    else {
         const GPT2Config cfg = config_make((int)integer("seq-len", 1, 1 << 20), (int)integer("vocab", 1, 65536),
                                            (int)integer("layers", 1, 1000), (int)integer("heads", 1, 65536),
                                            (int)integer("channels", 1, 65536));

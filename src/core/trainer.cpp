@@ -30,18 +30,23 @@ StepStats train_step(Trainer* t, int step) {
     const TrainOptions& o = t->opts;
     const auto t0 = std::chrono::steady_clock::now();
     hooks.begin();
-    if (hooks.scores_nothing())
-        return train_skip_step(t, &hooks, step);
+    const bool skip = hooks.scores_nothing();  // its data read, the stop signal shared, nothing else (0 ms)
     GPT2& model = t->model;
-    gpt2_zero_grad(&model);
+    if (!skip) gpt2_zero_grad(&model);
     double loss = 0;
     for (int micro = 0; micro < o.accum; micro++) {
         std::string err;
         if (!dataloader_try_next(&t->train_dl, &err)) hooks.data_failed(step, err);
+        if (skip) continue;
         const float share = hooks.loss_scale(o.accum);  // of the step's loss, which sums every micro-batch's
         const DataLoader& dl = t->train_dl;
         loss += gpt2_forward(&model, dl.inputs.data(), dl.targets.data(), o.B, o.T, share) * (double)share;
         gpt2_backward(&model, micro == o.accum - 1 ? hooks.layer_done() : nullptr);  // last: final as it goes
+    }
+    if (skip) {
+        const int stop = hooks.stop();
+        hooks.end();
+        return {NAN, 0.0f, lr_schedule(step, o.steps, o.adamw.lr, o.warmup, o.min_lr_frac, o.cosine), 0.0f, stop, true};
     }
     hooks.backward_done();
     loss = hooks.loss(loss);
@@ -55,20 +60,4 @@ StepStats train_step(Trainer* t, int step) {
     hooks.end();
     const float ms = std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return {loss, norm, lr, ms, stop};
-}
-
-StepStats train_skip_step(Trainer* t, StepHooks* hooks, int step) {
-    const TrainOptions& o = t->opts;
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int micro = 0; micro < o.accum; micro++) {
-        std::string err;
-        if (!dataloader_try_next(&t->train_dl, &err)) hooks->data_failed(step, err);
-    }
-    const int stop = hooks->stop();
-    hooks->end();
-    const float lr = lr_schedule(step, o.steps, o.adamw.lr, o.warmup, o.min_lr_frac, o.cosine);
-    const float ms = std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    StepStats s = {std::nan(""), 0.0f, lr, ms, stop};
-    s.skipped = true;
-    return s;
 }

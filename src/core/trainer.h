@@ -22,8 +22,7 @@ struct TrainOptions {
 struct StepHooks {
     virtual ~StepHooks() = default;
     virtual void begin() {}
-    // True when the step's batches score no target at all (loss masks, every rank's): a mean over none has no
-    // value (PyTorch's is NaN), so the step reads its data and is skipped: no forward, no AdamW step.
+    // No target scored in the step (loss masks, every rank's): a mean over none is NaN, so no forward, no update.
     virtual bool scores_nothing() { return false; }
     virtual float loss_scale(int accum) { return 1.0f / (float)accum; }  // per micro-batch: its share of the step
     virtual std::function<void(int layer)> layer_done() { return nullptr; }  // gpt2_backward's, last micro-batch
@@ -57,8 +56,5 @@ struct Trainer {
 
 // One optimizer step (from 0): fatal on a non-finite loss or norm, or on a non-finite value the update left.
 StepStats train_step(Trainer* t, int step);
-// The step hooks.scores_nothing() skips: its micro-batches read (the data moves on as in any step), the stop
-// signal shared, nothing else; a NaN loss, marked skipped.
-StepStats train_skip_step(Trainer* t, StepHooks* hooks, int step);
 void train_check_finite(double loss, float norm, int step);
 void train_check_update(const Trainer& t, float norm, int step);

@@ -17,6 +17,8 @@
 #include "platform/output_files.h"
 #include "platform/util.h"
 #include "formats/checkpoint.h"
+#include "formats/loss_mask.h"
+#include "formats/token_files.h"
 #include "formats/safetensors_file.h"
 #include "precision/adamw_8bit.h"
 
@@ -155,8 +157,8 @@ bool parse_counters(const SafeTensors& st, TrainState* ts, std::string* err) {
         !meta_int(st, "loader.epoch", -1, kMaxSteps, &epoch, err) ||
         !meta_int(st, "loader.pos", 0, 1ll << 32, &pos, err))
         return false;
-    if (adamw_step != step) return fail(err, "adamw.step differs from step");
-    ts->step = (int)step, ts->loader.epoch = (int)epoch, ts->loader.pos = (size_t)pos;
+    if (adamw_step > step) return fail(err, "adamw.step is more than step");  // less: steps that scored nothing
+    ts->step = (int)step, ts->adamw_step = (int)adamw_step, ts->loader.epoch = (int)epoch, ts->loader.pos = (size_t)pos;
 
     std::string rng = st.meta("loader.rng");
     char* end = nullptr;
@@ -312,6 +314,27 @@ std::string train_state_shards_hash(const DataLoader& dl) {
     return hash_hex(h);
 }
 
+// Which shards had a loss mask, '1' or '0' each in order: a resume names a mask that went missing.
+static std::string shard_masks(const DataLoader& dl) {
+    std::string masks;
+    for (const TokenShard& s : dl.shards) masks += token_files_mask(s) ? '1' : '0';
+    return masks;
+}
+
+// A shard trained with a loss mask whose mask is gone (a resume that ignores masks, --loss-on all, finds it
+// there): fatal naming it, rather than as training data changed in general.
+static void check_masks_there(const TrainState& ts, const DataLoader& dl) {
+    const std::string masks = ts.file.meta("data.masks");
+    if (masks.size() != dl.shards.size()) return;  // a checkpoint from before "data.masks", or other shards
+    for (size_t i = 0; i < masks.size(); i++) {
+        const std::string mask = lossmask_path(dl.shards[i].path);
+        if (masks[i] == '1' && !token_files_mask(dl.shards[i]) && !path_exists(mask) && !path_is_symlink(mask))
+            fatal_hint("put it back, or write it again: tokenize --instructions on the same inputs with the same -T",
+                       "training data changed (%s): the loss mask %s is missing; the run was trained with it on %s",
+                       ts.path.c_str(), mask.c_str(), dl.shards[i].path.c_str());
+    }
+}
+
 void train_state_write(const std::string& path, const AdamW& opt, size_t n, const std::string& params_hash,
                        const GPT2Config& cfg, const DataLoader& dl, int step,
                        const std::vector<std::pair<std::string, std::string>>& run_flags, const LossHistory& history,
@@ -348,6 +371,7 @@ void train_state_write(const std::string& path, const AdamW& opt, size_t n, cons
         {"params.fnv1a", params_hash},
         {"data.shards", std::to_string(dl.shards.size())},
         {"data.fingerprint", train_state_shards_hash(dl)},
+        {"data.masks", shard_masks(dl)},
         {"model.geometry", geometry_of(cfg)},
         {"flags", flags}};
     all.insert(all.end(), meta.begin(), meta.end());
@@ -483,11 +507,12 @@ void train_state_restore_params(TrainState* state, size_t n, const std::string& 
         fatal("training data changed (%s): the run was trained on %zu shards, %s names %zu", path, ts.data_shards, spec,
               dl->shards.size());
     } else if (ts.data_hash != train_state_shards_hash(*dl)) {
+        check_masks_there(ts, *dl);
         fatal("training data changed (%s): the shards of %s fingerprint to %s, the run was trained on %s", path, spec,
               train_state_shards_hash(*dl).c_str(), ts.data_hash.c_str());
     }
     read_moments(ts, opt);
-    opt->step = ts.step;
+    opt->step = ts.adamw_step;
     check_loader_fits(*dl, ts.loader, ts.path);
     dataloader_restore(dl, ts.loader);
     *history = ts.history;

@@ -44,6 +44,7 @@ struct TrainState {
     std::string path;
     std::vector<std::pair<std::string, std::string>> flags;  // (name, value) as the run was given them
     int step = 0;                                            // optimizer steps done
+    int adamw_step = 0;  // AdamW's updates: step less the steps skipped as they scored no target (loss masks)
     // AdamW's moments, F32, BF16 (--optimizer-state bf16) or U8 (8bit, with each block's steps), left in the
     // file (whose header, or image when parsed from one, `file` holds) until train_state_restore reads them a
     // piece at a time

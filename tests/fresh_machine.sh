@@ -130,7 +130,7 @@ if [ -e /etc/resolv.conf ]; then
     rm -f "$root/etc/resolv.conf"
     cp -L /etc/resolv.conf "$root/etc/resolv.conf"
 fi
-for m in proc sys dev; do
+for m in proc sys dev dev/pts; do  # dev/pts: script(1)'s terminals (tests/cli_first_hour.sh)
     mkdir -p "$root/$m"
     mount --bind "/$m" "$root/$m"
     mounted+=("$root/$m")

@@ -212,4 +212,12 @@ else
     skip "random_checkpoint.py without numpy: no python3"
 fi
 
+# A path with a space (or a quote) in the hints is one shell word: the printed commands run as printed.
+Q="$TEST_TMP/a dir/it's run"
+"$GPT2" train "${TINY[@]}" --steps 2 --sample-tokens 0 --out "$Q" >"$TEST_TMP/quoted" 2>&1
+hint=$(sed -n 's/^saved .* train on with: //p' "$TEST_TMP/quoted")
+check "the 'train on with' hint quotes a path with a space and a quote, and runs as printed" \
+    eval "$hint >$TEST_TMP/quoted_resume 2>&1 && grep -q '^saved .* at step 4, the last' $TEST_TMP/quoted_resume"
+sample=$(sed -n 's/^sample from it: //p' "$TEST_TMP/quoted")
+check "... and so does the 'sample from it' line" eval "$sample --max-tokens 2 --prompt-ids 1 --ids >/dev/null 2>&1"
 summary

@@ -31,8 +31,12 @@ check_error "--ids-with-prompt without --ids" "needs --ids" "${G[@]}" --prompt x
 # latency (and the process's first parallel work), so a rate of it reads as a slow decode.
 "${G[@]}" --prompt "the cat" --max-tokens 3 --ignore-eos >/dev/null 2>"$TEST_TMP/speed"
 check "the speed line: the prompt's tokens in ms, then the new tokens with their rate" \
-    grep -Eqx 'prompt: 2 tokens in [0-9]+ ms; 3 new tokens in [0-9]+\.[0-9]{3} s \([0-9]+\.[0-9] tok/s\)' "$TEST_TMP/speed"
+    grep -Eqx 'prompt: 2 tokens in [0-9]+ ms; 3 new tokens, the last 2 decoded in [0-9]+\.[0-9]{3} s \([0-9]+\.[0-9] tok/s\)' "$TEST_TMP/speed"
 check "... and no other line gives a rate" test "$(grep -c 'tok/s' "$TEST_TMP/speed")" = 1
+# One new token comes from the prompt's pass alone: no decoding forward ran, so there is no rate to give.
+"${G[@]}" --prompt "the cat" --max-tokens 1 --ignore-eos >/dev/null 2>"$TEST_TMP/speed1"
+check "one new token: said to need no decoding pass, with no rate" \
+    grep -Eqx 'prompt: 2 tokens in [0-9]+ ms; 1 new token, no decoding pass' "$TEST_TMP/speed1"
 
 # <|endoftext|> follows every document: greedy decoding stops at it, unless --ignore-eos
 n_stop=$("${G[@]}" --prompt "the" --max-tokens 40 --ids 2>/dev/null | wc -w)

@@ -169,7 +169,7 @@ check_error "generate --interactive with --prompt" "conflicting flags (generate)
 
 "$GPT2" generate --model $TRAINED --prompt-ids 0 --max-tokens 8 --ids >/dev/null 2>"$TEST_TMP/gen_err"
 check "generate reports the prompt's time and the decode speed on stderr, in one line" \
-    grep -Eq '^prompt: 1 tokens in [0-9]+ ms; 8 new tokens in [0-9.]+ s \([0-9.]+ tok/s\)$' "$TEST_TMP/gen_err"
+    grep -Eq '^prompt: 1 tokens in [0-9]+ ms; 8 new tokens, the last 7 decoded in [0-9.]+ s \([0-9.]+ tok/s\)$' "$TEST_TMP/gen_err"
 check "generate --num-samples prints one line of ids per sample" \
     test "$("$GPT2" generate --model $TRAINED --prompt-ids 0 --max-tokens 5 --num-samples 3 --ids 2>/dev/null | wc -l)" -eq 3
 "$GPT2" generate --model $TRAINED --prompt-ids "$(seq -s ' ' 1 30)" --max-tokens 10 --ids >/dev/null 2>"$TEST_TMP/ctx_err"

@@ -160,10 +160,14 @@ void run_samples(const GPT2& model, const Tokenizer& tok, const std::vector<int>
                     stats.slides);
         // The prompt's one batched pass as a time: a short prompt's is latency, not a rate to set beside
         // decoding's (the first one also starts the thread team, and runs on every thread before the tuner
-        // has measured other processes' load: platform/threads.h).
-        fprintf(stderr, "prompt: %d tokens in %.0f ms; %d new tokens in %.3f s (%.1f tok/s)\n", stats.prompt_tokens,
-                stats.prompt_s * 1e3, stats.new_tokens, stats.decode_s,
-                stats.new_tokens / std::max(stats.decode_s, 1e-9));
+        // has measured other processes' load: platform/threads.h). Its logits give the first new token, so
+        // the rate is over the other ones, each a forward of its own.
+        fprintf(stderr, "prompt: %d tokens in %.0f ms; ", stats.prompt_tokens, stats.prompt_s * 1e3);
+        const int decoded = stats.new_tokens - 1;
+        if (decoded < 1) fprintf(stderr, "%d new token%s, no decoding pass\n", stats.new_tokens, decoded ? "s" : "");
+        else
+            fprintf(stderr, "%d new tokens, the last %d decoded in %.3f s (%.1f tok/s)\n", stats.new_tokens, decoded,
+                    stats.decode_s, decoded / std::max(stats.decode_s, 1e-9));
     }
     stop_catch(false);
     if (const int sig = stop_requested()) {

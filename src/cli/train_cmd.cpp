@@ -748,9 +748,10 @@ void print_next(const TrainRun& t, const CliArgs& args) {
     const std::string plot = !r.plot_in_out ? r.plot_path : t.saved ? path_join(r.out, "loss.png") : "";
     if (!plot.empty() && path_exists(plot)) printf("plot: %s\n", plot.c_str());
     if (!t.saved) return;
-    std::string generate = program_name() + " generate --model " + (r.lora ? t.base_path + " --lora-from " : "") + r.out;
+    std::string generate = shell_word(program_name()) + " generate --model " +
+                           (r.lora ? shell_word(t.base_path) + " --lora-from " : "") + shell_word(r.out);
     if (r.lora && args.str("precision") != "fp32") generate += " --precision " + args.str("precision");  // as it trained
-    if (args.has("tokenizer")) generate += " --tokenizer " + args.str("tokenizer");
+    if (args.has("tokenizer")) generate += " --tokenizer " + shell_word(args.str("tokenizer"));
     if (t.model.cfg.vocab_size <= kTokenizerEot) generate += " --prompt-ids 0 --ids";  // no <|endoftext|> to start from
     printf("sample from it: %s\n", generate.c_str());
 }

@@ -267,12 +267,13 @@ bool train_dir_is_checkpoint(const std::string& dir) { return train_dir_step(dir
 
 std::string train_resume_command(const std::string& dir, int ranks) {
 #ifdef GPT2_MPI
-    const std::string mpi_binary = program_name();  // this binary, the MPI build
+    const std::string mpi_binary = shell_word(program_name());  // this binary, the MPI build
 #else
     const std::string mpi_binary = "./gpt2-mpi";  // the MPI build (make MPI=1)
 #endif
-    const std::string binary = ranks > 1 ? "mpirun -np " + std::to_string(ranks) + " " + mpi_binary : program_name();
-    return binary + " train --resume " + dir;
+    const std::string binary =
+        ranks > 1 ? "mpirun -np " + std::to_string(ranks) + " " + mpi_binary : shell_word(program_name());
+    return binary + " train --resume " + shell_word(dir);
 }
 
 void train_dir_check(const std::string& dir, const char* flag) {

@@ -161,6 +161,15 @@ std::string program = "gpt2";
 }
 
 const std::string& program_name() { return program; }
+
+std::string shell_word(const std::string& s) {
+    if (!s.empty() && s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:@%+=,-") ==
+                          std::string::npos)
+        return s;
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+}
 void program_set_name(const std::string& name) {
     if (!name.empty()) program = name;
 }

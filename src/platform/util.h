@@ -50,6 +50,8 @@ std::string path_absolute(const std::string& path);
 // The program as the user typed it (argv[0]: "./gpt2", "gpt2", "build/gpt2"), for the commands hints print;
 // "gpt2" until main sets it.
 const std::string& program_name();
+// s as one shell word, for a command a hint prints: as it is when plain, else in single quotes.
+std::string shell_word(const std::string& s);
 void program_set_name(const std::string& name);
 double time_now_s();  // monotonic seconds
 // "12m05s", or "3h07m" from an hour on: an ETA for progress lines.

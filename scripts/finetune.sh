@@ -9,7 +9,7 @@
 #                                                 out/shakespeare (scripts/quickstart.sh's model)
 #   BASE=DIR STEPS=200 OUT=out/ft bash scripts/finetune.sh    OUT: where the data, adapter and log go
 #                                                 (default out/finetune; one OUT holds one base's adapter)
-#   DATA='my/*.jsonl' bash scripts/finetune.sh    your own instruction files
+#   DATA='my data/*.jsonl' bash scripts/finetune.sh    your own instruction files (one glob)
 # What to expect: 60 examples teach the format (a short answer, then <|endoftext|>), not facts. GPT-2 124M's
 # real weights know some answers; a base trained on tiny shakespeare or of random weights knows none, so its
 # answers stay wrong after fine-tuning, and with so few examples val loss may rise while train loss falls.
@@ -21,7 +21,7 @@ STEPS=${STEPS:-100} OUT=${OUT:-out/finetune} DATA=${DATA:-tests/fixtures/instruc
 die() { echo "error: $1" >&2; [ -z "${2:-}" ] || echo "hint: $2" >&2; exit 1; }
 # is_model PATH: a checkpoint train --model reads (a HuggingFace directory or a model file), not the tokenizer
 # files that make data puts in data/gpt2.
-is_model() { [ -f "$1/config.json" ] || [ -f "$1/model.bin" ] || { [ -f "$1" ] && [ -s "$1" ]; }; }
+is_model() { [ -f "$1/config.json" ] || { [ -s "$1" ] && [[ $1 == *.@(safetensors|bin|gguf) ]]; }; }
 if [ -z "${BASE:-}" ]; then
     if is_model data/gpt2; then BASE=data/gpt2
     elif is_model out/shakespeare; then
@@ -33,9 +33,9 @@ if [ -z "${BASE:-}" ]; then
             "scripts/download_gpt2.sh gpt2 puts GPT-2 124M in data/gpt2; offline, run bash scripts/quickstart.sh first, or give BASE=DIR"
     fi
 fi
-is_model "$BASE" || die "no base model at $BASE (BASE): expected a GPT-2 checkpoint (a directory with config.json, or a model file)" \
+is_model "$BASE" || die "no base model at $BASE (BASE): expected a GPT-2 checkpoint (a directory with config.json, or a .safetensors, .bin or .gguf file)" \
     "scripts/download_gpt2.sh gpt2 puts GPT-2 124M in data/gpt2; offline, BASE=out/shakespeare after scripts/quickstart.sh"
-base_abs=$(cd "$(dirname "$BASE")" && pwd)/$(basename "$BASE")
+base_abs=$(realpath "$BASE")  # one base by any path: a link to it is the same base
 # One OUT, one base: an adapter trained on one base means nothing on another (and may not fit its shape).
 if [ -f "$OUT/base" ] && [ "$(cat "$OUT/base")" != "$base_abs" ]; then
     die "$OUT holds an adapter trained on $(cat "$OUT/base"), not on BASE=$BASE" \
@@ -44,9 +44,11 @@ fi
 echo "finetune: building ./gpt2 (make)"
 make -s -j"$(nproc)"
 mkdir -p "$OUT"
-[ -f "$OUT/base" ] || echo "$base_abs" >"$OUT/base"
 # Each example packed whole into 128-token windows, each token file with its loss mask (X.mask beside X.bin).
-[ -f "$OUT/sft_train.bin" ] || ./gpt2 tokenize --instructions -T 128 -o "$OUT/sft" $DATA
+# DATA is one glob, a space in it part of the path (several files: a glob such as 'dir/*.jsonl').
+mapfile -t files < <(compgen -G "$DATA" || true)
+[ ${#files[@]} -gt 0 ] || die "no file matches $DATA (DATA): expected a glob of JSON lines of instructions"
+[ -f "$OUT/sft_train.bin" ] || ./gpt2 tokenize --instructions -T 128 -o "$OUT/sft" "${files[@]}"
 # A question the instruction set does not hold: the answer shows what was learnt beyond the examples.
 PROMPT=$'User: What is the capital of Germany?\nAssistant:'
 echo "---- before (the base alone; the prompt is not in the training data) ----"
@@ -60,6 +62,8 @@ else
         --train "$OUT/sft_train.bin" --val "$OUT/sft_val.bin" -B 1 --grad-accum 4 -T 128 --steps "$STEPS" \
         --lr 1e-3 --weight-decay 0 --val-every 25 --val-batches 1 --sample-tokens 0 --out "$OUT/adapter" --log "$OUT/adapter.jsonl"
 fi
+# The adapter exists now: OUT belongs to this base (a run that failed before it ties OUT to nothing).
+[ -f "$OUT/base" ] || echo "$base_abs" >"$OUT/base"
 echo "---- after (the base with the adapter) ----"
 ./gpt2 generate --model "$BASE" --lora-from "$OUT/adapter" --prompt "$PROMPT" --temperature 0 --max-tokens 24
 # val loss at the run's first and last validation (the log's "val_loss" lines)

@@ -60,4 +60,20 @@ mkdir -p $F/out && cp -r $F/base $F/out/shakespeare
 rc=$?
 check "... and with the quick start's out/shakespeare there, it fine-tunes that, saying so" \
     eval '[ $rc = 0 ] && grep -q "^finetune: no GPT-2 checkpoint in data/gpt2, so the base is out/shakespeare" $F/log'
+# A run that fails before training ties OUT to no base: the next run, on another base, goes on.
+rm -rf $F/out
+(cd $F && PATH=$F/bin:$PATH exec timeout -k 10 300 env BASE=base2 DATA='nothing/*.jsonl' bash scripts/finetune.sh) >$F/log 2>&1
+rc=$?
+check "DATA matching no file: one error line naming DATA" \
+    eval '[ $rc = 1 ] && [ "$(grep -c "^error: no file matches nothing/\*.jsonl (DATA)" $F/log)" = 1 ]'
+mkdir -p "$F/my data" && cp $F/tests/fixtures/instruct/*.jsonl "$F/my data/" && ln -s base $F/baselink
+(cd $F && PATH=$F/bin:$PATH exec timeout -k 10 900 env BASE=base DATA='my data/*.jsonl' STEPS=2 bash scripts/finetune.sh) >$F/log 2>&1
+rc=$?
+check "... and the same OUT then fine-tunes another base, from a DATA glob with a space in it" \
+    eval '[ $rc = 0 ] && grep -q "^tokenized 60 examples" $F/log'
+(cd $F && PATH=$F/bin:$PATH exec timeout -k 10 900 env BASE=baselink STEPS=3 bash scripts/finetune.sh) >$F/log 2>&1
+check "a link to the same base is the same base: the adapter's run goes on" grep -q "holds an earlier run: continuing it" $F/log
+printf 'notes\n' >$F/notes.txt
+(cd $F && PATH=$F/bin:$PATH exec timeout -k 10 300 env BASE=notes.txt OUT=out/n bash scripts/finetune.sh) >$F/log 2>&1
+check "a text file is no base model" grep -q "^error: no base model at notes.txt (BASE)" $F/log
 summary

@@ -175,4 +175,24 @@ eval_small() {
 }
 check "eval at the default -B 4 on a val file of 2 windows: -B 2, with a note" eval_small
 
+# --- 8: a loss mask truncated during the run within its last page (no SIGBUS there): said so, after saving -----
+mask_truncated() {
+    "$GPT2" tokenize --instructions -T 64 -o "$T/mt/x" $FIX/*.jsonl >/dev/null 2>&1 || return 1
+    "$GPT2" train --train "$T/mt/x_train.bin" --val "" "${MODEL[@]}" -B 1 -T 64 --steps 100000 \
+        --log "$T/mt/l.jsonl" --out "$T/mt/m" >"$T/mt.out" 2>"$T/mt.err" &
+    local pid=$!
+    wait_for test -s "$T/mt/l.jsonl" || { kill $pid; wait $pid; return 1; }
+    truncate -s 1024 "$T/mt/x_train.mask"
+    local i
+    for ((i = 0; i < 600; i++)); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+    kill $pid 2>/dev/null
+    wait $pid
+    local rc=$?
+    cat "$T/mt.err"
+    [ $rc = 1 ] && [ "$(grep -c '^error: ' "$T/mt.err")" = 1 ] || return 1
+    grep -q "^error: loss mask changed during the run ($T/mt/x_train.mask)" "$T/mt.err" || return 1
+    [ -e "$T/mt/m/model.safetensors" ]  # saved first
+}
+check "a loss mask truncated during the run within its last page: 'loss mask changed during the run', saved" mask_truncated
+
 summary

@@ -195,4 +195,20 @@ mask_truncated() {
 }
 check "a loss mask truncated during the run within its last page: 'loss mask changed during the run', saved" mask_truncated
 
+# --- 9: eval on data whose masks score nothing: refused before the evaluation, not after it -------------------
+eval_nothing() {
+    local n
+    "$GPT2" tokenize --instructions -T 32 -o "$T/ez/x" $FIX/*.jsonl >/dev/null 2>&1 || return 1
+    n=$(($(wc -c <"$T/ez/x_val.mask") - 1024))
+    dd if=/dev/zero of="$T/ez/x_val.mask" bs=1 seek=1024 count=$n conv=notrunc 2>/dev/null || return 1
+    "$GPT2" eval --model "$T/lt/a" --data "$T/ez/x_val.bin" -B 1 -T 32 "$@" >"$T/ez.out" 2>"$T/ez.err"
+    local rc=$?
+    cat "$T/ez.err"
+    [ $rc = 1 ] && [ "$(grep -c '^error: ' "$T/ez.err")" = 1 ] || return 1
+    grep -q "^error: no scored tokens.*$T/ez/x_val.bin" "$T/ez.err" || return 1
+    ! grep -q "^eval: " "$T/ez.err"  # no progress: refused before the first batch
+}
+check "eval --batches all on data whose masks score nothing: refused before any batch" eval_nothing
+check "eval --batches 2 on windows whose masks score nothing: refused before any batch" eval_nothing --batches 2
+
 summary

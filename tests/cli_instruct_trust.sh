@@ -211,4 +211,19 @@ eval_nothing() {
 check "eval --batches all on data whose masks score nothing: refused before any batch" eval_nothing
 check "eval --batches 2 on windows whose masks score nothing: refused before any batch" eval_nothing --batches 2
 
+# --- 10: every input checked before any is encoded: a missing file or a directory named first ----------------
+echo '{"prompt": "a", "completion": ' >"$T/bad.jsonl"  # malformed: reported only if read before the others are checked
+check_error "tokenize --instructions with a missing input after others: named before any input is read" \
+    "^error: cannot open $T/missing.jsonl: No such file or directory" \
+    "$GPT2" tokenize --instructions -o "$T/in/x" "$T/bad.jsonl" "$T/missing.jsonl"
+check_error "... a directory as an input: named before any input is read" "^error: is a directory ($T): expected" \
+    "$GPT2" tokenize --instructions -o "$T/in/x" "$T/bad.jsonl" "$T"
+
+# --- 11: one line over --max-unsplit-bytes: said so, without copying it (memory about the file, not twice it) ---
+truncate -s 300M "$T/long.jsonl"
+check_error "a 300 MB line under a 700 MB address-space limit: 'line too long', not out of memory" \
+    "^error: line too long ($T/long.jsonl) at line 1: expected JSON lines of at most 67108864 bytes, got 314572800" \
+    bash -c "ulimit -v 700000; exec '$GPT2' tokenize --instructions -o '$T/ll/x' '$T/long.jsonl'"
+rm -f "$T/long.jsonl"
+
 summary

@@ -5,6 +5,7 @@
 // and the output does not depend on the thread count. It does not shuffle.
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -495,9 +496,12 @@ void read_instructions(const CliArgs& args, Tokenizer* tok, InstructionExamples*
     const char* too_large = "tokenize --instructions reads at most 1 GiB of examples in all: tokenize them in "
                             "several runs (-o PREFIX each) and train on the shards together";
     uint64_t total = 0;
-    for (const std::string& path : args.positional) {
+    for (const std::string& path : args.positional) {  // each one there, before any is encoded
         FileInfo st;
-        if (path != "-" && os_stat(path, &st) && st.kind == FileKind::regular && (total += st.size) > kMaxInstructionBytes)
+        if (path == "-") continue;
+        if (!os_stat(path, &st)) fatal("cannot open %s: %s", path.c_str(), strerror(errno));
+        if (st.kind == FileKind::directory) fatal("is a directory (%s): expected a text file", path.c_str());
+        if (st.kind == FileKind::regular && (total += st.size) > kMaxInstructionBytes)
             fatal_hint(too_large, "input too large (%s): expected at most %zu bytes of examples in all, got %llu "
                        "with it", path.c_str(), kMaxInstructionBytes, (unsigned long long)total);
     }
@@ -511,11 +515,11 @@ void read_instructions(const CliArgs& args, Tokenizer* tok, InstructionExamples*
             size_t end = text.find('\n', start);
             if (end == std::string::npos) end = text.size();
             stop_point();  // a signal ends the command here (or at the next staged write), nothing left behind
+            if (end - start > max_line)  // encoding one takes about 30 times its size in memory; refused uncopied
+                fatal_hint("raise --max-unsplit-bytes for longer examples", "line too long (%s) at line %d: expected "
+                           "JSON lines of at most %zu bytes, got %zu", name.c_str(), line, max_line, end - start);
             const std::string row = text.substr(start, end - start);
             start = end + 1;
-            if (row.size() > max_line)  // encoding one takes about 30 times its size in memory
-                fatal_hint("raise --max-unsplit-bytes for longer examples", "line too long (%s) at line %d: expected "
-                           "JSON lines of at most %zu bytes, got %zu", name.c_str(), line, max_line, row.size());
             if (row.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank lines are skipped
             add_instruction(row, name, line, tok, ex);
         }

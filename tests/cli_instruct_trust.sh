@@ -226,4 +226,15 @@ check_error "a 300 MB line under a 700 MB address-space limit: 'line too long', 
     bash -c "ulimit -v 700000; exec '$GPT2' tokenize --instructions -o '$T/ll/x' '$T/long.jsonl'"
 rm -f "$T/long.jsonl"
 
+# --- 12: invalid UTF-8 inside a JSON string: refused naming the file and line, not encoded byte by byte ------
+{ head -n 3 $FIX/prompt_completion.jsonl; printf '{"prompt": "a\xff\xfe", "completion": " b"}\n'; } >"$T/u1.jsonl"
+check_error "invalid UTF-8 in a string (0xff 0xfe): refused naming the file and line" \
+    "^error: invalid UTF-8 ($T/u1.jsonl line 4)" "$GPT2" tokenize --instructions -o "$T/u/x" "$T/u1.jsonl"
+{ head -n 3 $FIX/prompt_completion.jsonl; printf '{"prompt": "a", "completion": " \xc0\xaf"}\n'; } >"$T/u2.jsonl"
+check_error "... an overlong form (0xc0 0xaf, '/'): refused too" \
+    "^error: invalid UTF-8 ($T/u2.jsonl line 4)" "$GPT2" tokenize --instructions -o "$T/u/x" "$T/u2.jsonl"
+{ head -n 3 $FIX/prompt_completion.jsonl; printf '{"prompt": "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "completion": " b"}\n'; } >"$T/u3.jsonl"
+check "... while valid 2-, 3- and 4-byte characters are taken" \
+    "$GPT2" tokenize --instructions --val-examples 1 -o "$T/u/y" "$T/u3.jsonl"
+
 summary

@@ -463,6 +463,30 @@ struct InstructionExamples {
     }
 };
 
+// The offset of the first byte of s that does not start well-formed UTF-8 (an overlong form, a surrogate or a
+// code point past U+10FFFF included), or npos.
+size_t utf8_invalid_at(const std::string& s) {
+    for (size_t i = 0; i < s.size();) {
+        const unsigned char c = (unsigned char)s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        const size_t more = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : 0;
+        if (more == 0 || c > 0xF4 || s.size() - i <= more) return i;
+        uint32_t cp = c & (0x3F >> more);
+        for (size_t k = 1; k <= more; k++) {
+            const unsigned char d = (unsigned char)s[i + k];
+            if ((d & 0xC0) != 0x80) return i;
+            cp = cp << 6 | (d & 0x3F);
+        }
+        const uint32_t least[] = {0, 0x80, 0x800, 0x10000};
+        if (cp < least[more] || cp > 0x10FFFF || (cp >= 0xD800 && cp < 0xE000)) return i;
+        i += more + 1;
+    }
+    return std::string::npos;
+}
+
 // One JSON line (`name` line `line`) parsed, encoded and appended to *ex.
 void add_instruction(const std::string& row, const std::string& name, int line, Tokenizer* tok,
                      InstructionExamples* ex) {
@@ -470,6 +494,11 @@ void add_instruction(const std::string& row, const std::string& name, int line, 
     std::string err;
     std::vector<InstructionSegment> segments;
     InstructionShape shape;
+    // JSON text is UTF-8 (outside strings only ASCII parses): a raw byte in a string would be encoded as a byte
+    const size_t bad = utf8_invalid_at(row);
+    if (bad != std::string::npos)
+        fatal("invalid UTF-8 (%s line %d) at byte %zu of the line: 0x%02x; expected UTF-8 text (save the file as "
+              "UTF-8)", name.c_str(), line, bad + 1, (unsigned char)row[bad]);
     if (!json_parse_line(row.data(), row.size(), &obj, &err))
         fatal("malformed JSON (%s line %d): %s", name.c_str(), line, err.c_str());
     if (!instruction_segments(obj, &segments, &shape, &err))

@@ -237,4 +237,16 @@ check_error "... an overlong form (0xc0 0xaf, '/'): refused too" \
 check "... while valid 2-, 3- and 4-byte characters are taken" \
     "$GPT2" tokenize --instructions --val-examples 1 -o "$T/u/y" "$T/u3.jsonl"
 
+# --- 13: no examples at all: said so, naming the inputs, not a flag never given -----------------------------
+: >"$T/empty.jsonl"
+printf '\n  \n\t\n' >"$T/blank.jsonl"
+check_error "tokenize --instructions on an empty and an all-blank file: 'no examples in' both" \
+    "^error: no examples in $T/empty.jsonl, $T/blank.jsonl" \
+    "$GPT2" tokenize --instructions -o "$T/e/x" "$T/empty.jsonl" "$T/blank.jsonl"
+check "... without naming --val-examples, which was not given" bash -c "! grep -q -- --val-examples '$TEST_TMP/err'"
+head -n 1 $FIX/prompt_completion.jsonl >"$T/one.jsonl"
+check_error "one example and no --val-examples: too few to split, without naming the flag as given" \
+    "^error: too few examples ($T/one.jsonl): expected at least 2" \
+    "$GPT2" tokenize --instructions -o "$T/e/x" "$T/one.jsonl"
+
 summary

@@ -573,6 +573,24 @@ void print_packed(const char* part, const PackStats& st, int T) {
                      : "");
 }
 
+// The val examples of n (--val-examples, else a tenth, at least 1), refused when no train would be left.
+long long instruction_val_count(const CliArgs& args, size_t n) {
+    std::string names;
+    for (const std::string& path : args.positional) names += (names.empty() ? "" : ", ") + (path == "-" ? "stdin" : path);
+    if (n == 0) fatal("no examples in %s: expected JSON lines of instruction examples, got none (blank lines only)", names.c_str());
+    if (!args.has("val-examples")) {
+        const long long val = (long long)std::max<size_t>(1, n / 10);
+        if ((long long)n <= val)
+            fatal("too few examples (%s): expected at least 2 (1 val, the rest train), got %zu", names.c_str(), n);
+        return val;
+    }
+    const long long val = args.integer_in("val-examples", 1, INT32_MAX);
+    if ((long long)n <= val)
+        fatal("too few examples for --val-examples %lld (%s): expected more than %lld so that some train, got %zu",
+              val, names.c_str(), val, n);
+    return val;
+}
+
 int tokenize_instructions(const CliArgs& args) {
     for (const char* flag : {"ids", "jsonl-field", "split-on-blank-lines", "shard-tokens", "val-tokens"})
         if (args.has(flag)) fatal("conflicting flags --instructions and --%s (tokenize): expected one of them", flag);
@@ -592,11 +610,7 @@ int tokenize_instructions(const CliArgs& args) {
     InstructionExamples ex;
     read_instructions(args, &tok, &ex);
     const size_t n = ex.ends.size();
-    const long long val = args.has("val-examples") ? args.integer_in("val-examples", 1, INT32_MAX)
-                                                   : (long long)std::max<size_t>(1, n / 10);
-    if ((long long)n <= val)
-        fatal("too few examples for --val-examples %lld (%s): expected more than %lld so that some train, got %zu",
-              val, args.positional[0].c_str(), val, n);
+    const long long val = instruction_val_count(args, n);
     const std::string dir = prefix.back() == '/' ? path_strip_slashes(prefix) : path_parent(prefix);
     MadeDirs made(dir);
     PackWriter parts[2] = {{instruction_path(prefix, 0), T, kTokenizerEot}, {instruction_path(prefix, 1), T, kTokenizerEot}};

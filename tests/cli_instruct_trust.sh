@@ -249,4 +249,11 @@ check_error "one example and no --val-examples: too few to split, without naming
     "^error: too few examples ($T/one.jsonl): expected at least 2" \
     "$GPT2" tokenize --instructions -o "$T/e/x" "$T/one.jsonl"
 
+# --- 14: plot on a log whose steps were all skipped: says that, not that train did not write it -------------
+printf '{"step":1,"loss":null,"lr":0.0001,"norm":null,"ms":0.1,"tokens":64}\n{"step":2,"loss":null,"lr":0.0001,"norm":null,"ms":0.1,"tokens":128}\n' >"$T/allskip.jsonl"
+check_error "plot on a log of skipped steps only: 'every step scored no token'" \
+    "^error: no loss points in $T/allskip.jsonl: its 2 steps all scored no token" \
+    "$GPT2" plot --out "$T/allskip.png" "$T/allskip.jsonl"
+check "... not 'as train --log writes them' (train wrote it)" bash -c "! grep -q 'as train --log writes' '$TEST_TMP/err'"
+
 summary

@@ -256,4 +256,15 @@ check_error "plot on a log of skipped steps only: 'every step scored no token'" 
     "$GPT2" plot --out "$T/allskip.png" "$T/allskip.jsonl"
 check "... not 'as train --log writes them' (train wrote it)" bash -c "! grep -q 'as train --log writes' '$TEST_TMP/err'"
 
+# --- 15: the note on a mask packed for another -T recommends no command tokenize refuses --------------------
+t1_note() {
+    "$GPT2" tokenize --instructions -T 64 -o "$T/t1/x" $FIX/*.jsonl >/dev/null 2>&1 || return 1
+    "$GPT2" train --train "$T/t1/x_train.bin" --val "" "${MODEL[@]}" -B 1 -T 1 --steps 1 >"$T/t1.out" 2>&1
+    local rc=$?
+    cat "$T/t1.out"
+    [ $rc = 0 ] && grep -q "^note: the loss mask of $T/t1/x_train.bin was packed for -T 64, this run has -T 1" "$T/t1.out" || return 1
+    ! grep -q "tokenize --instructions -T 1 " "$T/t1.out"  # tokenize takes -T 2 and up
+}
+check "train -T 1 on a mask packed for -T 64: the note does not recommend tokenize -T 1 (refused)" t1_note
+
 summary

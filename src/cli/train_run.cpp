@@ -192,10 +192,11 @@ void trainer_load_data(TrainRun* t) {
     if (masked && t->sync.rank == 0)
         printf("loss: on the answers only, as the loss masks of %zu of %zu train shards mark them (--loss-on all: "
                "every token)\n", masked, t->train_dl.shards.size());
-    if (other_T && t->sync.rank == 0)
+    if (other_T && t->sync.rank == 0)  // tokenize packs for -T 2 and up: a window of 1 token holds no example
         printf("note: the loss mask of %s was packed for -T %d, this run has -T %d: examples are split at window "
-               "starts (tokenize --instructions -T %d packs them for it)\n", other_T->path.c_str(),
-               token_files_mask_T(*other_T), o.T, o.T);
+               "starts (%s)\n", other_T->path.c_str(), token_files_mask_T(*other_T), o.T,
+               o.T > 1 ? ("tokenize --instructions -T " + std::to_string(o.T) + " packs them for it").c_str()
+                       : "a window of one token holds no whole example");
     if (r.val_path.empty()) return;
     dataloader_init(&t->val_dl, r.val_path, "--val", t->model.cfg.vocab_size, o.B, o.T, false, o.seed);
     const int ranks = t->sync.ranks;  // each validates its share of the batches

@@ -267,4 +267,9 @@ t1_note() {
 }
 check "train -T 1 on a mask packed for -T 64: the note does not recommend tokenize -T 1 (refused)" t1_note
 
+# --- 16: --chunk-bytes does not apply to --instructions (each line is read whole): refused, not ignored -------
+check_error "tokenize --instructions --chunk-bytes: refused as a flag that does not apply" \
+    "^error: conflicting flags --instructions and --chunk-bytes (tokenize)" \
+    "$GPT2" tokenize --instructions --chunk-bytes 4096 -o "$T/cb/x" $FIX/prompt_completion.jsonl
+
 summary

@@ -576,8 +576,11 @@ void print_packed(const char* part, const PackStats& st, int T) {
 // The val examples of n (--val-examples, else a tenth, at least 1), refused when no train would be left.
 long long instruction_val_count(const CliArgs& args, size_t n) {
     std::string names;
-    for (const std::string& path : args.positional) names += (names.empty() ? "" : ", ") + (path == "-" ? "stdin" : path);
-    if (n == 0) fatal("no examples in %s: expected JSON lines of instruction examples, got none (blank lines only)", names.c_str());
+    for (const std::string& path : args.positional)
+        names += (names.empty() ? "" : ", ") + (path == "-" ? "stdin" : path);
+    if (n == 0)
+        fatal("no examples in %s: expected JSON lines of instruction examples, got none (blank lines only)",
+              names.c_str());
     if (!args.has("val-examples")) {
         const long long val = (long long)std::max<size_t>(1, n / 10);
         if ((long long)n <= val)
@@ -592,7 +595,7 @@ long long instruction_val_count(const CliArgs& args, size_t n) {
 }
 
 int tokenize_instructions(const CliArgs& args) {
-    for (const char* flag : {"ids", "jsonl-field", "split-on-blank-lines", "shard-tokens", "val-tokens"})
+    for (const char* flag : {"ids", "jsonl-field", "split-on-blank-lines", "shard-tokens", "val-tokens", "chunk-bytes"})
         if (args.has(flag)) fatal("conflicting flags --instructions and --%s (tokenize): expected one of them", flag);
     if (args.positional.empty()) fatal("missing input file (tokenize): expected instruction JSON lines or - for stdin");
     if (!args.has("output")) fatal("missing output (tokenize): --instructions writes token files, expected -o PREFIX");

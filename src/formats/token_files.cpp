@@ -33,7 +33,8 @@ struct ShardMaps {
 
 // Maps `path` (`what` for messages) read-only into *map, its size into *n; a file shorter than `least`
 // bytes is not mapped (an empty one cannot be) and *map stays null for its check to name. *info: the file's.
-void map_input(const std::string& path, const char* what, size_t least, void** map, size_t* n, FileInfo* info = nullptr) {
+void map_input(const std::string& path, const char* what, size_t least, void** map, size_t* n,
+               FileInfo* info = nullptr) {
     const char* w = path.c_str();
     int fd = os_open_read(path);  // non-blocking: opening a FIFO must not hang
     if (fd < 0) fatal("cannot open %s: %s", w, strerror(errno));

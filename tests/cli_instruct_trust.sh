@@ -272,4 +272,11 @@ check_error "tokenize --instructions --chunk-bytes: refused as a flag that does 
     "^error: conflicting flags --instructions and --chunk-bytes (tokenize)" \
     "$GPT2" tokenize --instructions --chunk-bytes 4096 -o "$T/cb/x" $FIX/prompt_completion.jsonl
 
+# --- 17: the loss mask header's -T is checked: -7 refused naming the mask and the offset ----------------------
+"$GPT2" tokenize --instructions -T 64 -o "$T/hT/x" $FIX/*.jsonl >/dev/null 2>&1
+printf '\xf9\xff\xff\xff' | dd of="$T/hT/x_train.mask" bs=1 seek=20 conv=notrunc 2>/dev/null  # -7, little-endian
+check_error "a loss mask whose header says -T -7: refused, naming the mask and the field's offset" \
+    "^error: bad -T in loss mask ($T/hT/x_train.mask) at offset 20: expected 0 (not packed) or 2\.\.1048576, got -7" \
+    "$GPT2" train --train "$T/hT/x_train.bin" --val "" "${MODEL[@]}" -B 1 -T 64 --steps 1
+
 summary

@@ -51,6 +51,11 @@ skipped_step() {
     head -c 4000 "$T/lt/a/train_state.safetensors" | grep -aq '"adamw.step":"1"' || return 1  # steps 2-4 skipped
 }
 check "a step that scores no token: 'loss --', the log's loss null, and no AdamW step (adamw.step counts only updates)" skipped_step
+no_speed() {
+    grep "^step *[234]/4 " "$T/sk.out" | grep -q . || return 1
+    ! grep "^step *[234]/4 " "$T/sk.out" | grep -q "ms |\|tok/s"
+}
+check "... a skipped step shows no speed (no 'ms', no 'tok/s': it computed nothing)" no_speed
 check "... plot --log-y draws such a log (the step without a loss is left out)" \
     "$GPT2" plot --log-y --out "$T/lt/a.png" "$T/lt/a.jsonl"
 # The weights after a skipped step are those before it: not even weight decay touches them.

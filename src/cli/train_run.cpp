@@ -159,14 +159,17 @@ void RunHooks::data_failed(int step, const std::string& err) {
 
 void Progress::step(int step, int steps, const StepStats& s, double tokens) {
     const double ms = s.ms;
-    if (count++ > 0) ms_sum += ms;
-    const double mean_ms = count > 1 ? ms_sum / (count - 1) : ms;
-    char loss[64];
+    if (!s.skipped && count++ == 0) first_ms = ms;  // a skipped step computed nothing: no speed, not in the ETA
+    else if (!s.skipped) ms_sum += ms;
+    const double mean_ms = count > 1 ? ms_sum / (count - 1) : first_ms;
+    char loss[64], speed[64];
     if (s.skipped) snprintf(loss, sizeof(loss), "-- (no scored token in this batch)");
     else snprintf(loss, sizeof(loss), "%.6f", s.loss);
+    if (s.skipped) speed[0] = 0;
+    else snprintf(speed, sizeof(speed), "%.1f ms | %.0f tok/s | ", ms, tokens / (ms / 1e3));
     char text[320];
-    snprintf(text, sizeof(text), "step %5d/%d | loss %s | lr %.3e | norm %.4f | %.1f ms | %.0f tok/s | %s", step,
-             steps, loss, s.lr, s.norm, ms, tokens / (ms / 1e3), progress_eta(steps - step, mean_ms / 1e3).c_str());
+    snprintf(text, sizeof(text), "step %5d/%d | loss %s | lr %.3e | norm %.4f | %s%s", step, steps, loss, s.lr,
+             s.norm, speed, count ? progress_eta(steps - step, mean_ms / 1e3).c_str() : "ETA --");
     line.update(text);
 }
 

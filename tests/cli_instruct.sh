@@ -236,7 +236,7 @@ check_error "--instructions with --jsonl-field" "conflicting flags --instruction
     "$GPT2" tokenize --instructions --jsonl-field text -o "$T/e/x" "$T/ok.jsonl"
 check_error "--instructions without -o" "missing output (tokenize): --instructions writes token files" \
     "$GPT2" tokenize --instructions "$T/ok.jsonl"
-check_error "too few examples for a val and a train part" "too few examples for --val-examples 1 ($T/ok.jsonl)" \
+check_error "too few examples for a val and a train part" "too few examples ($T/ok.jsonl): expected at least 2" \
     "$GPT2" tokenize --instructions -o "$T/e/x" "$T/ok.jsonl"
 check_error "-T below 2" "bad value for --tokens (tokenize)" \
     "$GPT2" tokenize --instructions -T 1 -o "$T/e/x" "$T/ok.jsonl"

@@ -51,6 +51,11 @@ skipped_step() {
     head -c 4000 "$T/lt/a/train_state.safetensors" | grep -aq '"adamw.step":"1"' || return 1  # steps 2-4 skipped
 }
 check "a step that scores no token: 'loss --', the log's loss null, and no AdamW step (adamw.step counts only updates)" skipped_step
+no_speed() {
+    grep "^step *[234]/4 " "$T/sk.out" | grep -q . || return 1
+    ! grep "^step *[234]/4 " "$T/sk.out" | grep -q "ms |\|tok/s"
+}
+check "... a skipped step shows no speed (no 'ms', no 'tok/s': it computed nothing)" no_speed
 check "... plot --log-y draws such a log (the step without a loss is left out)" \
     "$GPT2" plot --log-y --out "$T/lt/a.png" "$T/lt/a.jsonl"
 # The weights after a skipped step are those before it: not even weight decay touches them.
@@ -174,5 +179,109 @@ eval_small() {
     grep -q "^note: .*holds 2 windows of T=128: -B 2" "$T/ev.err" && grep -q "^loss [0-9]" "$T/ev.out"
 }
 check "eval at the default -B 4 on a val file of 2 windows: -B 2, with a note" eval_small
+
+# --- 8: a loss mask truncated during the run within its last page (no SIGBUS there): said so, after saving -----
+mask_truncated() {
+    "$GPT2" tokenize --instructions -T 64 -o "$T/mt/x" $FIX/*.jsonl >/dev/null 2>&1 || return 1
+    "$GPT2" train --train "$T/mt/x_train.bin" --val "" "${MODEL[@]}" -B 1 -T 64 --steps 100000 \
+        --log "$T/mt/l.jsonl" --out "$T/mt/m" >"$T/mt.out" 2>"$T/mt.err" &
+    local pid=$!
+    wait_for test -s "$T/mt/l.jsonl" || { kill $pid; wait $pid; return 1; }
+    truncate -s 1024 "$T/mt/x_train.mask"
+    local i
+    for ((i = 0; i < 600; i++)); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+    kill $pid 2>/dev/null
+    wait $pid
+    local rc=$?
+    cat "$T/mt.err"
+    [ $rc = 1 ] && [ "$(grep -c '^error: ' "$T/mt.err")" = 1 ] || return 1
+    grep -q "^error: loss mask changed during the run ($T/mt/x_train.mask)" "$T/mt.err" || return 1
+    [ -e "$T/mt/m/model.safetensors" ]  # saved first
+}
+check "a loss mask truncated during the run within its last page: 'loss mask changed during the run', saved" mask_truncated
+
+# --- 9: eval on data whose masks score nothing: refused before the evaluation, not after it -------------------
+eval_nothing() {
+    local n
+    "$GPT2" tokenize --instructions -T 32 -o "$T/ez/x" $FIX/*.jsonl >/dev/null 2>&1 || return 1
+    n=$(($(wc -c <"$T/ez/x_val.mask") - 1024))
+    dd if=/dev/zero of="$T/ez/x_val.mask" bs=1 seek=1024 count=$n conv=notrunc 2>/dev/null || return 1
+    "$GPT2" eval --model "$T/lt/a" --data "$T/ez/x_val.bin" -B 1 -T 32 "$@" >"$T/ez.out" 2>"$T/ez.err"
+    local rc=$?
+    cat "$T/ez.err"
+    [ $rc = 1 ] && [ "$(grep -c '^error: ' "$T/ez.err")" = 1 ] || return 1
+    grep -q "^error: no scored tokens.*$T/ez/x_val.bin" "$T/ez.err" || return 1
+    ! grep -q "^eval: " "$T/ez.err"  # no progress: refused before the first batch
+}
+check "eval --batches all on data whose masks score nothing: refused before any batch" eval_nothing
+check "eval --batches 2 on windows whose masks score nothing: refused before any batch" eval_nothing --batches 2
+
+# --- 10: every input checked before any is encoded: a missing file or a directory named first ----------------
+echo '{"prompt": "a", "completion": ' >"$T/bad.jsonl"  # malformed: reported only if read before the others are checked
+check_error "tokenize --instructions with a missing input after others: named before any input is read" \
+    "^error: cannot open $T/missing.jsonl: No such file or directory" \
+    "$GPT2" tokenize --instructions -o "$T/in/x" "$T/bad.jsonl" "$T/missing.jsonl"
+check_error "... a directory as an input: named before any input is read" "^error: is a directory ($T): expected" \
+    "$GPT2" tokenize --instructions -o "$T/in/x" "$T/bad.jsonl" "$T"
+
+# --- 11: one line over --max-unsplit-bytes: said so, without copying it (memory about the file, not twice it) ---
+truncate -s 300M "$T/long.jsonl"
+check_error "a 300 MB line under a 700 MB address-space limit: 'line too long', not out of memory" \
+    "^error: line too long ($T/long.jsonl) at line 1: expected JSON lines of at most 67108864 bytes, got 314572800" \
+    bash -c "ulimit -v 700000; exec '$GPT2' tokenize --instructions -o '$T/ll/x' '$T/long.jsonl'"
+rm -f "$T/long.jsonl"
+
+# --- 12: invalid UTF-8 inside a JSON string: refused naming the file and line, not encoded byte by byte ------
+{ head -n 3 $FIX/prompt_completion.jsonl; printf '{"prompt": "a\xff\xfe", "completion": " b"}\n'; } >"$T/u1.jsonl"
+check_error "invalid UTF-8 in a string (0xff 0xfe): refused naming the file and line" \
+    "^error: invalid UTF-8 ($T/u1.jsonl line 4)" "$GPT2" tokenize --instructions -o "$T/u/x" "$T/u1.jsonl"
+{ head -n 3 $FIX/prompt_completion.jsonl; printf '{"prompt": "a", "completion": " \xc0\xaf"}\n'; } >"$T/u2.jsonl"
+check_error "... an overlong form (0xc0 0xaf, '/'): refused too" \
+    "^error: invalid UTF-8 ($T/u2.jsonl line 4)" "$GPT2" tokenize --instructions -o "$T/u/x" "$T/u2.jsonl"
+{ head -n 3 $FIX/prompt_completion.jsonl; printf '{"prompt": "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "completion": " b"}\n'; } >"$T/u3.jsonl"
+check "... while valid 2-, 3- and 4-byte characters are taken" \
+    "$GPT2" tokenize --instructions --val-examples 1 -o "$T/u/y" "$T/u3.jsonl"
+
+# --- 13: no examples at all: said so, naming the inputs, not a flag never given -----------------------------
+: >"$T/empty.jsonl"
+printf '\n  \n\t\n' >"$T/blank.jsonl"
+check_error "tokenize --instructions on an empty and an all-blank file: 'no examples in' both" \
+    "^error: no examples in $T/empty.jsonl, $T/blank.jsonl" \
+    "$GPT2" tokenize --instructions -o "$T/e/x" "$T/empty.jsonl" "$T/blank.jsonl"
+check "... without naming --val-examples, which was not given" bash -c "! grep -q -- --val-examples '$TEST_TMP/err'"
+head -n 1 $FIX/prompt_completion.jsonl >"$T/one.jsonl"
+check_error "one example and no --val-examples: too few to split, without naming the flag as given" \
+    "^error: too few examples ($T/one.jsonl): expected at least 2" \
+    "$GPT2" tokenize --instructions -o "$T/e/x" "$T/one.jsonl"
+
+# --- 14: plot on a log whose steps were all skipped: says that, not that train did not write it -------------
+printf '{"step":1,"loss":null,"lr":0.0001,"norm":null,"ms":0.1,"tokens":64}\n{"step":2,"loss":null,"lr":0.0001,"norm":null,"ms":0.1,"tokens":128}\n' >"$T/allskip.jsonl"
+check_error "plot on a log of skipped steps only: 'every step scored no token'" \
+    "^error: no loss points in $T/allskip.jsonl: its 2 steps all scored no token" \
+    "$GPT2" plot --out "$T/allskip.png" "$T/allskip.jsonl"
+check "... not 'as train --log writes them' (train wrote it)" bash -c "! grep -q 'as train --log writes' '$TEST_TMP/err'"
+
+# --- 15: the note on a mask packed for another -T recommends no command tokenize refuses --------------------
+t1_note() {
+    "$GPT2" tokenize --instructions -T 64 -o "$T/t1/x" $FIX/*.jsonl >/dev/null 2>&1 || return 1
+    "$GPT2" train --train "$T/t1/x_train.bin" --val "" "${MODEL[@]}" -B 1 -T 1 --steps 1 >"$T/t1.out" 2>&1
+    local rc=$?
+    cat "$T/t1.out"
+    [ $rc = 0 ] && grep -q "^note: the loss mask of $T/t1/x_train.bin was packed for -T 64, this run has -T 1" "$T/t1.out" || return 1
+    ! grep -q "tokenize --instructions -T 1 " "$T/t1.out"  # tokenize takes -T 2 and up
+}
+check "train -T 1 on a mask packed for -T 64: the note does not recommend tokenize -T 1 (refused)" t1_note
+
+# --- 16: --chunk-bytes does not apply to --instructions (each line is read whole): refused, not ignored -------
+check_error "tokenize --instructions --chunk-bytes: refused as a flag that does not apply" \
+    "^error: conflicting flags --instructions and --chunk-bytes (tokenize)" \
+    "$GPT2" tokenize --instructions --chunk-bytes 4096 -o "$T/cb/x" $FIX/prompt_completion.jsonl
+
+# --- 17: the loss mask header's -T is checked: -7 refused naming the mask and the offset ----------------------
+"$GPT2" tokenize --instructions -T 64 -o "$T/hT/x" $FIX/*.jsonl >/dev/null 2>&1
+printf '\xf9\xff\xff\xff' | dd of="$T/hT/x_train.mask" bs=1 seek=20 conv=notrunc 2>/dev/null  # -7, little-endian
+check_error "a loss mask whose header says -T -7: refused, naming the mask and the field's offset" \
+    "^error: bad -T in loss mask ($T/hT/x_train.mask) at offset 20: expected 0 (not packed) or 2\.\.1048576, got -7" \
+    "$GPT2" train --train "$T/hT/x_train.bin" --val "" "${MODEL[@]}" -B 1 -T 64 --steps 1
 
 summary

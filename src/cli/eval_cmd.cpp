@@ -56,6 +56,33 @@ static int eval_open_data(DataLoader* dl, const CliArgs& args, int vocab_size, i
     return B;
 }
 
+// Refuses before any batch is scored: --batches beyond the data, and data whose loss masks score none of the
+// targets to evaluate (batches 0: every token after each shard's first; else the first `batches` batches).
+static void eval_check_data(DataLoader* dl, const std::string& data, int batches, int B, int T) {
+    const size_t available = evaluate_num_batches(*dl);
+    if ((size_t)batches > available)
+        fatal("too few tokens in %s for --batches %d: it holds %zu batches of B=%d, T=%d", data.c_str(), batches,
+              available, B, T);
+    if (batches == 0) {
+        size_t tokens = 0, scored = 0;
+        for (const TokenShard& s : dl->shards) {
+            const uint8_t* mask = token_files_mask(s);
+            tokens += s.num_tokens - 1;
+            scored += mask ? (size_t)std::count(mask + 1, mask + s.num_tokens, 1) : s.num_tokens - 1;
+        }
+        if (scored == 0)
+            fatal("no scored tokens (%s): expected some answers, got loss masks that score none of its %zu tokens; "
+                  "--loss-on all scores them all", data.c_str(), tokens);
+        return;
+    }
+    for (int i = 0; i < batches; i++) {
+        evaluate_load_batch(dl, (size_t)i);
+        if (token_files_scored(dl->targets) > 0) return;
+    }
+    fatal("no scored tokens in the first %d batches (%s): expected some answers, got loss masks that score none; "
+          "--batches all or --loss-on all scores some", batches, data.c_str());
+}
+
 int cmd_eval(int argc, char** argv) {
     CliArgs args = cli_parse(
         argc, argv, "eval", "gpt2 eval --model PATH (--data FILE [-B b] [-T t] [--batches n|all] | --hellaswag FILE)",
@@ -92,10 +119,7 @@ int cmd_eval(int argc, char** argv) {
     DataLoader dl;
     token_files_masks = cli_loss_on(args);
     const int B = eval_open_data(&dl, args, model.cfg.vocab_size, B_asked, T);
-    size_t available = evaluate_num_batches(dl);
-    if ((size_t)batches > available)
-        fatal("too few tokens in %s for --batches %d: it holds %zu batches of B=%d, T=%d", args.str("data").c_str(),
-              batches, available, B, T);
+    eval_check_data(&dl, args.str("data"), batches, B, T);
     // Progress on stderr: rewritten in place on a terminal, else a line at each tenth.
     ProgressLine line(stderr, progress_in_place(stderr, false), true);
     const double t0 = time_now_s(), total = all ? (double)(token_files_num_tokens(dl) - dl.shards.size()) : (double)batches * B * T;

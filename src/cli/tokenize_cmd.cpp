@@ -5,6 +5,7 @@
 // and the output does not depend on the thread count. It does not shuffle.
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -462,6 +463,30 @@ struct InstructionExamples {
     }
 };
 
+// The offset of the first byte of s that does not start well-formed UTF-8 (an overlong form, a surrogate or a
+// code point past U+10FFFF included), or npos.
+size_t utf8_invalid_at(const std::string& s) {
+    for (size_t i = 0; i < s.size();) {
+        const unsigned char c = (unsigned char)s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        const size_t more = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : 0;
+        if (more == 0 || c > 0xF4 || s.size() - i <= more) return i;
+        uint32_t cp = c & (0x3F >> more);
+        for (size_t k = 1; k <= more; k++) {
+            const unsigned char d = (unsigned char)s[i + k];
+            if ((d & 0xC0) != 0x80) return i;
+            cp = cp << 6 | (d & 0x3F);
+        }
+        const uint32_t least[] = {0, 0x80, 0x800, 0x10000};
+        if (cp < least[more] || cp > 0x10FFFF || (cp >= 0xD800 && cp < 0xE000)) return i;
+        i += more + 1;
+    }
+    return std::string::npos;
+}
+
 // One JSON line (`name` line `line`) parsed, encoded and appended to *ex.
 void add_instruction(const std::string& row, const std::string& name, int line, Tokenizer* tok,
                      InstructionExamples* ex) {
@@ -469,6 +494,11 @@ void add_instruction(const std::string& row, const std::string& name, int line, 
     std::string err;
     std::vector<InstructionSegment> segments;
     InstructionShape shape;
+    // JSON text is UTF-8 (outside strings only ASCII parses): a raw byte in a string would be encoded as a byte
+    const size_t bad = utf8_invalid_at(row);
+    if (bad != std::string::npos)
+        fatal("invalid UTF-8 (%s line %d) at byte %zu of the line: 0x%02x; expected UTF-8 text (save the file as "
+              "UTF-8)", name.c_str(), line, bad + 1, (unsigned char)row[bad]);
     if (!json_parse_line(row.data(), row.size(), &obj, &err))
         fatal("malformed JSON (%s line %d): %s", name.c_str(), line, err.c_str());
     if (!instruction_segments(obj, &segments, &shape, &err))
@@ -495,9 +525,12 @@ void read_instructions(const CliArgs& args, Tokenizer* tok, InstructionExamples*
     const char* too_large = "tokenize --instructions reads at most 1 GiB of examples in all: tokenize them in "
                             "several runs (-o PREFIX each) and train on the shards together";
     uint64_t total = 0;
-    for (const std::string& path : args.positional) {
+    for (const std::string& path : args.positional) {  // each one there, before any is encoded
         FileInfo st;
-        if (path != "-" && os_stat(path, &st) && st.kind == FileKind::regular && (total += st.size) > kMaxInstructionBytes)
+        if (path == "-") continue;
+        if (!os_stat(path, &st)) fatal("cannot open %s: %s", path.c_str(), strerror(errno));
+        if (st.kind == FileKind::directory) fatal("is a directory (%s): expected a text file", path.c_str());
+        if (st.kind == FileKind::regular && (total += st.size) > kMaxInstructionBytes)
             fatal_hint(too_large, "input too large (%s): expected at most %zu bytes of examples in all, got %llu "
                        "with it", path.c_str(), kMaxInstructionBytes, (unsigned long long)total);
     }
@@ -511,11 +544,11 @@ void read_instructions(const CliArgs& args, Tokenizer* tok, InstructionExamples*
             size_t end = text.find('\n', start);
             if (end == std::string::npos) end = text.size();
             stop_point();  // a signal ends the command here (or at the next staged write), nothing left behind
+            if (end - start > max_line)  // encoding one takes about 30 times its size in memory; refused uncopied
+                fatal_hint("raise --max-unsplit-bytes for longer examples", "line too long (%s) at line %d: expected "
+                           "JSON lines of at most %zu bytes, got %zu", name.c_str(), line, max_line, end - start);
             const std::string row = text.substr(start, end - start);
             start = end + 1;
-            if (row.size() > max_line)  // encoding one takes about 30 times its size in memory
-                fatal_hint("raise --max-unsplit-bytes for longer examples", "line too long (%s) at line %d: expected "
-                           "JSON lines of at most %zu bytes, got %zu", name.c_str(), line, max_line, row.size());
             if (row.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank lines are skipped
             add_instruction(row, name, line, tok, ex);
         }
@@ -540,8 +573,29 @@ void print_packed(const char* part, const PackStats& st, int T) {
                      : "");
 }
 
+// The val examples of n (--val-examples, else a tenth, at least 1), refused when no train would be left.
+long long instruction_val_count(const CliArgs& args, size_t n) {
+    std::string names;
+    for (const std::string& path : args.positional)
+        names += (names.empty() ? "" : ", ") + (path == "-" ? "stdin" : path);
+    if (n == 0)
+        fatal("no examples in %s: expected JSON lines of instruction examples, got none (blank lines only)",
+              names.c_str());
+    if (!args.has("val-examples")) {
+        const long long val = (long long)std::max<size_t>(1, n / 10);
+        if ((long long)n <= val)
+            fatal("too few examples (%s): expected at least 2 (1 val, the rest train), got %zu", names.c_str(), n);
+        return val;
+    }
+    const long long val = args.integer_in("val-examples", 1, INT32_MAX);
+    if ((long long)n <= val)
+        fatal("too few examples for --val-examples %lld (%s): expected more than %lld so that some train, got %zu",
+              val, names.c_str(), val, n);
+    return val;
+}
+
 int tokenize_instructions(const CliArgs& args) {
-    for (const char* flag : {"ids", "jsonl-field", "split-on-blank-lines", "shard-tokens", "val-tokens"})
+    for (const char* flag : {"ids", "jsonl-field", "split-on-blank-lines", "shard-tokens", "val-tokens", "chunk-bytes"})
         if (args.has(flag)) fatal("conflicting flags --instructions and --%s (tokenize): expected one of them", flag);
     if (args.positional.empty()) fatal("missing input file (tokenize): expected instruction JSON lines or - for stdin");
     if (!args.has("output")) fatal("missing output (tokenize): --instructions writes token files, expected -o PREFIX");
@@ -559,11 +613,7 @@ int tokenize_instructions(const CliArgs& args) {
     InstructionExamples ex;
     read_instructions(args, &tok, &ex);
     const size_t n = ex.ends.size();
-    const long long val = args.has("val-examples") ? args.integer_in("val-examples", 1, INT32_MAX)
-                                                   : (long long)std::max<size_t>(1, n / 10);
-    if ((long long)n <= val)
-        fatal("too few examples for --val-examples %lld (%s): expected more than %lld so that some train, got %zu",
-              val, args.positional[0].c_str(), val, n);
+    const long long val = instruction_val_count(args, n);
     const std::string dir = prefix.back() == '/' ? path_strip_slashes(prefix) : path_parent(prefix);
     MadeDirs made(dir);
     PackWriter parts[2] = {{instruction_path(prefix, 0), T, kTokenizerEot}, {instruction_path(prefix, 1), T, kTokenizerEot}};

@@ -163,14 +163,17 @@ void RunHooks::data_failed(int step, const std::string& err) {
 
 void Progress::step(int step, int steps, const StepStats& s, double tokens) {
     const double ms = s.ms;
-    if (count++ > 0) ms_sum += ms;
-    const double mean_ms = count > 1 ? ms_sum / (count - 1) : ms;
-    char loss[64];
+    if (!s.skipped && count++ == 0) first_ms = ms;  // a skipped step computed nothing: no speed, not in the ETA
+    else if (!s.skipped) ms_sum += ms;
+    const double mean_ms = count > 1 ? ms_sum / (count - 1) : first_ms;
+    char loss[64], speed[64];
     if (s.skipped) snprintf(loss, sizeof(loss), "-- (no scored token in this batch)");
     else snprintf(loss, sizeof(loss), "%.6f", s.loss);
+    if (s.skipped) speed[0] = 0;
+    else snprintf(speed, sizeof(speed), "%.1f ms | %.0f tok/s | ", ms, tokens / (ms / 1e3));
     char text[320];
-    snprintf(text, sizeof(text), "step %5d/%d | loss %s | lr %.3e | norm %.4f | %.1f ms | %.0f tok/s | %s", step,
-             steps, loss, s.lr, s.norm, ms, tokens / (ms / 1e3), progress_eta(steps - step, mean_ms / 1e3).c_str());
+    snprintf(text, sizeof(text), "step %5d/%d | loss %s | lr %.3e | norm %.4f | %s%s", step, steps, loss, s.lr,
+             s.norm, speed, count ? progress_eta(steps - step, mean_ms / 1e3).c_str() : "ETA --");
     line.update(text);
 }
 
@@ -196,10 +199,11 @@ void trainer_load_data(TrainRun* t) {
     if (masked && t->sync.rank == 0)
         printf("loss: on the answers only, as the loss masks of %zu of %zu train shards mark them (--loss-on all: "
                "every token)\n", masked, t->train_dl.shards.size());
-    if (other_T && t->sync.rank == 0)
+    if (other_T && t->sync.rank == 0)  // tokenize packs for -T 2 and up: a window of 1 token holds no example
         printf("note: the loss mask of %s was packed for -T %d, this run has -T %d: examples are split at window "
-               "starts (tokenize --instructions -T %d packs them for it)\n", other_T->path.c_str(),
-               token_files_mask_T(*other_T), o.T, o.T);
+               "starts (%s)\n", other_T->path.c_str(), token_files_mask_T(*other_T), o.T,
+               o.T > 1 ? ("tokenize --instructions -T " + std::to_string(o.T) + " packs them for it").c_str()
+                       : "a window of one token holds no whole example");
     if (r.val_path.empty()) return;
     dataloader_init(&t->val_dl, r.val_path, "--val", t->model.cfg.vocab_size, o.B, o.T, false, o.seed);
     const int ranks = t->sync.ranks;  // each validates its share of the batches

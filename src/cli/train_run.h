@@ -42,8 +42,9 @@ struct RunOptions {
 struct Progress {
     ProgressLine line{stdout, false, false};  // set up by trainer_run
     double ms_sum = 0;                        // of the steps after this run's first (which warms up)
-    int count = 0;
-    // A skipped step (StepStats::skipped) shows "loss -- (no scored token in this batch)".
+    double first_ms = 0;                      // the first's, the ETA's until there is another
+    int count = 0;                            // steps timed: skipped ones are not
+    // A skipped step (StepStats::skipped) shows "loss -- (no scored token in this batch)" and no speed.
     void step(int step, int steps, const StepStats& s, double tokens);
     void close() { line.close(); }  // before any other line
 };

@@ -37,7 +37,7 @@ bool lossmask_check(const uint8_t* data, size_t n, size_t tokens, const std::str
                     const std::string& where, std::string* err) {
     const char* w = where.c_str();
     char msg[512];
-    int32_t h[5] = {0};
+    int32_t h[6] = {0};  // magic, version, tokens, the fingerprint's two halves, -T
     if (n >= kTokenFileHeaderBytes) memcpy(h, data, sizeof(h));
     uint64_t tie = 0;
     memcpy(&tie, h + 3, sizeof(tie));
@@ -56,6 +56,9 @@ bool lossmask_check(const uint8_t* data, size_t n, size_t tokens, const std::str
                  "loss mask does not match its token file (%s): expected %zu tokens, the header says %d and the "
                  "file holds %zu",
                  w, tokens, h[2], n - kTokenFileHeaderBytes);
+    else if (h[5] != 0 && (h[5] < 2 || h[5] > (1 << 20)))  // tokenize --instructions -T takes 2..1048576
+        snprintf(msg, sizeof(msg), "bad -T in loss mask (%s) at offset 20: expected 0 (not packed) or 2..%d, got %d", w,
+                 1 << 20, h[5]);
     else if (tie != want)
         snprintf(msg, sizeof(msg),
                  "loss mask does not match its token file (%s): expected the token file's fingerprint %s, got %016llx "

@@ -24,14 +24,17 @@ struct ShardMaps {
     std::shared_ptr<const void> mask_map;
     const uint8_t* mask = nullptr;  // (num_tokens,): 1 = scored as a target
     int32_t mask_T = 0;             // the -T the mask was packed for (0: unknown)
+    FileInfo mask_file;             // the mask as opened: its size, checked at each read (a shrink in the
+                                    // mapping's last page reads zeros, not a SIGBUS)
     void operator()(const void* p) const {
         if (p) os_unmap(const_cast<void*>(p), bytes);
     }
 };
 
 // Maps `path` (`what` for messages) read-only into *map, its size into *n; a file shorter than `least`
-// bytes is not mapped (an empty one cannot be) and *map stays null for its check to name.
-void map_input(const std::string& path, const char* what, size_t least, void** map, size_t* n) {
+// bytes is not mapped (an empty one cannot be) and *map stays null for its check to name. *info: the file's.
+void map_input(const std::string& path, const char* what, size_t least, void** map, size_t* n,
+               FileInfo* info = nullptr) {
     const char* w = path.c_str();
     int fd = os_open_read(path);  // non-blocking: opening a FIFO must not hang
     if (fd < 0) fatal("cannot open %s: %s", w, strerror(errno));
@@ -42,6 +45,7 @@ void map_input(const std::string& path, const char* what, size_t least, void** m
         fatal("not a regular file (%s): expected %s", w, what);
     }
     *n = (size_t)st.size;
+    if (info) *info = st;
     *map = *n >= least ? os_map_read(fd, *n) : nullptr;
     os_close(fd);  // the mapping keeps the file
     if (*n >= least && !*map) fatal("cannot map %s: %s", w, strerror(errno));
@@ -63,8 +67,10 @@ void open_mask(TokenShard* s) {
     if (!token_files_masks || (!path_exists(path) && !path_is_symlink(path))) return;
     void* map = nullptr;
     size_t n = 0;
-    map_input(path, "a loss mask", kTokenFileHeaderBytes, &map, &n);
+    FileInfo file;
+    map_input(path, "a loss mask", kTokenFileHeaderBytes, &map, &n, &file);
     ShardMaps* maps = std::get_deleter<ShardMaps>(s->image);
+    maps->mask_file = file;
     maps->mask_map = std::shared_ptr<const void>(map, ShardMaps(n));
     std::string err;
     if (!lossmask_check(static_cast<const uint8_t*>(map), n, s->num_tokens, s->fingerprint, path, &err))
@@ -198,6 +204,20 @@ void mask_windows(void* arg) {
             if (!mask[w->windows[b] * T + t + 1]) w->dl->targets[b * T + t] = -1;
 }
 
+// The shard's loss mask, when it has one, is the size it was at open (or no longer at its path: the mapping
+// keeps the file it opened). A mask cut short within its mapping's last page reads as zeros, not a SIGBUS.
+bool mask_unchanged(const TokenShard& shard, std::string* err) {
+    const ShardMaps* maps = std::get_deleter<ShardMaps>(shard.image);
+    if (!maps || !maps->mask) return true;
+    const std::string path = lossmask_path(shard.path);
+    FileInfo now;
+    if (!os_stat(path, &now) || !same_file(now, maps->mask_file) || now.size == maps->mask_file.size) return true;
+    *err = "loss mask changed during the run (" + path + "): it now holds " + std::to_string(now.size) +
+           " bytes, not the " + std::to_string(maps->mask_file.size) + " it held when opened; expected loss masks "
+           "to stay unchanged too";
+    return false;
+}
+
 }  // namespace
 
 // A mapped shard (or its mask) another process truncated faults in the copy (caught by stop_guard_bus), and one
@@ -213,6 +233,7 @@ bool token_files_read(DataLoader* dl, const TokenShard& shard, const uint32_t* w
                             "opened; " + hint;
         return false;
     }
+    if (!mask_unchanged(shard, err)) return false;
     int bad_id = -1;  // the last one read
     for (size_t i = 0; i < dl->inputs.size(); i++)
         if (dl->inputs[i] >= dl->vocab_size || dl->targets[i] >= dl->vocab_size)

@@ -39,7 +39,8 @@ std::vector<std::string> token_files_expand(const std::string& spec, const char*
 // nothing, so a single file takes the windows the core's default (one file, no shards) takes.
 void token_files_next_shard(DataLoader* dl);
 // Reads a batch's windows (dataloader_copy) guarded: false naming the shard when its mapping shrank under
-// the run (a SIGBUS, caught) or it now holds an id >= dl->vocab_size (rewritten in place since its check).
+// the run (a SIGBUS, caught) or it now holds an id >= dl->vocab_size (rewritten in place since its check), or
+// when its loss mask's file is no longer the size it was at open (cut within its last page: no SIGBUS there).
 // A target the shard's loss mask says 0 for becomes -1, not scored (core/layers.h).
 bool token_files_read(DataLoader* dl, const TokenShard& shard, const uint32_t* windows, std::string* err);
 // Tokens over all of dl's shards.

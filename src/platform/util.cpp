@@ -52,6 +52,7 @@ std::string text_read(const std::string& path, size_t max_bytes, const char* hin
         fatal("is a directory (%s): expected a text file", name);
     input_note_fd(fileno(f));
     std::string text;
+    if (st.kind == FileKind::regular && st.size <= max_bytes) text.reserve(st.size);  // not twice it, as doubling
     char chunk[1 << 16];
     size_t n;
     while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {

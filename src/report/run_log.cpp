@@ -89,7 +89,7 @@ RunLog run_log_read(const std::string& path) {
     const char* text = (const char*)bytes.data();
     std::vector<LogPoint> train, val;
     RunLog h;
-    size_t line = 0;
+    size_t line = 0, skipped = 0;  // steps logged without a loss: they scored no token
     for (size_t start = 0; start < bytes.size();) {
         size_t end = start;
         while (end < bytes.size() && text[end] != '\n') end++;
@@ -116,7 +116,8 @@ RunLog run_log_read(const std::string& path) {
         if (!loss && !val_loss)
             log_line_error("missing field", path, line, "expected \"loss\" or \"val_loss\" (with \"step\")");
         for (const Json* j : {loss, val_loss}) {
-            if (!j || (j == loss && j->type == Json::NUL)) continue;  // a step skipped: it scored no token
+            if (j && j == loss && j->type == Json::NUL) skipped++;  // a step skipped: it scored no token
+            if (!j || (j == loss && j->type == Json::NUL)) continue;
             if (j->type != Json::NUMBER)
                 log_line_error(j == loss ? "bad field \"loss\"" : "bad field \"val_loss\"", path, line,
                                "expected a number, got %s", json_type_name(j->type));
@@ -128,6 +129,9 @@ RunLog run_log_read(const std::string& path) {
             if (h.line_without_tokens == 0 && (j == loss ? train : val).back().tokens < 0) h.line_without_tokens = line;
         }
     }
+    if (train.empty() && val.empty() && skipped)
+        fatal("no loss points in %s: its %zu steps all scored no token (\"loss\":null, their batches held prompts "
+              "only) and it has no val loss; expected a run with some scored steps", path.c_str(), skipped);
     if (train.empty() && val.empty())
         fatal(
             "no loss points in %s: expected JSON lines with \"step\" and \"loss\" or \"val_loss\", as train --log "

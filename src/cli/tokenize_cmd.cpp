@@ -602,6 +602,8 @@ int tokenize_instructions(const CliArgs& args) {
     const std::string prefix = args.str("output");
     if (prefix.empty()) fatal("empty value for --output (tokenize): expected a path prefix");
     const int T = (int)args.integer_in("tokens", 2, 1 << 20);
+    // from here a Ctrl-C is said and ends the run at its next stop_point (the first is before anything is written)
+    stop_catch_abort("tokenize --instructions: nothing written; run the same command again");
     Tokenizer tok;
     tokenizer_load(&tok, args.has("tokenizer") ? args.str("tokenizer") : tokenizer_default_dir());
     PathLock lock(output_lock_target(prefix), "--output (tokenize)");
@@ -609,7 +611,6 @@ int tokenize_instructions(const CliArgs& args) {
         output_check(instruction_path(prefix, k), "--output (tokenize)", kTokenFileKind);
         output_check(lossmask_path(instruction_path(prefix, k)), "--output (tokenize)", kLossMaskKind);
     }
-    stop_catch_abort("tokenize --instructions: nothing written; run the same command again");
     InstructionExamples ex;
     read_instructions(args, &tok, &ex);
     const size_t n = ex.ends.size();

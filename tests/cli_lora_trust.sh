@@ -122,4 +122,21 @@ check "the sample line after an int8 LoRA run has --precision int8" \
     grep -q "^sample from it: .* --precision int8" $T/i8.out
 check "... and names the program as typed ($GPT2)" grep -q "^sample from it: $GPT2 generate" $T/i8.out
 check "the resume hint names the program as typed" grep -q "continue with: $GPT2 train --resume $T/ad" $T/ad.out
+# --- 7. red team round two ------------------------------------------------------------------------------------
+LT=(train --model $T/base --train $TRAIN --val "" -B 2 -T 32 --sample-tokens 0)
+"$GPT2" "${LT[@]}" --steps 4 --stop-after 2 --lora 4 --lora-alpha 12.3456789 --lora-dropout 0.123456789 \
+    --out $T/al >/dev/null 2>&1
+cp -r $T/al $T/al_old && st_meta $T/al_old/train_state.safetensors lora.alpha 12.3457 && \
+    st_meta $T/al_old/train_state.safetensors lora.dropout 0.123457 && \
+    st_meta $T/al_old/train_state.safetensors lora.exact __delete__
+check "a run whose train state kept alpha and dropout in 6 digits (before they were exact) resumes, given them" \
+    "$GPT2" train --resume $T/al_old --steps 4 --lora-alpha 12.3456789 --lora-dropout 0.123456789
+check "a resumed run takes its own --lora-alpha and --lora-dropout given to more than 6 digits" \
+    "$GPT2" train --resume $T/al --steps 4 --stop-after 1 --lora-alpha 12.3456789 --lora-dropout 0.123456789
+check_error "... but not an alpha equal to its own only in 6 digits" \
+    "bad value for --lora-alpha (train): a resumed run keeps its adapter (--lora-alpha 12.345679); got 12.3457" \
+    "$GPT2" train --resume $T/al --steps 4 --lora-alpha 12.3457
+check_error "... nor such a dropout" \
+    "bad value for --lora-dropout (train): a resumed run keeps its adapter (--lora-dropout 0.12345679); got 0.123457" \
+    "$GPT2" train --resume $T/al --steps 4 --lora-dropout 0.123457
 summary

@@ -543,7 +543,7 @@ CliArgs resume_args(const CliArgs& given, const std::string& resume_dir, TrainSt
     const bool known = lora_run_config(*resume, &adapter);
     for (const char* name : kLoraFlags) {
         if (!given.has(name)) continue;
-        const std::string had = known ? lora_flag_differs(adapter, name, given.str(name)) : "?";
+        const std::string had = known ? lora_flag_differs(*resume, adapter, name, given.str(name)) : "?";
         if (!lora_run)
             fatal("bad value for --%s (train): a resumed run keeps its training without --lora; got %s", name,
                   given.str(name).c_str());

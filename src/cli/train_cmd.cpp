@@ -135,6 +135,16 @@ bool same_value(const std::string& a, const std::string& b) {
     return !a.empty() && !b.empty() && !*ea && !*eb && x == y;
 }
 
+// The directory a resumed run saves to: --out's, or the --resume directory itself when --out is absent or
+// names that directory another way (./DIR, DIR/, its absolute path: the same directory, not a link to it).
+std::string resume_out(const CliArgs& given, const std::string& resume_dir) {
+    if (!given.has("out")) return resume_dir;
+    const std::string out = path_strip_slashes(given.str("out"));
+    FileInfo a, b;
+    const bool same = !resume_dir.empty() && os_lstat(out, &a) && os_lstat(resume_dir, &b) && same_file(a, b);
+    return same ? resume_dir : out;
+}
+
 bool is_per_invocation(const std::string& name) {
     for (const char* n : kPerInvocation)
         if (name == n) return true;
@@ -387,7 +397,7 @@ void train_options(const CliArgs& args, const CliArgs& given, const std::string&
     r.train_path = args.str("train");
     r.resume_dir = resume_dir;
     // A resumed run saves where it resumed from unless --out says otherwise.
-    r.out = given.has("out") ? path_strip_slashes(given.str("out")) : resume_dir;
+    r.out = resume_out(given, resume_dir);
     r.plot_in_out = !args.has("plot") && !r.out.empty();
     r.plot_path = args.has("plot") ? args.str("plot") : "";
     if (r.save_every > 0 && r.out.empty())
@@ -802,7 +812,7 @@ int cmd_train(int argc, char** argv) {
     // The checkpoint is locked before its train state is read: a save in progress is never read half-way.
     TrainLocks locks;
     // A run that saves elsewhere only reads it, so a read-only checkpoint can be continued into --out NEW.
-    const bool elsewhere = given.has("out") && path_strip_slashes(given.str("out")) != resume_dir;
+    const bool elsewhere = resume_out(given, resume_dir) != resume_dir;
     if (!resume_dir.empty() && dist_rank() == 0)
         locks.resume.reset(new PathLock(resume_dir, "--resume", elsewhere,
                                         "a run that saves into its own directory needs to write there; to "

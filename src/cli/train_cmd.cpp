@@ -154,16 +154,36 @@ bool is_per_invocation(const std::string& name) {
 // The flags a checkpoint records: those given but the per-invocation ones, the effective values of the
 // ones a resumed run must keep (defaults included, so a resume can tell a change; a --model run's geometry
 // is its checkpoint's, never the from-scratch defaults), and the resolved validation file.
+// --train or --val's comma-separated paths or globs, each relative one joined to the working directory: as a
+// run records them, so that it resumes from anywhere.
+std::string data_paths_absolute(const std::string& list) {
+    std::string out, cwd;
+    for (size_t start = 0; start <= list.size();) {
+        size_t comma = list.find(',', start);
+        if (comma == std::string::npos) comma = list.size();
+        const std::string p = list.substr(start, comma - start);
+        const bool absolute = p.empty() || p[0] == '/' || p[0] == '\\' || (p.size() > 1 && p[1] == ':');
+        if (!absolute && cwd.empty()) cwd = path_absolute(".");
+        out += (start ? "," : "") + (absolute ? p : path_join(cwd, p.compare(0, 2, "./") ? p : p.substr(2)));
+        start = comma + 1;
+    }
+    return out;
+}
+
 std::vector<std::pair<std::string, std::string>> run_flags(const CliArgs& args, const std::string& val_path,
                                                           bool lora) {
     std::vector<std::pair<std::string, std::string>> flags;
-    for (size_t i = 0; i < args.names.size(); i++)
-        if (!is_per_invocation(args.names[i]) && args.names[i] != "val")  // a LoRA run's base: resumed from anywhere
-            flags.push_back({args.names[i], lora && args.names[i] == "model" ? path_absolute(args.values[i]) : args.values[i]});
+    for (size_t i = 0; i < args.names.size(); i++) {
+        const std::string& name = args.names[i];
+        if (is_per_invocation(name) || name == "val") continue;  // a LoRA run's base: resumed from anywhere
+        flags.push_back({name, lora && name == "model" ? path_absolute(args.values[i])
+                               : name == "train"       ? data_paths_absolute(args.values[i])
+                                                       : args.values[i]});
+    }
     for (const char* name : kFixedOnResume)
         if (!args.has(name) && std::string(name) != "model" && !(args.has("model") && is_geometry(name)))
             flags.push_back({name, args.str(name)});
-    flags.push_back({"val", val_path});
+    flags.push_back({"val", data_paths_absolute(val_path)});
     flags.push_back({kRanksKey, std::to_string(dist_world())});
     return flags;
 }
@@ -444,7 +464,8 @@ void note_overrides(const CliArgs& given, const std::vector<std::pair<std::strin
         for (const auto& kv : stored)
             if (kv.first == name) old = kv.second, why = "";
         if (flag && flag->is_switch) continue;  // the only resumable switch, --no-shuffle, is checked below
-        if (!same_value(old, given.values[i]))
+        const bool data = name == "train" || name == "val";  // recorded absolute (data_paths_absolute)
+        if (!same_value(old, given.values[i]) && !(data && old == data_paths_absolute(given.values[i])))
             printf("note: --%s %s replaces the run's %s%s\n", name.c_str(), given.values[i].c_str(),
                    old.empty() ? "(none)" : old.c_str(), why.c_str());
     }

@@ -139,4 +139,8 @@ check_error "... but not an alpha equal to its own only in 6 digits" \
 check_error "... nor such a dropout" \
     "bad value for --lora-dropout (train): a resumed run keeps its adapter (--lora-dropout 0.12345679); got 0.123457" \
     "$GPT2" train --resume $T/al --steps 4 --lora-dropout 0.123457
+cp -r $T/peft $T/peft_out
+check_error "export --merge-lora --out the --lora-from adapter names --lora-from and the adapter" \
+    "bad value for --out (export): $T/peft_out holds adapter_.*, which this export reads (--lora-from); replacing it would lose the adapter it merges" \
+    "$GPT2" export --model $T/base --lora-from $T/peft_out --merge-lora --out $T/peft_out
 summary

@@ -143,4 +143,18 @@ cp -r $T/peft $T/peft_out
 check_error "export --merge-lora --out the --lora-from adapter names --lora-from and the adapter" \
     "bad value for --out (export): $T/peft_out holds adapter_.*, which this export reads (--lora-from); replacing it would lose the adapter it merges" \
     "$GPT2" export --model $T/base --lora-from $T/peft_out --merge-lora --out $T/peft_out
+for extra in "--lora-from $T/peft" "--zero 1" "--loss-on all"; do
+    check_error "train --resume RUN --steps 8 $extra: the refusal alone, no note on a replaced flag before it" \
+        "^error: " "$GPT2" train --resume $T/tg --steps 8 $extra
+    cat $TEST_TMP/out $TEST_TMP/err >$T/refused.out
+    check "... (no note)" eval "! grep -q '^note:' $T/refused.out"
+done
+check_error "eval --lora-from a file says it is a file, expected an adapter directory" \
+    "not a LoRA adapter (--lora-from $T/peft/adapter_model.safetensors): a file, expected a PEFT adapter directory" \
+    "$GPT2" "${EV[@]}" --model $T/base --lora-from $T/peft/adapter_model.safetensors
+check "... hinting its directory" grep -q "^hint: .*--lora-from $T/peft\$" $T/err
+cp -r $T/peft $T/peft_r && sed -i 's/"r": 4/"r": "4"/' $T/peft_r/adapter_config.json
+check_error "a config's r as a string: the range in integers" \
+    "bad value for key r in $T/peft_r/adapter_config.json: expected an integer in \[1, 1048576\], got \"4\"" \
+    "$GPT2" "${EV[@]}" --model $T/base --lora-from $T/peft_r
 summary

@@ -583,7 +583,6 @@ CliArgs resume_args(const CliArgs& given, const std::string& resume_dir, TrainSt
                   known ? (" (--" + std::string(name) + " " + had + ")").c_str() : " (adapter_config.json's)",
                   given.str(name).c_str());
     }
-    note_overrides(given, stored);
     keep_global_batch(given, resume_dir, &stored, ranks);
     bool stored_no_shuffle = false;  // a switch is recorded only when given
     for (const auto& kv : stored) stored_no_shuffle = stored_no_shuffle || kv.first == "no-shuffle";
@@ -728,6 +727,7 @@ int prepare_run(TrainRun* t, const CliArgs& args, const CliArgs& given, const st
     const RunOptions& r = t->run;
     dataloader_expand(r.train_path, "--train");  // a pattern that matches nothing fails before any allocation
     if (!r.val_path.empty()) dataloader_expand(r.val_path, "--val");
+    if (!resume_dir.empty()) note_overrides(given, resume->flags);  // after every refusal the flags can meet
     build_model(&t->model, args, o, r);
     adamw_use_form(&t->opt, r.moments);  // 8bit: check_memory checked the geometry
     if (r.lora) {

@@ -207,5 +207,11 @@ void lora_restore(TrainState* ts, LoraModel* lora, const std::string& base_path,
                    base_hash.c_str());
     lora_prepare(lora);
     const LoraAdapter& a = lora->adapter;
+    if (ts->params_hash != lora_adapter_hash(a) && ts->m.numel() == a.params.size())
+        fatal_hint("put back the adapter this run saved, or start a new run from this one: --lora-from DIR",
+                   "adapter changed since the checkpoint (%s): its values fingerprint to %s; the train state %s was "
+                   "saved with %s",
+                   path_join(path_parent(ts->path), "adapter_model.safetensors").c_str(),
+                   lora_adapter_hash(a).c_str(), ts->path.c_str(), ts->params_hash.c_str());
     train_state_restore_params(ts, a.params.size(), lora_adapter_hash(a), a.base, &lora->opt, dl, history);
 }

@@ -162,4 +162,12 @@ cp -r $T/ad $T/ad_edit && st_fill $T/ad_edit/adapter_model.safetensors \
 check_error "a run's adapter_model.safetensors edited: resume names it as no longer matching its train state" \
     "adapter changed since the checkpoint ($T/ad_edit/adapter_model.safetensors): .* train state" \
     "$GPT2" train --resume $T/ad_edit
+cp -r $T/peft $T/peft_inf && for m in A B; do
+    st_fill $T/peft_inf/adapter_model.safetensors base_model.model.transformer.h.0.attn.c_attn.lora_$m.weight 7f; done
+for f in hf:minf llmc:minf.bin gguf:minf.gguf; do
+    check_error "export --merge-lora --format ${f%%:*} whose merged weights overflow names --out, not a staging name" \
+        "non-finite .*(--out $T/${f#*:}).*--lora-from $T/peft_inf" \
+        "$GPT2" export --model $T/base --lora-from $T/peft_inf --merge-lora --format ${f%%:*} --out $T/${f#*:}
+    check "... writing nothing" eval "! ls -d $T/${f#*:}* 2>/dev/null"
+done
 summary

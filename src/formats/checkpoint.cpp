@@ -319,6 +319,7 @@ void checkpoint_export_hf(const GPT2& model, const std::string& out, const std::
     } else if (path_exists(dir)) {
         fatal("bad value for --out (export): %s exists and is not a directory", dir.c_str());
     }
+    checkpoint_check_finite(model, dir, "not saving non-finite weights");  // named as --out, not its staging
     PathLock lock(dir, "--out");
     dir_publish(dir, export_is_ours,
                 [&](const std::string& staging) { checkpoint_save_hf(model, staging, dtype, tok); });

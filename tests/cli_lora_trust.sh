@@ -122,4 +122,52 @@ check "the sample line after an int8 LoRA run has --precision int8" \
     grep -q "^sample from it: .* --precision int8" $T/i8.out
 check "... and names the program as typed ($GPT2)" grep -q "^sample from it: $GPT2 generate" $T/i8.out
 check "the resume hint names the program as typed" grep -q "continue with: $GPT2 train --resume $T/ad" $T/ad.out
+# --- 7. red team round two ------------------------------------------------------------------------------------
+LT=(train --model $T/base --train $TRAIN --val "" -B 2 -T 32 --sample-tokens 0)
+"$GPT2" "${LT[@]}" --steps 4 --stop-after 2 --lora 4 --lora-alpha 12.3456789 --lora-dropout 0.123456789 \
+    --out $T/al >/dev/null 2>&1
+cp -r $T/al $T/al_old && st_meta $T/al_old/train_state.safetensors lora.alpha 12.3457 && \
+    st_meta $T/al_old/train_state.safetensors lora.dropout 0.123457 && \
+    st_meta $T/al_old/train_state.safetensors lora.exact __delete__
+check "a run whose train state kept alpha and dropout in 6 digits (before they were exact) resumes, given them" \
+    "$GPT2" train --resume $T/al_old --steps 4 --lora-alpha 12.3456789 --lora-dropout 0.123456789
+check "a resumed run takes its own --lora-alpha and --lora-dropout given to more than 6 digits" \
+    "$GPT2" train --resume $T/al --steps 4 --stop-after 1 --lora-alpha 12.3456789 --lora-dropout 0.123456789
+check_error "... but not an alpha equal to its own only in 6 digits" \
+    "bad value for --lora-alpha (train): a resumed run keeps its adapter (--lora-alpha 12.345679); got 12.3457" \
+    "$GPT2" train --resume $T/al --steps 4 --lora-alpha 12.3457
+check_error "... nor such a dropout" \
+    "bad value for --lora-dropout (train): a resumed run keeps its adapter (--lora-dropout 0.12345679); got 0.123457" \
+    "$GPT2" train --resume $T/al --steps 4 --lora-dropout 0.123457
+cp -r $T/peft $T/peft_out
+check_error "export --merge-lora --out the --lora-from adapter names --lora-from and the adapter" \
+    "bad value for --out (export): $T/peft_out holds adapter_.*, which this export reads (--lora-from); replacing it would lose the adapter it merges" \
+    "$GPT2" export --model $T/base --lora-from $T/peft_out --merge-lora --out $T/peft_out
+for extra in "--lora-from $T/peft" "--zero 1" "--loss-on all"; do
+    check_error "train --resume RUN --steps 8 $extra: the refusal alone, no note on a replaced flag before it" \
+        "^error: " "$GPT2" train --resume $T/tg --steps 8 $extra
+    cat $TEST_TMP/out $TEST_TMP/err >$T/refused.out
+    check "... (no note)" eval "! grep -q '^note:' $T/refused.out"
+done
+check_error "eval --lora-from a file says it is a file, expected an adapter directory" \
+    "not a LoRA adapter (--lora-from $T/peft/adapter_model.safetensors): a file, expected a PEFT adapter directory" \
+    "$GPT2" "${EV[@]}" --model $T/base --lora-from $T/peft/adapter_model.safetensors
+check "... hinting its directory" grep -q "^hint: .*--lora-from $T/peft\$" $T/err
+cp -r $T/peft $T/peft_r && sed -i 's/"r": 4/"r": "4"/' $T/peft_r/adapter_config.json
+check_error "a config's r as a string: the range in integers" \
+    "bad value for key r in $T/peft_r/adapter_config.json: expected an integer in \[1, 1048576\], got \"4\"" \
+    "$GPT2" "${EV[@]}" --model $T/base --lora-from $T/peft_r
+cp -r $T/ad $T/ad_edit && st_fill $T/ad_edit/adapter_model.safetensors \
+    base_model.model.transformer.h.0.attn.c_attn.lora_A.weight 00
+check_error "a run's adapter_model.safetensors edited: resume names it as no longer matching its train state" \
+    "adapter changed since the checkpoint ($T/ad_edit/adapter_model.safetensors): .* train state" \
+    "$GPT2" train --resume $T/ad_edit
+cp -r $T/peft $T/peft_inf && for m in A B; do
+    st_fill $T/peft_inf/adapter_model.safetensors base_model.model.transformer.h.0.attn.c_attn.lora_$m.weight 7f; done
+for f in hf:minf llmc:minf.bin gguf:minf.gguf; do
+    check_error "export --merge-lora --format ${f%%:*} whose merged weights overflow names --out, not a staging name" \
+        "non-finite .*(--out $T/${f#*:}).*--lora-from $T/peft_inf" \
+        "$GPT2" export --model $T/base --lora-from $T/peft_inf --merge-lora --format ${f%%:*} --out $T/${f#*:}
+    check "... writing nothing" eval "! ls -d $T/${f#*:}* 2>/dev/null"
+done
 summary

@@ -191,6 +191,19 @@ before=$(sum $T/orig/model.safetensors)
 check "resume saves into the copy it resumed from" grep -q "saved $T/copy at step 20" $T/copy.log
 check "... leaving the original as it was" test "$(sum $T/orig/model.safetensors)" = "$before"
 check "--stop-after belongs to one invocation: a plain resume runs to --steps" grep -q 'step *20/20' $T/copy.log
+cp -r $T/orig $T/same
+"$GPT2" train --resume $T/same --steps 8 --out $T/./same/ >$T/same.log 2>&1
+check "--resume DIR --out DIR spelt otherwise (DIR/./DIR/) continues in place" grep -q "saved $T/same at step 8" $T/same.log
+(cd $T && "$GPT2_ABS" train --resume same --steps 11 --out "$T/same" >same2.log 2>&1 &&
+    "$GPT2_ABS" train --resume ./same/ --steps 14 --out same >>same2.log 2>&1)
+check "... and as an absolute path or ./DIR/ against DIR" eval "grep -q 'saved same at step 11' $T/same2.log &&
+    grep -q 'saved ./same at step 14' $T/same2.log"
+mkdir -p $T/reldata/d && cp $TOK $T/reldata/d/tr.bin && cp $TOK $T/reldata/d/va.bin
+(cd $T/reldata && "$GPT2_ABS" train ${tiny//--train $TOK --val $TOK/--train 'd/t*.bin' --val d/va.bin} --steps 10 \
+    --stop-after 5 --out ck >/dev/null 2>&1)
+(cd $T && "$GPT2_ABS" train --resume reldata/ck >rel_resumed.log 2>&1)
+check "a run on a relative --train (a glob) and --val resumes from another directory" \
+    eval "grep -q 'saved reldata/ck at step 10' $T/rel_resumed.log && grep -q 'step *10/10 | val loss' $T/rel_resumed.log"
 mkdir -p $T/def/data/tinyshakespeare && cp $TOK $T/def/data/tinyshakespeare/train.bin && cp $TOK $T/def/data/tinyshakespeare/val.bin
 (cd $T/def && "$GPT2_ABS" train --vocab 1000 --layers 2 --heads 2 --channels 32 --seq-len 32 -B 4 -T 16 --steps 10 --stop-after 5 \
     --val-every 5 --sample-tokens 0 --out ck >/dev/null 2>&1 && "$GPT2_ABS" train --resume ck >../def.log 2>&1)

@@ -122,6 +122,16 @@ int export_adapter(const CliArgs& args) {
     return 0;
 }
 
+// --merge-lora: the adapter merged into the model, whose weights must stay finite (checked before anything is
+// written, naming --out).
+void merge_adapter(const CliArgs& args, const LoraAdapter& adapter, const std::string& out, GPT2* model) {
+    lora_check_base(args.str("lora-from"), *model, args.str("model"), args.on("force-base"), stdout);
+    lora_merge(model, adapter);
+    const std::string doing = "not writing it: --lora-from " + args.str("lora-from") + " merged into --model " +
+                              args.str("model") + " overflows";
+    checkpoint_check_finite(*model, "--out " + out, doing.c_str());
+}
+
 }  // namespace
 
 int cmd_info(int argc, char** argv) {
@@ -197,10 +207,7 @@ int cmd_export(int argc, char** argv) {
     if (args.on("merge-lora")) read_adapter(args, &adapter);
     GPT2 model;
     checkpoint_load(&model, args.str("model"), cli_heads(args));
-    if (args.on("merge-lora")) {
-        lora_check_base(args.str("lora-from"), model, args.str("model"), args.on("force-base"), stdout);
-        lora_merge(&model, adapter);
-    }
+    if (args.on("merge-lora")) merge_adapter(args, adapter, out, &model);
     Tokenizer tok;  // stored with the model: GGUF needs one, an HF export has one when there is one
     std::string which;
     if (format != "llmc") which = cli_tokenizer(args, args.str("model"), format == "gguf", &tok);

@@ -135,6 +135,16 @@ bool same_value(const std::string& a, const std::string& b) {
     return !a.empty() && !b.empty() && !*ea && !*eb && x == y;
 }
 
+// The directory a resumed run saves to: --out's, or the --resume directory itself when --out is absent or
+// names that directory another way (./DIR, DIR/, its absolute path: the same directory, not a link to it).
+std::string resume_out(const CliArgs& given, const std::string& resume_dir) {
+    if (!given.has("out")) return resume_dir;
+    const std::string out = path_strip_slashes(given.str("out"));
+    FileInfo a, b;
+    const bool same = !resume_dir.empty() && os_lstat(out, &a) && os_lstat(resume_dir, &b) && same_file(a, b);
+    return same ? resume_dir : out;
+}
+
 bool is_per_invocation(const std::string& name) {
     for (const char* n : kPerInvocation)
         if (name == n) return true;
@@ -144,16 +154,36 @@ bool is_per_invocation(const std::string& name) {
 // The flags a checkpoint records: those given but the per-invocation ones, the effective values of the
 // ones a resumed run must keep (defaults included, so a resume can tell a change; a --model run's geometry
 // is its checkpoint's, never the from-scratch defaults), and the resolved validation file.
+// --train or --val's comma-separated paths or globs, each relative one joined to the working directory: as a
+// run records them, so that it resumes from anywhere.
+std::string data_paths_absolute(const std::string& list) {
+    std::string out, cwd;
+    for (size_t start = 0; start <= list.size();) {
+        size_t comma = list.find(',', start);
+        if (comma == std::string::npos) comma = list.size();
+        const std::string p = list.substr(start, comma - start);
+        const bool absolute = p.empty() || p[0] == '/' || p[0] == '\\' || (p.size() > 1 && p[1] == ':');
+        if (!absolute && cwd.empty()) cwd = path_absolute(".");
+        out += (start ? "," : "") + (absolute ? p : path_join(cwd, p.compare(0, 2, "./") ? p : p.substr(2)));
+        start = comma + 1;
+    }
+    return out;
+}
+
 std::vector<std::pair<std::string, std::string>> run_flags(const CliArgs& args, const std::string& val_path,
                                                           bool lora) {
     std::vector<std::pair<std::string, std::string>> flags;
-    for (size_t i = 0; i < args.names.size(); i++)
-        if (!is_per_invocation(args.names[i]) && args.names[i] != "val")  // a LoRA run's base: resumed from anywhere
-            flags.push_back({args.names[i], lora && args.names[i] == "model" ? path_absolute(args.values[i]) : args.values[i]});
+    for (size_t i = 0; i < args.names.size(); i++) {
+        const std::string& name = args.names[i];
+        if (is_per_invocation(name) || name == "val") continue;  // a LoRA run's base: resumed from anywhere
+        flags.push_back({name, lora && name == "model" ? path_absolute(args.values[i])
+                               : name == "train"       ? data_paths_absolute(args.values[i])
+                                                       : args.values[i]});
+    }
     for (const char* name : kFixedOnResume)
         if (!args.has(name) && std::string(name) != "model" && !(args.has("model") && is_geometry(name)))
             flags.push_back({name, args.str(name)});
-    flags.push_back({"val", val_path});
+    flags.push_back({"val", data_paths_absolute(val_path)});
     flags.push_back({kRanksKey, std::to_string(dist_world())});
     return flags;
 }
@@ -387,7 +417,7 @@ void train_options(const CliArgs& args, const CliArgs& given, const std::string&
     r.train_path = args.str("train");
     r.resume_dir = resume_dir;
     // A resumed run saves where it resumed from unless --out says otherwise.
-    r.out = given.has("out") ? path_strip_slashes(given.str("out")) : resume_dir;
+    r.out = resume_out(given, resume_dir);
     r.plot_in_out = !args.has("plot") && !r.out.empty();
     r.plot_path = args.has("plot") ? args.str("plot") : "";
     if (r.save_every > 0 && r.out.empty())
@@ -434,7 +464,8 @@ void note_overrides(const CliArgs& given, const std::vector<std::pair<std::strin
         for (const auto& kv : stored)
             if (kv.first == name) old = kv.second, why = "";
         if (flag && flag->is_switch) continue;  // the only resumable switch, --no-shuffle, is checked below
-        if (!same_value(old, given.values[i]))
+        const bool data = name == "train" || name == "val";  // recorded absolute (data_paths_absolute)
+        if (!same_value(old, given.values[i]) && !(data && old == data_paths_absolute(given.values[i])))
             printf("note: --%s %s replaces the run's %s%s\n", name.c_str(), given.values[i].c_str(),
                    old.empty() ? "(none)" : old.c_str(), why.c_str());
     }
@@ -543,7 +574,7 @@ CliArgs resume_args(const CliArgs& given, const std::string& resume_dir, TrainSt
     const bool known = lora_run_config(*resume, &adapter);
     for (const char* name : kLoraFlags) {
         if (!given.has(name)) continue;
-        const std::string had = known ? lora_flag_differs(adapter, name, given.str(name)) : "?";
+        const std::string had = known ? lora_flag_differs(*resume, adapter, name, given.str(name)) : "?";
         if (!lora_run)
             fatal("bad value for --%s (train): a resumed run keeps its training without --lora; got %s", name,
                   given.str(name).c_str());
@@ -552,7 +583,6 @@ CliArgs resume_args(const CliArgs& given, const std::string& resume_dir, TrainSt
                   known ? (" (--" + std::string(name) + " " + had + ")").c_str() : " (adapter_config.json's)",
                   given.str(name).c_str());
     }
-    note_overrides(given, stored);
     keep_global_batch(given, resume_dir, &stored, ranks);
     bool stored_no_shuffle = false;  // a switch is recorded only when given
     for (const auto& kv : stored) stored_no_shuffle = stored_no_shuffle || kv.first == "no-shuffle";
@@ -697,6 +727,7 @@ int prepare_run(TrainRun* t, const CliArgs& args, const CliArgs& given, const st
     const RunOptions& r = t->run;
     dataloader_expand(r.train_path, "--train");  // a pattern that matches nothing fails before any allocation
     if (!r.val_path.empty()) dataloader_expand(r.val_path, "--val");
+    if (!resume_dir.empty()) note_overrides(given, resume->flags);  // after every refusal the flags can meet
     build_model(&t->model, args, o, r);
     adamw_use_form(&t->opt, r.moments);  // 8bit: check_memory checked the geometry
     if (r.lora) {
@@ -803,7 +834,7 @@ int cmd_train(int argc, char** argv) {
     // The checkpoint is locked before its train state is read: a save in progress is never read half-way.
     TrainLocks locks;
     // A run that saves elsewhere only reads it, so a read-only checkpoint can be continued into --out NEW.
-    const bool elsewhere = given.has("out") && path_strip_slashes(given.str("out")) != resume_dir;
+    const bool elsewhere = resume_out(given, resume_dir) != resume_dir;
     if (!resume_dir.empty() && dist_rank() == 0)
         locks.resume.reset(new PathLock(resume_dir, "--resume", elsewhere,
                                         "a run that saves into its own directory needs to write there; to "

@@ -296,11 +296,14 @@ void checkpoint_export_hf(const GPT2& model, const std::string& out, const std::
                        "bad value for --out (export): %s is a training checkpoint; "
                        "replacing its model would make it unresumable",
                        dir.c_str());
-        if (const std::string input = dir_input_entry(dir); !input.empty())
+        if (const std::string input = dir_input_entry(dir); !input.empty()) {
+            const bool adapter = input.compare(0, 8, "adapter_") == 0;  // --merge-lora's --lora-from
             fatal_hint("export to another directory",
-                       "bad value for --out (export): %s holds %s, which this export reads (--model); replacing "
-                       "it would lose the model it converts",
-                       dir.c_str(), input.c_str());
+                       "bad value for --out (export): %s holds %s, which this export reads (%s); replacing it would "
+                       "lose the %s",
+                       dir.c_str(), input.c_str(), adapter ? "--lora-from" : "--model",
+                       adapter ? "adapter it merges" : "model it converts");
+        }
         bool ours = true;
         for (const std::string& e : entries) ours = ours && export_is_ours(e);
         if (ours && !entries.empty()) {
@@ -316,6 +319,7 @@ void checkpoint_export_hf(const GPT2& model, const std::string& out, const std::
     } else if (path_exists(dir)) {
         fatal("bad value for --out (export): %s exists and is not a directory", dir.c_str());
     }
+    checkpoint_check_finite(model, dir, "not saving non-finite weights");  // named as --out, not its staging
     PathLock lock(dir, "--out");
     dir_publish(dir, export_is_ours,
                 [&](const std::string& staging) { checkpoint_save_hf(model, staging, dtype, tok); });

@@ -115,8 +115,11 @@ void lora_load_train(LoraModel* lora, const std::string& dir, const GPT2Config& 
 // --lora flags it recorded (and their defaults). false when ts is not a LoRA run's, or neither says.
 bool lora_run_config(const TrainState& ts, LoraConfig* cfg);
 // "" when `value`, given as the --lora flag `flag` (lora, lora-alpha, lora-targets, lora-dropout), says what
-// cfg has (targets as a set, in any order); else cfg's value, as that flag would give it.
-std::string lora_flag_differs(const LoraConfig& cfg, const std::string& flag, const std::string& value);
+// cfg, the settings of the run whose train state is ts, has (targets as a set, in any order; alpha and dropout
+// as the adapter's floats, or in 6 digits for a train state that stored only those); else cfg's value, as that
+// flag would give it.
+std::string lora_flag_differs(const TrainState& ts, const LoraConfig& cfg, const std::string& flag,
+                              const std::string& value);
 // The base a LoRA run of ours in dir was trained on: its train state's lora.base.path and lora.base.fnv1a;
 // false for an adapter without them (PEFT's own).
 bool lora_run_base(const std::string& dir, std::string* path, std::string* hash);

@@ -24,18 +24,35 @@ std::string target_set(const LoraConfig& c) {
     return out;
 }
 
-std::string number_text(double x) {
+// Metadata saying lora.alpha and lora.dropout are float_text's (exact); train states without it wrote "%g".
+const char* const kExactKey = "lora.exact";
+
+// The fewest digits that read back to x as a float (the precision an adapter keeps it in): exact.
+std::string float_text(double x) {
     char buf[32];
-    snprintf(buf, sizeof(buf), "%g", x);
+    for (int p = 1; p <= 9; p++) {
+        snprintf(buf, sizeof(buf), "%.*g", p, x);
+        if ((float)strtod(buf, nullptr) == (float)x) break;
+    }
     return buf;
 }
 
-// Whether `text` is a number equal to x as a float (the precision a config keeps it in).
-bool same_number(const std::string& text, double x) {
+// x as a train state stores it: exactly, or for one saved before kExactKey, in %g's 6 digits.
+std::string number_text(double x, bool exact) {
+    if (exact) return float_text(x);
+    char buf[32];
+    snprintf(buf, sizeof(buf), "%g", (float)x);
+    return buf;
+}
+
+// Whether `text` is a number equal to x as a float, or for an inexact x (number_text), equal to it in 6 digits.
+bool same_number(const std::string& text, double x, bool exact = true) {
     char* end = nullptr;
     const double v = strtod(text.c_str(), &end);
-    return !text.empty() && !*end && (float)v == (float)x;
+    return !text.empty() && !*end && number_text(v, exact) == number_text(x, exact);
 }
+
+bool state_exact(const TrainState& ts) { return ts.file.meta(kExactKey) == "true"; }
 
 }  // namespace
 
@@ -55,9 +72,9 @@ void lora_save(const std::string& dir, const LoraModel& lora, const std::string&
         peft_write(a, peft, staging);
         const std::vector<std::pair<std::string, std::string>> meta = {
             {"lora.base.path", base_path},          {"lora.base.fnv1a", base_hash},
-            {"lora.r", std::to_string(a.cfg.rank)}, {"lora.alpha", number_text(a.cfg.alpha)},
+            {"lora.r", std::to_string(a.cfg.rank)}, {"lora.alpha", float_text(a.cfg.alpha)},
             {"lora.targets", target_set(a.cfg)},   {"lora.rslora", a.cfg.rslora ? "true" : "false"},
-            {"lora.dropout", number_text(a.cfg.dropout)}};
+            {"lora.dropout", float_text(a.cfg.dropout)}, {kExactKey, "true"}};
         train_state_write(path_join(staging, kStateFile), lora.opt, a.params.size(), lora_adapter_hash(a), a.base, dl,
                           step, run_flags, history, meta);
         extra(staging);
@@ -93,10 +110,12 @@ bool lora_run_config(const TrainState& ts, LoraConfig* cfg) {
     return true;
 }
 
-std::string lora_flag_differs(const LoraConfig& cfg, const std::string& flag, const std::string& value) {
+std::string lora_flag_differs(const TrainState& ts, const LoraConfig& cfg, const std::string& flag,
+                              const std::string& value) {
+    const bool exact = state_exact(ts) || ts.file.meta("lora.r").empty();  // the flags as given are exact
     if (flag == "lora") return same_number(value, cfg.rank) ? "" : std::to_string(cfg.rank);
-    if (flag == "lora-alpha") return same_number(value, cfg.alpha) ? "" : number_text(cfg.alpha);
-    if (flag == "lora-dropout") return same_number(value, cfg.dropout) ? "" : number_text(cfg.dropout);
+    if (flag == "lora-alpha") return same_number(value, cfg.alpha, exact) ? "" : number_text(cfg.alpha, exact);
+    if (flag == "lora-dropout") return same_number(value, cfg.dropout, exact) ? "" : number_text(cfg.dropout, exact);
     LoraConfig given;
     const bool same = lora_parse_targets(value, &given).empty() && target_set(given) == target_set(cfg);
     return same ? "" : target_set(cfg);
@@ -108,14 +127,15 @@ void lora_load_train(LoraModel* lora, const std::string& dir, const GPT2Config& 
     const LoraConfig& c = peft.lora;
     LoraConfig run;
     if (resumed && lora_run_config(*resumed, &run)) {
+        const bool exact = state_exact(*resumed);  // else 6 digits: the adapter_config.json's agree in those
         const struct {
             const char* key;
             std::string has, had;
         } keys[] = {{"r", std::to_string(c.rank), std::to_string(run.rank)},
-                    {"lora_alpha", number_text(c.alpha), number_text(run.alpha)},
+                    {"lora_alpha", number_text(c.alpha, exact), number_text(run.alpha, exact)},
                     {"target_modules", target_set(c), target_set(run)},
                     {"use_rslora", c.rslora ? "true" : "false", run.rslora ? "true" : "false"},
-                    {"lora_dropout", number_text(c.dropout), number_text(run.dropout)}};
+                    {"lora_dropout", number_text(c.dropout, exact), number_text(run.dropout, exact)}};
         for (const auto& k : keys)
             if (k.has != k.had)
                 fatal_hint("put back " + k.had + ": a resumed run keeps the adapter it trained",
@@ -187,5 +207,11 @@ void lora_restore(TrainState* ts, LoraModel* lora, const std::string& base_path,
                    base_hash.c_str());
     lora_prepare(lora);
     const LoraAdapter& a = lora->adapter;
+    if (ts->params_hash != lora_adapter_hash(a) && ts->m.numel() == a.params.size())
+        fatal_hint("put back the adapter this run saved, or start a new run from this one: --lora-from DIR",
+                   "adapter changed since the checkpoint (%s): its values fingerprint to %s; the train state %s was "
+                   "saved with %s",
+                   path_join(path_parent(ts->path), "adapter_model.safetensors").c_str(),
+                   lora_adapter_hash(a).c_str(), ts->path.c_str(), ts->params_hash.c_str());
     train_state_restore_params(ts, a.params.size(), lora_adapter_hash(a), a.base, &lora->opt, dl, history);
 }

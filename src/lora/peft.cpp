@@ -221,8 +221,9 @@ double config_number(const Json& root, const char* key, double fallback, double 
     if (!v) return fallback;
     if (v->type != Json::NUMBER || !std::isfinite(v->number) || v->number < lo || v->number > hi ||
         (integer && !v->is_integer))
-        fatal("bad value for key %s in %s: expected %s in [%g, %g], got %s", key, path.c_str(),
-              integer ? "an integer" : "a number", lo, hi, json_brief(*v).c_str());
+        fatal("bad value for key %s in %s: expected %s in [%.*g, %.*g], got %s", key, path.c_str(),
+              integer ? "an integer" : "a number", integer ? 17 : 6, lo, integer ? 17 : 6, hi,
+              json_brief(*v).c_str());
     return v->number;
 }
 
@@ -230,6 +231,15 @@ double config_number(const Json& root, const char* key, double fallback, double 
 // as such), UTF-8 as Python reads the file (and py_string relies on).
 std::vector<uint8_t> read_config_bytes(const std::string& dir, const std::string& path) {
     const char* p = path.c_str();
+    if (path_exists(dir) && !dir_exists(dir)) {
+        const std::string base = path_base(dir);
+        const char* what =
+            "not a LoRA adapter (--lora-from %s): a file, expected a PEFT adapter directory with %s and %s";
+        if (base == kConfigName || base == kWeightsName)  // one of the adapter's own files
+            fatal_hint("give the directory holding it: --lora-from " + path_parent(dir), what, dir.c_str(),
+                       kConfigName, kWeightsName);
+        fatal(what, dir.c_str(), kConfigName, kWeightsName);
+    }
     if (!dir_exists(dir))
         fatal("adapter not found (%s): expected a PEFT adapter directory with %s and %s", dir.c_str(), kConfigName,
               kWeightsName);

@@ -161,12 +161,7 @@ interrupted() {
     for ((i = 0; i < 3000; i++)); do cat $FIX/*.jsonl; done >"$T/int.jsonl"
     "$GPT2" tokenize --instructions -o "$T/int/x" "$T/int.jsonl" >"$T/int.out" 2>&1 &
     local pid=$!
-    # once it catches SIGINT (SigCgt's bit 1): a signal before that ends it unannounced, with nothing written
-    for ((i = 0; i < 100; i++)); do
-        (($(printf '%d' 0x$(awk '/^SigCgt/ { print $2 }' /proc/$pid/status 2>/dev/null || echo 0)) & 2)) && break
-        sleep 0.05
-    done
-    sleep 0.2
+    sleep 0.3
     kill -INT $pid
     wait $pid
     local rc=$?

@@ -350,6 +350,7 @@ PathLock::PathLock(const std::string& target, const char* flag, bool reader, con
                    "the output's own name",
                    flag, target.c_str());
     dir_create(path_parent(path_), &created_);
+    for (const std::string& dir : created_) created_slots_.push_back(stop_track(dir, true));
     FileInfo st;
     if (os_lstat(path_, &st)) {  // a lock file left by a killed run holds a pid, or nothing
         char text[32] = {0};
@@ -408,6 +409,8 @@ void PathLock::release() {
         os_close(fd_);
         fd_ = -1;
     }
+    for (int slot : created_slots_) stop_untrack(slot);
+    created_slots_.clear();
     for (size_t i = created_.size(); i-- > 0;) os_rmdir(created_[i]);  // only the ones left empty go
     created_.clear();
 }

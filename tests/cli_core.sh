@@ -80,6 +80,68 @@ wait_bounded $pid 60
 rc=$?
 check "SIGINT ends gpt2-core as the signal does (exit $rc) and leaves no --out" test $rc = 130 -a ! -e $T/int
 
+
+# --- what gpt2 train refuses, gpt2-core refuses too -----------------------------------------------------------
+mkfifo $T/fifo
+check_error "gpt2-core: a FIFO as --train is refused at once, not waited on (one error line naming it)" \
+    "not a regular file ($T/fifo)" timeout 20 "$CORE" $tiny --train $T/fifo
+# A large file that is no token file is refused by its header, before its tokens are read (here a sparse 2 GB
+# file under a 1 GB address-space limit: reading it whole would run out of memory).
+truncate -s 2G $T/sparse.bin
+if ldd "$CORE" 2>/dev/null | grep -q libasan; then
+    skip "gpt2-core's header check under ulimit -v: AddressSanitizer reserves more address space than any limit allows"
+else
+    check_error "gpt2-core: a 2 GB file of zeros is refused by its magic before its tokens are read" \
+        "bad magic in token file ($T/sparse.bin) at offset 0" bash -c "ulimit -v 1000000; exec $CORE $tiny --train $T/sparse.bin"
+    head -c 1024 $TOK >$T/big_count.bin && truncate -s 2G $T/big_count.bin
+    check_error "... and a header whose count disagrees with the file's size, the same" \
+        "token count mismatch in token file ($T/big_count.bin) at offset 8" \
+        bash -c "ulimit -v 1000000; exec $CORE $tiny --train $T/big_count.bin"
+fi
+check_error "gpt2-core: an --lr that underflows to 0 is refused, not taken as 0" "bad value for --lr (gpt2-core)" \
+    "$CORE" $tiny --train $TOK --lr 1e-400
+check_error "gpt2-core: --train '' is refused naming --train" "bad value for --train (gpt2-core)" \
+    "$CORE" $tiny --train ''
+check_error "gpt2-core: a geometry flag beside --model is still checked as typed" \
+    "bad value for --layers (gpt2-core): expected an integer" "$CORE" $tiny --train $TOK --model $T/full --layers abc
+check_error "gpt2-core: a geometry flag beside --model that disagrees with it is refused, as gpt2 train does" \
+    "bad value for --vocab (gpt2-core): the --model $T/full has 1000, got 100" \
+    "$CORE" $tiny --train $TOK --model $T/full --vocab 100
+
+# --- signals and thread start-up ----------------------------------------------------------------------------
+if kill -l HUP >/dev/null 2>&1; then
+    "$CORE" $tiny --train $TOK --steps 1000000 --out $T/hup >$T/hup.log 2>&1 &
+    pid=$!
+    for _ in $(seq 100); do grep -q '^step' $T/hup.log && break; sleep 0.1; done
+    kill -HUP $pid
+    wait_bounded $pid 60
+    rc=$?
+    check "SIGHUP (the terminal closed) ends gpt2-core as the signal does (exit $rc) and leaves no --out" \
+        test $rc = 129 -a ! -e $T/hup
+    # A signal during the save: the save ends whole (a 4-layer model of 16M parameters takes a while to write).
+    # env restores the signal's default action (a background job of a script starts with SIGQUIT ignored); a
+    # SIGQUIT that came too early would dump no core here.
+    ulimit -c 0
+    for sig in HUP QUIT; do
+        env --default-signal=$sig "$CORE" --train $TOK --vocab 1000 --steps 2 -B 4 -T 16 --out $T/save_$sig >$T/save_$sig.log 2>&1 &
+        pid=$!
+        for _ in $(seq 1000); do grep -qs '^step *2/2' $T/save_$sig.log && break; sleep 0.01; done
+        kill -$sig $pid
+        wait_bounded $pid 60
+        rc=$?
+        check "SIG$sig during the save: it ends whole (exit $rc, $(ls $T/save_$sig 2>/dev/null | tr '\n' ' '))" \
+            test "$(ls $T/save_$sig 2>/dev/null | tr '\n' ' ')" = "config.json model.safetensors " -a $rc = 0
+    done
+fi
+if ! ldd "$CORE" 2>/dev/null | grep -q libasan; then
+    # Too little address space for OpenMP's threads: gpt2-core fails before it makes --out.
+    big="--vocab 50257 --layers 2 --heads 2 --channels 64 --seq-len 64 -B 2 -T 32 --steps 2"
+    (ulimit -v 20000; exec "$CORE" $big --train $TOK --out $T/threads) >/dev/null 2>$T/threads.log
+    rc=$?
+    check "under ulimit -v 20000 gpt2-core fails (exit $rc) in one line and leaves no --out" \
+        test $rc = 1 -a "$(grep -c . $T/threads.log)" = 1 -a ! -e $T/threads
+fi
+
 # --- the budget ---------------------------------------------------------------------------------------------
 # over_budget DIR LIMIT: prints the lines of DIR's files and fails when they exceed LIMIT.
 over_budget() {

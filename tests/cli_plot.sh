@@ -172,4 +172,15 @@ cp $T/cmp.png $T/keep.png
 check_error "a bad log after a good one" "malformed JSON" "$GPT2" plot --out $T/keep.png $T/fast.jsonl $T/notjson.jsonl
 check "... leaves the existing PNG untouched" cmp $T/cmp.png $T/keep.png
 check "... and no temporary beside it" test "$(ls $T | grep -c '\.tmp\.')" -eq 0
+
+# A signal ends plot at once (it has no step to finish): what it made for --out goes, the directories too.
+"$GPT2" plot --width 16384 --height 16384 --out $T/sig/a/x.png $T/fast.jsonl >$T/sig.log 2>&1 &
+pid=$!
+for _ in $(seq 100); do [ -e $T/sig/a/x.png.lock ] && break; sleep 0.05; done
+sleep 0.2
+kill -INT $pid
+wait_bounded $pid 60
+rc=$?
+check "SIGINT during a plot: exit 130 (exit $rc), and no directory it made for --out is left ($(ls -R $T/sig 2>&1 | head -3 | tr '\n' ' '))" \
+    test $rc = 130 -a ! -e $T/sig
 summary

@@ -417,5 +417,17 @@ if mount -t tmpfs -o size=1m tmpfs $T/small 2>/dev/null; then
 else
     skip "a save on a full disk: cannot mount a tmpfs here (needs root and CAP_SYS_ADMIN)"
 fi
+# The same with the inodes run out, not the bytes (a tmpfs of 9, mounted in a private mount namespace that
+# goes with the run): the later save cannot create its files. The same error and hint as a full disk's.
+mkdir -p $T/few
+if unshare -m mount -t tmpfs -o size=10m,nr_inodes=9 tmpfs $T/few 2>/dev/null; then
+    run unshare -m bash -c "mount -t tmpfs -o size=10m,nr_inodes=9 tmpfs $T/few && { '$GPT2' train $tiny --val '' \
+        --steps 4 --save-every 2 --out $T/few/ck; rc=\$?; ls $T/few >$T/few.ls; exit \$rc; }"
+    error_is "a save with no inode left: one error naming the output" "cannot save $T/few/ck: no space left on the device"
+    check "... the same hint as a full disk's" grep -q '^hint: a save writes a complete new copy beside the old one' $T/run.err
+    check "... and no staging left beside it" test "$(cat $T/few.ls)" = ck
+else
+    skip "a save with no inode left: cannot mount a tmpfs in a private mount namespace here (unshare -m)"
+fi
 
 summary

@@ -5,6 +5,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <numeric>
 #include <utility>
 
@@ -22,7 +23,7 @@ __attribute__((format(printf, 2, 3))) static bool tokenfile_fail(std::string* er
 }
 
 bool tokenfile_check(const uint8_t* data, size_t n, int vocab_size, const std::string& where, size_t* count,
-                     std::string* err) {
+                     std::string* err, bool header_only) {
     const char* w = where.c_str();
     if (n < kTokenFileHeaderBytes)
         return tokenfile_fail(err, "token file too short (%s): expected a %zu-byte header, got %zu bytes", w,
@@ -44,6 +45,7 @@ bool tokenfile_check(const uint8_t* data, size_t n, int vocab_size, const std::s
                               "token count mismatch in token file (%s) at offset 8: header says %d, file holds %zu", w,
                               header[2], payload / 2);
     const size_t n_tokens = *count = payload / 2;
+    if (header_only) return true;
     const uint16_t* tokens = reinterpret_cast<const uint16_t*>(data + kTokenFileHeaderBytes);
     uint16_t max = 0;  // one branch-free pass; the position is looked up only on failure
     for (size_t i = 0; i < n_tokens; i++) max = tokens[i] > max ? tokens[i] : max;
@@ -56,13 +58,16 @@ bool tokenfile_check(const uint8_t* data, size_t n, int vocab_size, const std::s
 }
 
 void tokenfile_read(TokenShard* shard, const std::string& path, int vocab_size) {
-    auto bytes = std::make_shared<std::vector<uint8_t>>(read_whole_file(path, SIZE_MAX));
     std::string err;
     size_t count = 0;
+    std::error_code ec;  // the header first, against the file's size: a file that is no token file is left unread
+    const std::vector<uint8_t> head = read_whole_file(path, SIZE_MAX, kTokenFileHeaderBytes);
+    const size_t size = head.size() < kTokenFileHeaderBytes ? head.size() : std::filesystem::file_size(path, ec);
+    if (!tokenfile_check(head.data(), size, vocab_size, path, &count, &err, true)) fatal("%s", err.c_str());
+    auto bytes = std::make_shared<std::vector<uint8_t>>(read_whole_file(path, SIZE_MAX));
     if (!tokenfile_check(bytes->data(), bytes->size(), vocab_size, path, &count, &err)) fatal("%s", err.c_str());
-    shard->path = path;
+    shard->path = path, shard->num_tokens = count;
     shard->tokens = reinterpret_cast<const uint16_t*>(bytes->data() + kTokenFileHeaderBytes);
-    shard->num_tokens = count;
     shard->image = std::move(bytes);
 }
 
@@ -74,8 +79,7 @@ std::vector<std::string> (*dataloader_expand)(const std::string& spec, const cha
 // The core's one file is every epoch's whole shard order: each time its windows run out, an epoch begins.
 static void one_file(DataLoader* dl) {
     dl->epoch++;
-    dl->shard_order = {0};
-    dl->shard_pos = 0;
+    dl->shard_order = {0}, dl->shard_pos = 0;
 }
 void (*dataloader_next_shard)(DataLoader* dl) = one_file;
 
@@ -87,11 +91,8 @@ void dataloader_init(DataLoader* dl, const std::string& spec, const char* flag, 
     const int rank = dl->rank, world = dl->world, accum = dl->accum;  // the caller's, set first
     *dl = DataLoader();
     dl->rank = rank, dl->world = world, dl->accum = accum;
-    dl->spec = spec;
-    dl->B = B;
-    dl->T = T;
-    dl->vocab_size = vocab_size;
-    dl->shuffle = shuffle;
+    dl->spec = spec, dl->B = B, dl->T = T;
+    dl->vocab_size = vocab_size, dl->shuffle = shuffle;
     dl->rng = Rng(seed);
     const size_t need = (size_t)dl->accum * dl->world * B * T + 1;
     for (const std::string& path : dataloader_expand(spec, flag)) {

@@ -18,9 +18,10 @@ const int kTokenFileHeaderInts = 256;
 const size_t kTokenFileHeaderBytes = kTokenFileHeaderInts * sizeof(int32_t);
 
 // Validates a file image of n bytes: *count gets its token count, or false with a one-line message naming
-// `where` (the path) on any defect, an id >= vocab_size with its byte offset. Reads no byte past a short header.
+// `where` (the path) on any defect, an id >= vocab_size with its byte offset. Reads no byte past a short header,
+// nor past the header at all when header_only (then n is the size of the file whose header data holds).
 bool tokenfile_check(const uint8_t* data, size_t n, int vocab_size, const std::string& where, size_t* count,
-                     std::string* err);
+                     std::string* err, bool header_only = false);
 
 // One opened token file, its header right before `tokens`. `image` owns their memory (the file read whole, or
 // ./gpt2's mapping), shared by copies.
@@ -39,8 +40,7 @@ void tokenfile_read(TokenShard* shard, const std::string& path, int vocab_size);
 struct DataLoader {
     std::string spec;  // the --train/--val value the file came from, for messages
     std::vector<TokenShard> shards;
-    int B = 0, T = 0;
-    int vocab_size = 0;
+    int B = 0, T = 0, vocab_size = 0;
     // A step takes its global batch (accum * world * B windows) from one shard, micro-batch m of rank r the
     // (m * world + r)-th group of B: every split of it takes the same windows, so a run can change rank count.
     int rank = 0, world = 1, accum = 1;

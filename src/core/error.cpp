@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 static std::vector<std::function<void()>*> cleanups;  // the open FatalCleanups' functions, oldest first
 
@@ -49,13 +50,15 @@ void fatal_hint(const std::string& hint, const char* fmt, ...) {
     fail_with(hint.c_str(), fmt, ap);
 }
 
-std::vector<uint8_t> read_whole_file(const std::string& path, size_t max_bytes) {
+std::vector<uint8_t> read_whole_file(const std::string& path, size_t max_bytes, size_t prefix) {
     if (file_read_hook) return file_read_hook(path, max_bytes);
+    if (std::error_code ec; std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+        fatal("not a regular file (%s): expected a file whose size is known before reading", path.c_str());  // a FIFO
     FILE* f = fopen(path.c_str(), "rb");
     if (!f) fatal("cannot open %s: %s", path.c_str(), strerror(errno));
     std::vector<uint8_t> bytes;
     uint8_t piece[1 << 16];
-    for (size_t n; (n = fread(piece, 1, sizeof(piece), f)) > 0;) {
+    for (size_t n; (n = fread(piece, 1, std::min(sizeof(piece), prefix - bytes.size()), f)) > 0;) {
         bytes.insert(bytes.end(), piece, piece + n);
         if (bytes.size() > max_bytes) fatal("file too large (%s): expected at most %zu bytes", path.c_str(), max_bytes);
     }

@@ -21,7 +21,7 @@ struct FatalCleanup {
 };
 // Runs the open FatalCleanups now, newest first (fatal() does; so does a command ended by a signal, signals.h).
 void run_fatal_cleanups();
-// Reads a whole file of at most max_bytes; fatal naming it on failure. The core alone uses fopen; ./gpt2 sets
-// file_read_hook to platform/util.h's file_read (regular files only, never blocking).
+// Reads a whole regular file of at most max_bytes (the core alone: or its first `prefix`); fatal naming it on failure.
+// The core alone uses fopen; ./gpt2 sets file_read_hook to platform/util.h's file_read (never blocking either).
 inline std::vector<uint8_t> (*file_read_hook)(const std::string& path, size_t max_bytes) = nullptr;
-std::vector<uint8_t> read_whole_file(const std::string& path, size_t max_bytes);
+std::vector<uint8_t> read_whole_file(const std::string& path, size_t max_bytes, size_t prefix = SIZE_MAX);

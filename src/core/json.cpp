@@ -109,8 +109,7 @@ struct Parser {
             if (!digits("expected exponent digits")) return false;
         }
         std::string text(start, p);
-        out->type = Json::NUMBER;
-        out->number = strtod(text.c_str(), nullptr);
+        out->type = Json::NUMBER, out->number = strtod(text.c_str(), nullptr);
         if (!std::isfinite(out->number)) return fail("number out of range");
         errno = 0;
         const long long v = strtoll(text.c_str(), nullptr, 10);
@@ -154,8 +153,7 @@ struct Parser {
             return string(&out->str);
         }
         if (c == 't' || c == 'f') {
-            out->type = Json::BOOL;
-            out->boolean = c == 't';
+            out->type = Json::BOOL, out->boolean = c == 't';
             return literal(out->boolean ? "true" : "false");
         }
         if (c == 'n') return literal("null");

@@ -156,8 +156,7 @@ ActViews layout_act_views(const GPT2Config& cfg, const std::vector<TensorInfo>& 
         d.fch_gelu = d.qkv = d.fch;
         d.ln1 = d.ln2 = d.atty;
         v.layers.assign(cfg.num_layers, d);
-        v.encoded = d.residual3;
-        v.lnf = d.atty;
+        v.encoded = d.residual3, v.lnf = d.atty;
     }
     return v;
 }

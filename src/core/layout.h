@@ -10,9 +10,7 @@ struct GPT2Config {
     int max_seq_len = 1024;         // n_positions
     int vocab_size = 50257;         // real tokens
     int padded_vocab_size = 50304;  // vocab_size rounded up to a multiple of 128, for aligned matmuls
-    int num_layers = 12;
-    int num_heads = 12;
-    int channels = 768;
+    int num_layers = 12, num_heads = 12, channels = 768;
 };
 
 // A config with padded_vocab_size filled in (50257 -> 50304). Padded logits never enter softmax, loss or sampling.
@@ -28,8 +26,7 @@ enum class TensorInit { kNormal, kResidualNormal, kOne, kZero };
 // (out, in) as in llm.c; 1-D tensors have cols == 0. Parameters also carry what files and init need.
 struct TensorInfo {
     std::string name;
-    size_t offset = 0;
-    size_t rows = 0, cols = 0;
+    size_t offset = 0, rows = 0, cols = 0;
     bool decay = false;          // AdamW weight decay applies: the 2-D tensors, as nanoGPT does
     std::string hf_name;         // HuggingFace's name without prefix ("h.3.attn.c_attn.weight")
     bool hf_transposed = false;  // HuggingFace's Conv1D stores it (in, out)

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <new>
+#include <set>
 #include <string>
 
 #include "core/error.h"
@@ -26,12 +27,13 @@ std::map<std::string, std::string> flags = {  // the flags and their defaults: t
     {"beta1", "0.9"}, {"beta2", "0.95"}, {"eps", "1e-8"}, {"weight-decay", "0.1"}, {"grad-clip", "1.0"},
     {"seed", "1337"}, {"no-shuffle", ""}
 };
+std::set<std::string> given;  // the flags on the command line
 
 double number(const char* name, double lo, double hi) {
     const std::string& v = flags[name];
     char* end = nullptr;
-    const double x = strtod(v.c_str(), &end);
-    if (v.empty() || *end || v.find_first_of("xXnN") != std::string::npos || !(x >= lo && x <= hi))
+    const double x = (errno = 0, strtod(v.c_str(), &end));  // ERANGE: past double, or under it (1e-400 is not 0)
+    if (v.empty() || *end || v.find_first_of("xXnN") != std::string::npos || errno || !(x >= lo && x <= hi))
         fatal("bad value for --%s (gpt2-core): expected a number in [%g, %g], got '%s'", name, lo, hi, v.c_str());
     return x;
 }
@@ -58,7 +60,13 @@ void write_new(const std::string& path, const std::function<void(const ByteSink&
         fatal("cannot rename %s: %s", partial.c_str(), strerror(errno));
 }
 
-// SIGINT and SIGTERM end the run at once (it saves only at its end), removing the --out it made if still empty.
+// SIGINT, SIGTERM and SIGHUP end the run at once (it saves only at its end), removing the --out it made if still
+// empty; the save ignores them, and SIGQUIT too (mingw has neither SIGHUP nor SIGQUIT).
+#ifdef SIGHUP
+const int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP}, kSaveSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+#else
+const int kStopSignals[] = {SIGINT, SIGTERM}, kSaveSignals[] = {SIGINT, SIGTERM};
+#endif
 const char* out_dir = "";
 void on_signal(int sig) { std::remove(out_dir), std::signal(sig, SIG_DFL), std::raise(sig); }  // remove: rmdir
 
@@ -77,6 +85,7 @@ void parse(int argc, char** argv) {
         const bool takes_value = name != "no-shuffle";  // the one flag without a value
         if (takes_value && i + 1 == argc) fatal("missing value for --%s (gpt2-core)", name.c_str());
         flags[name] = takes_value ? argv[++i] : "1";
+        given.insert(name);
     }
 }
 
@@ -98,11 +107,14 @@ int main(int argc, char** argv) {
     o.warmup = (int)integer("warmup", 0, 1 << 30);
     if (const std::string& s = flags["lr-schedule"]; s != "cosine" && s != "constant")
         fatal("bad value for --lr-schedule (gpt2-core): expected cosine or constant, got '%s'", s.c_str());
-    o.cosine = flags["lr-schedule"] == "cosine";
-    o.shuffle = flags["no-shuffle"].empty();
+    o.cosine = flags["lr-schedule"] == "cosine", o.shuffle = flags["no-shuffle"].empty();
+    if (flags["train"].empty()) fatal("bad value for --train (gpt2-core): expected a token file, got ''");
     // --out is made now, so a run that could not save fails before its first step; a run that fails removes
     // what it made there, and the directory once empty (a file someone else put there stays).
     const std::string out = flags["out"];
+    int threads = 0;  // OpenMP's threads start first: a failure to start them (libgomp exits) leaves no --out
+#pragma omp parallel reduction(+ : threads)
+    threads++;
     std::error_code err;
     if (!out.empty() && !std::filesystem::create_directory(out, err)) {  // false, no error: a directory is there
         if (!err || err == std::errc::file_exists)
@@ -110,20 +122,28 @@ int main(int argc, char** argv) {
         fatal("cannot create --out %s: %s", out.c_str(), err.message().c_str());
     }
     out_dir = out.c_str();
-    for (int sig : {SIGINT, SIGTERM}) std::signal(sig, on_signal);
+    for (int sig : kStopSignals) std::signal(sig, on_signal);
     FatalCleanup remove_out([&] {  // until main returns
         if (out.empty()) return;
         for (const char* name : {"config.json", "model.safetensors"}) std::filesystem::remove(out + "/" + name, err);
         std::filesystem::remove(out, err);
     });
 
-    if (!flags["model"].empty()) hf_load(&t.model, flags["model"]);
-    else {
-        const GPT2Config cfg = config_make((int)integer("seq-len", 1, 1 << 20), (int)integer("vocab", 1, 65536),
-                                           (int)integer("layers", 1, 1000), (int)integer("heads", 1, 65536),
-                                           (int)integer("channels", 1, 65536));
-        if (const std::string bad = config_check(cfg, "gpt2-core flags"); !bad.empty()) fatal("%s", bad.c_str());
-        gpt2_build(&t.model, cfg);
+    const GPT2Config flag_cfg = config_make((int)integer("seq-len", 1, 1 << 20), (int)integer("vocab", 1, 65536),
+                                            (int)integer("layers", 1, 1000), (int)integer("heads", 1, 65536),
+                                            (int)integer("channels", 1, 65536));  // checked beside --model too
+    if (const std::string& model = flags["model"]; !model.empty()) {
+        hf_load(&t.model, model);
+        const GPT2Config& m = t.model.cfg;  // a geometry flag given with it must say the same, as in gpt2 train
+        for (auto [name, has] : {std::pair{"layers", m.num_layers}, {"heads", m.num_heads}, {"channels", m.channels},
+                                 {"seq-len", m.max_seq_len}, {"vocab", m.vocab_size}})
+            if (given.count(name) && integer(name, 1, INT_MAX) != has)  // its syntax and range checked above
+                fatal_hint(std::string("drop --") + name + ": --model sets the geometry",
+                           "bad value for --%s (gpt2-core): the --model %s has %d, got %s", name, model.c_str(), has,
+                           flags[name].c_str());
+    } else {
+        if (const std::string bad = config_check(flag_cfg, "gpt2-core flags"); !bad.empty()) fatal("%s", bad.c_str());
+        gpt2_build(&t.model, flag_cfg);
         gpt2_init_random(&t.model, o.seed);
     }
     const GPT2Config& cfg = t.model.cfg;
@@ -143,7 +163,7 @@ int main(int argc, char** argv) {
         fflush(stdout);
     }
     if (!out.empty()) {
-        for (int sig : {SIGINT, SIGTERM}) std::signal(sig, SIG_IGN);  // a save, once begun, ends whole
+        for (int sig : kSaveSignals) std::signal(sig, SIG_IGN);  // a save, once begun, ends whole
         const std::string config = hf_config_json(cfg);
         write_new(out + "/config.json", [&](const ByteSink& sink) { sink(config.data(), config.size()); });
         write_new(out + "/model.safetensors", [&](const ByteSink& sink) { hf_write_safetensors(t.model, sink); });

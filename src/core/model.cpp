@@ -75,8 +75,7 @@ void gpt2_alloc_acts(GPT2* model, int B, int T) {
         buffer_assign_zero(&model->dacts, layout_params_size(grads));
         model->dact = layout_act_views(model->cfg, grads, model->dacts.data(), true);
     }
-    model->B = B;
-    model->T = T;
+    model->B = B, model->T = T;
 }
 
 Weight gpt2_weight(const GPT2& model, const float* w) {
@@ -174,8 +173,7 @@ void gpt2_zero_grad(GPT2* model) {
 void gpt2_backward(GPT2* model, const std::function<void(int layer)>& layer_done) {
     assert(model->training && model->head_grads && "gpt2_backward continues from gpt2_head's, with a loss_scale");
     const GPT2Config& cfg = model->cfg;
-    const int B = model->B, T = model->T, N = B * T;
-    const int C = cfg.channels, NH = cfg.num_heads;
+    const int B = model->B, T = model->T, N = B * T, C = cfg.channels, NH = cfg.num_heads;
     const ParamViews &p = model->param, &g = model->grad;
     const ActViews &a = model->act, &da = model->dact;
     // Each activation gradient has one writer (layers.h) but the residual stream's, one buffer every block adds its

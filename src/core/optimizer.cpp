@@ -45,12 +45,8 @@ void adamw_prepare(AdamW* opt, const GPT2& model) {
     if (opt->end == 0) opt->begin = 0, opt->end = model.params.size();
     if (opt->prepared()) return;
     const size_t n = opt->end - opt->begin;
-    if (opt->moments) {
-        opt->moments->allocate(n);
-    } else {
-        buffer_assign_zero(&opt->m, n);
-        buffer_assign_zero(&opt->v, n);
-    }
+    if (opt->moments) opt->moments->allocate(n);
+    else buffer_assign_zero(&opt->m, n), buffer_assign_zero(&opt->v, n);
 }
 
 AdamWStep adamw_begin(AdamW* opt, const AdamWConfig& cfg, float lr, float grad_scale) {

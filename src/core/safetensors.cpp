@@ -75,14 +75,12 @@ static bool parse_tensor_entry(const std::string& name, const Json& v, size_t da
     if (bytes_needed != (unsigned __int128)(e - b))
         return parse_fail(
             err, "tensor " + name + ": shape x dtype size does not match its byte span of " + std::to_string(e - b));
-    t->begin = data_start + b;
-    t->end = data_start + e;
+    t->begin = data_start + b, t->end = data_start + e;
     return true;
 }
 
 bool safetensors_parse_header(SafeTensors* st, const uint8_t* data, size_t n, size_t file_size, std::string* err) {
-    st->tensors.clear();
-    st->metadata.clear();
+    st->tensors.clear(), st->metadata.clear();
     uint64_t header_len = 0;
     if (n < 8) return parse_fail(err, "file shorter than the 8-byte header length");
     if (!safetensors_header_length(data, file_size, &header_len, err)) return false;

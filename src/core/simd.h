@@ -5,6 +5,7 @@
 // by ln 2, a degree-7 Taylor polynomial (Cody & Waite), within 2 ulp of libm's expf on [-87, 88].
 #pragma once
 #include <cstring>
+#include <initializer_list>
 
 #include "core/isa.h"
 
@@ -39,36 +40,25 @@ inline void vf_store_partial(float* p, V v, int n) {
 typedef float vf16u __attribute__((vector_size(64), aligned(4), may_alias));  // any float*, as memcpy reads it
 inline vf16 vf_load(const float* p) { return *(const vf16u*)p; }
 inline void vf_store(float* p, vf16 v) { *(vf16u*)p = v; }
-inline vf16 vf_set(float x) { return vf16{} + x; }
 inline vn vn_load(const float* p) { return vf_load_partial<vn>(p, kLanes); }
 inline void vn_store(float* p, vn v) { memcpy(p, &v, sizeof v); }
 
 // e^x lane by lane. Underflows to 0 below -87.3 (instead of denormals) and overflows to +inf above 88.7.
 inline vn vn_exp(vn x) {
     const vn hi = vn{} + 88.7f, lo = vn{} - 87.3f;
-    vn xc = x > hi ? hi : x;
-    xc = xc < lo ? lo : xc;
+    const vn xc = x > hi ? hi : x < lo ? lo : x;
     // n = round(x / ln2) with the 1.5 * 2^23 trick (exact for |n| < 2^22, no rounding-mode calls)
     const vn magic = vn{} + 12582912.0f;
     vn n = (xc * 1.44269504088896341f + magic) - magic;
     vn r = xc - n * 0.693359375f;  // ln 2 split in two so n * ln2_hi is exact
     r = r - n * -2.12194440e-4f;
-    vn p = vn{} + 1.0f / 5040.0f;
-    p = p * r + 1.0f / 720.0f;
-    p = p * r + 1.0f / 120.0f;
-    p = p * r + 1.0f / 24.0f;
-    p = p * r + 1.0f / 6.0f;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
+    vn p = vn{} + 1.0f / 5040.0f;  // e^r's Taylor series to r^7, by Horner's rule
+    for (float c : {1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f, 0.5f, 1.0f, 1.0f}) p = p * r + c;
     vni ni = __builtin_convertvector(n, vni);
     // 2^n split in two factors so n = 128 (x near 88.7) does not overflow the exponent field
     vni n1 = ni >> 1, n2 = ni - n1;
     vn s1 = (vn)((n1 + 127) << 23), s2 = (vn)((n2 + 127) << 23);
-    vn e = p * s1 * s2;
-    e = x < lo ? vn{} : e;
-    e = x > hi ? vn{} + __builtin_inff() : e;
-    return e;
+    return x > hi ? vn{} + __builtin_inff() : x < lo ? vn{} : p * s1 * s2;
 }
 
 // The largest x[i] * scale of n floats.

@@ -131,6 +131,7 @@ void clear_dead_temps(const std::string& path) {
 bool create_exclusive(const std::string& path, int* fd_out, bool append = false) {
     int fd = os_create_exclusive(path, append);
     if (fd < 0 && errno == EEXIST) return false;
+    if (fd < 0 && errno == ENOSPC && g_publishing) write_failed(path, ENOSPC);  // no inode left: a full disk's error
     if (fd < 0) fatal("cannot create %s: %s", path.c_str(), strerror(errno));
     *fd_out = fd;
     return true;
@@ -350,6 +351,7 @@ PathLock::PathLock(const std::string& target, const char* flag, bool reader, con
                    "the output's own name",
                    flag, target.c_str());
     dir_create(path_parent(path_), &created_);
+    for (const std::string& dir : created_) created_slots_.push_back(stop_track(dir, true));
     FileInfo st;
     if (os_lstat(path_, &st)) {  // a lock file left by a killed run holds a pid, or nothing
         char text[32] = {0};
@@ -408,6 +410,8 @@ void PathLock::release() {
         os_close(fd_);
         fd_ = -1;
     }
+    for (int slot : created_slots_) stop_untrack(slot);
+    created_slots_.clear();
     for (size_t i = created_.size(); i-- > 0;) os_rmdir(created_[i]);  // only the ones left empty go
     created_.clear();
 }
@@ -569,18 +573,21 @@ void dir_publish(const std::string& dir, const std::function<bool(const std::str
     }
     if (path_exists_no_follow(staging))
         fatal("cannot stage %s: %s exists and gpt2 did not make it", dir.c_str(), staging.c_str());
-    if (!os_mkdir(staging)) fatal("cannot create directory %s: %s", staging.c_str(), strerror(errno));
-    // The marker names a directory as this program's staging, so only such directories are ever cleared by
-    // a later run. It goes into `dir` too before the swap, so the old contents carry it out.
-    mark(staging);
-    FatalCleanup cleanup([&] { clear_staging(staging, dir, ours); });
     Publishing publishing{dir};  // the old copy's size: what a second copy needs, about
     for (const std::string& name : dir_exists(dir) ? dir_entries(dir) : std::vector<std::string>()) {
         FileInfo st;
         if (ours(name) && os_lstat(path_join(dir, name), &st) && st.kind == FileKind::regular)
             publishing.old_bytes += st.size;
     }
-    g_publishing = &publishing;
+    g_publishing = &publishing;  // from here a full disk (no byte or no inode left) says why a save needs room
+    if (!os_mkdir(staging)) {
+        if (errno == ENOSPC) write_failed(staging, ENOSPC);
+        fatal("cannot create directory %s: %s", staging.c_str(), strerror(errno));
+    }
+    FatalCleanup cleanup([&] { clear_staging(staging, dir, ours); });  // made by this process: marked or not
+    // The marker names a directory as this program's staging, so only such directories are ever cleared by
+    // a later run. It goes into `dir` too before the swap, so the old contents carry it out.
+    mark(staging);
     write(staging);
     g_publishing = nullptr;
     stop_point();  // signals.h: a command ended by a signal here leaves `dir` as it was

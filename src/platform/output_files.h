@@ -117,6 +117,7 @@ private:
     int fd_ = -1;
     int stop_slot_ = -1;  // signals.h: a signal that ends the process removes the lock file
     std::vector<std::string> created_;
+    std::vector<int> created_slots_;  // ... and then these directories, if empty
     FatalCleanup cleanup_;  // a failing run removes its lock file and the directories it made
 };
 

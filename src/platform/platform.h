@@ -24,10 +24,11 @@ bool os_stat(const std::string& path, FileInfo* info);   // follows a symbolic l
 bool os_lstat(const std::string& path, FileInfo* info);  // describes the link itself
 bool os_fstat(int fd, FileInfo* info);
 bool same_file(const FileInfo& a, const FileInfo& b);  // same dev and inode
-// async-signal-safe on POSIX: signals.cpp calls it in a signal handler
+// async-signal-safe on POSIX: signals.cpp calls them in a signal handler
 bool os_unlink(const char* path);
+bool os_rmdir(const char* path);  // only an empty directory
+inline bool os_rmdir(const std::string& path) { return os_rmdir(path.c_str()); }
 bool os_mkdir(const std::string& path);  // mode 0755
-bool os_rmdir(const std::string& path);  // only an empty directory
 // Renames `from` to `to`, replacing `to` when it is a file (atomically where the system can).
 bool os_rename(const std::string& from, const std::string& to);
 // Swaps two directories in one step (Linux renameat2 RENAME_EXCHANGE); false where that is not possible.

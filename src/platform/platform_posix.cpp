@@ -61,7 +61,7 @@ bool os_fstat(int fd, FileInfo* info) {
 bool same_file(const FileInfo& a, const FileInfo& b) { return a.dev == b.dev && a.ino == b.ino; }
 bool os_unlink(const char* path) { return unlink(path) == 0; }
 bool os_mkdir(const std::string& path) { return mkdir(path.c_str(), 0755) == 0; }
-bool os_rmdir(const std::string& path) { return rmdir(path.c_str()) == 0; }
+bool os_rmdir(const char* path) { return rmdir(path) == 0; }
 bool os_rename(const std::string& from, const std::string& to) { return rename(from.c_str(), to.c_str()) == 0; }
 
 bool os_exchange(const std::string& a, const std::string& b) {

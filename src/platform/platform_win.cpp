@@ -141,7 +141,7 @@ bool os_fstat(int fd, FileInfo* info) {
 bool same_file(const FileInfo& a, const FileInfo& b) { return a.dev == b.dev && a.ino == b.ino; }
 bool os_unlink(const char* path) { return DeleteFileW(wide(path).c_str()) || fail_errno(); }
 bool os_mkdir(const std::string& path) { return CreateDirectoryW(wide(path).c_str(), nullptr) || fail_errno(); }
-bool os_rmdir(const std::string& path) { return RemoveDirectoryW(wide(path).c_str()) || fail_errno(); }
+bool os_rmdir(const char* path) { return RemoveDirectoryW(wide(path).c_str()) || fail_errno(); }
 
 bool os_rename(const std::string& from, const std::string& to) {
     const DWORD flags = MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH;

@@ -23,12 +23,17 @@ volatile sig_atomic_t g_stop = 0;
 const int kSlots = 16;
 const size_t kPathMax = 4096;
 char g_paths[kSlots][kPathMax];
-volatile sig_atomic_t g_used[kSlots];
+const sig_atomic_t kFile = 1, kDir = 2;
+volatile sig_atomic_t g_used[kSlots];  // 0: free, else what the slot's path is
 
-// Ends the process as the signal would have, after removing the staged files: async-signal-safe only.
+// Ends the process as the signal would have, after removing the staged files, then the directories made for
+// them that are empty once they are gone (innermost first, whatever slots they took): async-signal-safe only.
 void end_now(int sig) {
     for (int i = 0; i < kSlots; i++)
-        if (g_used[i]) os_unlink(g_paths[i]);
+        if (g_used[i] == kFile) os_unlink(g_paths[i]);
+    for (int pass = 0; pass < kSlots; pass++)
+        for (int i = 0; i < kSlots; i++)
+            if (g_used[i] == kDir && os_rmdir(g_paths[i])) g_used[i] = 0;
     os_signal_end(sig);
 }
 
@@ -69,12 +74,12 @@ void stop_set(int sig) {
 
 const char* stop_signal_name(int sig) { return os_signal_name(sig); }
 
-int stop_track(const std::string& path) {
+int stop_track(const std::string& path, bool dir) {
     if (path.size() >= kPathMax) return -1;
     for (int i = 0; i < kSlots; i++)
         if (!g_used[i]) {
             memcpy(g_paths[i], path.c_str(), path.size() + 1);
-            g_used[i] = 1;
+            g_used[i] = dir ? kDir : kFile;
             return i;
         }
     return -1;

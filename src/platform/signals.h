@@ -24,9 +24,10 @@ int stop_requested();
 void stop_set(int sig);
 const char* stop_signal_name(int sig);  // "SIGINT", ...
 
-// A path removed if a signal ends the process at once (staged temporaries). Fixed slots: the handler may
-// not allocate; a path that finds none is left to the next run (OutputFile clears dead leftovers).
-int stop_track(const std::string& path);
+// A path removed if a signal ends the process at once (staged temporaries; dir: a directory made for them,
+// removed if empty). Fixed slots: the handler may not allocate; a path that finds none is left to the next run
+// (OutputFile clears dead leftovers).
+int stop_track(const std::string& path, bool dir = false);
 void stop_untrack(int slot);
 
 // Calls fn(arg); true when it returned, false when it raised SIGBUS (reading a page of a mapped file that

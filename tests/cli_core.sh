@@ -72,11 +72,15 @@ else
         test $rc = 1 -a "$(grep -c . $T/huge.log)" = 1 -a -n "$(grep '^error: out of memory' $T/huge.log)" -a ! -e $T/huge
 fi
 # Ctrl-C before the end (nothing saved yet) leaves no empty --out that a rerun would refuse.
-"$CORE" $tiny --train $TOK --steps 1000000 --out $T/int >$T/int.log 2>&1 &
-pid=$!
-for _ in $(seq 100); do grep -q '^step' $T/int.log && break; sleep 0.1; done
-kill -INT $pid
-wait_bounded $pid 60
+# signal_mid_run SIG OUT: gpt2-core's exit code when SIG comes after its first step line.
+signal_mid_run() {
+    "$CORE" $tiny --train $TOK --steps 1000000 --out $2 >$2.log 2>&1 &
+    local pid=$!
+    for _ in $(seq 100); do grep -q '^step' $2.log && break; sleep 0.1; done
+    kill -$1 $pid
+    wait_bounded $pid 60
+}
+signal_mid_run INT $T/int
 rc=$?
 check "SIGINT ends gpt2-core as the signal does (exit $rc) and leaves no --out" test $rc = 130 -a ! -e $T/int
 
@@ -110,11 +114,7 @@ check_error "gpt2-core: a geometry flag beside --model that disagrees with it is
 
 # --- signals and thread start-up ----------------------------------------------------------------------------
 if kill -l HUP >/dev/null 2>&1; then
-    "$CORE" $tiny --train $TOK --steps 1000000 --out $T/hup >$T/hup.log 2>&1 &
-    pid=$!
-    for _ in $(seq 100); do grep -q '^step' $T/hup.log && break; sleep 0.1; done
-    kill -HUP $pid
-    wait_bounded $pid 60
+    signal_mid_run HUP $T/hup
     rc=$?
     check "SIGHUP (the terminal closed) ends gpt2-core as the signal does (exit $rc) and leaves no --out" \
         test $rc = 129 -a ! -e $T/hup
@@ -129,8 +129,11 @@ if kill -l HUP >/dev/null 2>&1; then
         kill -$sig $pid
         wait_bounded $pid 60
         rc=$?
-        check "SIG$sig during the save: it ends whole (exit $rc, $(ls $T/save_$sig 2>/dev/null | tr '\n' ' '))" \
-            test "$(ls $T/save_$sig 2>/dev/null | tr '\n' ' ')" = "config.json model.safetensors " -a $rc = 0
+        # (on a busy machine the signal can still come before the save, between the last step's line and it:
+        # then nothing is written; what never shows is a part of a save)
+        saved=$(ls $T/save_$sig 2>/dev/null | tr '\n' ' ')
+        check "SIG$sig during the save: it ends whole (exit $rc, $saved)" \
+            eval '[ "$saved" = "config.json model.safetensors " -a $rc = 0 ] || [ -z "$saved" -a $rc -gt 128 ]'
     done
 fi
 if ! ldd "$CORE" 2>/dev/null | grep -q libasan; then

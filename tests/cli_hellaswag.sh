@@ -8,12 +8,7 @@
 source "$(dirname "$0")/lib.sh"
 FIX=tests/fixtures/hellaswag/mini.jsonl
 TOK=tests/fixtures/tokens_v1000.bin
-if [ -n "${GPT2_DATA_DIR:-}" ]; then TOK_DIR=$GPT2_DATA_DIR/gpt2; else TOK_DIR=data/gpt2; fi
-if [ ! -f "$TOK_DIR/encoder.json" ] && [ ! -f "$TOK_DIR/vocab.json" ]; then
-    fail "tokenizer files not found in $TOK_DIR: set GPT2_DATA_DIR or run \`make data\`"
-    summary
-    exit 1
-fi
+need_tokenizer
 
 # Random full-vocabulary models (0 training steps): context 96 fits every fixture candidate (the longest is
 # 65 tokens), context 64 does not.

@@ -7,12 +7,7 @@
 source "$(dirname "$0")/lib.sh"
 
 FIX=tests/fixtures/instruct
-if [ -n "${GPT2_DATA_DIR:-}" ]; then TOK_DIR=$GPT2_DATA_DIR/gpt2; else TOK_DIR=data/gpt2; fi
-if [ ! -f "$TOK_DIR/encoder.json" ] && [ ! -f "$TOK_DIR/vocab.json" ]; then
-    fail "tokenizer files not found in $TOK_DIR: set GPT2_DATA_DIR or run \`make data\`"
-    summary
-    exit 1
-fi
+need_tokenizer
 T=$TEST_TMP
 EOT=50256
 

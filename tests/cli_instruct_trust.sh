@@ -5,12 +5,7 @@
 # mask in a glob, -o P and -o P/ locks, eval on a small val file. Needs "$GPT2" and the tokenizer files; no Python.
 source "$(dirname "$0")/lib.sh"
 
-if [ -n "${GPT2_DATA_DIR:-}" ]; then TOK_DIR=$GPT2_DATA_DIR/gpt2; else TOK_DIR=data/gpt2; fi
-if [ ! -f "$TOK_DIR/encoder.json" ] && [ ! -f "$TOK_DIR/vocab.json" ]; then
-    fail "tokenizer files not found in $TOK_DIR: set GPT2_DATA_DIR or run \`make data\`"
-    summary
-    exit 1
-fi
+need_tokenizer
 T=$TEST_TMP
 FIX=tests/fixtures/instruct
 MODEL=(--layers 1 --channels 32 --heads 2 --sample-tokens 0)
@@ -147,26 +142,21 @@ check_error "a loss mask given as the train file: said so" "^error: $T/pp2/x_tra
     "$GPT2" train --train "$T/pp2/x_train.mask" --val '' "${MODEL[@]}" -B 1 -T 64 --steps 1
 
 # --- 6: -o P and -o P/ are different outputs (P_val.bin..., P/val.bin...) with different locks ---------------
-two_locks() {
-    mkdir -p "$T/lk"
-    hold_lock "$T/lk/p.lock"
-    "$GPT2" tokenize --val-tokens 100 -o "$T/lk/p" "$T/plain.txt" >"$T/lk1.out" 2>&1
+# tokenize_held LOCK PREFIX OUT: tokenize into PREFIX while another process holds LOCK; its exit code.
+tokenize_held() {
+    hold_lock "$1"
+    "$GPT2" tokenize --val-tokens 100 -o "$2" "$T/plain.txt" >"$3" 2>&1
     local rc=$?
     kill $holder; wait $holder 2>/dev/null
-    cat "$T/lk1.out"
-    [ $rc = 0 ] && [ -e "$T/lk/p_val.bin" ] || return 1
-    hold_lock "$T/lk/p_.lock"
-    "$GPT2" tokenize --val-tokens 100 -o "$T/lk/p/" "$T/plain.txt" >"$T/lk2.out" 2>&1
-    rc=$?
-    kill $holder; wait $holder 2>/dev/null
-    cat "$T/lk2.out"
-    [ $rc = 0 ] && [ -e "$T/lk/p/val.bin" ] || return 1
-    hold_lock "$T/lk/p_.lock"
-    "$GPT2" tokenize --val-tokens 100 -o "$T/lk/p" "$T/plain.txt" >"$T/lk3.out" 2>&1
-    rc=$?
-    kill $holder; wait $holder 2>/dev/null
-    cat "$T/lk3.out"
-    [ $rc = 1 ] && grep -q "in use" "$T/lk3.out"  # the same prefix still waits its turn
+    cat "$3"
+    return $rc
+}
+two_locks() {
+    mkdir -p "$T/lk"
+    tokenize_held "$T/lk/p.lock" "$T/lk/p" "$T/lk1.out" && [ -e "$T/lk/p_val.bin" ] || return 1
+    tokenize_held "$T/lk/p_.lock" "$T/lk/p/" "$T/lk2.out" && [ -e "$T/lk/p/val.bin" ] || return 1
+    tokenize_held "$T/lk/p_.lock" "$T/lk/p" "$T/lk3.out"
+    [ $? = 1 ] && grep -q "in use" "$T/lk3.out"  # the same prefix still waits its turn
 }
 check "-o P/ (a directory's lock, P.lock) and -o P (files P_*, lock P_.lock) do not block each other" two_locks
 

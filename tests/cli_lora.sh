@@ -13,11 +13,7 @@
 #     adapter flags changed, --lora added to a resumed full run, eval --hellaswag with --lora-from.
 source "$(dirname "$0")/lib.sh"
 T=$TEST_TMP
-TRAIN=data/tinyshakespeare/train.bin VAL=data/tinyshakespeare/val.bin
-if [ ! -f $TRAIN ] || [ ! -f $VAL ]; then
-    skip "LoRA on tiny shakespeare: $TRAIN or $VAL not found (make data)"
-    summary; exit
-fi
+need_shakespeare "LoRA on tiny shakespeare"
 DATA=(--train $TRAIN --val $VAL -B 4 -T 64 --sample-tokens 0)
 "$GPT2" train "${DATA[@]}" --layers 2 --heads 2 --channels 64 --seq-len 64 --steps 40 --lr 3e-3 --val-every 0 \
     --out $T/base >$T/base.out 2>&1 || { echo "base training failed:"; tail -3 $T/base.out; }

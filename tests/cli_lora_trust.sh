@@ -11,11 +11,7 @@
 #     on a model checkpoint, the range errors, the sample line's --precision, the program as typed in hints.
 source "$(dirname "$0")/lib.sh"
 T=$TEST_TMP
-TRAIN=data/tinyshakespeare/train.bin VAL=data/tinyshakespeare/val.bin
-if [ ! -f $TRAIN ] || [ ! -f $VAL ]; then
-    skip "LoRA trust on tiny shakespeare: $TRAIN or $VAL not found (make data)"
-    summary; exit
-fi
+need_shakespeare "LoRA trust on tiny shakespeare"
 DATA=(--train $TRAIN --val $VAL -B 4 -T 64 --sample-tokens 0 --val-every 0)
 GEOM=(--layers 2 --heads 2 --channels 64 --seq-len 64)
 "$GPT2" train "${DATA[@]}" "${GEOM[@]}" --steps 2 --out $T/base >/dev/null 2>&1

@@ -6,13 +6,7 @@
 source "$(dirname "$0")/lib.sh"
 
 FIX=tests/fixtures/tokenizer
-if [ -n "${GPT2_DATA_DIR:-}" ]; then TOK_DIR=$GPT2_DATA_DIR/gpt2; else TOK_DIR=data/gpt2; fi
-
-if [ ! -f "$TOK_DIR/encoder.json" ] && [ ! -f "$TOK_DIR/vocab.json" ]; then
-    fail "tokenizer files not found in $TOK_DIR: set GPT2_DATA_DIR or run \`make data\`"
-    summary
-    exit 1
-fi
+need_tokenizer
 
 # ids_equal CASE [ARGS...]: `gpt2 tokenize --ids ARGS FILE` prints the fixture's expected ids.
 ids_equal() {

@@ -14,6 +14,25 @@ pass() { TESTS_PASSED=$((TESTS_PASSED + 1)); echo "ok   $1"; }
 fail() { TESTS_FAILED=$((TESTS_FAILED + 1)); echo "FAIL $1"; }
 # skip NAME: REASON: a test that cannot run here (counted as skipped, never as passed).
 skip() { TESTS_SKIPPED=$((TESTS_SKIPPED + 1)); echo "skip $1"; }
+# need_tokenizer: sets TOK_DIR to the tokenizer files ($GPT2_DATA_DIR/gpt2, else data/gpt2); a suite that needs
+# them and finds none fails and ends there.
+need_tokenizer() {
+    if [ -n "${GPT2_DATA_DIR:-}" ]; then TOK_DIR=$GPT2_DATA_DIR/gpt2; else TOK_DIR=data/gpt2; fi
+    if [ ! -f "$TOK_DIR/encoder.json" ] && [ ! -f "$TOK_DIR/vocab.json" ]; then
+        fail "tokenizer files not found in $TOK_DIR: set GPT2_DATA_DIR or run \`make data\`"
+        summary
+        exit 1
+    fi
+}
+# need_shakespeare WHAT: sets TRAIN and VAL to make data's tiny shakespeare; without them the suite's WHAT is
+# skipped (counted) and the suite ends there.
+need_shakespeare() {
+    TRAIN=data/tinyshakespeare/train.bin VAL=data/tinyshakespeare/val.bin
+    if [ ! -f $TRAIN ] || [ ! -f $VAL ]; then
+        skip "$1: $TRAIN or $VAL not found (make data)"
+        summary; exit
+    fi
+}
 # llama_oracle_unusable: prints why tests/node's llama.cpp oracle (node-llama-cpp) cannot run here, or nothing
 # when it can: node-llama-cpp 3.22 needs Node >= 20, newer than Debian 12's Node 18, so on such a machine its
 # cases are skipped with this reason and the rest of the suite runs. A missing npm package is not a reason to

@@ -21,7 +21,10 @@ STEPS=${STEPS:-100} OUT=${OUT:-out/finetune} DATA=${DATA:-tests/fixtures/instruc
 die() { echo "error: $1" >&2; [ -z "${2:-}" ] || echo "hint: $2" >&2; exit 1; }
 # is_model PATH: a checkpoint train --model reads (a HuggingFace directory or a model file), not the tokenizer
 # files that make data puts in data/gpt2.
-is_model() { [ -f "$1/config.json" ] || { [ -s "$1" ] && [[ $1 == *.@(safetensors|bin|gguf) ]]; }; }
+is_model() {
+    [ -f "$1/config.json" ] && return
+    case $1 in *.safetensors | *.bin | *.gguf) [ -s "$1" ] ;; *) false ;; esac
+}
 if [ -z "${BASE:-}" ]; then
     if is_model data/gpt2; then BASE=data/gpt2
     elif is_model out/shakespeare; then

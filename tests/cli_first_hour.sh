@@ -75,7 +75,7 @@ last_val=$(grep '"val_loss"' $R.jsonl | tail -1 | sed 's/.*"val_loss":\([0-9.]*\
 if grep -q '^run: step 8 of 8 (--steps), 512 tokens trained on (64 per step)$' "$TEST_TMP/info" &&
     grep -q "^last train loss: $last_train (step 8)$" "$TEST_TMP/info" &&
     grep -q "^last val loss: $last_val (step 8)$" "$TEST_TMP/info" && grep -q '^precision: fp32$' "$TEST_TMP/info" &&
-    grep -q "^data: --train $TOK, --val $TOK$" "$TEST_TMP/info" && grep -q -- '--lr 3e-4' "$TEST_TMP/info" &&
+    grep -q "^data: --train $(pwd)/$TOK, --val $(pwd)/$TOK$" "$TEST_TMP/info" &&  # recorded absolute grep -q -- '--lr 3e-4' "$TEST_TMP/info" &&
     grep -q "^finished; train on with: $GPT2 train --resume $R --steps 16$" "$TEST_TMP/info"; then
     pass "info shows the run's step, tokens, losses, precision, data, flags and how to go on"
 else fail "info shows the run's step, tokens, losses, precision, data, flags and how to go on"; cat "$TEST_TMP/info"; fi

@@ -153,8 +153,8 @@ cp -r $T/peft $T/peft_r && sed -i 's/"r": 4/"r": "4"/' $T/peft_r/adapter_config.
 check_error "a config's r as a string: the range in integers" \
     "bad value for key r in $T/peft_r/adapter_config.json: expected an integer in \[1, 1048576\], got \"4\"" \
     "$GPT2" "${EV[@]}" --model $T/base --lora-from $T/peft_r
-cp -r $T/ad $T/ad_edit && st_fill $T/ad_edit/adapter_model.safetensors \
-    base_model.model.transformer.h.0.attn.c_attn.lora_A.weight 00
+cp -r $T/ad $T/ad_edit
+st_fill $T/ad_edit/adapter_model.safetensors base_model.model.transformer.h.0.attn.c_attn.lora_A.weight 00
 check_error "a run's adapter_model.safetensors edited: resume names it as no longer matching its train state" \
     "adapter changed since the checkpoint ($T/ad_edit/adapter_model.safetensors): .* train state" \
     "$GPT2" train --resume $T/ad_edit

@@ -463,4 +463,10 @@ else
         ro_run $T/ro_src $T/ro "$GPT2" train --resume $T/ro/run --steps 12
     check "... saying how: --out NEW_DIR" grep -q "^hint: .*--out NEW_DIR" $T/err
 fi
+# A run continued into another --out leaves the run it came from as it was, its --log too.
+"$GPT2" train $tiny --steps 4 --log $T/lg.jsonl --out $T/lg >/dev/null 2>&1
+before=$(sum $T/lg.jsonl)
+"$GPT2" train --resume $T/lg --out $T/lg_new --steps 6 >$T/lg_new.out 2>&1
+check "train --resume RUN --out NEW does not append to RUN's --log, and says so" \
+    eval '[ "$(sum $T/lg.jsonl)" = "$before" ] && grep -q "^note: not logging: $T/lg.s log $T/lg.jsonl stays as it was" $T/lg_new.out && grep -q "^saved $T/lg_new at step 6" $T/lg_new.out'
 summary

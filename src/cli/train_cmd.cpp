@@ -584,6 +584,15 @@ CliArgs resume_args(const CliArgs& given, const std::string& resume_dir, TrainSt
                   given.str(name).c_str());
     }
     keep_global_batch(given, resume_dir, &stored, ranks);
+    // Continued into another directory, the run leaves the one it came from as it was, its log included.
+    if (resume_out(given, resume_dir) != resume_dir && !given.has("log"))
+        for (size_t i = 0; i < stored.size(); i++)
+            if (stored[i].first == "log") {
+                printf("note: not logging: %s's log %s stays as it was (--log FILE logs this run)\n",
+                       resume_dir.c_str(), stored[i].second.c_str());
+                stored.erase(stored.begin() + (long)i);
+                break;
+            }
     bool stored_no_shuffle = false;  // a switch is recorded only when given
     for (const auto& kv : stored) stored_no_shuffle = stored_no_shuffle || kv.first == "no-shuffle";
     if (given.on("no-shuffle") && !stored_no_shuffle)

@@ -471,6 +471,16 @@ void note_overrides(const CliArgs& given, const std::vector<std::pair<std::strin
     }
 }
 
+// The note for the --log that resume_args left behind: the run it came from logged there, this one does not.
+void note_log_left(const CliArgs& given, const std::string& resume_dir, const std::string& out,
+                   const std::vector<std::pair<std::string, std::string>>& stored) {
+    if (dist_rank() != 0 || out == resume_dir || given.has("log")) return;
+    for (const auto& kv : stored)
+        if (kv.first == "log")
+            printf("note: not logging: %s's log %s stays as it was (--log FILE logs this run)\n", resume_dir.c_str(),
+                   kv.second.c_str());
+}
+
 // The shape of a global batch, for messages: "-B 2 x --grad-accum 3 x 2 ranks".
 std::string batch_shape(long long B, long long accum, long long ranks) {
     return "-B " + std::to_string(B) + " x --grad-accum " + std::to_string(accum) + " x " + std::to_string(ranks) +
@@ -584,15 +594,11 @@ CliArgs resume_args(const CliArgs& given, const std::string& resume_dir, TrainSt
                   given.str(name).c_str());
     }
     keep_global_batch(given, resume_dir, &stored, ranks);
-    // Continued into another directory, the run leaves the one it came from as it was, its log included.
+    // Continued into another directory, the run leaves the one it came from as it was, its log included
+    // (note_log_left says so, after the refusals).
     if (resume_out(given, resume_dir) != resume_dir && !given.has("log"))
-        for (size_t i = 0; i < stored.size(); i++)
-            if (stored[i].first == "log") {
-                printf("note: not logging: %s's log %s stays as it was (--log FILE logs this run)\n",
-                       resume_dir.c_str(), stored[i].second.c_str());
-                stored.erase(stored.begin() + (long)i);
-                break;
-            }
+        stored.erase(std::remove_if(stored.begin(), stored.end(), [](const auto& kv) { return kv.first == "log"; }),
+                     stored.end());
     bool stored_no_shuffle = false;  // a switch is recorded only when given
     for (const auto& kv : stored) stored_no_shuffle = stored_no_shuffle || kv.first == "no-shuffle";
     if (given.on("no-shuffle") && !stored_no_shuffle)
@@ -736,7 +742,10 @@ int prepare_run(TrainRun* t, const CliArgs& args, const CliArgs& given, const st
     const RunOptions& r = t->run;
     dataloader_expand(r.train_path, "--train");  // a pattern that matches nothing fails before any allocation
     if (!r.val_path.empty()) dataloader_expand(r.val_path, "--val");
-    if (!resume_dir.empty()) note_overrides(given, resume->flags);  // after every refusal the flags can meet
+    if (!resume_dir.empty()) {  // after every refusal the flags can meet
+        note_overrides(given, resume->flags);
+        note_log_left(given, resume_dir, r.out, resume->flags);
+    }
     build_model(&t->model, args, o, r);
     adamw_use_form(&t->opt, r.moments);  // 8bit: check_memory checked the geometry
     if (r.lora) {

@@ -433,7 +433,8 @@ mask_truncated() {
     wait $pid
     local rc=$?
     tail -2 "$T/tr/out"
-    [ $rc = 1 ] && grep -q "^error: loss mask changed during the run ($T/tr/x_train.mask): it is shorter" "$T/tr/out"
+    # the read's size check says how many bytes it holds now; a fault in the mapping first says it is shorter
+    [ $rc = 1 ] && grep -Eq "^error: loss mask changed during the run \($T/tr/x_train.mask\): it (is shorter|now holds 1100 bytes)" "$T/tr/out"
 }
 check "a mask truncated while train runs: an error naming the mask, exit 1" mask_truncated
 

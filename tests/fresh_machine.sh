@@ -130,6 +130,8 @@ if [ -e /etc/resolv.conf ]; then
     rm -f "$root/etc/resolv.conf"
     cp -L /etc/resolv.conf "$root/etc/resolv.conf"
 fi
+mount --bind "$root" "$root"  # / a mount point inside, as `ip netns exec` needs (tests/mpi_net.sh)
+mounted+=("$root")
 for m in proc sys dev dev/pts; do  # dev/pts: script(1)'s terminals (tests/cli_first_hour.sh)
     mkdir -p "$root/$m"
     mount --bind "/$m" "$root/$m"

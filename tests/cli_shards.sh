@@ -87,6 +87,15 @@ printf '\x07\x00' | dd of=$T/set/data_train_000001.bin bs=1 seek=1500 conv=notru
 check_error "resume refuses a shard modified in place" "training data changed .*fingerprint to" "$GPT2" train --resume $T/C
 cp $T/keep.bin $T/set/data_train_000001.bin
 check "... and resumes once the shards are back" "$GPT2" train --resume $T/C --stop-after 1
+# A same-length edit inside a shard past 2 MiB (its fingerprint reads the first and last MiB): "data.content"
+# holds every token, so the resume names the shard. 1,200,000 tokens of the fixture's, repeated.
+perl -e 'open(my $h, "<:raw", $ARGV[0]) or die; local $/; my $d = <$h>; my $t = substr($d, 1024);
+    my $n = 1200000; my $all = ($t x (int($n / (length($t) / 2)) + 1)); open(my $o, ">:raw", $ARGV[1]) or die;
+    print $o pack("l<3", 20240520, 1, $n) . ("\0" x 1012) . substr($all, 0, 2 * $n);' $TOK $T/mid.bin
+"$GPT2" train $tiny --train $T/mid.bin --val '' --steps 10 --stop-after 2 --out $T/M >/dev/null 2>&1
+printf '\x07\x00' | dd of=$T/mid.bin bs=1 seek=$((1024 + 1200000)) conv=notrunc status=none
+check_error "resume refuses a same-length edit in the middle of a 2.4 MB shard, naming it" \
+    "training data changed ($T/M.*): $T/mid.bin (or its loss mask) holds other tokens .*inside it" "$GPT2" train --resume $T/M
 
 # --- bad shards are named; a glob matching nothing names the pattern --------------------------------------------
 mkdir -p $T/bad && cp $T/set/*.bin $T/bad/

@@ -649,7 +649,7 @@ void check_ranks_agree(const TrainRun& t) {
              r.val_batches, r.stop_after, (int)gpt2_precision(t.model));
     std::string data;
     for (const DataLoader* dl : {&t.train_dl, &t.val_dl})
-        for (const TokenShard& s : dl->shards) data += s.fingerprint + ";";
+        for (const TokenShard& s : dl->shards) data += s.fingerprint + token_files_content(s) + ";";
     const GPT2Config& g = t.model.cfg;
     // a LoRA run: its base as fingerprinted before int8 or bf16 held it, and its adapter
     const std::string weights =

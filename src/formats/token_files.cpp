@@ -24,6 +24,7 @@ struct ShardMaps {
     std::shared_ptr<const void> mask_map;
     const uint8_t* mask = nullptr;  // (num_tokens,): 1 = scored as a target
     int32_t mask_T = 0;             // the -T the mask was packed for (0: unknown)
+    uint64_t content = 0;           // hash_words of every token, then of every mask flag: a resume's check
     FileInfo mask_file;             // the mask as opened: its size, checked at each read (a shrink in the
                                     // mapping's last page reads zeros, not a SIGBUS)
     void operator()(const void* p) const {
@@ -80,6 +81,7 @@ void open_mask(TokenShard* s) {
     memcpy(&maps->mask_T, static_cast<const int32_t*>(map) + 5, sizeof(maps->mask_T));
     const uint64_t h = fnv1a_edges(maps->mask, n - kTokenFileHeaderBytes, (size_t)1 << 20, fnv1a(map, kTokenFileHeaderBytes));
     s->fingerprint += "+mask" + hash_hex(h);
+    maps->content = hash_words(maps->mask, n - kTokenFileHeaderBytes, maps->content);
     os_map_release(map, n);
 }
 
@@ -100,7 +102,8 @@ void tokenfile_map(TokenShard* shard, const std::string& path, int vocab_size) {
         fatal("%s", err.c_str());
     s.tokens = reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(map) + kTokenFileHeaderBytes);
     s.fingerprint = tokenfile_fingerprint(s);
-    // The pass above faulted every page in; drop them from this process (they stay in the page cache) and
+    std::get_deleter<ShardMaps>(s.image)->content = hash_words(s.tokens, s.num_tokens * 2);
+    // The passes above faulted every page in; drop them from this process (they stay in the page cache) and
     // let batches fault in just the windows they read.
     os_map_release(map, n);
     open_mask(&s);
@@ -115,6 +118,11 @@ const uint8_t* token_files_mask(const TokenShard& shard) {
 int token_files_mask_T(const TokenShard& shard) {
     const ShardMaps* maps = std::get_deleter<ShardMaps>(shard.image);
     return maps ? maps->mask_T : 0;
+}
+
+std::string token_files_content(const TokenShard& shard) {
+    const ShardMaps* maps = std::get_deleter<ShardMaps>(shard.image);
+    return maps ? hash_hex(maps->content) : "";
 }
 
 std::string tokenfile_fingerprint(const TokenShard& shard) {

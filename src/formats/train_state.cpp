@@ -305,14 +305,37 @@ std::string train_state_data_hash(const DataLoader& dl) {
 }
 
 // Format 3 ties a run to its shards by their fingerprints (tokenfile_fingerprint) in order, hashed into
-// one value, rather than by every token: a resume of a 2 GB set reads 2 MiB per shard, not 2 GB. What it
-// catches and misses is what each shard's fingerprint does, plus any shard added, removed or reordered.
+// one value: any shard added, removed, reordered, resized or changed at either end. "data.content" (below)
+// then holds each shard's every token and mask flag, for an edit inside a shard.
 std::string train_state_shards_hash(const DataLoader& dl) {
     uint64_t h = kFnv1aInit;
     for (const TokenShard& s : dl.shards) {
         h = fnv1a(s.fingerprint.data(), s.fingerprint.size(), h);
     }
     return hash_hex(h);
+}
+
+// Each shard's token_files_content, comma-separated in order; empty when one has none (not opened by ./gpt2).
+static std::string shard_contents(const DataLoader& dl) {
+    std::string all;
+    for (const TokenShard& s : dl.shards) {
+        const std::string c = token_files_content(s);
+        if (c.empty()) return "";
+        all += (all.empty() ? "" : ",") + c;
+    }
+    return all;
+}
+
+// The shards whose fingerprints agree with the run's, checked whole against its "data.content" (absent from a
+// train state saved before it): fatal naming the first that differs inside.
+static void check_contents(const TrainState& ts, const DataLoader& dl) {
+    const std::string was = ts.file.meta("data.content"), now = shard_contents(dl);
+    if (was.empty() || now.size() != was.size() || now == was) return;
+    for (size_t i = 0; i < dl.shards.size(); i++)
+        if (now.compare(17 * i, 16, was, 17 * i, 16) != 0)
+            fatal("training data changed (%s): %s (or its loss mask) holds other tokens than the run trained on; its "
+                  "length and first and last MiB are the same, so the change is inside it",
+                  ts.path.c_str(), dl.shards[i].path.c_str());
 }
 
 // Which shards had a loss mask, '1' or '0' each in order: a resume names a mask that went missing.
@@ -373,6 +396,7 @@ void train_state_write(const std::string& path, const AdamW& opt, size_t n, cons
         {"data.shards", std::to_string(dl.shards.size())},
         {"data.fingerprint", train_state_shards_hash(dl)},
         {"data.masks", shard_masks(dl)},
+        {"data.content", shard_contents(dl)},
         {"model.geometry", geometry_of(cfg)},
         {"flags", flags}};
     all.insert(all.end(), meta.begin(), meta.end());
@@ -511,6 +535,8 @@ void train_state_restore_params(TrainState* state, size_t n, const std::string& 
         check_masks_there(ts, *dl);
         fatal("training data changed (%s): the shards of %s fingerprint to %s, the run was trained on %s", path, spec,
               train_state_shards_hash(*dl).c_str(), ts.data_hash.c_str());
+    } else {
+        check_contents(ts, *dl);
     }
     read_moments(ts, opt);
     opt->step = ts.adamw_step;

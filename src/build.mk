@@ -121,7 +121,7 @@ KERNEL_SRC := $(addprefix src/core/,adamw.cpp attention.cpp gemm.cpp layers.cpp)
               $(addprefix src/precision/,gemm_bf16.cpp gemm_copy.cpp gemm_q8.cpp) \
               $(addprefix src/precision/,adamw_bf16_chunk.cpp adamw_8bit_chunk.cpp) \
               $(addprefix src/inference/,matvec.cpp kv_attention.cpp) \
-              src/platform/fma_peak.cpp src/tuned/gemm_packed.cpp
+              src/dispatch/fma_peak.cpp src/tuned/gemm_packed.cpp
 LIB_OBJ   := $(filter-out $(patsubst src/%.cpp,$(BUILD)/%.o,$(KERNEL_SRC)),$(LIB_OBJ)) \
              $(foreach i,$(ISAS),$(patsubst src/%.cpp,$(BUILD)/isa_$(i)/%.o,$(KERNEL_SRC)))
 endif

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "bench.h"
-#include "platform/dispatch.h"
+#include "dispatch/dispatch.h"
 
 namespace {
 

@@ -17,7 +17,7 @@
 #include "core/optimizer.h"
 #include "core/gemm.h"
 #include "core/model.h"
-#include "platform/dispatch.h"
+#include "dispatch/dispatch.h"
 #include "precision/adamw_8bit.h"
 #include "precision/precision.h"
 #include "memory/memory.h"
@@ -32,7 +32,7 @@ namespace {
 const long kPeakIters = 20000000;
 
 // kPeakIters x independent vector FMAs on 16 lanes that never touch memory (32 FLOPs each), as many as
-// the registers hold. A kernel (platform/dispatch.h), so that it runs the instruction set the kernels run.
+// the registers hold. A kernel (dispatch/dispatch.h), so that it runs the instruction set the kernels run.
 // Returns the FLOPs done.
 double fma_loop(float* sink) { return fma_peak_loop(kPeakIters, sink); }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # cli_rules.sh: the rules that keep the core plain and outputs and signals safe by construction, enforced
-# on src/: src/core includes nothing outside itself (tests/cli_core.sh builds it alone); only
+# on src/: src/core includes nothing outside itself (tests/cli_core.sh builds it alone), every folder includes
+# only folders of a lower rank in src/README.md's table; only
 # src/platform/output_files.cpp opens a file for writing (staged with O_EXCL|O_NOFOLLOW, locked, checked
 # for kind), only src/platform/signals.cpp installs signal handlers, and only src/platform/platform* (and,
 # for the unit tests, tests/test_os.cpp) meets the operating system; the kernels and the model never print
@@ -229,6 +230,61 @@ core_arrows src >$T/dir.out
 check "src/core includes nothing outside itself (an extension includes the core, never the other way)" \
     test ! -s $T/dir.out
 sed 's/^/    /' $T/dir.out
+
+# --- the rank rule: every folder's includes point down src/README.md's table of folders --------------------
+# rank_rule README SRC: prints `FILE:LINE: includes X/ (rank R, not below F's rank R')` for each #include
+# "X/..." in SRC/F/ of another folder X whose rank in README's table (rows `| N | a, b |` in the
+# "**Direction.**" rule) is not lower than F's, and `SRC/F: not in the rank table` for a folder it lacks;
+# fails if any. Same-rank folders may not include each other either, so no circle can cross folders.
+rank_rule() {
+    local table
+    table=$(sed -n '/^- \*\*Direction\./,/^- \*\*/p' "$1" | grep -E '^ *\| *[0-9]+ *\|' | tr -d ' ')
+    [ -n "$table" ] || { echo "$1: no rank table in the **Direction.** rule"; return 1; }
+    (cd "$2" && for d in */; do echo "${d%/}"; done; grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"[^"/]+/' \
+        */*.cpp */*.h 2>/dev/null) | awk -v table="$table" -v src="$2" '
+        BEGIN { n = split(table, rows, "\n")
+                for (i = 1; i <= n; i++) { split(rows[i], c, "|"); k = split(c[3], f, ","); for (j = 1; j <= k; j++) rank[f[j]] = c[2] } }
+        !/:/ { if (!($0 in rank)) { print src "/" $0 ": not in the rank table"; bad = 1 } next }
+        { split($0, p, ":"); from = p[1]; sub(/\/.*/, "", from); to = $0; sub(/^[^"]*"/, "", to); sub(/\/.*/, "", to)
+          if (to == from || !(from in rank)) next
+          if (!(to in rank) || rank[to] >= rank[from]) {
+              print src "/" p[1] ":" p[2] ": includes " to "/ (rank " (to in rank ? rank[to] : "none") ", not below " from "'"'"'s " rank[from] ")"; bad = 1 } }
+        END { exit bad }'
+}
+mkdir -p $T/rank/src/core $T/rank/src/platform $T/rank/src/cli
+cat >$T/rank/README.md <<'TABLE'
+- **Direction.** Folders point down:
+
+  | rank | folders |
+  |------|---------|
+  | 0 | core |
+  | 1 | platform |
+  | 2 | cli |
+- **Errors.** (the next rule: past the table)
+  | 0 | cli |
+TABLE
+printf '#include "core/model.h"\n' >$T/rank/src/platform/util.h
+printf '#include <vector>\n#include "cli/args.h"\n#include "platform/util.h"\n#include "core/model.h"\n' >$T/rank/src/cli/main.cpp
+printf '#include "core/layers.h"\n' >$T/rank/src/core/model.h
+check "the rank rule passes folders that include their own files and lower ranks' only" rank_rule $T/rank/README.md $T/rank/src
+printf '// a comment\n  #include "cli/args.h"\n' >>$T/rank/src/platform/util.h
+rank_rule $T/rank/README.md $T/rank/src >$T/rank.out
+check "... and fails on an include up a rank, naming its line and both ranks" \
+    test $? -eq 1 -a "$(cat $T/rank.out)" = "$T/rank/src/platform/util.h:3: includes cli/ (rank 2, not below platform's 1)"
+printf '#include "core/model.h"\n' >$T/rank/src/platform/util.h && mkdir -p $T/rank/src/serve
+rank_rule $T/rank/README.md $T/rank/src >$T/rank.out
+check "... and on a folder the table lacks" test $? -eq 1 -a "$(cat $T/rank.out)" = "$T/rank/src/serve: not in the rank table"
+rmdir $T/rank/src/serve && sed -i 's/| 2 | cli |/| 1 | cli |/' $T/rank/README.md
+rank_rule $T/rank/README.md $T/rank/src >$T/rank.out
+check "... and on an include between folders of one rank (a circle could close there)" \
+    test $? -eq 1 -a "$(cat $T/rank.out)" = "$T/rank/src/cli/main.cpp:3: includes platform/ (rank 1, not below cli's 1)"
+cp -r src $T/rank/copy && echo '#include "cli/args.h"' >>$T/rank/copy/platform/util.h
+rank_rule src/README.md $T/rank/copy >$T/rank.out
+check "... and finds an include of cli/ planted in a scratch copy of src/platform/util.h" \
+    grep -qx "$T/rank/copy/platform/util.h:$(wc -l <$T/rank/copy/platform/util.h): includes cli/ (rank 5, not below platform's 1)" $T/rank.out
+rank_rule src/README.md src >$T/rank.out
+check "src/: every folder's includes point down src/README.md's rank table (no arrow up, no circle)" test ! -s $T/rank.out
+sed 's/^/    /' $T/rank.out
 
 # --- the platform rule: the operating system is met in the platform layer only ------------------------------
 # platform_rule DIR: prints FILE:LINE: WHAT for each C++ source under DIR but the platform layer

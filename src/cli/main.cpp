@@ -12,7 +12,7 @@
 
 #include "cli/extensions.h"
 #include "platform/platform.h"
-#include "platform/dispatch.h"
+#include "dispatch/dispatch.h"
 #include "platform/signals.h"
 #include "platform/util.h"
 #include "cli/cli.h"

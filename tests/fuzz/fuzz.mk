@@ -10,7 +10,7 @@ FUZZ_FLAGS   := -std=c++17 -g -O1 -fno-omit-frame-pointer -fsanitize=address,und
 FUZZ_TARGETS := safetensors json tokenfile tokenizer llmc train_state gguf
 # Every library source but the command line, gpt2-core's main and the dispatcher (the fuzz build has one kernel
 # set), so a new source file cannot be left out.
-FUZZ_LIB_OBJ := $(patsubst src/%.cpp,$(FUZZ_BUILD)/%.o,$(filter-out src/cli/% src/core/main.cpp src/platform/dispatch.cpp,$(SRC)))
+FUZZ_LIB_OBJ := $(patsubst src/%.cpp,$(FUZZ_BUILD)/%.o,$(filter-out src/cli/% src/core/main.cpp src/dispatch/dispatch.cpp,$(SRC)))
 FUZZ_BINS    := $(patsubst %,$(FUZZ_BUILD)/fuzz_%,$(FUZZ_TARGETS))
 
 .PHONY: fuzz fuzz-build

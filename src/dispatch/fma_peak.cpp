@@ -1,6 +1,6 @@
 // fma_peak.cpp: fma_peak_loop (dispatch.h), the benchmarks' peak, compiled for each instruction set as the
 // kernels are, so that it runs the one they run.
-#include "platform/dispatch.h"
+#include "dispatch/dispatch.h"
 
 KERNELS_BEGIN
 

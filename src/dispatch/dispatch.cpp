@@ -1,7 +1,7 @@
 // dispatch.cpp: see dispatch.h and core/isa.h. kernels_isa() in every build; in the dispatching one
 // (GPT2_DISPATCH: ARCH=portable on x86-64) also the global kernel functions, each calling the copy compiled
 // for the instruction set chosen once, at its first call. This file itself is compiled for the x86-64 baseline.
-#include "platform/dispatch.h"
+#include "dispatch/dispatch.h"
 
 #include <cassert>
 #include <cstdlib>

@@ -286,6 +286,55 @@ rank_rule src/README.md src >$T/rank.out
 check "src/: every folder's includes point down src/README.md's rank table (no arrow up, no circle)" test ! -s $T/rank.out
 sed 's/^/    /' $T/rank.out
 
+# --- the length rule: no function is longer than 80 lines -------------------------------------------------
+# long_functions MAX FILE...: prints `FILE:LINE: N lines: SIGNATURE` for each function longer than MAX lines,
+# from its signature's first line to its closing brace, and fails if any. A function is what the house style
+# makes one: a signature at column 0 (or 4, a member in a class body) whose last line ends with "{", its
+# continuation lines indented, closed by "}" at the signature's indent; one-liners and initializers are not.
+long_functions() {
+    local max=$1; shift
+    awk -v max="$max" '
+FNR == 1 { sig = 0; body = 0 }
+body { if (substr($0, 1, length(ind) + 1) == ind "}") { n = FNR - sig + 1; if (n > max) printf "%s:%d: %d lines: %s\n", FILENAME, sig, n, head; body = sig = 0 } next }
+/^(    )?[A-Za-z_~]/ && !/^ *(namespace|struct|class|enum|union|using|typedef|static_assert|public:|private:|protected:|return|extern "C"|template *<[^>]*> *(struct|class))\b/ &&
+    !(sig && head ~ /^ *template *<[^>]*> *$/) { sig = FNR; head = $0; text = ""; ind = $0; sub(/[^ ].*/, "", ind) }
+sig { text = text $0
+      if (/\{.*\}[ \t;]*(\/\/.*)?$/ || /;[ \t]*(\/\/.*)?$/) { sig = 0; next }
+      if (/\{[ \t]*(\/\/.*)?$/) { pre = text; sub(/\(.*/, "", pre); if (text ~ /\(/ && pre !~ /=/) body = 1; else sig = 0 } }
+    ' "$@" | grep .
+    test $? -ne 0
+}
+mkdir -p $T/len
+{
+    echo 'namespace {'
+    echo 'int one_liner(int x) { return x; }'
+    echo 'const int kTable[] = {'
+    for i in $(seq 90); do echo "    $i,"; done
+    echo '};'
+    echo 'template <typename T>'
+    echo 'T twice(T x,'
+    echo '        T y) {'
+    for i in $(seq 75); do echo "    x += y;  // $i"; done
+    echo '    return x;'
+    echo '}'
+    echo 'struct Box {'
+    echo '    int size() const {'
+    for i in $(seq 77); do echo "        n++;  // $i"; done
+    echo '        return n;'
+    echo '    }'
+    echo '};'
+    echo '}  // namespace'
+} >$T/len/a.cpp
+check "the length rule passes functions of 80 lines (a template, a member) and skips one-liners and tables" \
+    long_functions 80 $T/len/a.cpp
+sed -i 's|^    x += y;  // 1$|    x += y;\n    x -= y;|; s|^        n++;  // 1$|        n++;\n        n--;|' $T/len/a.cpp
+long_functions 80 $T/len/a.cpp >$T/len.out
+check "... and fails on each one line longer, naming its first line and length" \
+    test $? -eq 1 -a "$(cut -d: -f2,3 $T/len.out | tr '\n' ' ')" = "95: 81 lines 177: 81 lines "
+long_functions 80 src/*/*.cpp src/*/*.h tests/*.cpp tests/*.h tests/fuzz/*.cpp >$T/len.out
+check "src/ and the unit tests: no function longer than 80 lines" test ! -s $T/len.out
+sed 's/^/    /' $T/len.out
+
 # --- the platform rule: the operating system is met in the platform layer only ------------------------------
 # platform_rule DIR: prints FILE:LINE: WHAT for each C++ source under DIR but the platform layer
 # (platform/platform*, and test_os.cpp for the unit tests), the benchmarks (never built for Windows) and npm's

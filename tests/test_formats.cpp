@@ -313,6 +313,17 @@ TEST(shards_shuffle_like_llmc) {
     }
     CHECK(differs);        // the seed matters
     CHECK(orders_differ);  // the shard order is drawn again each epoch
+    // evaluation batches go through each shard's consecutive windows in turn
+    CHECK(evaluate_num_batches(a) == 12);
+    evaluate_load_batch(&a, 6);  // shard 1, its second batch: windows 2 and 3
+    CHECK(row_starts(a) == (std::vector<int>{tok[1][8], tok[1][12]}));
+    for (const std::string& p : paths) os_unlink(p.c_str());
+}
+
+TEST(shards_split_over_ranks_like_one) {
+    std::vector<std::vector<int>> tok;
+    const std::vector<std::string> paths = write_shards(&tok);
+    const std::string spec = paths[0] + "," + tmp_path("shard_[12].bin");
     // Data parallel: 2 ranks of B=2 read exactly what 1 rank of B=4 reads, rank 0 the first half.
     DataLoader one, r0, r1;
     r0.rank = 0, r0.world = 2, r1.rank = 1, r1.world = 2;
@@ -356,10 +367,6 @@ TEST(shards_shuffle_like_llmc) {
         for (const std::vector<int>& set : sets) CHECK(set == sets[0] && set.size() == 4);
     }
     CHECK(loaders[0].epoch >= 2);  // through three epochs
-    // evaluation batches go through each shard's consecutive windows in turn
-    CHECK(evaluate_num_batches(a) == 12);
-    evaluate_load_batch(&a, 6);  // shard 1, its second batch: windows 2 and 3
-    CHECK(row_starts(a) == (std::vector<int>{tok[1][8], tok[1][12]}));
     for (const std::string& p : paths) os_unlink(p.c_str());
 }
 

@@ -143,12 +143,11 @@ inline __m256 q8_two_rows(__m256i r0, __m256i r1) {
 }
 #endif
 
-// C[0:rows, 0:cols] = (or +=) the MR x NR tile of an A panel and a B panel over kw words of blocks. With AVX2,
-// four of B's columns at a time: each block's 16 products summed exactly in integers (q8_dot4), then times
-// their scales into two vectors of fp32 sums (rows 0-1 and 2-3).
+// C[0:rows, 0:cols] = (or +=) the MR x NR tile of an A panel and a B panel over kw words of blocks, one
+// definition per instruction set.
+#if defined(Q8_DOT_VNNI)
 void micro_kernel_q8(int kw, const uint32_t* a, const uint32_t* b, float* C, int ldc, int rows, int cols, bool add) {
     const int nb = kw / kBlockWords;
-#if defined(Q8_DOT_VNNI)
     // The whole MR x NR tile in registers: per block, MR x NV integer sums from B's corrections (eight
     // vpdpbusd steps of 4 bytes each), then times the two scales into MR x NV fp32 sums.
     constexpr int NV = NR / 16;
@@ -187,7 +186,12 @@ void micro_kernel_q8(int kw, const uint32_t* a, const uint32_t* b, float* C, int
             const __m512 sum = add ? _mm512_add_ps(_mm512_maskz_loadu_ps(m, c), acc[r][v]) : acc[r][v];
             _mm512_mask_storeu_ps(c, m, sum);
         }
+}
 #elif defined(Q8_DOT_AVX2)
+// Four of B's columns at a time: each block's 16 products summed exactly in integers (q8_dot4), then times
+// their scales into two vectors of fp32 sums (rows 0-1 and 2-3).
+void micro_kernel_q8(int kw, const uint32_t* a, const uint32_t* b, float* C, int ldc, int rows, int cols, bool add) {
+    const int nb = kw / kBlockWords;
     static_assert(MR == 4 && NR % 4 == 0, "four rows of A, B's columns four at a time");
     const auto load = [](const int8_t* q) { return _mm256_loadu_si256((const __m256i*)q); };
     for (int j = 0; j < cols; j += 4) {  // NR is a multiple of 4: columns past cols are zero in the panel
@@ -215,7 +219,10 @@ void micro_kernel_q8(int kw, const uint32_t* a, const uint32_t* b, float* C, int
                 *c = add ? *c + tile[4 * r + t] : tile[4 * r + t];
             }
     }
+}
 #else
+void micro_kernel_q8(int kw, const uint32_t* a, const uint32_t* b, float* C, int ldc, int rows, int cols, bool add) {
+    const int nb = kw / kBlockWords;
     for (int r = 0; r < rows; r++)
         for (int j = 0; j < cols; j++) {
             float sum = 0;
@@ -225,8 +232,8 @@ void micro_kernel_q8(int kw, const uint32_t* a, const uint32_t* b, float* C, int
             float* c = C + (size_t)r * ldc + j;
             *c = add ? *c + sum : sum;
         }
-#endif
 }
+#endif
 
 }  // namespace
 

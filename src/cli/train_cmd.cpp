@@ -27,7 +27,7 @@
 #include "text/tokenizer.h"
 #include "report/plot.h"
 #include "dist/grad_sync.h"
-#include "cli/train_run.h"
+#include "train/run.h"
 
 namespace {
 

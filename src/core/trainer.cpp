@@ -6,8 +6,6 @@
 
 #include "core/error.h"
 
-void StepHooks::data_failed(int step, const std::string& err) { fatal("%s", err.c_str()); }
-
 void train_check_finite(double loss, float norm, int step) {
     if (std::isfinite(loss) && std::isfinite(norm)) return;
     fatal("%s is %g at step %d: training diverged; the last checkpoint (if any) is kept",
@@ -23,41 +21,25 @@ void train_check_update(const Trainer& t, float norm, int step) {
                    "%s at step %d: training diverged; the last checkpoint (if any) is kept", what.c_str(), step + 1);
 }
 
-// Every process takes the same decisions: the hooks share each layer's gradients, then the loss and stop signal.
 StepStats train_step(Trainer* t, int step) {
-    StepHooks plain;
-    StepHooks& hooks = t->hooks ? *t->hooks : plain;
     const TrainOptions& o = t->opts;
     const auto t0 = std::chrono::steady_clock::now();
-    hooks.begin();
-    const bool skip = hooks.scores_nothing();  // its data read, the stop signal shared, nothing else (0 ms)
     GPT2& model = t->model;
-    if (!skip) gpt2_zero_grad(&model);
+    gpt2_zero_grad(&model);
     double loss = 0;
+    const float share = 1.0f / (float)o.accum;  // of the step's loss, which sums every micro-batch's
     for (int micro = 0; micro < o.accum; micro++) {
         std::string err;
-        if (!dataloader_try_next(&t->train_dl, &err)) hooks.data_failed(step, err);
-        if (skip) continue;
-        const float share = hooks.loss_scale(o.accum);  // of the step's loss, which sums every micro-batch's
+        if (!dataloader_try_next(&t->train_dl, &err)) fatal("%s", err.c_str());
         const DataLoader& dl = t->train_dl;
         loss += gpt2_forward(&model, dl.inputs.data(), dl.targets.data(), o.B, o.T, share) * (double)share;
-        gpt2_backward(&model, micro == o.accum - 1 ? hooks.layer_done() : nullptr);  // last: final as it goes
+        gpt2_backward(&model, nullptr);
     }
-    if (skip) {
-        const int stop = hooks.stop();
-        hooks.end();
-        return {NAN, 0.0f, lr_schedule(step, o.steps, o.adamw.lr, o.warmup, o.min_lr_frac, o.cosine), 0.0f, stop, true};
-    }
-    hooks.backward_done();
-    loss = hooks.loss(loss);
-    const int stop = hooks.stop();
-    const float norm = hooks.norm(model, t->opt);
+    const float norm = optimizer_grad_norm(model);
     train_check_finite(loss, norm, step);
     const float lr = lr_schedule(step, o.steps, o.adamw.lr, o.warmup, o.min_lr_frac, o.cosine);
-    hooks.update(&model, &t->opt, o.adamw, lr, optimizer_clip_factor(norm, o.grad_clip));  // clipping folded in
+    adamw_update(&t->opt, &model, o.adamw, lr, optimizer_clip_factor(norm, o.grad_clip));  // clipping folded in
     train_check_update(*t, norm, step);
-    hooks.updated(&model);
-    hooks.end();
     const float ms = std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    return {loss, norm, lr, ms, stop};
+    return {loss, norm, lr, ms};
 }

@@ -1,5 +1,5 @@
-// train_run.cpp: see train_run.h.
-#include "cli/train_run.h"
+// run.cpp: see run.h.
+#include "train/run.h"
 
 #include <algorithm>
 #include <cmath>
@@ -17,6 +17,7 @@
 #include "platform/util.h"
 #include "report/evaluate.h"
 #include "report/plot.h"
+#include "train/step.h"
 
 namespace {
 
@@ -40,41 +41,6 @@ void print_sample(const GPT2& model, const Tokenizer& tok, int tokens, uint64_t 
     if (stats.stop == GenerateStop::kNonFinite) fatal("%s (sample)", generate_nonfinite_message(stats).c_str());
     printf("%s\n----------------\n", decoder.flush().c_str());
     fflush(stdout);
-}
-
-// The training data changed under the run (dataloader_try_next's message): the state before this step is
-// still whole, so save it when there is somewhere to (one process: with several, the other ranks wait in
-// a sum and fatal aborts them all), then stop.
-[[noreturn]] void fail_on_data(TrainRun* t, int step, const std::string& err) {
-    if (!t->run.out.empty() && t->sync.ranks == 1 && step > 0) trainer_save(t, step);
-    fatal("%s", err.c_str());
-}
-
-// One optimizer step with --optimizer-in-backward (one process, one micro-batch): AdamW applied a layer at a
-// time inside the backward (adamw_step_in_backward). A non-finite loss stops the run before any update, a
-// non-finite norm too when clipping (found by the first backward), else after the update, without saving it.
-StepStats train_step_in_backward(TrainRun* t, int step) {
-    const TrainOptions& o = t->opts;
-    const double t0 = time_now_s();
-    RunHooks& hooks = t->step_hooks;  // the thread team, the data's position, a data error that saves first
-    hooks.begin();
-    std::string err;
-    if (!dataloader_try_next(&t->train_dl, &err)) hooks.data_failed(step, err);
-    if (hooks.scores_nothing()) {  // as train_step skips it: the data read, the stop signal, nothing else
-        const int stop = hooks.stop();
-        hooks.end();
-        return {NAN, 0.0f, lr_schedule(step, o.steps, o.adamw.lr, o.warmup, o.min_lr_frac, o.cosine), 0.0f, stop, true};
-    }
-    gpt2_zero_grad(&t->model);
-    const double loss = gpt2_forward(&t->model, t->train_dl.inputs.data(), t->train_dl.targets.data(), o.B, o.T, 1);
-    train_check_finite(loss, 0, step);
-    const float lr = lr_schedule(step, o.steps, o.adamw.lr, o.warmup, o.min_lr_frac, o.cosine);
-    const float norm = adamw_step_in_backward(&t->opt, &t->model, o.adamw, lr, o.grad_clip);
-    train_check_finite(loss, norm, step);
-    train_check_update(*t, norm, step);
-    const int stop = hooks.stop();
-    hooks.end();
-    return {loss, norm, lr, (float)((time_now_s() - t0) * 1e3), stop};
 }
 
 void validate(TrainRun* t, int step) {
@@ -117,51 +83,12 @@ void check_val_scores(TrainRun* t) {
 
 }  // namespace
 
-void RunHooks::begin() {
-    run->tuner.begin();  // all CPUs, or one when another process holds a CPU (platform/threads.h)
-    if (run->lora) lora_zero_grad(run->lora.get()), lora_dropout_step(run->lora.get(), run->lora->opt.step);
-    before = dataloader_state(run->train_dl);
-    micro = 0;
-    nothing_scored = false;
-    if (!run->run.masked) return;
-    const int accum = run->opts.accum;  // the step's micro-batches, read ahead and put back: their scored targets
-    std::vector<double> counts(accum + 1, 0.0);
-    std::string err;
-    for (int i = 0; i < accum && dataloader_try_next(&run->train_dl, &err); i++)
-        counts[accum] += counts[i] = (double)token_files_scored(run->train_dl.targets);
-    dataloader_restore(&run->train_dl, before);  // a read that failed fails again in the step, which reports it
-    if (run->sync.ranks > 1) dist_sum(&counts[accum], 1);
-    shares.assign(accum, 0.0f);
-    for (int i = 0; i < accum && counts[accum] > 0; i++) shares[i] = (float)(counts[i] / counts[accum]);
-    nothing_scored = counts[accum] == 0 && err.empty();  // a read that failed is reported by the step
-}
-void RunHooks::end() {
-    if (run->lora) lora_dropout_step(run->lora.get(), -1);  // validation and samples see no dropout
-    run->tuner.end();
-}
-float RunHooks::loss_scale(int accum) {
-    return run->run.masked ? shares[micro++] : grad_sync_loss_scale(run->sync, accum);
-}
-std::function<void(int layer)> RunHooks::layer_done() { return grad_sync_layer_hook(&run->sync); }
-void RunHooks::backward_done() { grad_sync_backward_done(&run->sync); }
-double RunHooks::loss(double mine) { return grad_sync_loss(run->sync, mine); }
-int RunHooks::stop() { return grad_sync_stop(run->sync); }
-float RunHooks::norm(const GPT2& model, const AdamW& opt) {
-    if (!run->lora) return grad_sync_norm(run->sync, model, opt);
-    if (run->sync.ranks > 1) dist_sum_wait();  // the adapter's gradients, summed over the ranks
-    return lora_grad_norm(*run->lora);
-}
-void RunHooks::update(GPT2* model, AdamW* opt, const AdamWConfig& cfg, float lr, float grad_scale) {
-    if (run->lora) lora_update(run->lora.get(), cfg, lr, grad_scale);
-    else adamw_update(opt, model, cfg, lr, grad_scale);
-}
-void RunHooks::updated(GPT2* model) { grad_sync_weights(run->sync, model); }
-void RunHooks::data_failed(int step, const std::string& err) {
-    dataloader_restore(&run->train_dl, before);  // earlier micro-batches of this step are undone too
-    fail_on_data(run, step, err);
+void trainer_fail_on_data(TrainRun* t, int step, const std::string& err) {
+    if (!t->run.out.empty() && t->sync.ranks == 1 && step > 0) trainer_save(t, step);
+    fatal("%s", err.c_str());
 }
 
-void Progress::step(int step, int steps, const StepStats& s, double tokens) {
+void Progress::step(int step, int steps, const RunStepStats& s, double tokens) {
     const double ms = s.ms;
     if (!s.skipped && count++ == 0) first_ms = ms;  // a skipped step computed nothing: no speed, not in the ETA
     else if (!s.skipped) ms_sum += ms;
@@ -240,7 +167,7 @@ int trainer_run(TrainRun* t, int first_step) {
     t->progress.line = ProgressLine(stdout, progress_in_place(stdout, t->sync.ranks > 1), false);
     int step = first_step;
     while (step < o.steps && !(step == first_step && stop_requested())) {
-        const StepStats s = t->run.mem.layer_grads ? train_step_in_backward(t, step) : train_step(t, step);
+        const RunStepStats s = run_step(t, step);
         step++;
         if (!s.skipped) t->history.train.push_back({step, (float)s.loss});
         t->progress.step(step, o.steps, s, (double)o.B * o.T * o.accum * t->sync.ranks);

@@ -1,7 +1,6 @@
-// train_run.h: a `gpt2 train` run: the core's steps (core/trainer.h) with what the command adds around them:
-// the other ranks and the thread team at the step's seams, the optimizer applied inside the backward,
-// validation, saves, samples, the progress line, the log and the plot. Building the options from flags and
-// resuming a checkpoint's flags belong to the command (train_cmd.cpp); this knows no flags.
+// run.h: a `gpt2 train` run: its steps (step.h) and what goes on around them: validation, saves, samples,
+// the progress line, the log and the plot. Building the options from flags and resuming a checkpoint's
+// flags belong to the command (cli/train_cmd.cpp); this knows no flags.
 #pragma once
 #include <cstdio>
 #include <string>
@@ -37,6 +36,13 @@ struct RunOptions {
     bool masked = false;         // a train shard has a loss mask that --loss-on answer applies
 };
 
+// A step of `gpt2 train` (step.h's run_step): the core's figures, the stop signal every rank agreed on, and
+// whether it was skipped (its batches score no target, on any rank: no loss (NaN), no update).
+struct RunStepStats : StepStats {
+    int stop = 0;
+    bool skipped = false;
+};
+
 // The step lines (report/progress.h): one line rewritten in place on a terminal, one line per step
 // otherwise, with the same fields: step, loss, lr, norm, ms, tok/s and the ETA.
 struct Progress {
@@ -44,35 +50,9 @@ struct Progress {
     double ms_sum = 0;                        // of the steps after this run's first (which warms up)
     double first_ms = 0;                      // the first's, the ETA's until there is another
     int count = 0;                            // steps timed: skipped ones are not
-    // A skipped step (StepStats::skipped) shows "loss -- (no scored token in this batch)" and no speed.
-    void step(int step, int steps, const StepStats& s, double tokens);
+    // A skipped step (RunStepStats::skipped) shows "loss -- (no scored token in this batch)" and no speed.
+    void step(int step, int steps, const RunStepStats& s, double tokens);
     void close() { line.close(); }  // before any other line
-};
-
-struct TrainRun;
-// The step's seams as `gpt2 train` fills them: the thread team, the other ranks (GradSync), and a data
-// error that saves the state before the step first.
-struct RunHooks : StepHooks {
-    TrainRun* run = nullptr;
-    DataLoaderState before;  // the training data's position before the step
-    // With loss masks: each micro-batch's share of the step's scored targets (on every rank), which scales its
-    // loss and gradients, so that the step's loss is the mean over them all, however they fall into micro-batches
-    // and ranks (a window of prompts alone then weighs nothing). Without masks the shares are all equal.
-    std::vector<float> shares;
-    int micro = 0;
-    bool nothing_scored = false;  // this step's batches score no target on any rank
-    void begin() override;
-    bool scores_nothing() override { return nothing_scored; }
-    void end() override;
-    float loss_scale(int accum) override;
-    std::function<void(int layer)> layer_done() override;
-    void backward_done() override;
-    double loss(double mine) override;
-    int stop() override;
-    float norm(const GPT2& model, const AdamW& opt) override;
-    void update(GPT2* model, AdamW* opt, const AdamWConfig& cfg, float lr, float grad_scale) override;
-    void updated(GPT2* model) override;
-    [[noreturn]] void data_failed(int step, const std::string& err) override;
 };
 
 // A run in progress: the core's trainer, and its validation, history and outputs.
@@ -88,11 +68,10 @@ struct TrainRun : Trainer {
     bool saved = false;
     ThreadTuner tuner;  // the team size of each step
     GradSync sync;      // what each step shares with the other ranks (none without mpirun): grad_sync_init
-    RunHooks step_hooks;
     // --lora: the adapter trained on the frozen model (its base), whose path and fingerprint a save records
     std::unique_ptr<LoraModel> lora;
     std::string base_path, base_hash;
-    TrainRun() { step_hooks.run = this, hooks = &step_hooks; }
+    TrainRun() = default;
     TrainRun(const TrainRun&) = delete;
     TrainRun& operator=(const TrainRun&) = delete;
 };
@@ -104,3 +83,7 @@ void trainer_load_data(TrainRun* t);
 void trainer_save(TrainRun* t, int step);
 // Runs steps first_step+1.. until --steps, --stop-after or a stop signal; returns the last step done.
 int trainer_run(TrainRun* t, int first_step);
+// The training data changed under the run (dataloader_try_next's message `err`): saves the state before
+// `step` when there is somewhere to (one process: with several, the other ranks wait in a sum and fatal
+// aborts them all), then fatal.
+[[noreturn]] void trainer_fail_on_data(TrainRun* t, int step, const std::string& err);

@@ -27,6 +27,10 @@ got=$("${G[@]}" --prompt "the cat" --max-tokens 3 --ids --ids-with-prompt 2>/dev
 new=$("${G[@]}" --prompt "the cat" --max-tokens 3 --ids 2>/dev/null)
 check "--ids-with-prompt: the prompt's ids, then the new ones ($got)" test "$got" = "$want $new"
 check_error "--ids-with-prompt without --ids" "needs --ids" "${G[@]}" --prompt x --ids-with-prompt
+printf 'ab\0cd' >"$TEST_TMP/nul.txt"  # a NUL is a byte of text like any other: printed, not an end
+"${G[@]}" --prompt-file "$TEST_TMP/nul.txt" --max-tokens 1 >"$TEST_TMP/nul.out" 2>/dev/null
+check "a prompt holding a NUL byte is echoed whole (ab NUL cd)" \
+    test "$(head -c 5 "$TEST_TMP/nul.out" | od -An -tx1 | tr -d ' \n')" = 6162006364
 # The prompt's pass is timed apart from decoding and shown as a time, not a rate: a short prompt's pass is
 # latency (and the process's first parallel work), so a rate of it reads as a slow decode.
 "${G[@]}" --prompt "the cat" --max-tokens 3 --ignore-eos >/dev/null 2>"$TEST_TMP/speed"

@@ -130,7 +130,7 @@ void run_samples(const GPT2& model, const Tokenizer& tok, const std::vector<int>
         if (r.echo) {  // the prompt, as the continuation will extend it (a lone <|endoftext|> start shows nothing)
             for (int id : prompt) {
                 if (ids_out) printf(first ? "%d" : " %d", id);
-                else if (prompt.size() > 1 || id != kTokenizerEot) fputs(decoder.push(id).c_str(), stdout);
+                else if (prompt.size() > 1 || id != kTokenizerEot) print_text(decoder.push(id));
                 first = false;
             }
         }
@@ -141,13 +141,13 @@ void run_samples(const GPT2& model, const Tokenizer& tok, const std::vector<int>
                 if (ids_out) {
                     printf(first ? "%d" : " %d", id);
                 } else if (id != kTokenizerEot || opts.stop_token < 0) {  // shown only when generation goes past it
-                    fputs(decoder.push(id).c_str(), stdout);
+                    print_text(decoder.push(id));
                 }
                 first = false;
                 if (fflush(stdout) != 0) fatal("cannot write standard output: %s", strerror(errno));
             },
             &stats);
-        if (!ids_out) fputs(decoder.flush().c_str(), stdout);
+        if (!ids_out) print_text(decoder.flush());
         printf("\n");
         if (r.samples > 1 && !ids_out) printf("---\n");
         if (fflush(stdout) != 0) fatal("cannot write standard output: %s", strerror(errno));

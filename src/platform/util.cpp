@@ -201,3 +201,5 @@ void buffer_prefault_huge(const void* data, size_t bytes) {
     const uintptr_t end = ((uintptr_t)data + bytes) & ~(huge - 1);
     if (end > begin) os_prefault_huge((void*)begin, end - begin);  // else the zeroing after it faults them in
 }
+
+void print_text(const std::string& text) { fwrite(text.data(), 1, text.size(), stdout); }

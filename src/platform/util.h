@@ -54,6 +54,8 @@ const std::string& program_name();
 std::string shell_word(const std::string& s);
 void program_set_name(const std::string& name);
 double time_now_s();  // monotonic seconds
+// Decoded text to standard output, every byte of it (a NUL included, where fputs would stop).
+void print_text(const std::string& text);
 // "12m05s", or "3h07m" from an hour on: an ETA for progress lines.
 std::string format_duration(double seconds);
 

@@ -35,11 +35,11 @@ void print_sample(const GPT2& model, const Tokenizer& tok, int tokens, uint64_t 
     generate(
         model, {model.cfg.vocab_size > kTokenizerEot ? kTokenizerEot : 0}, opts, &rng,
         [&](int id) {
-            fputs(id == kTokenizerEot ? (decoder.flush() + "\n\n").c_str() : decoder.push(id).c_str(), stdout);
+            print_text(id == kTokenizerEot ? decoder.flush() + "\n\n" : decoder.push(id));
         },
         &stats);
     if (stats.stop == GenerateStop::kNonFinite) fatal("%s (sample)", generate_nonfinite_message(stats).c_str());
-    printf("%s\n----------------\n", decoder.flush().c_str());
+    print_text(decoder.flush() + "\n----------------\n");
     fflush(stdout);
 }
 

@@ -8,8 +8,8 @@
 
 struct TrainingMemory {
     // The forward keeps one copy of ln1, ln2 and fch_gelu, which every layer's views share, and the backward
-    // recomputes a layer's from what it kept, before that layer (the model's layer_begin): 30% less activation
-    // memory at 124M, B=4 T=1024 (2,600 -> 1,808 MiB), about 35% at GPT-2 XL, T=1024.
+    // recomputes a layer's from what it kept, before that layer (the model's layer_begin): about a third less
+    // activation memory (tests/bench_results.md).
     bool recompute = false;
     // More: the forward keeps each block's input alone (and one copy of the rest, every layer's views sharing
     // it), and the backward runs the block's forward again before that block (HF's gradient checkpointing).

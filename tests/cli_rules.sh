@@ -7,7 +7,8 @@
 # for the unit tests, tests/test_os.cpp) meets the operating system; the kernels and the model never print
 # or exit; src/ reads only the environment variables its users set. Each checker is tried on made-up trees
 # first, so it is seen to find each kind of fault, then run on src/ (and tests/). First, src/README.md's
-# reading path names files that exist, with their true line counts and total.
+# reading path names files that exist, with their true line counts and total, and every other line count the
+# READMEs state is one this script checks, and true.
 source "$(dirname "$0")/lib.sh"
 T=$TEST_TMP
 
@@ -74,7 +75,7 @@ sed 's/^/    /' $T/path.out
 # written `PATH` (N lines), `PATH` (at most N lines) or `PATH` (about N lines) and is true of ROOT/PATH: the lines
 # of that file, or of every file under that folder (`cat | wc -l`), are N, at most N, or round to N at N's last
 # nonzero digit (about 17,600: 17,550 to 17,649). Fails if it prints anything: a count no test checks is written
-# so that this one does, or left out.
+# so that this one does, or left out. A number the text does not call lines ("at most 3,000") is not seen: say lines.
 line_counts() {
     local root=$1 readme
     shift

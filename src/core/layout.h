@@ -91,7 +91,7 @@ struct ActViews {
     float* losses = nullptr;  // (N) per-position cross-entropy, after a forward with targets
 };
 
-// The rows gpt2_head takes at a time: all N up to 1024, else 1024 (the weight's re-reads then cost under 1%).
+// The rows gpt2_head takes at a time: all N up to 1024, else 1024 (the weight's re-reads then cost little).
 inline int layout_head_rows(int N) { return N > 1024 ? 1024 : N; }
 // The table's entries are "encoded", "h.3.ln1" (layer 3, slot: its place in LayerActs), ..., "lnf", ...
 std::vector<TensorInfo> layout_acts(const GPT2Config& cfg, int B, int T, bool gradients = false);

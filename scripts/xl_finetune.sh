@@ -12,7 +12,7 @@
 # --optimizer-in-backward (AdamW applied a layer at a time inside the backward: 0.4 GB of gradients instead
 # of 6; with clipping the backward runs twice, the first for the norm) and --recompute-blocks (each block's
 # input kept alone, the block's forward run again before its backward: 0.7 GiB of activations instead of 5.6;
-# --recompute, LayerNorm and GELU outputs recomputed, keeps 3.3 GiB; its step was a third faster at 124M).
+# --recompute, LayerNorm and GELU outputs recomputed, keeps 3.3 GiB; its step is faster: tests/bench_results.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STEPS=${STEPS:-3}

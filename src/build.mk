@@ -23,8 +23,8 @@ CPPFLAGS ?=
 CXXFLAGS ?=
 LDFLAGS  ?=
 # Math functions that leave errno alone: nothing here reads it, and sqrt can then be a vector instruction (at
-# -O3 with errno, GCC 12 takes square roots one by one: AdamW's update loop ran at 3.3x its memory floor
-# with AVX2).
+# -O3 with errno, GCC 12 takes square roots one by one: AdamW's update loop ran at several times its memory
+# floor with AVX2; tests/bench_results.md).
 NO_ERRNO := -fno-math-errno
 # What the build needs, kept apart from the packagers' variables: a CPPFLAGS or LDFLAGS given on make's
 # command line replaces every assignment to it here, -fopenmp and -DGPT2_MPI included.

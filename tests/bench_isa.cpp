@@ -47,7 +47,7 @@ std::string line_of(const std::string& out, const std::string& prefix) {
     return "";
 }
 
-// The ms/step of a step line "124M B=4 T=64 fp32: 720 ms/step ...", or 0.
+// The ms/step of a step line "124M B=4 T=64 fp32: N ms/step ...", or 0.
 double step_ms(const std::string& line) {
     const size_t colon = line.find(": ");
     return colon == std::string::npos ? 0 : atof(line.c_str() + colon + 2);

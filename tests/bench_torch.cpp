@@ -1,10 +1,10 @@
 // bench_torch.cpp: the PyTorch cases of run_bench: scripts/bench_torch.py (the same 124M training step) and
 // scripts/bench_torch_generate.py (the same KV-cache decode), run by $PYTHON (default /usr/bin/python3)
 // unbuffered, each line echoed as it comes, then the ratio to our figure of the same shape if this run
-// measured it. BENCH_TORCH=0 skips them. A PyTorch step takes about 9x ours here, so it is the median of 3
+// measured it. BENCH_TORCH=0 skips them. A PyTorch step takes several times ours, so it is the median of 3
 // after one warm-up step (AdamW's state), not of 10. Threads: OpenBLAS gets ours and torch's own ops one
-// thread, PyTorch's fastest setting on this 2-core machine (Debian's torch 1.13: per B=4 T=64 step 6.8 s,
-// against 7.6 s with torch's defaults and 10.6 s with 2 OpenMP threads; decode 16.9 tok/s against 6.2).
+// thread, PyTorch's fastest setting on a 2-core machine (against torch's defaults and 2 OpenMP threads:
+// tests/bench_results.md).
 #include <sys/wait.h>
 
 #include <cstdio>

@@ -3,7 +3,7 @@
 # prints every command and runs none, so nothing is built): `make MPI=1` links its own binary and never
 # ./gpt2, with or without SAN=1 or NO_OMP=1, so a later plain `make` cannot keep an MPI binary unknowingly;
 # `make test-mpi` tests the binary MPI=1 links; README's mpirun lines run that binary; git ignores it; README.md
-# stays a user's page of at most 300 lines (measurements go to tests/README.md, architecture to src/README.md).
+# stays a user's page of at most 300 lines (measurements go to tests/bench_results.md, architecture to src/README.md).
 # And packagers' flags: CXXFLAGS, CPPFLAGS and LDFLAGS add to what the build needs, ARCH picks the target,
 # and switching flags or builds rebuilds or relinks what they changed (in a copy of the tree, with a
 # stand-in compiler). `make bench`'s driver, run_bench, is tested by tests/bench_driver.sh (make test-bench),

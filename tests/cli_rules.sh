@@ -7,7 +7,8 @@
 # for the unit tests, tests/test_os.cpp) meets the operating system; the kernels and the model never print
 # or exit; src/ reads only the environment variables its users set. Each checker is tried on made-up trees
 # first, so it is seen to find each kind of fault, then run on src/ (and tests/). First, src/README.md's
-# reading path names files that exist, with their true line counts and total.
+# reading path names files that exist, with their true line counts and total, and every other line count the
+# READMEs state is one this script checks, and true.
 source "$(dirname "$0")/lib.sh"
 T=$TEST_TMP
 
@@ -67,6 +68,78 @@ reading_path src/README.md src >$T/path.out
 check "src/README.md's reading path: every file exists, each row's lines and the total are wc -l's" \
     test ! -s $T/path.out
 sed 's/^/    /' $T/path.out
+
+# --- every other line count a README states: in a form this check reads, and true -----------------------------
+# line_counts ROOT README...: prints `README: ...` for each line count ("N lines" or "N-line", N with or without
+# thousands' commas, across line breaks too) that a README states outside its reading-path table, unless it is
+# written `PATH` (N lines), `PATH` (at most N lines) or `PATH` (about N lines) and is true of ROOT/PATH: the lines
+# of that file, or of every file under that folder (`cat | wc -l`), are N, at most N, or round to N at N's last
+# nonzero digit (about 17,600: 17,550 to 17,649). Fails if it prints anything: a count no test checks is written
+# so that this one does, or left out. A number the text does not call lines ("at most 3,000") is not seen: say lines.
+line_counts() {
+    local root=$1 readme
+    shift
+    for readme in "$@"; do
+        sed '/^## One training step, in order/,/^## /{/^|/d}' "$readme" | tr '\n' ' ' |
+            LC_ROOT=$root LC_FILE=$readme perl -ne '
+            my ($root, $file, %checked) = ($ENV{LC_ROOT}, $ENV{LC_FILE});
+            while (/`([^`\s]+)` \((at most |about |)(\d[\d,]*) lines\)/g) {
+                my ($path, $how, $n, $at) = ($1, $2, $3, $-[3]);
+                $checked{$at} = 1;
+                (my $want = $n) =~ s/,//g;
+                my $p = "$root/$path";
+                if (!-e $p) { print "$file: `$path` ($how$n lines): no such file or folder\n"; next }
+                my $got = 0 + (-d $p ? `find "$p" -type f -print0 | xargs -0 cat | wc -l` : `wc -l <"$p"`);
+                my $ok = $got == $want;
+                $ok = $got <= $want if $how eq "at most ";
+                if ($how eq "about ") {
+                    my $unit = 1;
+                    $unit *= 10 while $want % ($unit * 10) == 0 && $want >= $unit * 10;
+                    $ok = int(($got + $unit / 2) / $unit) * $unit == $want;
+                }
+                print "$file: `$path` ($how$n lines): it has $got\n" unless $ok;
+            }
+            while (/(\d[\d,]*)[ -]lines?\b/g) {
+                next if $checked{$-[1]};
+                my $from = $-[0] > 50 ? $-[0] - 50 : 0;
+                print "$file: a line count no test checks: ...", substr($_, $from, $+[0] - $from), "\n";
+            }'
+    done | grep . && return 1
+    return 0
+}
+mkdir -p $T/counts/lib
+printf '1\n2\n' >$T/counts/lib/a.c && printf '3\n4\n5\n' >$T/counts/lib/b.c
+cat >$T/counts/README.md <<'TEXT'
+# A made-up README
+The library, `lib` (5 lines), is small: `lib/a.c` (at most 10
+lines) and `lib/b.c` (about 3 lines).
+## One training step, in order
+| 1 | `lib/a.c` | a row: reading_path's, not this check's | 2 lines |
+## Next
+TEXT
+check "the line-count check passes counts written as \`PATH\` (N lines), (at most N lines), (about N lines) that hold" \
+    line_counts $T/counts $T/counts/README.md
+# counts_fail NAME SED OUTPUT: the check fails on the made-up README edited by SED, printing OUTPUT alone.
+counts_fail() {
+    sed "$2" $T/counts/README.md >$T/counts/edited.md
+    line_counts $T/counts $T/counts/edited.md >$T/counts.out
+    check "$1" test $? -eq 1 -a "$(cat $T/counts.out)" = "$3"
+}
+counts_fail "... and fails on a wrong count, naming the path and the true count" 's/(5 lines)/(6 lines)/' \
+    "$T/counts/edited.md: \`lib\` (6 lines): it has 5"
+counts_fail "... on a file past its 'at most'" 's/(at most 10/(at most 1/' \
+    "$T/counts/edited.md: \`lib/a.c\` (at most 1 lines): it has 2"
+counts_fail "... on an 'about' that does not round to it" 's/(about 3 lines)/(about 30 lines)/' \
+    "$T/counts/edited.md: \`lib/b.c\` (about 30 lines): it has 3"
+counts_fail "... on a path that does not exist" 's|`lib/b.c`|`lib/c.c`|' \
+    "$T/counts/edited.md: \`lib/c.c\` (about 3 lines): no such file or folder"
+counts_fail "... and on a count in any other form (here: about 17,600 lines)" \
+    's/^The library/The whole, about 17,600 lines; the library/' \
+    "$T/counts/edited.md: a line count no test checks: ...# A made-up README The whole, about 17,600 lines"
+line_counts . README.md src/README.md tests/README.md tests/bench_results.md >$T/counts.out
+check "README.md, src/README.md, tests/README.md, tests/bench_results.md: every line count is checked, and true" \
+    test ! -s $T/counts.out
+sed 's/^/    /' $T/counts.out
 
 # --- the write rule: only src/platform/output_files.cpp writes files, only src/platform/signals.cpp handles signals -------------
 # write_rule DIR: prints FILE:LINE: WHAT for each file under DIR (C++ sources) but platform/output_files.cpp that opens a

@@ -5,7 +5,7 @@
 #   * 2 ranks x B=2 across the link give the losses of 1 process x B=4 (1e-5 relative);
 #   * the gradient really crossed the veth: its byte counters grew by at least the all-reduce's traffic;
 #   * at each bandwidth, a GPT-2 124M step's time and its wait for the sums are printed beside the budget
-#     tests/README.md works out (a ring all-reduce moves 2(N-1)/N of the gradient per rank). Times are printed,
+#     tests/bench_results.md works out (a ring all-reduce moves 2(N-1)/N of the gradient per rank). Times are printed,
 #     never asserted.
 # Needs root (CAP_NET_ADMIN), ip and tc (iproute2); where namespaces cannot be made, says so and skips.
 # mpirun runs in the first namespace and starts rank 1 through `ip netns exec` into the second: OpenMPI's

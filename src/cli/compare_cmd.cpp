@@ -10,6 +10,10 @@
 // Bars: 1e-5 for both, the project's parity bar for our fp32 against PyTorch's float64 (PyTorch's fp32,
 // which llm.c's dump holds, is itself within a few 1e-6 of float64). --precision bf16 runs our bf16 matmuls
 // against the same reference with cosine and relative-loss bars (kBf16CosineBar, kBf16LossBar).
+// With llm.c's files: `./gpt2 compare --model gpt2_124M.bin --ref gpt2_124M_debug_state.bin --steps 10` checks logits
+// (past 1,024 rows, those of the head's last block), loss and every gradient at our bars (llm.c's test_gpt2.c uses
+// 1e-2), then prints 10 AdamW losses with test_gpt2.c's settings on the dump's batch to hold against the ten it
+// lists.
 #include <cmath>
 #include <cstdio>
 #include <string>

@@ -1,4 +1,11 @@
 // generate_cmd.cpp: the `generate` command: prompt in, streamed text (or ids) out, timings on stderr.
+// It prints the prompt, then its continuation, as nanoGPT's sample.py does (--no-prompt: the continuation alone; with
+// --ids, --ids-with-prompt puts the prompt's ids first, as HuggingFace's generate returns them). It stops at
+// <|endoftext|> or after --max-tokens (-n, llama.cpp's spelling) and says which on stderr; --ignore-eos goes on past
+// <|endoftext|> (printed as such) to exactly --max-tokens, as llm.c samples. --max-tokens may exceed the model's
+// context: the window then slides as nanoGPT's does (each new token sees the last maxT tokens), at the cost of one
+// maxT-token prefill per token. --interactive keeps the model loaded and answers one prompt per line of standard
+// input (a line longer than the context could hold, in bytes, is skipped with an error as it is read).
 
 #include <cerrno>
 #include <algorithm>

@@ -3,6 +3,20 @@
 // llm.c's dev/data/fineweb.py names them). Input is streamed in parts (text_stream.h) that OpenMP threads
 // encode in parallel and the writer emits in input order, so memory stays bounded whatever the input size
 // and the output does not depend on the thread count. It does not shuffle.
+//
+// A document is a whole file, a section ending at a blank line (--split-on-blank-lines) or one JSON line's string
+// field (--jsonl-field NAME), and <|endoftext|> precedes each, as llm.c's fineweb.py does; a single text file without
+// --split-on-blank-lines or --shard-tokens is encoded raw. A directory means its regular files not starting with '.',
+// sorted by name. One text file with -o gives a val/train pair, val the text's last 10% by bytes (as nanoGPT holds it
+// out; each part encoded on its own) or its first --val-tokens N tokens; --shard-tokens N (default 100M), a
+// directory, several inputs or --jsonl-field give shards of exactly N tokens (the last fewer), the first val
+// (--val-tokens N makes it N tokens; a note: says when the default, one shard, is over a tenth of the tokens). A
+// .jsonl input without --jsonl-field is encoded as plain text, with a note:. Each shard is published whole when the
+// next begins; shards a longer earlier run left after the last one are removed (with a note:). A long document is cut
+// into parts of about 256 KB only where an ASCII whitespace byte follows a non-whitespace character, where no GPT-2
+// pre-tokenizer piece can span the cut, so the ids equal those of the whole text; text with no such place for 64 MB
+// (--max-unsplit-bytes), or a longer JSON line, is refused. On a terminal, stderr shows MB, MB/s, tokens and (for
+// files) the ETA. scripts/bench_tokenize.sh measures throughput and memory (tests/bench_results.md).
 
 #include <algorithm>
 #include <cerrno>

@@ -91,7 +91,7 @@ struct ActViews {
     float* losses = nullptr;  // (N) per-position cross-entropy, after a forward with targets
 };
 
-// The rows gpt2_head takes at a time: all N up to 1024, else 1024 (the weight's re-reads then cost under 1%).
+// The rows gpt2_head takes at a time: all N up to 1024, else 1024 (the weight's re-reads then cost little).
 inline int layout_head_rows(int N) { return N > 1024 ? 1024 : N; }
 // The table's entries are "encoded", "h.3.ln1" (layer 3, slot: its place in LayerActs), ..., "lnf", ...
 std::vector<TensorInfo> layout_acts(const GPT2Config& cfg, int B, int T, bool gradients = false);
@@ -105,8 +105,8 @@ ActViews layout_act_views(const GPT2Config& cfg, const std::vector<TensorInfo>& 
 inline void (*buffer_prefault)(const void* data, size_t bytes) = nullptr;
 
 // v->assign(n, T()), with the old storage freed first and the new one prefaulted (buffer_prefault) before it is
-// zeroed: faulting 4 KiB pages one at a time was most of a first training step (8.1 s against 0.9 s at 124M on a
-// 2-core VM); huge pages keep it near a steady one.
+// zeroed: faulting 4 KiB pages one at a time was most of a first training step at 124M (first_step,
+// tests/bench_results.md); huge pages keep it near a steady one.
 template <typename T>
 void buffer_assign_zero(std::vector<T>* v, size_t n) {
     std::vector<T>().swap(*v);

@@ -3,6 +3,21 @@
 // and the stop decision; with ZeRO-1 also the optimizer's state, split into one slice per rank, and the
 // weights each rank updates. The trainer calls it at the step's seams; with one process every call is a
 // no-op (or the plain computation) and the step is the single-process one.
+//
+// A step takes ranks x --grad-accum x B windows from one shard (core/dataloader.h), so N ranks x B give one process x
+// N*B's losses (tests/mpi.sh), and -B stays one rank's batch. Rank 0 alone prints, logs, plots, samples and saves; a
+// rank that fails aborts all (dist.h), and the last checkpoint stays as it was. Before the first step the ranks
+// compare digests of the flags that shape the run, of the model (geometry and weights) and of the data; ranks started
+// differently stop with `error: ranks disagree on ...` on every rank, never a hang. The gradient buckets are summed
+// one at a time (dist.h: OpenMPI holds a temporary the size of each while it is in flight, so all in flight would be
+// a second gradient), wte in pieces of a layer's size; OpenMPI progresses them only inside MPI calls, so a bucket's
+// sum mostly runs at the next layer boundary, not beside the compute.
+//
+// ZeRO-1 (--zero 1): each rank keeps the moments of its contiguous slice (3 ranks split unevenly), so per-rank
+// optimizer memory falls as 1/N (8 bytes a parameter become 8/N; 4/N with bf16 moments, 2.125/N with 8bit). The
+// buckets are reduce-scattered instead of summed whole, each rank updates its slice, and the weights are
+// all-gathered. A save gathers the moments into rank 0 for the one checkpoint (rank 0 holds all of them while it
+// saves); a resume slices them again for as many ranks as it runs on.
 #pragma once
 #include <cstddef>
 #include <functional>

@@ -1,5 +1,14 @@
 // checkpoint.h: ./gpt2's checkpoints: loading any format it reads (HuggingFace through core/hf.h, bare
 // safetensors, llm.c, GGUF), header-only inspection, and HF exports with F16/BF16 and tokenizer files.
+//
+// What a load refuses, in one error: line naming the file: a checkpoint with NaN or infinite weights (eval then
+// refuses a non-finite loss and generate non-finite logits; train stops unsaved at the first non-finite loss or
+// gradient norm, before the update, or at an update that overflows: core/trainer.h); a config.json with duplicate
+// keys or a field that would change the math to something gpt2 does not compute (an activation other than GELU-tanh,
+// a LayerNorm epsilon other than 1e-5, untied embeddings, another MLP width or attention scaling: core/hf.cpp); an
+// input that is not a regular file. Memory is checked before what input sizes is allocated (geometry, -B/-T, prompt
+// and sample lengths, file sizes), and info reads headers only. Narrowing to F16/BF16 refuses values past the
+// format's range.
 #pragma once
 #include <string>
 #include <vector>

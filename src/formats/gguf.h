@@ -3,7 +3,8 @@
 // those four tensor types back into our fp32 parameters. Names come from the parameter table (layout.h:
 // blk.N.attn_qkv.weight, ...); weights are stored as we keep them, (out, in) row-major, which ggml calls
 // ne = [in, out]. wte is stored with the model's own vocabulary (the padded rows left out), and llama.cpp
-// ties the output projection to it as we do. Reference: the GGUF specification (ggml's docs/gguf.md) and
+// ties the output projection to it as we do. The 1-D tensors (LayerNorm weights, biases) stay f32 whatever the
+// type, as llama.cpp's own converters keep them. Reference: the GGUF specification (ggml's docs/gguf.md) and
 // llama.cpp's gpt2 loader for the keys it requires.
 #pragma once
 #include <cstdint>

@@ -5,6 +5,16 @@
 // fingerprint (tokenfile_fingerprint, its 64 bits as two int32, low half first) that ties the mask to its file,
 // the -T it was packed for (0: not packed), the rest zero; then one byte per token: 1 when the token is scored
 // as a target (it is predicted from the tokens before it), 0 when not (a prompt, padding).
+//
+// train and eval use a shard's mask when it has one (--loss-on answer, the default; --loss-on all ignores masks and
+// scores every token, exactly as without them) and refuse a mask that does not match its token file; masks that score
+// nothing, and anything at X.mask that is not a mask (a directory, a dangling link), are errors. The loss is the mean
+// over the step's scored targets, however they fall into micro-batches (--grad-accum) and ranks, as transformers
+// computes it since 4.46: each micro-batch's mean loss and gradients are scaled by its share of them (nanoGPT's
+// per-micro-batch mean would weigh a window with one answer token as much as a full one). Validation and eval
+// --batches N weigh each batch by its scored targets the same way, and train's val line says how many were scored. A
+// resume refuses changed masks, as changed data, and a changed --loss-on. Training with another -T than a mask was
+// packed for is allowed, with a note: (examples are then split at window starts). gpt2-core reads no masks.
 #pragma once
 #include <cstddef>
 #include <cstdint>

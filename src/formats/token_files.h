@@ -2,6 +2,16 @@
 // read of one file: shards mapped read-only, fingerprinted for resume, named by comma-separated lists and
 // globs, visited in a seeded order each epoch, and guarded against a file that changes under the run.
 // token_files_plug_in puts these into the core's seams.
+//
+// --train, --val and eval --data take one token file, a comma-separated list, or a glob in quotes (so the shell
+// leaves it to gpt2), e.g. the shards llm.c's fineweb.py writes. Each shard is mapped, never copied: the process
+// holds the model, its optimizer and activations and at most 256 KiB of window order (core/dataloader.h), and the
+// data stays in the page cache whatever the corpus or shard size. Training order follows llm.c's loader: each epoch a
+// seeded permutation of the shards and, within each, of its windows of T+1 tokens, both from --seed (llm.c permutes
+// whole batches of B*T contiguous tokens; we permute single windows, so a batch mixes windows from all over the
+// shard). A step's windows come from one shard; the windows a shard has left when fewer than a step's remain are
+// skipped for that epoch. --no-shuffle takes the shards and their windows in order. A single file trains exactly as
+// the core's one-file loader does. eval --data scores each shard's consecutive windows in turn (report/evaluate.h).
 #pragma once
 #include <string>
 #include <vector>

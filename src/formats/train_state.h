@@ -3,6 +3,16 @@
 // order, position and RNG, the loss history, the run's flags, and hashes tying it to the model file, the
 // model's geometry and the training data. The directory is published whole (dir_publish), so a killed run
 // leaves the previous checkpoint intact; files in it that gpt2 did not write stay where they are.
+//
+// --resume DIR continues bit for bit, from the same shard, window and RNG state, and refuses what changed: the data
+// (each shard's fingerprint, formats/token_files.h, and a hash of all its tokens and mask flags taken in the pass
+// that checks every id at open: a shard added, removed, reordered, resized or changed anywhere is named in one line),
+// the model's geometry (e.g. an edited n_head), the flags that shape the model or the data order (compared as
+// numbers: -B 08 is -B 8), a changed --loss-on, and a corrupt train state. Another rank count is fitted to the global
+// batch (-B x --grad-accum x ranks). A flag given again replaces the stored one with a note: naming both. Train
+// states from before the whole-content hash check the fingerprints alone; format 1's (one file, hashed whole) still
+// resume. `gpt2 info --model DIR` shows a checkpoint's step, tokens, last losses, precision, data, flags and the
+// command that continues it.
 #pragma once
 #include <cstdint>
 #include <functional>

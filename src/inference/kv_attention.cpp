@@ -61,7 +61,7 @@ void attention_forward_cached(float* out, float* lse, const float* qkv, float* k
     {
         // The new keys and values join the cache first, the heads split over the threads (decoding's thread then
         // attends with the heads it wrote): a key's C channels are C cache lines apart, and one thread for all of
-        // them waited on each line, 2% of decoding.
+        // them waited on each line (tests/bench_results.md).
 #pragma omp for schedule(static)
         for (int h = 0; h < NH; h++)
             for (int i = 0; i < n; i++) {

@@ -278,7 +278,7 @@ static inline void q8q8_rows4(float* out, int rows, const int8_t* xq, const floa
         for (int k = 0; k < n; k++) {
             const int i = (b0 + k) * kQ8Block;
             // the group of 4 rows after the next, as fast as these are read (rows < 4 only ends a matrix): 6 KB
-            // ahead at 768 wide, where one group (3 KB) left a fifth of the bandwidth unused
+            // ahead at 768 wide, where one group (3 KB) left bandwidth unused (tests/bench_results.md)
             for (int l = 0; l < 4 * kQ8Block; l += 64) __builtin_prefetch(w + (size_t)8 * IC + (size_t)i * 4 + l);
 #ifdef Q8_DOT_AVX2
             const auto load = [&](const int8_t* q) { return _mm256_loadu_si256((const __m256i*)(q + i)); };

@@ -1,5 +1,14 @@
 // export.h: a LoRA adapter for programs other than gpt2: llama.cpp's GGUF adapter, and the base's weights with
 // the adapter merged in (W += scale B A), which every format `gpt2 export` writes can hold.
+//
+// `gpt2 export --model BASE --lora-from DIR --format gguf --out a.gguf` writes the GGUF adapter (llama.cpp:
+// `llama-cli -m base.gguf --lora a.gguf`; node-llama-cpp: createContext({lora: {adapters: [{filePath}]}})), and
+// --merge-lora --format hf, llmc or gguf the merged model; transformers loads DIR itself (PeftModel.from_pretrained).
+// BASE is the base the adapter was trained on: its geometry must fit the adapter's shapes (read from headers; only
+// --merge-lora loads its weights). The merge's scale is alpha / r (use_rslora: alpha / sqrt(r)). llama.cpp's own
+// convert_lora_to_gguf.py transposes GPT-2's Conv1D pairs into shapes its loader refuses, so gpt2 writes the adapter
+// itself. make test-ref (tests/ref_lora.sh) checks the merge against a float64 PyTorch merge and llama.cpp with base
+// + adapter against llama.cpp and gpt2 on the merged model.
 #pragma once
 #include <string>
 

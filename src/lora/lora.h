@@ -2,6 +2,28 @@
 // (through the gemm, with plain references the tests compare against), the adapters the base's linear layers
 // call through core/layers.h's LinearAdapter seam, and the optimizer step over the adapter's flat buffer
 // (the gradient norm, clipping and AdamW of core/optimizer.h's chunk kernels).
+//
+// train --model BASE --lora R trains y = W x + b + scale B (A x) (scale = alpha / r; A (r, in), B (out, r) as PEFT
+// stores them, B zero at the start so step 1's loss is the base's) on the linear layers --lora-targets names (PEFT's
+// module names: c_attn, c_proj = both projections, c_fc, attn.c_proj, mlp.c_proj). The base is frozen:
+// gpt2_enable_training(model, true) keeps no gradient buffer, and the backward computes activation gradients only (a
+// null parameter gradient is not computed). Each adapted layer's forward keeps hs = scale x A^T (B*T x r) and adds hs
+// B^T; its backward adds dB += dout^T hs, dA += g^T x and dinp += g A with g = scale dout B: four small products
+// through the gemm. The norm, clipping and AdamW run over the adapter's flat buffer (weight decay on A and B). --out
+// holds PEFT's two files (lora/peft.h) and a train state with the base's path and fingerprint, so --resume continues
+// bit for bit; generate, eval and compare take --lora-from DIR.
+//
+// --recompute and --recompute-blocks work as in a full run (the adapter's inputs are the recomputed ln1, ln2 and
+// fch_gelu; a block's forward run again draws the same dropout masks, since a mask's key counts the linear's
+// backwards, not its forwards). --precision int8 trains on a base quantized to q8_0 blocks (QLoRA's idea in GGUF's
+// format): the products read the blocks (precision/gemm_copy.cpp widens B's panels for fp32's micro-kernel, so the
+// numbers are those of an fp32 base holding the quantized values: tests/cli_lora.sh checks them bit for bit against
+// the base's q8_0 GGUF export), and each block matrix's fp32 values are given back to the system as soon as it is
+// quantized (drop_fp32 of gpt2_set_precision). --precision bf16 holds the base in bf16 the same way, on any CPU.
+// Refused for now, each with its reason: --optimizer-in-backward, --optimizer-state bf16 or 8bit, --zero 1. Under
+// mpirun the adapter's gradients are summed in one piece after the backward (grad_sync_init_flat): 2 ranks x B=2 give
+// 1 x B=4's losses and adapter (tests/mpi.sh). make test-ref (tests/ref_lora_train.sh) checks logits, loss, every
+// adapter gradient and 5 AdamW steps against a float64 PyTorch LoRA (scripts/lora_reference.py) within 1e-5.
 #pragma once
 #include <cstdio>
 #include <functional>

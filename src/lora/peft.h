@@ -3,6 +3,8 @@
 // names "base_model.model.transformer.h.N.attn.c_attn.lora_A.weight", metadata {"format": "pt"}, tensors in
 // the safetensors library's order: by name). Read tolerantly (keys that do not change the math are ignored and
 // kept), refusing what gpt2 does not compute; a directory read and written again has the same bytes.
+// target_modules match by suffix as PEFT's do (c_proj is both projections). `export --format peft` (F16 or BF16 in,
+// F32 out) writes only a new or empty directory.
 #pragma once
 #include <string>
 

@@ -3,13 +3,24 @@
 // backward goes). They reach the core through its seams: the model's acts_table and layer_begin, the gradients laid out
 // before gpt2_enable_training (which keeps them, gpt2_grad reads them through grad_offsets), and
 // gpt2_backward's layer_done.
+//
+// What train allocates, it prints first (`memory: N MiB (parameters, gradients, AdamW state, activations,
+// samples)`, the last the sampler's KV cache: gpt2_params_bytes and the functions below), stops with an error
+// when the machine does not have it, and prints its measured peak at the end. Plain fp32 AdamW needs 16 bytes
+// per parameter before any activation. A save writes from these buffers (the matrices transposed to
+// HuggingFace's layout 4 MiB at a time) and a --resume reads the saved moments straight into them, a million
+// values at a time, so neither adds to the peak. Without any flag the activations' gradients of one layer are
+// shared by all layers, in 6 C floats a row (core/layout.h), and no projection's output is kept: it is added
+// into the residual stream in place. The flags here change no number; --optimizer-state bf16 and 8bit
+// (precision/adamw_bf16.h, adamw_8bit.h) are the memory flags that do. The update inside the backward needs
+// --grad-accum 1 and one process, since the gradients must be final when the backward produces them.
 #pragma once
 #include "core/optimizer.h"
 
 struct TrainingMemory {
     // The forward keeps one copy of ln1, ln2 and fch_gelu, which every layer's views share, and the backward
-    // recomputes a layer's from what it kept, before that layer (the model's layer_begin): 30% less activation
-    // memory at 124M, B=4 T=1024 (2,600 -> 1,808 MiB), about 35% at GPT-2 XL, T=1024.
+    // recomputes a layer's from what it kept, before that layer (the model's layer_begin): about a third less
+    // activation memory (tests/bench_results.md).
     bool recompute = false;
     // More: the forward keeps each block's input alone (and one copy of the rest, every layer's views sharing
     // it), and the backward runs the block's forward again before that block (HF's gradient checkpointing).

@@ -10,6 +10,35 @@
 //   - written by one process at a time: a writer holds PathLock on `NAME.lock` while it runs.
 // Checkpoint directories are published whole (dir_publish). What a failed command staged is removed by
 // fatal()'s cleanups; a process ended by a signal removes its staged files through signals.h.
+//
+// What that promises each command (README.md's short list; tests/cli_trust.sh and cli_red_team.sh check it):
+//
+// - train --out DIR takes a missing or empty directory, or with --overwrite a checkpoint gpt2 train wrote (it holds
+// our train_state.safetensors; without --overwrite another run's checkpoint is refused, naming --resume DIR);
+// anything else, a symbolic link or a file is refused before the first step. Files a user puts inside a checkpoint
+// directory stay there across saves, kill -9 included (one named .gpt2-staging too: gpt2's marker holds a text of its
+// own). Should one fail to move back after a save, its staging directory is set aside as DIR.kept.PID.T, with a
+// note:.
+//
+// - A single output file is replaced only when it is a regular file of its own kind that the run does not read:
+// tokenize -o a token file, export --format llmc an llm.c checkpoint, --format gguf a model GGUF gpt2 wrote
+// (gpt2cpp.writer in its metadata; with --lora-from an adapter one), --format hf only an export of its own (writer:
+// gpt2.cpp in the safetensors metadata, never a training checkpoint), --plot and plot --out a PNG (--plot never one
+// inside --out), eval --hellaswag-scores a scores file (a PNG or token file of the user's at that path counts as that
+// kind); --log appends only to a log of its own (every line a JSON object starting with {"step":).
+//
+// - Locks: train --out DIR (and --plot, --log), export --out, tokenize -o PREFIX (PREFIX.lock; DIR.lock for -o DIR/),
+// plot --out and eval --hellaswag-scores each hold OUTPUT.lock (it holds the pid); a second process on the same
+// output fails at once naming the first one's pid. train --resume DIR takes DIR's lock before it reads the train
+// state, so it never reads a save in progress. A lock file left by a killed run is taken over.
+//
+// - tokenize -o stages both files of a val/train pair before publishing either, and each shard until it is full. A
+// failed command removes what it staged and the directories it created; after kill -9 the previous checkpoint is
+// whole, and the next save clears the dead run's staging directory, moving any file of the user's back.
+//
+// - Every write is checked, standard output included: a full disk, /dev/full, a file-size limit or a closed pipe ends
+// in one error: line and exit 1 (train saves first; a closed standard output, as in train | head -1, stops the run
+// after the step it is in).
 #pragma once
 #include <cstdint>
 #include <functional>

@@ -6,6 +6,11 @@
 //     nothing catches it, ends the process at once, after removing the staged files listed here.
 //   - SIGPIPE and SIGXFSZ are ignored: the failed write reports itself in one error line.
 //   - SIGBUS (a mapped file shrank under the run) inside stop_guard_bus returns to the caller as a failure.
+// What each command does on the first SIGINT, SIGTERM or SIGHUP: train finishes the step (or the sample being
+// printed), saves to --out (a resumed run where it resumed from, unless --out says otherwise), prints how to resume
+// and exits 128 + the signal (130, 143, 129); tokenize finishes the batch at hand, removes the file it was writing
+// and says how many it published; generate stops the sample at hand; eval (HellaSwag too) and export stop at the next
+// batch or write, remove what they staged and say `interrupted by SIGINT: ...`.
 #pragma once
 #include <string>
 

@@ -1,9 +1,9 @@
 // threads.h: the OpenMP team size of work repeated in rounds (training steps, decoded tokens), chosen from
 // how much CPU other processes take. On an idle machine a team of all CPUs wins. When another process holds
 // a CPU, every barrier of that team waits for a descheduled thread (and libgomp's waiting threads spin on
-// the CPU the straggler needs): measured on 2 cores with one busy process, all threads were 1.5x slower per
-// training step than one thread, and 2x slower per decoded token. Waiting passively instead fixes the
-// loaded case but costs 10-20% idle, where every region then starts with a wake-up; timing trials of the
+// the CPU the straggler needs): on 2 cores with one busy process, all threads are slower per training step
+// and per decoded token than one thread (busy_124m, tests/bench_results.md). Waiting passively instead fixes
+// the loaded case but costs time idle, where every region then starts with a wake-up; timing trials of the
 // other team size cost a slow round each. So the tuner measures the load itself. Over windows of at least
 // 20 clock ticks (a new one after a pause between rounds) it reads the busy time of this process's CPUs
 // (/proc/stat, per CPU in sched_getaffinity's mask) and subtracts its own (getrusage). The next rounds run

@@ -11,7 +11,10 @@
 // of the gradients' range (and a v above 0 is never coded 0). Values are rounded stochastically (up with the
 // probability of their distance from the code below), as the bf16 moments are, with the same random bits:
 // round to nearest would lose every update under half a code's step (12.5% here), which is most of them.
-// The weights stay fp32.
+// The weights stay fp32. Each block is read into fp32, updated with the fp32 kernel's expressions and stored
+// again. The checkpoint stores the codes as U8 and the steps as F32 (adamw.m_step, adamw.v_step); a resume
+// into fp32 or bf16 reads them exactly (then rounds to bf16), and fp32 or bf16 moments resumed as 8bit are
+// rounded to the nearest code. ZeRO-1's slices start on a block.
 #pragma once
 #include <algorithm>
 #include <cfloat>

@@ -3,7 +3,8 @@
 // the probability of its distance from the bf16 below, so it is right on average. Round to nearest would
 // lose every update smaller than half a bf16 step, which beta2 = 0.95..0.999 makes of most of them: v would
 // stop moving. The random bits come from a hash of the step and the parameter's index, so a run does not
-// depend on threads, slices or a resume. The weights themselves stay fp32 (the master copy).
+// depend on threads, slices or a resume. The weights themselves stay fp32 (the master copy). The checkpoint
+// stores them as BF16 (half the file); a resume may switch between fp32 and bf16 (rounded to nearest, or widened).
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -52,7 +52,9 @@ bool bf16_supported();
 // True when bf16's gemm runs on AMX tiles (TDPBF16PS, Intel Sapphire Rapids and later) instead
 // of vdpbf16ps: bf16_supported(), the CPU has AMX-BF16 and AMX-TILE, the system granted the tile state, and
 // bf16_amx_use(false) has not turned it off. The same operands and exact products; only the order of the
-// fp32 sums differs (each element's order is still fixed, whatever the thread count).
+// fp32 sums differs (each element's order is still fixed, whatever the thread count). AMX runs the training
+// and prompt products; decoding one token stays on vdpbf16ps. Linux grants the tile state from 5.16 on
+// (platform.h); `gpt2 --version` says which path runs.
 bool bf16_amx();
 // Turns the AMX path off or (where it exists) back on, for the whole process; for tests and benchmarks.
 void bf16_amx_use(bool on);

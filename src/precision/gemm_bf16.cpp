@@ -61,7 +61,7 @@ inline uint32_t pair_word(float even, float odd) {
 // Packs op(A)[i0:i0+mc, k0:k0+kc] as panels of MR rows of k-pair words, zero-padded. With MR = 8 (AVX-512)
 // two panels are packed at once where 16 rows remain, so every load, rounding and transpose is 16 lanes
 // wide: one panel alone fills half of each (and its 8-float loads, through the stack, stalled on store
-// forwarding: 70% of this function's time in a 124M bf16 step).
+// forwarding: most of this function's time in a 124M bf16 step; tests/bench_results.md).
 void pack_a_bf16(uint32_t* dst, const float* A, int lda, bool trans, int i0, int mc, int k0, int kc) {
     const int kc2 = (kc + 1) / 2;
     for (int p = 0; p < mc; p += MR) {

@@ -2,6 +2,24 @@
 // (kept in GPT2's copies, core/model.h): bf16 operands, or int8 weights in q8_0 blocks for inference.
 // The kernels read the copies through gpt2_weight's Weight handle; the forward and backward (model.cpp)
 // are the same code at every precision.
+//
+// --precision bf16 (train, eval, generate, compare) runs every matmul, attention's two products included, on
+// bf16 operands with fp32 accumulation (AVX512_BF16's vdpbf16ps, or AMX tiles: bf16.h's bf16_amx). The rest
+// stays fp32: the master weights and AdamW's moments, LayerNorm's statistics, softmax and log-sum-exp, the
+// residual stream and the loss. Operands are rounded to nearest even as they are packed; the bf16 copy of the
+// weights is refreshed in the same pass as each AdamW update, and decoding streams it at half fp32's bytes per
+// token. Without AVX512_BF16 the command says so in one note: line and runs fp32, the default, which stays
+// exact. For a LoRA base (train --lora, and --lora-from in eval and generate, so they give the run's numbers)
+// bf16 means the frozen base held as bf16 instead, on any CPU (lora/lora.h).
+//
+// --precision int8 (generate, eval; in train only a LoRA run's frozen base: it is for running a model, not
+// for training one) quantizes the weight matrices at load as llama.cpp's q8_0 does: each run of 32 weights
+// along a row becomes 32 signed bytes and one fp16 scale (the largest |w| / 127), w = scale x byte. Each
+// matmul's input is rounded the same way (gpt2_round_inputs_q8; a LoRA base keeps fp32 inputs); sums,
+// LayerNorm, softmax and the KV cache stay fp32, and each block's product is summed in integers (q8_dot.h).
+// The weights hold exactly what a --dtype q8_0 GGUF export stores (eval --precision int8 gives one loss on the
+// model and on that file). A matrix whose rows are not a multiple of 32 (none at GPT-2's sizes), or with a
+// weight past q8_0's range, stays fp32; stderr's "precision: int8, N of M weight matrices ..." says how many.
 #pragma once
 #include <cstdint>
 #include <map>

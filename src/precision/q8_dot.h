@@ -1,7 +1,8 @@
 // q8_dot.h: the product of two q8_0 blocks' values (half.h; each in -127..127) in integers, exact, for int8
 // inference's two kernels: decoding's mat-vec (inference/matvec.cpp's matvec_q8q8) and the gemm of prefill
 // and eval (gemm_q8.cpp). AVX2: one block of x against four blocks at once; elsewhere a plain integer loop;
-// with AVX512-VNNI each kernel has its own vpdpbusd path.
+// with AVX512-VNNI each kernel has its own vpdpbusd path. The same sums on each path, so the same numbers. The
+// VNNI paths need a native build (make): ARCH=portable's AVX-512 set is x86-64-v4's, without VNNI, and runs AVX2's.
 #pragma once
 #include <cstdint>
 

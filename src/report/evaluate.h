@@ -1,5 +1,10 @@
 // evaluate.h: the mean loss of a model over token files, for train's validation and the `eval` command: the
 // first n batches of consecutive windows, or every token once. It does not train.
+//
+// train's val loss covers --val-batches batches from the start of --val; `gpt2 eval --model DIR --data FILE -B 4 -T
+// 256 --batches 8` scores those same windows and prints the same number, and eval's default --batches all scores
+// every token of the file (more tokens, so a somewhat different number); with several shards, each shard's
+// consecutive windows in turn, every token of each after its first.
 #pragma once
 #include <cstddef>
 #include <functional>

@@ -4,6 +4,12 @@
 // the candidate with the lowest loss. Reads the official JSONL (ctx, endings, label; other fields ignored).
 // It does not truncate: a candidate longer than the model's context is an error, as in llm.c's C loader.
 // Reference: Zellers et al. 2019 (HellaSwag), https://github.com/rowanz/hellaswag.
+//
+// `gpt2 eval --hellaswag FILE` prints `hellaswag N examples`, then acc and acc_norm with their counts;
+// --hellaswag-batch N sets the examples per forward pass (4N rows, longest first), --hellaswag-scores FILE writes
+// every example's summed and mean losses and choices as JSON lines, and the tokenizer is --tokenizer DIR, else the
+// model's own, else $GPT2_DATA_DIR/gpt2 or data/gpt2. tests/ref_hellaswag.sh checks the scoring against a float64
+// PyTorch scorer; the figures to expect on GPT-2 124M are in tests/bench_results.md.
 #pragma once
 #include <string>
 #include <vector>

@@ -3,6 +3,16 @@
 // a legend; optionally the train loss smoothed as TensorBoard does, and a log-scale y axis. Text comes from
 // stb_easy_font's quads, rasterised here; the PNG is encoded in memory by stb_image_write and written
 // atomically. Non-finite points (and on a log scale, losses not above 0) are skipped: the line breaks there.
+//
+// train saves it as loss.png in --out with each checkpoint, or to --plot FILE at each validation. `gpt2 plot`
+// (cli/plot_cmd.cpp) draws the --log files of up to 8 runs on one plot, a legend row per run naming it (its file name
+// without the extension, or --labels), each run with its own colour, dash pattern and val marker so that two runs
+// that agree (fp32 and bf16) both stay visible: --smooth 0.9 (TensorBoard's bias-corrected moving average over the
+// raw curve in a faint tint), --log-y, and --x tokens to compare runs of different batch sizes (each log line's
+// "tokens"; logs written before version 0.4 lack it, and plot says so). A log may hold train or val points only; a
+// step logged twice (a resumed run repeats the steps after its checkpoint) keeps its later value. A missing or empty
+// log, or a line that is not a JSON object with an integer step and a number loss or val_loss, is an error naming the
+// file (and line), and no PNG is written.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -1,6 +1,10 @@
 // progress.h: a progress line, the same text wherever it goes. On a terminal it is one line rewritten in
 // place; anywhere else (a pipe, a file, a rank under mpirun, whose stdout is a pseudo-terminal that
 // mpirun copies to wherever the user sent it) it is plain lines, so a redirected log reads like the screen.
+//
+// train's line: step, loss, lr, norm, ms, tok/s and the ETA. Setting up more than 256 MiB (a random init, the
+// gradients, activations and AdamW state) is said on stderr with its time before the first step, so that step runs as
+// fast as the rest (make bench's first_step). eval shows its progress on stderr.
 #pragma once
 #include <cstdio>
 #include <string>

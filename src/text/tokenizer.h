@@ -25,8 +25,8 @@ struct Tokenizer {
     int byte_ids[256] = {0};                              // single-byte tokens
     std::unordered_map<uint64_t, TokenizerMerge> merges;  // key (left << 32) | right
     // Pieces already encoded; bounded (cleared when it grows past a limit) so huge inputs cannot
-    // exhaust memory. 65,536 pieces (about 8 MB) encoded a 60 MB Shakespeare-and-random-words corpus in
-    // 2.4 s of CPU against 4.0 s with 1M (140 MB, slower to fill and clear) and 2.9 s with 32K.
+    // exhaust memory. 65,536 pieces (about 8 MB) encode faster than 1M (slower to fill and clear) and than
+    // 32K (tests/bench_results.md).
     std::unordered_map<std::string, std::vector<int>> cache;
     size_t cache_max_entries = 1 << 16;
     // Scratch for the merge loop, reused across pieces to avoid allocations.

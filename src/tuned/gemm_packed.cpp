@@ -50,7 +50,7 @@ Blocking choose_blocking(int M, int N, int K, const GemmOperands* ops) {
 
 #if defined(__AVX2__) && !defined(__AVX512F__)
 // With 8-float registers the packers transpose 8 x 8 blocks in ymm registers: GCC keeps transpose16's 16
-// vectors of 16 floats in memory, and packing took 11% of a 124M step.
+// vectors of 16 floats in memory, and packing took a tenth of a 124M step (tests/bench_results.md).
 inline void transpose8(__m256 r[8]) {
     __m256 t[8], s[8];
     for (int i = 0; i < 8; i += 2)
@@ -202,8 +202,8 @@ void micro_kernel(int kc, const float* a, const float* b, float* C, int ldc, int
         __m256 bv[NV];
         for (int v = 0; v < NV; v++) bv[v] = _mm256_load_ps(b + (size_t)k * NR + 8 * v);
         for (int r = 0; r < MR; r++) {
-            // a float read, not _mm256_broadcast_ss: GCC 12 took that load as one that may read the
-            // accumulators (__m256 may alias anything) and stored all 12 to the stack on every k (21% of peak)
+            // a float read, not _mm256_broadcast_ss: GCC 12 took that load as one that may read the accumulators
+            // (__m256 may alias anything) and stored all 12 to the stack on every k (tests/bench_results.md)
             __m256 av = _mm256_set1_ps(a[k * MR + r]);
             for (int v = 0; v < NV; v++) acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);
         }

@@ -41,7 +41,7 @@ void gemm_packed(int M, int N, int K, const float* A, int lda, bool transA, cons
 namespace gemm_tile {
 
 // Register tile per instruction set (overridable with -DGEMM_MR/-DGEMM_NV for experiments): 8 x 48 in
-// 24 zmm accumulators with AVX-512 (10-20% faster than 8 x 32 on the backward products here, and 48
+// 24 zmm accumulators with AVX-512 (faster than 8 x 32 on the backward products: tests/bench_results.md; 48
 // divides every GPT-2 width: 768, 2304, 3072, 50304); 6 x 16 in 12 ymm with AVX2 and in 24 q registers with
 // NEON; 4 x 16 elsewhere.
 #if defined(__AVX512F__)

@@ -1,6 +1,6 @@
 // train_cmd.cpp: the `train` command: options from flags (and from a checkpoint's stored flags
 // on --resume), the checks on outputs and memory before anything is computed, then the run itself
-// (cli/train_run.h).
+// (train/run.h).
 
 #include <climits>
 #include <cstdio>

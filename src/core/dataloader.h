@@ -81,5 +81,5 @@ void dataloader_init(DataLoader* dl, const std::string& spec, const char* flag, 
                      bool shuffle, uint64_t seed);
 size_t dataloader_shard_windows(const DataLoader& dl, size_t s);
 // This rank's B windows of the current micro-batch into inputs/targets (a step's first moves to the next shard
-// when too few remain); false with dataloader_read's message, dl moved on (cli/train_run.cpp restores it).
+// when too few remain); false with dataloader_read's message, dl moved on (train/step.cpp restores it).
 bool dataloader_try_next(DataLoader* dl, std::string* err);

@@ -158,7 +158,8 @@ int cmd_info(int argc, char** argv) {
            c.channels, c.max_seq_len, c.vocab_size, c.padded_vocab_size);
     printf("parameters: %zu (%.2fM)\n", gpt2_num_real_params(c), gpt2_num_real_params(c) / 1e6);
     printf("dtype: %s (fp32 in memory)\n", info.dtype.c_str());
-    if (train_dir_is_checkpoint(path)) print_run(path);
+    // a train state that is there but unreadable is named by train_state_read, not passed over as no run
+    if (train_dir_is_checkpoint(path) || path_exists(path_join(path, "train_state.safetensors"))) print_run(path);
     return 0;
 }
 

@@ -152,7 +152,7 @@ long long CliArgs::integer_in(const char* name, long long lo, long long hi) cons
     char* endp = nullptr;
     errno = 0;
     long long x = strtoll(v.c_str(), &endp, 10);
-    if (v.empty() || *endp || (errno && errno != ERANGE))
+    if (v.empty() || isspace((unsigned char)v[0]) || *endp || (errno && errno != ERANGE))  // ' 5' as '5 ' is
         fatal("malformed value for --%s (%s): expected an integer, got '%s'", name, command.c_str(), v.c_str());
     if (errno == ERANGE || x < lo || x > hi)  // an integer past long long's range is out of range too
         fatal("bad value for --%s (%s): expected %lld..%lld, got %s", name, command.c_str(), lo, hi, v.c_str());
@@ -164,7 +164,7 @@ double CliArgs::number_in(const char* name, double lo, double hi) const {
     char* endp = nullptr;
     errno = 0;
     double x = strtod(v.c_str(), &endp);
-    if (v.empty() || *endp || errno || !std::isfinite(x))
+    if (v.empty() || isspace((unsigned char)v[0]) || *endp || errno || !std::isfinite(x))
         fatal("malformed value for --%s (%s): expected a number, got '%s'", name, command.c_str(), v.c_str());
     if (x < lo || x > hi)
         fatal("bad value for --%s (%s): expected %g..%g, got %s", name, command.c_str(), lo, hi, v.c_str());

@@ -743,6 +743,10 @@ int prepare_run(TrainRun* t, const CliArgs& args, const CliArgs& given, const st
     dataloader_expand(r.train_path, "--train");  // a pattern that matches nothing fails before any allocation
     if (!r.val_path.empty()) dataloader_expand(r.val_path, "--val");
     if (!resume_dir.empty()) {  // after every refusal the flags can meet
+        if (given.has("steps") && o.steps < resume->step)  // a --steps behind the run trains nothing: say so
+            fatal_hint("give a --steps past " + std::to_string(resume->step) + ", or leave it out",
+                       "bad value for --steps (train): the run %s is at step %d already, got %d", resume_dir.c_str(),
+                       resume->step, o.steps);
         note_overrides(given, resume->flags);
         note_log_left(given, resume_dir, r.out, resume->flags);
     }

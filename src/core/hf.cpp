@@ -187,3 +187,12 @@ void hf_load(GPT2* model, const std::string& dir) {
 void hf_write_safetensors(const GPT2& model, const ByteSink& out) {
     safetensors_write(out, hf_tensors(model), {{"format", "pt"}, {"writer", kHfWriter}});
 }
+
+void checkpoint_check_finite(const GPT2& model, const std::string& where, const char* doing) {
+    for (const TensorInfo& t : model.param_table) {
+        const float* x = model.params.data() + t.offset;
+        for (size_t i = 0; i < t.numel(); i++)
+            if (!std::isfinite(x[i]))
+                fatal("non-finite parameter (%s): %s[%zu] is %g; %s", where.c_str(), t.hf_name.c_str(), i, x[i], doing);
+    }
+}

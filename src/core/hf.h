@@ -29,4 +29,6 @@ std::vector<StWriteItem> hf_tensors(const GPT2& model);
 
 // The core alone: loads the HuggingFace GPT-2 directory `dir` into model, and writes model.safetensors into out.
 void hf_load(GPT2* model, const std::string& dir);
+// fatal naming the tensor if a parameter is NaN or infinite (`where`: the file); `doing` ends the message.
+void checkpoint_check_finite(const GPT2& model, const std::string& where, const char* doing);
 void hf_write_safetensors(const GPT2& model, const ByteSink& out);

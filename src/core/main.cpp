@@ -60,14 +60,19 @@ void write_new(const std::string& path, const std::function<void(const ByteSink&
         fatal("cannot rename %s: %s", partial.c_str(), strerror(errno));
 }
 
-// SIGINT, SIGTERM and SIGHUP end the run at once (it saves only at its end), removing the --out it made if still
-// empty; the save ignores them, and SIGQUIT too (mingw has neither SIGHUP nor SIGQUIT).
+// SIGINT, SIGTERM and SIGHUP (unless nohup ignores it) end the run at once (it saves only at its end), removing
+// the --out it made if still empty; the save ignores them, and SIGQUIT too. A closed pipe or a file-size limit
+// fails the write instead of killing the process (mingw has none of SIGHUP, SIGQUIT, SIGPIPE, SIGXFSZ).
 #ifdef SIGHUP
 const int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP}, kSaveSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+const int kNohup = SIGHUP, kWriteSignals[] = {SIGPIPE, SIGXFSZ};
 #else
-const int kStopSignals[] = {SIGINT, SIGTERM}, kSaveSignals[] = {SIGINT, SIGTERM};
+const int kStopSignals[] = {SIGINT, SIGTERM}, kSaveSignals[] = {SIGINT, SIGTERM}, kNohup = 0, kWriteSignals[] = {0};
 #endif
 const char* out_dir = "";
+const char* const kOomHint = "expected a smaller model, -B or -T";
+std::string oom_where = "gpt2-core";  // what a failed allocation was for: the file being read, or the run
+const char* oom_hint = kOomHint;
 void on_signal(int sig) { std::remove(out_dir), std::signal(sig, SIG_DFL), std::raise(sig); }  // remove: rmdir
 
 void parse(int argc, char** argv) {
@@ -92,8 +97,8 @@ void parse(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::set_new_handler(  // an allocation that fails: one error line, not an abort
-        [] { fatal("out of memory (gpt2-core): an allocation failed; expected a smaller model, -B or -T"); });
+    std::set_new_handler(  // an allocation that fails: one error line naming what was being read, not an abort
+        [] { fatal("out of memory (%s): an allocation failed; %s", oom_where.c_str(), oom_hint); });
     parse(argc, argv);
     Trainer t;
     TrainOptions& o = t.opts;
@@ -122,7 +127,10 @@ int main(int argc, char** argv) {
         fatal("cannot create --out %s: %s", out.c_str(), err.message().c_str());
     }
     out_dir = out.c_str();
-    for (int sig : kStopSignals) std::signal(sig, on_signal);
+    for (int sig : kStopSignals)
+        if (std::signal(sig, on_signal) == SIG_IGN && sig == kNohup) std::signal(sig, SIG_IGN);
+    for (int sig : kWriteSignals)
+        if (sig) std::signal(sig, SIG_IGN);
     FatalCleanup remove_out([&] {  // until main returns
         if (out.empty()) return;
         for (const char* name : {"config.json", "model.safetensors"}) std::filesystem::remove(out + "/" + name, err);
@@ -133,7 +141,10 @@ int main(int argc, char** argv) {
                                             (int)integer("layers", 1, 1000), (int)integer("heads", 1, 65536),
                                             (int)integer("channels", 1, 65536));  // checked beside --model too
     if (const std::string& model = flags["model"]; !model.empty()) {
+        oom_where = model, oom_hint = "expected a --model that fits in memory";
         hf_load(&t.model, model);
+        checkpoint_check_finite(t.model, model, "expected finite weights");
+        oom_where = "gpt2-core", oom_hint = kOomHint;
         const GPT2Config& m = t.model.cfg;  // a geometry flag given with it must say the same, as in gpt2 train
         for (auto [name, has] : {std::pair{"layers", m.num_layers}, {"heads", m.num_heads}, {"channels", m.channels},
                                  {"seq-len", m.max_seq_len}, {"vocab", m.vocab_size}})
@@ -152,7 +163,9 @@ int main(int argc, char** argv) {
     gpt2_alloc_acts(&t.model, o.B, o.T);
     adamw_prepare(&t.opt, t.model);
     t.train_dl.accum = o.accum;  // a step's accum * B windows come from one shard, as in gpt2 train
+    oom_where = flags["train"], oom_hint = "expected a token file that fits in memory (gpt2-core reads it whole)";
     dataloader_init(&t.train_dl, flags["train"], "--train", cfg.vocab_size, o.B, o.T, o.shuffle, o.seed);
+    oom_where = "gpt2-core", oom_hint = kOomHint;
     printf("model: %d layers, %d heads, %d channels, context %d, vocab %d\n", cfg.num_layers, cfg.num_heads,
            cfg.channels, cfg.max_seq_len, cfg.vocab_size);
 
@@ -160,7 +173,7 @@ int main(int argc, char** argv) {
         const StepStats s = train_step(&t, step);
         printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %.1f ms\n", step + 1, o.steps, s.loss, s.lr, s.norm,
                s.ms);
-        fflush(stdout);
+        if (fflush(stdout) != 0) fatal("cannot write standard output: %s", strerror(errno));
     }
     if (!out.empty()) {
         for (int sig : kSaveSignals) std::signal(sig, SIG_IGN);  // a save, once begun, ends whole

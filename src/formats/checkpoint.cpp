@@ -177,15 +177,6 @@ size_t gpt2_num_real_params(const GPT2Config& cfg) {
     return n - (size_t)(cfg.padded_vocab_size - cfg.vocab_size) * cfg.channels;
 }
 
-void checkpoint_check_finite(const GPT2& model, const std::string& where, const char* doing) {
-    for (const TensorInfo& t : model.param_table) {
-        const float* x = model.params.data() + t.offset;
-        for (size_t i = 0; i < t.numel(); i++)
-            if (!std::isfinite(x[i]))
-                fatal("non-finite parameter (%s): %s[%zu] is %g; %s", where.c_str(), t.hf_name.c_str(), i, x[i], doing);
-    }
-}
-
 void checkpoint_load(GPT2* model, const std::string& path, int heads_override, CheckpointInfo* info) {
     CheckpointInfo local;
     open_checkpoint(path, heads_override, info ? info : &local, model);

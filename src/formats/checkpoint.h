@@ -13,8 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "core/safetensors.h"
+#include "core/hf.h"
 #include "core/model.h"
+#include "core/safetensors.h"
 #include "text/tokenizer.h"
 
 // What checkpoint_load found.
@@ -35,8 +36,6 @@ void checkpoint_save_hf(const GPT2& model, const std::string& dir, const std::st
 void checkpoint_export_hf(const GPT2& model, const std::string& out, const std::string& dtype, const Tokenizer* tok);
 // Parameters that matter to a user: wte counts only the real vocabulary.
 size_t gpt2_num_real_params(const GPT2Config& cfg);
-// fatal naming the tensor if a parameter is NaN or infinite; `doing` ends the message.
-void checkpoint_check_finite(const GPT2& model, const std::string& where, const char* doing);
 // Loads a model from PATH, detecting the format from the content, not the name:
 //  * a directory with config.json + model.safetensors (HuggingFace's GPT-2 layout, ours too): F32, F16
 //    or BF16 tensors, optional "transformer." prefix, attention-mask buffers skipped, lm_head.weight

@@ -24,7 +24,9 @@ struct ShardMaps {
     std::shared_ptr<const void> mask_map;
     const uint8_t* mask = nullptr;  // (num_tokens,): 1 = scored as a target
     int32_t mask_T = 0;             // the -T the mask was packed for (0: unknown)
-    uint64_t content = 0;           // hash_words of every token, then of every mask flag: a resume's check
+    uint64_t tokens_hash = 0;       // hash_words of every token
+    uint64_t content = 0;           // then of every mask flag too: a resume's check
+    FileInfo token_file;            // the token file as opened (or as last found unchanged): its size and mtime
     FileInfo mask_file;             // the mask as opened: its size, checked at each read (a shrink in the
                                     // mapping's last page reads zeros, not a SIGBUS)
     void operator()(const void* p) const {
@@ -81,7 +83,7 @@ void open_mask(TokenShard* s) {
     memcpy(&maps->mask_T, static_cast<const int32_t*>(map) + 5, sizeof(maps->mask_T));
     const uint64_t h = fnv1a_edges(maps->mask, n - kTokenFileHeaderBytes, (size_t)1 << 20, fnv1a(map, kTokenFileHeaderBytes));
     s->fingerprint += "+mask" + hash_hex(h);
-    maps->content = hash_words(maps->mask, n - kTokenFileHeaderBytes, maps->content);
+    maps->content = hash_words(maps->mask, n - kTokenFileHeaderBytes, maps->tokens_hash);
     os_map_release(map, n);
 }
 
@@ -93,16 +95,19 @@ void tokenfile_map(TokenShard* shard, const std::string& path, int vocab_size) {
               "mask with it", path.c_str());
     void* map = nullptr;
     size_t n = 0;
-    map_input(path, "a token file", kTokenFileHeaderBytes, &map, &n);
+    FileInfo file;
+    map_input(path, "a token file", kTokenFileHeaderBytes, &map, &n, &file);
     TokenShard s;
     s.path = path;
     s.image = std::shared_ptr<const void>(map, ShardMaps(n));
+    std::get_deleter<ShardMaps>(s.image)->token_file = file;
     std::string err;
     if (!tokenfile_check(static_cast<const uint8_t*>(map), n, vocab_size, path, &s.num_tokens, &err))
         fatal("%s", err.c_str());
     s.tokens = reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(map) + kTokenFileHeaderBytes);
     s.fingerprint = tokenfile_fingerprint(s);
-    std::get_deleter<ShardMaps>(s.image)->content = hash_words(s.tokens, s.num_tokens * 2);
+    ShardMaps* maps = std::get_deleter<ShardMaps>(s.image);
+    maps->content = maps->tokens_hash = hash_words(s.tokens, s.num_tokens * 2);
     // The passes above faulted every page in; drop them from this process (they stay in the page cache) and
     // let batches fault in just the windows they read.
     os_map_release(map, n);
@@ -122,7 +127,8 @@ int token_files_mask_T(const TokenShard& shard) {
 
 std::string token_files_content(const TokenShard& shard) {
     const ShardMaps* maps = std::get_deleter<ShardMaps>(shard.image);
-    return maps ? hash_hex(maps->content) : "";
+    if (!maps) return "";
+    return hash_hex(maps->tokens_hash) + (maps->mask ? "+" + hash_hex(maps->content) : "");
 }
 
 std::string tokenfile_fingerprint(const TokenShard& shard) {
@@ -226,6 +232,49 @@ bool mask_unchanged(const TokenShard& shard, std::string* err) {
     return false;
 }
 
+// hash_words over a mapping that may shrink under it (a SIGBUS, caught by stop_guard_bus).
+struct GuardedHash {
+    const void* data;
+    size_t n;
+    uint64_t h;
+};
+void hash_guarded(void* arg) {
+    GuardedHash* g = static_cast<GuardedHash*>(arg);
+    g->h = hash_words(g->data, g->n, g->h);
+}
+
+// Whether `path`, the file *was describes, holds what it held: a file written in place moves its mtime, and
+// then the mapping (which shows the file as it is now) is hashed again: the same bytes (a touch, the same data
+// copied over) and *was takes the new mtime; other bytes, or another size, are a change. A file replaced by
+// another at the path is not this one's change: the mapping keeps the file it opened.
+bool same_content(const std::string& path, FileInfo* was, const void* data, size_t n, uint64_t seed, uint64_t hash) {
+    FileInfo now;
+    if (!os_stat(path, &now) || !same_file(now, *was) || now.mtime_ns == was->mtime_ns) return true;
+    GuardedHash g{data, n, seed};
+    if (now.size != was->size || !stop_guard_bus(hash_guarded, &g) || g.h != hash) return false;
+    was->mtime_ns = now.mtime_ns;
+    return true;
+}
+
+// A shard or its loss mask written in place during the run (same_content): false naming it.
+bool content_unchanged(const TokenShard& shard, std::string* err) {
+    ShardMaps* maps = std::get_deleter<ShardMaps>(shard.image);
+    if (!maps) return true;
+    if (!same_content(shard.path, &maps->token_file, shard.tokens, shard.num_tokens * 2, kFnv1aInit,
+                      maps->tokens_hash)) {
+        *err = "token file changed during the run (" + shard.path + "): it no longer holds the tokens it held when "
+               "opened (written in place); expected token files to stay unchanged while gpt2 reads them";
+        return false;
+    }
+    if (maps->mask && !same_content(lossmask_path(shard.path), &maps->mask_file, maps->mask, shard.num_tokens,
+                                    maps->tokens_hash, maps->content)) {
+        *err = "loss mask changed during the run (" + lossmask_path(shard.path) + "): it no longer holds the flags it "
+               "held when opened (written in place); expected loss masks to stay unchanged too";
+        return false;
+    }
+    return true;
+}
+
 }  // namespace
 
 // A mapped shard (or its mask) another process truncated faults in the copy (caught by stop_guard_bus), and one
@@ -241,7 +290,7 @@ bool token_files_read(DataLoader* dl, const TokenShard& shard, const uint32_t* w
                             "opened; " + hint;
         return false;
     }
-    if (!mask_unchanged(shard, err)) return false;
+    if (!mask_unchanged(shard, err) || !content_unchanged(shard, err)) return false;
     int bad_id = -1;  // the last one read
     for (size_t i = 0; i < dl->inputs.size(); i++)
         if (dl->inputs[i] >= dl->vocab_size || dl->targets[i] >= dl->vocab_size)

@@ -31,8 +31,9 @@ extern bool token_files_masks;
 const uint8_t* token_files_mask(const TokenShard& shard);
 // The -T a shard's loss mask was packed for (its header), or 0: unknown or no mask.
 int token_files_mask_T(const TokenShard& shard);
-// Every token of a shard tokenfile_map opened, and every flag of its loss mask, hashed whole as it was opened
-// (16 hex digits; empty for a shard it did not open): what the fingerprint below misses, for resume.
+// Every token of a shard tokenfile_map opened hashed whole as it was opened (16 hex digits), then with a loss
+// mask "+" the tokens and every flag of the mask hashed (16 more); empty for a shard it did not open: what the
+// fingerprint below misses, for resume.
 std::string token_files_content(const TokenShard& shard);
 // A cheap fingerprint of a shard for resume (16 hex digits): FNV-1a (platform/hash.h) over the token count,
 // the header and the first and last MiB of tokens (all tokens when there are at most 2 MiB of them). It

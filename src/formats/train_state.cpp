@@ -326,16 +326,27 @@ static std::string shard_contents(const DataLoader& dl) {
     return all;
 }
 
-// The shards whose fingerprints agree with the run's, checked whole against its "data.content" (absent from a
-// train state saved before it): fatal naming the first that differs inside.
+// Each shard checked whole against the run's "data.content" (absent from a train state saved before it): fatal
+// naming the first whose tokens, or whose loss mask, changed, appeared or went.
 static void check_contents(const TrainState& ts, const DataLoader& dl) {
-    const std::string was = ts.file.meta("data.content"), now = shard_contents(dl);
-    if (was.empty() || now.size() != was.size() || now == was) return;
-    for (size_t i = 0; i < dl.shards.size(); i++)
-        if (now.compare(17 * i, 16, was, 17 * i, 16) != 0)
-            fatal("training data changed (%s): %s (or its loss mask) holds other tokens than the run trained on; its "
-                  "length and first and last MiB are the same, so the change is inside it",
-                  ts.path.c_str(), dl.shards[i].path.c_str());
+    const std::string all = ts.file.meta("data.content");
+    std::vector<std::string> was(1);
+    for (char c : all)
+        if (c == ',') was.emplace_back();
+        else was.back().push_back(c);
+    if (all.empty() || was.size() != dl.shards.size()) return;
+    for (size_t i = 0; i < dl.shards.size(); i++) {
+        const std::string now = token_files_content(dl.shards[i]), path = dl.shards[i].path;
+        if (now == was[i] || now.empty()) continue;
+        if (now.compare(0, 16, was[i], 0, 16) != 0)
+            fatal("training data changed (%s): %s holds other tokens than the run trained on", ts.path.c_str(),
+                  path.c_str());
+        const char* how = now.size() > was[i].size() ? "appeared beside it since the run, which trained on every token"
+                          : now.size() < was[i].size() ? "is not read now (--loss-on all); the run was trained with it"
+                                                       : "holds other flags than the run trained with";
+        fatal("training data changed (%s): the loss mask of %s (%s) %s", ts.path.c_str(), path.c_str(),
+              lossmask_path(path).c_str(), how);
+    }
 }
 
 // Which shards had a loss mask, '1' or '0' each in order: a resume names a mask that went missing.
@@ -522,6 +533,10 @@ void train_state_restore_params(TrainState* state, size_t n, const std::string& 
         if (dl->shards.size() != 1)
             fatal("training data changed (%s): the run was trained on one file, %s names %zu", path, spec,
                   dl->shards.size());
+        if (token_files_mask(dl->shards[0]))  // these formats predate loss masks: the run scored every token
+            fatal_hint("--loss-on all trains on as the run did", "training data changed (%s): the loss mask %s "
+                       "appeared beside %s since the run, which trained on every token", path,
+                       lossmask_path(dl->shards[0].path).c_str(), spec);
         if (!ts.loader.order.empty() && ts.loader.order.size() != dataloader_shard_windows(*dl, 0))
             fatal("training data changed (%s): the train state orders %zu windows, %s holds %zu", path,
                   ts.loader.order.size(), spec, dataloader_shard_windows(*dl, 0));
@@ -531,12 +546,12 @@ void train_state_restore_params(TrainState* state, size_t n, const std::string& 
     } else if (ts.data_shards != dl->shards.size()) {
         fatal("training data changed (%s): the run was trained on %zu shards, %s names %zu", path, ts.data_shards, spec,
               dl->shards.size());
-    } else if (ts.data_hash != train_state_shards_hash(*dl)) {
-        check_masks_there(ts, *dl);
-        fatal("training data changed (%s): the shards of %s fingerprint to %s, the run was trained on %s", path, spec,
-              train_state_shards_hash(*dl).c_str(), ts.data_hash.c_str());
     } else {
+        check_masks_there(ts, *dl);  // a mask gone, then a shard or mask changed: each named
         check_contents(ts, *dl);
+        if (ts.data_hash != train_state_shards_hash(*dl))  // a header edited, or a train state without data.content
+            fatal("training data changed (%s): the shards of %s fingerprint to %s, the run was trained on %s", path,
+                  spec, train_state_shards_hash(*dl).c_str(), ts.data_hash.c_str());
     }
     read_moments(ts, opt);
     opt->step = ts.adamw_step;

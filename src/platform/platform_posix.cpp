@@ -32,6 +32,7 @@ static void fill(const struct stat& st, FileInfo* info) {
                                        : FileKind::other;
     info->size = (uint64_t)st.st_size;
     info->dev = (uint64_t)st.st_dev, info->ino = (uint64_t)st.st_ino;
+    info->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 }
 
 bool os_stat(const std::string& path, FileInfo* info) {
@@ -311,7 +312,11 @@ void set_handler(int sig, void (*fn)(int)) {
 }  // namespace
 
 void os_signals_install(void (*on_stop)(int), void (*on_fault)(int)) {
-    for (int sig : kOsStopSignals) set_handler(sig, on_stop);
+    for (int sig : kOsStopSignals) {
+        struct sigaction was;  // nohup's SIGHUP, ignored when the process starts, stays ignored: the run goes on
+        if (sig == SIGHUP && sigaction(sig, nullptr, &was) == 0 && was.sa_handler == SIG_IGN) continue;
+        set_handler(sig, on_stop);
+    }
     g_on_fault = on_fault;
     set_handler(SIGBUS, on_bus);
     set_handler(SIGPIPE, SIG_IGN);

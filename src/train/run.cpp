@@ -113,11 +113,13 @@ void trainer_load_data(TrainRun* t) {
     dataloader_init(&t->train_dl, r.train_path, "--train", t->model.cfg.vocab_size, o.B, o.T, o.shuffle, o.seed);
     size_t masked = 0, scored = 0;
     const TokenShard* other_T = nullptr;  // a shard whose mask was packed for another -T
-    for (const TokenShard& s : t->train_dl.shards) {
+    for (size_t i = 0; i < t->train_dl.shards.size(); i++) {
+        const TokenShard& s = t->train_dl.shards[i];
         const uint8_t* mask = token_files_mask(s);
         masked += mask != nullptr;
         if (token_files_mask_T(s) && token_files_mask_T(s) != o.T && !other_T) other_T = &s;
-        scored += mask ? (size_t)std::count(mask + 1, mask + s.num_tokens, 1) : s.num_tokens;
+        const size_t reached = dataloader_shard_windows(t->train_dl, i) * o.T;  // targets some window holds
+        scored += mask ? (size_t)std::count(mask + 1, mask + 1 + reached, 1) : reached;
     }
     if (scored == 0)  // every step would be a loss of 0 and a zero gradient
         fatal("no scored tokens in %s: the loss masks score none of them; expected some answers, or --loss-on all",

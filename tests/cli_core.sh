@@ -136,6 +136,43 @@ if kill -l HUP >/dev/null 2>&1; then
             eval '[ "$saved" = "config.json model.safetensors " -a $rc = 0 ] || [ -z "$saved" -a $rc -gt 128 ]'
     done
 fi
+# --- red team round 2 (issue 56) ------------------------------------------------------------------------------
+# nohup: a SIGHUP ignored when gpt2-core starts stays ignored; the run goes on to its save.
+(trap '' HUP; exec "$CORE" $tiny --train $TOK --steps 3000 --out $T/nohup) >$T/nohup.log 2>&1 &
+pid=$!
+for _ in $(seq 200); do grep -q '^step' $T/nohup.log && break; sleep 0.1; done
+kill -HUP $pid 2>/dev/null
+wait_bounded $pid 300
+rc=$?
+check "under nohup (SIGHUP ignored at start) a SIGHUP leaves gpt2-core training to its save (exit $rc)" \
+    test $rc = 0 -a -s $T/nohup/model.safetensors
+# Standard output closed (a pipe whose reader left) or full: one error, no --out left, not a SIGPIPE death.
+"$CORE" $tiny --train $TOK --steps 3000 --out $T/pipe 2>$T/pipe.err | head -c 1 >/dev/null
+rc=${PIPESTATUS[0]}
+check "gpt2-core | head -c 1: one error (exit $rc), no --out left" \
+    eval '[ $rc = 1 ] && grep -q "^error: cannot write standard output" $T/pipe.err && [ ! -e $T/pipe ]'
+mknod $T/fulldev c 1 7  # the kernel's full device, this test's own node (never /dev/full)
+check_error "gpt2-core >full: the write that fails is one error" "cannot write standard output: No space left" \
+    bash -c "exec '$CORE' $tiny --train $TOK --out $T/tofull >$T/fulldev"
+check "... and leaves no --out" test ! -e $T/tofull
+check_error "gpt2-core past a file-size limit: the save that fails is one error" "cannot write $T/fsz/" \
+    bash -c "ulimit -f 100; exec '$CORE' $tiny --train $TOK --channels 128 --out $T/fsz"
+check "... and leaves nothing behind (no config.json, no .partial)" test ! -e $T/fsz
+# A --model holding a NaN: refused naming the file and the tensor, not trained into "loss is nan".
+cp -r $T/full $T/nan_model
+perl -e 'open(my $h, "+<:raw", $ARGV[0]) or die; read($h, my $n, 8); seek($h, 8 + unpack("Q<", $n), 0);
+    print $h pack("L<", 0x7fc00000);' $T/nan_model/model.safetensors
+check_error "gpt2-core: a --model with a NaN weight is refused naming it and the tensor" \
+    "non-finite parameter ($T/nan_model): .*\[0\] is nan" "$CORE" $tiny --train $TOK --model $T/nan_model
+# A token file too large to read whole names itself (a sparse 2 GB file with a true header, 1 GB of address space).
+perl -e 'print pack("l<3", 20240520, 1, (2 ** 31 - 1024) / 2) . ("\0" x 1012)' >$T/huge.bin && truncate -s 2G $T/huge.bin
+if ldd "$CORE" 2>/dev/null | grep -q libasan; then
+    skip "gpt2-core's out-of-memory message under ulimit -v: AddressSanitizer reserves more address space than any limit allows"
+else
+    check_error "gpt2-core: a token file that does not fit in memory is named" "out of memory ($T/huge.bin)" \
+        bash -c "ulimit -v 1000000; exec '$CORE' $tiny --train $T/huge.bin"
+fi
+
 if ! ldd "$CORE" 2>/dev/null | grep -q libasan; then
     # Too little address space for OpenMP's threads: gpt2-core fails before it makes --out.
     big="--vocab 50257 --layers 2 --heads 2 --channels 64 --seq-len 64 -B 2 -T 32 --steps 2"

@@ -274,4 +274,71 @@ check_error "a loss mask whose header says -T -7: refused, naming the mask and t
     "^error: bad -T in loss mask ($T/hT/x_train.mask) at offset 20: expected 0 (not packed) or 2\.\.1048576, got -7" \
     "$GPT2" train --train "$T/hT/x_train.bin" --val "" "${MODEL[@]}" -B 1 -T 64 --steps 1
 
+
+# --- red team round 2 (issue 56) ------------------------------------------------------------------------------
+# mask_flags FILE OFFSET... / mask_clear FILE: flip the flags of tokens at OFFSET / clear every flag (a mask's
+# flags follow its 1024-byte header, one byte per token).
+mask_flags() { local f=$1 i; shift; for i in "$@"; do perl -e 'open(my $h, "+<:raw", $ARGV[0]) or die;
+    seek($h, 1024 + $ARGV[1], 0); read($h, my $b, 1); seek($h, 1024 + $ARGV[1], 0); print $h chr(1 - ord($b));' "$f" "$i"; done; }
+mask_clear() { perl -e 'open(my $h, "+<:raw", $ARGV[0]) or die; my $n = (-s $h) - 1024; seek($h, 1024, 0);
+    print $h "\0" x $n;' "$1"; }
+ntok() { echo $(( ($(stat -c %s "$1") - 1024) / 2 )); }
+# A mask scoring only a target past the last whole window (no window holds it) scores nothing: refused before step 1.
+mkdir -p "$T/reach" && cp "$T/lt/x_train.bin" "$T/lt/x_train.mask" "$T/reach/"
+n=$(ntok "$T/reach/x_train.bin") && RT=32 && [ $(((n - 1) % RT)) != 0 ] || RT=31
+mask_clear "$T/reach/x_train.mask" && mask_flags "$T/reach/x_train.mask" $((n - 1))
+check_error "a mask whose one scored target no window reaches (-T $RT, $n tokens) is refused before step 1" \
+    "no scored tokens in $T/reach/x_train.bin" \
+    "$GPT2" train --train "$T/reach/x_train.bin" --val "" "${MODEL[@]}" -B 1 -T $RT --steps 2
+# A resume on a mask that changed, appeared or was written in place names the mask.
+mkdir -p "$T/rm" && cp "$T/lr/x_train.bin" "$T/lr/x_train.mask" "$T/rm/"
+RM=(--train "$T/rm/x_train.bin" --val "" "${MODEL[@]}" -B 1 -T 32 --no-shuffle --steps 6)
+"$GPT2" train "${RM[@]}" --stop-after 2 --out "$T/rm/a" >/dev/null 2>&1
+mask_flags "$T/rm/x_train.mask" 40
+check_error "a resume on a mask whose flags changed names the mask" \
+    "training data changed ($T/rm/a.*): the loss mask of $T/rm/x_train.bin ($T/rm/x_train.mask) holds other flags" \
+    "$GPT2" train --resume "$T/rm/a"
+mask_flags "$T/rm/x_train.mask" 40 && mv "$T/rm/x_train.mask" "$T/rm/away.mask"
+"$GPT2" train "${RM[@]}" --stop-after 2 --out "$T/rm/b" >/dev/null 2>&1  # trained on every token: no mask
+mv "$T/rm/away.mask" "$T/rm/x_train.mask"
+check_error "... and a mask that appeared since the run" \
+    "the loss mask of $T/rm/x_train.bin ($T/rm/x_train.mask) appeared beside it since the run" \
+    "$GPT2" train --resume "$T/rm/b"
+# ... and so does a format 2 run (from before loss masks): its train state rewritten as format 2 wrote it.
+mv "$T/rm/x_train.mask" "$T/rm/away.mask"
+"$GPT2" train "${RM[@]}" --stop-after 2 --out "$T/rm/c" >/dev/null 2>&1
+fnv64() {  # format 2's data hash: FNV-1a over the file's tokens, in 32-bit halves (no big integers)
+    perl -e 'open(my $h, "<:raw", $ARGV[0]) or die; local $/; my $d = substr(<$h>, 1024);
+        my ($hi, $lo) = (0x14650fb0, 0x739d0383);
+        for my $c (unpack("C*", $d)) { $lo ^= $c; my $l = $lo * 0x1b3;
+            $hi = ($hi * 0x1b3 + $lo * 0x100 + ($l >> 32)) & 0xffffffff; $lo = $l & 0xffffffff; }
+        printf("%08x%08x", $hi, $lo);' "$1"
+}
+perl -e 'my ($f, $hash) = @ARGV; open(my $h, "+<:raw", $f) or die; local $/; my $d = <$h>;
+    my $n = unpack("Q<", substr($d, 0, 8)); my $j = substr($d, 8, $n); my $rest = substr($d, 8 + $n);
+    $j =~ s/\s+$//; $j =~ s/"gpt2\.cpp train state 3"/"gpt2.cpp train state 2"/ or die;
+    $j =~ s/"data\.fingerprint":"\w+"/"data.fnv1a":"$hash"/ or die; $j =~ s/"data\.shards":"1",// or die;
+    $j =~ s/"loader\.shard_pos":"0",//; $j =~ s/"data\.(masks|content)":"[^"]*",?//g;
+    $j .= " " x ((8 - length($j) % 8) % 8);
+    seek($h, 0, 0); truncate($h, 0); print $h pack("Q<", length($j)) . $j . $rest;' \
+    "$T/rm/c/train_state.safetensors" "$(fnv64 "$T/rm/x_train.bin")"
+cp -r "$T/rm/c" "$T/rm/c2"
+"$GPT2" train --resume "$T/rm/c2" --stop-after 1 >"$T/rm/c2.out" 2>&1
+check "(the rewritten format 2 state resumes without the mask)" grep -q "resumed $T/rm/c2 at step 2" "$T/rm/c2.out"
+mv "$T/rm/away.mask" "$T/rm/x_train.mask"
+check_error "... a format 2 run on a file that has a loss mask since is refused, naming the mask" \
+    "the loss mask $T/rm/x_train.mask appeared beside $T/rm/x_train.bin since the run" "$GPT2" train --resume "$T/rm/c"
+# A mask written in place during the run (same size): the run stops at its next read, naming it.
+mkdir -p "$T/live" && cp "$T/lr/x_train.bin" "$T/lr/x_train.mask" "$T/live/"
+"$GPT2" train --train "$T/live/x_train.bin" --val "" "${MODEL[@]}" -B 1 -T 32 --steps 100000 >"$T/live.out" 2>&1 &
+pid=$!
+wait_for grep -q '^step  *3/' "$T/live.out"
+mask_flags "$T/live/x_train.mask" 3 4 5
+sleep 1
+kill -TERM $pid 2>/dev/null
+wait_bounded $pid 120
+rc=$?
+check "a loss mask written in place during the run stops it at the next read, naming it (exit $rc)" \
+    eval '[ $rc = 1 ] && grep -q "^error: loss mask changed during the run ($T/live/x_train.mask): it no longer holds the flags" "$T/live.out"'
+
 summary

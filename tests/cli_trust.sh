@@ -469,4 +469,44 @@ before=$(sum $T/lg.jsonl)
 "$GPT2" train --resume $T/lg --out $T/lg_new --steps 6 >$T/lg_new.out 2>&1
 check "train --resume RUN --out NEW does not append to RUN's --log, and says so" \
     eval '[ "$(sum $T/lg.jsonl)" = "$before" ] && grep -q "^note: not logging: $T/lg.s log $T/lg.jsonl stays as it was" $T/lg_new.out && grep -q "^saved $T/lg_new at step 6" $T/lg_new.out'
+
+# --- red team round 2 (issue 56) ---------------------------------------------------------------------------
+# nohup: a SIGHUP ignored when the run starts stays ignored, so closing the terminal does not stop it.
+(trap '' HUP; exec "$GPT2" train $tiny --val-every 0 --steps 400 --out $T/nohup) >$T/nohup.log 2>&1 &
+pid=$!
+for _ in $(seq 200); do grep -q '^step' $T/nohup.log && break; sleep 0.1; done
+kill -HUP $pid 2>/dev/null
+wait_bounded $pid 300
+rc=$?
+check "under nohup (SIGHUP ignored at start) a SIGHUP leaves train running to its end (exit $rc)" \
+    eval '[ $rc = 0 ] && grep -q "^saved $T/nohup at step 400" $T/nohup.log'
+# A token file written in place during the run (same length, valid ids): the run stops at its next read, naming
+# it, with the state before that step saved; a touch (its mtime moved, its tokens the same) goes on.
+live_run() {  # live_run NAME EDIT...: a long run on a copy of TOK, EDIT applied to the copy once steps are seen
+    local name=$1; shift
+    cp $TOK $T/$name.bin
+    "$GPT2" train ${tiny/--train $TOK/--train $T/$name.bin} --val '' --steps 100000 --out $T/$name >$T/$name.log 2>&1 &
+    local pid=$!
+    for _ in $(seq 200); do grep -q '^step  *3/' $T/$name.log && break; sleep 0.1; done
+    "$@"
+    sleep 1
+    kill -TERM $pid 2>/dev/null  # a run the edit did not stop is stopped here (exit 143)
+    wait_bounded $pid 120
+}
+live_run edited bash -c "printf '\x05\x00\x06\x00' | dd of=$T/edited.bin bs=1 seek=2048 conv=notrunc status=none"
+rc=$?
+check "a token file written in place during the run stops it at the next read, naming it (exit $rc)" \
+    eval '[ $rc = 1 ] && grep -q "^error: token file changed during the run ($T/edited.bin): it no longer holds the tokens" $T/edited.log'
+live_run touched touch $T/touched.bin
+rc=$?
+check "... while a touch (same tokens, a new mtime) leaves it training (exit $rc: stopped by SIGTERM)" \
+    eval '[ $rc = 143 ] && ! grep -q "changed during the run" $T/touched.log'
+# info on a run whose train state is cut short names it, rather than passing over it as a plain model
+cp -r $T/lg $T/cut && truncate -s 1000 $T/cut/train_state.safetensors
+check_error "info on a run whose train_state.safetensors is truncated names it" "$T/cut/train_state.safetensors" \
+    "$GPT2" info --model $T/cut
+check_error "a --steps behind a resumed run is refused, not noted and then nothing done" \
+    "bad value for --steps (train): the run $T/lg is at step 4 already, got 2" "$GPT2" train --resume $T/lg --steps 2
+check_error "a number with a leading space is malformed, as one with a trailing space is" \
+    "malformed value for --steps (train): expected an integer, got ' 5'" "$GPT2" train $tiny --steps ' 5'
 summary

@@ -290,6 +290,12 @@ mask_clear "$T/reach/x_train.mask" && mask_flags "$T/reach/x_train.mask" $((n - 
 check_error "a mask whose one scored target no window reaches (-T $RT, $n tokens) is refused before step 1" \
     "no scored tokens in $T/reach/x_train.bin" \
     "$GPT2" train --train "$T/reach/x_train.bin" --val "" "${MODEL[@]}" -B 1 -T $RT --steps 2
+# A run whose every step so far scored nothing saves no loss.png: there is no loss to draw.
+mask_clear "$T/reach/x_train.mask" && mask_flags "$T/reach/x_train.mask" $((RT + 1))  # window 1's
+"$GPT2" train --train "$T/reach/x_train.bin" --val "" "${MODEL[@]}" -B 1 -T $RT --no-shuffle --steps 1 \
+    --out "$T/reach/run" >"$T/reach/run.out" 2>&1
+check "a run whose one step scored nothing saves its checkpoint but no (empty) loss.png" \
+    eval 'grep -q "loss -- " "$T/reach/run.out" && [ -s "$T/reach/run/model.safetensors" ] && [ ! -e "$T/reach/run/loss.png" ]'
 # A resume on a mask that changed, appeared or was written in place names the mask.
 mkdir -p "$T/rm" && cp "$T/lr/x_train.bin" "$T/lr/x_train.mask" "$T/rm/"
 RM=(--train "$T/rm/x_train.bin" --val "" "${MODEL[@]}" -B 1 -T 32 --no-shuffle --steps 6)

@@ -149,7 +149,8 @@ void trainer_save(TrainRun* t, int step) {
     const AdamW& opt = grad_sync_whole_moments(t->sync, t->opt, t->model, &whole);
     if (t->run.out.empty()) return;  // another rank: its moments are sent
     const auto plot = [&](const std::string& staging) {
-        if (t->run.plot_in_out) plot_losses(path_join(staging, "loss.png"), {{"", h.train, h.val}});
+        if (t->run.plot_in_out && !(h.train.empty() && h.val.empty()))  // no loss yet (every step skipped): no plot
+            plot_losses(path_join(staging, "loss.png"), {{"", h.train, h.val}});
     };
     if (t->lora)
         lora_save(t->run.out, *t->lora, t->base_path, t->base_hash, t->train_dl, step, t->run_flags, h, plot);

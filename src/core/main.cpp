@@ -94,14 +94,9 @@ void parse(int argc, char** argv) {
     }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-    std::set_new_handler(  // an allocation that fails: one error line naming what was being read, not an abort
-        [] { fatal("out of memory (%s): an allocation failed; %s", oom_where.c_str(), oom_hint); });
-    parse(argc, argv);
-    Trainer t;
-    TrainOptions& o = t.opts;
+// The step's options from the flags, each checked.
+TrainOptions read_options() {
+    TrainOptions o;
     o.B = (int)integer("batch", 1, 1 << 16), o.T = (int)integer("tokens", 1, 1 << 20);
     o.steps = (int)integer("steps", 0, 1 << 30), o.accum = (int)integer("grad-accum", 1, 1 << 16);
     o.seed = (uint64_t)integer("seed", 0, LLONG_MAX);
@@ -114,6 +109,44 @@ int main(int argc, char** argv) {
         fatal("bad value for --lr-schedule (gpt2-core): expected cosine or constant, got '%s'", s.c_str());
     o.cosine = flags["lr-schedule"] == "cosine", o.shuffle = flags["no-shuffle"].empty();
     if (flags["train"].empty()) fatal("bad value for --train (gpt2-core): expected a token file, got ''");
+    return o;
+}
+
+// --model's weights (finite, and the geometry flags given beside it agreeing), else a random init of the
+// flags' geometry.
+void load_model(GPT2* m, uint64_t seed) {
+    const GPT2Config flag_cfg = config_make((int)integer("seq-len", 1, 1 << 20), (int)integer("vocab", 1, 65536),
+                                            (int)integer("layers", 1, 1000), (int)integer("heads", 1, 65536),
+                                            (int)integer("channels", 1, 65536));  // checked beside --model too
+    const std::string& model = flags["model"];
+    if (model.empty()) {
+        if (const std::string bad = config_check(flag_cfg, "gpt2-core flags"); !bad.empty()) fatal("%s", bad.c_str());
+        gpt2_build(m, flag_cfg);
+        gpt2_init_random(m, seed);
+        return;
+    }
+    oom_where = model, oom_hint = "expected a --model that fits in memory";
+    hf_load(m, model);
+    checkpoint_check_finite(*m, model, "expected finite weights");
+    oom_where = "gpt2-core", oom_hint = kOomHint;
+    const GPT2Config& c = m->cfg;  // a geometry flag given with it must say the same, as in gpt2 train
+    for (auto [name, has] : {std::pair{"layers", c.num_layers}, {"heads", c.num_heads}, {"channels", c.channels},
+                             {"seq-len", c.max_seq_len}, {"vocab", c.vocab_size}})
+        if (given.count(name) && integer(name, 1, INT_MAX) != has)  // its syntax and range checked above
+            fatal_hint(std::string("drop --") + name + ": --model sets the geometry",
+                       "bad value for --%s (gpt2-core): the --model %s has %d, got %s", name, model.c_str(), has,
+                       flags[name].c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::set_new_handler(  // an allocation that fails: one error line naming what was being read, not an abort
+        [] { fatal("out of memory (%s): an allocation failed; %s", oom_where.c_str(), oom_hint); });
+    parse(argc, argv);
+    Trainer t;
+    t.opts = read_options();
+    const TrainOptions& o = t.opts;
     // --out is made now, so a run that could not save fails before its first step; a run that fails removes
     // what it made there, and the directory once empty (a file someone else put there stays).
     const std::string out = flags["out"];
@@ -137,26 +170,7 @@ int main(int argc, char** argv) {
         std::filesystem::remove(out, err);
     });
 
-    const GPT2Config flag_cfg = config_make((int)integer("seq-len", 1, 1 << 20), (int)integer("vocab", 1, 65536),
-                                            (int)integer("layers", 1, 1000), (int)integer("heads", 1, 65536),
-                                            (int)integer("channels", 1, 65536));  // checked beside --model too
-    if (const std::string& model = flags["model"]; !model.empty()) {
-        oom_where = model, oom_hint = "expected a --model that fits in memory";
-        hf_load(&t.model, model);
-        checkpoint_check_finite(t.model, model, "expected finite weights");
-        oom_where = "gpt2-core", oom_hint = kOomHint;
-        const GPT2Config& m = t.model.cfg;  // a geometry flag given with it must say the same, as in gpt2 train
-        for (auto [name, has] : {std::pair{"layers", m.num_layers}, {"heads", m.num_heads}, {"channels", m.channels},
-                                 {"seq-len", m.max_seq_len}, {"vocab", m.vocab_size}})
-            if (given.count(name) && integer(name, 1, INT_MAX) != has)  // its syntax and range checked above
-                fatal_hint(std::string("drop --") + name + ": --model sets the geometry",
-                           "bad value for --%s (gpt2-core): the --model %s has %d, got %s", name, model.c_str(), has,
-                           flags[name].c_str());
-    } else {
-        if (const std::string bad = config_check(flag_cfg, "gpt2-core flags"); !bad.empty()) fatal("%s", bad.c_str());
-        gpt2_build(&t.model, flag_cfg);
-        gpt2_init_random(&t.model, o.seed);
-    }
+    load_model(&t.model, o.seed);
     const GPT2Config& cfg = t.model.cfg;
     if (o.T > cfg.max_seq_len) fatal("bad value for -T (gpt2-core): expected at most %d, got %d", cfg.max_seq_len, o.T);
     gpt2_enable_training(&t.model);

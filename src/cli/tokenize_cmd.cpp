@@ -318,16 +318,16 @@ int encode_inputs(TextStream* stream, const Tokenizer& tok, const TokenizeOption
     size_t val_from = 0;
     stop_catch(true);  // a signal ends the loop after the batch at hand
     for (;;) {
+        const int published = o.to_ids ? 0 : out->writer->published();
+        const std::string what = std::to_string(published) + (published == 1 ? " file" : " files") +
+                                 " published, the one being written removed; run the same command again to start over";
         if (const int sig = stop_requested()) {
             progress.close();
-            const int published = o.to_ids ? 0 : out->writer->published();
             out->writer.reset();  // removes the staged file(s)
-            fprintf(stderr,
-                    "interrupted by %s: %d file%s published, the one being written removed; run the same command "
-                    "again to start over\n",
-                    stop_signal_name(sig), published, published == 1 ? "" : "s");
+            fprintf(stderr, "interrupted by %s: %s\n", stop_signal_name(sig), what.c_str());
             return 128 + sig;
         }
+        stop_blocked_what(what);  // said by a signal that ends a wait for input (a pipe's) at once
         batch.clear();
         size_t bytes = 0;
         TextPart part;

@@ -23,6 +23,23 @@ void stop_catch(bool on);
 void stop_catch_abort(const std::string& what);
 // Ends the command there when stop_catch_abort is on and a stop signal came; else does nothing.
 void stop_point();
+// While one is alive the command waits for input that may never come (opening a FIFO or a device, reading one,
+// or stdin from a pipe or a terminal) in a call that a flag cannot cut short: a stop signal then ends the process
+// at once, as a second one would (the staged files below removed), after one line `interrupted by SIGINT: <what>`
+// with the what stop_catch_abort or stop_blocked_what last gave (none when neither did). A stop that came before
+// it ends the command there. Off (false): nothing changes, as for a regular file, whose reads always return.
+class StopWhileBlocked {
+public:
+    explicit StopWhileBlocked(bool on);
+    ~StopWhileBlocked();
+    StopWhileBlocked(const StopWhileBlocked&) = delete;
+    StopWhileBlocked& operator=(const StopWhileBlocked&) = delete;
+
+private:
+    bool on_;
+};
+// The what of that line for a command that polls (stop_catch); stop_catch_abort sets its own.
+void stop_blocked_what(const std::string& what);
 // The signal that asked the command to stop, or 0.
 int stop_requested();
 // Records a stop that reached another process of the run (MPI ranks share their flags).

@@ -139,8 +139,9 @@ CliArgs tokenize_args(int argc, char** argv) {
          true},
         {"tokens", "T", "1024", "--instructions: the window the examples are packed into (train's -T)"},
         {"val-examples", "", "",
-         "--instructions: N examples are val, spread evenly over the inputs (every (examples / N)-th, the last "
-         "included; default: 10%, at least 1)"},
+         "--instructions: N examples are val, spread evenly over the examples in input order (every (examples / "
+         "N)-th, the last included: an input with fewer examples than that may have none in val; default: 10%, at "
+         "least 1)"},
         {"tokenizer", "", "",
          "directory with encoder.json + vocab.bpe or vocab.json + merges.txt (default: $GPT2_DATA_DIR/gpt2 or "
          "data/gpt2)"},
@@ -458,7 +459,8 @@ int finish_outputs(const TokenizeOptions& o, TokenizeOutputs* out, const TextStr
 }
 
 // tokenize --instructions: each JSONL line an example (text/instructions.h), its segments encoded one by one
-// and closed by a scored <|endoftext|>; every (n / val)-th example val (so val has every input's shapes); each
+// and closed by a scored <|endoftext|>; every (n / val)-th example val, counted over all the inputs in order (an
+// input shorter than that stride may have none in val, so val need not hold every input's shapes); each
 // part packed into -T windows as it goes (formats/loss_mask.h's PackWriter) and staged as a token file with its
 // loss mask beside it, the four files published together once all are written. Memory: the examples, held
 // until the split (3 bytes a token), and the input file being read; each part's packing adds one window and

@@ -109,18 +109,18 @@ check "packing the fixture set into -T 128 windows: whole examples, each window 
 utilisation=$(grep -o "^packed train: .*" "$T/pack.err")
 echo "    ($utilisation)"
 
-# An example longer than T-1 tokens is split across windows, and said so; its tokens stay in order.
+# An example longer than T tokens is split across windows, and said so; its tokens stay in order.
 long_split() {
     printf '{"prompt": "%s", "completion": " yes"}\n{"prompt": "a", "completion": "b"}\n{"prompt": "c", "completion": "d"}\n' \
         "$(repeat 40 word)" >"$T/long.jsonl"
     "$GPT2" tokenize --instructions -T 16 --val-examples 1 -o "$T/long/x" "$T/long.jsonl" >/dev/null 2>"$T/long.err" || return 1
     cat "$T/long.err"
-    grep -q "^packed train: 2 examples .*; 1 longer than 15 tokens split across windows" "$T/long.err" || return 1
+    grep -q "^packed train: 2 examples .*; 1 longer than 16 tokens split across windows" "$T/long.err" || return 1
     WANT_TOK="" WANT_MASK=""
     seg 0 "$(repeat 40 word)"
     tokens_of "$T/long/x_train.bin" | grep -q -- "$EOT $(echo $WANT_TOK) $(ids " yes") $EOT"
 }
-check "an example longer than -T - 1 is split across windows, in order, and reported" long_split
+check "an example longer than -T is split across windows, in order, and reported" long_split
 # An example of exactly T tokens fills one window's T targets: its closing <|endoftext|> (scored) is the next
 # window's first token. It is not split, and no window of padding follows it (red team D5).
 exact_window() {
@@ -136,7 +136,8 @@ exact_window() {
 }
 check "an example of exactly -T tokens takes one window: not split, no padding window after it" exact_window
 
-# Val is spread over the inputs: every (examples / N)-th example, so with several files it is not all the last one's.
+# Val is spread over the examples in input order: every (examples / N)-th, so with several files it is not all the
+# last one's.
 val_spread() {
     printf '{"prompt": "q", "completion": " %s"}\n' red green blue >"$T/s1.jsonl"
     printf '{"prompt": "q", "completion": " %s"}\n' cat dog cow >"$T/s2.jsonl"

@@ -584,7 +584,7 @@ void print_packed(const char* part, const PackStats& st, int T) {
             part, st.examples, st.windows, st.windows == 1 ? "" : "s", T, st.example_tokens, window_tokens,
             100.0 * (double)st.example_tokens / (double)window_tokens, st.scored,
             100.0 * (double)st.scored / (double)window_tokens,
-            st.split ? ("; " + std::to_string(st.split) + " longer than " + std::to_string(T - 1) +
+            st.split ? ("; " + std::to_string(st.split) + " longer than " + std::to_string(T) +
                         " tokens split across windows").c_str()
                      : "");
 }

@@ -130,7 +130,7 @@ exact_window() {
     grep -q "^packed train: 2 examples into 2 windows of -T 16: 31 of 32 tokens used" "$T/exact.err" || return 1
     ! grep -q split "$T/exact.err" || return 1
     local x13 x14 y
-    x13=$(ids "$(printf ' x%.0s' $(seq 13))") x14=$(ids "$(printf ' x%.0s' $(seq 14))") y=$(ids " y")
+    x13=$(ids "$(repeat 13 x)") x14=$(ids "$(repeat 14 x)") y=$(ids " y")
     [ "$(tokens_of "$T/exact/x_train.bin")" = "$(echo $EOT $x13 $y $EOT $EOT $x14 $y $EOT)" ] || return 1
     [ "$(mask_of "$T/exact/x_train.mask")" = "$(echo 0 $(repeat 13 0) 1 1 0 $(repeat 14 0) 1 1)" ]
 }

@@ -460,11 +460,10 @@ int finish_outputs(const TokenizeOptions& o, TokenizeOutputs* out, const TextStr
 
 // tokenize --instructions: each JSONL line an example (text/instructions.h), its segments encoded one by one
 // and closed by a scored <|endoftext|>; every (n / val)-th example val, counted over all the inputs in order (an
-// input shorter than that stride may have none in val, so val need not hold every input's shapes); each
-// part packed into -T windows as it goes (formats/loss_mask.h's PackWriter) and staged as a token file with its
-// loss mask beside it, the four files published together once all are written. Memory: the examples, held
-// until the split (3 bytes a token), and the input file being read; each part's packing adds one window and
-// its look-ahead, however many windows it fills.
+// input shorter than that stride may have none in val); each part packed into -T windows as it goes
+// (formats/loss_mask.h's PackWriter) and staged as a token file with its loss mask beside it, the four files
+// published together once all are written. Memory: the examples, held until the split (3 bytes a token), and the
+// input file being read; each part's packing adds one window and its look-ahead, however many windows it fills.
 const size_t kMaxInstructionBytes = (size_t)1 << 30;  // the inputs of tokenize --instructions together
 
 // Every example of the inputs, compactly: their tokens and scored flags end to end.

@@ -514,8 +514,14 @@ void add_instruction(const std::string& row, const std::string& name, int line, 
     if (bad != std::string::npos)
         fatal("invalid UTF-8 (%s line %d) at byte %zu of the line: 0x%02x; expected UTF-8 text (save the file as "
               "UTF-8)", name.c_str(), line, bad + 1, (unsigned char)row[bad]);
-    if (!json_parse_line(row.data(), row.size(), &obj, &err))
+    if (!json_parse_line(row.data(), row.size(), &obj, &err)) {
+        const size_t cr = row.find('\r');  // JSON's whitespace, so only a line that does not parse is asked about it
+        if (cr != std::string::npos && row.find_first_not_of(" \t\r", cr) != std::string::npos)
+            fatal_hint("convert the line ends, e.g. tr '\\r' '\\n' < IN > OUT",
+                       "CR line endings (%s line %d): expected JSON lines ending in LF (\\n) or CR LF, got lines "
+                       "ended by CR (\\r) alone (old Mac text), read as one line", name.c_str(), line);
         fatal("malformed JSON (%s line %d): %s", name.c_str(), line, err.c_str());
+    }
     if (!instruction_segments(obj, &segments, &shape, &err))
         fatal("bad instruction example (%s line %d): %s", name.c_str(), line, err.c_str());
     ex->shapes[(int)shape]++;
@@ -531,6 +537,21 @@ void add_instruction(const std::string& row, const std::string& name, int line, 
     ex->tokens.push_back(kTokenizerEot);  // the end of the answer: scored, so the model learns to stop
     ex->scored.push_back(1);
     ex->ends.push_back(ex->tokens.size());
+}
+
+// A token file or a loss mask given as an input (a glob that takes in an earlier run's outputs) is named as one,
+// not read as a line of invalid UTF-8.
+void refuse_binary_input(const std::string& text, const std::string& name) {
+    int32_t magic = 0;
+    if (text.size() < sizeof(magic)) return;
+    memcpy(&magic, text.data(), sizeof(magic));
+    const char* hint = "give tokenize --instructions the JSON lines; train takes the token files it wrote";
+    if (magic == kTokenFileMagic)
+        fatal_hint(hint, "a token file, not JSON lines (%s): expected instruction JSON lines, got a file starting with "
+                   "the token-file magic %d", name.c_str(), kTokenFileMagic);
+    if (magic == kLossMaskMagic)
+        fatal_hint(hint, "a loss mask, not JSON lines (%s): expected instruction JSON lines, got a file starting with "
+                   "the loss-mask magic %d", name.c_str(), kLossMaskMagic);
 }
 
 // Reads every input's JSON lines into *ex. The inputs are capped together (the examples are held until the split
@@ -554,6 +575,7 @@ void read_instructions(const CliArgs& args, Tokenizer* tok, InstructionExamples*
         const std::string text = text_read(path, input_left, too_large);
         input_left -= text.size();
         const std::string name = path == "-" ? "stdin" : path;
+        refuse_binary_input(text, name);
         size_t start = 0;
         for (int line = 1; start < text.size(); line++) {
             size_t end = text.find('\n', start);

@@ -2,8 +2,9 @@
 // (tests/cli_rules.sh fails when one does).
 //   - SIGINT, SIGTERM, SIGHUP: while a command catches them (stop_catch), the first one only sets a flag
 //     that its loop polls: it finishes the unit of work at hand (a step, a batch), saves or cleans up, says
-//     what happened and how to go on, and exits 128 + the signal. A second signal, or one arriving while
-//     nothing catches it, ends the process at once, after removing the staged files listed here.
+//     what happened and how to go on, and exits 128 + the signal. A second signal, one arriving while
+//     nothing catches it, or one while the command waits for input that may never come (StopWhileBlocked: a
+//     FIFO, a pipe, a terminal), ends the process at once, after removing the staged files listed here.
 //   - SIGPIPE and SIGXFSZ are ignored: the failed write reports itself in one error line.
 //   - SIGBUS (a mapped file shrank under the run) inside stop_guard_bus returns to the caller as a failure.
 // What each command does on the first SIGINT, SIGTERM or SIGHUP: train finishes the step (or the sample being

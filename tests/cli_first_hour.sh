@@ -72,7 +72,7 @@ else fail "--optimizer-state bf16 says the AdamW state is bf16"; grep precision 
 "$GPT2" info --model $R >"$TEST_TMP/info"
 last_train=$(grep '"loss"' $R.jsonl | tail -1 | sed 's/.*"loss":\([0-9.]*\).*/\1/')
 last_val=$(grep '"val_loss"' $R.jsonl | tail -1 | sed 's/.*"val_loss":\([0-9.]*\).*/\1/')
-if grep -q '^run: step 8 of 8 (--steps), 512 tokens trained on (64 per step)$' "$TEST_TMP/info" &&
+if grep -q '^run: step 8 of 8 (--steps), 512 tokens read (64 per step)$' "$TEST_TMP/info" &&
     grep -q "^last train loss: $last_train (step 8)$" "$TEST_TMP/info" &&
     grep -q "^last val loss: $last_val (step 8)$" "$TEST_TMP/info" && grep -q '^precision: fp32$' "$TEST_TMP/info" &&
     grep -q "^data: --train $(pwd)/$TOK, --val $(pwd)/$TOK$" "$TEST_TMP/info" &&  # recorded absolute grep -q -- '--lr 3e-4' "$TEST_TMP/info" &&

@@ -109,20 +109,35 @@ check "packing the fixture set into -T 128 windows: whole examples, each window 
 utilisation=$(grep -o "^packed train: .*" "$T/pack.err")
 echo "    ($utilisation)"
 
-# An example longer than T-1 tokens is split across windows, and said so; its tokens stay in order.
+# An example longer than T tokens is split across windows, and said so; its tokens stay in order.
 long_split() {
     printf '{"prompt": "%s", "completion": " yes"}\n{"prompt": "a", "completion": "b"}\n{"prompt": "c", "completion": "d"}\n' \
         "$(repeat 40 word)" >"$T/long.jsonl"
     "$GPT2" tokenize --instructions -T 16 --val-examples 1 -o "$T/long/x" "$T/long.jsonl" >/dev/null 2>"$T/long.err" || return 1
     cat "$T/long.err"
-    grep -q "^packed train: 2 examples .*; 1 longer than 15 tokens split across windows" "$T/long.err" || return 1
+    grep -q "^packed train: 2 examples .*; 1 longer than 16 tokens split across windows" "$T/long.err" || return 1
     WANT_TOK="" WANT_MASK=""
     seg 0 "$(repeat 40 word)"
     tokens_of "$T/long/x_train.bin" | grep -q -- "$EOT $(echo $WANT_TOK) $(ids " yes") $EOT"
 }
-check "an example longer than -T - 1 is split across windows, in order, and reported" long_split
+check "an example longer than -T is split across windows, in order, and reported" long_split
+# An example of exactly T tokens fills one window's T targets: its closing <|endoftext|> (scored) is the next
+# window's first token. It is not split, and no window of padding follows it (red team D5).
+exact_window() {
+    printf '{"prompt": "%s", "completion": " y"}\n' "$(repeat 13 x)" "$(repeat 14 x)" "$(repeat 12 x)" >"$T/exact.jsonl"
+    "$GPT2" tokenize --instructions -T 16 --val-examples 1 -o "$T/exact/x" "$T/exact.jsonl" >/dev/null 2>"$T/exact.err" || return 1
+    cat "$T/exact.err"
+    grep -q "^packed train: 2 examples into 2 windows of -T 16: 31 of 32 tokens used" "$T/exact.err" || return 1
+    ! grep -q split "$T/exact.err" || return 1
+    local x13 x14 y
+    x13=$(ids "$(repeat 13 x)") x14=$(ids "$(repeat 14 x)") y=$(ids " y")
+    [ "$(tokens_of "$T/exact/x_train.bin")" = "$(echo $EOT $x13 $y $EOT $EOT $x14 $y $EOT)" ] || return 1
+    [ "$(mask_of "$T/exact/x_train.mask")" = "$(echo 0 $(repeat 13 0) 1 1 0 $(repeat 14 0) 1 1)" ]
+}
+check "an example of exactly -T tokens takes one window: not split, no padding window after it" exact_window
 
-# Val is spread over the inputs: every (examples / N)-th example, so with several files it is not all the last one's.
+# Val is spread over the examples in input order: every (examples / N)-th, so with several files it is not all the
+# last one's.
 val_spread() {
     printf '{"prompt": "q", "completion": " %s"}\n' red green blue >"$T/s1.jsonl"
     printf '{"prompt": "q", "completion": " %s"}\n' cat dog cow >"$T/s2.jsonl"
@@ -138,6 +153,15 @@ val_spread() {
     done
 }
 check "--val-examples 3 of 9 examples in 3 files: val is every third (blue, cow, three), train the rest" val_spread
+# The help says what the split does, no more: every (examples / N)-th example in input order, which can miss a
+# file shorter than that stride, not "every input's shapes" (red team D4).
+val_help() {
+    "$GPT2" tokenize --help >"$T/help.out" 2>&1 || return 1
+    grep -q "spread evenly over the examples in input order" "$T/help.out" || return 1
+    grep -q "may have none in val" "$T/help.out" || return 1
+    ! grep -q "spread evenly over the inputs" "$T/help.out" && ! grep -rq "every input.*shapes" src
+}
+check "tokenize --help: val is every (examples / N)-th example in input order; a short input may have none" val_help
 
 # Outputs are checked and published together: a user's file at one of the four paths stops the run before any
 # is written, so no token file is ever left without its mask.

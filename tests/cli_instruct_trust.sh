@@ -46,6 +46,14 @@ skipped_step() {
     head -c 4000 "$T/lt/a/train_state.safetensors" | grep -aq '"adamw.step":"1"' || return 1  # steps 2-4 skipped
 }
 check "a step that scores no token: 'loss --', the log's loss null, and no AdamW step (adamw.step counts only updates)" skipped_step
+# info counts the tokens the steps read and says how many steps were skipped: not "trained on" (red team D8).
+info_skipped() {
+    "$GPT2" info --model "$T/lt/a" >"$T/sk.info" 2>&1 || { cat "$T/sk.info"; return 1; }
+    grep "^run:" "$T/sk.info"
+    grep -q "^run: step 4 of 4 (--steps), 128 tokens read (32 per step), 3 steps skipped (their batches scored no token)$" \
+        "$T/sk.info" && ! grep -q "trained on" "$T/sk.info"
+}
+check "... info: 128 tokens read, 3 steps skipped (not '128 tokens trained on')" info_skipped
 no_speed() {
     grep "^step *[234]/4 " "$T/sk.out" | grep -q . || return 1
     ! grep "^step *[234]/4 " "$T/sk.out" | grep -q "ms |\|tok/s"
@@ -346,5 +354,53 @@ wait_bounded $pid 120
 rc=$?
 check "a loss mask written in place during the run stops it at the next read, naming it (exit $rc)" \
     eval '[ $rc = 1 ] && grep -q "^error: loss mask changed during the run ($T/live/x_train.mask): it no longer holds the flags" "$T/live.out"'
+
+# --- 18: a stop signal ends tokenize while it waits for input that may never come (red team D1) ---------------
+# stop_blocked NAME SIG RC CMD...: CMD, started in the background, blocks opening or reading its input; one SIG
+# ends it within 10 s with RC, one `interrupted by SIG` line, and nothing left in $T/bk (outputs, locks, dirs).
+stop_blocked() {
+    local name=$1 sig=$2 want=$3 pid rc
+    shift 3
+    rm -rf "$T/bk" && mkdir -p "$T/bk"
+    "$@" >"$T/bk.out" 2>"$T/bk.err" &
+    pid=$!
+    sleep 1.5  # blocked by then (the tokenizer loads in well under a second)
+    kill -"$sig" $pid
+    wait_bounded $pid 10
+    rc=$?
+    cat "$T/bk.err"
+    if [ $rc = "$want" ] && [ "$(grep -c "^interrupted by SIG$sig: " "$T/bk.err")" = 1 ] && [ -z "$(ls -A "$T/bk")" ]; then
+        pass "$name"
+    else
+        fail "$name (exit $rc, wanted $want and one 'interrupted by SIG$sig' line; left: $(ls -A "$T/bk" | tr '\n' ' '))"
+    fi
+}
+rm -f "$T/ff" && mkfifo "$T/ff"
+stop_blocked "tokenize --instructions on a FIFO with no writer: the first SIGTERM ends it (143), said, nothing left" \
+    TERM 143 "$GPT2" tokenize --instructions -T 64 -o "$T/bk/p" "$T/ff"
+stop_blocked "plain tokenize on a FIFO with no writer: the first SIGINT ends it (130), said, nothing left" \
+    INT 130 "$GPT2" tokenize --jsonl-field text -o "$T/bk/p" "$T/ff"
+exec 7<>"$T/ff"  # a writer that never writes: the open returns, the read waits
+stop_blocked "tokenize --instructions reading a silent pipe on stdin: the first SIGINT ends it (130), said" \
+    INT 130 bash -c "exec \"\$0\" tokenize --instructions -T 64 -o '$T/bk/p' - <'$T/ff'" "$GPT2"
+stop_blocked "plain tokenize reading a FIFO whose writer is silent: the first SIGTERM ends it (143), said" \
+    TERM 143 "$GPT2" tokenize --jsonl-field text -o "$T/bk/p" "$T/ff"
+exec 7>&-
+# A regular file keeps the graceful stop: still refused or finished as before (no change for files).
+check "tokenize --instructions on a regular file still runs to the end" \
+    "$GPT2" tokenize --instructions -T 64 -o "$T/rg/x" $FIX/prompt_completion.jsonl
+
+# --- 19: what tokenize --instructions is given instead of JSON lines is named (red team D9) -------------------
+"$GPT2" tokenize --instructions -T 64 -o "$T/tf/" $FIX/prompt_completion.jsonl >/dev/null 2>&1
+check_error "tokenize --instructions given a token file: said to be a token file, not JSON lines" \
+    "^error: a token file, not JSON lines ($T/tf/train.bin): expected instruction JSON lines" \
+    "$GPT2" tokenize --instructions -T 64 -o "$T/tf2/x" $FIX/prompt_completion.jsonl "$T/tf/train.bin"
+check_error "tokenize --instructions given a loss mask: said to be a loss mask, not JSON lines" \
+    "^error: a loss mask, not JSON lines ($T/tf/train.mask): expected instruction JSON lines" \
+    "$GPT2" tokenize --instructions -T 64 -o "$T/tf2/x" "$T/tf/train.mask"
+head -n 3 $FIX/prompt_completion.jsonl | tr '\n' '\r' >"$T/cr.jsonl"
+check_error "CR-only line ends (old Mac): the message names them" \
+    "^error: CR line endings ($T/cr.jsonl line 1): expected JSON lines ending in LF" \
+    "$GPT2" tokenize --instructions -T 64 -o "$T/cr/x" "$T/cr.jsonl"
 
 summary

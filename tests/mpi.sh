@@ -307,7 +307,7 @@ resume_ranks 2 3
 resume_ranks 3 2
 check "... and the log counts 84 tokens a step on" grep -q '"step":40,.*"tokens":3360}' $W/rr23.jsonl
 check "info on the 3-rank checkpoint: its tokens and the mpirun line to go on" \
-    eval "$GPT2_MPI info --model $W/rr23 >$W/info.out && grep -q 'tokens trained on (84 per step)' $W/info.out &&
+    eval "$GPT2_MPI info --model $W/rr23 >$W/info.out && grep -q 'tokens read (84 per step)' $W/info.out &&
           grep -q 'train on with: mpirun -np 3 ./gpt2-mpi train --resume $W/rr23' $W/info.out"
 # ZeRO-1's moments are saved whole and split again for the ranks that load them.
 "${MPIRUN[@]}" -np 2 "$GPT2_MPI" "${C[@]}" --grad-accum 3 --zero 1 --log $W/gz.jsonl --out $W/gz >/dev/null 2>&1

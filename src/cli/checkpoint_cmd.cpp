@@ -40,8 +40,14 @@ void print_run(const std::string& dir) {
     };
     const long long steps = num("steps", 200), B = num("batch", 8), T = num("tokens", 64),
                     accum = num("grad-accum", 1), ranks = num("ranks", 1);
-    printf("run: step %d of %lld (--steps), %lld tokens trained on (%lld per step)\n", ts.step, steps,
+    // read, not trained on: a step whose batches scored no token (loss masks) read its tokens and was skipped
+    const int skipped = ts.step - ts.adamw_step;
+    printf("run: step %d of %lld (--steps), %lld tokens read (%lld per step)", ts.step, steps,
            ts.step * B * T * accum * ranks, B * T * accum * ranks);
+    if (skipped > 0)
+        printf(", %d step%s skipped (%s batches scored no token)", skipped, skipped == 1 ? "" : "s",
+               skipped == 1 ? "its" : "their");
+    printf("\n");
     if (!ts.history.train.empty())
         printf("last train loss: %.6f (step %d)\n", ts.history.train.back().second, ts.history.train.back().first);
     if (!ts.history.val.empty())

@@ -139,8 +139,9 @@ CliArgs tokenize_args(int argc, char** argv) {
          true},
         {"tokens", "T", "1024", "--instructions: the window the examples are packed into (train's -T)"},
         {"val-examples", "", "",
-         "--instructions: N examples are val, spread evenly over the inputs (every (examples / N)-th, the last "
-         "included; default: 10%, at least 1)"},
+         "--instructions: N examples are val, spread evenly over the examples in input order (every (examples / "
+         "N)-th, the last included: an input with fewer examples than that may have none in val; default: 10%, at "
+         "least 1)"},
         {"tokenizer", "", "",
          "directory with encoder.json + vocab.bpe or vocab.json + merges.txt (default: $GPT2_DATA_DIR/gpt2 or "
          "data/gpt2)"},
@@ -318,16 +319,16 @@ int encode_inputs(TextStream* stream, const Tokenizer& tok, const TokenizeOption
     size_t val_from = 0;
     stop_catch(true);  // a signal ends the loop after the batch at hand
     for (;;) {
+        const int published = o.to_ids ? 0 : out->writer->published();
+        const std::string what = std::to_string(published) + (published == 1 ? " file" : " files") +
+                                 " published, the one being written removed; run the same command again to start over";
         if (const int sig = stop_requested()) {
             progress.close();
-            const int published = o.to_ids ? 0 : out->writer->published();
             out->writer.reset();  // removes the staged file(s)
-            fprintf(stderr,
-                    "interrupted by %s: %d file%s published, the one being written removed; run the same command "
-                    "again to start over\n",
-                    stop_signal_name(sig), published, published == 1 ? "" : "s");
+            fprintf(stderr, "interrupted by %s: %s\n", stop_signal_name(sig), what.c_str());
             return 128 + sig;
         }
+        stop_blocked_what(what);  // said by a signal that ends a wait for input (a pipe's) at once
         batch.clear();
         size_t bytes = 0;
         TextPart part;
@@ -458,11 +459,11 @@ int finish_outputs(const TokenizeOptions& o, TokenizeOutputs* out, const TextStr
 }
 
 // tokenize --instructions: each JSONL line an example (text/instructions.h), its segments encoded one by one
-// and closed by a scored <|endoftext|>; every (n / val)-th example val (so val has every input's shapes); each
-// part packed into -T windows as it goes (formats/loss_mask.h's PackWriter) and staged as a token file with its
-// loss mask beside it, the four files published together once all are written. Memory: the examples, held
-// until the split (3 bytes a token), and the input file being read; each part's packing adds one window and
-// its look-ahead, however many windows it fills.
+// and closed by a scored <|endoftext|>; every (n / val)-th example val, counted over all the inputs in order (an
+// input shorter than that stride may have none in val); each part packed into -T windows as it goes
+// (formats/loss_mask.h's PackWriter) and staged as a token file with its loss mask beside it, the four files
+// published together once all are written. Memory: the examples, held until the split (3 bytes a token), and the
+// input file being read; each part's packing adds one window and its look-ahead, however many windows it fills.
 const size_t kMaxInstructionBytes = (size_t)1 << 30;  // the inputs of tokenize --instructions together
 
 // Every example of the inputs, compactly: their tokens and scored flags end to end.
@@ -513,8 +514,14 @@ void add_instruction(const std::string& row, const std::string& name, int line, 
     if (bad != std::string::npos)
         fatal("invalid UTF-8 (%s line %d) at byte %zu of the line: 0x%02x; expected UTF-8 text (save the file as "
               "UTF-8)", name.c_str(), line, bad + 1, (unsigned char)row[bad]);
-    if (!json_parse_line(row.data(), row.size(), &obj, &err))
+    if (!json_parse_line(row.data(), row.size(), &obj, &err)) {
+        const size_t cr = row.find('\r');  // JSON's whitespace, so only a line that does not parse is asked about it
+        if (cr != std::string::npos && row.find_first_not_of(" \t\r", cr) != std::string::npos)
+            fatal_hint("convert the line ends, e.g. tr '\\r' '\\n' < IN > OUT",
+                       "CR line endings (%s line %d): expected JSON lines ending in LF (\\n) or CR LF, got lines "
+                       "ended by CR (\\r) alone (old Mac text), read as one line", name.c_str(), line);
         fatal("malformed JSON (%s line %d): %s", name.c_str(), line, err.c_str());
+    }
     if (!instruction_segments(obj, &segments, &shape, &err))
         fatal("bad instruction example (%s line %d): %s", name.c_str(), line, err.c_str());
     ex->shapes[(int)shape]++;
@@ -530,6 +537,21 @@ void add_instruction(const std::string& row, const std::string& name, int line, 
     ex->tokens.push_back(kTokenizerEot);  // the end of the answer: scored, so the model learns to stop
     ex->scored.push_back(1);
     ex->ends.push_back(ex->tokens.size());
+}
+
+// A token file or a loss mask given as an input (a glob that takes in an earlier run's outputs) is named as one,
+// not read as a line of invalid UTF-8.
+void refuse_binary_input(const std::string& text, const std::string& name) {
+    int32_t magic = 0;
+    if (text.size() < sizeof(magic)) return;
+    memcpy(&magic, text.data(), sizeof(magic));
+    const char* hint = "give tokenize --instructions the JSON lines; train takes the token files it wrote";
+    if (magic == kTokenFileMagic)
+        fatal_hint(hint, "a token file, not JSON lines (%s): expected instruction JSON lines, got a file starting with "
+                   "the token-file magic %d", name.c_str(), kTokenFileMagic);
+    if (magic == kLossMaskMagic)
+        fatal_hint(hint, "a loss mask, not JSON lines (%s): expected instruction JSON lines, got a file starting with "
+                   "the loss-mask magic %d", name.c_str(), kLossMaskMagic);
 }
 
 // Reads every input's JSON lines into *ex. The inputs are capped together (the examples are held until the split
@@ -553,6 +575,7 @@ void read_instructions(const CliArgs& args, Tokenizer* tok, InstructionExamples*
         const std::string text = text_read(path, input_left, too_large);
         input_left -= text.size();
         const std::string name = path == "-" ? "stdin" : path;
+        refuse_binary_input(text, name);
         size_t start = 0;
         for (int line = 1; start < text.size(); line++) {
             size_t end = text.find('\n', start);
@@ -582,7 +605,7 @@ void print_packed(const char* part, const PackStats& st, int T) {
             part, st.examples, st.windows, st.windows == 1 ? "" : "s", T, st.example_tokens, window_tokens,
             100.0 * (double)st.example_tokens / (double)window_tokens, st.scored,
             100.0 * (double)st.scored / (double)window_tokens,
-            st.split ? ("; " + std::to_string(st.split) + " longer than " + std::to_string(T - 1) +
+            st.split ? ("; " + std::to_string(st.split) + " longer than " + std::to_string(T) +
                         " tokens split across windows").c_str()
                      : "");
 }

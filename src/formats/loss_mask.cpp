@@ -111,7 +111,8 @@ void PackWriter::add(PackedExample e) {
 
 // One step of best fit: the longest pending example that fits the open slot's room (a fresh slot's when none is
 // open), the first of equals; when none fits, the slot closes, and the first long example waiting takes slots of
-// its own.
+// its own. A long example of a multiple of T tokens ending in <|endoftext|> fills its windows' targets exactly: that
+// token, the last window's last target, is the next slot's first, and the slot stays open (carried) for the next.
 void PackWriter::place_one() {
     const size_t room = slot_open_ ? room_ : T_ - 1;
     auto it = fitting_.upper_bound({room, UINT64_MAX});  // the first longer than room
@@ -124,15 +125,19 @@ void PackWriter::place_one() {
         put(seq);
         return;
     }
-    if (slot_open_) pad_to_slot();
+    const bool carried = slot_open_ && room_ == T_ - 1;  // the slot holds only its first token, a long one's last
+    if (slot_open_ && !(carried && !long_.empty())) pad_to_slot();
     slot_open_ = false;
     if (long_.empty()) return;
     const uint64_t seq = long_.front();
     long_.pop_front();
-    emit(eot_, 0);
+    if (!carried) emit(eot_, 0);
+    const size_t n = pending_.at(seq).tokens.size();
+    const bool ends_eot = pending_.at(seq).tokens.back() == eot_;
     put(seq);
-    stats_.split++;
-    pad_to_slot();
+    if (n > T_) stats_.split++;  // its targets fall into more than one window
+    if (ends_eot && stats_.written % T_ == 1) slot_open_ = true, room_ = T_ - 1;  // carried
+    else pad_to_slot();
 }
 
 void PackWriter::put(uint64_t seq) {
@@ -174,9 +179,13 @@ void PackWriter::flush() {
 
 std::vector<std::unique_ptr<OutputFile>> PackWriter::finish() {
     while (!pending_.empty()) place_one();
-    if (slot_open_) pad_to_slot();
-    stats_.windows = stats_.written / T_;
-    emit(eot_, 0);  // the last window's last target
+    if (slot_open_ && room_ == T_ - 1) {  // carried: the last example's <|endoftext|> is the last window's last target
+        stats_.windows = (stats_.written - 1) / T_;
+    } else {
+        if (slot_open_) pad_to_slot();
+        stats_.windows = stats_.written / T_;
+        emit(eot_, 0);  // the last window's last target
+    }
     flush();
     int32_t header[kTokenFileHeaderInts] = {kTokenFileMagic, kTokenFileVersion, (int32_t)stats_.written};
     const size_t n = stats_.written * 2;

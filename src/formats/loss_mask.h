@@ -43,14 +43,16 @@ std::unique_ptr<OutputFile> lossmask_write(const std::string& path, const std::v
 extern const OutputKind kLossMaskKind;  // what a mask output may replace: a loss mask
 
 // Examples packed into the loader's windows (core/dataloader.h: window i covers tokens [i*T, i*T + T], its
-// targets i*T + 1 .. i*T + T). Each window's slot [i*T, i*T + T) starts with <|endoftext|> (not scored: it is
-// the previous window's last target, and it stands before the example as the document separator llm.c puts
-// there), then whole examples, each ending with its own <|endoftext|> (scored), then padding <|endoftext|> (not
+// targets i*T + 1 .. i*T + T). Each window's slot [i*T, i*T + T) starts with <|endoftext|> (the previous window's
+// last target, not scored unless it closes an example of T tokens; it stands before the example as the document
+// separator llm.c puts there), then whole examples, each ending with its own <|endoftext|> (scored), then padding <|endoftext|> (not
 // scored) to T. The examples are chosen by best fit over a look-ahead of the next kPackLookahead examples in
 // input order, refilled as each one is placed: the longest that fits the window's room, the first of equals; a
 // window closes when none fits. An example longer than T - 1 starts a slot of its own as soon as the window open
-// when it came closes, and runs on into the next ones, split (each of its tokens is still a target once, its
-// context cut at window starts). A last <|endoftext|> closes the file, so its last window has its T + 1 tokens.
+// when it came closes, and runs on into the next ones (each of its tokens is still a target once, its context cut at
+// window starts): split when longer than T. One of exactly T tokens (or a multiple of T) fills its windows' targets:
+// its closing <|endoftext|> (scored) is the next slot's first token, and that slot takes the next examples (no
+// padding window). A last <|endoftext|> closes the file, so its last window has its T + 1 tokens.
 // The order is deterministic: the same examples give the same files.
 const size_t kPackLookahead = 256;
 struct PackedExample {

@@ -1,6 +1,8 @@
 // signals.cpp: see signals.h.
 #include "platform/signals.h"
 
+#include <algorithm>
+#include <cassert>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -37,8 +39,35 @@ void end_now(int sig) {
     os_signal_end(sig);
 }
 
+volatile sig_atomic_t g_blocked = 0;  // StopWhileBlocked guards alive
+const size_t kWhatMax = 1024;
+char g_what[kWhatMax];  // stop_blocked_what's, set only while no guard is alive
+volatile sig_atomic_t g_what_len = 0;
+
+// `interrupted by SIGINT: <what>` in one write, built on the stack: async-signal-safe.
+void say_blocked(int sig) {
+    if (!g_what_len) return;
+    char line[kWhatMax + 64];
+    size_t n = 0;
+    const auto add = [&](const char* p, size_t k) {
+        memcpy(line + n, p, k);
+        n += k;
+    };
+    const char* name = os_signal_name(sig);
+    add("interrupted by ", 15);
+    add(name, strlen(name));
+    add(": ", 2);
+    add(g_what, (size_t)g_what_len);
+    add("\n", 1);
+    os_write(2, line, n);
+}
+
 void on_stop(int sig) {
     if (!g_catching || g_stop) end_now(sig);
+    if (g_blocked) {
+        say_blocked(sig);
+        end_now(sig);
+    }
     g_stop = sig;
 }
 
@@ -51,7 +80,31 @@ void stop_catch(bool on) {
     g_catching = on;
 }
 
+void stop_blocked_what(const std::string& what) {
+    assert(!g_blocked);
+    g_what_len = 0;  // a signal meanwhile says nothing rather than half a line
+    const size_t n = std::min(what.size(), kWhatMax);
+    memcpy(g_what, what.data(), n);
+    g_what_len = (sig_atomic_t)n;
+}
+
+StopWhileBlocked::StopWhileBlocked(bool on) : on_(on) {
+    if (!on_) return;
+    g_blocked = g_blocked + 1;  // before the look at g_stop: a signal from here on ends the process itself
+    if (const int sig = g_stop) {
+        stop_point();  // stop_catch_abort's way: its line, its cleanups
+        fflush(stdout);
+        say_blocked(sig);
+        end_now(sig);
+    }
+}
+
+StopWhileBlocked::~StopWhileBlocked() {
+    if (on_) g_blocked = g_blocked - 1;
+}
+
 void stop_catch_abort(const std::string& what) {
+    stop_blocked_what(what);
     abort_what() = what;
     g_stop = 0;
     g_catching = kAbortAtPoint;

@@ -2,8 +2,9 @@
 // (tests/cli_rules.sh fails when one does).
 //   - SIGINT, SIGTERM, SIGHUP: while a command catches them (stop_catch), the first one only sets a flag
 //     that its loop polls: it finishes the unit of work at hand (a step, a batch), saves or cleans up, says
-//     what happened and how to go on, and exits 128 + the signal. A second signal, or one arriving while
-//     nothing catches it, ends the process at once, after removing the staged files listed here.
+//     what happened and how to go on, and exits 128 + the signal. A second signal, one arriving while
+//     nothing catches it, or one while the command waits for input that may never come (StopWhileBlocked: a
+//     FIFO, a pipe, a terminal), ends the process at once, after removing the staged files listed here.
 //   - SIGPIPE and SIGXFSZ are ignored: the failed write reports itself in one error line.
 //   - SIGBUS (a mapped file shrank under the run) inside stop_guard_bus returns to the caller as a failure.
 // What each command does on the first SIGINT, SIGTERM or SIGHUP: train finishes the step (or the sample being
@@ -23,6 +24,23 @@ void stop_catch(bool on);
 void stop_catch_abort(const std::string& what);
 // Ends the command there when stop_catch_abort is on and a stop signal came; else does nothing.
 void stop_point();
+// While one is alive the command waits for input that may never come (opening a FIFO or a device, reading one,
+// or stdin from a pipe or a terminal) in a call that a flag cannot cut short: a stop signal then ends the process
+// at once, as a second one would (the staged files below removed), after one line `interrupted by SIGINT: <what>`
+// with the what stop_catch_abort or stop_blocked_what last gave (none when neither did). A stop that came before
+// it ends the command there. Off (false): nothing changes, as for a regular file, whose reads always return.
+class StopWhileBlocked {
+public:
+    explicit StopWhileBlocked(bool on);
+    ~StopWhileBlocked();
+    StopWhileBlocked(const StopWhileBlocked&) = delete;
+    StopWhileBlocked& operator=(const StopWhileBlocked&) = delete;
+
+private:
+    bool on_;
+};
+// The what of that line for a command that polls (stop_catch); stop_catch_abort sets its own.
+void stop_blocked_what(const std::string& what);
 // The signal that asked the command to stop, or 0.
 int stop_requested();
 // Records a stop that reached another process of the run (MPI ranks share their flags).

@@ -11,6 +11,7 @@
 
 #include "platform/platform.h"
 #include "platform/output_files.h"
+#include "platform/signals.h"
 
 std::vector<uint8_t> file_read(const std::string& path, size_t max_bytes) {
     int fd = os_open_read(path);  // non-blocking: opening a FIFO must not hang
@@ -43,19 +44,31 @@ std::vector<uint8_t> file_read(const std::string& path, size_t max_bytes) {
     return buf;
 }
 
+// A pipe, a FIFO, a terminal or a device may keep its open or a read waiting for ever: a stop signal ends those at
+// once (signals.h's StopWhileBlocked); a regular file's never wait.
 std::string text_read(const std::string& path, size_t max_bytes, const char* hint) {
-    FILE* f = path == "-" ? stdin : os_fopen_read(path);
+    FileInfo st;
+    FILE* f = stdin;
+    if (path != "-") {
+        StopWhileBlocked blocked(!os_stat(path, &st) || st.kind != FileKind::regular);  // a FIFO waits for a writer
+        f = os_fopen_read(path);
+    }
     const char* name = path == "-" ? "stdin" : path.c_str();
     if (!f) fatal("cannot open %s: %s", name, strerror(errno));
-    FileInfo st;
     if (os_fstat(fileno(f), &st) && st.kind == FileKind::directory)
         fatal("is a directory (%s): expected a text file", name);
     input_note_fd(fileno(f));
     std::string text;
     if (st.kind == FileKind::regular && st.size <= max_bytes) text.reserve(st.size);  // not twice it, as doubling
+    const bool waits = st.kind != FileKind::regular;
     char chunk[1 << 16];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+    for (;;) {
+        size_t n;
+        {
+            StopWhileBlocked blocked(waits);
+            n = fread(chunk, 1, sizeof(chunk), f);
+        }
+        if (n == 0) break;
         if (text.size() + n > max_bytes) {
             const char* fmt = "input too large (%s): expected at most %zu bytes, got more";
             if (hint) fatal_hint(hint, fmt, name, max_bytes);

@@ -13,13 +13,14 @@
 //
 // Prompt a model trained so with "User: ...\nAssistant:" and stop at <|endoftext|>. tokenize --instructions
 // (cli/tokenize_cmd.cpp) packs examples whole into -T windows (best fit; each window starts with <|endoftext|>, the
-// rest padded with it, not scored); one longer than -T - 1 tokens is split across windows and counted, and stderr
-// reports the packing (examples, windows, tokens used of those written, how many scored). Val is 10% of the examples
-// (--val-examples N), every tenth (N: every (examples / N)-th, the last included), so it holds every input file's
-// shapes. A line of no known shape, a field that is not a string, a chat message without role or content, an unknown
-// role, or a line longer than --max-unsplit-bytes is an error naming the file and line; a signal leaves no outputs,
-// and the four files are published together. Every example is held in memory until the split (about 6 times the
-// input), so the inputs may hold 1 GiB in all: more is an error naming the file that crosses it.
+// rest padded with it, not scored; formats/loss_mask.h); one longer than -T tokens is split across windows and
+// counted, and stderr reports the packing (examples, windows, tokens used of those written, how many scored). Val is
+// 10% of the examples (--val-examples N), every tenth (N: every (examples / N)-th, the last included), counted over
+// all the inputs in input order: spread over them, but an input with fewer examples than that stride may have none.
+// A line of no known shape, a field that is not a string, a chat message without role or content, an unknown role,
+// or a line longer than --max-unsplit-bytes is an error naming the file and line; a signal leaves no outputs, and
+// the four files are published together. Every example is held in memory until the split (about 6 times the input),
+// so the inputs may hold 1 GiB in all: more is an error naming the file that crosses it.
 #pragma once
 #include <string>
 #include <vector>

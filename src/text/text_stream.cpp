@@ -9,6 +9,7 @@
 #include "platform/platform.h"
 #include "text/json_lines.h"
 #include "platform/output_files.h"
+#include "platform/signals.h"
 #include "platform/util.h"
 #include "text/tokenizer.h"
 
@@ -80,10 +81,12 @@ bool TextStream::next(TextPart* part) {
 bool TextStream::open_next_input() {
     if (input_index_ == inputs_.size()) return false;
     const TextInput& in = inputs_[input_index_++];
+    waits_ = in.size < 0;  // a pipe, a FIFO, a terminal, a device: its open and reads may wait for ever
     if (in.path == "-") {
         file_ = stdin;
         name_ = "stdin";
     } else {
+        StopWhileBlocked blocked(waits_);  // a FIFO's open waits for a writer
         file_ = os_fopen_read(in.path);
         name_ = in.path.c_str();
         if (!file_) fatal("cannot open input (%s): %s", name_, strerror(errno));
@@ -121,7 +124,11 @@ bool TextStream::read_more() {
     }
     char buf[1 << 16];
     size_t want = jsonl ? sizeof(buf) : std::min(sizeof(buf), opt_.chunk_bytes);
-    size_t got = fread(buf, 1, want, file_);
+    size_t got;
+    {
+        StopWhileBlocked blocked(waits_);
+        got = fread(buf, 1, want, file_);
+    }
     if (got > 0) {
         bytes_read_ += got;
         if (jsonl) line_buf_.append(buf, got);

@@ -66,6 +66,7 @@ private:
     size_t input_index_ = 0;
     FILE* file_ = nullptr;
     const char* name_ = "";  // the current input, for messages
+    bool waits_ = false;     // it is no regular file: a stop signal ends a read of it at once (signals.h)
     std::string line_buf_;   // JSONL: bytes read but not yet split into lines
     size_t line_head_ = 0;
     uint64_t line_number_ = 0;

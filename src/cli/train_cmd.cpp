@@ -717,11 +717,9 @@ void lock_outputs(TrainRun* t, const CliArgs& args, const CliArgs& given, const 
                    "new or empty directory",
                    r.out.c_str(), step);
     if (!r.out.empty()) dir_clear_dead_staging(r.out, train_dir_is_ours);  // before anything opens files in it
+    if (args.has("plot") && !r.plot_path.empty()) check_plot_path(r.plot_path, r.out);  // any name inside --out
     check_side_outputs(args, resume_dir, r);
-    if (args.has("plot") && !r.plot_path.empty()) {
-        check_plot_path(r.plot_path, r.out);
-        locks->plot.reset(new PathLock(r.plot_path, "--plot (train)"));
-    }
+    if (args.has("plot") && !r.plot_path.empty()) locks->plot.reset(new PathLock(r.plot_path, "--plot (train)"));
     if (args.has("log") && dist_rank() == 0) {
         locks->log.reset(new PathLock(args.str("log"), "--log (train)"));
         t->log.open(args.str("log"), "--log (train)", kRunLogKind);

@@ -61,6 +61,9 @@ BIN=$(abs "$GPT2") ABS_DATA=(--train $(abs $TRAIN) --val $(abs $VAL))
 check "a run on a relative --model resumes from another directory" grep -q "saved $T/rel at step 4" $T/rel_resumed.out
 mv $T/base $T/base_moved
 check_error "a resume whose base moved says so" "base model not found ($(abs $T/base)): --resume $T/rel was trained on it" "$GPT2" train --resume $T/rel
+check_error "... given --steps too" "base model not found ($(abs $T/base))" "$GPT2" train --resume $T/rel --steps 8
+cat $TEST_TMP/out $TEST_TMP/err >$T/refused.out
+check "... with no note on --steps before the refusal (red team rt_lora 2)" eval "! grep -q '^note:' $T/refused.out"
 "$GPT2" train --resume $T/rel --model $T/base_moved >$T/rel_moved.out 2>&1
 check "... and --model on resume points at the moved base (same fingerprint)" grep -q "saved $T/rel at step 6" $T/rel_moved.out
 check "... which the adapter then names" grep -q "\"base_model_name_or_path\": \"$(abs $T/base_moved)\"" $T/rel/adapter_config.json

@@ -152,7 +152,8 @@ int cmd_info(int argc, char** argv) {
     CheckpointInfo info;
     const std::string path = path_strip_slashes(args.str("model"));
     // a LoRA run: a train state of one (a damaged one is named), with or without its adapter's files
-    const bool model_files = file_exists(path_join(path, "config.json")) || path_exists(path_join(path, "model.safetensors"));
+    const bool model_files =
+        file_exists(path_join(path, "config.json")) || path_exists(path_join(path, "model.safetensors"));
     std::string base, hash;
     const bool lora_run = !model_files && dir_exists(path) && lora_run_base(path, &base, &hash);
     if (lora_run || (path_exists(path_join(path, "adapter_config.json")) && !model_files)) {

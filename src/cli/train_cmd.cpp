@@ -254,7 +254,8 @@ void check_side_outputs(const CliArgs& args, const std::string& resume_dir, cons
     const std::pair<std::string, std::string> dirs[] = {
         {r.out, "in --out " + r.out + ", where each save writes that name"},
         {from, "a file of the --lora-from adapter " + from + ", which this run only reads"},
-        {r.out_is_resume ? "" : resume_dir, "a file of the --resume run " + resume_dir + ", which this run only reads"}};
+        {r.out_is_resume ? "" : resume_dir,
+         "a file of the --resume run " + resume_dir + ", which this run only reads"}};
     for (const char* flag : {"log", "plot"}) {
         const std::string path = args.has(flag) ? args.str(flag) : "";
         if (path.empty() || !train_dir_is_ours(path_base(path))) continue;

@@ -203,6 +203,11 @@ check_error "14: --plot AD/loss.png, the --lora-from adapter's plot, is refused"
     "bad value for --plot (train): $T/ad/loss.png is a file of the --lora-from adapter $T/ad" \
     "$GPT2" train "${DATA[@]}" --model $T/base --lora-from $T/ad --steps 1 --out $T/p14 --plot $T/ad/loss.png
 check "... leaving it as it was" sha256sum -c --quiet $T/ad.sum
+sha256sum $T/tg/* >$T/tg.sum
+check_error "14: --plot RUN/loss.png on a --resume RUN continued into --out NEW is refused (RUN is only read)" \
+    "bad value for --plot (train): $T/tg/loss.png is a file of the --resume run $T/tg" \
+    "$GPT2" train --resume $T/tg --out $T/tg_next --plot $T/tg/loss.png
+check "... leaving that run as it was" sha256sum -c --quiet $T/tg.sum
 check_error "14: --plot NEW/loss.png with --out NEW, not made yet, is refused as inside --out" \
     "bad value for --plot (train): $T/p14b/loss.png is in.* --out $T/p14b" \
     "$GPT2" train "${DATA[@]}" --model $T/base --lora 4 --steps 1 --out $T/p14b --plot $T/p14b/loss.png

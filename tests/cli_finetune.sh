@@ -76,4 +76,33 @@ check "a link to the same base is the same base: the adapter's run goes on" grep
 printf 'notes\n' >$F/notes.txt
 (cd $F && PATH=$F/bin:$PATH exec timeout -k 10 300 env BASE=notes.txt OUT=out/n bash scripts/finetune.sh) >$F/log 2>&1
 check "a text file is no base model" grep -q "^error: no base model at notes.txt (BASE)" $F/log
+# ---- red team rt_lora (its numbers): DATA changed in one OUT, relative paths, a short base, OUT a file
+ft() { local dir=$1; shift; (cd "$dir" && PATH=$F/bin:$PATH exec timeout -k 10 900 env "$@" bash $F/scripts/finetune.sh) >$F/log 2>&1; }
+mkdir -p $F/dA $F/dB && cp $F/tests/fixtures/instruct/alpaca.jsonl $F/dA/ && cp $F/tests/fixtures/instruct/{alpaca,chat}.jsonl $F/dB/
+ft $F BASE=base OUT=out/d DATA='dA/*.jsonl' STEPS=1
+check "4: (a run on DATA A: 20 examples)" grep -q "^tokenized 20 examples" $F/log
+rm -rf $F/out/d/adapter*  # start over, as the script says
+ft $F BASE=base OUT=out/d DATA='dB/*.jsonl' STEPS=1
+check "4: run again in that OUT on another DATA, it tokenizes the new DATA, saying so (not the old set's tokens)" \
+    eval 'grep -q "^finetune: DATA=dB/\*.jsonl is not what .* was tokenized from" $F/log && grep -q "^tokenized 40 examples" $F/log'
+ft $F BASE=base OUT=out/d DATA='dA/*.jsonl' STEPS=2
+rc=$?
+check "4: ... and with OUT/adapter trained on it, another DATA is refused, one error line naming OUT's adapter and DATA" \
+    eval '[ $rc = 1 ] && [ "$(grep -c "^error: $F/out/d/adapter holds a run trained on other data than DATA=dA/\*.jsonl" $F/log)" = 1 ]'
+mkdir -p $F/cwd && cp -r $F/base $F/cwd/b && cp -r $F/dA $F/cwd/dA
+ft $F/cwd BASE=b OUT=o DATA='dA/*.jsonl' STEPS=1
+rc=$?
+check "10: relative BASE, OUT and DATA are read from the directory the script is run in" \
+    eval '[ $rc = 0 ] && test -s $F/cwd/o/adapter/adapter_model.safetensors -a ! -e $F/o'
+"$GPT2" train --train data/tinyshakespeare/train.bin --val "" --layers 2 --heads 2 --channels 64 --seq-len 64 \
+    --steps 0 --sample-tokens 0 --out $F/base64 >/dev/null 2>&1
+ft $F BASE=base64 OUT=out/c64 STEPS=1
+rc=$?
+check "11: a base of context 64 (below the script's -T 128): one error line naming BASE and both numbers" \
+    eval '[ $rc = 1 ] && [ "$(grep -c "^error: BASE=base64 has a context of 64 tokens: .*-T 128" $F/log)" = 1 ] && [ "$(grep -c "^error" $F/log)" = 1 ]'
+printf 'mine\n' >$F/ofile
+ft $F BASE=base OUT=ofile STEPS=1
+rc=$?
+check "11: OUT an existing file: one error line naming OUT, and the file left as it was" \
+    eval '[ $rc = 1 ] && [ "$(grep -c "^error: OUT=$F/ofile exists and is not a directory" $F/log)" = 1 ] && [ "$(cat $F/ofile)" = mine ]'
 summary

@@ -109,6 +109,9 @@ check_error "a target gpt2 cannot adapt (lm_head)" '"lm_head" selects lm_head, e
 broken onelayer 's/"c_fc"/"h.0.mlp.c_fc"/'
 check_error "a target in some layers only" '"h.0.mlp.c_fc" selects mlp.c_fc in 1 of 2 layers, expected every layer' \
     export_ad $T/onelayer --format gguf --out $T/x.gguf
+broken layers 's/"c_fc"/"h.0.mlp.c_fc", "h.1.mlp.c_fc"/'
+check "targets naming every layer one by one (their union is every layer, as PEFT adapts it): the same adapter" \
+    export_ad $T/layers --format gguf --out $T/layers.gguf
 broken regex ':a;N;$!ba;s/"target_modules": \[[^]]*\]/"target_modules": ".*c_attn"/'
 check_error "target_modules as a regular expression" "target_modules in $T/regex/adapter_config.json: a regular expression" \
     export_ad $T/regex --format gguf --out $T/x.gguf
@@ -137,7 +140,8 @@ broken short 's/x/x/' && truncate -s -4 $T/short/adapter_model.safetensors
 check_error "a truncated adapter_model.safetensors" "corrupt safetensors file ($T/short/adapter_model.safetensors)" \
     export_ad $T/short --format gguf --out $T/x.gguf
 broken alpha0 's/"lora_alpha": 8,/"lora_alpha": 0,/'
-check_error "alpha 0 for llama.cpp (which reads it as scale 1)" "unsupported adapter for GGUF ($T/alpha0.gguf): lora_alpha is 0" \
+check_error "alpha 0 (a scale of 0; llama.cpp would read it as scale 1) is refused, as train refuses it" \
+    "bad value for key lora_alpha in $T/alpha0/adapter_config.json: expected a number above 0" \
     export_ad $T/alpha0 --format gguf --out $T/alpha0.gguf
 
 # ---- the flags

@@ -48,6 +48,7 @@ check_error "--lora-from a config with lora_alpha 0 (a scale of 0: nothing train
 check "train --model B --lora-from A writes B as base_model_name_or_path, absolute" \
     grep -q "\"base_model_name_or_path\": \"$(abs $T/base_b)\"" $T/from_b/adapter_config.json
 check "... and says A was trained on another base" grep -q "^note: .*$T/ad .* trained on .*fingerprint" $T/from_b.out
+check "... in plain words (red team rt_lora 12: no \"on on\")" eval "! grep -q 'on on' $T/from_b.out"
 "$GPT2" train --resume $T/from_b >$T/from_b_resumed.out 2>&1
 check "... and the run (made with --lora-from) resumes" grep -q "saved $T/from_b at step 4" $T/from_b_resumed.out
 
@@ -60,12 +61,17 @@ BIN=$(abs "$GPT2") ABS_DATA=(--train $(abs $TRAIN) --val $(abs $VAL))
 check "a run on a relative --model resumes from another directory" grep -q "saved $T/rel at step 4" $T/rel_resumed.out
 mv $T/base $T/base_moved
 check_error "a resume whose base moved says so" "base model not found ($(abs $T/base)): --resume $T/rel was trained on it" "$GPT2" train --resume $T/rel
+check_error "... given --steps too" "base model not found ($(abs $T/base))" "$GPT2" train --resume $T/rel --steps 8
+cat $TEST_TMP/out $TEST_TMP/err >$T/refused.out
+check "... with no note on --steps before the refusal (red team rt_lora 2)" eval "! grep -q '^note:' $T/refused.out"
 "$GPT2" train --resume $T/rel --model $T/base_moved >$T/rel_moved.out 2>&1
 check "... and --model on resume points at the moved base (same fingerprint)" grep -q "saved $T/rel at step 6" $T/rel_moved.out
 check "... which the adapter then names" grep -q "\"base_model_name_or_path\": \"$(abs $T/base_moved)\"" $T/rel/adapter_config.json
-check_error "--model of another base on resume is refused, naming both" \
-    "base model changed since the checkpoint .*$T/base_moved.* --model $T/base_b fingerprints to" \
+check_error "--model of another base on resume is refused as not the run's base, naming both" \
+    "base model mismatch (--model $T/base_b): it is not the run's base: $T/rel was trained on .*$T/base_moved.* --model $T/base_b fingerprints to" \
     "$GPT2" train --resume $T/rel --model $T/base_b --steps 8
+cat $TEST_TMP/out $TEST_TMP/err >$T/refused.out
+check "... with no note before the refusal (red team rt_lora 2)" eval "! grep -q '^note:' $T/refused.out"
 mv $T/base_moved $T/base
 
 # --- 5. eval, generate, export --lora-from on another base ---------------------------------------------------
@@ -166,4 +172,73 @@ for f in hf:minf llmc:minf.bin gguf:minf.gguf; do
         "$GPT2" export --model $T/base --lora-from $T/peft_inf --merge-lora --format ${f%%:*} --out $T/${f#*:}
     check "... writing nothing" eval "! ls -d $T/${f#*:}* 2>/dev/null"
 done
+
+# --- 8. red team round three (rt_lora.md; the numbers are its defects) ------------------------------------------
+sha256sum $T/ad/* >$T/ad.sum
+check_error "1: --out DIR/missing/../AD, the --lora-from adapter AD spelled through a missing directory, is refused" \
+    "bad value for --out (train): $T/nox/../ad holds the --lora-from adapter" \
+    "$GPT2" train "${DATA[@]}" --model $T/base --lora-from $T/ad --out $T/nox/../ad --overwrite --steps 1
+check "... leaving the adapter and its train state as they were" sha256sum -c --quiet $T/ad.sum
+cp -r $T/ad $T/ad_noam && rm $T/ad_noam/adapter_model.safetensors
+check_error "2: a resume whose adapter weights are missing is refused" "missing $T/ad_noam/adapter_model.safetensors" \
+    "$GPT2" train --resume $T/ad_noam --steps 8
+cat $TEST_TMP/out $TEST_TMP/err >$T/refused.out
+check "... with no note on --steps before the refusal" eval "! grep -q '^note:' $T/refused.out"
+check_error "2: a resume whose adapter_config.json disagrees with its train state is refused" \
+    "key lora_alpha in $T/ad_alpha/adapter_config.json" "$GPT2" train --resume $T/ad_alpha --steps 8
+cat $TEST_TMP/out $TEST_TMP/err >$T/refused.out
+check "... with no note before the refusal" eval "! grep -q '^note:' $T/refused.out"
+"$GPT2" train --model $T/base --lora 4 -B 4 -T 64 --sample-tokens 0 --val-every 0 --steps 2 --stop-after 1 \
+    --out $T/deft >/dev/null 2>&1
+(cd $T/elsewhere && "$BIN" train --resume $T/deft >$T/deft_resumed.out 2>&1)
+check "3: a run on the default --train resumes from another directory (the default recorded absolute)" \
+    grep -q "saved $T/deft at step 2" $T/deft_resumed.out
+check_error "5: --log OUT/train_state.safetensors (a name the save writes into --out) is refused" \
+    "bad value for --log (train): $T/l5/train_state.safetensors is in --out $T/l5, where each save writes" \
+    "$GPT2" train "${DATA[@]}" --model $T/base --lora 4 --steps 1 --out $T/l5 --log $T/l5/train_state.safetensors
+check "... before anything is written" test ! -e $T/l5
+check_error "5: ... and --log OUT/config.json of a full run" "bad value for --log (train): $T/l5b/config.json is in --out" \
+    "$GPT2" train "${DATA[@]}" "${GEOM[@]}" --steps 1 --out $T/l5b --log $T/l5b/config.json
+check_error "14: --plot AD/loss.png, the --lora-from adapter's plot, is refused" \
+    "bad value for --plot (train): $T/ad/loss.png is a file of the --lora-from adapter $T/ad" \
+    "$GPT2" train "${DATA[@]}" --model $T/base --lora-from $T/ad --steps 1 --out $T/p14 --plot $T/ad/loss.png
+check "... leaving it as it was" sha256sum -c --quiet $T/ad.sum
+sha256sum $T/tg/* >$T/tg.sum
+check_error "14: --plot RUN/loss.png on a --resume RUN continued into --out NEW is refused (RUN is only read)" \
+    "bad value for --plot (train): $T/tg/loss.png is a file of the --resume run $T/tg" \
+    "$GPT2" train --resume $T/tg --out $T/tg_next --plot $T/tg/loss.png
+check "... leaving that run as it was" sha256sum -c --quiet $T/tg.sum
+check_error "14: --plot NEW/loss.png with --out NEW, not made yet, is refused as inside --out" \
+    "bad value for --plot (train): $T/p14b/loss.png is in.* --out $T/p14b" \
+    "$GPT2" train "${DATA[@]}" --model $T/base --lora 4 --steps 1 --out $T/p14b --plot $T/p14b/loss.png
+cp -r $T/ad $T/ad6 && rm $T/ad6/adapter_model.safetensors
+check_error "6: info on a LoRA run without its adapter_model.safetensors names the missing file" \
+    "missing $T/ad6/adapter_model.safetensors: expected the LoRA run's adapter" "$GPT2" info --model $T/ad6
+cp -r $T/ad $T/ad17 && head -c 1000 $T/ad/train_state.safetensors >$T/ad17/train_state.safetensors
+check_error "7: generate --lora-from a run whose train state is truncated is refused (never applied unchecked)" \
+    "corrupt safetensors file ($T/ad17/train_state.safetensors)" "$GPT2" "${GEN[@]}" --model $T/base_b --lora-from $T/ad17
+check_error "8: info on that run names the train state" "corrupt safetensors file ($T/ad17/train_state.safetensors)" \
+    "$GPT2" info --model $T/ad17
+cp -r $T/ad $T/ad_noac && rm $T/ad_noac/adapter_config.json
+check_error "8: info on a LoRA run without its adapter_config.json names that file" \
+    "missing $T/ad_noac/adapter_config.json: expected the LoRA run's adapter" "$GPT2" info --model $T/ad_noac
+cp -r $T/peft $T/k13 && rm $T/k13/adapter_config.json && mkdir $T/k13/adapter_config.json
+check_error "9: an adapter_config.json that is a directory is named as not a regular file, not as missing" \
+    "not a regular file ($T/k13/adapter_config.json): a directory" "$GPT2" "${EV[@]}" --model $T/base --lora-from $T/k13
+cp -r $T/peft $T/k15 && rm $T/k15/adapter_model.safetensors && mkfifo $T/k15/adapter_model.safetensors
+check_error "9: ... an adapter_model.safetensors that is a FIFO too" \
+    "not a regular file ($T/k15/adapter_model.safetensors)" "$GPT2" "${EV[@]}" --model $T/base --lora-from $T/k15
+for a in 0 -8; do
+    cp -r $T/peft $T/pa$a && sed -i "s/\"lora_alpha\": 8/\"lora_alpha\": $a/" $T/pa$a/adapter_config.json
+    for cmd in "${EV[*]}" "${GEN[*]}" "export --format gguf --out $T/pa.gguf"; do
+        check_error "15: ${cmd%% *} --lora-from a config with lora_alpha $a is refused, as train refuses it" \
+            "bad value for key lora_alpha in $T/pa$a/adapter_config.json: expected a number above 0" \
+            "$GPT2" $cmd --model $T/base --lora-from $T/pa$a
+    done
+done
+check_error "15: export --merge-lora --out a LoRA run: refused, saying it holds an adapter (not a model)" \
+    "bad value for --out (export): $T/tg is a training checkpoint; .*(a LoRA run: it holds an adapter)" \
+    "$GPT2" export --model $T/base --lora-from $T/peft --merge-lora --out $T/tg
+"$GPT2" info --model $T/al >$T/al_info.out 2>&1
+check "15: info on a LoRA run shows its dropout, as train prints it" grep -q "^lora: rank 4, alpha .*, dropout 0.123457)" $T/al_info.out
 summary

@@ -74,13 +74,22 @@ void print_run(const std::string& dir) {
 void print_lora_run(const std::string& dir) {
     TrainState ts;
     train_state_read(&ts, dir);
+    for (const char* name : {"adapter_config.json", "adapter_model.safetensors"}) {  // what a resume reads
+        const std::string path = path_join(dir, name);
+        if (!path_exists(path))
+            fatal("missing %s: expected the LoRA run's adapter (PEFT's %s) beside its train state", path.c_str(), name);
+        if (!file_exists(path))
+            fatal("not a regular file (%s): expected the LoRA run's %s", path.c_str(), name);
+    }
     printf("format: LoRA adapter (PEFT's adapter_config.json and adapter_model.safetensors) and its train state\n");
     LoraConfig c;
     if (lora_run_config(ts, &c)) {
         std::string targets;
         for (int k = 0; k < kLoraTargets; k++)
             if (c.target[k]) targets += (targets.empty() ? "" : ",") + std::string(kLoraModules[k]);
-        printf("lora: rank %d, alpha %g (scale %g) on %s\n", c.rank, c.alpha, c.scale(), targets.c_str());
+        char dropout[32] = "";  // as train prints it
+        if (c.dropout > 0) snprintf(dropout, sizeof(dropout), ", dropout %g", c.dropout);
+        printf("lora: rank %d, alpha %g (scale %g%s) on %s\n", c.rank, c.alpha, c.scale(), dropout, targets.c_str());
     }
     printf("base: %s (fingerprint %s)\n", ts.file.meta("lora.base.path").c_str(), ts.file.meta("lora.base.fnv1a").c_str());
     print_run(dir);
@@ -148,9 +157,13 @@ int cmd_info(int argc, char** argv) {
                              flags, false);
     CheckpointInfo info;
     const std::string path = path_strip_slashes(args.str("model"));
-    if (file_exists(path_join(path, "adapter_config.json")) && !file_exists(path_join(path, "config.json"))) {
-        std::string base, hash;
-        if (!lora_run_base(path, &base, &hash))
+    // a LoRA run: a train state of one (a damaged one is named), with or without its adapter's files
+    const bool model_files =
+        file_exists(path_join(path, "config.json")) || path_exists(path_join(path, "model.safetensors"));
+    std::string base, hash;
+    const bool lora_run = !model_files && dir_exists(path) && lora_run_base(path, &base, &hash);
+    if (lora_run || (path_exists(path_join(path, "adapter_config.json")) && !model_files)) {
+        if (!lora_run)
             fatal_hint("apply it to its base with eval or generate --model BASE --lora-from " + path,
                        "not a model (%s): a PEFT adapter directory (adapter_config.json); info describes models and "
                        "the adapters train --lora saves",

@@ -183,6 +183,7 @@ std::vector<std::pair<std::string, std::string>> run_flags(const CliArgs& args, 
     for (const char* name : kFixedOnResume)
         if (!args.has(name) && std::string(name) != "model" && !(args.has("model") && is_geometry(name)))
             flags.push_back({name, args.str(name)});
+    if (!args.has("train")) flags.push_back({"train", data_paths_absolute(args.str("train"))});  // the default's
     flags.push_back({"val", data_paths_absolute(val_path)});
     flags.push_back({kRanksKey, std::to_string(dist_world())});
     return flags;
@@ -238,11 +239,31 @@ void check_memory(const GPT2Config& cfg, const TrainOptions& o, const RunOptions
 // Checks --plot before the first step: never inside --out, and a path plot_check_path accepts.
 void check_plot_path(const std::string& path, const std::string& out) {
     if (path.empty()) fatal("empty value for --plot (train): expected a PNG path");
-    FileInfo in_dir, out_dir;  // a plot inside --out would be swapped out by every save
-    if (!out.empty() && os_stat(path_parent(path), &in_dir) && os_stat(out, &out_dir) && same_file(in_dir, out_dir))
+    // a plot inside --out would be swapped out by every save (--out may not exist yet: compared as resolved)
+    if (!out.empty() && path_same_place(path_parent(path), out))
         fatal_hint("leave --plot out: the plot is saved into --out with every checkpoint",
                    "bad value for --plot (train): %s is inside --out %s", path.c_str(), out.c_str());
     plot_check_path(path, "--plot (train)");
+}
+
+// --log and --plot never name a file a save writes (train_dir_is_ours) in --out, where the save would replace it,
+// nor in the run this one starts from (--lora-from's adapter, or the --resume run when it saves elsewhere),
+// which it only reads: refused before the first step.
+void check_side_outputs(const CliArgs& args, const std::string& resume_dir, const RunOptions& r) {
+    const std::string from = resume_dir.empty() && args.has("lora-from") ? args.str("lora-from") : "";
+    const std::pair<std::string, std::string> dirs[] = {
+        {r.out, "in --out " + r.out + ", where each save writes that name"},
+        {from, "a file of the --lora-from adapter " + from + ", which this run only reads"},
+        {r.out_is_resume ? "" : resume_dir,
+         "a file of the --resume run " + resume_dir + ", which this run only reads"}};
+    for (const char* flag : {"log", "plot"}) {
+        const std::string path = args.has(flag) ? args.str(flag) : "";
+        if (path.empty() || !train_dir_is_ours(path_base(path))) continue;
+        for (const auto& d : dirs)
+            if (!d.first.empty() && path_same_place(path_parent(path), d.first))
+                fatal_hint(std::string("give --") + flag + " a path of another name, or outside " + d.first,
+                           "bad value for --%s (train): %s is %s", flag, path.c_str(), d.second.c_str());
+    }
 }
 
 // Runs one part of setting up a run, saying so on stderr first when it handles more than 256 MiB (it may
@@ -329,9 +350,8 @@ void check_lora_flags(const CliArgs& args, const CliArgs& given, const std::stri
               "rank), got %g", alpha);
     args.number_in("lora-dropout", 0, 1);
     // The adapter a run starts from is its input, as --model is: never replaced by the run's saves.
-    FileInfo out_dir, from_dir;
-    if (given.has("lora-from") && !r.out.empty() && os_stat(r.out, &out_dir) &&
-        os_stat(args.str("lora-from"), &from_dir) && same_file(out_dir, from_dir))
+    // (compared where the save lands: --out DIR/nox/../AD is AD once the save makes DIR/nox)
+    if (given.has("lora-from") && !r.out.empty() && path_same_place(r.out, args.str("lora-from")))
         fatal_hint(std::string(train_dir_is_checkpoint(r.out) ? "continue that run with --resume " + r.out + ", or " : "") +
                        "save elsewhere (--out NEW_DIR)",
                    "bad value for --out (train): %s holds the --lora-from adapter this run starts from; a new run "
@@ -698,10 +718,9 @@ void lock_outputs(TrainRun* t, const CliArgs& args, const CliArgs& given, const 
                    "new or empty directory",
                    r.out.c_str(), step);
     if (!r.out.empty()) dir_clear_dead_staging(r.out, train_dir_is_ours);  // before anything opens files in it
-    if (args.has("plot") && !r.plot_path.empty()) {
-        check_plot_path(r.plot_path, r.out);
-        locks->plot.reset(new PathLock(r.plot_path, "--plot (train)"));
-    }
+    if (args.has("plot") && !r.plot_path.empty()) check_plot_path(r.plot_path, r.out);  // any name inside --out
+    check_side_outputs(args, resume_dir, r);
+    if (args.has("plot") && !r.plot_path.empty()) locks->plot.reset(new PathLock(r.plot_path, "--plot (train)"));
     if (args.has("log") && dist_rank() == 0) {
         locks->log.reset(new PathLock(args.str("log"), "--log (train)"));
         t->log.open(args.str("log"), "--log (train)", kRunLogKind);
@@ -742,14 +761,10 @@ int prepare_run(TrainRun* t, const CliArgs& args, const CliArgs& given, const st
     const RunOptions& r = t->run;
     dataloader_expand(r.train_path, "--train");  // a pattern that matches nothing fails before any allocation
     if (!r.val_path.empty()) dataloader_expand(r.val_path, "--val");
-    if (!resume_dir.empty()) {  // after every refusal the flags can meet
-        if (given.has("steps") && o.steps < resume->step)  // a --steps behind the run trains nothing: say so
-            fatal_hint("give a --steps past " + std::to_string(resume->step) + ", or leave it out",
-                       "bad value for --steps (train): the run %s is at step %d already, got %d", resume_dir.c_str(),
-                       resume->step, o.steps);
-        note_overrides(given, resume->flags);
-        note_log_left(given, resume_dir, r.out, resume->flags);
-    }
+    if (!resume_dir.empty() && given.has("steps") && o.steps < resume->step)  // a --steps behind: it trains nothing
+        fatal_hint("give a --steps past " + std::to_string(resume->step) + ", or leave it out",
+                   "bad value for --steps (train): the run %s is at step %d already, got %d", resume_dir.c_str(),
+                   resume->step, o.steps);
     build_model(&t->model, args, o, r);
     adamw_use_form(&t->opt, r.moments);  // 8bit: check_memory checked the geometry
     if (r.lora) {
@@ -792,6 +807,10 @@ int prepare_run(TrainRun* t, const CliArgs& args, const CliArgs& given, const st
     if (r.mem.recompute && r.mem.recompute_blocks)
         printf("note: --recompute-blocks keeps less than --recompute, with the same numbers: it alone applies\n");
     if (r.sample_tokens > 0) load_sampler(t, args, given);  // before training, so a bad tokenizer fails fast
+    if (!resume_dir.empty()) {  // the resume is taken: every check that could refuse it has passed
+        note_overrides(given, resume->flags);
+        note_log_left(given, resume_dir, r.out, resume->flags);
+    }
     return first_step;
 }
 

@@ -284,9 +284,10 @@ void checkpoint_export_hf(const GPT2& model, const std::string& out, const std::
         std::vector<std::string> entries = dir_entries(dir);
         if (file_exists(path_join(dir, "train_state.safetensors")))
             fatal_hint("export to a new directory",
-                       "bad value for --out (export): %s is a training checkpoint; "
-                       "replacing its model would make it unresumable",
-                       dir.c_str());
+                       "bad value for --out (export): %s is a training checkpoint; writing a model into it would make "
+                       "it unresumable (%s)",
+                       dir.c_str(), file_exists(path_join(dir, "adapter_config.json")) ? "a LoRA run: it holds an adapter"
+                                                                                       : "its model replaced");
         if (const std::string input = dir_input_entry(dir); !input.empty()) {
             const bool adapter = input.compare(0, 8, "adapter_") == 0;  // --merge-lora's --lora-from
             fatal_hint("export to another directory",

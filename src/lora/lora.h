@@ -143,7 +143,7 @@ bool lora_run_config(const TrainState& ts, LoraConfig* cfg);
 std::string lora_flag_differs(const TrainState& ts, const LoraConfig& cfg, const std::string& flag,
                               const std::string& value);
 // The base a LoRA run of ours in dir was trained on: its train state's lora.base.path and lora.base.fnv1a;
-// false for an adapter without them (PEFT's own).
+// false for an adapter without them (PEFT's own). A train state there that is damaged or not gpt2's is fatal.
 bool lora_run_base(const std::string& dir, std::string* path, std::string* hash);
 // Where --lora-from `dir` meets the base `model` (its weights as loaded from model_path, fp32, before any
 // --precision): when dir is a LoRA run whose base fingerprints otherwise, fatal naming both (hint: the run's

@@ -10,6 +10,7 @@
 #include "lora/lora.h"
 #include "platform/hash.h"
 #include "platform/output_files.h"
+#include "platform/platform.h"
 #include "platform/util.h"
 
 namespace {
@@ -151,9 +152,15 @@ void lora_load_train(LoraModel* lora, const std::string& dir, const GPT2Config& 
 
 bool lora_run_base(const std::string& dir, std::string* path, std::string* hash) {
     const std::string state = path_join(dir, kStateFile);
-    if (!train_dir_is_checkpoint(dir)) return false;
+    FileInfo info;
+    if (!os_lstat(state, &info)) return false;  // PEFT's own directory
     SafeTensors st;
-    safetensors_load_header(&st, state);
+    // A train state that is there but unreadable never passes for none: that would skip the base's check.
+    if (info.kind != FileKind::regular)
+        fatal("bad train state (%s): not a regular file, expected the train state gpt2 train wrote", state.c_str());
+    safetensors_load_header(&st, state);  // a damaged file: fatal, naming it
+    if (!train_dir_is_checkpoint(dir))
+        fatal("bad train state (%s): expected the train state gpt2 train wrote (its format metadata)", state.c_str());
     *path = st.meta("lora.base.path"), *hash = st.meta("lora.base.fnv1a");
     return !hash->empty();
 }
@@ -182,7 +189,7 @@ void lora_note_new_base(const std::string& dir, const std::string& base_path, co
     std::string path, hash;
     if (!lora_run_base(dir, &path, &hash) || hash == base_hash) return;
     printf("note: --lora-from %s was trained on %s (fingerprint %s); --model %s fingerprints to %s: this run "
-           "trains it on on this base\n",
+           "trains it on this base\n",
            dir.c_str(), path.c_str(), hash.c_str(), base_path.c_str(), base_hash.c_str());
 }
 
@@ -198,6 +205,14 @@ void lora_restore(TrainState* ts, LoraModel* lora, const std::string& base_path,
     const std::string saved = ts->file.meta("lora.base.fnv1a");
     if (saved.empty())
         fatal("bad train state (%s): expected a LoRA run's (metadata \"lora.base.fnv1a\")", ts->path.c_str());
+    const std::string recorded = ts->file.meta("lora.base.path");
+    if (saved != base_hash && !recorded.empty() && path_absolute(base_path) != recorded)  // another --model given
+        fatal_hint("give the base it was trained on, " + recorded + ", as --model (or leave --model out), or start a "
+                   "new run on this one with --lora-from " + path_parent(ts->path),
+                   "base model mismatch (--model %s): it is not the run's base: %s was trained on %s, fingerprint %s; "
+                   "--model %s fingerprints to %s",
+                   base_path.c_str(), path_parent(ts->path).c_str(), recorded.c_str(), saved.c_str(),
+                   base_path.c_str(), base_hash.c_str());
     if (saved != base_hash)
         fatal_hint("resume with --model pointing at the base it was trained on, or start a new run with --lora-from "
                    "on this one",

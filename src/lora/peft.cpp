@@ -15,6 +15,7 @@
 #include "core/safetensors.h"
 #include "formats/safetensors_file.h"
 #include "platform/output_files.h"
+#include "platform/platform.h"
 #include "platform/util.h"
 
 namespace {
@@ -184,6 +185,8 @@ void resolve_targets(LoraConfig* cfg, int layers, const std::string& path) {
         std::fill(cfg->target, cfg->target + kLoraTargets, true);  // every Linear and Conv1D but the output layer
         return;
     }
+    std::vector<int> hits(kLoraTargets * layers, 0);  // layer l's kind k selected by some entry
+    std::string first[kLoraTargets];                     // the first entry that selected kind k, for the message
     for (const std::string& t : cfg->target_modules) {
         for (const std::string& m : gpt2_modules(layers)) {
             int kind = -1;
@@ -195,17 +198,20 @@ void resolve_targets(LoraConfig* cfg, int layers, const std::string& path) {
                     "attn.c_proj, mlp.c_fc and mlp.c_proj (GPT-2's Conv1D layers)",
                     p, t.c_str(), m.c_str());
         }
-        for (int k = 0; k < kLoraTargets; k++) {
-            int hits = 0;
+        for (int k = 0; k < kLoraTargets; k++)
             for (int l = 0; l < layers; l++)
-                hits += lora_module_matches("transformer.h." + std::to_string(l) + "." + kLoraModules[k], t);
-            if (hits > 0 && hits < layers)
-                fatal(
-                    "unsupported value for key target_modules in %s: \"%s\" selects %s in %d of %d layers, expected "
-                    "every layer",
-                    p, t.c_str(), kLoraModules[k], hits, layers);
-            cfg->target[k] = cfg->target[k] || hits > 0;
-        }
+                if (lora_module_matches("transformer.h." + std::to_string(l) + "." + kLoraModules[k], t)) {
+                    hits[k * layers + l] = 1;
+                    if (first[k].empty()) first[k] = t;
+                }
+    }
+    for (int k = 0; k < kLoraTargets; k++) {  // PEFT adapts the union of the entries: it must hold every layer
+        const int n = (int)std::count(hits.begin() + k * layers, hits.begin() + (k + 1) * layers, 1);
+        if (n > 0 && n < layers)
+            fatal("unsupported value for key target_modules in %s: \"%s\" selects %s in %d of %d layers, expected "
+                  "every layer",
+                  p, first[k].c_str(), kLoraModules[k], n, layers);
+        cfg->target[k] = n > 0;
     }
     if (std::none_of(cfg->target, cfg->target + kLoraTargets, [](bool b) { return b; }))
         fatal(
@@ -225,6 +231,18 @@ double config_number(const Json& root, const char* key, double fallback, double 
               integer ? "an integer" : "a number", integer ? 17 : 6, lo, integer ? 17 : 6, hi,
               json_brief(*v).c_str());
     return v->number;
+}
+
+// A path that is there but is no regular file (a directory, a FIFO, a device, a link to one) is named as such,
+// not as missing.
+void check_regular(const std::string& path, const char* what) {
+    FileInfo st;
+    if (!os_lstat(path, &st) || file_exists(path)) return;  // missing (a dangling link too), or a file
+    const bool dir = dir_exists(path);
+    fatal("not a regular file (%s): %s, expected %s as a file", path.c_str(),
+          dir ? "a directory" : st.kind == FileKind::symlink && path_exists(path) ? "a link to a device, FIFO or socket"
+                                                                                 : "a device, FIFO or socket",
+          what);
 }
 
 // DIR/adapter_config.json's bytes (path), checked: the directory and the file exist (a model checkpoint named
@@ -249,6 +267,7 @@ std::vector<uint8_t> read_config_bytes(const std::string& dir, const std::string
                    "not a LoRA adapter (--lora-from %s): a model checkpoint (config.json, model.safetensors), expected "
                    "PEFT's %s and %s",
                    dir.c_str(), kConfigName, kWeightsName);
+    check_regular(path, "PEFT's adapter config");
     if (!file_exists(path))
         fatal("missing %s: expected PEFT's adapter config%s", p,
               (file_exists(path_join(dir, kWeightsName)) ? std::string(" beside ") + kWeightsName
@@ -369,9 +388,13 @@ PeftConfig peft_read_config(const std::string& dir, const GPT2Config& base) {
 
 void peft_read(LoraAdapter* a, PeftConfig* cfg, const std::string& dir, const GPT2Config& base) {
     *cfg = peft_read_config(dir, base);
+    if (!(cfg->lora.alpha > 0))  // as train refuses it: a scale of 0 adapts nothing, a negative one inverts it
+        fatal("bad value for key lora_alpha in %s: expected a number above 0 (the scale is alpha / r), got %g",
+              path_join(dir, kConfigName).c_str(), cfg->lora.alpha);
     lora_layout(a, cfg->lora, base);
     const std::string path = path_join(dir, kWeightsName);
     const char* p = path.c_str();
+    check_regular(path, "PEFT's adapter weights");
     if (!file_exists(path)) fatal("missing %s: expected PEFT's adapter weights beside %s", p, kConfigName);
     SafeTensors st;
     safetensors_load_header(&st, path);

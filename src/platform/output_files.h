@@ -24,8 +24,10 @@
 // tokenize -o a token file, export --format llmc an llm.c checkpoint, --format gguf a model GGUF gpt2 wrote
 // (gpt2cpp.writer in its metadata; with --lora-from an adapter one), --format hf only an export of its own (writer:
 // gpt2.cpp in the safetensors metadata, never a training checkpoint), --plot and plot --out a PNG (--plot never one
-// inside --out), eval --hellaswag-scores a scores file (a PNG or token file of the user's at that path counts as that
-// kind); --log appends only to a log of its own (every line a JSON object starting with {"step":).
+// inside --out; neither --plot nor --log a file a save writes, nor one of --lora-from's or --resume's run, compared
+// where the path lands: path_resolved), eval --hellaswag-scores a scores file (a PNG or token file of the user's at
+// that path counts as that kind); --log appends only to a log of its own (every line a JSON object starting with
+// {"step":).
 //
 // - Locks: train --out DIR (and --plot, --log), export --out, tokenize -o PREFIX (PREFIX.lock; DIR.lock for -o DIR/),
 // plot --out and eval --hellaswag-scores each hold OUTPUT.lock (it holds the pid); a second process on the same

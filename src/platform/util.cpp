@@ -170,6 +170,32 @@ std::string path_absolute(const std::string& path) {
     return os_full_path(path, &full) ? full : path;
 }
 
+std::string path_resolved(const std::string& path) {
+    std::string done;
+    if (path.empty() || !os_full_path(path[0] == '/' ? "/" : ".", &done)) return path;
+    for (size_t start = 0; start <= path.size();) {
+        size_t slash = path.find('/', start);
+        if (slash == std::string::npos) slash = path.size();
+        const std::string name = path.substr(start, slash - start);
+        start = slash + 1;
+        if (name.empty() || name == ".") continue;
+        if (name == "..") {  // `done` holds no link: its last name goes
+            done = path_parent(done);
+            continue;
+        }
+        std::string full;
+        const std::string next = path_join(done, name);
+        done = os_full_path(next, &full) ? full : next;  // missing: a directory a writer makes
+    }
+    return done;
+}
+
+bool path_same_place(const std::string& a, const std::string& b) {
+    const std::string ra = path_resolved(a), rb = path_resolved(b);
+    FileInfo x, y;
+    return ra == rb || (os_stat(ra, &x) && os_stat(rb, &y) && same_file(x, y));
+}
+
 namespace {
 std::string program = "gpt2";
 }

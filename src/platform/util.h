@@ -47,6 +47,13 @@ std::string path_base(const std::string& path);
 // An existing path made absolute (os_full_path), for a record that outlives the working directory; the path as
 // given when it cannot be.
 std::string path_absolute(const std::string& path);
+// Where `path` lands once the directories it names are made (mkdir -p, as a writer does): its longest
+// existing prefix resolved (links, `..`), the rest taken as text, a `..` there undoing the name before it.
+// "a/nox/../b" with no a/nox is a/b. Two outputs or an output and an input are compared this way.
+std::string path_resolved(const std::string& path);
+// a and b land in one place: their path_resolved are equal, or name one existing file or directory (also
+// through a bind mount).
+bool path_same_place(const std::string& a, const std::string& b);
 // The program as the user typed it (argv[0]: "./gpt2", "gpt2", "build/gpt2"), for the commands hints print;
 // "gpt2" until main sets it.
 const std::string& program_name();

@@ -138,11 +138,7 @@ if kill -l HUP >/dev/null 2>&1; then
 fi
 # --- red team round 2 (issue 56) ------------------------------------------------------------------------------
 # nohup: a SIGHUP ignored when gpt2-core starts stays ignored; the run goes on to its save.
-(trap '' HUP; exec "$CORE" $tiny --train $TOK --steps 3000 --out $T/nohup) >$T/nohup.log 2>&1 &
-pid=$!
-for _ in $(seq 200); do grep -q '^step' $T/nohup.log && break; sleep 0.1; done
-kill -HUP $pid 2>/dev/null
-wait_bounded $pid 300
+hup_under_nohup $T/nohup.log "$CORE" $tiny --train $TOK --steps 3000 --out $T/nohup
 rc=$?
 check "under nohup (SIGHUP ignored at start) a SIGHUP leaves gpt2-core training to its save (exit $rc)" \
     test $rc = 0 -a -s $T/nohup/model.safetensors

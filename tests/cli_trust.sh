@@ -472,11 +472,7 @@ check "train --resume RUN --out NEW does not append to RUN's --log, and says so"
 
 # --- red team round 2 (issue 56) ---------------------------------------------------------------------------
 # nohup: a SIGHUP ignored when the run starts stays ignored, so closing the terminal does not stop it.
-(trap '' HUP; exec "$GPT2" train $tiny --val-every 0 --steps 400 --out $T/nohup) >$T/nohup.log 2>&1 &
-pid=$!
-for _ in $(seq 200); do grep -q '^step' $T/nohup.log && break; sleep 0.1; done
-kill -HUP $pid 2>/dev/null
-wait_bounded $pid 300
+hup_under_nohup $T/nohup.log "$GPT2" train $tiny --val-every 0 --steps 400 --out $T/nohup
 rc=$?
 check "under nohup (SIGHUP ignored at start) a SIGHUP leaves train running to its end (exit $rc)" \
     eval '[ $rc = 0 ] && grep -q "^saved $T/nohup at step 400" $T/nohup.log'

@@ -71,6 +71,17 @@ wait_bounded() {
     fi
     wait "$pid"
 }
+# hup_under_nohup LOG CMD...: runs CMD in the background with SIGHUP ignored, as nohup starts it (output to
+# LOG), sends it a SIGHUP once LOG shows a step line, and returns its exit code (wait_bounded, 300 s).
+hup_under_nohup() {
+    local log=$1 pid i
+    shift
+    (trap '' HUP; exec "$@") >"$log" 2>&1 &
+    pid=$!
+    for ((i = 0; i < 200; i++)); do grep -q '^step' "$log" && break; sleep 0.1; done
+    kill -HUP $pid 2>/dev/null
+    wait_bounded $pid 300
+}
 
 # check NAME CMD...: passes when CMD exits 0.
 check() {

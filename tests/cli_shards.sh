@@ -84,7 +84,13 @@ check_error "resume refuses a removed shard" "training data changed .*trained on
 mv $T/removed.bin $T/set/data_train_000002.bin
 cp $T/set/data_train_000001.bin $T/keep.bin
 printf '\x07\x00' | dd of=$T/set/data_train_000001.bin bs=1 seek=1500 conv=notrunc status=none
-check_error "resume refuses a shard modified in place" "training data changed .*fingerprint to" "$GPT2" train --resume $T/C
+check_error "resume refuses a shard modified in place, naming it" \
+    "training data changed ($T/C.*): $T/set/data_train_000001.bin holds other tokens than the run trained on" \
+    "$GPT2" train --resume $T/C
+cp $T/keep.bin $T/set/data_train_000001.bin
+printf '\x01' | dd of=$T/set/data_train_000001.bin bs=1 seek=100 conv=notrunc status=none  # a reserved header byte
+check_error "... and one whose header alone changed, by its fingerprint" "training data changed .*fingerprint to" \
+    "$GPT2" train --resume $T/C
 cp $T/keep.bin $T/set/data_train_000001.bin
 check "... and resumes once the shards are back" "$GPT2" train --resume $T/C --stop-after 1
 # A same-length edit inside a shard past 2 MiB (its fingerprint reads the first and last MiB): "data.content"
@@ -95,7 +101,7 @@ perl -e 'open(my $h, "<:raw", $ARGV[0]) or die; local $/; my $d = <$h>; my $t = 
 "$GPT2" train $tiny --train $T/mid.bin --val '' --steps 10 --stop-after 2 --out $T/M >/dev/null 2>&1
 printf '\x07\x00' | dd of=$T/mid.bin bs=1 seek=$((1024 + 1200000)) conv=notrunc status=none
 check_error "resume refuses a same-length edit in the middle of a 2.4 MB shard, naming it" \
-    "training data changed ($T/M.*): $T/mid.bin (or its loss mask) holds other tokens .*inside it" "$GPT2" train --resume $T/M
+    "training data changed ($T/M.*): $T/mid.bin holds other tokens than the run trained on" "$GPT2" train --resume $T/M
 
 # --- bad shards are named; a glob matching nothing names the pattern --------------------------------------------
 mkdir -p $T/bad && cp $T/set/*.bin $T/bad/

@@ -249,10 +249,10 @@ void hash_guarded(void* arg) {
 // another at the path is not this one's change: the mapping keeps the file it opened.
 bool same_content(const std::string& path, FileInfo* was, const void* data, size_t n, uint64_t seed, uint64_t hash) {
     FileInfo now;
-    if (!os_stat(path, &now) || !same_file(now, *was) || now.mtime_ns == was->mtime_ns) return true;
+    if (!os_stat(path, &now) || !same_file(now, *was) || now.mtime == was->mtime) return true;
     GuardedHash g{data, n, seed};
     if (now.size != was->size || !stop_guard_bus(hash_guarded, &g) || g.h != hash) return false;
-    was->mtime_ns = now.mtime_ns;
+    was->mtime = now.mtime;
     return true;
 }
 

@@ -19,7 +19,7 @@ struct FileInfo {
     FileKind kind = FileKind::missing;
     uint64_t size = 0;
     uint64_t dev = 0, ino = 0;  // identity: device and inode (Windows: volume serial and file index)
-    int64_t mtime_ns = 0;       // its content's last change (Windows: in 100 ns steps)
+    int64_t mtime = 0;          // its content's last change: ns (Windows: 100 ns steps), compared for equality
 };
 bool os_stat(const std::string& path, FileInfo* info);   // follows a symbolic link
 bool os_lstat(const std::string& path, FileInfo* info);  // describes the link itself

@@ -32,7 +32,7 @@ static void fill(const struct stat& st, FileInfo* info) {
                                        : FileKind::other;
     info->size = (uint64_t)st.st_size;
     info->dev = (uint64_t)st.st_dev, info->ino = (uint64_t)st.st_ino;
-    info->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    info->mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 }
 
 bool os_stat(const std::string& path, FileInfo* info) {

@@ -75,7 +75,7 @@ bool handle_info(HANDLE h, FileInfo* info) {
     info->size = ((uint64_t)bi.nFileSizeHigh << 32) | bi.nFileSizeLow;
     info->dev = bi.dwVolumeSerialNumber;
     info->ino = ((uint64_t)bi.nFileIndexHigh << 32) | bi.nFileIndexLow;
-    info->mtime_ns = (int64_t)((((uint64_t)bi.ftLastWriteTime.dwHighDateTime << 32) | bi.ftLastWriteTime.dwLowDateTime) * 100);
+    info->mtime = (int64_t)(((uint64_t)bi.ftLastWriteTime.dwHighDateTime << 32) | bi.ftLastWriteTime.dwLowDateTime);
     return true;
 }
 

@@ -66,9 +66,8 @@ static void eval_check_data(DataLoader* dl, const std::string& data, int batches
     if (batches == 0) {
         size_t tokens = 0, scored = 0;
         for (const TokenShard& s : dl->shards) {
-            const uint8_t* mask = token_files_mask(s);
             tokens += s.num_tokens - 1;
-            scored += mask ? (size_t)std::count(mask + 1, mask + s.num_tokens, 1) : s.num_tokens - 1;
+            scored += token_files_scored_targets(s, s.num_tokens - 1);
         }
         if (scored == 0)
             fatal("no scored tokens (%s): expected some answers, got loss masks that score none of its %zu tokens; "

@@ -179,6 +179,11 @@ size_t token_files_scored(const std::vector<int>& targets) {
     return (size_t)std::count_if(targets.begin(), targets.end(), [](int t) { return t >= 0; });
 }
 
+size_t token_files_scored_targets(const TokenShard& shard, size_t n) {
+    const uint8_t* mask = token_files_mask(shard);
+    return mask ? (size_t)std::count(mask + 1, mask + 1 + n, 1) : n;
+}
+
 size_t token_files_num_tokens(const DataLoader& dl) {
     size_t n = 0;
     for (const TokenShard& s : dl.shards) n += s.num_tokens;

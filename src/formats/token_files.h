@@ -61,5 +61,8 @@ bool token_files_read(DataLoader* dl, const TokenShard& shard, const uint32_t* w
 size_t token_files_num_tokens(const DataLoader& dl);
 // Targets scored of a batch's: those not -1 (a loss mask's prompts).
 size_t token_files_scored(const std::vector<int>& targets);
+// Of a shard's targets 1..n (token i as the target after token i - 1), those scored: its loss mask's ones, or all n
+// without a mask.
+size_t token_files_scored_targets(const TokenShard& shard, size_t n);
 // Sets the core's seams to the above: tokenfile_open, dataloader_expand, dataloader_next_shard, dataloader_read.
 void token_files_plug_in();

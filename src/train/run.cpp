@@ -115,11 +115,9 @@ void trainer_load_data(TrainRun* t) {
     const TokenShard* other_T = nullptr;  // a shard whose mask was packed for another -T
     for (size_t i = 0; i < t->train_dl.shards.size(); i++) {
         const TokenShard& s = t->train_dl.shards[i];
-        const uint8_t* mask = token_files_mask(s);
-        masked += mask != nullptr;
+        masked += token_files_mask(s) != nullptr;
         if (token_files_mask_T(s) && token_files_mask_T(s) != o.T && !other_T) other_T = &s;
-        const size_t reached = dataloader_shard_windows(t->train_dl, i) * o.T;  // targets some window holds
-        scored += mask ? (size_t)std::count(mask + 1, mask + 1 + reached, 1) : reached;
+        scored += token_files_scored_targets(s, dataloader_shard_windows(t->train_dl, i) * o.T);  // some window's
     }
     if (scored == 0)  // every step would be a loss of 0 and a zero gradient
         fatal("no scored tokens in %s: the loss masks score none of them; expected some answers, or --loss-on all",

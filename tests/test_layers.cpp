@@ -21,6 +21,7 @@
 #include "core/safetensors.h"
 #include "core/gemm.h"
 #include "core/layers.h"
+#include "kernel_refs.h"
 #include "core/simd.h"
 #include "inference/matvec.h"
 #include "precision/precision.h"

@@ -186,23 +186,6 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) {
                          rest);
 }
 
-void gelu_forward_ref(float* out, const float* inp, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        float x = inp[i];
-        out[i] = 0.5f * x * (1.0f + tanhf(kGeluScale * (x + 0.044715f * x * x * x)));
-    }
-}
-
-void gelu_backward_ref(float* dinp, const float* inp, const float* dout, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        float x = inp[i];
-        float th = tanhf(kGeluScale * (x + 0.044715f * x * x * x));
-        float sech2 = 1.0f - th * th;
-        float grad = 0.5f * (1.0f + th) + 0.5f * x * sech2 * kGeluScale * (1.0f + 3.0f * 0.044715f * x * x);
-        dinp[i] = grad * dout[i];
-    }
-}
-
 void residual_forward(float* out, const float* a, const float* b, size_t n) {
 #pragma omp parallel for
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
@@ -229,26 +212,6 @@ void crossentropy_fused(float* logits, float* losses, const int* targets, int N,
         for (int v = 0; v < V; v++) z[v] = (z[v] * inv) * dloss;
         z[targets[i]] -= dloss;
         for (int v = 0; v < V && scale != 1.0f; v++) z[v] *= scale;
-        for (int v = V; v < Vp; v++) z[v] = 0;
-    }
-}
-
-void crossentropy_fused_ref(float* logits, float* losses, const int* targets, int N, int V, int Vp, float dloss,
-                            float scale) {
-    for (int i = 0; i < N; i++) {
-        float* z = logits + (size_t)i * Vp;
-        if (targets[i] < 0) losses[i] = 0;  // not scored (layers.h): loss 0 and a zero row
-        if (targets[i] < 0 && dloss > 0) std::fill(z, z + Vp, 0.0f);
-        if (targets[i] < 0) continue;
-        const float zmax = *std::max_element(z, z + V);
-        double sum = 0;
-        for (int v = 0; v < V; v++) sum += expf(z[v] - zmax);
-        losses[i] = (float)(std::log(sum) - (double)(z[targets[i]] - zmax));
-        if (dloss <= 0) continue;
-        const float inv = (float)(1.0 / sum);
-        for (int v = 0; v < V; v++) z[v] = (expf(z[v] - zmax) * inv) * dloss;
-        z[targets[i]] -= dloss;
-        for (int v = 0; v < V; v++) z[v] *= scale;
         for (int v = V; v < Vp; v++) z[v] = 0;
     }
 }

@@ -83,13 +83,4 @@ void residual_forward(float* out, const float* a, const float* b, size_t n);
 void crossentropy_fused(float* logits, float* losses, const int* targets, int N, int V, int Vp, float dloss,
                         float scale);
 
-// Plain scalar references of the vectorised kernels above, same contracts; the tests compare against them.
-void gelu_forward_ref(float* out, const float* inp, size_t n);
-void gelu_backward_ref(float* dinp, const float* inp, const float* dout, size_t n);
-void crossentropy_fused_ref(float* logits, float* losses, const int* targets, int N, int V, int Vp, float dloss,
-                            float scale);
-void attention_forward_ref(float* out, float* lse, const float* qkv, int B, int T, int C, int NH);
-void attention_backward_ref(float* dqkv, const float* dout, const float* qkv, const float* lse, int B, int T, int C,
-                            int NH);
-
 KERNELS_END

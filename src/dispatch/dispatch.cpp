@@ -160,16 +160,6 @@ KERNEL(void, residual_forward, (float* out, const float* a, const float* b, size
 KERNEL(void, crossentropy_fused,
        (float* logits, float* losses, const int* targets, int N, int V, int Vp, float dloss, float scale),
        (logits, losses, targets, N, V, Vp, dloss, scale))
-KERNEL(void, gelu_forward_ref, (float* out, const float* inp, size_t n), (out, inp, n))
-KERNEL(void, gelu_backward_ref, (float* dinp, const float* inp, const float* dout, size_t n), (dinp, inp, dout, n))
-KERNEL(void, crossentropy_fused_ref,
-       (float* logits, float* losses, const int* targets, int N, int V, int Vp, float dloss, float scale),
-       (logits, losses, targets, N, V, Vp, dloss, scale))
-KERNEL(void, attention_forward_ref, (float* out, float* lse, const float* qkv, int B, int T, int C, int NH),
-       (out, lse, qkv, B, T, C, NH))
-KERNEL(void, attention_backward_ref,
-       (float* dqkv, const float* dout, const float* qkv, const float* lse, int B, int T, int C, int NH),
-       (dqkv, dout, qkv, lse, B, T, C, NH))
 KERNEL(void, gemm,
        (int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb, bool transB, float* C,
         int ldc, bool accumulate, const GemmOperands* ops, const void* B_copy),

@@ -66,8 +66,8 @@ void time_steps(GPT2* model, const std::vector<int>& x, const std::vector<int>& 
         gpt2_zero_grad(model);
         gpt2_forward(model, x.data(), y.data(), kB, kT, 1.0f);
         gpt2_backward(model);
-        float norm = optimizer_grad_norm(*model);
-        adamw_update(opt, model, oc, 1e-4f, optimizer_clip_factor(norm, 1.0f));
+        float norm = optimizer_grad_norm(gpt2_param_set(*model));
+        adamw_update(opt, gpt2_param_set(*model), oc, 1e-4f, optimizer_clip_factor(norm, 1.0f));
         tuner.end();
         if (s > 0) out->push_back(time_now_s() - t0);
     }

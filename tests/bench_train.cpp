@@ -162,7 +162,7 @@ void setup_124m(Bench124M* b, int B, int T, Precision prec) {
     b->build_s = t1 - t0, b->init_s = t2 - t1;
     gpt2_set_precision(&b->model, prec);
     gpt2_alloc_acts(&b->model, B, T);
-    adamw_prepare(&b->opt, b->model);
+    adamw_prepare(&b->opt, b->model.params.size());
     b->setup_s = time_now_s() - t2;
     Rng rng(2);
     b->x.resize(B * T), b->y.resize(B * T);
@@ -182,8 +182,8 @@ StepTime train_step_timed(Bench124M* b, int B, int T) {
     double t1 = time_now_s();
     gpt2_backward(&b->model);
     double t2 = time_now_s();
-    float norm = optimizer_grad_norm(b->model);
-    adamw_update(&b->opt, &b->model, oc, 1e-4f, optimizer_clip_factor(norm, 1.0f));
+    float norm = optimizer_grad_norm(gpt2_param_set(b->model));
+    adamw_update(&b->opt, gpt2_param_set(b->model), oc, 1e-4f, optimizer_clip_factor(norm, 1.0f));
     double t3 = time_now_s();
     return {t1 - t0, t2 - t1, t3 - t2, t3 - t0};
 }
@@ -373,9 +373,9 @@ void bench_memory_options() {
             lora_layout(&lora.adapter, lc, cfg);
             lora_init_random(&lora.adapter, 1);
             lora_attach(&model, &lora, B * T, true);
-            lora_prepare(&lora);
+            adamw_prepare(&lora.opt, lora.adapter.params.size());
         } else {
-            adamw_prepare(&opt, model);
+            adamw_prepare(&opt, model.params.size());
         }
         Rng rng(2);
         std::vector<int> x(B * T), y(B * T);
@@ -389,12 +389,10 @@ void bench_memory_options() {
             gpt2_forward(&model, x.data(), y.data(), B, T, 1.0f);
             if (op.in_backward) {
                 adamw_step_in_backward(&opt, &model, oc, 1e-4f, 1.0f);
-            } else if (op.lora) {
+            } else {  // the adapter's optimizer step, or the model's
                 gpt2_backward(&model);
-                lora_update(&lora, oc, 1e-4f, optimizer_clip_factor(lora_grad_norm(lora), 1.0f));
-            } else {
-                gpt2_backward(&model);
-                adamw_update(&opt, &model, oc, 1e-4f, optimizer_clip_factor(optimizer_grad_norm(model), 1.0f));
+                const ParamSet p = op.lora ? lora_param_set(&lora) : gpt2_param_set(model);
+                adamw_update(op.lora ? &lora.opt : &opt, p, oc, 1e-4f, optimizer_clip_factor(optimizer_grad_norm(p), 1.0f));
             }
             if (s > 0) ms.push_back((time_now_s() - t0) * 1e3);  // the first warms up
         }

@@ -172,6 +172,13 @@ for f in hf:minf llmc:minf.bin gguf:minf.gguf; do
         "$GPT2" export --model $T/base --lora-from $T/peft_inf --merge-lora --format ${f%%:*} --out $T/${f#*:}
     check "... writing nothing" eval "! ls -d $T/${f#*:}* 2>/dev/null"
 done
+# An adapter whose A is ~6e29 (B zero: the loss stays the base's) has dB ~1e30, whose square overflows AdamW's v
+# when nothing clips it: the run stops at that step naming the tensor, by the check a full model's run makes.
+cp -r $T/peft $T/peft_steep && st_fill $T/peft_steep/adapter_model.safetensors base_model.model.transformer.h.0.attn.c_attn.lora_A.weight 71
+st_fill $T/peft_steep/adapter_model.safetensors base_model.model.transformer.h.0.attn.c_attn.lora_B.weight 00
+check_error "AdamW's v of an adapter overflowing stops a LoRA run at that step, naming the tensor" \
+    "AdamW v of h.0.attn.c_attn.lora_B.weight\[[0-9]*\] is inf at step 1: training diverged" \
+    "$GPT2" train "${DATA[@]}" --model $T/base_b --lora-from $T/peft_steep --grad-clip 0 --steps 3
 
 # --- 8. red team round three (rt_lora.md; the numbers are its defects) ------------------------------------------
 sha256sum $T/ad/* >$T/ad.sum

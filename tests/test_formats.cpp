@@ -459,8 +459,8 @@ TEST(adamw_matches_the_formula) {
     cfg.lr = 1e-2f;
     cfg.weight_decay = 0.1f;
     AdamW opt;
-    adamw_update(&opt, &model, cfg, cfg.lr);
-    adamw_update(&opt, &model, cfg, cfg.lr);  // same gradient twice
+    adamw_update(&opt, gpt2_param_set(model), cfg, cfg.lr);
+    adamw_update(&opt, gpt2_param_set(model), cfg, cfg.lr);  // same gradient twice
     double max_err = 0;
     for (const TensorInfo& t : model.param_table)
         for (size_t i = t.offset; i < t.offset + t.numel(); i++) {
@@ -481,7 +481,7 @@ TEST(adamw_matches_the_formula) {
 // Clipping as torch's clip_grad_norm_ does it, the gradients scaled in a pass of their own before the
 // update (the trainer folds the factor into AdamW instead). Returns the norm before clipping.
 static float clip_grads(GPT2* model, float max_norm) {
-    float norm = optimizer_grad_norm(*model);
+    float norm = optimizer_grad_norm(gpt2_param_set(*model));
     float factor = optimizer_clip_factor(norm, max_norm);
     if (factor == 1.0f) return norm;
     for (float& g : model->grads) g *= factor;
@@ -495,7 +495,7 @@ TEST(grad_clipping_and_lr_schedule) {
     for (float& g : model.grads) g = 1.0f;
     float norm = clip_grads(&model, 2.0f);
     CHECK_NEAR(norm, std::sqrt((double)model.num_params), 1e-3);
-    CHECK_NEAR(optimizer_grad_norm(model), 2.0, 1e-5);
+    CHECK_NEAR(optimizer_grad_norm(gpt2_param_set(model)), 2.0, 1e-5);
     CHECK_NEAR(lr_schedule(0, 100, 1.0f, 10, 0.1f, true), 0.1, 1e-7);
     CHECK_NEAR(lr_schedule(9, 100, 1.0f, 10, 0.1f, true), 1.0, 1e-7);
     CHECK_NEAR(lr_schedule(10, 100, 1.0f, 10, 0.1f, true), 1.0, 1e-7);
@@ -538,8 +538,9 @@ TEST(clipping_folded_into_adamw_equals_clipping_first) {
     AdamWConfig cfg;
     AdamW oa, ob;
     float norm = clip_grads(&a, 1.0f);
-    adamw_update(&oa, &a, cfg, 1e-3f);
-    adamw_update(&ob, &b, cfg, 1e-3f, optimizer_clip_factor(optimizer_grad_norm(b), 1.0f));
+    adamw_update(&oa, gpt2_param_set(a), cfg, 1e-3f);
+    const ParamSet pb = gpt2_param_set(b);
+    adamw_update(&ob, pb, cfg, 1e-3f, optimizer_clip_factor(optimizer_grad_norm(pb), 1.0f));
     CHECK(norm > 1.0f);
     CHECK(memcmp(a.params.data(), b.params.data(), a.params.size() * sizeof(float)) == 0);
     CHECK(optimizer_clip_factor(0.5f, 1.0f) == 1.0f && optimizer_clip_factor(5.0f, 0.0f) == 1.0f);

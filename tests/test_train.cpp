@@ -224,7 +224,8 @@ TEST(model_copies_see_every_matmul_weight_and_every_update) {
         gpt2_zero_grad(&plain), gpt2_zero_grad(&model);
         CHECK(gpt2_forward(&plain, x.data(), y.data(), 2, 8, 1) == gpt2_forward(&model, x.data(), y.data(), 2, 8, 1));
         gpt2_backward(&plain), gpt2_backward(&model);
-        adamw_update(&opt_plain, &plain, oc, 1e-2f), adamw_update(&opt, &model, oc, 1e-2f);
+        adamw_update(&opt_plain, gpt2_param_set(plain), oc, 1e-2f);
+        adamw_update(&opt, gpt2_param_set(model), oc, 1e-2f);
     }
     CHECK(plain.params == model.params);
     std::set<size_t> matrices = {(size_t)(model.param.wte - model.params.data())};  // the lm_head's
@@ -250,7 +251,7 @@ TEST(bf16_weight_copy_follows_every_adamw_update) {
         last = gpt2_forward(&model, x.data(), y.data(), 2, 8, 1.0f);
         if (step == 0) first = last;
         gpt2_backward(&model);
-        adamw_update(&opt, &model, oc, 1e-2f);
+        adamw_update(&opt, gpt2_param_set(model), oc, 1e-2f);
         int stale = 0;
         const std::vector<uint16_t>& params16 = gpt2_precision_copies(model)->params16;
         for (size_t i = 0; i < model.params.size(); i++) stale += params16[i] != bf16_round(model.params[i]);
@@ -293,15 +294,17 @@ TEST(recompute_and_one_layer_of_gradients_change_no_number) {
         layers_seen++;
         for (size_t i = 0; i < layered.param_table.size(); i++) {
             const TensorInfo& t = layered.param_table[i];
-            if (t.layer == l) mismatched += !std::equal(gpt2_grad(&layered, i), gpt2_grad(&layered, i) + t.numel(),
-                                                        plain.grads.data() + t.offset);
+            if (t.layer == l)
+                mismatched += !std::equal(gpt2_param_set(layered).grad(i), gpt2_param_set(layered).grad(i) + t.numel(),
+                                          plain.grads.data() + t.offset);
         }
         memory_clear_layer_grads(&layered);
     });
     for (size_t i = 0; i < layered.param_table.size(); i++) {
         const TensorInfo& t = layered.param_table[i];
         if (t.layer < 0)
-            mismatched += !std::equal(gpt2_grad(&layered, i), gpt2_grad(&layered, i) + t.numel(), plain.grads.data() + t.offset);
+            mismatched += !std::equal(gpt2_param_set(layered).grad(i), gpt2_param_set(layered).grad(i) + t.numel(),
+                                      plain.grads.data() + t.offset);
     }
     CHECK(layers_seen == 2 && mismatched == 0);
     CHECK(layered.grads.size() < plain.grads.size());
@@ -327,8 +330,8 @@ TEST(update_in_backward_equals_the_full_update_bit_for_bit) {
             bool norms_equal = true;
             for (int step = 0; step < 3; step++) {
                 forward_backward(&full);
-                const float norm = optimizer_grad_norm(full);
-                adamw_update(&a, &full, oc, 1e-2f, optimizer_clip_factor(norm, clip));
+                const float norm = optimizer_grad_norm(gpt2_param_set(full));
+                adamw_update(&a, gpt2_param_set(full), oc, 1e-2f, optimizer_clip_factor(norm, clip));
                 std::vector<int> x(16), y(16);
                 for (int i = 0; i < 16; i++) x[i] = (i * 7 + 3) % 50, y[i] = (i * 11 + 5) % 50;
                 gpt2_zero_grad(&layered);
@@ -381,8 +384,8 @@ static void first_update_both_forms(const GPT2Config& cfg, const std::string& fo
     }
     adamw_use_form(other, form);
     const AdamWConfig oc;
-    adamw_update(fp32, a, oc, 1e-2f);
-    adamw_update(other, b, oc, 1e-2f);
+    adamw_update(fp32, gpt2_param_set(*a), oc, 1e-2f);
+    adamw_update(other, gpt2_param_set(*b), oc, 1e-2f);
     CHECK(a->params == b->params);
 }
 
@@ -403,9 +406,9 @@ TEST(bf16_moments_plug_into_adamw_through_its_seam) {
             moved += y != 0;
         }
     CHECK(far == 0 && moved > a.num_params);
-    CHECK(adamw_nonfinite(bf16, b).empty());
+    CHECK(adamw_nonfinite(bf16, gpt2_param_set(b)).empty());
     adamw_bf16(bf16)->v[3] = 0x7F80;  // +inf
-    const std::string what = adamw_nonfinite(bf16, b);
+    const std::string what = adamw_nonfinite(bf16, gpt2_param_set(b));
     printf("    %s\n", what.c_str());
     CHECK(what.find("AdamW v of ") == 0 && what.find("[3] is inf") != std::string::npos);
 }
@@ -503,9 +506,9 @@ TEST(eight_bit_moments_plug_into_adamw_through_its_seam) {
             moved += y != 0;
         }
     CHECK(far == 0 && moved > a.num_params);
-    CHECK(adamw_nonfinite(q, b).empty());
+    CHECK(adamw_nonfinite(q, gpt2_param_set(b)).empty());
     adamw_8bit(q)->v_step[1] = INFINITY;
-    const std::string what = adamw_nonfinite(q, b);
+    const std::string what = adamw_nonfinite(q, gpt2_param_set(b));
     printf("    %s\n", what.c_str());
     CHECK(what.find("AdamW v of ") == 0 && what.find("[64] is ") != std::string::npos);
 }

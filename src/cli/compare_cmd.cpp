@@ -315,8 +315,8 @@ void check_adamw(GPT2* model, LoraModel* lora, const Reference& ref, const CliAr
         if (ours) checks->loss_line("adamw.loss[" + std::to_string(i) + "]", step_loss, ref.losses[i]);
         else printf("step %lld: loss %f\n", i, step_loss);
         if (!std::isfinite(step_loss)) fatal("loss is %g at AdamW step %lld: expected a finite loss", step_loss, i);
-        if (lora) lora_update(lora, ref.adamw, ref.adamw.lr, 1.0f);
-        else adamw_update(&opt, model, ref.adamw, ref.adamw.lr);
+        adamw_update(lora ? &lora->opt : &opt, lora ? lora_param_set(lora) : gpt2_param_set(*model), ref.adamw,
+                     ref.adamw.lr);
     }
 }
 

@@ -27,6 +27,7 @@
 #include "text/tokenizer.h"
 #include "report/plot.h"
 #include "dist/grad_sync.h"
+#include "lora/setup.h"
 #include "train/run.h"
 
 namespace {
@@ -92,25 +93,22 @@ const std::vector<CliFlag> kTrainFlags = {
      "apply AdamW a layer at a time inside the backward, so only one layer's gradients are held (the same "
      "numbers; with --grad-clip > 0 the backward runs twice, the first for the norm); one process, --grad-accum 1",
      true},
-    {"lora", "", "", "train a LoRA adapter of this rank on the frozen --model (only the adapter is saved)"},
-    {"lora-alpha", "", "8", "LoRA's alpha: the adapter is scaled by alpha / rank (PEFT's lora_alpha)"},
-    {"lora-dropout", "", "0", "LoRA's dropout on the adapter's input, as PEFT's lora_dropout (training steps only)"},
-    {"lora-targets", "", "c_attn",
-     "the layers LoRA adapts, PEFT's module names: c_attn, c_proj (both projections), c_fc, attn.c_proj, mlp.c_proj"},
-    {"lora-from", "", "", "start the adapter from this PEFT directory (adapter_config.json + adapter_model.safetensors), with its rank, alpha and targets (implies --lora)"},
     {"zero", "", "0",
      "ZeRO stage under mpirun: 1 splits AdamW's state across the ranks (each keeps 1/N; gradients "
      "reduce-scattered, updated weights all-gathered); 0: every rank keeps all of it"},
 };
+// The table with LoRA's flags (lora/setup.h) after train's own.
+std::vector<CliFlag> train_flags() {
+    std::vector<CliFlag> flags = kTrainFlags;
+    flags.insert(flags.end(), std::begin(kLoraTrainFlags), std::end(kLoraTrainFlags));
+    return flags;
+}
 
 // Flags a resumed run must keep: they shape the model or the data order (the data's content is checked by
 // hash, so the file may move). Of -B and --grad-accum only their product with the ranks is kept
 // (keep_global_batch).
 const char* const kFixedOnResume[] = {"batch",  "tokens", "grad-accum", "seed",    "model",
                                       "layers", "heads",  "channels",   "seq-len", "vocab"};
-// The adapter's flags: a resumed LoRA run takes its adapter from the checkpoint (recorded only when given, so a
-// run without --lora records what it did before).
-const char* const kLoraFlags[] = {"lora", "lora-alpha", "lora-targets", "lora-dropout"};
 // Flags that belong to one invocation, not to the run: a resumed run never inherits them. (--log is the
 // run's: a resumed run appends to it.)
 const char* const kPerInvocation[] = {"out", "resume", "stop-after", "plot", "overwrite"};
@@ -332,81 +330,6 @@ void build_model(GPT2* model, const CliArgs& args, const TrainOptions& o, const 
     });
 }
 
-// --lora trains an adapter on a frozen --model, in one process, with fp32 AdamW state after the backward:
-// the flags it cannot combine with yet are refused, each naming why.
-void check_lora_flags(const CliArgs& args, const CliArgs& given, const std::string& resume_dir, const RunOptions& r) {
-    if (!args.has("model"))
-        fatal("missing flag --model (train): --lora trains an adapter on a base model; expected --model DIR");
-    if (given.has("lora-from") && !resume_dir.empty())
-        fatal("conflicting flags (train): --resume %s continues its own adapter; drop --lora-from", resume_dir.c_str());
-    if (given.has("lora-from"))
-        for (const char* f : {"lora", "lora-alpha", "lora-targets"})
-            if (given.has(f))
-                fatal("conflicting flags (train): --lora-from %s brings its adapter's rank, alpha and targets; "
-                      "drop --%s", args.str("lora-from").c_str(), f);
-    if (args.has("lora")) args.integer_in("lora", 1, 1 << 20);  // checked before anything loads
-    if (const double alpha = args.number_in("lora-alpha", -1e300, 1e300); !(alpha > 0 && alpha <= 1e6))
-        fatal("bad value for --lora-alpha (train): expected a number above 0, at most 1e6 (the scale is alpha / "
-              "rank), got %g", alpha);
-    args.number_in("lora-dropout", 0, 1);
-    // The adapter a run starts from is its input, as --model is: never replaced by the run's saves.
-    // (compared where the save lands: --out DIR/nox/../AD is AD once the save makes DIR/nox)
-    if (given.has("lora-from") && !r.out.empty() && path_same_place(r.out, args.str("lora-from")))
-        fatal_hint(std::string(train_dir_is_checkpoint(r.out) ? "continue that run with --resume " + r.out + ", or " : "") +
-                       "save elsewhere (--out NEW_DIR)",
-                   "bad value for --out (train): %s holds the --lora-from adapter this run starts from; a new run "
-                   "there would replace it and its training state",
-                   r.out.c_str());
-    struct Refused {
-        bool given;
-        std::string flag;
-        const char* why;
-    };
-    const Refused refused[] = {
-        {r.mem.layer_grads, "--optimizer-in-backward", "it updates the base's weights inside the backward"},
-        {r.moments != "fp32", "--optimizer-state " + r.moments, "the adapter's moments are small and kept in fp32"},
-        {r.zero, "--zero 1", "it splits the base's AdamW state across ranks"}};
-    for (const Refused& x : refused)
-        if (x.given) fatal("conflicting flags (train): --lora cannot take %s: %s", x.flag.c_str(), x.why);
-}
-
-// The adapter of a --lora run: the resumed one, --lora-from's, or PEFT's init for the flags' rank, alpha and
-// targets; hooked into the model, whose weights are then frozen.
-void prepare_lora(TrainRun* t, const CliArgs& args, const std::string& resume_dir, const TrainState* resume) {
-    const GPT2Config& cfg = t->model.cfg;
-    t->lora = std::make_unique<LoraModel>();
-    LoraAdapter& a = t->lora->adapter;
-    const std::string from = !resume_dir.empty() ? resume_dir : args.has("lora-from") ? args.str("lora-from") : "";
-    if (!from.empty()) {
-        lora_load_train(t->lora.get(), from, cfg, resume_dir.empty() ? nullptr : resume);
-        if (resume_dir.empty() && args.has("lora-dropout"))  // a training choice, not the adapter's math
-            a.cfg.dropout = (float)args.number_in("lora-dropout", 0, 1);
-    } else {
-        LoraConfig lc;
-        lc.rank = (int)args.integer_in("lora", 1, 1 << 20);
-        lc.alpha = (float)args.number_in("lora-alpha", 0, 1e6);
-        lc.dropout = (float)args.number_in("lora-dropout", 0, 1);
-        if (const std::string err = lora_parse_targets(args.str("lora-targets"), &lc); !err.empty())
-            fatal("%s (train)", err.c_str());
-        if (const std::string err = lora_check(lc, cfg, "--lora (train)"); !err.empty()) fatal("%s", err.c_str());
-        lora_layout(&a, lc, cfg);
-        lora_init_random(&a, t->opts.seed);
-    }
-    const int rows = std::max(t->opts.B * t->opts.T, cfg.max_seq_len);  // a training batch, or a sample's context
-    lora_attach(&t->model, t->lora.get(), rows, true);
-    t->lora->dropout.seed = t->opts.seed;
-    t->base_path = path_absolute(args.str("model"));  // the record outlives the working directory
-    t->base_hash = train_state_params_hash(t->model);
-    if (resume_dir.empty() && args.has("lora-from")) lora_note_new_base(from, t->base_path, t->base_hash);
-    std::string targets;
-    for (const std::string& m : a.cfg.target_modules) targets += (targets.empty() ? "" : ",") + m;
-    char dropout[32] = "";
-    if (a.cfg.dropout > 0) snprintf(dropout, sizeof(dropout), ", dropout %g", a.cfg.dropout);
-    printf("lora: rank %d, alpha %g (scale %g%s) on %s: %.2fM parameters trained, the base's %.2fM frozen\n",
-           a.cfg.rank, a.cfg.alpha, a.cfg.scale(), dropout, targets.c_str(), a.params.size() / 1e6,
-           gpt2_num_real_params(cfg) / 1e6);
-}
-
 void train_options(const CliArgs& args, const CliArgs& given, const std::string& resume_dir, TrainOptions* to,
                    RunOptions* ro) {
     TrainOptions& o = *to;
@@ -461,7 +384,7 @@ void train_options(const CliArgs& args, const CliArgs& given, const std::string&
               o.accum);
     // --lora-from: its adapter's own rank, alpha and targets (a resumed run made so has it among its flags)
     r.lora = args.has("lora") || args.has("lora-from");
-    if (r.lora) check_lora_flags(args, given, resume_dir, r);
+    if (r.lora) lora_check_flags(args, given, resume_dir, r.out);
     for (const char* f : {"lora-alpha", "lora-targets", "lora-dropout"})
         if (!r.lora && given.has(f))
             fatal("flag --%s (train) needs --lora: expected --lora R or --lora-from DIR with it, got --%s alone", f, f);
@@ -477,7 +400,7 @@ void note_overrides(const CliArgs& given, const std::vector<std::pair<std::strin
     for (size_t i = 0; i < given.names.size(); i++) {
         const std::string& name = given.names[i];
         if (name == "resume" || is_per_invocation(name)) continue;
-        if (std::find(std::begin(kLoraFlags), std::end(kLoraFlags), name) != std::end(kLoraFlags)) continue;  // equal
+        if (lora_is_adapter_flag(name)) continue;  // equal (lora_check_resumed_flags)
         const CliFlag* flag = nullptr;
         for (const CliFlag& f : given.flags) flag = name == f.name ? &f : flag;
         std::string old = flag && flag->default_value ? flag->default_value : "", why = " (the default)";
@@ -600,19 +523,7 @@ CliArgs resume_args(const CliArgs& given, const std::string& resume_dir, TrainSt
                 kv.first != "batch" && kv.first != "grad-accum" && kv.first != "model")  // keep_global_batch
                 fatal("bad value for --%s (train): a resumed run keeps %s, got %s", name, kv.second.c_str(),
                       given.str(name).c_str());
-    LoraConfig adapter;  // a LoRA run's: given again, its own values (targets in any order) are taken silently
-    const bool known = lora_run_config(*resume, &adapter);
-    for (const char* name : kLoraFlags) {
-        if (!given.has(name)) continue;
-        const std::string had = known ? lora_flag_differs(*resume, adapter, name, given.str(name)) : "?";
-        if (!lora_run)
-            fatal("bad value for --%s (train): a resumed run keeps its training without --lora; got %s", name,
-                  given.str(name).c_str());
-        if (!had.empty())
-            fatal("bad value for --%s (train): a resumed run keeps its adapter%s; got %s", name,
-                  known ? (" (--" + std::string(name) + " " + had + ")").c_str() : " (adapter_config.json's)",
-                  given.str(name).c_str());
-    }
+    lora_check_resumed_flags(given, *resume, lora_run);
     keep_global_batch(given, resume_dir, &stored, ranks);
     // Continued into another directory, the run leaves the one it came from as it was, its log included
     // (note_log_left says so, after the refusals).
@@ -673,7 +584,7 @@ void check_ranks_agree(const TrainRun& t) {
     const GPT2Config& g = t.model.cfg;
     // a LoRA run: its base as fingerprinted before int8 or bf16 held it, and its adapter
     const std::string weights =
-        t.lora ? t.base_hash + " " + lora_adapter_hash(t.lora->adapter) : train_state_params_hash(t.model);
+        t.lora ? t.lora->base_hash + " " + lora_adapter_hash(t.lora->adapter) : train_state_params_hash(t.model);
     const std::string model = std::to_string(g.num_layers) + " " + std::to_string(g.num_heads) + " " +
                               std::to_string(g.channels) + " " + std::to_string(g.max_seq_len) + " " +
                               std::to_string(g.vocab_size) + " " + weights;
@@ -769,9 +680,11 @@ int prepare_run(TrainRun* t, const CliArgs& args, const CliArgs& given, const st
     adamw_use_form(&t->opt, r.moments);  // 8bit: check_memory checked the geometry
     if (r.lora) {
         memory_enable_training(&t->model, r.mem, true);  // a frozen base: --recompute's seams, no gradients
-        prepare_lora(t, args, resume_dir, resume);
-    } else setup_phase("gradients", memory_grads_bytes(t->model.cfg, r.mem),
-                     [&] { memory_enable_training(&t->model, r.mem); });
+        const int rows = std::max(o.B * o.T, t->model.cfg.max_seq_len);  // a training batch, or a sample's context
+        t->lora = lora_setup(&t->model, args, resume_dir, resume, rows, o.seed);
+    } else
+        setup_phase("gradients", memory_grads_bytes(t->model.cfg, r.mem),
+                    [&] { memory_enable_training(&t->model, r.mem); });
     if (r.lora) grad_sync_init_flat(&t->sync, t->lora->grads.data(), t->lora->grads.size());
     else grad_sync_init(&t->sync, &t->model, r.zero, &t->opt);  // with --zero 1: this rank's slice of AdamW
     const GPT2Config& cfg = t->model.cfg;
@@ -780,7 +693,8 @@ int prepare_run(TrainRun* t, const CliArgs& args, const CliArgs& given, const st
     trainer_load_data(t);
     int first_step = 0;
     if (!resume_dir.empty()) {  // reads the moments in
-        if (r.lora) lora_restore(resume, t->lora.get(), args.str("model"), t->base_hash, &t->train_dl, &t->history);
+        if (r.lora)
+            lora_restore(resume, t->lora.get(), args.str("model"), t->lora->base_hash, &t->train_dl, &t->history);
         else train_state_restore(resume, t->model, &t->opt, &t->train_dl, &t->history);
         first_step = resume->step;
         printf("resumed %s at step %d\n", resume_dir.c_str(), first_step);
@@ -796,8 +710,8 @@ int prepare_run(TrainRun* t, const CliArgs& args, const CliArgs& given, const st
     setup_phase("activations and AdamW state",
                 memory_acts_bytes(cfg, o.B, o.T, r.mem) + train_memory(cfg, o, r, Precision::kFp32).moments, [&] {
                     gpt2_alloc_acts(&t->model, o.B, o.T);
-                    if (r.lora) lora_prepare(t->lora.get());
-                    else adamw_prepare(&t->opt, t->model);
+                    if (r.lora) adamw_prepare(&t->lora->opt, t->lora->adapter.params.size());
+                    else adamw_prepare(&t->opt, t->model.params.size());
                 });
     print_data(*t);
     if (o.T < cfg.max_seq_len && !args.has("model") && resume_dir.empty())
@@ -821,8 +735,9 @@ void print_next(const TrainRun& t, const CliArgs& args) {
     if (!plot.empty() && path_exists(plot)) printf("plot: %s\n", plot.c_str());
     if (!t.saved) return;
     std::string generate = shell_word(program_name()) + " generate --model " +
-                           (r.lora ? shell_word(t.base_path) + " --lora-from " : "") + shell_word(r.out);
-    if (r.lora && args.str("precision") != "fp32") generate += " --precision " + args.str("precision");  // as it trained
+                           (r.lora ? shell_word(t.lora->base_path) + " --lora-from " : "") + shell_word(r.out);
+    if (r.lora && args.str("precision") != "fp32")
+        generate += " --precision " + args.str("precision");  // as it trained
     if (args.has("tokenizer")) generate += " --tokenizer " + shell_word(args.str("tokenizer"));
     if (t.model.cfg.vocab_size <= kTokenizerEot) generate += " --prompt-ids 0 --ids";  // no <|endoftext|> to start from
     printf("sample from it: %s\n", generate.c_str());
@@ -864,7 +779,7 @@ int cmd_train(int argc, char** argv) {
         "Trains GPT-2 on token files (one, or a list or glob of shards) with AdamW, from scratch, from --model, or "
         "continuing exactly from --resume. Ctrl-C, SIGTERM and SIGHUP finish the step, "
         "save to --out and exit 128 + the signal.",
-        kTrainFlags, false);
+        train_flags(), false);
     // Stop signals are caught from the start: before the first step they end the run cleanly (lock
     // released, nothing saved); from then on the step finishes and the run saves.
     stop_catch(true);

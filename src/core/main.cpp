@@ -175,7 +175,7 @@ int main(int argc, char** argv) {
     if (o.T > cfg.max_seq_len) fatal("bad value for -T (gpt2-core): expected at most %d, got %d", cfg.max_seq_len, o.T);
     gpt2_enable_training(&t.model);
     gpt2_alloc_acts(&t.model, o.B, o.T);
-    adamw_prepare(&t.opt, t.model);
+    adamw_prepare(&t.opt, t.model.params.size());
     t.train_dl.accum = o.accum;  // a step's accum * B windows come from one shard, as in gpt2 train
     oom_where = flags["train"], oom_hint = "expected a token file that fits in memory (gpt2-core reads it whole)";
     dataloader_init(&t.train_dl, flags["train"], "--train", cfg.vocab_size, o.B, o.T, o.shuffle, o.seed);

@@ -54,8 +54,6 @@ void gpt2_params_updated(GPT2* model, size_t offset, size_t n);
 void gpt2_build(GPT2* model, const GPT2Config& cfg);
 // Adds parameter gradients (unless memory/ laid them out, or frozen: none, null views) and activation gradients.
 void gpt2_enable_training(GPT2* model, bool frozen = false);
-// The gradient of param_table[i] in grads, in either layout.
-inline float* gpt2_grad(GPT2* model, size_t i) { return model->grads.data() + model->grad_offsets[i]; }
 // GPT-2's init, each tensor's TensorInit (layout.h); padded wte rows stay 0.
 void gpt2_init_random(GPT2* model, uint64_t seed);
 // Sizes the activation buffers for (B, T), checked by the caller (the memory too: memory/memory.h); a no-op

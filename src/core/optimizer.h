@@ -54,27 +54,45 @@ struct AdamW {
     bool prepared() const { return end > 0 && (moments ? moments->size() : m.size()) == end - begin; }
 };
 
-// The sum of squares of each gradient of param_table[first, last) into sumsq[first, last), in double and
-// in fixed chunks: the same values whatever the thread count, all at once or a layer at a time. Only
-// parameter offsets [lo, hi) count (a ZeRO-1 slice; the default: all).
-void optimizer_grad_sumsq(const GPT2& model, size_t first, size_t last, double* sumsq, size_t lo = 0,
+// Seam: the tensors an optimizer step walks, laid out by a table in `size` floats: a model's parameters (updated
+// in place through gpt2_param_set's) or a LoRA adapter's (lora/).
+struct ParamSet {
+    const std::vector<TensorInfo>* table;
+    float *params, *grads;
+    size_t size;
+    const size_t* grad_at;  // where each tensor's gradient starts in grads, or null: at its offset, as in params
+    GPT2* model;            // whose copies each updated chunk refreshes (gpt2_params_updated), or null
+    float* grad(size_t i) const { return grads + (grad_at ? grad_at[i] : (*table)[i].offset); }
+};
+inline ParamSet gpt2_param_set(const GPT2& model) {
+    GPT2* m = const_cast<GPT2*>(&model);
+    return {&m->param_table, m->params.data(), m->grads.data(), m->params.size(), m->grad_offsets.data(), m};
+}
+
+// The sum of squares of each gradient of tensors [first, last) into sumsq[first, last), in double and in fixed
+// chunks: the same values whatever the thread count, all at once or a layer at a time. Only parameter offsets
+// [lo, hi) count (a ZeRO-1 slice; the default: all).
+void optimizer_grad_sumsq(const ParamSet& p, size_t first, size_t last, double* sumsq, size_t lo = 0,
                           size_t hi = SIZE_MAX);
 // The global L2 norm from every tensor's sumsq, summed in table order.
 float optimizer_norm_of(const std::vector<double>& sumsq);
-float optimizer_grad_norm(const GPT2& model);
+float optimizer_grad_norm(const ParamSet& p);
 // Clipping's factor, as torch's clip_grad_norm_: min(1, max_norm / (norm + 1e-6)); 1 when max_norm <= 0.
 float optimizer_clip_factor(float norm, float max_norm);
-// Allocates opt's zeroed moments (adamw_apply would, in the first step; a trainer does it first: a steady step).
-void adamw_prepare(AdamW* opt, const GPT2& model);
+// Allocates opt's zeroed moments for n parameters (adamw_apply would, in the first step; a trainer does it
+// first: a steady step).
+void adamw_prepare(AdamW* opt, size_t n);
 // One AdamW step in two parts, so it can be applied a layer at a time: adamw_begin counts the step and
-// returns its constants; adamw_apply updates param_table[first, last) within opt's range. Each gradient is
-// multiplied by grad_scale as it is read: clipping folded into the update, bit for bit, without its own pass.
+// returns its constants; adamw_apply updates tensors [first, last) within opt's range, decaying those whose
+// table says so. Each gradient is multiplied by grad_scale as it is read: clipping folded into the update,
+// bit for bit, without its own pass.
 AdamWStep adamw_begin(AdamW* opt, const AdamWConfig& cfg, float lr, float grad_scale);
-void adamw_apply(AdamW* opt, GPT2* model, const AdamWStep& k, float lr, float weight_decay, size_t first, size_t last);
+void adamw_apply(AdamW* opt, const ParamSet& p, const AdamWStep& k, float lr, float weight_decay, size_t first,
+                 size_t last);
 // The first non-finite value in opt's moments or their weights, e.g. "AdamW v of wte.weight[70] is inf"; "" if none.
-std::string adamw_nonfinite(const AdamW& opt, const GPT2& model);
+std::string adamw_nonfinite(const AdamW& opt, const ParamSet& p);
 // Both parts over every tensor.
-void adamw_update(AdamW* opt, GPT2* model, const AdamWConfig& cfg, float lr, float grad_scale = 1.0f);
+void adamw_update(AdamW* opt, const ParamSet& p, const AdamWConfig& cfg, float lr, float grad_scale = 1.0f);
 // Linear warmup over `warmup` steps, then cosine decay from lr to lr * min_lr_frac at `total` steps
 // (or constant when cosine is false). step counts from 0.
 float lr_schedule(int step, int total, float lr, int warmup, float min_lr_frac, bool cosine);

@@ -13,9 +13,9 @@ void train_check_finite(double loss, float norm, int step) {
 }
 
 // Only a scaled gradient past |g| ~ 1.8e19 overflows v: only an unclipped step pays for adamw_nonfinite's pass.
-void train_check_update(const Trainer& t, float norm, int step) {
-    if (norm * optimizer_clip_factor(norm, t.opts.grad_clip) <= 1e18f) return;
-    const std::string what = adamw_nonfinite(t.opt, t.model);
+void train_check_update(const AdamW& opt, const ParamSet& p, float norm, float grad_clip, int step) {
+    if (norm * optimizer_clip_factor(norm, grad_clip) <= 1e18f) return;
+    const std::string what = adamw_nonfinite(opt, p);
     if (!what.empty())
         fatal_hint("clip the gradients (--grad-clip 1, the default) or lower --lr",
                    "%s at step %d: training diverged; the last checkpoint (if any) is kept", what.c_str(), step + 1);
@@ -35,11 +35,12 @@ StepStats train_step(Trainer* t, int step) {
         loss += gpt2_forward(&model, dl.inputs.data(), dl.targets.data(), o.B, o.T, share) * (double)share;
         gpt2_backward(&model, nullptr);
     }
-    const float norm = optimizer_grad_norm(model);
+    const ParamSet params = gpt2_param_set(model);
+    const float norm = optimizer_grad_norm(params);
     train_check_finite(loss, norm, step);
     const float lr = lr_schedule(step, o.steps, o.adamw.lr, o.warmup, o.min_lr_frac, o.cosine);
-    adamw_update(&t->opt, &model, o.adamw, lr, optimizer_clip_factor(norm, o.grad_clip));  // clipping folded in
-    train_check_update(*t, norm, step);
+    adamw_update(&t->opt, params, o.adamw, lr, optimizer_clip_factor(norm, o.grad_clip));  // clipping folded in
+    train_check_update(t->opt, params, norm, o.grad_clip, step);
     const float ms = std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return {loss, norm, lr, ms};
 }

@@ -35,4 +35,5 @@ struct Trainer {
 // LoRA and the update inside the backward, and agrees with this one bit for bit where they meet.
 StepStats train_step(Trainer* t, int step);
 void train_check_finite(double loss, float norm, int step);
-void train_check_update(const Trainer& t, float norm, int step);
+// A non-finite value the update of p left (a run diverged) is fatal.
+void train_check_update(const AdamW& opt, const ParamSet& p, float norm, float grad_clip, int step);

@@ -96,9 +96,9 @@ int grad_sync_stop(const GradSync& s) {
 
 float grad_sync_norm(const GradSync& s, const GPT2& model, const AdamW& opt) {
     dist_sum_wait();  // every bucket summed
-    if (!s.sharded) return optimizer_grad_norm(model);
+    if (!s.sharded) return optimizer_grad_norm(gpt2_param_set(model));
     std::vector<double> sumsq(model.param_table.size());  // of this rank's slice of the summed gradients
-    optimizer_grad_sumsq(model, 0, sumsq.size(), sumsq.data(), opt.begin, opt.end);
+    optimizer_grad_sumsq(gpt2_param_set(model), 0, sumsq.size(), sumsq.data(), opt.begin, opt.end);
     dist_sum(sumsq.data(), sumsq.size());
     return optimizer_norm_of(sumsq);
 }
@@ -121,7 +121,7 @@ const AdamW& grad_sync_whole_moments(const GradSync& s, const AdamW& opt, const 
     if (!s.sharded) return opt;
     adamw_use_form(whole, adamw_form(opt));
     whole->step = opt.step;
-    if (s.rank == 0) adamw_prepare(whole, model);
+    if (s.rank == 0) adamw_prepare(whole, model.params.size());
     const std::vector<MomentsArray> mine = adamw_moments_arrays(opt), all = adamw_moments_arrays(*whole);
     for (size_t k = 0; k < mine.size(); k++) {
         std::vector<size_t> bounds = s.slices;  // in the array's elements (the slices are multiples of 64)

@@ -510,7 +510,7 @@ void read_moments(const TrainState& ts, AdamW* opt) {
 }  // namespace
 
 void train_state_restore(TrainState* state, const GPT2& model, AdamW* opt, DataLoader* dl, LossHistory* history) {
-    adamw_prepare(opt, model);  // opt's range, all or a ZeRO-1 slice, in zeros
+    adamw_prepare(opt, model.params.size());  // opt's range, all or a ZeRO-1 slice, in zeros
     train_state_restore_params(state, model.num_params, train_state_params_hash(model), model.cfg, opt, dl, history);
 }
 

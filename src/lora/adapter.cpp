@@ -26,8 +26,9 @@ void lora_layout(LoraAdapter* a, const LoraConfig& cfg, const GPT2Config& base) 
             if (!cfg.target[k]) continue;
             for (int is_b = 0; is_b < 2; is_b++) {
                 TensorInfo t;
-                t.name = "base_model.model.transformer.h." + std::to_string(l) + "." + kLoraModules[k] +
-                         (is_b ? ".lora_B.weight" : ".lora_A.weight");
+                t.hf_name =
+                    "h." + std::to_string(l) + "." + kLoraModules[k] + (is_b ? ".lora_B.weight" : ".lora_A.weight");
+                t.name = "base_model.model.transformer." + t.hf_name;
                 t.rows = is_b ? out[k] : (size_t)cfg.rank;
                 t.cols = is_b ? (size_t)cfg.rank : in[k];
                 t.offset = offset, t.decay = true, t.layer = l, t.slot = k;

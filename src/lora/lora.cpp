@@ -200,46 +200,7 @@ void lora_attach(GPT2* model, LoraModel* lora, int max_rows, bool training) {
 
 void lora_zero_grad(LoraModel* lora) { std::fill(lora->grads.begin(), lora->grads.end(), 0.0f); }
 
-namespace {
-const size_t kChunk = 1 << 16;
-}
-
-float lora_grad_norm(const LoraModel& lora) {
-    const size_t n = lora.grads.size(), chunks = (n + kChunk - 1) / kChunk;
-    std::vector<double> partial(chunks);
-#pragma omp parallel for schedule(static)
-    for (long c = 0; c < (long)chunks; c++)
-        partial[c] = sum_squares(lora.grads.data() + c * kChunk, std::min(kChunk, n - c * kChunk));
-    double sum = 0;
-    for (double p : partial) sum += p;
-    return (float)std::sqrt(sum);
-}
-
-void lora_prepare(LoraModel* lora) {
-    AdamW& opt = lora->opt;
-    const size_t n = lora->adapter.params.size();
-    opt.begin = 0, opt.end = n;
-    if (opt.prepared()) return;
-    buffer_assign_zero(&opt.m, n);
-    buffer_assign_zero(&opt.v, n);
-}
-
-void lora_update(LoraModel* lora, const AdamWConfig& cfg, float lr, float grad_scale) {
-    AdamW& opt = lora->opt;
-    float* w = lora->adapter.params.data();
-    const size_t n = lora->adapter.params.size(), chunks = (n + kChunk - 1) / kChunk;
-    lora_prepare(lora);
-    AdamWStep k = adamw_begin(&opt, cfg, lr, grad_scale);
-    k.decay = 1.0f - lr * cfg.weight_decay;
-#pragma omp parallel for schedule(static)
-    for (long c = 0; c < (long)chunks; c++) {
-        const size_t at = c * kChunk;
-        adamw_chunk(w + at, lora->grads.data() + at, opt.m.data() + at, opt.v.data() + at, std::min(kChunk, n - at), k);
-    }
-    for (size_t i = 0; i < n; i++)
-        if (!std::isfinite(w[i]) || !std::isfinite(opt.m[i]) || !std::isfinite(opt.v[i]))
-            fatal_hint("clip the gradients (--grad-clip 1, the default) or lower --lr",
-                       "LoRA adapter value %zu is not finite after step %d: training diverged; the last checkpoint "
-                       "(if any) is kept",
-                       i, opt.step);
+ParamSet lora_param_set(LoraModel* lora) {
+    LoraAdapter& a = lora->adapter;
+    return {&a.table, a.params.data(), lora->grads.data(), a.params.size(), nullptr, nullptr};
 }

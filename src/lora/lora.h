@@ -93,6 +93,7 @@ struct LoraModel {
     LoraDropout dropout;
     std::vector<LoraLinear> linears;        // one per (layer, target), in table order
     std::map<size_t, const LoraLinear*> at;  // by its base weight's offset in the model's params
+    std::string base_path, base_hash;        // training: the base's absolute path and fingerprint, saved with it
 };
 
 // The error for cfg over a base of geometry `base`, naming `flag`, or "": a rank in [1, the smaller side of
@@ -107,23 +108,20 @@ void lora_attach(GPT2* model, LoraModel* lora, int max_rows, bool training);
 void lora_zero_grad(LoraModel* lora);
 // Dropout for the training step `step` (its mask keys), or off (-1).
 void lora_dropout_step(LoraModel* lora, int step);
-// The adapter's global gradient norm, in double over fixed chunks: the same for any thread count.
-float lora_grad_norm(const LoraModel& lora);
-// Allocates the adapter's zeroed AdamW moments (lora_update would, at its first step).
-void lora_prepare(LoraModel* lora);
-// One AdamW step on the adapter (grad_scale: clipping folded in), every matrix decayed (PEFT trains A and B
-// with the decay of the optimizer it is given). fatal on a non-finite value the update left.
-void lora_update(LoraModel* lora, const AdamWConfig& cfg, float lr, float grad_scale);
+// The adapter's matrices and their gradients as the optimizer walks them (core/optimizer.h: the norm, AdamW
+// and its finite check, as a model's): every matrix decayed, as PEFT trains A and B with the decay of the
+// optimizer it is given.
+ParamSet lora_param_set(LoraModel* lora);
 
 // The adapter's values' FNV-1a fingerprint (16 hex digits): its train state's, and what the ranks compare.
 std::string lora_adapter_hash(const LoraAdapter& a);
 // The directory a LoRA run saves (--out), published whole: PEFT's adapter_config.json and
 // adapter_model.safetensors, and train_state.safetensors with the adapter's AdamW moments, the data's position,
 // the flags, the history, the adapter's settings (lora_run_config) and the base's path and fingerprint
-// (lora.base.path, lora.base.fnv1a); adapter_config.json names base_path (absolute: the base trained on) as its
-// base_model_name_or_path. `extra` adds to the staging directory (the loss plot). The base is not written.
-void lora_save(const std::string& dir, const LoraModel& lora, const std::string& base_path,
-               const std::string& base_hash, const DataLoader& dl, int step,
+// (lora.base.path, lora.base.fnv1a: lora's base_path and base_hash); adapter_config.json names base_path (the
+// base trained on) as its base_model_name_or_path. `extra` adds to the staging directory (the loss plot). The base
+// is not written.
+void lora_save(const std::string& dir, const LoraModel& lora, const DataLoader& dl, int step,
                const std::vector<std::pair<std::string, std::string>>& run_flags, const LossHistory& history,
                const std::function<void(const std::string& staging)>& extra);
 // Reads the PEFT adapter in dir, made for a base of geometry `base` (fatal naming the file otherwise).

@@ -1,4 +1,4 @@
-// lora_train.cpp: a LoRA run's directory (lora.h): PEFT's two files (lora/peft.h) and the train state, which
+// run_state.cpp: a LoRA run's directory (lora.h): PEFT's two files (lora/peft.h) and the train state, which
 // ties the adapter to its base by the base's fingerprint.
 #include <cmath>
 #include <cstdio>
@@ -61,20 +61,19 @@ std::string lora_adapter_hash(const LoraAdapter& a) {
     return hash_hex(fnv1a(a.params.data(), a.params.size() * sizeof(float)));
 }
 
-void lora_save(const std::string& dir, const LoraModel& lora, const std::string& base_path,
-               const std::string& base_hash, const DataLoader& dl, int step,
+void lora_save(const std::string& dir, const LoraModel& lora, const DataLoader& dl, int step,
                const std::vector<std::pair<std::string, std::string>>& run_flags, const LossHistory& history,
                const std::function<void(const std::string& staging)>& extra) {
     const LoraAdapter& a = lora.adapter;
     dir_publish(dir, train_dir_is_ours, [&](const std::string& staging) {
         PeftConfig peft = lora.peft;
         peft.lora = a.cfg;
-        peft.base_model = base_path;  // the base trained on, not the one --lora-from's adapter named
+        peft.base_model = lora.base_path;  // the base trained on, not the one --lora-from's adapter named
         peft_write(a, peft, staging);
         const std::vector<std::pair<std::string, std::string>> meta = {
-            {"lora.base.path", base_path},          {"lora.base.fnv1a", base_hash},
-            {"lora.r", std::to_string(a.cfg.rank)}, {"lora.alpha", float_text(a.cfg.alpha)},
-            {"lora.targets", target_set(a.cfg)},   {"lora.rslora", a.cfg.rslora ? "true" : "false"},
+            {"lora.base.path", lora.base_path},          {"lora.base.fnv1a", lora.base_hash},
+            {"lora.r", std::to_string(a.cfg.rank)},      {"lora.alpha", float_text(a.cfg.alpha)},
+            {"lora.targets", target_set(a.cfg)},         {"lora.rslora", a.cfg.rslora ? "true" : "false"},
             {"lora.dropout", float_text(a.cfg.dropout)}, {kExactKey, "true"}};
         train_state_write(path_join(staging, kStateFile), lora.opt, a.params.size(), lora_adapter_hash(a), a.base, dl,
                           step, run_flags, history, meta);
@@ -188,9 +187,10 @@ void lora_check_base(const std::string& dir, const GPT2& model, const std::strin
 void lora_note_new_base(const std::string& dir, const std::string& base_path, const std::string& base_hash) {
     std::string path, hash;
     if (!lora_run_base(dir, &path, &hash) || hash == base_hash) return;
-    printf("note: --lora-from %s was trained on %s (fingerprint %s); --model %s fingerprints to %s: this run "
-           "trains it on this base\n",
-           dir.c_str(), path.c_str(), hash.c_str(), base_path.c_str(), base_hash.c_str());
+    printf(
+        "note: --lora-from %s was trained on %s (fingerprint %s); --model %s fingerprints to %s: this run "
+        "trains it on this base\n",
+        dir.c_str(), path.c_str(), hash.c_str(), base_path.c_str(), base_hash.c_str());
 }
 
 void lora_apply(GPT2* model, LoraModel* lora, const std::string& dir, int max_rows) {
@@ -207,26 +207,29 @@ void lora_restore(TrainState* ts, LoraModel* lora, const std::string& base_path,
         fatal("bad train state (%s): expected a LoRA run's (metadata \"lora.base.fnv1a\")", ts->path.c_str());
     const std::string recorded = ts->file.meta("lora.base.path");
     if (saved != base_hash && !recorded.empty() && path_absolute(base_path) != recorded)  // another --model given
-        fatal_hint("give the base it was trained on, " + recorded + ", as --model (or leave --model out), or start a "
-                   "new run on this one with --lora-from " + path_parent(ts->path),
+        fatal_hint("give the base it was trained on, " + recorded +
+                       ", as --model (or leave --model out), or start a "
+                       "new run on this one with --lora-from " +
+                       path_parent(ts->path),
                    "base model mismatch (--model %s): it is not the run's base: %s was trained on %s, fingerprint %s; "
                    "--model %s fingerprints to %s",
-                   base_path.c_str(), path_parent(ts->path).c_str(), recorded.c_str(), saved.c_str(),
-                   base_path.c_str(), base_hash.c_str());
-    if (saved != base_hash)
-        fatal_hint("resume with --model pointing at the base it was trained on, or start a new run with --lora-from "
-                   "on this one",
-                   "base model changed since the checkpoint (%s): it was trained on %s, fingerprint %s; --model %s "
-                   "fingerprints to %s",
-                   ts->path.c_str(), ts->file.meta("lora.base.path").c_str(), saved.c_str(), base_path.c_str(),
+                   base_path.c_str(), path_parent(ts->path).c_str(), recorded.c_str(), saved.c_str(), base_path.c_str(),
                    base_hash.c_str());
-    lora_prepare(lora);
+    if (saved != base_hash)
+        fatal_hint(
+            "resume with --model pointing at the base it was trained on, or start a new run with --lora-from "
+            "on this one",
+            "base model changed since the checkpoint (%s): it was trained on %s, fingerprint %s; --model %s "
+            "fingerprints to %s",
+            ts->path.c_str(), ts->file.meta("lora.base.path").c_str(), saved.c_str(), base_path.c_str(),
+            base_hash.c_str());
+    adamw_prepare(&lora->opt, lora->adapter.params.size());
     const LoraAdapter& a = lora->adapter;
     if (ts->params_hash != lora_adapter_hash(a) && ts->m.numel() == a.params.size())
         fatal_hint("put back the adapter this run saved, or start a new run from this one: --lora-from DIR",
                    "adapter changed since the checkpoint (%s): its values fingerprint to %s; the train state %s was "
                    "saved with %s",
-                   path_join(path_parent(ts->path), "adapter_model.safetensors").c_str(),
-                   lora_adapter_hash(a).c_str(), ts->path.c_str(), ts->params_hash.c_str());
+                   path_join(path_parent(ts->path), "adapter_model.safetensors").c_str(), lora_adapter_hash(a).c_str(),
+                   ts->path.c_str(), ts->params_hash.c_str());
     train_state_restore_params(ts, a.params.size(), lora_adapter_hash(a), a.base, &lora->opt, dl, history);
 }

@@ -126,10 +126,11 @@ float adamw_step_in_backward(AdamW* opt, GPT2* model, const AdamWConfig& cfg, fl
             first = std::min(first, i), last = i + 1;
         }
     std::vector<double> sumsq(table.size());
-    auto measure_layer = [&](int l) { optimizer_grad_sumsq(*model, layers[l].first, layers[l].second, sumsq.data()); };
+    const ParamSet params = gpt2_param_set(*model);
+    auto measure_layer = [&](int l) { optimizer_grad_sumsq(params, layers[l].first, layers[l].second, sumsq.data()); };
     auto measure_rest = [&] {  // wte, wpe, ln_f: final once the backward returns
         for (size_t i = 0; i < table.size(); i++)
-            if (table[i].layer < 0) optimizer_grad_sumsq(*model, i, i + 1, sumsq.data());
+            if (table[i].layer < 0) optimizer_grad_sumsq(params, i, i + 1, sumsq.data());
     };
     const bool clip = grad_clip > 0;
     float norm = 0;
@@ -147,11 +148,11 @@ float adamw_step_in_backward(AdamW* opt, GPT2* model, const AdamWConfig& cfg, fl
     const AdamWStep k = adamw_begin(opt, cfg, lr, optimizer_clip_factor(norm, grad_clip));
     gpt2_backward(model, [&](int l) {
         if (!clip) measure_layer(l);
-        adamw_apply(opt, model, k, lr, cfg.weight_decay, layers[l].first, layers[l].second);
+        adamw_apply(opt, params, k, lr, cfg.weight_decay, layers[l].first, layers[l].second);
         memory_clear_layer_grads(model);
     });
     if (!clip) measure_rest();
     for (size_t i = 0; i < table.size(); i++)
-        if (table[i].layer < 0) adamw_apply(opt, model, k, lr, cfg.weight_decay, i, i + 1);
+        if (table[i].layer < 0) adamw_apply(opt, params, k, lr, cfg.weight_decay, i, i + 1);
     return clip ? norm : optimizer_norm_of(sumsq);
 }

@@ -1,7 +1,7 @@
 // memory.h: training in less memory, without changing a number: train --recompute and --recompute-blocks
 // (fewer activations kept) and --optimizer-in-backward (one layer's gradients at a time, AdamW applied as the
 // backward goes). They reach the core through its seams: the model's acts_table and layer_begin, the gradients laid out
-// before gpt2_enable_training (which keeps them, gpt2_grad reads them through grad_offsets), and
+// before gpt2_enable_training (which keeps them, gpt2_param_set reads them through grad_offsets), and
 // gpt2_backward's layer_done.
 //
 // What train allocates, it prints first (`memory: N MiB (parameters, gradients, AdamW state, activations,

@@ -150,8 +150,7 @@ void trainer_save(TrainRun* t, int step) {
         if (t->run.plot_in_out && !(h.train.empty() && h.val.empty()))  // no loss yet (every step skipped): no plot
             plot_losses(path_join(staging, "loss.png"), {{"", h.train, h.val}});
     };
-    if (t->lora)
-        lora_save(t->run.out, *t->lora, t->base_path, t->base_hash, t->train_dl, step, t->run_flags, h, plot);
+    if (t->lora) lora_save(t->run.out, *t->lora, t->train_dl, step, t->run_flags, h, plot);
     else train_state_save(t->run.out, t->model, opt, t->train_dl, step, t->run_flags, h, plot);
     t->saved = true;
     t->progress.close();

@@ -68,9 +68,7 @@ struct TrainRun : Trainer {
     bool saved = false;
     ThreadTuner tuner;  // the team size of each step
     GradSync sync;      // what each step shares with the other ranks (none without mpirun): grad_sync_init
-    // --lora: the adapter trained on the frozen model (its base), whose path and fingerprint a save records
-    std::unique_ptr<LoraModel> lora;
-    std::string base_path, base_hash;
+    std::unique_ptr<LoraModel> lora;  // --lora: the adapter trained on the frozen model (its base)
     TrainRun() = default;
     TrainRun(const TrainRun&) = delete;
     TrainRun& operator=(const TrainRun&) = delete;

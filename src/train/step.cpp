@@ -54,7 +54,7 @@ std::vector<float> loss_shares(TrainRun* t, const StepBatches& b) {
 float step_norm(TrainRun* t) {
     if (!t->lora) return grad_sync_norm(t->sync, t->model, t->opt);
     if (t->sync.ranks > 1) dist_sum_wait();  // the adapter's gradients, summed over the ranks
-    return lora_grad_norm(*t->lora);
+    return optimizer_grad_norm(lora_param_set(t->lora.get()));
 }
 
 // Forward and backward over the micro-batches, each scaled by its share; the last one's backward sends each
@@ -94,7 +94,7 @@ RunStepStats run_step(TrainRun* t, int step) {
         train_check_finite(s.loss, 0, step);  // before any update: found by the forward
         s.norm = adamw_step_in_backward(&t->opt, &t->model, o.adamw, lr, o.grad_clip);
         train_check_finite(s.loss, s.norm, step);
-        train_check_update(*t, s.norm, step);
+        train_check_update(t->opt, gpt2_param_set(t->model), s.norm, o.grad_clip, step);
         s.stop = grad_sync_stop(t->sync);
     } else {
         gpt2_zero_grad(&t->model);
@@ -102,10 +102,10 @@ RunStepStats run_step(TrainRun* t, int step) {
         s.stop = grad_sync_stop(t->sync);
         s.norm = step_norm(t);
         train_check_finite(s.loss, s.norm, step);
-        const float clip = optimizer_clip_factor(s.norm, o.grad_clip);  // folded into the update
-        if (lora) lora_update(lora, o.adamw, lr, clip);
-        else adamw_update(&t->opt, &t->model, o.adamw, lr, clip);
-        train_check_update(*t, s.norm, step);
+        AdamW& opt = lora ? lora->opt : t->opt;  // the adapter's, or the model's
+        const ParamSet params = lora ? lora_param_set(lora) : gpt2_param_set(t->model);
+        adamw_update(&opt, params, o.adamw, lr, optimizer_clip_factor(s.norm, o.grad_clip));  // clipping folded in
+        train_check_update(opt, params, s.norm, o.grad_clip, step);
         grad_sync_weights(t->sync, &t->model);
     }
     if (lora) lora_dropout_step(lora, -1);  // validation and samples see no dropout

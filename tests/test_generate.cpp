@@ -1,6 +1,5 @@
-// test_generate.cpp: the KV-cache path against the full forward pass, decoding's products of several rows
-// against each row alone, the sampler's warpers on hand-made distributions, and the seeding contract of
-// generation.
+// test_generate.cpp: the KV-cache path against the full forward pass, sequences decoded together against each
+// alone, the sampler's warpers on hand-made distributions, and the seeding contract of generation.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -171,6 +170,60 @@ void build_wide(GPT2* model, Decoding d) {
     set_decoding(model, d);
 }
 
+// n sequences with prompts of different lengths, decoded together (infer_decode) for several steps: sequence i
+// joins at step i % 3 and leaves after `steps` tokens, each step's rows in another order. Each row's logits
+// against the same sequence decoded alone (infer_forward), byte for byte. Counts the rows that differ (and the
+// caches whose length does) in *mismatches, the rows compared in *rows.
+void decode_together(const GPT2& model, int n, int* mismatches, int* rows) {
+    const int V = model.cfg.vocab_size, Vp = model.cfg.padded_vocab_size, steps = 5;
+    std::vector<InferState> together(n), alone(n);
+    std::vector<float> logits((size_t)n * Vp), row(Vp);
+    for (int i = 0; i < n; i++) {
+        const int len = 1 + 7 * i % 12;
+        std::vector<int> prompt(len);
+        for (int t = 0; t < len; t++) prompt[t] = (131 * i + 37 * t + 5) % V;
+        for (InferState* st : {&together[i], &alone[i]}) {
+            infer_init(st, model, len + steps, len);
+            infer_forward(st, model, prompt.data(), len, row.data(), false);
+        }
+    }
+    InferScratch scratch;
+    infer_scratch_init(&scratch, model, n);
+    *mismatches = *rows = 0;
+    for (int step = 0; step < steps + 2; step++) {
+        std::vector<InferState*> seqs;
+        std::vector<int> tokens, ids;
+        for (int k = 0; k < n; k++) {
+            const int i = (k + 5 * step) % n, decoded = step - i % 3;
+            if (decoded < 0 || decoded >= steps) continue;
+            seqs.push_back(&together[i]), tokens.push_back((53 * i + 29 * step + 1) % V), ids.push_back(i);
+        }
+        if (seqs.empty()) continue;
+        infer_decode(&scratch, seqs.data(), model, tokens.data(), (int)seqs.size(), logits.data());
+        for (size_t r = 0; r < seqs.size(); r++) {
+            infer_forward(&alone[ids[r]], model, &tokens[r], 1, row.data(), false);
+            *mismatches += memcmp(row.data(), &logits[r * Vp], sizeof(float) * Vp) != 0;
+            *mismatches += together[ids[r]].len != alone[ids[r]].len;
+            ++*rows;
+        }
+    }
+}
+
+void check_decode_together(Decoding d) {
+    GPT2 trained, wide;
+    checkpoint_load(&trained, kTrained);
+    set_decoding(&trained, d);
+    build_wide(&wide, d);
+    for (const GPT2* model : {&trained, &wide})
+        for (int n : {1, 2, 3, 8, 16}) {
+            int mismatches, rows;
+            decode_together(*model, n, &mismatches, &rows);
+            printf("    %s, C %d, %2d sequences together: %d of %d rows differ from the sequence decoded alone\n",
+                   decoding_name(d), model->cfg.channels, n, mismatches, rows);
+            CHECK(mismatches == 0 && rows == 5 * n);
+        }
+}
+
 }  // namespace
 
 namespace {
@@ -279,6 +332,19 @@ TEST(decode_rows_products_equal_each_row_alone_bf16) {
                   matvec_bf16(out, x, W16.data(), b.data(), N, IC, OC);
               }));
     }
+}
+
+TEST(decode_together_equals_each_sequence_alone_fp32) { check_decode_together(Decoding::kFp32); }
+
+TEST(decode_together_equals_each_sequence_alone_bf16) {
+    if (!bf16_supported()) SKIP("this CPU has no AVX512_BF16");
+    check_decode_together(Decoding::kBf16);
+}
+
+TEST(decode_together_equals_each_sequence_alone_int8) { check_decode_together(Decoding::kInt8); }
+
+TEST(decode_together_equals_each_sequence_alone_int8_inputs_rounded) {
+    check_decode_together(Decoding::kInt8Inputs);
 }
 
 TEST(top_p_keeps_the_smallest_set_reaching_p) {

@@ -21,6 +21,8 @@ void bench_matmul(Precision prec);                    // GFLOP/s of each matmul 
 // bench_generate.cpp
 void bench_read_bandwidth();                        // GB/s of a summing loop over 1 GiB; keeps "read GB/s"
 void bench_decode(Precision prec, int prompt_len);  // decode tok/s; keeps "decode <prec> <prompt_len>"
+// 1, 4, 8, 16 sequences decoded together (infer_decode): aggregate tok/s; keeps "decode together <prec> <n>"
+void bench_decode_batch(Precision prec);
 // bench_llama.cpp: llama-bench's pp512 and tg128, ours fp32, bf16 and int8 beside llama.cpp (node-llama-cpp)
 // on the same model as f32, bf16 and q8_0 GGUFs
 void bench_llama();

@@ -3,7 +3,8 @@
 // through gemm), then 64 single-token steps (greedy, so sampling cost is negligible). Reports tok/s and the
 // weight bandwidth decoding implies (every step streams all parameters once: 4 bytes each at fp32, 2 at
 // bf16, 1 + 2/32 for int8's matrices), against the read bandwidth of a plain summing loop; for bf16 and int8,
-// the mat-vecs' own share of the decode time and GB/s.
+// the mat-vecs' own share of the decode time and GB/s. And several sequences decoded together (infer_decode):
+// the aggregate tok/s of 1, 4, 8 and 16 at once, each step reading the weights once for all of them.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -18,6 +19,8 @@
 #include "platform/util.h"
 #include "bench.h"
 #include "inference/generate.h"
+#include "inference/infer.h"
+#include "inference/sampler.h"
 #include "core/model.h"
 #include "precision/precision.h"
 
@@ -72,6 +75,31 @@ DecodeSpeed decode_speed(const GPT2& model, int prompt_len) {
     for (auto* v : {&tps, &prompt_tps, &shares, &gbs, &rest}) std::sort(v->begin(), v->end());
     const size_t mid = tps.size() / 2;
     return {tps[mid], prompt_tps[mid], timed ? shares[mid] : 0, timed ? gbs[mid] / 1e9 : 0, timed ? rest[mid] : 0};
+}
+
+// n sequences (prompts of 48 + 2i tokens: caches of different lengths) decoded together for `steps` greedy
+// steps: the median over 3 runs (after a warm-up) of the steps' aggregate tok/s. states holds >= n prefilled
+// sequences, set back to their prompts' lengths before each run.
+double decode_batch_speed(const GPT2& model, std::vector<InferState>& states, int n, int steps) {
+    const int Vp = model.cfg.padded_vocab_size;
+    std::vector<InferState*> seqs;
+    for (int i = 0; i < n; i++) seqs.push_back(&states[i]);
+    InferScratch scratch;
+    infer_scratch_init(&scratch, model, n);
+    std::vector<float> logits((size_t)n * Vp);
+    std::vector<int> tokens(n);
+    std::vector<double> tps;
+    for (int rep = 0; rep < 4; rep++) {
+        for (int i = 0; i < n; i++) states[i].len = 48 + 2 * i, tokens[i] = (i * 7919 + 13) % 50257;
+        const double t0 = time_now_s();
+        for (int step = 0; step < steps; step++) {
+            infer_decode(&scratch, seqs.data(), model, tokens.data(), n, logits.data());
+            for (int i = 0; i < n; i++) tokens[i] = sampler_argmax(&logits[(size_t)i * Vp], model.cfg.vocab_size);
+        }
+        if (rep > 0) tps.push_back(n * steps / (time_now_s() - t0));  // the first is a warm-up
+    }
+    std::sort(tps.begin(), tps.end());
+    return tps[1];
 }
 
 }  // namespace
@@ -156,4 +184,35 @@ void bench_decode(Precision prec, int prompt_len) {
     const double fp32_tok_s = bench_kept("decode fp32 " + std::to_string(prompt_len));
     if (prec != Precision::kFp32 && fp32_tok_s > 0)
         printf("decode %s / fp32, %d-token prompt: %.2fx\n", name, prompt_len, s.tok_s / fp32_tok_s);
+}
+
+void bench_decode_batch(Precision prec) {
+    const char* name = prec == Precision::kBf16 ? "bf16" : prec == Precision::kInt8 ? "int8" : "fp32";
+    if (prec == Precision::kBf16 && !bf16_supported()) {
+        printf("decode 124M bf16, sequences together: skipped (this CPU has no AVX512_BF16)\n");
+        return;
+    }
+    GPT2 model;
+    gpt2_build(&model, config_make(1024, 50257, 12, 12, 768));
+    gpt2_init_random(&model, 1);
+    gpt2_set_precision(&model, prec);
+    if (prec == Precision::kInt8) gpt2_round_inputs_q8(&model);  // as generate --precision int8 runs
+    const int most = 16, steps = prec == Precision::kFp32 ? 16 : 32;
+    std::vector<InferState> states(most);
+    std::vector<float> logits(model.cfg.padded_vocab_size);
+    for (int i = 0; i < most; i++) {
+        const int len = 48 + 2 * i;
+        std::vector<int> prompt(len);
+        for (int t = 0; t < len; t++) prompt[t] = (t * 7919 + i) % 50257;
+        infer_init(&states[i], model, len + steps, len);
+        infer_forward(&states[i], model, prompt.data(), len, logits.data(), false);
+    }
+    double one = 0;
+    for (int n : {1, 4, 8, 16}) {
+        const double tok_s = decode_batch_speed(model, states, n, steps);
+        if (n == 1) one = tok_s;
+        printf("decode 124M %s, %2d sequences together (%d steps, median of 3): %.1f tok/s aggregate, %.2fx one "
+               "sequence's, %.1f ms a step\n", name, n, steps, tok_s, tok_s / one, 1e3 * n / tok_s);
+        bench_keep(std::string("decode together ") + name + " " + std::to_string(n), tok_s);
+    }
 }

@@ -8,6 +8,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "core/simd.h"
@@ -53,19 +54,20 @@ void matvec_copy(float* out, const float* x, const Weight& w, const float* b, in
     matvec_bf16(out, x, c->bf16, b, N, IC, OC);
 }
 
-// Output row i of input row r, out[r * OC + i] = rows4(out + r * OC + j0, rows, j0, r) for each group of four
-// output rows j0.. (the last group: rows < 4) and each input row r, the groups split by OpenMP, plus b.
-template <typename Rows4>
+// For each group of four output rows j0.. (the last group: rows < 4), split by OpenMP: rows4(out + r * OC + j0,
+// rows, j0, r, m) writes the group's outputs of input rows r .. r + m - 1, M of them at a time (the last N % M
+// one at a time), then b is added.
+template <int M, typename Rows4>
 static void in_row_groups(float* out, const float* b, int N, int OC, Rows4 rows4) {
 #pragma omp parallel for schedule(static)
     for (int g = 0; g < (OC + 3) / 4; g++) {
         const int j0 = g * 4, rows = OC - j0 < 4 ? OC - j0 : 4;
-        for (int r = 0; r < N; r++) {
-            float* o = out + (size_t)r * OC;
-            rows4(o + j0, rows, j0, r);
-            if (b)
-                for (int j = j0; j < j0 + rows; j++) o[j] += b[j];
+        for (int r = 0, m = M; r < N; r += m) {
+            m = N - r >= M ? M : 1;
+            rows4(out + (size_t)r * OC + j0, rows, j0, r, m);
         }
+        for (int r = 0; b && r < N; r++)
+            for (int j = j0; j < j0 + rows; j++) out[(size_t)r * OC + j] += b[j];
     }
 }
 
@@ -90,35 +92,47 @@ __attribute__((target("avx512f"), always_inline)) static inline V sum_lanes4(V a
 
 // The bf16 matrix-vector product: x is rounded to bf16 once; each group of four output rows streams its bf16
 // weights (half fp32's bytes: decoding is bound by them) into vdpbf16ps, the four rows sharing x's loads and
-// fetching the next four ahead (the first input row's pass: `fetch`), then the four 16-lane sums paired down
-// together. A row's last partial vector is read through a mask. Rows past `rows` repeat the last (their sums
+// fetching the next four ahead (the first input rows' pass: `fetch`), then the four 16-lane sums paired down
+// together. M input rows (x16's rows, IC apart; out's, OC apart) at once share the weights' loads, and their
+// 4 M independent sums keep vdpbf16ps busy where four chains leave it waiting; each sum's order is that of its
+// row alone. A row's last partial vector is read through a mask. Rows past `rows` repeat the last (their sums
 // unused).
 // (A function of its own: clang does not carry a target attribute into an OpenMP region.)
-__attribute__((target("avx512f,avx512bw,avx512bf16"))) static void rows4_bf16_avx512(float* out, int rows,
+template <int M>
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) static void rows4_bf16_avx512(float* out, int OC, int rows,
                                                                                    const uint16_t* w,
                                                                                    const uint16_t* x16, int IC,
                                                                                    bool fetch) {
     const uint16_t* wr[4];
     for (int r = 0; r < 4; r++) wr[r] = w + (size_t)(r < rows ? r : rows - 1) * IC;
-    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    __m512 acc[M][4];
+    for (int m = 0; m < M; m++)
+        for (int r = 0; r < 4; r++) acc[m][r] = _mm512_setzero_ps();
     for (int i = 0; i < IC; i += 32) {
         for (int l = 0; fetch && l < 4 * 64; l += 64)
             __builtin_prefetch((const char*)(w + (size_t)4 * IC + (size_t)4 * i) + l);
         const __mmask32 in = IC - i >= 32 ? ~(__mmask32)0 : (__mmask32)((1u << (IC - i)) - 1);
-        const __m512bh x = (__m512bh)_mm512_maskz_loadu_epi16(in, x16 + i);
-        for (int r = 0; r < 4; r++)
-            acc[r] = _mm512_dpbf16_ps(acc[r], (__m512bh)_mm512_maskz_loadu_epi16(in, wr[r] + i), x);
+        __m512bh wv[4];
+        for (int r = 0; r < 4; r++) wv[r] = (__m512bh)_mm512_maskz_loadu_epi16(in, wr[r] + i);
+        for (int m = 0; m < M; m++) {
+            const __m512bh x = (__m512bh)_mm512_maskz_loadu_epi16(in, x16 + (size_t)m * IC + i);
+            for (int r = 0; r < 4; r++) acc[m][r] = _mm512_dpbf16_ps(acc[m][r], wv[r], x);
+        }
     }
-    const vf16 q = sum_lanes4((vf16)acc[0], (vf16)acc[1], (vf16)acc[2], (vf16)acc[3]);
-    float sums[16];
-    memcpy(sums, &q, sizeof sums);
-    for (int r = 0; r < rows; r++) out[r] = (sums[r] + sums[4 + r]) + (sums[8 + r] + sums[12 + r]);
+    for (int m = 0; m < M; m++) {
+        const vf16 q = sum_lanes4((vf16)acc[m][0], (vf16)acc[m][1], (vf16)acc[m][2], (vf16)acc[m][3]);
+        float sums[16];
+        memcpy(sums, &q, sizeof sums);
+        for (int r = 0; r < rows; r++) out[(size_t)m * OC + r] = (sums[r] + sums[4 + r]) + (sums[8 + r] + sums[12 + r]);
+    }
 }
 
 static void matvec_bf16_avx512(float* out, const uint16_t* x16, const uint16_t* W16, const float* b, int N, int IC,
                                int OC) {
-    in_row_groups(out, b, N, OC, [&](float* o, int rows, int j0, int r) {
-        rows4_bf16_avx512(o, rows, W16 + (size_t)j0 * IC, x16 + (size_t)r * IC, IC, r == 0);
+    in_row_groups<4>(out, b, N, OC, [&](float* o, int rows, int j0, int r, int m) {
+        const uint16_t *w = W16 + (size_t)j0 * IC, *x = x16 + (size_t)r * IC;
+        if (m == 4) rows4_bf16_avx512<4>(o, OC, rows, w, x, IC, r == 0);
+        else rows4_bf16_avx512<1>(o, OC, rows, w, x, IC, r == 0);
     });
 }
 #endif
@@ -334,6 +348,129 @@ static void round_input(const float* x, int IC, int8_t* xq, float* xd) {
         }
 }
 
+#ifdef Q8_DOT_VNNI
+// Decoding's rows together (matvec_q8q8's N >= 2) on AVX512-VNNI, as a small mat-mat: each group of 16 output
+// rows is laid out once per call as vpdpbusd's unsigned operand (q8_tile16), and each input row then takes a
+// block's 16 products from 8 vpdpbusd with its own bytes broadcast (q8q8_tile_rows), where the one-row kernel
+// sums lanes across registers for each row and block. Each output's fp32 sum still takes block after block
+// fma(the block's exact product, w's scale x x's scale, sum): q8q8_rows4's order, so the row's numbers alone.
+
+// Lanes I... of a and b (b's from 16), as vector extensions: the intrinsics trip GCC 12's warning of their
+// undefined sources (bug 105593).
+template <int... I>
+static inline vi16 shuffle16(vi16 a, vi16 b) {
+    return __builtin_shufflevector(a, b, I...);
+}
+
+// Rows [0, rows) of w (row stride IC; rows past them repeat the last) as a tile: block k's bytes 4s .. 4s + 3 of
+// row c, plus 128 (read as unsigned), at words[(8k + s) * 16 + c], and row c's scale of block k at
+// scales[16k + c].
+static void q8_tile16(uint32_t* words, float* scales, const int8_t* w, const uint16_t* d, int rows, int IC, int nb) {
+    const int8_t* row[16];
+    for (int c = 0; c < 16; c++) {
+        const int at = c < rows ? c : rows - 1;
+        row[c] = w + (size_t)at * IC;
+        for (int k0 = 0; k0 < nb; k0 += kVecLen) {
+            float f[kVecLen];
+            vf_store(f, vf_from_fp16(d + (size_t)at * nb + k0, std::min(kVecLen, nb - k0)));
+            for (int k = k0; k < std::min(nb, k0 + kVecLen); k++) scales[16 * k + c] = f[k - k0];
+        }
+    }
+    typedef int vi8 __attribute__((vector_size(32)));
+    const auto load = [&](int c, int k) {
+        vi8 v;
+        memcpy(&v, row[c] + k * kQ8Block, sizeof v);
+        return v;
+    };
+    const vi16 plus128 = (vi16)_mm512_set1_epi8((char)0x80);
+    for (int k = 0; k < nb; k++) {
+        // the next tile (16 rows on from w, contiguous), an eighth of a block's worth of its lines per block: the
+        // hardware alone does not keep 16 rows' streams fed
+        for (int l = 0; l < 8; l++) __builtin_prefetch(w + (size_t)16 * IC + (size_t)(8 * k + l) * 64);
+        // 16 rows' 8 words, rows p and p + 8 in one register, transposed 8 x 8 in each half: words, then pairs
+        // of words, then 128-bit quarters interleaved
+        vi16 z[8], a[8], t[8];
+        for (int p = 0; p < 8; p++)
+            z[p] = __builtin_shufflevector(load(p, k), load(p + 8, k), 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13,
+                                           14, 15);
+        for (int p = 0; p < 8; p += 2) {
+            a[p] = shuffle16<0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29>(z[p], z[p + 1]);
+            a[p + 1] = shuffle16<2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15, 31>(z[p], z[p + 1]);
+        }
+        for (int g = 0; g < 8; g += 4)
+            for (int m = 0; m < 2; m++) {
+                const vi16 u = a[g + m], v = a[g + m + 2];
+                t[g + 2 * m] = shuffle16<0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29>(u, v);
+                t[g + 2 * m + 1] = shuffle16<2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31>(u, v);
+            }
+        for (int m = 0; m < 4; m++) {  // words s = m and 4 + m
+            const vi16 u = t[m], v = t[4 + m];
+            const vi16 lo = shuffle16<0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27>(u, v) ^ plus128;
+            const vi16 hi = shuffle16<4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31>(u, v) ^ plus128;
+            memcpy(words + (8 * k + m) * 16, &lo, sizeof lo);
+            memcpy(words + (8 * k + 4 + m) * 16, &hi, sizeof hi);
+        }
+    }
+}
+
+// acc[r] = the tile's 16 outputs for input row r < R: its q8 blocks xq (row stride IC), their scales xd (stride
+// xd_row) and -128 x each block's sum corr (stride nb), from which each block's vpdpbusd sums start (taking
+// back the 128 the tile added: exact).
+template <int R>
+static inline void q8q8_tile_rows(__m512* acc, const uint32_t* words, const float* scales, const int8_t* xq,
+                                  const float* xd, const int32_t* corr, int IC, int xd_row, int nb) {
+    for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
+    for (int k = 0; k < nb; k++) {
+        __m512i w[8];
+        for (int s = 0; s < 8; s++) w[s] = _mm512_loadu_si512(words + (8 * k + s) * 16);
+        const __m512 dw = _mm512_loadu_ps(scales + 16 * k);
+        for (int r = 0; r < R; r++) {
+            // x's words broadcast straight from memory (a word through a general register costs a shuffle)
+            typedef int32_t word __attribute__((may_alias, aligned(1)));
+            const word* x = reinterpret_cast<const word*>(xq + (size_t)r * IC + k * kQ8Block);
+            __m512i dot0 = _mm512_set1_epi32(corr[r * nb + k]), dot1 = _mm512_setzero_si512();
+            for (int s = 0; s < 8; s += 2) {  // two chains: the integer sums are exact in any order
+                dot0 = _mm512_dpbusd_epi32(dot0, w[s], _mm512_set1_epi32(x[s]));
+                dot1 = _mm512_dpbusd_epi32(dot1, w[s + 1], _mm512_set1_epi32(x[s + 1]));
+            }
+            const __m512 f = __builtin_convertvector((vi16)_mm512_add_epi32(dot0, dot1), __m512);
+            acc[r] = _mm512_fmadd_ps(f, _mm512_mul_ps(dw, _mm512_set1_ps(xd[(size_t)r * xd_row + k])), acc[r]);
+        }
+    }
+}
+
+// out (N, OC) from x's rows as q8 blocks (xq, xd, corr as q8q8_tile_rows reads them), 16 output rows at a time
+// split by OpenMP, and input rows 4 at a time.
+static void matvec_q8q8_tiles(float* out, const int8_t* xq, const float* xd, const int32_t* corr, const int8_t* q,
+                              const uint16_t* d, const float* b, int N, int IC, int OC, int xd_row) {
+    const int nb = IC / kQ8Block;
+#pragma omp parallel
+    {
+        static thread_local std::vector<uint32_t> words;
+        static thread_local std::vector<float> scales;
+        words.resize((size_t)nb * 8 * 16), scales.resize((size_t)nb * 16);
+#pragma omp for schedule(static)
+        for (int tile = 0; tile < (OC + 15) / 16; tile++) {
+            const int j0 = 16 * tile, cols = std::min(16, OC - j0);
+            q8_tile16(words.data(), scales.data(), q + (size_t)j0 * IC, d + (size_t)j0 * nb, cols, IC, nb);
+            const __mmask16 in = (__mmask16)((1u << cols) - 1);
+            const __m512 bias = b ? _mm512_maskz_loadu_ps(in, b + j0) : _mm512_setzero_ps();
+            const auto rows = [&](auto R, int r0) {
+                __m512 acc[R.value];
+                q8q8_tile_rows<R.value>(acc, words.data(), scales.data(), xq + (size_t)r0 * IC,
+                                        xd + (size_t)r0 * xd_row, corr + (size_t)r0 * nb, IC, xd_row, nb);
+                for (int r = 0; r < R.value; r++)
+                    _mm512_mask_storeu_ps(out + (size_t)(r0 + r) * OC + j0, in,
+                                          b ? _mm512_add_ps(acc[r], bias) : acc[r]);
+            };
+            int r0 = 0;
+            for (; r0 + 4 <= N; r0 += 4) rows(std::integral_constant<int, 4>(), r0);
+            for (; r0 < N; r0++) rows(std::integral_constant<int, 1>(), r0);
+        }
+    }
+}
+#endif
+
 void matvec_q8q8(float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int N, int IC,
                  int OC) {
     assert(IC % kQ8Block == 0);
@@ -345,7 +482,19 @@ void matvec_q8q8(float* out, const float* x, const int8_t* q, const uint16_t* d,
     for (int r = 0; r < N; r++) round_input(x + (size_t)r * IC, IC, &xq[(size_t)r * IC], &xd[(size_t)r * xd_row]);
     const int8_t* xqp = xq.data();
     const float* xdp = xd.data();
-    in_row_groups(out, b, N, OC, [&](float* o, int rows, int j0, int r) {
+#ifdef Q8_DOT_VNNI
+    if (N >= 2) {
+        static thread_local std::vector<int32_t> corr;
+        corr.resize((size_t)N * nb);
+        for (size_t blk = 0; blk < corr.size(); blk++) {
+            int sum = 0;
+            for (int i = 0; i < kQ8Block; i++) sum += xq[blk * kQ8Block + i];
+            corr[blk] = -128 * sum;
+        }
+        return matvec_q8q8_tiles(out, xqp, xdp, corr.data(), q, d, b, N, IC, OC, xd_row);
+    }
+#endif
+    in_row_groups<1>(out, b, N, OC, [&](float* o, int rows, int j0, int r, int) {
         q8q8_rows4(o, rows, xqp + (size_t)r * IC, xdp + (size_t)r * xd_row, q + (size_t)j0 * IC, d + (size_t)j0 * nb,
                    IC, nb, r == 0);
     });

@@ -112,6 +112,37 @@ TEST(kv_attention_equals_attention_forward_bit_for_bit) {
     }
 }
 
+TEST(kv_attention_of_rows_together_equals_each_row_alone) {
+    // 5 sequences' new rows at positions 0, 1, 63, 64 and 130 (a last block of keys of 1, 2, 64, 1 and 3), over
+    // caches of their own sizes, attended together and each alone: outputs, log-sum-exps and caches bit for bit
+    const int C = 128, NH = 2, n = 5, p0[n] = {0, 1, 63, 64, 130};
+    Rng rng(9);
+    std::vector<float> qkv((size_t)n * 3 * C), out((size_t)n * C), lse((size_t)n * NH), row_out(C), row_lse(NH);
+    for (float& x : qkv) x = 4 * rng.uniform() - 2;
+    std::vector<std::vector<float>> k(n), v(n), k1(n), v1(n);
+    std::vector<float*> kp(n), vp(n);
+    std::vector<size_t> k_row(n);
+    for (int i = 0; i < n; i++) {
+        k_row[i] = kv_key_row(p0[i] + 1 + 7 * i);
+        k[i].resize(C * k_row[i]), v[i].resize((size_t)(p0[i] + 1 + 7 * i) * C);
+        for (float& x : k[i]) x = 4 * rng.uniform() - 2;
+        for (float& x : v[i]) x = 4 * rng.uniform() - 2;
+        k1[i] = k[i], v1[i] = v[i], kp[i] = k[i].data(), vp[i] = v[i].data();
+    }
+    attention_forward_cached_rows(out.data(), lse.data(), qkv.data(), kp.data(), k_row.data(), vp.data(), p0, n, C, NH);
+    int equal = 0, total = 0;
+    for (int i = 0; i < n; i++) {
+        attention_forward_cached(row_out.data(), row_lse.data(), &qkv[(size_t)i * 3 * C], k1[i].data(), k_row[i],
+                                 v1[i].data(), 1, p0[i], C, NH);
+        equal += memcmp(row_out.data(), &out[(size_t)i * C], sizeof(float) * C) == 0;
+        equal += memcmp(row_lse.data(), &lse[(size_t)i * NH], sizeof(float) * NH) == 0;
+        equal += k1[i] == k[i] && v1[i] == v[i];
+        total += 3;
+    }
+    printf("    %d of %d rows' outputs, log-sum-exps and caches equal the row's alone\n", equal, total);
+    CHECK(equal == total);
+}
+
 TEST(int8_decode_equals_its_full_forward_and_stays_near_fp32) {
     // weight-only int8 (a frozen base's: fp32 inputs) and int8 inference as llama.cpp (inputs rounded to q8_0
     // blocks): in each, the full forward's gemm and decoding's mat-vecs give the same logits

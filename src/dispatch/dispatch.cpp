@@ -150,6 +150,10 @@ KERNEL(void, attention_forward_cached,
        (float* out, float* lse, const float* qkv, float* kcache, size_t k_row, float* vcache, int n, int p0, int C,
         int NH, const GemmOperands* ops),
        (out, lse, qkv, kcache, k_row, vcache, n, p0, C, NH, ops))
+KERNEL(void, attention_forward_cached_rows,
+       (float* out, float* lse, const float* qkv, float* const* kcache, const size_t* k_row, float* const* vcache,
+        const int* p0, int n, int C, int NH),
+       (out, lse, qkv, kcache, k_row, vcache, p0, n, C, NH))
 KERNEL(void, attention_backward,
        (float* dqkv, const float* dout, const float* qkv, const float* lse, int B, int T, int C, int NH,
         const GemmOperands* ops),

@@ -94,7 +94,7 @@ void infer_forward(InferState* st, const GPT2& model, const int* tokens, int n, 
 void infer_decode(InferScratch* s, InferState* const* seqs, const GPT2& model, const int* tokens, int n,
                   float* logits) {
     const GPT2Config& cfg = model.cfg;
-    const int C = cfg.channels, NH = cfg.num_heads;
+    const int C = cfg.channels;
     assert(n >= 1 && n <= s->rows && "infer_scratch_init sizes the scratch");
     for (int i = 0; i < n; i++) {
         assert(seqs[i]->len < seqs[i]->max_len && tokens[i] >= 0 && tokens[i] < cfg.vocab_size);
@@ -103,18 +103,22 @@ void infer_decode(InferScratch* s, InferState* const* seqs, const GPT2& model, c
     const ParamViews& p = model.param;
     for (int i = 0; i < n; i++)  // row i at its sequence's next position
         encoder_forward(&s->x[(size_t)i * C], &tokens[i], p.wte, p.wpe + (size_t)seqs[i]->len * C, 1, 1, C);
-    // n sequences of one position each (B = n, T = 1): block_forward runs each row's products as that row alone
+    // n sequences of one position each (B = n, T = 1): block_forward runs each row's products as that row alone,
+    // and each row attends over its own cache (layer l's of each)
+    std::vector<float*> k(n), v(n);
+    std::vector<size_t> k_row(n);
+    std::vector<int> p0(n);
+    for (int i = 0; i < n; i++) k_row[i] = seqs[i]->k_row, p0[i] = seqs[i]->len;
     const LayerActs& la = s->la;
     const float* x = s->x.data();
     for (int l = 0; l < cfg.num_layers; l++) {
-        block_forward(model, l, la, x, n, 1, [&](const LayerActs& a, const GemmOperands* ops) {
-            for (int i = 0; i < n; i++) {  // each row over its own cache, as infer_forward's one row
-                InferState* st = seqs[i];
-                float* k = st->k.data() + (size_t)l * C * st->k_row;
-                float* v = st->v.data() + (size_t)l * st->max_len * C;
-                attention_forward_cached(a.atty + (size_t)i * C, a.att_lse + (size_t)i * NH, a.qkv + (size_t)i * 3 * C,
-                                         k, st->k_row, v, 1, st->len, C, NH, ops);
-            }
+        for (int i = 0; i < n; i++) {
+            k[i] = seqs[i]->k.data() + (size_t)l * C * seqs[i]->k_row;
+            v[i] = seqs[i]->v.data() + (size_t)l * seqs[i]->max_len * C;
+        }
+        block_forward(model, l, la, x, n, 1, [&](const LayerActs& a, const GemmOperands*) {
+            attention_forward_cached_rows(a.atty, a.att_lse, a.qkv, k.data(), k_row.data(), v.data(), p0.data(), n, C,
+                                          cfg.num_heads);
         });
         x = la.residual3;
     }

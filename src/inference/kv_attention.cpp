@@ -82,4 +82,31 @@ void attention_forward_cached(float* out, float* lse, const float* qkv, float* k
     }
 }
 
+void attention_forward_cached_rows(float* out, float* lse, const float* qkv, float* const* kcache,
+                                   const size_t* k_row, float* const* vcache, const int* p0, int n, int C, int NH) {
+    const int HS = C / NH;
+    const float scale = 1.0f / sqrtf((float)HS);
+    for (int i = 0; i < n; i++)
+        assert(k_row[i] % kKeysAtOnce == 0 && k_row[i] >= (size_t)(p0[i] + 1) && "the key rows are kv_key_row's");
+#pragma omp parallel
+    {
+        // one parallel region for all the rows (as attention_forward_cached's, each thread then attends with the
+        // rows and heads it wrote)
+#pragma omp for collapse(2) schedule(static)
+        for (int i = 0; i < n; i++)
+            for (int h = 0; h < NH; h++) {
+                const float* key = qkv + (size_t)i * 3 * C + C + h * HS;
+                float* k = kcache[i] + (size_t)h * HS * k_row[i] + p0[i];
+                for (int c = 0; c < HS; c++) k[(size_t)c * k_row[i]] = key[c];
+                std::copy(key + C, key + C + HS, vcache[i] + (size_t)p0[i] * C + h * HS);
+            }
+#pragma omp for collapse(2) schedule(static)
+        for (int i = 0; i < n; i++)
+            for (int h = 0; h < NH; h++)
+                attend_one(out + (size_t)i * C + h * HS, lse + (size_t)i * NH + h, qkv + (size_t)i * 3 * C + h * HS,
+                           kcache[i] + (size_t)h * HS * k_row[i], k_row[i], vcache[i] + h * HS, C, p0[i] + 1, HS,
+                           scale);
+    }
+}
+
 KERNELS_END

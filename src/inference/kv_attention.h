@@ -22,4 +22,10 @@ KERNELS_BEGIN
 void attention_forward_cached(float* out, float* lse, const float* qkv, float* kcache, size_t k_row, float* vcache,
                               int n, int p0, int C, int NH, const GemmOperands* ops = nullptr);
 
+// Decoding n sequences together: row i of qkv (n, 3C), sequence i's one new row at position p0[i], over its own
+// cache (kcache[i] (C, k_row[i]) and vcache[i] as above), which gets the row's key and value first. out (n, C)
+// and lse (n, NH) are overwritten. Each row's numbers are attention_forward_cached's for that row alone (fp32).
+void attention_forward_cached_rows(float* out, float* lse, const float* qkv, float* const* kcache,
+                                   const size_t* k_row, float* const* vcache, const int* p0, int n, int C, int NH);
+
 KERNELS_END

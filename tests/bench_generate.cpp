@@ -16,6 +16,7 @@
 #include <omp.h>
 #endif
 
+#include "platform/threads.h"
 #include "platform/util.h"
 #include "bench.h"
 #include "inference/generate.h"
@@ -78,8 +79,9 @@ DecodeSpeed decode_speed(const GPT2& model, int prompt_len) {
 }
 
 // n sequences (prompts of 48 + 2i tokens: caches of different lengths) decoded together for `steps` greedy
-// steps: the median over 3 runs (after a warm-up) of the steps' aggregate tok/s. states holds >= n prefilled
-// sequences, set back to their prompts' lengths before each run.
+// steps, each step's team sized by the load as generate's (platform/threads.h): the median over 3 runs (after a
+// warm-up) of the steps' aggregate tok/s. states holds >= n prefilled sequences, set back to their prompts'
+// lengths before each run.
 double decode_batch_speed(const GPT2& model, std::vector<InferState>& states, int n, int steps) {
     const int Vp = model.cfg.padded_vocab_size;
     std::vector<InferState*> seqs;
@@ -89,11 +91,14 @@ double decode_batch_speed(const GPT2& model, std::vector<InferState>& states, in
     std::vector<float> logits((size_t)n * Vp);
     std::vector<int> tokens(n);
     std::vector<double> tps;
+    static ThreadTuner tuner;
     for (int rep = 0; rep < 4; rep++) {
         for (int i = 0; i < n; i++) states[i].len = 48 + 2 * i, tokens[i] = (i * 7919 + 13) % 50257;
         const double t0 = time_now_s();
         for (int step = 0; step < steps; step++) {
+            tuner.begin();
             infer_decode(&scratch, seqs.data(), model, tokens.data(), n, logits.data());
+            tuner.end();
             for (int i = 0; i < n; i++) tokens[i] = sampler_argmax(&logits[(size_t)i * Vp], model.cfg.vocab_size);
         }
         if (rep > 0) tps.push_back(n * steps / (time_now_s() - t0));  // the first is a warm-up

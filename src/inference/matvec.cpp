@@ -62,12 +62,14 @@ static void in_row_groups(float* out, const float* b, int N, int OC, Rows4 rows4
 #pragma omp parallel for schedule(static)
     for (int g = 0; g < (OC + 3) / 4; g++) {
         const int j0 = g * 4, rows = OC - j0 < 4 ? OC - j0 : 4;
-        for (int r = 0, m = M; r < N; r += m) {
-            m = N - r >= M ? M : 1;
-            rows4(out + (size_t)r * OC + j0, rows, j0, r, m);
+        for (int r = 0; r < N; r++) {
+            const int m = N - r >= M ? M : 1;
+            float* o = out + (size_t)r * OC;
+            rows4(o + j0, rows, j0, r, m);
+            for (int i = 0; i < m; i++, o += OC)
+                for (int j = j0; b && j < j0 + rows; j++) o[j] += b[j];
+            r += m - 1;
         }
-        for (int r = 0; b && r < N; r++)
-            for (int j = j0; j < j0 + rows; j++) out[(size_t)r * OC + j] += b[j];
     }
 }
 
@@ -92,8 +94,7 @@ __attribute__((target("avx512f"), always_inline)) static inline V sum_lanes4(V a
 
 // The bf16 matrix-vector product: x is rounded to bf16 once; each group of four output rows streams its bf16
 // weights (half fp32's bytes: decoding is bound by them) into vdpbf16ps, the four rows sharing x's loads and
-// fetching the next four ahead (the first input rows' pass: `fetch`), then the four 16-lane sums paired down
-// together. M input rows (x16's rows, IC apart; out's, OC apart) at once share the weights' loads, and their
+// fetching the next four ahead, then the four 16-lane sums paired down together. M input rows (x16's rows, IC apart; out's, OC apart) at once share the weights' loads, and their
 // 4 M independent sums keep vdpbf16ps busy where four chains leave it waiting; each sum's order is that of its
 // row alone. A row's last partial vector is read through a mask. Rows past `rows` repeat the last (their sums
 // unused).
@@ -101,22 +102,20 @@ __attribute__((target("avx512f"), always_inline)) static inline V sum_lanes4(V a
 template <int M>
 __attribute__((target("avx512f,avx512bw,avx512bf16"))) static void rows4_bf16_avx512(float* out, int OC, int rows,
                                                                                    const uint16_t* w,
-                                                                                   const uint16_t* x16, int IC,
-                                                                                   bool fetch) {
+                                                                                   const uint16_t* x16, int IC) {
     const uint16_t* wr[4];
     for (int r = 0; r < 4; r++) wr[r] = w + (size_t)(r < rows ? r : rows - 1) * IC;
     __m512 acc[M][4];
     for (int m = 0; m < M; m++)
         for (int r = 0; r < 4; r++) acc[m][r] = _mm512_setzero_ps();
     for (int i = 0; i < IC; i += 32) {
-        for (int l = 0; fetch && l < 4 * 64; l += 64)
-            __builtin_prefetch((const char*)(w + (size_t)4 * IC + (size_t)4 * i) + l);
+        for (int l = 0; l < 4 * 64; l += 64) __builtin_prefetch((const char*)(w + (size_t)4 * IC + (size_t)4 * i) + l);
         const __mmask32 in = IC - i >= 32 ? ~(__mmask32)0 : (__mmask32)((1u << (IC - i)) - 1);
-        __m512bh wv[4];
-        for (int r = 0; r < 4; r++) wv[r] = (__m512bh)_mm512_maskz_loadu_epi16(in, wr[r] + i);
-        for (int m = 0; m < M; m++) {
-            const __m512bh x = (__m512bh)_mm512_maskz_loadu_epi16(in, x16 + (size_t)m * IC + i);
-            for (int r = 0; r < 4; r++) acc[m][r] = _mm512_dpbf16_ps(acc[m][r], wv[r], x);
+        __m512bh x[M];
+        for (int m = 0; m < M; m++) x[m] = (__m512bh)_mm512_maskz_loadu_epi16(in, x16 + (size_t)m * IC + i);
+        for (int r = 0; r < 4; r++) {
+            const __m512bh wv = (__m512bh)_mm512_maskz_loadu_epi16(in, wr[r] + i);
+            for (int m = 0; m < M; m++) acc[m][r] = _mm512_dpbf16_ps(acc[m][r], wv, x[m]);
         }
     }
     for (int m = 0; m < M; m++) {
@@ -131,8 +130,8 @@ static void matvec_bf16_avx512(float* out, const uint16_t* x16, const uint16_t* 
                                int OC) {
     in_row_groups<4>(out, b, N, OC, [&](float* o, int rows, int j0, int r, int m) {
         const uint16_t *w = W16 + (size_t)j0 * IC, *x = x16 + (size_t)r * IC;
-        if (m == 4) rows4_bf16_avx512<4>(o, OC, rows, w, x, IC, r == 0);
-        else rows4_bf16_avx512<1>(o, OC, rows, w, x, IC, r == 0);
+        if (m == 4) rows4_bf16_avx512<4>(o, OC, rows, w, x, IC);
+        else rows4_bf16_avx512<1>(o, OC, rows, w, x, IC);
     });
 }
 #endif
@@ -203,14 +202,13 @@ static inline vn vn_from_i8(const int8_t* p) {
 #endif
 }
 
-// out[0..R) = the R rows of q8 blocks from w (row stride IC, scales d with stride nb) times x, fetching the next
-// R rows ahead if `fetch` (the first input row's pass). R rows at once share x's loads, and their R independent
-// sums keep the FMA units busy where one row's chain would leave them waiting (decoding is bound by the rate the
-// weight bytes arrive, not by arithmetic). A row sums in 16 lanes (a block's values l and 16 + l into lane l),
-// in kVecLen / kLanes registers: GCC keeps a 16-float vector in memory where a register holds fewer.
+// out[0..R) = the R rows of q8 blocks from w (row stride IC, scales d with stride nb) times x. R rows at
+// once share x's loads, and their R independent sums keep the FMA units busy where one row's chain would
+// leave them waiting (decoding is bound by the rate the weight bytes arrive, not by arithmetic). A row sums
+// in 16 lanes (a block's values l and 16 + l into lane l), in kVecLen / kLanes registers: GCC keeps a
+// 16-float vector in memory where a register holds fewer.
 template <int R>
-static inline void q8_rows(float* out, const float* x, const int8_t* w, const uint16_t* d, int IC, int nb,
-                           bool fetch) {
+static inline void q8_rows(float* out, const float* x, const int8_t* w, const uint16_t* d, int IC, int nb) {
     const int P = kVecLen / kLanes;
     vn acc[R][P] = {};
     for (int b0 = 0; b0 < nb; b0 += kVecLen) {
@@ -221,8 +219,7 @@ static inline void q8_rows(float* out, const float* x, const int8_t* w, const ui
             const int i = (b0 + k) * kQ8Block;
             // the next R rows, as fast as these are read: the hardware alone keeps too few lines in flight
             // when each line feeds this much arithmetic
-            for (int l = 0; fetch && l < R * kQ8Block; l += 64)
-                __builtin_prefetch(w + (size_t)R * IC + (size_t)i * R + l);
+            for (int l = 0; l < R * kQ8Block; l += 64) __builtin_prefetch(w + (size_t)R * IC + (size_t)i * R + l);
             for (int p = 0; p < P; p++) {
                 const vn x0 = vn_load(x + i + p * kLanes), x1 = vn_load(x + i + 16 + p * kLanes);
                 for (int r = 0; r < R; r++) {
@@ -252,10 +249,10 @@ void matvec_q8(float* out, const float* x, const int8_t* q, const uint16_t* d, c
             float* o = out + (size_t)r * OC;
             const float* xr = x + (size_t)r * IC;
             if (j0 + R <= OC)
-                q8_rows<R>(o + j0, xr, q + (size_t)j0 * IC, d + (size_t)j0 * nb, IC, nb, r == 0);
+                q8_rows<R>(o + j0, xr, q + (size_t)j0 * IC, d + (size_t)j0 * nb, IC, nb);
             else
                 for (int j = j0; j < OC; j++)
-                    q8_rows<1>(o + j, xr, q + (size_t)j * IC, d + (size_t)j * nb, IC, nb, r == 0);
+                    q8_rows<1>(o + j, xr, q + (size_t)j * IC, d + (size_t)j * nb, IC, nb);
             if (b)
                 for (int j = j0; j < j0 + R && j < OC; j++) o[j] += b[j];
         }
@@ -265,9 +262,8 @@ void matvec_q8(float* out, const float* x, const int8_t* q, const uint16_t* d, c
 // out[0..rows) = up to 4 rows of q8 blocks from w (row stride IC, scales d with stride nb) times x's q8 blocks
 // xq (scales xd): each block's product in integers, exact (q8_dot.h), then times its two scales into an fp32
 // sum, block by block. Past `rows` the last row stands in (its sums unused), so the four always run together.
-// `fetch`: the first input row's pass, which fetches the rows ahead.
 static inline void q8q8_rows4(float* out, int rows, const int8_t* xq, const float* xd, const int8_t* w,
-                              const uint16_t* d, int IC, int nb, bool fetch) {
+                              const uint16_t* d, int IC, int nb) {
     const int8_t* wr[4];
     const uint16_t* dr[4];
     for (int r = 0; r < 4; r++) {
@@ -292,7 +288,7 @@ static inline void q8q8_rows4(float* out, int rows, const int8_t* xq, const floa
         // after block as below.
         for (int k = 0; k < n; k += 2) {
             const int i = (b0 + k) * kQ8Block;
-            for (int l = 0; fetch && l < 8 * kQ8Block; l += 64)  // two groups ahead: see the loop below
+            for (int l = 0; l < 8 * kQ8Block; l += 64)  // two groups ahead: see the loop below
                 __builtin_prefetch(w + (size_t)8 * IC + (size_t)i * 4 + l);
             const __mmask64 in = k + 1 < n ? ~(__mmask64)0 : 0xFFFFFFFFu;
             const __m512i xv = _mm512_maskz_loadu_epi8(in, xq + i), ax = _mm512_abs_epi8(xv);
@@ -315,8 +311,7 @@ static inline void q8q8_rows4(float* out, int rows, const int8_t* xq, const floa
             const int i = (b0 + k) * kQ8Block;
             // the group of 4 rows after the next, as fast as these are read (rows < 4 only ends a matrix): 6 KB
             // ahead at 768 wide, where one group (3 KB) left bandwidth unused (tests/bench_results.md)
-            for (int l = 0; fetch && l < 4 * kQ8Block; l += 64)
-                __builtin_prefetch(w + (size_t)8 * IC + (size_t)i * 4 + l);
+            for (int l = 0; l < 4 * kQ8Block; l += 64) __builtin_prefetch(w + (size_t)8 * IC + (size_t)i * 4 + l);
 #ifdef Q8_DOT_AVX2
             const auto load = [&](const int8_t* q) { return _mm256_loadu_si256((const __m256i*)(q + i)); };
             const __m256i h = q8_dot4(load(xq), load(wr[0]), load(wr[1]), load(wr[2]), load(wr[3]));
@@ -496,7 +491,7 @@ void matvec_q8q8(float* out, const float* x, const int8_t* q, const uint16_t* d,
 #endif
     in_row_groups<1>(out, b, N, OC, [&](float* o, int rows, int j0, int r, int) {
         q8q8_rows4(o, rows, xqp + (size_t)r * IC, xdp + (size_t)r * xd_row, q + (size_t)j0 * IC, d + (size_t)j0 * nb,
-                   IC, nb, r == 0);
+                   IC, nb);
     });
 }
 

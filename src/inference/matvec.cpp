@@ -94,10 +94,10 @@ __attribute__((target("avx512f"), always_inline)) static inline V sum_lanes4(V a
 
 // The bf16 matrix-vector product: x is rounded to bf16 once; each group of four output rows streams its bf16
 // weights (half fp32's bytes: decoding is bound by them) into vdpbf16ps, the four rows sharing x's loads and
-// fetching the next four ahead, then the four 16-lane sums paired down together. M input rows (x16's rows, IC apart; out's, OC apart) at once share the weights' loads, and their
-// 4 M independent sums keep vdpbf16ps busy where four chains leave it waiting; each sum's order is that of its
-// row alone. A row's last partial vector is read through a mask. Rows past `rows` repeat the last (their sums
-// unused).
+// fetching the next four ahead, then the four 16-lane sums paired down together. M input rows (x16's rows, IC
+// apart; out's, OC apart) at once share the weights' loads, and their 4 M independent sums keep vdpbf16ps busy
+// where four chains leave it waiting; each sum's order is that of its row alone. A row's last partial vector is
+// read through a mask. Rows past `rows` repeat the last (their sums unused).
 // (A function of its own: clang does not carry a target attribute into an OpenMP region.)
 template <int M>
 __attribute__((target("avx512f,avx512bw,avx512bf16"))) static void rows4_bf16_avx512(float* out, int OC, int rows,
@@ -357,33 +357,58 @@ static inline vi16 shuffle16(vi16 a, vi16 b) {
     return __builtin_shufflevector(a, b, I...);
 }
 
+// Lane c of v[j] becomes lane j of v[c] (16 x 16 32-bit words transposed in place): words, then pairs of
+// words, then quarters of the rows interleaved.
+static inline void transpose16(vi16* v) {
+    vi16 t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = shuffle16<0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29>(v[i], v[i + 1]);
+        t[i + 1] = shuffle16<2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15, 31>(v[i], v[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4)  // then v[i + m]'s quarter L: element 4 L + m of rows i .. i + 3
+        for (int m = 0; m < 2; m++) {
+            v[i + 2 * m] = shuffle16<0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29>(t[i + m], t[i + m + 2]);
+            v[i + 2 * m + 1] =
+                shuffle16<2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31>(t[i + m], t[i + m + 2]);
+        }
+    for (int m = 0; m < 4; m++) {
+        const vi16 x0 = shuffle16<0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23>(v[m], v[4 + m]);
+        const vi16 x1 = shuffle16<8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31>(v[m], v[4 + m]);
+        const vi16 y0 = shuffle16<0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23>(v[8 + m], v[12 + m]);
+        const vi16 y1 = shuffle16<8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31>(v[8 + m], v[12 + m]);
+        t[m] = shuffle16<0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23>(x0, y0);
+        t[4 + m] = shuffle16<8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31>(x0, y0);
+        t[8 + m] = shuffle16<0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23>(x1, y1);
+        t[12 + m] = shuffle16<8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31>(x1, y1);
+    }
+    for (int j = 0; j < 16; j++) v[j] = t[j];
+}
+
 // Rows [0, rows) of w (row stride IC; rows past them repeat the last) as a tile: block k's bytes 4s .. 4s + 3 of
 // row c, plus 128 (read as unsigned), at words[(8k + s) * 16 + c], and row c's scale of block k at
-// scales[16k + c].
+// scales[16k + c], both transposed in registers.
 static void q8_tile16(uint32_t* words, float* scales, const int8_t* w, const uint16_t* d, int rows, int IC, int nb) {
-    const int8_t* row[16];
-    for (int c = 0; c < 16; c++) {
-        const int at = c < rows ? c : rows - 1;
-        row[c] = w + (size_t)at * IC;
-        for (int k0 = 0; k0 < nb; k0 += kVecLen) {
-            float f[kVecLen];
-            vf_store(f, vf_from_fp16(d + (size_t)at * nb + k0, std::min(kVecLen, nb - k0)));
-            for (int k = k0; k < std::min(nb, k0 + kVecLen); k++) scales[16 * k + c] = f[k - k0];
-        }
+    int at[16];
+    for (int c = 0; c < 16; c++) at[c] = c < rows ? c : rows - 1;
+    vi16 v[16];
+    for (int k0 = 0; k0 < nb; k0 += 16) {
+        for (int c = 0; c < 16; c++) v[c] = (vi16)vf_from_fp16(d + (size_t)at[c] * nb + k0, std::min(16, nb - k0));
+        transpose16(v);
+        for (int k = k0; k < std::min(nb, k0 + 16); k++) memcpy(scales + 16 * k, &v[k - k0], sizeof v[0]);
     }
     typedef int vi8 __attribute__((vector_size(32)));
     const auto load = [&](int c, int k) {
         vi8 v;
-        memcpy(&v, row[c] + k * kQ8Block, sizeof v);
+        memcpy(&v, w + (size_t)at[c] * IC + k * kQ8Block, sizeof v);
         return v;
     };
     const vi16 plus128 = (vi16)_mm512_set1_epi8((char)0x80);
     for (int k = 0; k < nb; k++) {
-        // the next tile (16 rows on from w, contiguous), an eighth of a block's worth of its lines per block: the
-        // hardware alone does not keep 16 rows' streams fed
+        // the next tile (16 rows on from w, contiguous), a block's worth of its lines per block: the hardware
+        // alone does not keep 16 rows' streams fed
         for (int l = 0; l < 8; l++) __builtin_prefetch(w + (size_t)16 * IC + (size_t)(8 * k + l) * 64);
         // 16 rows' 8 words, rows p and p + 8 in one register, transposed 8 x 8 in each half: words, then pairs
-        // of words, then 128-bit quarters interleaved
+        // of words, then 128-bit quarters interleaved (8 registers: transpose16's 16 would not stay in them)
         vi16 z[8], a[8], t[8];
         for (int p = 0; p < 8; p++)
             z[p] = __builtin_shufflevector(load(p, k), load(p + 8, k), 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13,

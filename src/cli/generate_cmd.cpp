@@ -96,24 +96,6 @@ std::vector<int> read_prompt(const CliArgs& args, Tokenizer* tok, const GPT2Conf
     return prompt;
 }
 
-// Reads one line of `in` into *line, without its newline; false at the end of input. A line longer than
-// max_bytes is read to its end and dropped (*too_long set, *line empty): memory stays bounded whatever the
-// input holds.
-bool read_line_bounded(FILE* in, size_t max_bytes, std::string* line, bool* too_long) {
-    line->clear();
-    *too_long = false;
-    bool any = false;
-    int c;
-    while ((c = getc(in)) != EOF) {  // byte by byte: a NUL is text too, not an end of line
-        any = true;
-        if (c == '\n') return true;
-        if (*too_long) continue;
-        if (line->size() == max_bytes) *too_long = true, line->clear();
-        else line->push_back((char)c);
-    }
-    return any;
-}
-
 // What to generate and how to show it, from the flags, checked before the model is loaded.
 struct GenerateRun {
     GenerateOptions opts;
@@ -256,7 +238,7 @@ int run_interactive(const GPT2& model, Tokenizer* tok, const GenerateRun& r, Rng
     bool too_long = false;
     for (long long number = 1;; number++) {
         if (terminal) fputs("> ", stderr);
-        if (!read_line_bounded(stdin, max_bytes, &line, &too_long)) break;
+        if (!cli_read_line(stdin, max_bytes, &line, &too_long)) break;
         if (too_long) {
             fprintf(stderr,
                     "error: prompt too long (--interactive, line %lld skipped): more than %zu bytes, more tokens than "
@@ -289,23 +271,13 @@ int cmd_generate(int argc, char** argv) {
     const GenerateRun r = generate_run(args);
 
     GPT2 model;
-    checkpoint_load(&model, args.str("model"), cli_heads(args));
-    if (args.on("force-base") && !args.has("lora-from"))
-        fatal("flag --force-base (generate) needs --lora-from: it applies an adapter to another base");
-    if (args.has("lora-from"))  // the fp32 weights the run fingerprinted
-        lora_check_base(args.str("lora-from"), model, args.str("model"), args.on("force-base"), stderr);
-    cli_set_precision(&model, args, true, args.has("lora-from"));  // an adapter's base: frozen, as it trained
     LoraModel lora;
-    if (args.has("lora-from")) lora_apply(&model, &lora, args.str("lora-from"), model.cfg.max_seq_len);
+    Tokenizer tok;
+    cli_load_for_inference(args, &model, &lora);
     // the cache for the longest prompt there can be (the context) and --max-tokens
     memory_check(generate_memory_bytes(model.cfg, model.cfg.max_seq_len, r.opts.max_tokens),
                  "the KV cache for --max-tokens " + std::to_string(r.opts.max_tokens), "generate fewer tokens");
-    Tokenizer tok;
-    if (r.need_tokenizer) {
-        const std::string which = cli_tokenizer(args, args.str("model"), true, &tok);
-        tokenizer_check_vocab(tok, model.cfg.vocab_size, "");
-        fprintf(stderr, "tokenizer: %s\n", which.c_str());
-    }
+    if (r.need_tokenizer) cli_load_tokenizer(args, model, &tok);
     Rng rng((uint64_t)args.integer_in("seed", 0, LLONG_MAX));
     if (!r.interactive) {
         run_samples(model, tok, read_prompt(args, &tok, model.cfg), r, &rng);

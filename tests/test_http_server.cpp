@@ -1,0 +1,276 @@
+// test_http_server.cpp: serve/http_server.h over real sockets on 127.0.0.1 (a port the system picks), the
+// server and its clients on this one thread: keep-alive, pipelining in order, streams in chunks, a client gone
+// mid-stream reported at once, the connection cap, the request, idle and write timeouts (with small limits),
+// clients that never read, half-close, floods, and answers the caller got wrong. Every wait is a bounded
+// loop of server rounds: a test that waits too long fails, it does not hang. Skipped where the platform layer
+// has no sockets (Windows).
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "platform/platform.h"
+#include "platform/util.h"
+#include "serve/http_server.h"
+#include "test.h"
+
+namespace {
+
+// The server and what its rounds have returned so far.
+struct Rig {
+    HttpServer server;
+    std::vector<HttpRequest> requests;  // every request returned, in order
+    std::vector<HttpClosed> closed;     // every connection reported
+    bool ok = false;
+
+    explicit Rig(HttpServerLimits limits = HttpServerLimits()) {
+        ok = server.open("127.0.0.1", 0, limits).empty() && server.port() > 0;
+    }
+    void round(int ms = 2) {
+        std::vector<HttpRequest> r;
+        std::vector<HttpClosed> c;
+        server.poll(ms, &r, &c);
+        for (HttpRequest& x : r) requests.push_back(std::move(x));
+        closed.insert(closed.end(), c.begin(), c.end());
+    }
+    // Rounds until done() or `seconds` pass; false at the time limit.
+    bool until(const std::function<bool()>& done, double seconds = 3) {
+        const double end = time_now_s() + seconds;
+        while (!done()) {
+            if (time_now_s() > end) return false;
+            round();
+        }
+        return true;
+    }
+    bool reported(uint64_t id) const {
+        return std::count_if(closed.begin(), closed.end(), [&](const HttpClosed& c) { return c.conn == id; }) > 0;
+    }
+};
+
+// A client socket: what it has read, and whether the server closed it (or reset it).
+struct Client {
+    int fd = -1;
+    std::string got;
+    bool eof = false;
+    explicit Client(int port) { fd = os_tcp_connect("127.0.0.1", port, 2000); }
+    ~Client() { close(); }
+    void close() {
+        if (fd >= 0) os_socket_close(fd);
+        fd = -1;
+    }
+    bool send(const std::string& s) {
+        size_t at = 0;
+        for (int tries = 0; at < s.size() && tries < 1000; tries++) {
+            const long n = os_send(fd, s.data() + at, s.size() - at);
+            if (n > 0) at += (size_t)n;
+            else if (n < 0 && errno != EAGAIN) return false;
+        }
+        return at == s.size();
+    }
+    void read() {
+        char buf[65536];
+        for (;;) {
+            const long n = os_recv(fd, buf, sizeof(buf));
+            if (n > 0) got.append(buf, (size_t)n);
+            if (n == 0 || (n < 0 && errno != EAGAIN)) eof = true;
+            if (n <= 0) return;
+        }
+    }
+};
+
+// The whole answers at the start of `got`: each head and its Content-Length body, or its chunks decoded.
+struct Answer {
+    int status = 0;
+    std::string head, body;
+};
+bool take_answer(std::string* got, Answer* a) {
+    const size_t end = got->find("\r\n\r\n");
+    if (end == std::string::npos) return false;
+    a->head = got->substr(0, end + 2);
+    a->status = atoi(a->head.c_str() + 9);
+    size_t at = end + 4;
+    const size_t cl = a->head.find("Content-Length: ");
+    if (a->head.find("Transfer-Encoding: chunked") != std::string::npos) {
+        a->body.clear();
+        for (;;) {
+            const size_t line = got->find("\r\n", at);
+            if (line == std::string::npos) return false;
+            const size_t n = strtoul(got->c_str() + at, nullptr, 16);
+            if (got->size() < line + 2 + n + 2) return false;
+            a->body += got->substr(line + 2, n);
+            at = line + 2 + n + 2;
+            if (n == 0) break;
+        }
+    } else if (cl != std::string::npos) {
+        const size_t n = strtoul(a->head.c_str() + cl + 16, nullptr, 10);
+        if (got->size() < at + n) return false;
+        a->body = got->substr(at, n);
+        at += n;
+    }
+    got->erase(0, at);
+    return true;
+}
+
+// Rounds until the client has a whole answer; its status, or 0 when none came in time.
+Answer await_answer(Rig& rig, Client& c) {
+    Answer a;
+    rig.until([&] {
+        c.read();
+        return take_answer(&c.got, &a) || c.eof;
+    });
+    return a;
+}
+
+bool await_eof(Rig& rig, Client& c, double seconds = 3) {
+    return rig.until([&] { return c.read(), c.eof; }, seconds);
+}
+
+const std::string kGet = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+
+}  // namespace
+
+#define NEED_SOCKETS(rig) \
+    if (!(rig).ok) SKIP("no sockets here (os_tcp_listen failed: the Windows build does not serve)")
+
+TEST(http_server_keeps_alive_and_answers_in_order) {
+    Rig rig;
+    NEED_SOCKETS(rig);
+    Client c(rig.server.port());
+    CHECK(c.fd >= 0 && c.send(kGet));
+    CHECK(rig.until([&] { return rig.requests.size() == 1; }));
+    if (rig.requests.size() != 1) return;
+    const uint64_t id = rig.requests[0].conn;
+    CHECK(rig.requests[0].path == "/health" && rig.requests[0].keep_alive);
+    CHECK(rig.server.respond(id, 200, {{"Content-Type", "text/plain"}}, "ok"));
+    CHECK(!rig.server.respond(id, 200, {}, "twice"));  // answered: no longer pending
+    Answer a = await_answer(rig, c);
+    CHECK(a.status == 200 && a.body == "ok");
+    CHECK(a.head.find("Content-Type: text/plain\r\n") != std::string::npos);
+    CHECK(a.head.find("Connection: close") == std::string::npos && a.head.find("\r\nDate: ") != std::string::npos);
+    // three pipelined requests: each handed over once the one before it is answered
+    CHECK(c.send("GET /1 HTTP/1.1\r\nHost: a\r\n\r\nGET /2 HTTP/1.1\r\nHost: a\r\n\r\n"
+                 "GET /3 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"));
+    for (int i = 1; i <= 3; i++) {
+        CHECK(rig.until([&] { return rig.requests.size() == (size_t)i + 1; }));
+        for (int r = 0; r < 5; r++) rig.round(1);
+        CHECK(rig.requests.size() == (size_t)i + 1);  // not the next one before this one is answered
+        if (rig.requests.size() != (size_t)i + 1) return;
+        CHECK(rig.requests[i].conn == id && rig.requests[i].path == "/" + std::to_string(i));
+        CHECK(rig.server.respond(id, 200, {}, "answer " + std::to_string(i)));
+    }
+    for (int i = 1; i <= 3; i++) {
+        a = await_answer(rig, c);
+        CHECK(a.status == 200 && a.body == "answer " + std::to_string(i));
+    }
+    CHECK(a.head.find("Connection: close\r\n") != std::string::npos);
+    CHECK(await_eof(rig, c));
+    CHECK(rig.closed.empty());  // every request answered: nothing to report
+}
+
+TEST(http_server_streams_in_chunks_and_ends) {
+    Rig rig;
+    NEED_SOCKETS(rig);
+    Client c(rig.server.port());
+    CHECK(c.send("POST /v1/completions HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}"));
+    CHECK(rig.until([&] { return rig.requests.size() == 1; }));
+    if (rig.requests.empty()) return;
+    const uint64_t id = rig.requests[0].conn;
+    CHECK(rig.requests[0].body == "{}");
+    CHECK(!rig.server.stream_write(id, "x"));  // not begun
+    CHECK(rig.server.stream_begin(id, 200, {{"Content-Type", "text/event-stream"}}));
+    CHECK(!rig.server.respond(id, 200, {}, ""));  // streaming: only stream_write and stream_end
+    CHECK(rig.server.stream_write(id, "data: one\n\n"));
+    CHECK(rig.server.stream_write(id, ""));  // nothing sent: an empty chunk would end the stream
+    CHECK(rig.server.stream_write(id, "data: [DONE]\n\n"));
+    CHECK(rig.server.stream_end(id));
+    CHECK(!rig.server.stream_end(id));
+    Answer a = await_answer(rig, c);
+    CHECK(a.status == 200 && a.body == "data: one\n\ndata: [DONE]\n\n");
+    CHECK(a.head.find("Transfer-Encoding: chunked\r\n") != std::string::npos);
+    CHECK(a.head.find("Content-Length") == std::string::npos);
+    // the connection lives on: a HEAD gets the head alone, then an HTTP/1.0 stream ends with the connection
+    CHECK(c.send("HEAD /x HTTP/1.1\r\nHost: a\r\n\r\n"));
+    CHECK(rig.until([&] { return rig.requests.size() == 2; }));
+    CHECK(rig.server.respond(id, 200, {}, "a body HEAD does not get"));
+    CHECK(rig.until([&] { return c.read(), c.got.find("\r\n\r\n") != std::string::npos; }));
+    for (int r = 0; r < 5; r++) rig.round(1), c.read();
+    CHECK(c.got.find("Content-Length: 24\r\n") != std::string::npos && c.got.find("a body") == std::string::npos);
+    c.got.clear();
+    CHECK(c.send("GET /old HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"));
+    CHECK(rig.until([&] { return rig.requests.size() == 3; }));
+    CHECK(rig.server.stream_begin(id, 200, {{"Content-Type", "text/event-stream"}}));
+    CHECK(rig.server.stream_write(id, "data: 1\n\n") && rig.server.stream_end(id));
+    CHECK(await_eof(rig, c));
+    CHECK(c.got.find("Connection: close\r\n") != std::string::npos && c.got.find("chunked") == std::string::npos);
+    CHECK(c.got.size() > 9 && c.got.compare(c.got.size() - 9, 9, "data: 1\n\n") == 0);
+}
+
+TEST(http_server_reports_a_client_gone_mid_stream_at_once) {
+    Rig rig;
+    NEED_SOCKETS(rig);
+    Client c(rig.server.port());
+    CHECK(c.send(kGet));
+    CHECK(rig.until([&] { return rig.requests.size() == 1; }));
+    if (rig.requests.empty()) return;
+    const uint64_t id = rig.requests[0].conn;
+    CHECK(rig.server.stream_begin(id, 200, {}) && rig.server.stream_write(id, "data: a\n\n"));
+    CHECK(rig.until([&] { return c.read(), c.got.find("data: a") != std::string::npos; }));
+    c.close();
+    // no write needed: the client's end is read, and the stream's slot can be freed now
+    CHECK(rig.until([&] { return rig.reported(id); }, 1));
+    CHECK(rig.closed.size() == 1 && strcmp(rig.closed[0].reason, "closed by the client") == 0);
+    CHECK(!rig.server.stream_write(id, "data: b\n\n") && !rig.server.stream_end(id));
+    for (int r = 0; r < 5; r++) rig.round(1);
+    CHECK(rig.closed.size() == 1);  // reported once
+    CHECK(rig.server.connections() == 0);
+    // a client gone while its request is handled (no stream begun) is reported too
+    Client d(rig.server.port());
+    CHECK(d.send(kGet));
+    CHECK(rig.until([&] { return rig.requests.size() == 2; }));
+    d.close();
+    CHECK(rig.until([&] { return rig.reported(rig.requests.back().conn); }, 1));
+    CHECK(!rig.server.respond(rig.requests.back().conn, 200, {}, "late"));
+}
+
+TEST(http_server_drops_a_stream_whose_client_does_not_read) {
+    HttpServerLimits limits;
+    limits.max_output = 64 << 10;
+    Rig rig(limits);
+    NEED_SOCKETS(rig);
+    Client c(rig.server.port());
+    CHECK(c.send(kGet));
+    CHECK(rig.until([&] { return rig.requests.size() == 1; }));
+    if (rig.requests.empty()) return;
+    const uint64_t id = rig.requests[0].conn;
+    CHECK(rig.server.stream_begin(id, 200, {}));
+    // the socket's buffers fill, then the queue: past max_output the write fails and the client is dropped
+    const std::string event = "data: " + std::string(4000, 'x') + "\n\n";
+    size_t writes = 0;
+    while (writes < 20000 && rig.server.stream_write(id, event)) writes++;
+    CHECK(writes < 20000);  // 80 MB: no socket buffers that much
+    CHECK(!rig.server.stream_write(id, event));
+    rig.round(1);
+    CHECK(rig.reported(id) && rig.closed.size() == 1);
+    if (!rig.closed.empty()) CHECK(strcmp(rig.closed[0].reason, "its output queue is full") == 0);
+    CHECK(rig.server.connections() == 0);
+}
+
+TEST(http_server_drops_a_reader_too_slow_for_write_timeout) {
+    HttpServerLimits limits;
+    limits.write_timeout_ms = 200;
+    Rig rig(limits);
+    NEED_SOCKETS(rig);
+    Client c(rig.server.port());
+    CHECK(c.send(kGet));
+    CHECK(rig.until([&] { return rig.requests.size() == 1; }));
+    if (rig.requests.empty()) return;
+    // a whole answer far past the socket buffers, to a client that never reads
+    const std::string body(64 << 20, 'x');
+    const double start = time_now_s();
+    CHECK(rig.server.respond(rig.requests[0].conn, 200, {}, body));
+    CHECK(rig.until([&] { return rig.server.connections() == 0; }, 3));
+    CHECK(time_now_s() - start >= 0.15);
+    CHECK(rig.closed.empty());  // answered: nothing pending to report
+}

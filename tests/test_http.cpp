@@ -52,8 +52,8 @@ bool same(const Parsed& a, const Parsed& b) {
     if (a.state != b.state || a.status != b.status || a.used != b.used) return false;
     if (a.state != HttpParse::done) return true;
     const HttpRequest &x = a.request, &y = b.request;
-    if (x.method != y.method || x.target != y.target || x.path != y.path || x.query != y.query ||
-        x.body != y.body || x.minor != y.minor || x.keep_alive != y.keep_alive || x.headers.size() != y.headers.size())
+    if (x.method != y.method || x.target != y.target || x.path != y.path || x.query != y.query || x.body != y.body ||
+        x.minor != y.minor || x.keep_alive != y.keep_alive || x.headers.size() != y.headers.size())
         return false;
     for (size_t i = 0; i < x.headers.size(); i++)
         if (x.headers[i].name != y.headers[i].name || x.headers[i].value != y.headers[i].value) return false;
@@ -116,8 +116,9 @@ TEST(http_reads_absolute_and_asterisk_targets) {
 }
 
 TEST(http_pipelined_requests_are_read_in_order) {
-    const std::string text = "GET /1 HTTP/1.1\r\nHost: a\r\n\r\nPOST /2 HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\n"
-                             "abcGET /3 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
+    const std::string text =
+        "GET /1 HTTP/1.1\r\nHost: a\r\n\r\nPOST /2 HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\n"
+        "abcGET /3 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
     for (size_t step : {(size_t)0, (size_t)1, (size_t)7}) {
         HttpParser p;
         std::vector<HttpRequest> got;
@@ -161,8 +162,8 @@ TEST(http_response_pieces) {
           "\"code\":null}}");
     CHECK(http_error_json(503, "busy").find("\"server_error\"") != std::string::npos);
     for (const char* host : {"localhost", "127.0.0.1", "127.255.1.2"}) CHECK(http_host_is_loopback(host));
-    for (const char* host : {"0.0.0.0", "127.0.0", "127.0.0.1.", "127.0.0.256", "128.0.0.1", "127.0.0.1a",
-                             "localhost.", "::1", "", "127..0.1", "1270.0.0.1"})
+    for (const char* host : {"0.0.0.0", "127.0.0", "127.0.0.1.", "127.0.0.256", "128.0.0.1", "127.0.0.1a", "localhost.",
+                             "::1", "", "127..0.1", "1270.0.0.1"})
         CHECK(!http_host_is_loopback(host));
 }
 
@@ -218,7 +219,10 @@ std::vector<Hostile> smuggling_cases() {
         {"TE chunked twice", with_headers("Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n"), 501},
         {"TE identity", with_headers("Transfer-Encoding: identity\r\n"), 501},
         {"TE empty", with_headers("Transfer-Encoding:\r\n"), 501},
-        {"TE with a vertical tab", with_headers("Transfer-Encoding: \x0b" "chunked\r\n"), 400},
+        {"TE with a vertical tab",
+         with_headers("Transfer-Encoding: \x0b"
+                      "chunked\r\n"),
+         400},
         {"TE with a space before the colon", with_headers("Transfer-Encoding : chunked\r\n"), 400},
         {"TE folded", with_headers("Transfer-Encoding:\r\n chunked\r\n"), 400},
         {"TE in HTTP/1.0", "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400},
@@ -341,9 +345,7 @@ TEST(http_hostile_requests_get_their_status_however_split) {
     for (const Hostile& h : all) {
         cases++;
         const Parsed whole = parse_text(h.text, limits);
-        const int got = whole.state == HttpParse::done    ? 0
-                        : whole.state == HttpParse::error ? whole.status
-                                                          : -1;
+        const int got = whole.state == HttpParse::done ? 0 : whole.state == HttpParse::error ? whole.status : -1;
         if (got != h.expect) {
             g_test_failures++;
             fprintf(stderr, "  %s: expected %d, got %d\n", h.name, h.expect, got);

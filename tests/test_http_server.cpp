@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -150,8 +151,9 @@ TEST(http_server_keeps_alive_and_answers_in_order) {
     CHECK(a.head.find("Content-Type: text/plain\r\n") != std::string::npos);
     CHECK(a.head.find("Connection: close") == std::string::npos && a.head.find("\r\nDate: ") != std::string::npos);
     // three pipelined requests: each handed over once the one before it is answered
-    CHECK(c.send("GET /1 HTTP/1.1\r\nHost: a\r\n\r\nGET /2 HTTP/1.1\r\nHost: a\r\n\r\n"
-                 "GET /3 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"));
+    CHECK(
+        c.send("GET /1 HTTP/1.1\r\nHost: a\r\n\r\nGET /2 HTTP/1.1\r\nHost: a\r\n\r\n"
+               "GET /3 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"));
     for (int i = 1; i <= 3; i++) {
         CHECK(rig.until([&] { return rig.requests.size() == (size_t)i + 1; }));
         for (int r = 0; r < 5; r++) rig.round(1);
@@ -273,4 +275,253 @@ TEST(http_server_drops_a_reader_too_slow_for_write_timeout) {
     CHECK(rig.until([&] { return rig.server.connections() == 0; }, 3));
     CHECK(time_now_s() - start >= 0.15);
     CHECK(rig.closed.empty());  // answered: nothing pending to report
+}
+
+TEST(http_server_answers_503_past_the_connection_cap) {
+    HttpServerLimits limits;
+    limits.max_connections = 2;
+    Rig rig(limits);
+    NEED_SOCKETS(rig);
+    Client a(rig.server.port()), b(rig.server.port());
+    CHECK(rig.until([&] { return rig.server.connections() == 2; }));
+    Client over(rig.server.port());
+    Answer busy = await_answer(rig, over);
+    CHECK(busy.status == 503 && busy.head.find("Connection: close\r\n") != std::string::npos);
+    CHECK(busy.head.find("Content-Type: application/json\r\n") != std::string::npos);
+    CHECK(busy.body.find("\"error\"") != std::string::npos && busy.body.find("server_error") != std::string::npos);
+    CHECK(await_eof(rig, over));
+    // those within the cap are served; once one leaves, a new one is too
+    CHECK(a.send(kGet) && rig.until([&] { return rig.requests.size() == 1; }));
+    if (rig.requests.empty()) return;
+    CHECK(rig.server.respond(rig.requests[0].conn, 200, {}, "a"));
+    CHECK(await_answer(rig, a).status == 200);
+    b.close();
+    CHECK(rig.until([&] { return rig.server.connections() == 1; }));
+    Client again(rig.server.port());
+    CHECK(again.send(kGet) && rig.until([&] { return rig.requests.size() == 2; }));
+}
+
+TEST(http_server_times_out_slow_requests_and_idle_connections) {
+    HttpServerLimits limits;
+    limits.request_timeout_ms = 300;
+    limits.idle_timeout_ms = 200;
+    Rig rig(limits);
+    NEED_SOCKETS(rig);
+    // a slow drip: one byte every 20 ms gets a 408 at request_timeout_ms from its first byte, not later
+    Client drip(rig.server.port()), silent(rig.server.port());
+    const double start = time_now_s();
+    size_t at = 0;
+    const std::string head = "POST / HTTP/1.1\r\nHost: a\r\nX-Slow: " + std::string(200, 'z');
+    Answer a;
+    rig.until([&] {
+        if (at < head.size()) drip.send(head.substr(at++, 1));
+        rig.round(20);
+        drip.read();
+        return take_answer(&drip.got, &a) || drip.eof;
+    });
+    const double took = time_now_s() - start;
+    CHECK(a.status == 408 && took > 0.25 && took < 1.5);
+    CHECK(rig.requests.empty() && rig.closed.empty());
+    CHECK(await_eof(rig, drip));
+    // a connection that never sends a byte is closed quietly at request_timeout_ms after its accept
+    CHECK(await_eof(rig, silent, 1.5) && silent.got.empty());
+    // a kept-alive connection with nothing begun closes at idle_timeout_ms after its answer is out
+    Client idle(rig.server.port());
+    CHECK(idle.send(kGet) && rig.until([&] { return rig.requests.size() == 1; }));
+    if (rig.requests.empty()) return;
+    CHECK(rig.server.respond(rig.requests[0].conn, 200, {}, "ok") && await_answer(rig, idle).status == 200);
+    const double answered = time_now_s();
+    CHECK(await_eof(rig, idle, 2));
+    CHECK(time_now_s() - answered > 0.15 && idle.got.empty());
+    drip.close();  // the server lingers on a connection it refused until the client closes it (or 2 s pass)
+    CHECK(rig.until([&] { return rig.server.connections() == 0; }, 1));
+}
+
+TEST(http_server_refuses_bad_requests_and_reads_nothing_after) {
+    Rig rig;
+    NEED_SOCKETS(rig);
+    // smuggling: the framing is refused, the request behind it never parsed
+    Client c(rig.server.port());
+    CHECK(
+        c.send("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n"
+               "0\r\n\r\nGET /admin HTTP/1.1\r\nHost: a\r\n\r\n"));
+    Answer a = await_answer(rig, c);
+    CHECK(a.status == 400 && a.head.find("Connection: close\r\n") != std::string::npos);
+    CHECK(a.body.find("Transfer-Encoding") != std::string::npos);
+    CHECK(await_eof(rig, c) && rig.requests.empty() && c.got.empty());
+    // an error's body holds none of the client's bytes
+    Client evil(rig.server.port());
+    CHECK(evil.send("GET / HTTP/1.1\r\nHost: a\r\nX: evil\rSet-Cookie: x\r\n\r\n"));
+    a = await_answer(rig, evil);
+    CHECK(a.status == 400 && a.body.find("evil") == std::string::npos &&
+          a.head.find("Set-Cookie") == std::string::npos);
+    // 413 at once, from the head, while the client waits with Expect: 100-continue
+    Client big(rig.server.port());
+    CHECK(big.send("POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 2000000\r\n\r\n"));
+    CHECK(await_answer(rig, big).status == 413);
+    // 100 Continue, then the body, then the request
+    Client cont(rig.server.port());
+    CHECK(cont.send("POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n"));
+    CHECK(rig.until([&] { return cont.read(), cont.got == "HTTP/1.1 100 Continue\r\n\r\n"; }));
+    CHECK(rig.requests.empty() && cont.send("hello"));
+    CHECK(rig.until([&] { return rig.requests.size() == 1; }));
+    if (!rig.requests.empty()) CHECK(rig.requests[0].body == "hello");
+    CHECK(rig.closed.empty());
+}
+
+TEST(http_server_answers_500_for_headers_it_may_not_send) {
+    Rig rig;
+    NEED_SOCKETS(rig);
+    struct Bad {
+        int status;
+        std::vector<HttpHeader> headers;
+        std::string body;
+    } bad[] = {
+        {200, {{"X-Echo", "a\r\nSet-Cookie: injected=1"}}, "x"},
+        {200, {{"X-Echo", "a\nb"}}, "x"},
+        {200, {{"X-Echo", std::string("a\0b", 3)}}, "x"},
+        {200, {{"Bad Name", "v"}}, "x"},
+        {200, {{"Content-Length", "5"}}, "x"},
+        {200, {{"transfer-encoding", "chunked"}}, "x"},
+        {200, {{"Connection", "keep-alive"}}, "x"},
+        {99, {}, "x"},
+        {600, {}, "x"},
+        {204, {}, "a body a 204 may not have"},
+    };
+    for (const Bad& b : bad) {
+        Client c(rig.server.port());
+        const size_t n = rig.requests.size();
+        CHECK(c.send(kGet) && rig.until([&] { return rig.requests.size() == n + 1; }));
+        if (rig.requests.size() != n + 1) return;
+        CHECK(!rig.server.respond(rig.requests.back().conn, b.status, b.headers, b.body));
+        Answer a = await_answer(rig, c);
+        CHECK(a.status == 500 && a.head.find("injected") == std::string::npos);
+        CHECK(await_eof(rig, c));
+    }
+    CHECK(rig.closed.empty());
+}
+
+TEST(http_server_open_says_why_it_cannot_listen) {
+    Rig rig;
+    NEED_SOCKETS(rig);
+    HttpServer other;
+    std::string err = other.open("127.0.0.1", rig.server.port(), HttpServerLimits());
+    CHECK(err.find("cannot listen on 127.0.0.1:" + std::to_string(rig.server.port()) + ": ") == 0);
+    CHECK(err.find("in use") != std::string::npos);
+    for (const char* host : {"example.com", "::1", "127.0.0.1 ", "", "1.2.3", "256.1.1.1"}) {
+        HttpServer s;
+        err = s.open(host, 0, HttpServerLimits());
+        CHECK(err.find("expected host localhost or an IPv4 address") != std::string::npos);
+    }
+    HttpServer s;
+    CHECK(s.open("localhost", 70000, HttpServerLimits()).find("port 0..65535") != std::string::npos);
+    CHECK(s.open("localhost", 0, HttpServerLimits()).empty() && s.port() > 0);
+    CHECK(s.open("localhost", 0, HttpServerLimits()) == "the server is already listening");
+}
+
+TEST(http_server_survives_a_flood_of_connections) {
+    HttpServerLimits limits;
+    limits.max_connections = 8;
+    Rig rig(limits);
+    NEED_SOCKETS(rig);
+    std::vector<std::unique_ptr<Client>> flood;
+    size_t most = 0;
+    for (int i = 0; i < 300; i++) {
+        flood.push_back(std::make_unique<Client>(rig.server.port()));
+        rig.round(0);
+        most = std::max(most, rig.server.connections());
+    }
+    int busy = 0, silent = 0, open = 0;
+    for (auto& c : flood) {
+        c->read();
+        if (c->got.compare(0, 12, "HTTP/1.1 503") == 0) busy++;
+        else if (c->eof && c->got.empty()) silent++;
+        else open++;
+    }
+    // 8 served, 8 told 503 (lingering), the rest closed at once: never more than twice the cap open
+    CHECK(most <= 16 && busy >= 8 && open <= 8 && busy + silent + open == 300);
+    if (most > 16 || busy < 8) fprintf(stderr, "  most %zu, 503 %d, closed %d, open %d\n", most, busy, silent, open);
+    flood.clear();
+    CHECK(rig.until([&] { return rig.server.connections() == 0; }));
+    Client after(rig.server.port());
+    CHECK(after.send(kGet) && rig.until([&] { return rig.requests.size() == 1; }));
+    CHECK(rig.closed.empty());
+}
+
+TEST(http_server_half_close_reset_and_never_reading_clients) {
+    HttpServerLimits limits;
+    limits.write_timeout_ms = 300;
+    Rig rig(limits);
+    NEED_SOCKETS(rig);
+    // a request, then the client's side shut: the client is gone; whatever was handed over is reported
+    Client half(rig.server.port());
+    CHECK(half.send(kGet) && os_tcp_shutdown_write(half.fd));
+    CHECK(await_eof(rig, half) && rig.server.connections() == 0);
+    for (const HttpRequest& r : rig.requests) CHECK(rig.reported(r.conn));
+    // a stream whose client closes without reading what it was sent: a reset, reported
+    Client reset(rig.server.port());
+    const size_t n = rig.requests.size();
+    CHECK(reset.send(kGet) && rig.until([&] { return rig.requests.size() == n + 1; }));
+    if (rig.requests.size() != n + 1) return;
+    const uint64_t id = rig.requests.back().conn;
+    CHECK(rig.server.stream_begin(id, 200, {}) && rig.server.stream_write(id, "data: unread\n\n"));
+    rig.round(1);
+    reset.close();
+    CHECK(rig.until([&] { return rig.reported(id) || !rig.server.stream_write(id, "data: x\n\n"); }, 1));
+    CHECK(rig.until([&] { return rig.reported(id); }, 1));
+    // pipelined requests sent without end by a client that never reads: answered while the socket takes the
+    // answers, then dropped at write_timeout_ms; the server never holds more than a head of its requests
+    Client pipe(rig.server.port());
+    const std::string many = [] {
+        std::string s;
+        for (int i = 0; i < 100; i++) s += kGet;
+        return s;
+    }();
+    const double start = time_now_s();
+    CHECK(pipe.send(many) && rig.until([&] { return rig.requests.size() > n + 1; }));
+    rig.until(
+        [&] {
+            pipe.send(many);
+            for (size_t i = n + 1; i < rig.requests.size(); i++)
+                rig.server.respond(rig.requests[i].conn, 200, {}, std::string(4096, 'a'));
+            return rig.server.connections() == 0;
+        },
+        5);
+    CHECK(rig.server.connections() == 0 && time_now_s() - start < 5);
+    CHECK(rig.requests.size() > n + 10);
+}
+
+TEST(http_server_poll_wakes_for_the_next_timer) {
+    HttpServerLimits limits;
+    limits.request_timeout_ms = 100;
+    Rig rig(limits);
+    NEED_SOCKETS(rig);
+    Client c(rig.server.port());
+    std::vector<HttpRequest> r;
+    std::vector<HttpClosed> closed;
+    double longest = 0;
+    const double start = time_now_s();
+    for (int i = 0; i < 20 && rig.server.connections() + (i == 0) > 0; i++) {
+        const double t = time_now_s();
+        rig.server.poll(5000, &r, &closed);
+        longest = std::max(longest, time_now_s() - t);
+    }
+    CHECK(rig.server.connections() == 0 && longest < 1 && time_now_s() - start < 1);
+}
+
+TEST(http_server_drip_fed_body_gets_408) {
+    HttpServerLimits limits;
+    limits.request_timeout_ms = 300;
+    Rig rig(limits);
+    NEED_SOCKETS(rig);
+    Client c(rig.server.port());
+    CHECK(c.send("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1000\r\n\r\n"));
+    Answer a;
+    rig.until([&] {
+        c.send("x");
+        rig.round(10);
+        c.read();
+        return take_answer(&c.got, &a) || c.eof;
+    });
+    CHECK(a.status == 408 && rig.requests.empty());
 }

@@ -24,6 +24,7 @@ const int64_t kAcceptPauseMs = 100;  // out of descriptors: how long until accep
 const int kAcceptsPerRound = 256;    // so a flood of connections cannot starve those already open
 const int kReadsPerRound = 4;        // reads of one connection per round, for the same reason
 const size_t kReadChunk = 16 << 10;
+const char* const kBusy = "the server has too many connections open; try again later";
 
 int64_t now_ms() {
     using namespace std::chrono;
@@ -101,6 +102,12 @@ size_t HttpServer::connections() const {
     return n;
 }
 
+size_t HttpServer::output_queued() const {
+    size_t n = 0;
+    for (const auto& kv : conns_) n += kv.second->queued();
+    return n;
+}
+
 // Connections that count against max_connections: open, not answered 503, not lingering.
 size_t HttpServer::counted() const {
     size_t n = 0;
@@ -154,7 +161,7 @@ void HttpServer::poll(int timeout_ms, std::vector<HttpRequest>* requests, std::v
         HttpConn& c = *kv.second;
         wake = std::min(wake, deadline(c));
         if (!c.alive()) continue;
-        const bool room = c.phase == Phase::reading || c.in.size() < limits_.request.max_head;
+        const bool room = c.in.size() < limits_.request.max_head || (c.phase == Phase::reading && !c.queued());
         const short events = (short)((room && !c.eof ? kOsPollIn : 0) | (c.queued() ? kOsPollOut : 0));
         fds.push_back({c.fd, events, 0});
         of.push_back(&c);
@@ -205,12 +212,16 @@ void HttpServer::accept_all(int64_t now) {
     }
 }
 
-// A connection past max_connections: a 503 and closed, while the connections outside the cap are within
-// another max_connections; past that, closed without a word.
+// A connection past max_connections: a 503, then closed once the client has it, while the connections outside
+// the cap are within another max_connections; past that, the 503 is written (a new socket's buffer takes it)
+// and the connection closed at once.
 void HttpServer::reject(int fd, int64_t now) {
     size_t extra = 0;
     for (const auto& kv : conns_) extra += kv.second->alive() && kv.second->extra;
     if (extra >= (size_t)limits_.max_connections) {
+        const std::string busy = error_answer(503, kBusy);
+        os_send(fd, busy.data(), busy.size());
+        os_tcp_shutdown_write(fd);
         os_socket_close(fd);
         return;
     }
@@ -221,7 +232,7 @@ void HttpServer::reject(int fd, int64_t now) {
     c->mark = c->progress = now;
     HttpConn& conn = *c;
     conns_[conn.id] = std::move(c);
-    answer_error(conn, 503, "the server has too many connections open; try again later", now);
+    answer_error(conn, 503, kBusy, now);
 }
 
 void HttpServer::serve_events(HttpConn& c, short revents, int64_t now) {
@@ -239,8 +250,8 @@ void HttpServer::read_input(HttpConn& c, int64_t) {
     const bool keep = c.phase == Phase::reading || c.pending();
     for (int i = 0; i < kReadsPerRound && c.alive() && !c.eof; i++) {
         size_t room = sizeof(buf);
-        const size_t cap = limits_.request.max_head;  // a pending request's: what may wait behind it
-        if (keep && c.phase != Phase::reading) room = std::min(room, cap - std::min(cap, c.in.size()));
+        const size_t cap = limits_.request.max_head;  // what may wait unparsed behind an answer not yet out
+        if (keep && (c.phase != Phase::reading || c.queued())) room = std::min(room, cap - std::min(cap, c.in.size()));
         if (room == 0) return;
         const long got = os_recv(c.fd, buf, room);
         if (got > 0) {
@@ -258,9 +269,10 @@ void HttpServer::read_input(HttpConn& c, int64_t) {
 }
 
 // Feeds what a reading connection has read to its parser: a request done is handed over (the connection is
-// then handling it), a request refused is answered with the parser's status.
+// then handling it), a request refused is answered with the parser's status. Not while an answer before it is
+// still queued: a client that sends requests and reads no answer holds one answer here, not all of them.
 void HttpServer::parse(HttpConn& c, int64_t now, std::vector<HttpRequest>* requests) {
-    if (c.phase != Phase::reading || c.in.empty()) return;
+    if (c.phase != Phase::reading || c.in.empty() || c.queued() > 0) return;
     const bool started = c.parser.started();
     c.in.erase(0, c.parser.feed(c.in.data(), c.in.size()));
     if (!started && c.parser.started() && !c.first) c.mark = now;  // idle ends: the request timer starts
@@ -340,17 +352,20 @@ void HttpServer::expire(HttpConn& c, int64_t now) {
     drop(c, c.phase == Phase::lingering ? "closed" : "idle");
 }
 
-void HttpServer::answer_error(HttpConn& c, int status, const char* message, int64_t now) {
+// The whole of one of the server's own answers, which close the connection.
+std::string HttpServer::error_answer(int status, const char* message) const {
     const std::string body =
         limits_.error_body ? limits_.error_body(status, message) : http_error_json(status, message);
+    return "HTTP/1.1 " + std::to_string(status) + " " + http_reason(status) +
+           "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+           "\r\nConnection: close\r\nDate: " + http_date() + "\r\n\r\n" + body;
+}
+
+void HttpServer::answer_error(HttpConn& c, int status, const char* message, int64_t now) {
     c.keep_alive = false;
     c.phase = Phase::closing;
     c.in.clear();
-    queue(c,
-          "HTTP/1.1 " + std::to_string(status) + " " + http_reason(status) +
-              "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-              "\r\nConnection: close\r\nDate: " + http_date() + "\r\n\r\n" + body,
-          now);
+    queue(c, error_answer(status, message), now);
     flush(c, now);
 }
 

@@ -79,7 +79,8 @@ struct HttpServer {
     void stop_listening();  // no more connections (those open go on): the first step of a clean stop
     // Closes the listener and every connection at once; pending requests are reported by close()'s `closed`.
     void close(std::vector<HttpClosed>* closed = nullptr);
-    size_t connections() const;  // open connections, those being closed included
+    size_t connections() const;    // open connections, those being closed included
+    size_t output_queued() const;  // bytes of answers waiting in this process for their clients, all connections
 
 private:
     HttpServerLimits limits_;
@@ -96,6 +97,7 @@ private:
     void expire(HttpConn& c, int64_t now);
     int64_t deadline(const HttpConn& c) const;
     void queue(HttpConn& c, const std::string& bytes, int64_t now);
+    std::string error_answer(int status, const char* message) const;
     void answer_error(HttpConn& c, int status, const char* message, int64_t now);
     bool answer_head(HttpConn& c, int status, const std::vector<HttpHeader>& headers, bool stream, size_t length);
     void answered(HttpConn& c, int64_t now);

@@ -7,7 +7,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_BUILD   := build/fuzz
 FUZZ_FLAGS   := -std=c++17 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
                 -fno-sanitize-recover=undefined -Wall -Wextra -Wno-unused-parameter -MMD -MP -Isrc
-FUZZ_TARGETS := safetensors json tokenfile tokenizer llmc train_state gguf
+FUZZ_TARGETS := safetensors json tokenfile tokenizer llmc train_state gguf http
 # Every library source but the command line, gpt2-core's main and the dispatcher (the fuzz build has one kernel
 # set), so a new source file cannot be left out.
 FUZZ_LIB_OBJ := $(patsubst src/%.cpp,$(FUZZ_BUILD)/%.o,$(filter-out src/cli/% src/core/main.cpp src/dispatch/dispatch.cpp,$(SRC)))

@@ -1,13 +1,15 @@
-// test_generate.cpp: the KV-cache path against the full forward pass, the sampler's warpers on
-// hand-made distributions, and the seeding contract of generation.
+// test_generate.cpp: the KV-cache path against the full forward pass, sequences decoded together against each
+// alone, the sampler's warpers on hand-made distributions, and the seeding contract of generation.
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "formats/checkpoint.h"
 #include "inference/generate.h"
 #include "inference/infer.h"
 #include "inference/kv_attention.h"
+#include "inference/matvec.h"
 #include "core/model.h"
 #include "precision/precision.h"
 #include "inference/sampler.h"
@@ -145,6 +147,204 @@ TEST(int8_decode_equals_its_full_forward_and_stays_near_fp32) {
         CHECK(std::fabs(loss - loss32) <= 0.01 * loss32 && loss != loss32);
     }
     CHECK(losses[0] != losses[1]);  // the inputs' rounding shows
+}
+
+namespace {
+
+// A precision of decoding: fp32, bf16, weight-only int8 (fp32 inputs), int8 with inputs rounded to q8_0 blocks.
+enum class Decoding { kFp32, kBf16, kInt8, kInt8Inputs };
+const char* decoding_name(Decoding d) {
+    const char* names[] = {"fp32", "bf16", "int8", "int8 (inputs rounded)"};
+    return names[(int)d];
+}
+void set_decoding(GPT2* model, Decoding d) {
+    if (d == Decoding::kBf16) gpt2_set_precision(model, Precision::kBf16);
+    if (d == Decoding::kInt8 || d == Decoding::kInt8Inputs) gpt2_set_precision(model, Precision::kInt8);
+    if (d == Decoding::kInt8Inputs) gpt2_round_inputs_q8(model);
+}
+
+// GPT-2 124M's width in 2 layers (a vocabulary of 1000, a context of 64), GPT-2's init, at precision d.
+void build_wide(GPT2* model, Decoding d) {
+    gpt2_build(model, config_make(64, 1000, 2, 12, 768));
+    gpt2_init_random(model, 3);
+    set_decoding(model, d);
+}
+
+// n sequences with prompts of different lengths, decoded together (infer_decode) for several steps: sequence i
+// joins at step i % 3 and leaves after `steps` tokens, each step's rows in another order. Each row's logits
+// against the same sequence decoded alone (infer_forward), byte for byte. Counts the rows that differ (and the
+// caches whose length does) in *mismatches, the rows compared in *rows.
+void decode_together(const GPT2& model, int n, int* mismatches, int* rows) {
+    const int V = model.cfg.vocab_size, Vp = model.cfg.padded_vocab_size, steps = 5;
+    std::vector<InferState> together(n), alone(n);
+    std::vector<float> logits((size_t)n * Vp), row(Vp);
+    for (int i = 0; i < n; i++) {
+        const int len = 1 + 7 * i % 12;
+        std::vector<int> prompt(len);
+        for (int t = 0; t < len; t++) prompt[t] = (131 * i + 37 * t + 5) % V;
+        for (InferState* st : {&together[i], &alone[i]}) {
+            infer_init(st, model, len + steps, len);
+            infer_forward(st, model, prompt.data(), len, row.data(), false);
+        }
+    }
+    InferScratch scratch;
+    infer_scratch_init(&scratch, model, n);
+    *mismatches = *rows = 0;
+    for (int step = 0; step < steps + 2; step++) {
+        std::vector<InferState*> seqs;
+        std::vector<int> tokens, ids;
+        for (int k = 0; k < n; k++) {
+            const int i = (k + 5 * step) % n, decoded = step - i % 3;
+            if (decoded < 0 || decoded >= steps) continue;
+            seqs.push_back(&together[i]), tokens.push_back((53 * i + 29 * step + 1) % V), ids.push_back(i);
+        }
+        if (seqs.empty()) continue;
+        infer_decode(&scratch, seqs.data(), model, tokens.data(), (int)seqs.size(), logits.data());
+        for (size_t r = 0; r < seqs.size(); r++) {
+            infer_forward(&alone[ids[r]], model, &tokens[r], 1, row.data(), false);
+            *mismatches += memcmp(row.data(), &logits[r * Vp], sizeof(float) * Vp) != 0;
+            *mismatches += together[ids[r]].len != alone[ids[r]].len;
+            ++*rows;
+        }
+    }
+}
+
+void check_decode_together(Decoding d) {
+    GPT2 trained, wide;
+    checkpoint_load(&trained, kTrained);
+    set_decoding(&trained, d);
+    build_wide(&wide, d);
+    for (const GPT2* model : {&trained, &wide})
+        for (int n : {1, 2, 3, 8, 16}) {
+            int mismatches, rows;
+            decode_together(*model, n, &mismatches, &rows);
+            printf("    %s, C %d, %2d sequences together: %d of %d rows differ from the sequence decoded alone\n",
+                   decoding_name(d), model->cfg.channels, n, mismatches, rows);
+            CHECK(mismatches == 0 && rows == 5 * n);
+        }
+}
+
+}  // namespace
+
+namespace {
+
+std::vector<float> random_values(size_t n, uint64_t seed, float scale = 1.0f) {
+    Rng rng(seed);
+    std::vector<float> v(n);
+    for (float& x : v) x = scale * rng.normal();
+    return v;
+}
+
+// The rows of products(out, x, N) (out (N, OC), x (N, IC)) for N in 1, 2, 3, 8, 16 against each row alone
+// (N = 1), byte for byte: the number of rows that differ. x's row 1 may hold a value q8_0 cannot.
+template <typename Products>
+int rows_mismatches(int IC, int OC, bool bad_row, Products products) {
+    int mismatches = 0;
+    for (int N : {1, 2, 3, 8, 16}) {
+        std::vector<float> x = random_values((size_t)N * IC, 10 + N), out((size_t)N * OC), row(OC);
+        if (bad_row && N > 1) x[(size_t)IC + 5] = 1e7f;  // past q8_0's range: that row NaN, the others not
+        products(out.data(), x.data(), N);
+        for (int r = 0; r < N; r++) {
+            products(row.data(), x.data() + (size_t)r * IC, 1);
+            mismatches += memcmp(row.data(), &out[(size_t)r * OC], sizeof(float) * OC) != 0;
+        }
+    }
+    return mismatches;
+}
+
+// The model's own matrices at 124M's width (c_attn, attn c_proj, c_fc, mlp c_proj of layer 1, and the lm_head)
+// through matmul_forward's decoding rows, at precision d.
+int model_rows_mismatches(Decoding d) {
+    GPT2 model;
+    build_wide(&model, d);
+    const int C = model.cfg.channels, Vp = model.cfg.padded_vocab_size;
+    const LayerParams& lp = model.param.layers[1];
+    struct Matrix {
+        const float *w, *b;
+        int IC, OC;
+    };
+    const Matrix matrices[] = {{lp.qkvw, lp.qkvb, C, 3 * C},
+                               {lp.attprojw, lp.attprojb, C, C},
+                               {lp.fcw, lp.fcb, C, 4 * C},
+                               {lp.fcprojw, lp.fcprojb, 4 * C, C},
+                               {model.param.wte, nullptr, C, Vp}};
+    int mismatches = 0;
+    for (const Matrix& m : matrices) {
+        const Weight w = gpt2_weight(model, m.w);
+        mismatches += rows_mismatches(m.IC, m.OC, false, [&](float* out, const float* x, int N) {
+            matmul_forward(out, x, w, m.b, N, m.IC, m.OC, true);
+        });
+    }
+    return mismatches;
+}
+
+}  // namespace
+
+// Decoding's products of N rows at once against each row alone, byte for byte: the model's matrices at 124M's
+// width in each precision, and each kernel on rows that are not whole vectors or whole groups of output rows.
+TEST(decode_rows_products_equal_each_row_alone) {
+    for (Decoding d : {Decoding::kFp32, Decoding::kInt8, Decoding::kInt8Inputs}) {
+        const int mismatches = model_rows_mismatches(d);
+        printf("    %s, 124M's matrices: %d of 5 x 30 rows differ from the row alone\n", decoding_name(d), mismatches);
+        CHECK(mismatches == 0);
+    }
+    struct Shape {
+        int IC, OC;
+    };
+    for (Shape s : {Shape{31, 37}, Shape{70, 38}, Shape{768, 39}}) {  // fp32: rows ending in part of a vector
+        const std::vector<float> W = random_values((size_t)s.OC * s.IC, 1), b = random_values(s.OC, 2);
+        CHECK(0 == rows_mismatches(s.IC, s.OC, false, [&](float* out, const float* x, int N) {
+                  matmul_forward(out, x, W.data(), b.data(), N, s.IC, s.OC, true);
+              }));
+        std::vector<uint16_t> W16(W.size());  // a frozen base held as bf16: fp32 products on its values
+        bf16_round_array(W16.data(), W.data(), W.size());
+        WeightCopy copy;
+        copy.bf16 = W16.data(), copy.fp32_dropped = true;
+        CHECK(0 == rows_mismatches(s.IC, s.OC, false, [&](float* out, const float* x, int N) {
+                  matvec_copy(out, x, Weight(nullptr, copy_gemm_operands(), &copy), b.data(), N, s.IC, s.OC);
+              }));
+    }
+    for (Shape s : {Shape{32, 37}, Shape{1056, 39}}) {  // q8: 33 blocks, the last group of rows 3 (or 7)
+        std::vector<float> W = random_values((size_t)s.OC * s.IC, 3, 0.02f), b = random_values(s.OC, 4);
+        std::vector<int8_t> q(W.size());
+        std::vector<uint16_t> dq(W.size() / kQ8Block);
+        for (size_t blk = 0; blk < dq.size(); blk++) dq[blk] = q8_quantize_block(&W[blk * kQ8Block], &q[blk * kQ8Block]);
+        CHECK(0 == rows_mismatches(s.IC, s.OC, false, [&](float* out, const float* x, int N) {
+                  matvec_q8(out, x, q.data(), dq.data(), b.data(), N, s.IC, s.OC);
+              }));
+        CHECK(0 == rows_mismatches(s.IC, s.OC, true, [&](float* out, const float* x, int N) {
+                  matvec_q8q8(out, x, q.data(), dq.data(), b.data(), N, s.IC, s.OC);
+              }));
+    }
+}
+
+TEST(decode_rows_products_equal_each_row_alone_bf16) {
+    if (!bf16_supported()) SKIP("this CPU has no AVX512_BF16");
+    const int mismatches = model_rows_mismatches(Decoding::kBf16);
+    printf("    bf16, 124M's matrices: %d of 5 x 30 rows differ from the row alone\n", mismatches);
+    CHECK(mismatches == 0);
+    for (int IC : {31, 70, 768}) {  // rows a whole number of vectors, and ending in a part of one
+        const int OC = IC == 31 ? 38 : IC == 70 ? 39 : 37;  // the last group of four rows: 2, 3 or 1 of them
+        const std::vector<float> W = random_values((size_t)OC * IC, 5), b = random_values(OC, 6);
+        std::vector<uint16_t> W16(W.size());
+        bf16_round_array(W16.data(), W.data(), W.size());
+        CHECK(0 == rows_mismatches(IC, OC, false, [&](float* out, const float* x, int N) {
+                  matvec_bf16(out, x, W16.data(), b.data(), N, IC, OC);
+              }));
+    }
+}
+
+TEST(decode_together_equals_each_sequence_alone_fp32) { check_decode_together(Decoding::kFp32); }
+
+TEST(decode_together_equals_each_sequence_alone_bf16) {
+    if (!bf16_supported()) SKIP("this CPU has no AVX512_BF16");
+    check_decode_together(Decoding::kBf16);
+}
+
+TEST(decode_together_equals_each_sequence_alone_int8) { check_decode_together(Decoding::kInt8); }
+
+TEST(decode_together_equals_each_sequence_alone_int8_inputs_rounded) {
+    check_decode_together(Decoding::kInt8Inputs);
 }
 
 TEST(top_p_keeps_the_smallest_set_reaching_p) {

@@ -333,7 +333,7 @@ TEST(matvec_bf16_matches_its_reference) {
         std::vector<uint16_t> W16(W.size());
         bf16_round_array(W16.data(), W.data(), W.size());
         std::vector<float> out(OC), ref(OC), fp32(OC);
-        matvec_bf16(out.data(), x.data(), W16.data(), b.data(), IC, OC);
+        matvec_bf16(out.data(), x.data(), W16.data(), b.data(), 1, IC, OC);
         matvec_bf16_ref(ref.data(), x.data(), W16.data(), b.data(), IC, OC);
         matmul_forward(fp32.data(), x.data(), W.data(), b.data(), 1, IC, OC);  // the unrounded product
         double diff = 0, gap = 0;
@@ -374,7 +374,7 @@ TEST(matvec_q8_matches_its_reference_and_fp32) {
         for (size_t i = 0; i < W.size(); i++) deq[i] = fp16_to_float(d[i / kQ8Block]) * q[i];
         std::vector<float> out(OC), ref(OC), fp32(OC);
         double diff = 0, diff_fp32 = 0, scale = 0;
-        with_threads(2, [&] { matvec_q8(out.data(), x.data(), q.data(), d.data(), b.data(), IC, OC); });
+        with_threads(2, [&] { matvec_q8(out.data(), x.data(), q.data(), d.data(), b.data(), 1, IC, OC); });
         matvec_q8_ref(ref.data(), x.data(), q.data(), d.data(), b.data(), IC, OC);
         matmul_forward(fp32.data(), x.data(), deq.data(), b.data(), 1, IC, OC);
         for (int j = 0; j < OC; j++) {
@@ -387,7 +387,7 @@ TEST(matvec_q8_matches_its_reference_and_fp32) {
         // fp32 sums of IC exact products in another order than the double reference's
         CHECK(diff <= 1e-6 * scale && diff_fp32 <= 1e-6 * scale);
         std::vector<float> nob(OC), nob_ref(OC);  // row 5 alone, without the bias that would hide it
-        matvec_q8(nob.data(), x.data(), q.data(), d.data(), nullptr, IC, OC);
+        matvec_q8(nob.data(), x.data(), q.data(), d.data(), nullptr, 1, IC, OC);
         matvec_q8_ref(nob_ref.data(), x.data(), q.data(), d.data(), nullptr, IC, OC);
         CHECK(nob_ref[5] != 0 && std::fabs(nob[5] - nob_ref[5]) <= 1e-5 * std::fabs(nob_ref[5]));
     }
@@ -405,9 +405,9 @@ TEST(matvec_q8q8_rounds_x_to_q8_blocks_and_matches_its_reference) {
         std::vector<uint16_t> d;
         q8_quantize(W, &q, &d);
         std::vector<float> out(OC), ref(OC), nob(OC), nob_ref(OC), nob_fp32_x(OC);
-        with_threads(2, [&] { matvec_q8q8(out.data(), x.data(), q.data(), d.data(), b.data(), IC, OC); });
+        with_threads(2, [&] { matvec_q8q8(out.data(), x.data(), q.data(), d.data(), b.data(), 1, IC, OC); });
         matvec_q8q8_ref(ref.data(), x.data(), q.data(), d.data(), b.data(), IC, OC);
-        matvec_q8q8(nob.data(), x.data(), q.data(), d.data(), nullptr, IC, OC);  // without the bias that hides row 5
+        matvec_q8q8(nob.data(), x.data(), q.data(), d.data(), nullptr, 1, IC, OC);  // without the bias that hides row 5
         matvec_q8q8_ref(nob_ref.data(), x.data(), q.data(), d.data(), nullptr, IC, OC);
         matvec_q8_ref(nob_fp32_x.data(), x.data(), q.data(), d.data(), nullptr, IC, OC);
         double diff = 0, scale = 0, rounding = 0, nob_scale = 0;
@@ -431,7 +431,7 @@ TEST(matvec_q8q8_rounds_x_to_q8_blocks_and_matches_its_reference) {
     q8_quantize(W, &q, &d);
     for (float bad : {1e7f, NAN, -INFINITY}) {  // 1e7 / 127 is past fp16's 65504
         x[40] = bad;
-        matvec_q8q8(out.data(), x.data(), q.data(), d.data(), nullptr, IC, OC);
+        matvec_q8q8(out.data(), x.data(), q.data(), d.data(), nullptr, 1, IC, OC);
         CHECK(std::all_of(out.begin(), out.end(), [](float v) { return std::isnan(v); }));
     }
 }
@@ -479,7 +479,7 @@ static void check_int8_gemm(const std::vector<MatmulShape>& shapes) {
         CHECK(std::all_of(out.begin() + 2 * s.OC, out.begin() + 3 * s.OC, [](float v) { return std::isnan(v); }));
         std::vector<float> want(s.OC);  // one row: decoding's matvec_q8q8, through matmul_forward's hook
         matmul_forward(row.data(), x.data(), held, b.data(), 1, s.IC, s.OC);
-        matvec_q8q8(want.data(), x.data(), q.data(), d.data(), b.data(), s.IC, s.OC);
+        matvec_q8q8(want.data(), x.data(), q.data(), d.data(), b.data(), 1, s.IC, s.OC);
         CHECK(row == want);
         double diff = 0, scale = 0;
         for (int j = 0; j < s.OC; j++) diff = max_abs(diff, row[j] - out[j]), scale = max_abs(scale, out[j]);
@@ -519,7 +519,7 @@ TEST(int8_kernels_sum_in_one_order_bit_for_bit) {
         std::vector<float> xd;
         q8_quantize(W, &q, &d);
         round_x(x, &xq, &xd);
-        with_threads(2, [&] { matvec_q8q8(out.data(), x.data(), q.data(), d.data(), nullptr, IC, OC); });
+        with_threads(2, [&] { matvec_q8q8(out.data(), x.data(), q.data(), d.data(), nullptr, 1, IC, OC); });
         int equal = 0;
         for (int j = 0; j < OC; j++)
             equal += out[j] == chain(&q[(size_t)j * IC], &d[(size_t)j * nb], xq.data(), xd.data(), 0, nb);
@@ -566,7 +566,7 @@ TEST(int8_inference_gemm_rounds_each_row_as_decoding_does_for_a_c_of_4m_floats) 
 
 TEST(matmul_forward_decodes_one_row_from_the_q8_copy) {
     // one row of a Weight with a q8 copy runs matvec_q8 through the hook main sets (core/layers.h's
-    // matmul_row_of_copy): the copy here is of other values than the fp32 ones, so reading either shows
+    // matmul_rows_of_copy): the copy here is of other values than the fp32 ones, so reading either shows
     const int IC = 96, OC = 37;
     std::vector<float> x = randn(IC, 1), W = randn((size_t)OC * IC, 2, 0.02f), b = randn(OC, 3);
     std::vector<float> other = randn(W.size(), 4, 0.02f);
@@ -578,7 +578,7 @@ TEST(matmul_forward_decodes_one_row_from_the_q8_copy) {
     const Weight w(W.data(), nullptr, &copy);
     std::vector<float> out(OC), want(OC);
     matmul_forward(out.data(), x.data(), w, b.data(), 1, IC, OC);
-    matvec_q8(want.data(), x.data(), q.data(), d.data(), b.data(), IC, OC);
+    matvec_q8(want.data(), x.data(), q.data(), d.data(), b.data(), 1, IC, OC);
     CHECK(out == want);
 }
 
@@ -614,7 +614,7 @@ static void check_copy_alone(const std::vector<MatmulShape>& shapes) {
             CHECK(out == want);
             CHECK(dinp == dinp_want);
             if (q8) continue;
-            matvec_copy(out.data(), x.data(), held, b.data(), s.IC, s.OC);  // one row: fp32 on the bf16 values
+            matvec_copy(out.data(), x.data(), held, b.data(), 1, s.IC, s.OC);  // one row: fp32 on the bf16 values
             matmul_forward(want.data(), x.data(), W.data(), b.data(), 1, s.IC, s.OC);
             CHECK(std::equal(want.begin(), want.begin() + s.OC, out.begin()));
         }

@@ -99,26 +99,33 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
     }
 }
 
-// The linear layer on gemm (gemm.h), W (OC, IC) as llm.c's; one row's two accumulators do not wait on each other.
-static void matvec_fp32(float* out, const float* x, const float* W, const float* b, int IC, int OC) {
+// The linear layer on gemm (gemm.h), W (OC, IC) as llm.c's. Decoding's rows: each output's weight row stays in
+// cache while every row takes its dot product with it, in the one order a row has alone; one row's two
+// accumulators do not wait on each other.
+static void matvec_fp32(float* out, const float* X, const float* W, const float* b, int N, int IC, int OC) {
 #pragma omp parallel for schedule(static)
     for (int j = 0; j < OC; j++) {
         const float* w = W + (size_t)j * IC;
-        float acc0[16] = {}, acc1[16] = {};  // not vf16: GCC keeps a 64-byte vector in memory without AVX-512
-        int i = 0;
-        for (; i + 32 <= IC; i += 32)
-            for (int l = 0; l < 16; l++) acc0[l] += w[i + l] * x[i + l], acc1[l] += w[i + 16 + l] * x[i + 16 + l];
-        float sum = 0;
-        for (int l = 0; l < 16; l++) sum += acc0[l] + acc1[l];
-        for (; i < IC; i++) sum += w[i] * x[i];
-        out[j] = b ? sum + b[j] : sum;
+        for (int r = 0; r < N; r++) {
+            const float* x = X + (size_t)r * IC;
+            float acc0[16] = {}, acc1[16] = {};  // not vf16: GCC keeps a 64-byte vector in memory without AVX-512
+            int i = 0;
+            for (; i + 32 <= IC; i += 32)
+                for (int l = 0; l < 16; l++) acc0[l] += w[i + l] * x[i + l], acc1[l] += w[i + 16 + l] * x[i + 16 + l];
+            float sum = 0;
+            for (int l = 0; l < 16; l++) sum += acc0[l] + acc1[l];
+            for (; i < IC; i++) sum += w[i] * x[i];
+            out[(size_t)r * OC + j] = b ? sum + b[j] : sum;
+        }
     }
 }
 
-void matmul_forward(float* out, const float* inp, const Weight& w, const float* bias, int N, int IC, int OC) {
-    // one row (decoding): a mat-vec reading each weight once, from its copy if it has one (layers.h)
-    if (N == 1 && w.copy && matmul_row_of_copy) return matmul_row_of_copy(out, inp, w, bias, IC, OC);
-    if (N == 1 && !w.ops) return matvec_fp32(out, inp, w.f32, bias, IC, OC);
+void matmul_forward(float* out, const float* inp, const Weight& w, const float* bias, int N, int IC, int OC,
+                    bool rows) {
+    // decoding's rows: mat-vecs reading each weight once for all N, from its copy if it has one (layers.h)
+    rows = rows || N == 1;
+    if (rows && w.copy && matmul_rows_of_copy) return matmul_rows_of_copy(out, inp, w, bias, N, IC, OC);
+    if (rows && !w.ops) return matvec_fp32(out, inp, w.f32, bias, N, IC, OC);
     gemm(N, OC, IC, inp, IC, false, w.f32, IC, true, out, OC, false, w.ops, w.copy);
     if (!bias) return;
 #pragma omp parallel for

@@ -25,10 +25,11 @@ struct Weight {
     const LinearAdapter* adapter = nullptr;
 };
 
-// The seam for decoding's one-row products from a weight's copy: main sets it to inference/matvec.h's
-// matvec_copy. Unset (gpt2-core, which keeps no copies), those rows run through the gemm.
-inline void (*matmul_row_of_copy)(float* out, const float* inp, const Weight& w, const float* bias, int IC,
-                                  int OC) = nullptr;
+// The seam for decoding's products from a weight's copy: matmul_forward's N rows of `rows`, each a mat-vec with
+// the numbers it has alone. main sets it to inference/matvec.h's matvec_copy. Unset (gpt2-core, which keeps no
+// copies), those rows run through the gemm.
+inline void (*matmul_rows_of_copy)(float* out, const float* inp, const Weight& w, const float* bias, int N, int IC,
+                                   int OC) = nullptr;
 
 KERNELS_BEGIN
 
@@ -43,8 +44,11 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                         const float* weight, const float* mean, const float* rstd, int N, int C);
 
-// out (N, OC) = inp (N, IC) weight^T + bias; weight (OC, IC), bias (OC) or null.
-void matmul_forward(float* out, const float* inp, const Weight& weight, const float* bias, int N, int IC, int OC);
+// out (N, OC) = inp (N, IC) weight^T + bias; weight (OC, IC), bias (OC) or null. One gemm, or with `rows`
+// (decoding: one new position of each of N sequences; always so for N == 1) a mat-vec per row, every weight read
+// once for all N: row i's numbers are those it has alone, whatever N and the other rows.
+void matmul_forward(float* out, const float* inp, const Weight& weight, const float* bias, int N, int IC, int OC,
+                    bool rows = false);
 // dinp (N, IC) = dout (N, OC) weight; dweight (OC, IC) += dout^T inp; dbias (OC) += dout's column sums.
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const Weight& weight, int N, int IC, int OC);

@@ -95,7 +95,7 @@ void block_forward(const GPT2& model, int l, const LayerActs& la, const float* x
     const GemmOperands* ops = model.copies ? model.copies->operands() : nullptr;  // attention's products
     auto linear = [&](float* out, const float* inp, const float* w, const float* b, int IC, int OC) {
         const Weight weight = gpt2_weight(model, w);
-        matmul_forward(out, inp, weight, b, N, IC, OC);
+        matmul_forward(out, inp, weight, b, N, IC, OC, T == 1);  // T == 1: B sequences' rows, decoding's
         if (weight.adapter) weight.adapter->forward(out, inp, N);
     };
     // x = x + attn(ln_1(x))

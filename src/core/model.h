@@ -43,7 +43,8 @@ struct GPT2 {
 // Seam: la.atty and la.att_lse from la.qkv in place of block_forward's (decoding's reads a KV cache: inference/).
 using BlockAttention = std::function<void(const LayerActs& la, const GemmOperands* ops)>;
 // Block l, the only copy of its diagram: la.residual3 = x + attn(ln_1(x)), then + mlp(ln_2(.)), over B
-// sequences of T positions (x (B*T, C)). la keeps what the backward needs. x may be la.residual3.
+// sequences of T positions (x (B*T, C)). la keeps what the backward needs. x may be la.residual3. T == 1 (decoding
+// B sequences together: inference/infer.cpp) runs each row's products as that row alone (matmul_forward's rows).
 void block_forward(const GPT2& model, int l, const LayerActs& la, const float* x, int B, int T,
                    const BlockAttention& attention = nullptr);
 // The handle the matmuls take for the tensor of model.params at w: its values, and its copy if any.

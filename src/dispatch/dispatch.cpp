@@ -119,27 +119,27 @@ KERNEL(void, layernorm_backward,
         const float* mean, const float* rstd, int N, int C),
        (dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C))
 KERNEL(void, matmul_forward,
-       (float* out, const float* inp, const Weight& weight, const float* bias, int N, int IC, int OC),
-       (out, inp, weight, bias, N, IC, OC))
+       (float* out, const float* inp, const Weight& weight, const float* bias, int N, int IC, int OC, bool rows),
+       (out, inp, weight, bias, N, IC, OC, rows))
 KERNEL(void, matmul_backward,
        (float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const Weight& weight, int N,
         int IC, int OC),
        (dinp, dweight, dbias, dout, inp, weight, N, IC, OC))
-KERNEL(void, matvec_copy, (float* out, const float* x, const Weight& w, const float* b, int IC, int OC),
-       (out, x, w, b, IC, OC))
-KERNEL(void, matvec_bf16, (float* out, const float* x, const uint16_t* W16, const float* b, int IC, int OC),
-       (out, x, W16, b, IC, OC))
+KERNEL(void, matvec_copy, (float* out, const float* x, const Weight& w, const float* b, int N, int IC, int OC),
+       (out, x, w, b, N, IC, OC))
+KERNEL(void, matvec_bf16, (float* out, const float* x, const uint16_t* W16, const float* b, int N, int IC, int OC),
+       (out, x, W16, b, N, IC, OC))
 KERNEL(void, matvec_bf16_ref, (float* out, const float* x, const uint16_t* W16, const float* b, int IC, int OC),
        (out, x, W16, b, IC, OC))
 KERNEL(void, matvec_q8,
-       (float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC),
-       (out, x, q, d, b, IC, OC))
+       (float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int N, int IC, int OC),
+       (out, x, q, d, b, N, IC, OC))
 KERNEL(void, matvec_q8_ref,
        (float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC),
        (out, x, q, d, b, IC, OC))
 KERNEL(void, matvec_q8q8,
-       (float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC),
-       (out, x, q, d, b, IC, OC))
+       (float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int N, int IC, int OC),
+       (out, x, q, d, b, N, IC, OC))
 KERNEL(void, matvec_q8q8_ref,
        (float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC),
        (out, x, q, d, b, IC, OC))

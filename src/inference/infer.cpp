@@ -1,4 +1,5 @@
-// infer.cpp: see infer.h. Shapes: n new rows, C channels, positions p0..p0+n-1 with p0 = st->len.
+// infer.cpp: see infer.h. Shapes: n new rows, C channels; infer_forward's at positions p0..p0+n-1 with p0 =
+// st->len, infer_decode's one per sequence, each at its own cache's length.
 #include "inference/infer.h"
 
 #include <cassert>
@@ -19,31 +20,51 @@ std::vector<TensorInfo> block_table(const GPT2Config& cfg, int n) {
     return table;
 }
 
+// The final LayerNorm and the lm_head (tied to wte) for `rows` rows of x; `decoding`: each row a sequence's own.
+void infer_head(InferScratch* s, const GPT2& model, const float* x, int rows, float* logits, bool decoding) {
+    const GPT2Config& cfg = model.cfg;
+    const ParamViews& p = model.param;
+    layernorm_forward(s->lnf.data(), s->mean.data(), s->rstd.data(), x, p.lnfw, p.lnfb, rows, cfg.channels);
+    matmul_forward(logits, s->lnf.data(), gpt2_weight(model, p.wte), nullptr, rows, cfg.channels,
+                   cfg.padded_vocab_size, decoding);
+}
+
 }  // namespace
 
+double infer_scratch_bytes(const GPT2Config& cfg, int rows) {
+    // embedding, block scratch, final LayerNorm with mean and rstd
+    return 4.0 * (rows * (2.0 * cfg.channels + 2) + (double)layout_params_size(block_table(cfg, rows)));
+}
+
 double infer_memory_bytes(const GPT2Config& cfg, int max_len, int max_rows) {
-    const double C = cfg.channels;
-    const double block = (double)layout_params_size(block_table(cfg, max_rows));
-    // cache; embedding, block scratch, final LayerNorm with mean and rstd
-    return 4.0 * ((double)cfg.num_layers * (max_len + kv_key_row(max_len)) * C + max_rows * (2.0 * C + 2) + block);
+    const double cache = 4.0 * cfg.num_layers * (max_len + kv_key_row(max_len)) * (double)cfg.channels;
+    return cache + infer_scratch_bytes(cfg, max_rows);
+}
+
+void infer_scratch_init(InferScratch* s, const GPT2& model, int rows) {
+    const GPT2Config& cfg = model.cfg;
+    assert(rows >= 1);
+    const size_t C = cfg.channels;
+    s->rows = rows;
+    s->x.assign(rows * C, 0.0f);
+    s->block.assign(layout_params_size(block_table(cfg, rows)), 0.0f);
+    s->lnf.assign(rows * C, 0.0f);
+    s->mean.assign(rows, 0.0f);
+    s->rstd.assign(rows, 0.0f);
+    s->la = layout_act_views(cfg, block_table(cfg, rows), s->block.data()).layers[0];
 }
 
 void infer_init(InferState* st, const GPT2& model, int max_len, int max_rows) {
     const GPT2Config& cfg = model.cfg;
     assert(max_len >= 1 && max_len <= cfg.max_seq_len && max_rows >= 1 && max_rows <= max_len);
-    const size_t C = cfg.channels, rows = (size_t)max_rows;
+    const size_t C = cfg.channels;
     st->max_len = max_len;
     st->max_rows = max_rows;
     st->len = 0;
     st->k_row = kv_key_row(max_len);
     st->k.assign((size_t)cfg.num_layers * C * st->k_row, 0.0f);
     st->v.assign((size_t)cfg.num_layers * max_len * C, 0.0f);
-    st->x.assign(rows * C, 0.0f);
-    st->block.assign(layout_params_size(block_table(cfg, max_rows)), 0.0f);
-    st->lnf.assign(rows * C, 0.0f);
-    st->mean.assign(rows, 0.0f);
-    st->rstd.assign(rows, 0.0f);
-    st->la = layout_act_views(cfg, block_table(cfg, max_rows), st->block.data()).layers[0];
+    infer_scratch_init(&st->scratch, model, max_rows);
 }
 
 void infer_forward(InferState* st, const GPT2& model, const int* tokens, int n, float* logits, bool all_logits) {
@@ -52,10 +73,11 @@ void infer_forward(InferState* st, const GPT2& model, const int* tokens, int n, 
     assert(n >= 1 && p0 + n <= st->max_len && n <= st->max_rows && "generate sizes the cache");
     for (int i = 0; i < n; i++) assert(tokens[i] >= 0 && tokens[i] < cfg.vocab_size);
     const ParamViews& p = model.param;
-    encoder_forward(st->x.data(), tokens, p.wte, p.wpe + (size_t)p0 * C, 1, n, C);  // positions p0..
+    InferScratch* s = &st->scratch;
+    encoder_forward(s->x.data(), tokens, p.wte, p.wpe + (size_t)p0 * C, 1, n, C);  // positions p0..
     // one block's scratch serves every layer: each block's output (la.residual3) is the next one's input
-    const LayerActs& la = st->la;
-    const float* x = st->x.data();
+    const LayerActs& la = s->la;
+    const float* x = s->x.data();
     for (int l = 0; l < cfg.num_layers; l++) {
         float* k = st->k.data() + (size_t)l * C * st->k_row;  // (C, k_row): positions 0..p0-1 filled
         float* v = st->v.data() + (size_t)l * st->max_len * C;
@@ -64,9 +86,38 @@ void infer_forward(InferState* st, const GPT2& model, const int* tokens, int n, 
         });
         x = la.residual3;
     }
-    const int first = all_logits ? 0 : n - 1, rows = n - first;
-    layernorm_forward(st->lnf.data(), st->mean.data(), st->rstd.data(), x + (size_t)first * C, p.lnfw, p.lnfb, rows, C);
-    matmul_forward(logits, st->lnf.data(), gpt2_weight(model, p.wte), nullptr, rows, C,
-                   cfg.padded_vocab_size);  // lm_head tied to wte
+    const int first = all_logits ? 0 : n - 1;
+    infer_head(s, model, x + (size_t)first * C, n - first, logits, false);
     st->len += n;
+}
+
+void infer_decode(InferScratch* s, InferState* const* seqs, const GPT2& model, const int* tokens, int n,
+                  float* logits) {
+    const GPT2Config& cfg = model.cfg;
+    const int C = cfg.channels, NH = cfg.num_heads;
+    assert(n >= 1 && n <= s->rows && "infer_scratch_init sizes the scratch");
+    for (int i = 0; i < n; i++) {
+        assert(seqs[i]->len < seqs[i]->max_len && tokens[i] >= 0 && tokens[i] < cfg.vocab_size);
+        for (int j = 0; j < i; j++) assert(seqs[j] != seqs[i] && "one row per sequence");
+    }
+    const ParamViews& p = model.param;
+    for (int i = 0; i < n; i++)  // row i at its sequence's next position
+        encoder_forward(&s->x[(size_t)i * C], &tokens[i], p.wte, p.wpe + (size_t)seqs[i]->len * C, 1, 1, C);
+    // n sequences of one position each (B = n, T = 1): block_forward runs each row's products as that row alone
+    const LayerActs& la = s->la;
+    const float* x = s->x.data();
+    for (int l = 0; l < cfg.num_layers; l++) {
+        block_forward(model, l, la, x, n, 1, [&](const LayerActs& a, const GemmOperands* ops) {
+            for (int i = 0; i < n; i++) {  // each row over its own cache, as infer_forward's one row
+                InferState* st = seqs[i];
+                float* k = st->k.data() + (size_t)l * C * st->k_row;
+                float* v = st->v.data() + (size_t)l * st->max_len * C;
+                attention_forward_cached(a.atty + (size_t)i * C, a.att_lse + (size_t)i * NH, a.qkv + (size_t)i * 3 * C,
+                                         k, st->k_row, v, 1, st->len, C, NH, ops);
+            }
+        });
+        x = la.residual3;
+    }
+    infer_head(s, model, x, n, logits, true);
+    for (int i = 0; i < n; i++) seqs[i]->len++;
 }

@@ -1,26 +1,33 @@
-// infer.h: the inference path with a KV cache, batch size 1. A prompt goes through in one batched pass
-// (matmuls over all its positions); each further token costs one single-position pass over the cached
-// keys and values, so decoding reads the weights once per token. It runs the model's one block_forward
-// (model.h) with the cache as attention's source, on one block's worth of activation scratch reused by
-// every layer; nothing for a backward pass is kept.
+// infer.h: the inference path with a KV cache. A prompt goes through in one batched pass (matmuls over all its
+// positions); each further token costs one single-position pass over the cached keys and values, so decoding
+// reads the weights once per token. infer_decode decodes a token for each of several sequences in one such pass,
+// each sequence's numbers those it has alone. Both run the model's one block_forward (model.h) with the caches
+// as attention's source, on one block's worth of activation scratch reused by every layer; nothing for a
+// backward pass is kept.
 #pragma once
 #include <vector>
 
 #include "core/model.h"
 
+// Activations for up to `rows` new rows: the embedding, one block's (layout_acts' layer 0), the final LayerNorm
+// with its mean and rstd.
+struct InferScratch {
+    int rows = 0;
+    std::vector<float> x, block, lnf, mean, rstd;
+    LayerActs la;  // views into block for `rows` rows; a call of n rows uses their first n
+    InferScratch() = default;
+    InferScratch(const InferScratch&) = delete;  // la points into block
+    InferScratch& operator=(const InferScratch&) = delete;
+};
+
+// One sequence: its KV cache, and the scratch of its own passes.
 struct InferState {
     int max_len = 0;          // positions the cache holds (<= the model's context)
     int max_rows = 0;         // positions one infer_forward call may add (the prompt's length)
     int len = 0;              // positions filled
     int k_row = 0;            // kv_key_row(max_len) (kv_attention.h)
     std::vector<float> k, v;  // cached keys (L, C, k_row), by channel, and values (L, max_len, C)
-    // scratch for up to max_rows rows: the embedding, one block's activations (layout_acts' layer 0), and the
-    // final LayerNorm with its mean and rstd
-    std::vector<float> x, block, lnf, mean, rstd;
-    LayerActs la;  // views into block for max_rows rows; a call of n rows uses their first n
-    InferState() = default;
-    InferState(const InferState&) = delete;  // la points into block
-    InferState& operator=(const InferState&) = delete;
+    InferScratch scratch;     // max_rows rows
 };
 
 // Bytes infer_init allocates for these sizes.
@@ -32,3 +39,15 @@ void infer_init(InferState* st, const GPT2& model, int max_len, int max_rows);
 // row) of every new position to `logits` when all_logits is true, else only the last one's.
 // The caller keeps n <= max_rows, the cache from overflowing and the tokens in range (asserted).
 void infer_forward(InferState* st, const GPT2& model, const int* tokens, int n, float* logits, bool all_logits);
+
+// Bytes infer_scratch_init allocates for `rows` rows.
+double infer_scratch_bytes(const GPT2Config& cfg, int rows);
+// Sizes a scratch for `rows` rows (>= 1): infer_decode's of up to `rows` sequences.
+void infer_scratch_init(InferScratch* s, const GPT2& model, int rows);
+// Decodes one token for each of n sequences together: tokens[i] at position seqs[i]->len, appended to that
+// sequence's cache; row i of logits (n, Vp) is bit for bit what infer_forward(seqs[i], model, &tokens[i], 1,
+// row, false) writes, whatever n, the other sequences and their lengths. Every weight is read once for all n.
+// The caller keeps n <= s->rows, the sequences distinct with room in their caches, the tokens in range
+// (asserted).
+void infer_decode(InferScratch* s, InferState* const* seqs, const GPT2& model, const int* tokens, int n,
+                  float* logits);

@@ -1,5 +1,7 @@
 // matvec.cpp: the matrix-vector products of decoding from a weight's bf16 and q8_0 copies (see matvec.h),
-// with the references the tests hold them against.
+// with the references the tests hold them against. N rows at once (sequences decoded together) run each group
+// of output rows for every input row in turn, with the one-row code: the group's weights are read from memory
+// once and stay in cache for the other rows, and each row's numbers are those it has alone.
 #include "inference/matvec.h"
 
 #include <algorithm>
@@ -20,43 +22,50 @@
 
 KERNELS_BEGIN
 
-// out (OC) = W16 x + b with fp32 x and products: a frozen bf16 base's (precision.h), on any CPU.
-static void matvec_bf16_fp32(float* out, const float* x, const uint16_t* W16, const float* b, int IC, int OC) {
+// out (N, OC) = x W16^T + b with fp32 x and products: a frozen bf16 base's (precision.h), on any CPU.
+static void matvec_bf16_fp32(float* out, const float* x, const uint16_t* W16, const float* b, int N, int IC, int OC) {
 #pragma omp parallel for schedule(static)
     for (int j = 0; j < OC; j++) {
         const uint16_t* w = W16 + (size_t)j * IC;
-        float acc0[16] = {}, acc1[16] = {};  // not vf16: GCC keeps a 64-byte vector in memory without AVX-512
-        int i = 0;
-        for (; i + 32 <= IC; i += 32)
-            for (int l = 0; l < 16; l++)
-                acc0[l] += bf16_to_float(w[i + l]) * x[i + l], acc1[l] += bf16_to_float(w[i + 16 + l]) * x[i + 16 + l];
-        float sum = 0;
-        for (int l = 0; l < 16; l++) sum += acc0[l] + acc1[l];
-        for (; i < IC; i++) sum += bf16_to_float(w[i]) * x[i];
-        out[j] = b ? sum + b[j] : sum;
+        for (int r = 0; r < N; r++) {
+            const float* xr = x + (size_t)r * IC;
+            float acc0[16] = {}, acc1[16] = {};  // not vf16: GCC keeps a 64-byte vector in memory without AVX-512
+            int i = 0;
+            for (; i + 32 <= IC; i += 32)
+                for (int l = 0; l < 16; l++)
+                    acc0[l] += bf16_to_float(w[i + l]) * xr[i + l],
+                        acc1[l] += bf16_to_float(w[i + 16 + l]) * xr[i + 16 + l];
+            float sum = 0;
+            for (int l = 0; l < 16; l++) sum += acc0[l] + acc1[l];
+            for (; i < IC; i++) sum += bf16_to_float(w[i]) * xr[i];
+            out[(size_t)r * OC + j] = b ? sum + b[j] : sum;
+        }
     }
 }
 
-// The one-row product of a weight's reduced-precision copy: its q8 blocks, else its bf16 rounding (a frozen
+// The rows' products of a weight's reduced-precision copy: its q8 blocks, else its bf16 rounding (a frozen
 // base's with fp32 products, as its gemm has them).
-void matvec_copy(float* out, const float* x, const Weight& w, const float* b, int IC, int OC) {
+void matvec_copy(float* out, const float* x, const Weight& w, const float* b, int N, int IC, int OC) {
     const WeightCopy* c = static_cast<const WeightCopy*>(w.copy);
-    if (c->q8 && c->q8_inputs) return matvec_q8q8(out, x, c->q8, c->q8_d, b, IC, OC);
-    if (c->q8) return matvec_q8(out, x, c->q8, c->q8_d, b, IC, OC);
-    if (c->fp32_dropped) return matvec_bf16_fp32(out, x, c->bf16, b, IC, OC);
-    matvec_bf16(out, x, c->bf16, b, IC, OC);
+    if (c->q8 && c->q8_inputs) return matvec_q8q8(out, x, c->q8, c->q8_d, b, N, IC, OC);
+    if (c->q8) return matvec_q8(out, x, c->q8, c->q8_d, b, N, IC, OC);
+    if (c->fp32_dropped) return matvec_bf16_fp32(out, x, c->bf16, b, N, IC, OC);
+    matvec_bf16(out, x, c->bf16, b, N, IC, OC);
 }
 
-// out (OC) = rows4(out + j0, rows, j0) for each group of four rows j0.. (the last group: rows < 4), split by
-// OpenMP, plus b.
+// Output row i of input row r, out[r * OC + i] = rows4(out + r * OC + j0, rows, j0, r) for each group of four
+// output rows j0.. (the last group: rows < 4) and each input row r, the groups split by OpenMP, plus b.
 template <typename Rows4>
-static void in_row_groups(float* out, const float* b, int OC, Rows4 rows4) {
+static void in_row_groups(float* out, const float* b, int N, int OC, Rows4 rows4) {
 #pragma omp parallel for schedule(static)
     for (int g = 0; g < (OC + 3) / 4; g++) {
         const int j0 = g * 4, rows = OC - j0 < 4 ? OC - j0 : 4;
-        rows4(out + j0, rows, j0);
-        if (b)
-            for (int j = j0; j < j0 + rows; j++) out[j] += b[j];
+        for (int r = 0; r < N; r++) {
+            float* o = out + (size_t)r * OC;
+            rows4(o + j0, rows, j0, r);
+            if (b)
+                for (int j = j0; j < j0 + rows; j++) o[j] += b[j];
+        }
     }
 }
 
@@ -81,17 +90,20 @@ __attribute__((target("avx512f"), always_inline)) static inline V sum_lanes4(V a
 
 // The bf16 matrix-vector product: x is rounded to bf16 once; each group of four output rows streams its bf16
 // weights (half fp32's bytes: decoding is bound by them) into vdpbf16ps, the four rows sharing x's loads and
-// fetching the next four ahead, then the four 16-lane sums paired down together. A row's last partial
-// vector is read through a mask. Rows past `rows` repeat the last (their sums unused).
+// fetching the next four ahead (the first input row's pass: `fetch`), then the four 16-lane sums paired down
+// together. A row's last partial vector is read through a mask. Rows past `rows` repeat the last (their sums
+// unused).
 // (A function of its own: clang does not carry a target attribute into an OpenMP region.)
 __attribute__((target("avx512f,avx512bw,avx512bf16"))) static void rows4_bf16_avx512(float* out, int rows,
                                                                                    const uint16_t* w,
-                                                                                   const uint16_t* x16, int IC) {
+                                                                                   const uint16_t* x16, int IC,
+                                                                                   bool fetch) {
     const uint16_t* wr[4];
     for (int r = 0; r < 4; r++) wr[r] = w + (size_t)(r < rows ? r : rows - 1) * IC;
     __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
     for (int i = 0; i < IC; i += 32) {
-        for (int l = 0; l < 4 * 64; l += 64) __builtin_prefetch((const char*)(w + (size_t)4 * IC + (size_t)4 * i) + l);
+        for (int l = 0; fetch && l < 4 * 64; l += 64)
+            __builtin_prefetch((const char*)(w + (size_t)4 * IC + (size_t)4 * i) + l);
         const __mmask32 in = IC - i >= 32 ? ~(__mmask32)0 : (__mmask32)((1u << (IC - i)) - 1);
         const __m512bh x = (__m512bh)_mm512_maskz_loadu_epi16(in, x16 + i);
         for (int r = 0; r < 4; r++)
@@ -103,20 +115,21 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) static void rows4_bf16_av
     for (int r = 0; r < rows; r++) out[r] = (sums[r] + sums[4 + r]) + (sums[8 + r] + sums[12 + r]);
 }
 
-static void matvec_bf16_avx512(float* out, const uint16_t* x16, const uint16_t* W16, const float* b, int IC, int OC) {
-    in_row_groups(out, b, OC, [&](float* o, int rows, int j0) {
-        rows4_bf16_avx512(o, rows, W16 + (size_t)j0 * IC, x16, IC);
+static void matvec_bf16_avx512(float* out, const uint16_t* x16, const uint16_t* W16, const float* b, int N, int IC,
+                               int OC) {
+    in_row_groups(out, b, N, OC, [&](float* o, int rows, int j0, int r) {
+        rows4_bf16_avx512(o, rows, W16 + (size_t)j0 * IC, x16 + (size_t)r * IC, IC, r == 0);
     });
 }
 #endif
 
-void matvec_bf16(float* out, const float* x, const uint16_t* W16, const float* b, int IC, int OC) {
+void matvec_bf16(float* out, const float* x, const uint16_t* W16, const float* b, int N, int IC, int OC) {
     assert(bf16_supported());
     static thread_local std::vector<uint16_t> x16;  // decoding calls this ~50 times a token: no allocation each
-    x16.resize(IC);
-    for (int i = 0; i < IC; i++) x16[i] = bf16_round(x[i]);
+    x16.resize((size_t)N * IC);
+    for (size_t i = 0; i < x16.size(); i++) x16[i] = bf16_round(x[i]);
 #if defined(__x86_64__)
-    matvec_bf16_avx512(out, x16.data(), W16, b, IC, OC);
+    matvec_bf16_avx512(out, x16.data(), W16, b, N, IC, OC);
 #endif
 }
 
@@ -176,13 +189,14 @@ static inline vn vn_from_i8(const int8_t* p) {
 #endif
 }
 
-// out[0..R) = the R rows of q8 blocks from w (row stride IC, scales d with stride nb) times x. R rows at
-// once share x's loads, and their R independent sums keep the FMA units busy where one row's chain would
-// leave them waiting (decoding is bound by the rate the weight bytes arrive, not by arithmetic). A row sums
-// in 16 lanes (a block's values l and 16 + l into lane l), in kVecLen / kLanes registers: GCC keeps a
-// 16-float vector in memory where a register holds fewer.
+// out[0..R) = the R rows of q8 blocks from w (row stride IC, scales d with stride nb) times x, fetching the next
+// R rows ahead if `fetch` (the first input row's pass). R rows at once share x's loads, and their R independent
+// sums keep the FMA units busy where one row's chain would leave them waiting (decoding is bound by the rate the
+// weight bytes arrive, not by arithmetic). A row sums in 16 lanes (a block's values l and 16 + l into lane l),
+// in kVecLen / kLanes registers: GCC keeps a 16-float vector in memory where a register holds fewer.
 template <int R>
-static inline void q8_rows(float* out, const float* x, const int8_t* w, const uint16_t* d, int IC, int nb) {
+static inline void q8_rows(float* out, const float* x, const int8_t* w, const uint16_t* d, int IC, int nb,
+                           bool fetch) {
     const int P = kVecLen / kLanes;
     vn acc[R][P] = {};
     for (int b0 = 0; b0 < nb; b0 += kVecLen) {
@@ -193,7 +207,8 @@ static inline void q8_rows(float* out, const float* x, const int8_t* w, const ui
             const int i = (b0 + k) * kQ8Block;
             // the next R rows, as fast as these are read: the hardware alone keeps too few lines in flight
             // when each line feeds this much arithmetic
-            for (int l = 0; l < R * kQ8Block; l += 64) __builtin_prefetch(w + (size_t)R * IC + (size_t)i * R + l);
+            for (int l = 0; fetch && l < R * kQ8Block; l += 64)
+                __builtin_prefetch(w + (size_t)R * IC + (size_t)i * R + l);
             for (int p = 0; p < P; p++) {
                 const vn x0 = vn_load(x + i + p * kLanes), x1 = vn_load(x + i + 16 + p * kLanes);
                 for (int r = 0; r < R; r++) {
@@ -212,26 +227,33 @@ static inline void q8_rows(float* out, const float* x, const int8_t* w, const ui
     }
 }
 
-void matvec_q8(float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC) {
+void matvec_q8(float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int N, int IC,
+               int OC) {
     assert(IC % kQ8Block == 0);
     const int nb = IC / kQ8Block, R = kLanes == 16 ? 8 : 4, groups = (OC + R - 1) / R;  // R x P accumulators
 #pragma omp parallel for schedule(static)
     for (int g = 0; g < groups; g++) {
         const int j0 = g * R;
-        if (j0 + R <= OC)
-            q8_rows<R>(out + j0, x, q + (size_t)j0 * IC, d + (size_t)j0 * nb, IC, nb);
-        else
-            for (int j = j0; j < OC; j++) q8_rows<1>(out + j, x, q + (size_t)j * IC, d + (size_t)j * nb, IC, nb);
-        if (b)
-            for (int j = j0; j < j0 + R && j < OC; j++) out[j] += b[j];
+        for (int r = 0; r < N; r++) {
+            float* o = out + (size_t)r * OC;
+            const float* xr = x + (size_t)r * IC;
+            if (j0 + R <= OC)
+                q8_rows<R>(o + j0, xr, q + (size_t)j0 * IC, d + (size_t)j0 * nb, IC, nb, r == 0);
+            else
+                for (int j = j0; j < OC; j++)
+                    q8_rows<1>(o + j, xr, q + (size_t)j * IC, d + (size_t)j * nb, IC, nb, r == 0);
+            if (b)
+                for (int j = j0; j < j0 + R && j < OC; j++) o[j] += b[j];
+        }
     }
 }
 
 // out[0..rows) = up to 4 rows of q8 blocks from w (row stride IC, scales d with stride nb) times x's q8 blocks
 // xq (scales xd): each block's product in integers, exact (q8_dot.h), then times its two scales into an fp32
 // sum, block by block. Past `rows` the last row stands in (its sums unused), so the four always run together.
+// `fetch`: the first input row's pass, which fetches the rows ahead.
 static inline void q8q8_rows4(float* out, int rows, const int8_t* xq, const float* xd, const int8_t* w,
-                              const uint16_t* d, int IC, int nb) {
+                              const uint16_t* d, int IC, int nb, bool fetch) {
     const int8_t* wr[4];
     const uint16_t* dr[4];
     for (int r = 0; r < 4; r++) {
@@ -256,7 +278,7 @@ static inline void q8q8_rows4(float* out, int rows, const int8_t* xq, const floa
         // after block as below.
         for (int k = 0; k < n; k += 2) {
             const int i = (b0 + k) * kQ8Block;
-            for (int l = 0; l < 8 * kQ8Block; l += 64)  // two groups ahead: see the loop below
+            for (int l = 0; fetch && l < 8 * kQ8Block; l += 64)  // two groups ahead: see the loop below
                 __builtin_prefetch(w + (size_t)8 * IC + (size_t)i * 4 + l);
             const __mmask64 in = k + 1 < n ? ~(__mmask64)0 : 0xFFFFFFFFu;
             const __m512i xv = _mm512_maskz_loadu_epi8(in, xq + i), ax = _mm512_abs_epi8(xv);
@@ -279,7 +301,8 @@ static inline void q8q8_rows4(float* out, int rows, const int8_t* xq, const floa
             const int i = (b0 + k) * kQ8Block;
             // the group of 4 rows after the next, as fast as these are read (rows < 4 only ends a matrix): 6 KB
             // ahead at 768 wide, where one group (3 KB) left bandwidth unused (tests/bench_results.md)
-            for (int l = 0; l < 4 * kQ8Block; l += 64) __builtin_prefetch(w + (size_t)8 * IC + (size_t)i * 4 + l);
+            for (int l = 0; fetch && l < 4 * kQ8Block; l += 64)
+                __builtin_prefetch(w + (size_t)8 * IC + (size_t)i * 4 + l);
 #ifdef Q8_DOT_AVX2
             const auto load = [&](const int8_t* q) { return _mm256_loadu_si256((const __m256i*)(q + i)); };
             const __m256i h = q8_dot4(load(xq), load(wr[0]), load(wr[1]), load(wr[2]), load(wr[3]));
@@ -311,18 +334,20 @@ static void round_input(const float* x, int IC, int8_t* xq, float* xd) {
         }
 }
 
-void matvec_q8q8(float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC) {
+void matvec_q8q8(float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int N, int IC,
+                 int OC) {
     assert(IC % kQ8Block == 0);
-    const int nb = IC / kQ8Block;
+    const int nb = IC / kQ8Block, xd_row = (nb + kVecLen - 1) / kVecLen * kVecLen;
     static thread_local std::vector<int8_t> xq;  // decoding calls this ~50 times a token: no allocation each
     static thread_local std::vector<float> xd;
-    xq.resize(IC);
-    xd.assign((nb + kVecLen - 1) / kVecLen * kVecLen, 0.0f);
-    round_input(x, IC, xq.data(), xd.data());
+    xq.resize((size_t)N * IC);
+    xd.assign((size_t)N * xd_row, 0.0f);
+    for (int r = 0; r < N; r++) round_input(x + (size_t)r * IC, IC, &xq[(size_t)r * IC], &xd[(size_t)r * xd_row]);
     const int8_t* xqp = xq.data();
     const float* xdp = xd.data();
-    in_row_groups(out, b, OC, [&](float* o, int rows, int j0) {
-        q8q8_rows4(o, rows, xqp, xdp, q + (size_t)j0 * IC, d + (size_t)j0 * nb, IC, nb);
+    in_row_groups(out, b, N, OC, [&](float* o, int rows, int j0, int r) {
+        q8q8_rows4(o, rows, xqp + (size_t)r * IC, xdp + (size_t)r * xd_row, q + (size_t)j0 * IC, d + (size_t)j0 * nb,
+                   IC, nb, r == 0);
     });
 }
 

@@ -1,7 +1,9 @@
-// matvec.h: the matrix-vector products of decoding, out (OC) = W (OC, IC) x (IC) + b, one per reduced
+// matvec.h: the matrix-vector products of decoding, out (N, OC) = x (N, IC) W (OC, IC)^T + b, one per reduced
 // form the model keeps a weight in: bf16 and q8_0 blocks (fp32's is the core's, in core/layers.cpp). Decoding
-// one token reads every weight once, so each is a memory-bound dot product per output, not a packed gemm;
-// matmul_forward (layers.h) hands them its one-row products through matmul_row_of_copy. b (OC) or null; out is overwritten.
+// a token reads every weight once, so each is a memory-bound dot product per output, not a packed gemm; N
+// sequences decoded together (one row each) share that read, and each row's numbers are those it has alone
+// (N == 1), whatever N and the other rows. matmul_forward (layers.h) hands them its decoding rows through
+// matmul_rows_of_copy. b (OC) or null; out is overwritten.
 #pragma once
 #include <cstdint>
 
@@ -11,27 +13,29 @@
 
 KERNELS_BEGIN
 
-// The one-row product from w's copy (precision.h's WeightCopy): its q8 blocks if it has them (with x rounded
+// The rows' products from w's copy (precision.h's WeightCopy): its q8 blocks if it has them (with x rounded
 // to q8 blocks too if the copy says so), else its bf16 rounding: what main (and the tests) set core/layers.h's
-// matmul_row_of_copy to. (The fp32 mat-vec is the core's, in core/layers.cpp.)
-void matvec_copy(float* out, const float* x, const Weight& w, const float* b, int IC, int OC);
+// matmul_rows_of_copy to. (The fp32 mat-vec is the core's, in core/layers.cpp.)
+void matvec_copy(float* out, const float* x, const Weight& w, const float* b, int N, int IC, int OC);
 
-// out (OC) = bf16(W16 (OC, IC)) bf16(x (IC)) + b: the bf16 matrix-vector product of decoding (needs
-// bf16_supported()), and its scalar reference (x rounded to bf16, sums in double).
-void matvec_bf16(float* out, const float* x, const uint16_t* W16, const float* b, int IC, int OC);
+// out (N, OC) = bf16(x (N, IC)) bf16(W16 (OC, IC))^T + b: the bf16 matrix-vector products of decoding (needs
+// bf16_supported()), and the scalar reference of one row (x rounded to bf16, sums in double).
+void matvec_bf16(float* out, const float* x, const uint16_t* W16, const float* b, int N, int IC, int OC);
 void matvec_bf16_ref(float* out, const float* x, const uint16_t* W16, const float* b, int IC, int OC);
 
-// out (OC) = W x + b for W (OC, IC) in q8_0 blocks: q (OC, IC) and fp16 scales d (OC, IC / kQ8Block),
+// out (N, OC) = x W^T + b for W (OC, IC) in q8_0 blocks: q (OC, IC) and fp16 scales d (OC, IC / kQ8Block),
 // IC a multiple of kQ8Block; x and the sums in fp32 (weight-only int8: decoding reads a byte per weight).
-// And its scalar reference (sums in double).
-void matvec_q8(float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC);
+// And the scalar reference of one row (sums in double).
+void matvec_q8(float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int N, int IC,
+               int OC);
 void matvec_q8_ref(float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC);
 
 // int8 inference as llama.cpp runs a q8_0 weight (precision.h's gpt2_round_inputs_q8): x rounded to q8_0
 // blocks too (q8_round_input_block), each block's dot product in integers, times the two scales, summed in
-// fp32. A block of x that q8_0 cannot hold (a non-finite value, or past its range) makes every output NaN,
-// as in the gemm (q8_gemm_operands) and in llama.cpp. And its reference (sums in double).
-void matvec_q8q8(float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC);
+// fp32. A block of x that q8_0 cannot hold (a non-finite value, or past its range) makes every output of its
+// row NaN, as in the gemm (q8_gemm_operands) and in llama.cpp. And the reference of one row (sums in double).
+void matvec_q8q8(float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int N, int IC,
+                 int OC);
 void matvec_q8q8_ref(float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC);
 
 KERNELS_END

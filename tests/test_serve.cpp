@@ -165,7 +165,8 @@ int max_tokens(const GPT2& model, const std::vector<int>& prompt, int p) {
 TEST(scheduler_streams_equal_generate_alone_token_for_token) {
     Tokenizer tok;
     if (!tokenizer_here(&tok)) SKIP("no tokenizer files in tokenizer_default_dir()");
-    for (const Precision precision : {Precision::kFp32, Precision::kInt8}) {
+    for (const Precision precision : {Precision::kFp32, Precision::kInt8, Precision::kBf16}) {
+        if (precision == Precision::kBf16 && !bf16_supported()) continue;  // the others still count
         GPT2 model;
         checkpoint_load(&model, kTrained);
         if (precision != Precision::kFp32) gpt2_set_precision(&model, precision);

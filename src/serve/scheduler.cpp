@@ -152,12 +152,13 @@ std::unique_ptr<Stream> admit(Scheduler* s, uint64_t job_id, int index) {
 }  // namespace
 
 double scheduler_stream_bytes(const GPT2Config& cfg, int len, int rows) {
-    return infer_memory_bytes(cfg, len, rows) + 4.0 * cfg.padded_vocab_size;
+    return infer_memory_bytes(cfg, len, rows) + infer_scratch_bytes(cfg, 1) + 8.0 * cfg.padded_vocab_size;
 }
 
 void scheduler_init(Scheduler* s, const GPT2& model, const Tokenizer& tok, int parallel, int max_queue) {
     s->model = &model, s->tok = &tok, s->parallel = parallel, s->max_queue = max_queue;
     s->slots.resize(parallel);
+    infer_scratch_init(&s->decode, model, parallel);
 }
 
 bool scheduler_submit(Scheduler* s, uint64_t job, const CompletionRequest& r) {
@@ -237,13 +238,17 @@ void scheduler_step(Scheduler* s, std::vector<StreamEvent>* events) {
     // the streams that go on feed their last token: one pass for all of them, then each samples its next
     std::vector<InferState*> states;
     std::vector<int> tokens;
-    std::vector<float*> logits;
     for (auto& slot : s->slots)
-        if (slot) states.push_back(&slot->st), tokens.push_back(slot->token), logits.push_back(slot->logits.data());
+        if (slot) states.push_back(&slot->st), tokens.push_back(slot->token);
     if (!states.empty()) {
+        const size_t Vp = s->model->cfg.padded_vocab_size;
+        std::vector<float> logits(states.size() * Vp);
         tuner.begin();
-        for (size_t i = 0; i < states.size(); i++) infer_forward(states[i], *s->model, &tokens[i], 1, logits[i], false);
+        infer_decode(&s->decode, states.data(), *s->model, tokens.data(), (int)states.size(), logits.data());
         tuner.end();
+        size_t row = 0;
+        for (auto& slot : s->slots)
+            if (slot) std::copy_n(logits.data() + row++ * Vp, Vp, slot->logits.data());
     }
     for (size_t slot = 0; slot < s->slots.size(); slot++) {
         Stream* st = s->slots[slot].get();

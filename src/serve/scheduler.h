@@ -48,6 +48,7 @@ struct Scheduler {
     std::map<uint64_t, Job> jobs;
     std::deque<std::pair<uint64_t, int>> queue;  // (job, choice) waiting for a slot
     std::vector<std::unique_ptr<Stream>> slots;  // null: free
+    InferScratch decode;                         // one decoding pass's activations, for every slot's row
     uint64_t seed_counter = 0;                   // seeds for requests without one
     Scheduler();
     ~Scheduler();

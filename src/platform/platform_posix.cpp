@@ -414,6 +414,12 @@ long os_send(int fd, const void* buf, size_t n) {
 bool os_tcp_shutdown_write(int fd) { return shutdown(fd, SHUT_WR) == 0; }
 bool os_socket_close(int fd) { return close(fd) == 0; }
 
+bool os_socket_abort(int fd) {
+    const linger reset = {1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));  // failing, it is a plain close
+    return close(fd) == 0;
+}
+
 int os_poll(OsPollFd* fds, size_t n, int timeout_ms) {
     thread_local std::vector<pollfd> p;
     p.resize(n);

@@ -130,9 +130,12 @@ void HttpServer::close(std::vector<HttpClosed>* closed) {
     conns_.clear();
 }
 
-void HttpServer::drop(HttpConn& c, const char* reason) {
+// Ends c at once; reported at the next poll when a request was pending. With output still queued, or `reset`
+// (the client is gone or too slow), the socket is reset, so the system does not go on sending what it holds.
+void HttpServer::drop(HttpConn& c, const char* reason, bool reset) {
     if (!c.alive()) return;
-    os_socket_close(c.fd);
+    if (reset || c.queued() > 0) os_socket_abort(c.fd);
+    else os_socket_close(c.fd);
     c.fd = -1;
     c.report = c.pending();
     c.reason = reason;
@@ -426,7 +429,7 @@ bool HttpServer::stream_write(uint64_t conn, const std::string& bytes) {
     snprintf(size, sizeof(size), "%zx\r\n", bytes.size());
     const size_t framing = c->chunked ? strlen(size) + 2 : 0;
     if (c->queued() + bytes.size() + framing > limits_.max_output) {
-        drop(*c, "its output queue is full");
+        drop(*c, "its output queue is full", true);
         return false;
     }
     const int64_t now = now_ms();

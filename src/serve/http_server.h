@@ -70,8 +70,9 @@ struct HttpServer {
     // stream_write() gives it, in chunks (HTTP/1.0: until the connection closes). False as respond()'s.
     bool stream_begin(uint64_t conn, int status, const std::vector<HttpHeader>& headers);
     // Queues bytes of a begun stream and writes what the socket takes now; never blocks. False when the client
-    // is gone, or would have more than max_output bytes queued (too slow): the connection is dropped and the
-    // next poll() reports it in `closed`. An empty write sends nothing.
+    // is gone, or would have more than max_output bytes queued (too slow): the connection is dropped (reset, so
+    // the system sends no more of it either) and the next poll() reports it in `closed`. An empty write sends
+    // nothing.
     bool stream_write(uint64_t conn, const std::string& bytes);
     // Ends a begun stream (the last chunk); the request is answered. False when not streaming.
     bool stream_end(uint64_t conn);
@@ -101,7 +102,7 @@ private:
     void answer_error(HttpConn& c, int status, const char* message, int64_t now);
     bool answer_head(HttpConn& c, int status, const std::vector<HttpHeader>& headers, bool stream, size_t length);
     void answered(HttpConn& c, int64_t now);
-    void drop(HttpConn& c, const char* reason);
+    void drop(HttpConn& c, const char* reason, bool reset = false);
     HttpConn* pending(uint64_t conn);
     size_t counted() const;
 };

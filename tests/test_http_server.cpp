@@ -567,3 +567,17 @@ TEST(http_server_tells_503_even_past_twice_the_cap) {
     CHECK(await_answer(rig, third).status == 503);
     CHECK(rig.server.connections() == 2);
 }
+
+// Red team: a client that pipelined more than a head's worth of bytes behind a pending request, then left, was
+// not seen to leave (its socket was no longer read) until the request was answered: the slot stayed taken.
+TEST(http_server_sees_a_client_leave_behind_a_full_pipeline) {
+    Rig rig;
+    NEED_SOCKETS(rig);
+    Client c(rig.server.port());
+    CHECK(c.send(kGet + "GET /next HTTP/1.1\r\nHost: a\r\nX: " + std::string(40 << 10, 'x')));
+    CHECK(rig.until([&] { return rig.requests.size() == 1; }));
+    if (rig.requests.empty()) return;
+    for (int r = 0; r < 10; r++) rig.round(1);
+    c.close();
+    CHECK(rig.until([&] { return rig.reported(rig.requests[0].conn); }, 1));
+}

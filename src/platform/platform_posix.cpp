@@ -420,19 +420,27 @@ bool os_socket_abort(int fd) {
     return close(fd) == 0;
 }
 
+#ifdef POLLRDHUP
+const short kRdHup = POLLRDHUP;
+#else
+const short kRdHup = 0;
+#endif
+
 int os_poll(OsPollFd* fds, size_t n, int timeout_ms) {
     thread_local std::vector<pollfd> p;
     p.resize(n);
     for (size_t i = 0; i < n; i++) {
+        const short e = fds[i].events;
         p[i].fd = fds[i].fd;
-        p[i].events = (short)((fds[i].events & kOsPollIn ? POLLIN : 0) | (fds[i].events & kOsPollOut ? POLLOUT : 0));
+        p[i].events =
+            (short)((e & kOsPollIn ? POLLIN : 0) | (e & kOsPollOut ? POLLOUT : 0) | (e & kOsPollHup ? kRdHup : 0));
         p[i].revents = 0;
     }
     const int ready = poll(p.data(), (nfds_t)n, timeout_ms);
     for (size_t i = 0; i < n; i++) {
         const short r = p[i].revents;
         fds[i].revents = (short)((r & POLLIN ? kOsPollIn : 0) | (r & POLLOUT ? kOsPollOut : 0) |
-                                 (r & (POLLERR | POLLHUP | POLLNVAL) ? kOsPollErr : 0));
+                                 (r & (POLLERR | POLLHUP | POLLNVAL) ? kOsPollErr : 0) | (r & kRdHup ? kOsPollHup : 0));
     }
     if (ready < 0 && errno == EINTR) return 0;
     return ready;

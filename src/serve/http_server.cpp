@@ -165,7 +165,8 @@ void HttpServer::poll(int timeout_ms, std::vector<HttpRequest>* requests, std::v
         wake = std::min(wake, deadline(c));
         if (!c.alive()) continue;
         const bool room = c.in.size() < limits_.request.max_head || (c.phase == Phase::reading && !c.queued());
-        const short events = (short)((room && !c.eof ? kOsPollIn : 0) | (c.queued() ? kOsPollOut : 0));
+        const short events =
+            (short)(c.eof ? 0 : (room ? kOsPollIn : 0) | kOsPollHup) | (short)(c.queued() ? kOsPollOut : 0);
         fds.push_back({c.fd, events, 0});
         of.push_back(&c);
     }
@@ -240,8 +241,13 @@ void HttpServer::reject(int fd, int64_t now) {
 
 void HttpServer::serve_events(HttpConn& c, short revents, int64_t now) {
     if (!c.alive()) return;
-    if (revents & (kOsPollIn | kOsPollErr)) read_input(c, now);
+    if (revents & (kOsPollIn | kOsPollErr | kOsPollHup)) read_input(c, now);
     if (c.alive() && (revents & kOsPollOut)) flush(c, now);
+    // the client's end, seen though its bytes could not be read (a full pipeline behind a pending request)
+    if (c.alive() && (revents & kOsPollHup) && !c.eof) {
+        if (c.phase == Phase::closing) c.eof = true;
+        else drop(c, "closed by the client");
+    }
     // an error or hang-up that reading did not end (no room to read, or after the client's end)
     if (c.alive() && (revents & kOsPollErr)) drop(c, "reset by the client");
 }

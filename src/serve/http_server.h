@@ -10,7 +10,8 @@
 // the poll() that returns it until respond(), or stream_begin() and then stream_end(), answers it; only a
 // pending request can be answered. A connection dropped while it has a pending request (the client closed or
 // reset it, even half-closed it, or it was too slow) is reported in `closed` by the next poll(), exactly once:
-// free its stream's slot then. The server's own answers, each closing the connection: the parser's errors
+// free its stream's slot then. (Off Linux, a client that leaves after pipelining more than max_head bytes behind
+// a pending request is seen to leave when that request is answered: only Linux tells a peer's end unread.) The server's own answers, each closing the connection: the parser's errors
 // (serve/http.h: 400, 411, 413, 414, 417, 431, 501, 505), 408 when a request's bytes do not all arrive within
 // request_timeout_ms, 503 to a connection past max_connections, 500 for an answer whose headers the caller
 // got wrong; their bodies are error_body's (OpenAI's error object by default).

@@ -6,6 +6,7 @@
 // std::chrono::steady_clock's, in milliseconds.
 #include "serve/http_server.h"
 
+#include <cassert>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -81,6 +82,8 @@ HttpServer::~HttpServer() { close(); }
 
 std::string HttpServer::open(const std::string& host, int port, const HttpServerLimits& limits) {
     if (listen_fd_ >= 0) return "the server is already listening";
+    assert(limits.max_connections > 0 && limits.idle_timeout_ms > 0 && limits.request_timeout_ms > 0 &&
+           limits.write_timeout_ms > 0 && limits.max_output > 0 && limits.request.max_head > 0);
     limits_ = limits;
     const std::string where = host + ":" + std::to_string(port);
     listen_fd_ = os_tcp_listen(host, port, 128);

@@ -16,6 +16,7 @@
 #include "platform/util.h"
 #include "serve/http_server.h"
 #include "test.h"
+#include "test_os.h"
 
 namespace {
 
@@ -587,4 +588,34 @@ TEST(http_server_sees_a_client_leave_behind_a_full_pipeline) {
     for (int r = 0; r < 10; r++) rig.round(1);
     c.close();
     CHECK(rig.until([&] { return rig.reported(rig.requests[0].conn); }, 1));
+}
+
+// Red team, no defect: a client reading a whole answer a trickle at a time (a slow-read attack) gets no write
+// timer started again by each few bytes: the system wakes a writer only once a good part of its send buffer is
+// free, so the trickle shows no progress and the connection goes at write_timeout_ms.
+TEST(http_server_drops_a_reader_that_trickles) {
+    HttpServerLimits limits;
+    limits.write_timeout_ms = 400;
+    Rig rig(limits);
+    NEED_SOCKETS(rig);
+    Client c(rig.server.port());
+    if (!test_os_small_receive_buffer(c.fd, 4096)) SKIP("cannot shrink a socket's receive buffer here");
+    CHECK(c.send(kGet) && rig.until([&] { return rig.requests.size() == 1; }));
+    if (rig.requests.empty()) return;
+    CHECK(rig.server.respond(rig.requests[0].conn, 200, {}, std::string(32 << 20, 'x')));
+    // about 10 KB/s, a little at a time: under 16 KiB per write_timeout_ms
+    char buf[256];
+    size_t got = 0;
+    const double start = time_now_s();
+    rig.until(
+        [&] {
+            const long n = os_recv(c.fd, buf, sizeof(buf));
+            if (n > 0) got += (size_t)n;
+            rig.round(25);
+            return rig.server.connections() == 0;
+        },
+        4);
+    CHECK(rig.server.connections() == 0 && got > 0);
+    if (rig.server.connections() != 0)
+        fprintf(stderr, "  still open after %.1f s, %zu bytes read\n", time_now_s() - start, got);
 }

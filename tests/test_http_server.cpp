@@ -16,6 +16,7 @@
 #include "platform/util.h"
 #include "serve/http_server.h"
 #include "test.h"
+#include "test_os.h"
 
 namespace {
 
@@ -25,9 +26,11 @@ struct Rig {
     std::vector<HttpRequest> requests;  // every request returned, in order
     std::vector<HttpClosed> closed;     // every connection reported
     bool ok = false;
+    std::string error;  // open()'s
 
     explicit Rig(HttpServerLimits limits = HttpServerLimits()) {
-        ok = server.open("127.0.0.1", 0, limits).empty() && server.port() > 0;
+        error = server.open("127.0.0.1", 0, limits);
+        ok = error.empty() && server.port() > 0;
     }
     void round(int ms = 2) {
         std::vector<HttpRequest> r;
@@ -54,7 +57,7 @@ struct Rig {
 struct Client {
     int fd = -1;
     std::string got;
-    bool eof = false;
+    bool eof = false, reset = false;  // reset: the server reset the connection (ECONNRESET)
     explicit Client(int port) { fd = os_tcp_connect("127.0.0.1", port, 2000); }
     ~Client() { close(); }
     void close() {
@@ -76,6 +79,7 @@ struct Client {
             const long n = os_recv(fd, buf, sizeof(buf));
             if (n > 0) got.append(buf, (size_t)n);
             if (n == 0 || (n < 0 && errno != EAGAIN)) eof = true;
+            if (n < 0 && errno == ECONNRESET) reset = true;
             if (n <= 0) return;
         }
     }
@@ -132,8 +136,13 @@ const std::string kGet = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
 
 }  // namespace
 
-#define NEED_SOCKETS(rig) \
-    if (!(rig).ok) SKIP("no sockets here (os_tcp_listen failed: the Windows build does not serve)")
+// Where the platform layer has no sockets (Windows), open() says so in one line, and the test skips.
+#define NEED_SOCKETS(rig)                                                                                              \
+    do {                                                                                                               \
+        if ((rig).ok) break;                                                                                           \
+        CHECK((rig).error == "cannot listen on 127.0.0.1:0: this build has no sockets (Windows builds do not serve)"); \
+        SKIP("no sockets here: the Windows build does not serve");                                                     \
+    } while (0)
 
 TEST(http_server_keeps_alive_and_answers_in_order) {
     Rig rig;
@@ -257,6 +266,8 @@ TEST(http_server_drops_a_stream_whose_client_does_not_read) {
     CHECK(rig.reported(id) && rig.closed.size() == 1);
     if (!rig.closed.empty()) CHECK(strcmp(rig.closed[0].reason, "its output queue is full") == 0);
     CHECK(rig.server.connections() == 0);
+    // reset, not closed: the system does not go on sending the megabytes it held to a client too slow for them
+    CHECK(rig.until([&] { return c.read(), c.eof; }) && c.reset);
 }
 
 TEST(http_server_drops_a_reader_too_slow_for_write_timeout) {
@@ -563,4 +574,48 @@ TEST(http_server_tells_503_even_past_twice_the_cap) {
     Client third(rig.server.port());
     CHECK(await_answer(rig, third).status == 503);
     CHECK(rig.server.connections() == 2);
+}
+
+// Red team: a client that pipelined more than a head's worth of bytes behind a pending request, then left, was
+// not seen to leave (its socket was no longer read) until the request was answered: the slot stayed taken.
+TEST(http_server_sees_a_client_leave_behind_a_full_pipeline) {
+    Rig rig;
+    NEED_SOCKETS(rig);
+    Client c(rig.server.port());
+    CHECK(c.send(kGet + "GET /next HTTP/1.1\r\nHost: a\r\nX: " + std::string(40 << 10, 'x')));
+    CHECK(rig.until([&] { return rig.requests.size() == 1; }));
+    if (rig.requests.empty()) return;
+    for (int r = 0; r < 10; r++) rig.round(1);
+    c.close();
+    CHECK(rig.until([&] { return rig.reported(rig.requests[0].conn); }, 1));
+}
+
+// Red team, no defect: a client reading a whole answer a trickle at a time (a slow-read attack) gets no write
+// timer started again by each few bytes: the system wakes a writer only once a good part of its send buffer is
+// free, so the trickle shows no progress and the connection goes at write_timeout_ms.
+TEST(http_server_drops_a_reader_that_trickles) {
+    HttpServerLimits limits;
+    limits.write_timeout_ms = 400;
+    Rig rig(limits);
+    NEED_SOCKETS(rig);
+    Client c(rig.server.port());
+    if (!test_os_small_receive_buffer(c.fd, 4096)) SKIP("cannot shrink a socket's receive buffer here");
+    CHECK(c.send(kGet) && rig.until([&] { return rig.requests.size() == 1; }));
+    if (rig.requests.empty()) return;
+    CHECK(rig.server.respond(rig.requests[0].conn, 200, {}, std::string(32 << 20, 'x')));
+    // about 10 KB/s, a little at a time: under 16 KiB per write_timeout_ms
+    char buf[256];
+    size_t got = 0;
+    const double start = time_now_s();
+    rig.until(
+        [&] {
+            const long n = os_recv(c.fd, buf, sizeof(buf));
+            if (n > 0) got += (size_t)n;
+            rig.round(25);
+            return rig.server.connections() == 0;
+        },
+        4);
+    CHECK(rig.server.connections() == 0 && got > 0);
+    if (rig.server.connections() != 0)
+        fprintf(stderr, "  still open after %.1f s, %zu bytes read\n", time_now_s() - start, got);
 }

@@ -115,10 +115,14 @@ long os_recv(int fd, void* buf, size_t n);
 long os_send(int fd, const void* buf, size_t n);
 bool os_tcp_shutdown_write(int fd);  // sends FIN; reading goes on (a close that lets the last bytes arrive)
 bool os_socket_close(int fd);
-// poll(2) over n sockets: events is what to wait for (kOsPollIn, kOsPollOut); revents what happened, with
-// kOsPollErr for an error or hang-up. Returns how many have revents, 0 at the timeout or when a signal
-// interrupted (so a loop checks stop_requested()), -1 with errno. timeout_ms -1 waits without end.
-enum : short { kOsPollIn = 1, kOsPollOut = 2, kOsPollErr = 4 };
+// Closes with a reset (SO_LINGER 0): what the system still holds to send is dropped, not sent on to a client
+// that is gone or too slow.
+bool os_socket_abort(int fd);
+// poll(2) over n sockets: events is what to wait for (kOsPollIn, kOsPollOut, kOsPollHup: the peer has shut its
+// side, told without reading what it sent before; Linux's POLLRDHUP, never reported elsewhere); revents what
+// happened, with kOsPollErr for an error or hang-up. Returns how many have revents, 0 at the timeout or when a
+// signal interrupted (so a loop checks stop_requested()), -1 with errno. timeout_ms -1 waits without end.
+enum : short { kOsPollIn = 1, kOsPollOut = 2, kOsPollErr = 4, kOsPollHup = 8 };
 struct OsPollFd {
     int fd;
     short events, revents;

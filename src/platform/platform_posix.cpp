@@ -414,19 +414,33 @@ long os_send(int fd, const void* buf, size_t n) {
 bool os_tcp_shutdown_write(int fd) { return shutdown(fd, SHUT_WR) == 0; }
 bool os_socket_close(int fd) { return close(fd) == 0; }
 
+bool os_socket_abort(int fd) {
+    const linger reset = {1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));  // failing, it is a plain close
+    return close(fd) == 0;
+}
+
+#ifdef POLLRDHUP
+const short kRdHup = POLLRDHUP;
+#else
+const short kRdHup = 0;
+#endif
+
 int os_poll(OsPollFd* fds, size_t n, int timeout_ms) {
     thread_local std::vector<pollfd> p;
     p.resize(n);
     for (size_t i = 0; i < n; i++) {
+        const short e = fds[i].events;
         p[i].fd = fds[i].fd;
-        p[i].events = (short)((fds[i].events & kOsPollIn ? POLLIN : 0) | (fds[i].events & kOsPollOut ? POLLOUT : 0));
+        p[i].events =
+            (short)((e & kOsPollIn ? POLLIN : 0) | (e & kOsPollOut ? POLLOUT : 0) | (e & kOsPollHup ? kRdHup : 0));
         p[i].revents = 0;
     }
     const int ready = poll(p.data(), (nfds_t)n, timeout_ms);
     for (size_t i = 0; i < n; i++) {
         const short r = p[i].revents;
         fds[i].revents = (short)((r & POLLIN ? kOsPollIn : 0) | (r & POLLOUT ? kOsPollOut : 0) |
-                                 (r & (POLLERR | POLLHUP | POLLNVAL) ? kOsPollErr : 0));
+                                 (r & (POLLERR | POLLHUP | POLLNVAL) ? kOsPollErr : 0) | (r & kRdHup ? kOsPollHup : 0));
     }
     if (ready < 0 && errno == EINTR) return 0;
     return ready;

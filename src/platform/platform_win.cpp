@@ -341,6 +341,7 @@ long os_recv(int, void*, size_t) { return errno = ENOSYS, -1; }
 long os_send(int, const void*, size_t) { return errno = ENOSYS, -1; }
 bool os_tcp_shutdown_write(int) { return errno = ENOSYS, false; }
 bool os_socket_close(int) { return errno = ENOSYS, false; }
+bool os_socket_abort(int) { return errno = ENOSYS, false; }
 int os_poll(OsPollFd*, size_t, int) { return errno = ENOSYS, -1; }
 
 // ---- signals: the C runtime's, which Ctrl-C and Ctrl-Break raise (on a thread of their own)

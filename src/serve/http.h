@@ -34,7 +34,8 @@ struct HttpRequest {
     uint64_t conn = 0;                // the connection it came on (set by HttpServer)
     std::string method;               // as sent, case-sensitive: "GET", "POST", ... (any token)
     std::string target;               // as sent: "/v1/models?x=1", "http://host/v1/models", "*"
-    std::string path;                 // the target's path: "/v1/models" (an absolute form's part after the host; "*")
+    std::string path;                 // the target's path as sent (not %-decoded): "/v1/models"; an absolute
+                                      // form's part after the host; "*"
     std::string query;                // what follows the first '?', without it; "" when none
     int minor = 1;                    // HTTP/1.<minor>: 0 or 1
     std::vector<HttpHeader> headers;  // in the order sent, names lowercase

@@ -6,6 +6,7 @@
 // std::chrono::steady_clock's, in milliseconds.
 #include "serve/http_server.h"
 
+#include <cassert>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -81,6 +82,8 @@ HttpServer::~HttpServer() { close(); }
 
 std::string HttpServer::open(const std::string& host, int port, const HttpServerLimits& limits) {
     if (listen_fd_ >= 0) return "the server is already listening";
+    assert(limits.max_connections > 0 && limits.idle_timeout_ms > 0 && limits.request_timeout_ms > 0 &&
+           limits.write_timeout_ms > 0 && limits.max_output > 0 && limits.request.max_head > 0);
     limits_ = limits;
     const std::string where = host + ":" + std::to_string(port);
     listen_fd_ = os_tcp_listen(host, port, 128);
@@ -130,9 +133,12 @@ void HttpServer::close(std::vector<HttpClosed>* closed) {
     conns_.clear();
 }
 
-void HttpServer::drop(HttpConn& c, const char* reason) {
+// Ends c at once; reported at the next poll when a request was pending. With output still queued, or `reset`
+// (the client is gone or too slow), the socket is reset, so the system does not go on sending what it holds.
+void HttpServer::drop(HttpConn& c, const char* reason, bool reset) {
     if (!c.alive()) return;
-    os_socket_close(c.fd);
+    if (reset || c.queued() > 0) os_socket_abort(c.fd);
+    else os_socket_close(c.fd);
     c.fd = -1;
     c.report = c.pending();
     c.reason = reason;
@@ -162,7 +168,8 @@ void HttpServer::poll(int timeout_ms, std::vector<HttpRequest>* requests, std::v
         wake = std::min(wake, deadline(c));
         if (!c.alive()) continue;
         const bool room = c.in.size() < limits_.request.max_head || (c.phase == Phase::reading && !c.queued());
-        const short events = (short)((room && !c.eof ? kOsPollIn : 0) | (c.queued() ? kOsPollOut : 0));
+        const short events =
+            (short)(c.eof ? 0 : (room ? kOsPollIn : 0) | kOsPollHup) | (short)(c.queued() ? kOsPollOut : 0);
         fds.push_back({c.fd, events, 0});
         of.push_back(&c);
     }
@@ -237,8 +244,13 @@ void HttpServer::reject(int fd, int64_t now) {
 
 void HttpServer::serve_events(HttpConn& c, short revents, int64_t now) {
     if (!c.alive()) return;
-    if (revents & (kOsPollIn | kOsPollErr)) read_input(c, now);
+    if (revents & (kOsPollIn | kOsPollErr | kOsPollHup)) read_input(c, now);
     if (c.alive() && (revents & kOsPollOut)) flush(c, now);
+    // the client's end, seen though its bytes could not be read (a full pipeline behind a pending request)
+    if (c.alive() && (revents & kOsPollHup) && !c.eof) {
+        if (c.phase == Phase::closing) c.eof = true;
+        else drop(c, "closed by the client");
+    }
     // an error or hang-up that reading did not end (no room to read, or after the client's end)
     if (c.alive() && (revents & kOsPollErr)) drop(c, "reset by the client");
 }
@@ -426,7 +438,7 @@ bool HttpServer::stream_write(uint64_t conn, const std::string& bytes) {
     snprintf(size, sizeof(size), "%zx\r\n", bytes.size());
     const size_t framing = c->chunked ? strlen(size) + 2 : 0;
     if (c->queued() + bytes.size() + framing > limits_.max_output) {
-        drop(*c, "its output queue is full");
+        drop(*c, "its output queue is full", true);
         return false;
     }
     const int64_t now = now_ms();

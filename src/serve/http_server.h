@@ -10,10 +10,22 @@
 // the poll() that returns it until respond(), or stream_begin() and then stream_end(), answers it; only a
 // pending request can be answered. A connection dropped while it has a pending request (the client closed or
 // reset it, even half-closed it, or it was too slow) is reported in `closed` by the next poll(), exactly once:
-// free its stream's slot then. The server's own answers, each closing the connection: the parser's errors
-// (serve/http.h: 400, 411, 413, 414, 417, 431, 501, 505), 408 when a request's bytes do not all arrive within
-// request_timeout_ms, 503 to a connection past max_connections, 500 for an answer whose headers the caller
-// got wrong; their bodies are error_body's (OpenAI's error object by default).
+// free its stream's slot then. (Off Linux, a client that leaves after pipelining more than max_head bytes
+// behind a pending request is seen to leave only when that request is answered: Linux alone tells a peer's end
+// before its bytes are read.)
+//
+// The server's own answers, each closing the connection: the parser's errors (serve/http.h: 400, 411, 413,
+// 414, 417, 431, 501, 505), 408 when a request's bytes do not all arrive within request_timeout_ms, 503 to a
+// connection past max_connections, 500 for an answer whose status or headers the caller got wrong; their
+// bodies are error_body's (OpenAI's error object by default). A connection idle past idle_timeout_ms, or
+// silent past request_timeout_ms from its accept, is closed without a word.
+//
+// The caller's loop, one thread:
+//     server.poll(busy ? 0 : 100, &requests, &closed);  // short: a stop signal may land on another thread
+//     for each c in closed:    cancel c.conn's work; its slot is free now
+//     for each r in requests:  respond(r.conn, ...), or stream_begin(r.conn, ...) and start its work
+//     one step of the work:    stream_write(conn, "data: ...\n\n") per stream; stream_end(conn) when one ends
+//     on stop_requested():     close(&closed) (or stop_listening(), then poll until connections() is 0)
 #pragma once
 #include <cstdint>
 #include <map>
@@ -70,8 +82,9 @@ struct HttpServer {
     // stream_write() gives it, in chunks (HTTP/1.0: until the connection closes). False as respond()'s.
     bool stream_begin(uint64_t conn, int status, const std::vector<HttpHeader>& headers);
     // Queues bytes of a begun stream and writes what the socket takes now; never blocks. False when the client
-    // is gone, or would have more than max_output bytes queued (too slow): the connection is dropped and the
-    // next poll() reports it in `closed`. An empty write sends nothing.
+    // is gone, or would have more than max_output bytes queued (too slow): the connection is dropped (reset, so
+    // the system sends no more of it either) and the next poll() reports it in `closed`. An empty write sends
+    // nothing.
     bool stream_write(uint64_t conn, const std::string& bytes);
     // Ends a begun stream (the last chunk); the request is answered. False when not streaming.
     bool stream_end(uint64_t conn);
@@ -101,7 +114,7 @@ private:
     void answer_error(HttpConn& c, int status, const char* message, int64_t now);
     bool answer_head(HttpConn& c, int status, const std::vector<HttpHeader>& headers, bool stream, size_t length);
     void answered(HttpConn& c, int64_t now);
-    void drop(HttpConn& c, const char* reason);
+    void drop(HttpConn& c, const char* reason, bool reset = false);
     HttpConn* pending(uint64_t conn);
     size_t counted() const;
 };

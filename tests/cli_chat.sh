@@ -130,6 +130,19 @@ long=$(yes 'x y' | head -80 | tr '\n' ' ')
 run long "$long"$'\nhello there\n' --model $M --max-tokens 3
 check "a message longer than the context: one error line naming the tokens and the context, and the session goes on" \
     test "$(rc long) $(grep -c '^error: message too long: its turn is [0-9]* tokens, expected at most 60 (the context of 64, less 1 for the head and 3 kept for the reply)$' $T/long.err) $(replies long)" = "0 1 3"
+head -c $((16 << 20)) /dev/zero | tr '\0' a >$T/huge.txt
+printf '\nhello there\n' >>$T/huge.txt
+if [ -x /usr/bin/time ]; then
+    /usr/bin/time -f 'peak %M KiB' timeout -k 5 120 "$GPT2" chat --model $M --max-tokens 3 <$T/huge.txt >$T/huge.out \
+        2>$T/huge.err
+    echo $? >$T/huge.rc
+    peak=$(sed -n 's/^peak \([0-9]*\) KiB$/\1/p' $T/huge.err)
+    check "a 16 MiB line is refused as it is read (more bytes than the context could hold), in bounded memory \
+(peak ${peak:-?} KiB < 64 MiB), and the session goes on" \
+        test "$(rc huge) $(grep -c "^error: message too long: more than [0-9]* bytes" $T/huge.err) $(replies huge)" = \
+        "0 1 3" -a "${peak:-999999}" -lt 65536
+else skip "a 16 MiB line in bounded memory: /usr/bin/time not installed"; fi
+
 # a prefill of more than 256 positions runs in passes of 256 (a stop signal is seen between two): the same numbers
 msg=$(yes 'the quick brown fox' | head -70 | tr '\n' ' ')
 run parts "$msg"$'\nhello there\n' --model $BIG --temperature 0 --max-tokens 3
@@ -259,6 +272,14 @@ check_error "--model without a value" "missing value for flag --model (chat)" "$
 check_error "an unknown flag" "unknown flag --bogus (chat)" "${E[@]}" --model $M --bogus
 check_error "an argument that is no flag" "unexpected argument 'extra' (chat)" "${E[@]}" --model $M extra
 check_error "--system without a value" "missing value for flag --system (chat)" "${E[@]}" --model $M --system
+for v in 0 1.5 1.0000001 -1; do
+    check_error "--top-p $v: generate's range, the value as typed" \
+        "bad value for --top-p (chat): expected 0 < p <= 1, got $v$" "${E[@]}" --model $M --top-p $v
+done
+for v in -1 1000001; do
+    check_error "--temperature $v: generate's range" "bad value for --temperature (chat): expected 0..1e+06, got $v$" \
+        "${E[@]}" --model $M --temperature $v
+done
 for flag in temperature top-p; do
     for v in nan inf 1x ''; do
         check_error "--$flag '$v' is malformed" "malformed value for --$flag (chat)" "${E[@]}" --model $M --$flag "$v"
@@ -333,6 +354,20 @@ gen_text "$H $B8" 4 >$T/bad8.want
 check "invalid UTF-8 is a message of those bytes" same bad8 $T/bad8.want
 run crlf $'hello there\r\nhow are you\r\n' --model $M --temperature 0 --max-tokens 5
 check "CRLF line ends are line ends: the same turns as LF's" bash -c "cmp $T/crlf.out $T/two.want && test '$(prefills crlf)' = '$(prefills two)'"
+run ws $' \t \nhello there\n   \n' --model $M --max-tokens 3
+check "a line of spaces and tabs is no turn" test "$(rc ws) $(turns ws)" = "0 1"
+for quit in '/quit  ' ' /quit' '/QUIT' $'/Quit\r' $'\t/exit '; do
+    run q "hello there"$'\n'"$quit"$'\nhow are you\n' --model $M --max-tokens 3
+    check "'$quit' ends the session as /quit does (spaces around it and case ignored)" \
+        test "$(rc q) $(turns q)" = "0 1"
+done
+run rs $'hello there\n  /RESET \nhello there\n' --model $M --max-tokens 3
+check "'  /RESET ' resets" test "$(grep -c '^(conversation reset)$' $T/rs.err) $(prefills rs | tr ' ' '\n' | sort -u | wc -l)" = "1 1"
+run unk $'/rest\nhello there\n' --model $M --max-tokens 3
+check "an unknown command is one error line naming it and the commands, no turn; the session goes on" \
+    test "$(rc unk) $(grep -c "^error: unknown command '/rest': expected /reset or /quit" $T/unk.err) $(turns unk)" = "0 1 1"
+run path $'/etc/passwd is a file\n' --model $M --max-tokens 3
+check "a line starting with a path is a message, not a command" test "$(rc path) $(turns path)" = "0 1"
 yes a | head -3000 >$T/many.txt
 timeout -k 5 300 "$GPT2" chat --model $S --max-tokens 1 <$T/many.txt >$T/many.out 2>$T/many.err
 code=$?

@@ -5,9 +5,10 @@
 // prefills only what it adds: the head with the first turn (and again after /reset), then the "\n" that ended the
 // last reply (and that reply's last token, when it was cut before being fed) and its own tokens. When the context
 // would overflow, the fewest oldest turns leave it (said in one line) and what is kept is prefilled again.
-// /reset starts over, /quit (or the end of input) ends. Ctrl-C
+// /reset starts over, /quit (or the end of input) ends; commands ignore case and the spaces around them. Ctrl-C
 // stops the turn at hand (its prefill or its reply), and at the prompt ends the program; SIGTERM and SIGHUP end it.
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cmath>
@@ -219,23 +220,44 @@ void check_room(Conversation* c, const CliArgs& args) {
                head + turn + c->reserve, head, turn, c->reserve, ctx);
 }
 
-// Reads the user's lines until /quit or the end of input.
+// What a line asks: nothing (blank), a message, or a command (a slash and letters alone on the line, in any case,
+// spaces around it ignored); *word: the command as typed.
+enum class LineKind { kBlank, kMessage, kQuit, kReset, kUnknown };
+LineKind line_kind(const std::string& line, std::string* word) {
+    const size_t b = line.find_first_not_of(" \t\r"), e = line.find_last_not_of(" \t\r");
+    if (b == std::string::npos) return LineKind::kBlank;
+    *word = line.substr(b, e - b + 1);
+    if (word->size() < 2 || (*word)[0] != '/' ||
+        !std::all_of(word->begin() + 1, word->end(), [](unsigned char ch) { return std::isalpha(ch) != 0; }))
+        return LineKind::kMessage;
+    std::string lower = *word;
+    for (char& ch : lower) ch = (char)std::tolower((unsigned char)ch);
+    if (lower == "/quit" || lower == "/exit") return LineKind::kQuit;
+    return lower == "/reset" ? LineKind::kReset : LineKind::kUnknown;
+}
+
+// Reads the user's lines until /quit or the end of input; a line longer than the context could hold is refused as
+// it is read, in memory bounded by that length.
 void talk(Conversation* c) {
+    const int ctx = c->model->cfg.max_seq_len;
+    const size_t max_bytes = cli_text_max_bytes(*c->tok, ctx);
     const bool terminal = os_isatty(stdin);
-    std::string line;
+    std::string line, word;
     for (bool too_long = false;;) {
         if (terminal) fputs("> ", stderr);
-        if (!cli_read_line(stdin, (size_t)16 << 20, &line, &too_long)) break;
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        if (too_long) fprintf(stderr, "error: message too long: more than 16 MiB\n");
-        if (too_long || line.empty()) continue;
-        if (line == "/quit" || line == "/exit") break;
-        if (line == "/reset") {
-            reset(c);
-            fprintf(stderr, "(conversation reset)\n");
+        if (!cli_read_line(stdin, max_bytes, &line, &too_long)) break;
+        if (too_long) {
+            fprintf(stderr, "error: message too long: more than %zu bytes, more tokens than the context of %d\n",
+                    max_bytes, ctx);
             continue;
         }
-        turn(c, line);
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        const LineKind kind = line_kind(line, &word);
+        if (kind == LineKind::kQuit) break;
+        if (kind == LineKind::kReset) reset(c), fprintf(stderr, "(conversation reset)\n");
+        if (kind == LineKind::kUnknown)
+            fprintf(stderr, "error: unknown command '%s': expected /reset or /quit (/exit)\n", word.c_str());
+        if (kind == LineKind::kMessage) turn(c, line);
     }
     if (ferror(stdin)) fatal("cannot read standard input (chat): %s", strerror(errno));
 }
@@ -262,10 +284,13 @@ CliArgs chat_args(int argc, char** argv) {
                      flags, false);
 }
 
-// The sampler's flags.
+// The sampler's flags, in generate's ranges.
 void read_sampling(const CliArgs& args, Conversation* c) {
-    c->sampler = {(float)args.number_in("temperature", 0, 100), (int)args.integer_in("top-k", 0, 1 << 20),
-                  (float)args.number_in("top-p", 1e-9, 1)};
+    const double top_p = args.number_in("top-p", -HUGE_VAL, HUGE_VAL);
+    if (!(top_p > 0 && top_p <= 1))
+        fatal("bad value for --top-p (chat): expected 0 < p <= 1, got %s", args.str("top-p").c_str());
+    c->sampler = {(float)args.number_in("temperature", 0, 1e6), (int)args.integer_in("top-k", 0, 1 << 30),
+                  (float)top_p};
     c->max_tokens = (int)args.integer_in("max-tokens", 0, 1 << 20);
     c->rng = Rng((uint64_t)args.integer_in("seed", 0, LLONG_MAX));
     c->system = args.has("system") ? args.str("system") : "";

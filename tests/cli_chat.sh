@@ -17,18 +17,19 @@ T=$TEST_TMP
 need_tokenizer
 TOKENS=tests/fixtures/tokens_v1000.bin
 
-# model NAME SEQ LAYERS CHANNELS: a random init of the 1000-token vocabulary with context SEQ, exported to $T/NAME
-# (a HuggingFace directory with the tokenizer's first 1000 tokens).
+# model NAME SEQ LAYERS CHANNELS [SEED]: a random init of the 1000-token vocabulary with context SEQ, exported to
+# $T/NAME (a HuggingFace directory with the tokenizer's first 1000 tokens).
 model() {
     "$GPT2" train --train $TOKENS --val '' --vocab 1000 --layers $3 --heads 2 --channels $4 --seq-len $2 -B 1 \
-        -T $(($2 < 16 ? $2 : 16)) --steps 0 --sample-tokens 0 --out $T/$1.run >/dev/null 2>&1 &&
+        -T $(($2 < 16 ? $2 : 16)) --steps 0 --sample-tokens 0 --seed ${5:-1337} --out $T/$1.run >/dev/null 2>&1 &&
         "$GPT2" export --model $T/$1.run --out $T/$1 --tokenizer "$TOK_DIR" >/dev/null 2>&1
 }
-model m 64 2 32 && model s 32 2 32 && model c1 1 1 32 && model c2 2 1 32 && model c8 8 1 32 && model big 2048 6 384
+model m 64 2 32 && model m2 64 2 32 7 && model s 32 2 32 && model c1 1 1 32 && model c2 2 1 32 && model c8 8 1 32 &&
+    model big 2048 6 384
 M=$T/m S=$T/s BIG=$T/big
 "$GPT2" train --model $M --lora 4 --steps 2 --train $TOKENS --val '' -B 1 -T 16 --sample-tokens 0 --out $T/ad \
     >/dev/null 2>&1
-check "(the fixtures: five models and a LoRA adapter)" test -s $BIG/model.safetensors -a -s $T/ad/adapter_config.json
+check "(the fixtures: seven models and a LoRA adapter)" test -s $BIG/model.safetensors -a -s $T/ad/adapter_config.json
 
 # ids TEXT: TEXT's ids under the models' tokenizer, space-separated.
 ids() {
@@ -48,7 +49,7 @@ rc() { cat $T/$1.rc; }
 turns() { grep -c '^([0-9]* tokens prefilled in ' $T/$1.err; }
 # prefills NAME, replies NAME: each turn's tokens prefilled, and its reply's tokens, from the turns' stderr lines.
 prefills() { sed -n 's/^(\([0-9]*\) tokens prefilled in .*/\1/p' $T/$1.err | tr '\n' ' ' | sed 's/ $//'; }
-replies() { sed -n 's/^([0-9]* tokens prefilled in [0-9]* ms; \([0-9]*\) tokens at .*/\1/p' $T/$1.err | tr '\n' ' ' |
+replies() { sed -n 's/^([0-9]* tokens prefilled in [0-9]* ms; \([0-9]*\) tokens\{0,1\} at .*/\1/p' $T/$1.err | tr '\n' ' ' |
     sed 's/ $//'; }
 # gen_text IDS N FLAGS..., gen_ids IDS N FLAGS...: generate's greedy continuation of IDS (N tokens) on $M, as
 # text then a newline (as chat prints a reply), or as ids.
@@ -386,5 +387,90 @@ check "stdout closed: one error line, exit 1" test "$code $(grep -c '^error: can
 timeout -k 5 60 "$GPT2" chat --model $M <&- >/dev/null 2>$T/closed_in.err
 code=$?
 check "stdin closed: one error line, exit 1" test "$code $(grep -c '^error: cannot read standard input (chat)' $T/closed_in.err)" = "1 1"
+
+# --- 10. a model trained on chat data (tests/fixtures/instruct): GPT-2's vocabulary, replies ending at <|endoftext|>
+"$GPT2" tokenize --instructions -T 64 -o $T/chatdata tests/fixtures/instruct/chat.jsonl >/dev/null 2>&1
+"$GPT2" train --train $T/chatdata_train.bin --val '' --layers 1 --heads 2 --channels 32 --seq-len 64 -B 4 -T 64 \
+    --steps 40 --lr 2e-2 --warmup 0 --sample-tokens 0 --out $T/chat >/dev/null 2>&1
+C=$T/chat
+# gids TEXT: TEXT's ids under GPT-2's tokenizer; cgen IDS N FLAGS...: generate's greedy text on $C after IDS.
+gids() {
+    printf '%s' "$1" >$T/ids.txt
+    "$GPT2" tokenize --ids --tokenizer "$TOK_DIR" $T/ids.txt 2>/dev/null
+}
+cgen() { "$GPT2" generate --model $C --temperature 0 --no-prompt --prompt-ids "$1" --max-tokens $2 "${@:3}" 2>/dev/null; }
+EOT=50256 GA=$(gids 'Assistant:') GNL=$(gids $'\n')
+G1="$(gids $'User: Hi, who are you?\n') $GA" G2="$(gids $'User: Tell me a fruit.\n') $GA"
+run eot $'Hi, who are you?\nTell me a fruit.\n' --model $C --temperature 0 --max-tokens 30
+GR1=$("$GPT2" generate --model $C --temperature 0 --ids --prompt-ids "$EOT $G1" --max-tokens 30 2>/dev/null)
+{ cgen "$EOT $G1" 30; cgen "$EOT $G1 ${GR1% $EOT} $GNL $G2" 30; } >$T/eot.want
+check "a model that learned <|endoftext|>: each reply ends there, before --max-tokens, and it is not printed" \
+    bash -c "test $(rc eot) = 0 && test '${GR1##* }' = $EOT && test $(replies eot | tr ' ' '\n' | awk '$1 < 30' | wc -l) = 2 \
+&& ! grep -q endoftext $T/eot.out"
+check "... turn 1 prefills <|endoftext|> and its turn, turn 2 only the \"\\n\" ending reply 1 and its own" \
+    test "$(prefills eot)" = "$((1 + $(count $G1))) $((1 + $(count $G2)))"
+check "... and the replies are generate's, which stops there too" same eot $T/eot.want
+check "... a reply of one token says \"1 token\"" \
+    bash -c "grep -q '; 1 token at' $T/*.err && ! grep -q '; 1 tokens at' $T/*.err"
+GS=$(gids $'System: You answer briefly.\n') G5="$(gids $'User: What is 5 + 5?\n') $GA"
+run esys $'What is 5 + 5?\n' --model $C --temperature 0 --max-tokens 30 --system "You answer briefly."
+cgen "$EOT $GS $G5" 30 >$T/esys.want
+check "--system after <|endoftext|>: prefilled with turn 1, and the reply is generate's" \
+    bash -c "test '$(prefills esys)' = $((1 + $(count $GS) + $(count $G5))) && cmp $T/esys.out $T/esys.want"
+run lit $'<|endoftext|>\n' --model $C --temperature 0 --max-tokens 30
+GL="$(gids $'User: <|endoftext|>\n') $GA"
+cgen "$EOT $GL" 30 >$T/lit.want
+check "a message '<|endoftext|>' is text, not the special token (as tokenize reads it)" \
+    bash -c "test '$(prefills lit)' = $((1 + $(count $GL))) && cmp $T/lit.out $T/lit.want"
+for fmt in gguf llmc; do
+    "$GPT2" export --model $C --format $fmt --out $T/chat.$fmt >/dev/null 2>&1
+    run fmt $'Hi, who are you?\nTell me a fruit.\n' --model $T/chat.$fmt --temperature 0 --max-tokens 30
+    check "the same model as a $fmt file: the same replies" cmp $T/fmt.out $T/eot.out
+done
+
+# --- 11. red team, continued: sampling, boundaries, other bases, hostile streams, a terminal ---------------------
+run samp $'hello there\n' --model $M --temperature 0.9 --top-k 40 --top-p 0.95 --seed 5 --max-tokens 8
+gen_text "$H $U1" 8 --temperature 0.9 --top-k 40 --top-p 0.95 --seed 5 >$T/samp.want
+check "sampled (--temperature 0.9 --top-k 40 --top-p 0.95 --seed 5): turn 1 is generate's sample of the same seed" \
+    same samp $T/samp.want
+run samp2 $'hello there\nhow are you\n' --model $M --temperature 0.9 --seed 5 --max-tokens 8
+run samp3 $'hello there\nhow are you\n' --model $M --temperature 0.9 --seed 5 --max-tokens 8
+check "... and a session is the same again with the same seed" cmp $T/samp2.out $T/samp3.out
+# context 32, --max-tokens 4: a turn of 27 tokens is the longest let in (1 + 27 + 4 = 32): 17 words "a" make it
+a17=$(yes a | head -17 | tr '\n' ' ' | sed 's/ $//')
+check "(the boundary: \"User: $a17\\n\" \"Assistant:\" is 27 tokens)" test $(($(count $(ids "User: $a17"$'\n')) + $(count $A))) = 27
+run edge "$a17"$'\n'"$a17 a"$'\n' --model $S --temperature 0 --max-tokens 4
+check "... it is answered, and one token more is refused in one line" \
+    test "$(rc edge) $(replies edge) $(grep -c '^error: message too long: its turn is 28 tokens, expected at most 27' $T/edge.err)" = "0 4 1"
+check_error "--lora-from an adapter trained on another base is refused, naming both" "base model mismatch (--lora-from $T/ad)" \
+    "${E[@]}" --model $T/m2 --lora-from $T/ad
+run force $'hello there\n' --model $T/m2 --lora-from $T/ad --force-base --max-tokens 3
+check "... and --force-base applies it anyway, with a note" \
+    test "$(rc force) $(replies force) $(grep -c '^note: --lora-from .* applied to it anyway (--force-base)$' $T/force.err)" = "0 3 1"
+check_error "--model an adapter directory" "not a model ($T/ad)" "${E[@]}" --model $T/ad
+perl -e 'srand(1); print map { chr(int(rand(256))) } 1 .. 300000' >$T/random.bin
+timeout -k 5 120 "$GPT2" chat --model $M --max-tokens 2 <$T/random.bin >$T/random.out 2>$T/random.err
+code=$?
+check "300 KB of random bytes: lines answered or refused in one line each, exit 0" \
+    test "$code" = 0 -a "$(turns random)" -gt 0 -a "$(grep -c '^error: message too long' $T/random.err)" -gt 0 \
+    -a "$(grep -vc '^error: message too long\|^(\|^tokenizer' $T/random.err)" = 0
+"$GPT2" chat --model $M </dev/zero >/dev/null 2>$T/zero.err &
+CHAT=$!
+sleep 2
+rss=$(awk '/^VmRSS/ {print $2}' /proc/$CHAT/status 2>/dev/null)
+kill -INT $CHAT
+wait_bounded $CHAT 30
+code=$?
+check "stdin /dev/zero (a line that never ends): memory bounded (${rss:-?} KiB), Ctrl-C ends it (130)" \
+    test "$code" = 130 -a "${rss:-999999}" -lt 65536
+printf 'hello there\n' | timeout -k 5 60 "$GPT2" chat --model $M --max-tokens 3 >$T/noerr.out 2>&-
+code=$?
+check "stderr closed: the conversation goes on (exit 0, the reply on stdout)" test "$code" = 0 -a -s $T/noerr.out
+if command -v script >/dev/null; then
+    (sleep 1; printf 'hello there\r'; sleep 2; printf '/quit\r'; sleep 1) |
+        timeout -k 5 30 script -qec "$GPT2 chat --model $M --max-tokens 4" /dev/null >$T/pty.out 2>&1
+    check "on a terminal: the prompt '> ' before each line, the reply, /quit" \
+        bash -c "test \$(tr -d '\r' <$T/pty.out | grep -c '^> ') = 2 && tr -d '\r' <$T/pty.out | grep -q '^(.* 4 tokens at'"
+else skip "chat on a terminal: no script(1) here"; fi
 
 summary

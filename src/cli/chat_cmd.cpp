@@ -180,8 +180,8 @@ void turn(Conversation* c, const std::string& line) {
     tokens.insert(tokens.end(), answer.begin(), answer.end());
     for (int id : encode(c->tok, "\n")) tokens.push_back(id), c->unfed.push_back(id);  // the reply's end
     c->turns.push_back(tokens);
-    fprintf(stderr, "(%d tokens prefilled in %.0f ms; %zu tokens at %.1f tok/s%s)\n", prefilled, prefill_s * 1e3,
-            answer.size(), answer.size() / std::max(seconds, 1e-9),
+    fprintf(stderr, "(%d tokens prefilled in %.0f ms; %zu token%s at %.1f tok/s%s)\n", prefilled, prefill_s * 1e3,
+            answer.size(), answer.size() == 1 ? "" : "s", answer.size() / std::max(seconds, 1e-9),
             end == ReplyEnd::kStopped ? "; stopped" : end == ReplyEnd::kContext ? "; the context is full" : "");
     const int sig = stop_requested();
     if (sig && sig != SIGINT) {

@@ -8,6 +8,7 @@
 // /reset starts over, /quit (or the end of input) ends; commands ignore case and the spaces around them. Ctrl-C
 // stops the turn at hand (its prefill or its reply), and at the prompt ends the program; SIGTERM and SIGHUP end it.
 #include <algorithm>
+#include <cassert>
 #include <cctype>
 #include <cerrno>
 #include <climits>
@@ -95,6 +96,7 @@ int prefill(Conversation* c, const std::vector<int>& turn) {
     std::vector<int> tokens = c->unfed;
     size_t kept = c->head.size();  // the conversation so far: the cache and `unfed`
     for (const auto& t : c->turns) kept += t.size();
+    assert(c->st.len + c->unfed.size() == kept && "the cache and unfed hold the conversation");
     if ((int)(kept + turn.size()) + c->reserve > ctx) {
         int dropped = 0;
         while ((int)(kept + turn.size()) + c->reserve > ctx)  // the head and the turn alone fit (fits())

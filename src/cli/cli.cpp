@@ -110,6 +110,12 @@ void cli_load_tokenizer(const CliArgs& args, const GPT2& model, Tokenizer* tok) 
     fprintf(stderr, "tokenizer: %s\n", which.c_str());
 }
 
+size_t cli_text_max_bytes(const Tokenizer& tok, int tokens) {
+    size_t longest = 1;
+    for (const std::string& t : tok.token_bytes) longest = std::max(longest, t.size());
+    return std::min((size_t)64 << 20, longest * (size_t)tokens);
+}
+
 bool cli_read_line(FILE* in, size_t max_bytes, std::string* line, bool* too_long) {
     line->clear();
     *too_long = false;

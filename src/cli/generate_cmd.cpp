@@ -45,15 +45,6 @@ std::vector<int> parse_ids(const std::string& text, const char* flag, int vocab_
     return ids;
 }
 
-// The longest text that can still fit the model's context: each token is at most the tokenizer's longest
-// token in bytes, so a longer text has more tokens than the context holds (and 64 MiB at most, as
-// --prompt-file).
-size_t prompt_max_bytes(const Tokenizer& tok, const GPT2Config& cfg) {
-    size_t longest = 1;
-    for (const std::string& t : tok.token_bytes) longest = std::max(longest, t.size());
-    return std::min((size_t)64 << 20, longest * (size_t)cfg.max_seq_len);
-}
-
 // Encodes a text prompt; "" when it fits the model's context, else why not (the caller decides).
 std::string encode_prompt(Tokenizer* tok, const std::string& text, const GPT2Config& cfg, std::vector<int>* prompt) {
     *prompt = tokenizer_encode(tok, text);
@@ -74,7 +65,7 @@ std::vector<int> read_prompt(const CliArgs& args, Tokenizer* tok, const GPT2Conf
                   prompt.size(), cfg.max_seq_len);
     } else if (args.has("prompt") || args.has("prompt-file")) {
         const char* flag = args.has("prompt") ? "--prompt" : "--prompt-file";
-        const size_t max_bytes = prompt_max_bytes(*tok, cfg);  // read no more than could fit the context
+        const size_t max_bytes = cli_text_max_bytes(*tok, cfg.max_seq_len);  // no more than could fit the context
         const std::string hint = "a longer prompt has more tokens than the model's context of " +
                                  std::to_string(cfg.max_seq_len) + " (no token is longer than 1/" +
                                  std::to_string(cfg.max_seq_len) + " of that)";
@@ -232,7 +223,7 @@ GenerateRun generate_run(const CliArgs& args) {
 // fails at the end, naming how many were.
 int run_interactive(const GPT2& model, Tokenizer* tok, const GenerateRun& r, Rng* rng) {
     const bool terminal = os_isatty(stdin);
-    const size_t max_bytes = prompt_max_bytes(*tok, model.cfg);
+    const size_t max_bytes = cli_text_max_bytes(*tok, model.cfg.max_seq_len);
     int errors = 0;
     std::string line;
     bool too_long = false;

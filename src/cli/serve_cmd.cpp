@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "lora/lora.h"
 #include "platform/util.h"
+#include "serve/http.h"
 #include "serve/scheduler.h"
 #include "serve/server.h"
 
@@ -39,15 +40,13 @@ CliArgs serve_args(int argc, char** argv) {
                      flags, false);
 }
 
-bool loopback(const std::string& host) { return host == "localhost" || host.rfind("127.", 0) == 0; }
-
 ServeOptions serve_options(const CliArgs& args) {
     ServeOptions o;
     o.host = args.str("host");
     o.port = (int)args.integer_in("port", 0, 65535);
     o.api_key = args.has("api-key") ? args.str("api-key") : "";
     if (args.has("api-key") && o.api_key.empty()) fatal("empty value for --api-key (serve): expected a key");
-    if (!loopback(o.host) && o.api_key.empty() && !args.on("allow-unauthenticated"))
+    if (!http_host_is_loopback(o.host) && o.api_key.empty() && !args.on("allow-unauthenticated"))
         fatal_hint("give --api-key KEY, or --allow-unauthenticated if anyone who reaches the port may use the model",
                    "bad value for --host (serve): %s is reachable from other machines, and no --api-key was given",
                    o.host.c_str());

@@ -239,7 +239,7 @@ done
 start pre --max-tokens 2
 wait_for $T/pre.err '^tokenizer:'
 cat $T/pre.txt >&3 && echo >&3
-sleep 0.3 && kill -INT $CHAT
+wait_for $T/pre.err '^\(prefilling [0-9]+ tokens' && kill -INT $CHAT
 wait_for $T/pre.err '^\(.*; stopped\)$'
 echo 'hello there' >&3
 wait_for $T/pre.err '^\(.* tok/s' 2

@@ -73,10 +73,13 @@ void forward(Conversation* c, const int* tokens, int n) {
 // Feeds `tokens` after what the cache holds, kPrefillRows at a time; after a stop signal the rest stays unfed.
 // Returns how many were fed.
 int feed(Conversation* c, const std::vector<int>& tokens) {
+    if (tokens.size() > (size_t)kPrefillRows) fprintf(stderr, "(prefilling %zu tokens; Ctrl-C stops)\n", tokens.size());
     size_t fed = 0;
     while (fed < tokens.size() && !stop_requested()) {
-        const int n = (int)std::min(tokens.size() - fed, (size_t)kPrefillRows);
-        forward(c, tokens.data() + fed, n);
+        size_t n = std::min(tokens.size() - fed, (size_t)kPrefillRows);
+        if (tokens.size() - fed - n == 1) n--;  // no pass of one row: that is decoding's mat-vec, other sums
+        n = std::max(n, (size_t)1);
+        forward(c, tokens.data() + fed, (int)n);
         fed += n;
     }
     c->unfed.assign(tokens.begin() + fed, tokens.end());

@@ -41,6 +41,12 @@ $(CORE_DIR)/include/core:
 $(BUILD)/%.o: src/%.cpp $(FLAGS_FILE) | $(STB_LINK)
 	@mkdir -p $(dir $@)
 	$(COMPILE) -c $< -o $@
+# The chat page, src/serve/page.html, becomes a raw string literal that serve/page.cpp includes.
+$(BUILD)/serve/page.o: $(BUILD)/gen/serve_page.inc
+$(BUILD)/serve/page.o: COMPILE += -I$(BUILD)/gen
+$(BUILD)/gen/serve_page.inc: src/serve/page.html
+	@mkdir -p $(dir $@)
+	{ printf 'R"PAGE('; cat $<; printf ')PAGE"\n'; } >$@.tmp && mv $@.tmp $@
 $(BUILD)/tests/%.o: tests/%.cpp $(FLAGS_FILE) | $(STB_LINK)
 	@mkdir -p $(dir $@)
 	$(COMPILE) -c $< -o $@

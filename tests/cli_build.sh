@@ -148,8 +148,9 @@ for my $f (@ARGV) {
     my $s = <$fh>;
     $s =~ s/<<-?\s*'?(\w+)'?.*?\n.*?\n\1\n/\n/gs;    # here-documents
     $s =~ s/"(\$\{\w+\[@\]\})"/$1/g;                  # "${ARRAY[@]}" run as a command: read below
-    for my $pass (1, 2) {  # quotes and comments left to right; a bash -c "..." script is read as commands
-        $s =~ s/(-c )?('[^']*'|"(?:[^"\\]|\\.)*"|(?<![\w\$\{])#.*$)/
+    for my $pass (1, 2) {  # quotes and comments left to right (a backslash-newline inside "..." too); a bash -c
+                           # "..." script is read as commands
+        $s =~ s/(-c )?('[^']*'|"(?:[^"\\]|\\[\s\S])*"|(?<![\w\$\{])#.*$)/
             my ($c, $q) = ($1, $2);
             ($c && substr($q, 0, 1) eq '"') ? do { $q = substr($q, 1, -1); $q =~ s|\\(.)|$1|g; "; $q ;" } : "''"/gme;
     }

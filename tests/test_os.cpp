@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #ifndef _WIN32
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,6 +69,10 @@ void test_os_setenv(const char* name, const char* value) {
     else unsetenv(name);
 }
 
+bool test_os_small_receive_buffer(int fd, int bytes) {
+    return setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes)) == 0;
+}
+
 #else  // Windows
 #include <windows.h>
 
@@ -95,4 +100,5 @@ std::string test_os_abs_path(const std::string& path) {
 }
 
 void test_os_setenv(const char* name, const char* value) { _putenv_s(name, value ? value : ""); }
+bool test_os_small_receive_buffer(int, int) { return false; }
 #endif

@@ -16,3 +16,6 @@ bool test_os_symlink(const std::string& target, const std::string& link);
 std::string test_os_temp_dir(const char* prefix);
 std::string test_os_abs_path(const std::string& path);     // "" on failure
 void test_os_setenv(const char* name, const char* value);  // nullptr unsets it
+// Shrinks a socket's receive buffer to about `bytes` (SO_RCVBUF), so a client that reads slowly is slow on the
+// wire too; false where not offered.
+bool test_os_small_receive_buffer(int fd, int bytes);

@@ -13,6 +13,7 @@
 #include "platform/util.h"
 #include "formats/checkpoint.h"
 #include "core/model.h"
+#include "lora/lora.h"
 #include "precision/precision.h"
 #include "text/tokenizer.h"
 
@@ -90,4 +91,42 @@ std::string cli_tokenizer(const CliArgs& args, const std::string& model, bool re
         tokenizer_load(tok, model);
     tokenizer_load(tok, dir);
     return dir;
+}
+
+void cli_load_for_inference(const CliArgs& args, GPT2* model, LoraModel* lora) {
+    const std::string command = args.command;
+    checkpoint_load(model, args.str("model"), cli_heads(args));
+    if (args.on("force-base") && !args.has("lora-from"))
+        fatal("flag --force-base (%s) needs --lora-from: it applies an adapter to another base", command.c_str());
+    if (args.has("lora-from"))  // the fp32 weights the run fingerprinted
+        lora_check_base(args.str("lora-from"), *model, args.str("model"), args.on("force-base"), stderr);
+    cli_set_precision(model, args, true, args.has("lora-from"));  // an adapter's base: frozen, as it trained
+    if (args.has("lora-from")) lora_apply(model, lora, args.str("lora-from"), model->cfg.max_seq_len);
+}
+
+void cli_load_tokenizer(const CliArgs& args, const GPT2& model, Tokenizer* tok) {
+    const std::string which = cli_tokenizer(args, args.str("model"), true, tok);
+    tokenizer_check_vocab(*tok, model.cfg.vocab_size, "");
+    fprintf(stderr, "tokenizer: %s\n", which.c_str());
+}
+
+size_t cli_text_max_bytes(const Tokenizer& tok, int tokens) {
+    size_t longest = 1;
+    for (const std::string& t : tok.token_bytes) longest = std::max(longest, t.size());
+    return std::min((size_t)64 << 20, longest * (size_t)tokens);
+}
+
+bool cli_read_line(FILE* in, size_t max_bytes, std::string* line, bool* too_long) {
+    line->clear();
+    *too_long = false;
+    bool any = false;
+    int c;
+    while ((c = getc(in)) != EOF) {  // byte by byte: a NUL is text too, not an end of line
+        any = true;
+        if (c == '\n') return true;
+        if (*too_long) continue;
+        if (line->size() == max_bytes) *too_long = true, line->clear();
+        else line->push_back((char)c);
+    }
+    return any;
 }

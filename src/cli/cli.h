@@ -55,3 +55,18 @@ void cli_set_precision(GPT2* model, const CliArgs& args, bool inference, bool fr
 // tokenizer files. The caller checks the vocabulary against the model's.
 struct Tokenizer;
 std::string cli_tokenizer(const CliArgs& args, const std::string& model, bool required, Tokenizer* tok);
+
+// The model a command that runs it loads (generate, chat, serve): --model (cli_heads), --lora-from applied
+// (checked against the base unless --force-base: lora_check_base) and --precision (int8 and bf16 too).
+struct LoraModel;
+void cli_load_for_inference(const CliArgs& args, GPT2* model, LoraModel* lora);
+// Its tokenizer (cli_tokenizer, required), its vocabulary checked against the model's, said on stderr.
+void cli_load_tokenizer(const CliArgs& args, const GPT2& model, Tokenizer* tok);
+// The longest text that can still fit `tokens` tokens: each token is at most the tokenizer's longest token in
+// bytes, so a longer text has more (and 64 MiB at most, as --prompt-file). generate and chat refuse a longer prompt
+// or message before it is tokenized.
+size_t cli_text_max_bytes(const Tokenizer& tok, int tokens);
+// Reads one line of `in` into *line, without its newline; false at the end of input. A line longer than
+// max_bytes is read to its end and dropped (*too_long set, *line empty): memory stays bounded whatever the
+// input holds.
+bool cli_read_line(FILE* in, size_t max_bytes, std::string* line, bool* too_long);

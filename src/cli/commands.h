@@ -15,4 +15,6 @@ int cmd_tokenize(int argc, char** argv);
 int cmd_info(int argc, char** argv);
 int cmd_export(int argc, char** argv);
 int cmd_generate(int argc, char** argv);
+int cmd_chat(int argc, char** argv);
+int cmd_serve(int argc, char** argv);
 int cmd_plot(int argc, char** argv);

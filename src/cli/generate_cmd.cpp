@@ -45,15 +45,6 @@ std::vector<int> parse_ids(const std::string& text, const char* flag, int vocab_
     return ids;
 }
 
-// The longest text that can still fit the model's context: each token is at most the tokenizer's longest
-// token in bytes, so a longer text has more tokens than the context holds (and 64 MiB at most, as
-// --prompt-file).
-size_t prompt_max_bytes(const Tokenizer& tok, const GPT2Config& cfg) {
-    size_t longest = 1;
-    for (const std::string& t : tok.token_bytes) longest = std::max(longest, t.size());
-    return std::min((size_t)64 << 20, longest * (size_t)cfg.max_seq_len);
-}
-
 // Encodes a text prompt; "" when it fits the model's context, else why not (the caller decides).
 std::string encode_prompt(Tokenizer* tok, const std::string& text, const GPT2Config& cfg, std::vector<int>* prompt) {
     *prompt = tokenizer_encode(tok, text);
@@ -74,7 +65,7 @@ std::vector<int> read_prompt(const CliArgs& args, Tokenizer* tok, const GPT2Conf
                   prompt.size(), cfg.max_seq_len);
     } else if (args.has("prompt") || args.has("prompt-file")) {
         const char* flag = args.has("prompt") ? "--prompt" : "--prompt-file";
-        const size_t max_bytes = prompt_max_bytes(*tok, cfg);  // read no more than could fit the context
+        const size_t max_bytes = cli_text_max_bytes(*tok, cfg.max_seq_len);  // no more than could fit the context
         const std::string hint = "a longer prompt has more tokens than the model's context of " +
                                  std::to_string(cfg.max_seq_len) + " (no token is longer than 1/" +
                                  std::to_string(cfg.max_seq_len) + " of that)";
@@ -94,24 +85,6 @@ std::vector<int> read_prompt(const CliArgs& args, Tokenizer* tok, const GPT2Conf
         prompt = {kTokenizerEot};
     }
     return prompt;
-}
-
-// Reads one line of `in` into *line, without its newline; false at the end of input. A line longer than
-// max_bytes is read to its end and dropped (*too_long set, *line empty): memory stays bounded whatever the
-// input holds.
-bool read_line_bounded(FILE* in, size_t max_bytes, std::string* line, bool* too_long) {
-    line->clear();
-    *too_long = false;
-    bool any = false;
-    int c;
-    while ((c = getc(in)) != EOF) {  // byte by byte: a NUL is text too, not an end of line
-        any = true;
-        if (c == '\n') return true;
-        if (*too_long) continue;
-        if (line->size() == max_bytes) *too_long = true, line->clear();
-        else line->push_back((char)c);
-    }
-    return any;
 }
 
 // What to generate and how to show it, from the flags, checked before the model is loaded.
@@ -250,13 +223,13 @@ GenerateRun generate_run(const CliArgs& args) {
 // fails at the end, naming how many were.
 int run_interactive(const GPT2& model, Tokenizer* tok, const GenerateRun& r, Rng* rng) {
     const bool terminal = os_isatty(stdin);
-    const size_t max_bytes = prompt_max_bytes(*tok, model.cfg);
+    const size_t max_bytes = cli_text_max_bytes(*tok, model.cfg.max_seq_len);
     int errors = 0;
     std::string line;
     bool too_long = false;
     for (long long number = 1;; number++) {
         if (terminal) fputs("> ", stderr);
-        if (!read_line_bounded(stdin, max_bytes, &line, &too_long)) break;
+        if (!cli_read_line(stdin, max_bytes, &line, &too_long)) break;
         if (too_long) {
             fprintf(stderr,
                     "error: prompt too long (--interactive, line %lld skipped): more than %zu bytes, more tokens than "
@@ -289,23 +262,13 @@ int cmd_generate(int argc, char** argv) {
     const GenerateRun r = generate_run(args);
 
     GPT2 model;
-    checkpoint_load(&model, args.str("model"), cli_heads(args));
-    if (args.on("force-base") && !args.has("lora-from"))
-        fatal("flag --force-base (generate) needs --lora-from: it applies an adapter to another base");
-    if (args.has("lora-from"))  // the fp32 weights the run fingerprinted
-        lora_check_base(args.str("lora-from"), model, args.str("model"), args.on("force-base"), stderr);
-    cli_set_precision(&model, args, true, args.has("lora-from"));  // an adapter's base: frozen, as it trained
     LoraModel lora;
-    if (args.has("lora-from")) lora_apply(&model, &lora, args.str("lora-from"), model.cfg.max_seq_len);
+    Tokenizer tok;
+    cli_load_for_inference(args, &model, &lora);
     // the cache for the longest prompt there can be (the context) and --max-tokens
     memory_check(generate_memory_bytes(model.cfg, model.cfg.max_seq_len, r.opts.max_tokens),
                  "the KV cache for --max-tokens " + std::to_string(r.opts.max_tokens), "generate fewer tokens");
-    Tokenizer tok;
-    if (r.need_tokenizer) {
-        const std::string which = cli_tokenizer(args, args.str("model"), true, &tok);
-        tokenizer_check_vocab(tok, model.cfg.vocab_size, "");
-        fprintf(stderr, "tokenizer: %s\n", which.c_str());
-    }
+    if (r.need_tokenizer) cli_load_tokenizer(args, model, &tok);
     Rng rng((uint64_t)args.integer_in("seed", 0, LLONG_MAX));
     if (!r.interactive) {
         run_samples(model, tok, read_prompt(args, &tok, model.cfg), r, &rng);

@@ -30,6 +30,8 @@ static const Command kCommands[] = {
     {"train", cmd_train, "train GPT-2 from scratch or from a checkpoint on token files"},
     {"eval", cmd_eval, "mean loss of a checkpoint over consecutive windows of a token file"},
     {"generate", cmd_generate, "sample text from a checkpoint (KV cache, temperature, top-k, top-p)"},
+    {"chat", cmd_chat, "talk with a chat model in the terminal (the template tokenize --instructions trains on)"},
+    {"serve", cmd_serve, "serve a model over OpenAI's API with continuous batching, and a chat page"},
     {"tokenize", cmd_tokenize, "encode text to GPT-2 token ids or token files"},
     {"compare", cmd_compare, "check forward, backward and AdamW against a PyTorch reference dump"},
     {"info", cmd_info, "print a checkpoint's format, geometry, parameter count and dtype"},

@@ -96,6 +96,39 @@ bool os_cpu_ticks(long long* busy, long long* total, int* cpus);
 double os_ticks_per_s();
 double os_self_cpu_s();  // CPU seconds of this process, all threads, user and system
 
+// ---- TCP sockets (gpt2 serve: serve/http_server.h). Every socket here is non-blocking and close-on-exec, and
+// a send to a peer that has gone never raises SIGPIPE (MSG_NOSIGNAL, SO_NOSIGPIPE): it fails with EPIPE or
+// ECONNRESET. Windows has none of them: each fails with errno ENOSYS (serve says so in one line).
+// A listening socket on host ("localhost" or an IPv4 dotted quad: "127.0.0.1", "0.0.0.0") and port (0: any free
+// port; os_tcp_port tells which), SO_REUSEADDR set; -1 with errno (EINVAL: a host of another form).
+int os_tcp_listen(const std::string& host, int port, int backlog);
+int os_tcp_port(int fd);  // the local port a socket is bound to; -1 with errno
+// One connection waiting on a listening socket, or -1 (errno EAGAIN: none waiting). TCP_NODELAY is set: the
+// small writes of a stream go out at once.
+int os_tcp_accept(int listen_fd);
+// A connection to host:port, made within timeout_ms; -1 with errno (ETIMEDOUT). For the tests' clients.
+int os_tcp_connect(const std::string& host, int port, int timeout_ms);
+// Bytes received (> 0), 0 when the peer has closed its side, or -1 with errno (EAGAIN: nothing yet).
+long os_recv(int fd, void* buf, size_t n);
+// Bytes sent (> 0, maybe short of n), or -1 with errno (EAGAIN: the socket's buffer is full; EPIPE,
+// ECONNRESET: the peer has gone). EINTR is retried inside both.
+long os_send(int fd, const void* buf, size_t n);
+bool os_tcp_shutdown_write(int fd);  // sends FIN; reading goes on (a close that lets the last bytes arrive)
+bool os_socket_close(int fd);
+// Closes with a reset (SO_LINGER 0): what the system still holds to send is dropped, not sent on to a client
+// that is gone or too slow.
+bool os_socket_abort(int fd);
+// poll(2) over n sockets: events is what to wait for (kOsPollIn, kOsPollOut, kOsPollHup: the peer has shut its
+// side, told without reading what it sent before; Linux's POLLRDHUP, never reported elsewhere); revents what
+// happened, with kOsPollErr for an error or hang-up. Returns how many have revents, 0 at the timeout or when a
+// signal interrupted (so a loop checks stop_requested()), -1 with errno. timeout_ms -1 waits without end.
+enum : short { kOsPollIn = 1, kOsPollOut = 2, kOsPollErr = 4, kOsPollHup = 8 };
+struct OsPollFd {
+    int fd;
+    short events, revents;
+};
+int os_poll(OsPollFd* fds, size_t n, int timeout_ms);
+
 // ---- signals (only signals.cpp calls these)
 // The signals that ask a command to stop: SIGINT, SIGTERM, SIGHUP (Windows: SIGINT, SIGTERM, SIGBREAK).
 extern const int kOsStopSignals[3];

@@ -1,15 +1,18 @@
 // platform_posix.cpp: platform.h on POSIX systems (Linux first: /proc/stat, /proc/meminfo, renameat2 and
-// madvise's huge pages are used where they exist). The whole file is skipped on Windows.
+// madvise's huge pages are used where they exist), its TCP sockets over IPv4 with poll(2). The whole file is
+// skipped on Windows.
 #ifndef _WIN32
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
 #include <cerrno>
 #include <climits>
 #include <csetjmp>
@@ -17,6 +20,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <glob.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <sched.h>
 
 #include "platform/platform.h"
@@ -284,6 +290,160 @@ double os_self_cpu_s() {
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
     return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + 1e-6 * (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+// ---- TCP sockets
+
+namespace {
+
+bool address_of(const std::string& host, int port, sockaddr_in* a) {
+    memset(a, 0, sizeof(*a));
+    a->sin_family = AF_INET;
+    a->sin_port = htons((uint16_t)port);
+    errno = EINVAL;
+    if (port < 0 || port > 65535 || host.find('\0') != std::string::npos) return false;
+    if (host == "localhost") {
+        a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        return true;
+    }
+    return inet_pton(AF_INET, host.c_str(), &a->sin_addr) == 1;  // four decimal parts, nothing else
+}
+
+int close_keeping_errno(int fd) {
+    const int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+}
+
+// Non-blocking, close-on-exec, and (where the system has it) no SIGPIPE from a send to a closed peer.
+bool socket_setup(int fd) {
+    const int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) return false;
+#ifdef SO_NOSIGPIPE
+    const int one = 1;
+    if (setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, sizeof(one)) != 0) return false;
+#endif
+    return true;
+}
+
+void no_delay(int fd) {
+    const int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));  // a socket without it is slower, not wrong
+}
+
+}  // namespace
+
+int os_tcp_listen(const std::string& host, int port, int backlog) {
+    sockaddr_in a;
+    if (!address_of(host, port, &a)) return -1;
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return -1;
+    const int one = 1;
+    if (!socket_setup(fd) || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+        bind(fd, (const sockaddr*)&a, sizeof(a)) != 0 || listen(fd, backlog) != 0)
+        return close_keeping_errno(fd);
+    return fd;
+}
+
+int os_tcp_port(int fd) {
+    sockaddr_in a;
+    socklen_t len = sizeof(a);
+    if (getsockname(fd, (sockaddr*)&a, &len) != 0) return -1;
+    return ntohs(a.sin_port);
+}
+
+int os_tcp_accept(int listen_fd) {
+    int fd;
+    while ((fd = accept(listen_fd, nullptr, nullptr)) < 0 && errno == EINTR) {
+    }
+    if (fd < 0) {
+        if (errno == EWOULDBLOCK) errno = EAGAIN;
+        return -1;
+    }
+    if (!socket_setup(fd)) return close_keeping_errno(fd);
+    no_delay(fd);
+    return fd;
+}
+
+int os_tcp_connect(const std::string& host, int port, int timeout_ms) {
+    sockaddr_in a;
+    if (!address_of(host, port, &a)) return -1;
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return -1;
+    if (!socket_setup(fd)) return close_keeping_errno(fd);
+    if (connect(fd, (const sockaddr*)&a, sizeof(a)) != 0) {
+        if (errno != EINPROGRESS) return close_keeping_errno(fd);
+        pollfd p = {fd, POLLOUT, 0};
+        const int ready = poll(&p, 1, timeout_ms);
+        int err = 0;
+        socklen_t len = sizeof(err);
+        if (ready == 0) errno = ETIMEDOUT;
+        if (ready > 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0) {
+            no_delay(fd);
+            return fd;
+        }
+        if (err != 0) errno = err;
+        return close_keeping_errno(fd);
+    }
+    no_delay(fd);
+    return fd;
+}
+
+long os_recv(int fd, void* buf, size_t n) {
+    ssize_t r;
+    while ((r = recv(fd, buf, n, 0)) < 0 && errno == EINTR) {
+    }
+    if (r < 0 && errno == EWOULDBLOCK) errno = EAGAIN;
+    return (long)r;
+}
+
+long os_send(int fd, const void* buf, size_t n) {
+#ifdef MSG_NOSIGNAL
+    const int flags = MSG_NOSIGNAL;
+#else
+    const int flags = 0;  // SO_NOSIGPIPE, set by socket_setup, does it there
+#endif
+    ssize_t w;
+    while ((w = send(fd, buf, n, flags)) < 0 && errno == EINTR) {
+    }
+    if (w < 0 && errno == EWOULDBLOCK) errno = EAGAIN;
+    return (long)w;
+}
+
+bool os_tcp_shutdown_write(int fd) { return shutdown(fd, SHUT_WR) == 0; }
+bool os_socket_close(int fd) { return close(fd) == 0; }
+
+bool os_socket_abort(int fd) {
+    const linger reset = {1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));  // failing, it is a plain close
+    return close(fd) == 0;
+}
+
+#ifdef POLLRDHUP
+const short kRdHup = POLLRDHUP;
+#else
+const short kRdHup = 0;
+#endif
+
+int os_poll(OsPollFd* fds, size_t n, int timeout_ms) {
+    thread_local std::vector<pollfd> p;
+    p.resize(n);
+    for (size_t i = 0; i < n; i++) {
+        const short e = fds[i].events;
+        p[i].fd = fds[i].fd;
+        p[i].events =
+            (short)((e & kOsPollIn ? POLLIN : 0) | (e & kOsPollOut ? POLLOUT : 0) | (e & kOsPollHup ? kRdHup : 0));
+        p[i].revents = 0;
+    }
+    const int ready = poll(p.data(), (nfds_t)n, timeout_ms);
+    for (size_t i = 0; i < n; i++) {
+        const short r = p[i].revents;
+        fds[i].revents = (short)((r & POLLIN ? kOsPollIn : 0) | (r & POLLOUT ? kOsPollOut : 0) |
+                                 (r & (POLLERR | POLLHUP | POLLNVAL) ? kOsPollErr : 0) | (r & kRdHup ? kOsPollHup : 0));
+    }
+    if (ready < 0 && errno == EINTR) return 0;
+    return ready;
 }
 
 // ---- signals

@@ -2,7 +2,8 @@
 // the wide (UTF-16) Win32 calls; descriptors are the C runtime's, made from Win32 handles opened with
 // FILE_SHARE_DELETE, so a file another descriptor holds can still be renamed over or removed. Not here: a
 // directory swap in one step (os_exchange fails, output_files.cpp then renames twice) and faults of a shrunk
-// mapping (Windows does not let a mapped file shrink). The whole file is skipped elsewhere.
+// mapping (Windows does not let a mapped file shrink), TCP sockets (each call fails with ENOSYS). The whole file
+// is skipped elsewhere.
 #ifdef _WIN32
 #include <fcntl.h>
 
@@ -328,6 +329,20 @@ double os_self_cpu_s() {
     if (!GetProcessTimes(GetCurrentProcess(), &created, &exited, &kernel, &user)) return 0;
     return (double)(ticks(kernel) + ticks(user)) * 1e-7;
 }
+
+// ---- TCP sockets: none. Winsock's sockets are not C runtime descriptors and its poll differs in what it
+// reports; gpt2 serve is for POSIX systems, and here every call says ENOSYS, which serve reports in one line.
+
+int os_tcp_listen(const std::string&, int, int) { return errno = ENOSYS, -1; }
+int os_tcp_port(int) { return errno = ENOSYS, -1; }
+int os_tcp_accept(int) { return errno = ENOSYS, -1; }
+int os_tcp_connect(const std::string&, int, int) { return errno = ENOSYS, -1; }
+long os_recv(int, void*, size_t) { return errno = ENOSYS, -1; }
+long os_send(int, const void*, size_t) { return errno = ENOSYS, -1; }
+bool os_tcp_shutdown_write(int) { return errno = ENOSYS, false; }
+bool os_socket_close(int) { return errno = ENOSYS, false; }
+bool os_socket_abort(int) { return errno = ENOSYS, false; }
+int os_poll(OsPollFd*, size_t, int) { return errno = ENOSYS, -1; }
 
 // ---- signals: the C runtime's, which Ctrl-C and Ctrl-Break raise (on a thread of their own)
 

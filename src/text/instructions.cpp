@@ -31,7 +31,26 @@ bool string_field(const Json& obj, const char* key, bool optional, std::string* 
     return true;
 }
 
-bool chat_segments(const Json& messages, std::vector<InstructionSegment>* out, std::string* err) {
+// A message's content: a string, or OpenAI's array of parts, of which the "text" ones are joined (reply: serving
+// accepts both; training data takes the string).
+bool content_text(const Json& m, bool reply, std::string* out, std::string* err, const std::string& where) {
+    const Json* c = m.find("content");
+    if (!reply || !c || c->type != Json::ARRAY) return string_field(m, "content", false, out, err, where.c_str());
+    out->clear();
+    for (const Json& part : c->items) {
+        const Json* type = part.find("type");
+        const Json* text = part.find("text");
+        if (!type || type->type != Json::STRING || type->str != "text" || !text || text->type != Json::STRING)
+            return fail(err, "expected each part of \"content\"" + where + " to be {\"type\": \"text\", \"text\": "
+                             "STRING} (text only), got another");
+        *out += text->str;
+    }
+    return true;
+}
+
+// reply: the prompt for the next assistant turn (serving): the chat ends with the user's message, then
+// "Assistant:"; "developer" is a system message, as OpenAI's newer models name it.
+bool chat_segments(const Json& messages, std::vector<InstructionSegment>* out, std::string* err, bool reply) {
     if (messages.type != Json::ARRAY || messages.items.empty())
         return fail(err, std::string("expected \"messages\" to be a non-empty array of {\"role\", \"content\"}, got ") +
                              (messages.type == Json::ARRAY ? "an empty array" : json_type_name(messages.type)));
@@ -42,10 +61,10 @@ bool chat_segments(const Json& messages, std::vector<InstructionSegment>* out, s
             return fail(err, "expected message " + std::to_string(i + 1) + " to be an object with \"role\" and "
                              "\"content\", got " + json_type_name(m.type));
         std::string role, content;
-        if (!string_field(m, "role", false, &role, err, where.c_str()) ||
-            !string_field(m, "content", false, &content, err, where.c_str()))
+        if (!string_field(m, "role", false, &role, err, where.c_str()) || !content_text(m, reply, &content, err, where))
             return false;
-        const bool last = i + 1 == messages.items.size();
+        if (reply && role == "developer") role = "system";
+        const bool last = i + 1 == messages.items.size() && !reply;
         if (role == "system" && i == 0) {
             out->push_back({"System: " + content + "\n", false});
         } else if (role == "user") {
@@ -62,7 +81,10 @@ bool chat_segments(const Json& messages, std::vector<InstructionSegment>* out, s
         if (last && role != "assistant")
             return fail(err, "expected the last message to be the assistant's (the answer to learn), got \"" + role +
                                  "\"");
+        if (reply && i + 1 == messages.items.size() && role != "user")
+            return fail(err, "expected the last message to be the user's (the one to answer), got \"" + role + "\"");
     }
+    if (reply) out->push_back({"Assistant:", false});
     return true;
 }
 
@@ -83,7 +105,7 @@ bool instruction_segments(const Json& line, std::vector<InstructionSegment>* out
     }
     if (chat) {
         *shape = InstructionShape::kChat;
-        return chat_segments(*line.find("messages"), out, err);
+        return chat_segments(*line.find("messages"), out, err, false);
     }
     std::string prompt, input, answer;
     if (alpaca) {
@@ -101,4 +123,9 @@ bool instruction_segments(const Json& line, std::vector<InstructionSegment>* out
     out->push_back({prompt, false});
     out->push_back({answer, true});
     return true;
+}
+
+bool chat_prompt_segments(const Json& messages, std::vector<InstructionSegment>* out, std::string* err) {
+    out->clear();
+    return chat_segments(messages, out, err, true);
 }

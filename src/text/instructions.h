@@ -39,3 +39,8 @@ enum class InstructionShape { kPromptCompletion, kAlpaca, kChat };
 // an unknown role, a system message after the first, or a chat that does not end with the assistant.
 bool instruction_segments(const Json& line, std::vector<InstructionSegment>* out, InstructionShape* shape,
                           std::string* err);
+// The prompt a model trained on chat data answers: messages (an array of {"role", "content"}, system or
+// developer first, then user and assistant turns, ending with the user's; a content may also be OpenAI's array
+// of text parts) as the template above gives them, then "Assistant:" to answer after (an earlier assistant turn
+// is " S\n", as trained). false with *err as instruction_segments'.
+bool chat_prompt_segments(const Json& messages, std::vector<InstructionSegment>* out, std::string* err);

@@ -1,0 +1,78 @@
+// serve_cmd.cpp: the `serve` command: an OpenAI-compatible HTTP server and a chat page over any model generate
+// takes (serve/server.h). Safe by default: it listens on loopback; another --host needs --api-key, or
+// --allow-unauthenticated to say that anyone who reaches the port may use it.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "lora/lora.h"
+#include "platform/util.h"
+#include "serve/http.h"
+#include "serve/scheduler.h"
+#include "serve/server.h"
+
+namespace {
+
+CliArgs serve_args(int argc, char** argv) {
+    static const std::vector<CliFlag> flags = {
+        {"model", "", "", "checkpoint to serve"},
+        {"tokenizer", "", "", "directory with encoder.json + vocab.bpe (default: the model's own, else $GPT2_DATA_DIR/gpt2 or data/gpt2)"},
+        {"host", "", "127.0.0.1", "address to listen on: loopback by default; another needs --api-key (or --allow-unauthenticated)"},
+        {"port", "", "8080", "port to listen on (0: any free one, printed)"},
+        {"api-key", "", "", "require \"Authorization: Bearer KEY\" on /v1 (as OpenAI's API)"},
+        {"allow-unauthenticated", "", "", "serve a --host other than loopback without --api-key: anyone who reaches the port may use it", true},
+        {"parallel", "", "4", "streams decoded together, each with its own KV cache (continuous batching)"},
+        {"max-queue", "", "64", "choices that may wait for a stream; past it a request gets 503"},
+        {"max-body", "", "1048576", "bytes of a request body at most (413 past it)"},
+        {"max-connections", "", "64", "connections open at once (503 past it)"},
+        {"timeout", "", "20", "seconds a client may take to send its request, or leave its answer unread"},
+        {"model-name", "", "", "the model's id in /v1/models and answers (default: --model's name)"},
+        kCliHeadsFlag,
+        kCliInferPrecisionFlag,
+        {"lora-from", "", "", "apply this PEFT LoRA adapter directory to --model"},
+        kCliForceBaseFlag,
+    };
+    return cli_parse(argc, argv, "serve", "gpt2 serve --model PATH [--port N] [--api-key KEY] [flags]",
+                     "Serves the model over OpenAI's API (/v1/completions, /v1/chat/completions, /v1/models) with "
+                     "continuous batching, and a chat page at /. Ctrl-C stops it.",
+                     flags, false);
+}
+
+ServeOptions serve_options(const CliArgs& args) {
+    ServeOptions o;
+    o.host = args.str("host");
+    o.port = (int)args.integer_in("port", 0, 65535);
+    o.api_key = args.has("api-key") ? args.str("api-key") : "";
+    if (args.has("api-key") && o.api_key.empty()) fatal("empty value for --api-key (serve): expected a key");
+    if (!http_host_is_loopback(o.host) && o.api_key.empty() && !args.on("allow-unauthenticated"))
+        fatal_hint("give --api-key KEY, or --allow-unauthenticated if anyone who reaches the port may use the model",
+                   "bad value for --host (serve): %s is reachable from other machines, and no --api-key was given",
+                   o.host.c_str());
+    o.parallel = (int)args.integer_in("parallel", 1, 64);
+    o.max_queue = (int)args.integer_in("max-queue", 1, 1 << 16);
+    o.max_body = (size_t)args.integer_in("max-body", 1024, (long long)1 << 30);
+    o.max_connections = (int)args.integer_in("max-connections", 1, 1 << 16);
+    o.idle_ms = o.request_ms = o.write_ms = (int)(args.number_in("timeout", 0.1, 86400) * 1000);
+    const std::string model = path_strip_slashes(args.str("model"));
+    o.model_name = args.has("model-name") ? args.str("model-name") : path_base(model);
+    return o;
+}
+
+}  // namespace
+
+int cmd_serve(int argc, char** argv) {
+    const CliArgs args = serve_args(argc, argv);
+    const ServeOptions o = serve_options(args);
+    GPT2 model;
+    LoraModel lora;
+    Tokenizer tok;
+    cli_load_for_inference(args, &model, &lora);
+    const int ctx = model.cfg.max_seq_len;
+    memory_check(o.parallel * scheduler_stream_bytes(model.cfg, ctx, ctx),
+                 "the KV caches of --parallel " + std::to_string(o.parallel) + " streams", "a smaller --parallel");
+    cli_load_tokenizer(args, model, &tok);
+    serve_run(model, &tok, o);
+    return 0;
+}

@@ -1,0 +1,4 @@
+// page.h: the chat page GET / answers with (page.html, built in).
+#pragma once
+
+extern const char* const kServePage;

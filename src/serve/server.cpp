@@ -1,0 +1,204 @@
+// server.cpp: see server.h.
+#include "serve/server.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <vector>
+
+#include "core/error.h"
+#include "core/json.h"
+#include "platform/signals.h"
+#include "serve/http_server.h"
+#include "serve/openai.h"
+#include "serve/page.h"
+#include "serve/scheduler.h"
+
+namespace {
+
+// A request the scheduler works on: where its answer goes and how.
+struct Pending {
+    uint64_t conn = 0;
+    std::string id;
+    int64_t created = 0;
+    bool stream = false, chat = false, include_usage = false;
+    std::vector<bool> started;  // a chat stream's choices that sent their role
+};
+
+struct Server {
+    const ServeOptions* opts = nullptr;
+    const GPT2* model = nullptr;
+    Tokenizer* tok = nullptr;
+    HttpServer http;
+    Scheduler sched;
+    std::map<uint64_t, Pending> pending;  // by job
+    std::map<uint64_t, uint64_t> job_of;  // by connection
+    uint64_t next_job = 1;
+    int64_t started = 0;
+};
+
+const std::vector<HttpHeader> kJson = {{"content-type", "application/json"}};
+
+void error(Server* s, uint64_t conn, int status, const std::string& message, const std::string& param = "") {
+    std::vector<HttpHeader> h = kJson;
+    if (status == 401) h.push_back({"www-authenticate", "Bearer"});
+    s->http.respond(conn, status, h, openai_error(status, message, param));
+}
+
+// The bearer token matches the key (in time that does not depend on where they differ).
+bool authorized(const Server& s, const HttpRequest& r) {
+    if (s.opts->api_key.empty()) return true;
+    const std::string* auth = r.header("authorization");
+    const std::string want = "Bearer " + s.opts->api_key;
+    if (!auth || auth->size() != want.size()) return false;
+    unsigned diff = 0;
+    for (size_t i = 0; i < want.size(); i++) diff |= (unsigned char)(*auth)[i] ^ (unsigned char)want[i];
+    return diff == 0;
+}
+
+// The field a 400's message names ("'max_tokens' must ..."): OpenAI's error object's param.
+std::string param_of(const std::string& message) {
+    if (message.empty() || message[0] != '\'') return "";
+    const size_t end = message.find('\'', 1);
+    return end == std::string::npos ? "" : message.substr(1, end - 1);
+}
+
+void completion(Server* s, const HttpRequest& r, bool chat) {
+    Json body;
+    std::string err;
+    if (!json_parse(r.body.data(), r.body.size(), &body, &err)) return error(s, r.conn, 400, "malformed JSON body: " + err);
+    CompletionRequest req;
+    err = openai_read_request(body, chat, s->tok, s->model->cfg.max_seq_len, s->model->cfg.vocab_size, &req);
+    if (!err.empty()) return error(s, r.conn, 400, err, param_of(err));
+    const uint64_t job = s->next_job++;
+    if (!scheduler_submit(&s->sched, job, req))
+        return error(s, r.conn, 503, "the server is busy: " + std::to_string(s->sched.queue.size()) +
+                                         " choices wait for a slot already; try again later");
+    Pending p;
+    char id[48];
+    snprintf(id, sizeof(id), "%s-%016" PRIx64, chat ? "chatcmpl" : "cmpl", (uint64_t)s->started * 1000003 + job);
+    p.conn = r.conn, p.id = id, p.created = (int64_t)time(nullptr), p.stream = req.stream, p.chat = chat;
+    p.include_usage = req.include_usage;
+    p.started.assign(req.prompts.size() * req.n, false);
+    s->pending[job] = p;
+    s->job_of[r.conn] = job;
+    if (req.stream)
+        s->http.stream_begin(r.conn, 200, {{"content-type", "text/event-stream"}, {"cache-control", "no-cache"}});
+}
+
+void route(Server* s, const HttpRequest& r) {
+    struct Route {
+        const char* path;
+        const char* method;
+    };
+    static const Route routes[] = {{"/", "GET"}, {"/health", "GET"}, {"/v1/models", "GET"},
+                                   {"/v1/completions", "POST"}, {"/v1/chat/completions", "POST"}};
+    const Route* found = nullptr;
+    for (const Route& x : routes)
+        if (r.path == x.path) found = &x;
+    if (!found) return error(s, r.conn, 404, "no route " + r.path + ": expected /, /health, /v1/models, "
+                                                                    "/v1/completions or /v1/chat/completions");
+    const bool head = r.method == "HEAD" && std::string(found->method) == "GET";
+    if (r.method != found->method && !head) {
+        std::vector<HttpHeader> h = kJson;
+        h.push_back({"allow", head || std::string(found->method) == "GET" ? "GET, HEAD" : found->method});
+        s->http.respond(r.conn, 405, h,
+                        openai_error(405, r.path + " takes " + found->method + ", got " + r.method.substr(0, 32)));
+        return;
+    }
+    if (r.path == "/") return (void)s->http.respond(r.conn, 200, {{"content-type", "text/html; charset=utf-8"}}, kServePage);
+    if (r.path == "/health") return (void)s->http.respond(r.conn, 200, kJson, "{\"status\":\"ok\"}");
+    if (!authorized(*s, r)) return error(s, r.conn, 401, "missing or wrong API key: expected Authorization: Bearer KEY");
+    if (r.path == "/v1/models") return (void)s->http.respond(r.conn, 200, kJson, openai_models(s->opts->model_name, s->started));
+    completion(s, r, r.path == "/v1/chat/completions");
+}
+
+void forget(Server* s, uint64_t job) {
+    const auto it = s->pending.find(job);
+    if (it == s->pending.end()) return;
+    s->job_of.erase(it->second.conn);
+    s->pending.erase(it);
+}
+
+// The client of job left (or could not keep up): its streams stop at once.
+void drop(Server* s, uint64_t job) {
+    scheduler_cancel(&s->sched, job);
+    forget(s, job);
+}
+
+void send_event(Server* s, const StreamEvent& e) {
+    auto it = s->pending.find(e.job);
+    if (it == s->pending.end() || !it->second.stream) return;
+    Pending& p = it->second;
+    const Job& job = s->sched.jobs[e.job];
+    std::string data;
+    if (!e.error.empty()) data += "data: " + openai_error(500, e.error) + "\n\n";
+    const bool first = p.chat && !p.started[e.index];
+    p.started[e.index] = true;
+    const Choice* lp = job.req.logprobs >= 0 ? &e.logprobs : nullptr;
+    if (e.error.empty() && (!e.text.empty() || !e.finish_reason.empty() || first || lp))
+        data += "data: " + openai_chunk(job.req, p.id, s->opts->model_name, p.created, e.index, e.text,
+                                        e.finish_reason, first, lp) + "\n\n";
+    if (!s->http.stream_write(p.conn, data)) drop(s, e.job);
+}
+
+// A job whose choices all ended: the last of its stream, or its whole answer.
+void finish_job(Server* s, uint64_t job_id) {
+    const Pending p = s->pending[job_id];
+    Job job = scheduler_take(&s->sched, job_id);
+    forget(s, job_id);
+    if (p.stream) {
+        std::string tail;
+        if (p.include_usage)
+            tail += "data: " + openai_usage_chunk(job.req, p.id, s->opts->model_name, p.created, job.usage) + "\n\n";
+        tail += "data: [DONE]\n\n";
+        if (s->http.stream_write(p.conn, tail)) s->http.stream_end(p.conn);
+    } else if (job.failed) {
+        error(s, p.conn, 500, job.error);
+    } else {
+        s->http.respond(p.conn, 200, kJson,
+                        openai_response(job.req, p.id, s->opts->model_name, p.created, job.choices, job.usage));
+    }
+}
+
+void step(Server* s) {
+    std::vector<StreamEvent> events;
+    scheduler_step(&s->sched, &events);
+    for (const StreamEvent& e : events) send_event(s, e);
+    std::vector<uint64_t> done;
+    for (const auto& [job, p] : s->pending)
+        if (scheduler_done(s->sched, job)) done.push_back(job);
+    for (uint64_t job : done) finish_job(s, job);
+}
+
+}  // namespace
+
+void serve_run(const GPT2& model, Tokenizer* tok, const ServeOptions& o) {
+    Server s;
+    s.opts = &o, s.model = &model, s.tok = tok, s.started = (int64_t)time(nullptr);
+    HttpServerLimits limits;
+    limits.request.max_body = o.max_body;
+    limits.max_connections = o.max_connections;
+    limits.idle_timeout_ms = o.idle_ms, limits.request_timeout_ms = o.request_ms, limits.write_timeout_ms = o.write_ms;
+    limits.error_body = [](int status, const std::string& message) { return openai_error(status, message); };
+    if (const std::string err = s.http.open(o.host, o.port, limits); !err.empty()) fatal("%s (serve)", err.c_str());
+    scheduler_init(&s.sched, model, *tok, o.parallel, o.max_queue);
+    printf("serving %s on http://%s:%d (%d streams at once): the chat page at /, the OpenAI API at /v1\n",
+           o.model_name.c_str(), o.host.c_str(), s.http.port(), o.parallel);
+    fflush(stdout);
+    stop_catch(true);
+    std::vector<HttpRequest> requests;
+    std::vector<HttpClosed> closed;
+    while (!stop_requested()) {
+        s.http.poll(scheduler_busy(s.sched) ? 0 : 200, &requests, &closed);
+        for (const HttpClosed& c : closed)
+            if (s.job_of.count(c.conn)) drop(&s, s.job_of[c.conn]);
+        for (const HttpRequest& r : requests) route(&s, r);
+        if (scheduler_busy(s.sched)) step(&s);
+    }
+    s.http.stop_listening();
+    while (!s.pending.empty()) drop(&s, s.pending.begin()->first);
+    s.http.close();
+    fprintf(stderr, "stopped by %s: every connection closed\n", stop_signal_name(stop_requested()));
+}

@@ -339,7 +339,8 @@ TEST(decode_rows_products_equal_each_row_alone) {
         std::vector<float> W = random_values((size_t)s.OC * s.IC, 3, 0.02f), b = random_values(s.OC, 4);
         std::vector<int8_t> q(W.size());
         std::vector<uint16_t> dq(W.size() / kQ8Block);
-        for (size_t blk = 0; blk < dq.size(); blk++) dq[blk] = q8_quantize_block(&W[blk * kQ8Block], &q[blk * kQ8Block]);
+        for (size_t blk = 0; blk < dq.size(); blk++)
+            dq[blk] = q8_quantize_block(&W[blk * kQ8Block], &q[blk * kQ8Block]);
         CHECK(0 == rows_mismatches(s.IC, s.OC, false, [&](float* out, const float* x, int N) {
                   matvec_q8(out, x, q.data(), dq.data(), b.data(), N, s.IC, s.OC);
               }));

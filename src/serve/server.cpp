@@ -71,6 +71,12 @@ void completion(Server* s, const HttpRequest& r, bool chat) {
     CompletionRequest req;
     err = openai_read_request(body, chat, s->tok, s->model->cfg.max_seq_len, s->model->cfg.vocab_size, &req);
     if (!err.empty()) return error(s, r.conn, 400, err, param_of(err));
+    if (const int choices = (int)req.prompts.size() * req.n; choices > s->sched.max_queue) {
+        const std::string field = req.n > 1 ? "'n'" : "'prompt'";  // a 503 would say "try again" to no end
+        return error(s, r.conn, 400, field + " asks for " + std::to_string(choices) + " choices, more than the " +
+                                         std::to_string(s->sched.max_queue) + " this server queues (--max-queue)",
+                     field.substr(1, field.size() - 2));
+    }
     const uint64_t job = s->next_job++;
     if (!scheduler_submit(&s->sched, job, req))
         return error(s, r.conn, 503, "the server is busy: " + std::to_string(s->sched.queue.size()) +

@@ -351,6 +351,7 @@ std::string openai_models(const std::string& model, int64_t created) {
 
 std::string openai_error(int status, const std::string& message, const std::string& param) {
     const char* type = status == 401   ? "authentication_error"
+                       : status == 403 ? "permission_error"
                        : status == 404 ? "not_found_error"
                        : status == 429 || status == 503 ? "server_overloaded"
                        : status >= 500 ? "server_error"

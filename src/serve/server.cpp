@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/json.h"
 #include "platform/signals.h"
+#include "serve/http.h"
 #include "serve/http_server.h"
 #include "serve/openai.h"
 #include "serve/page.h"
@@ -46,15 +47,47 @@ void error(Server* s, uint64_t conn, int status, const std::string& message, con
     s->http.respond(conn, status, h, openai_error(status, message, param));
 }
 
-// The bearer token matches the key (in time that does not depend on where they differ).
+// The bearer token matches the key (in time that does not depend on where they differ): "Bearer", in any case,
+// then one or more spaces, then the key (RFC 9110 11.1, 11.6.2). A second Authorization header is refused before
+// (route), since which one counts would be a guess another reader of the request could make otherwise.
 bool authorized(const Server& s, const HttpRequest& r) {
     if (s.opts->api_key.empty()) return true;
     const std::string* auth = r.header("authorization");
-    const std::string want = "Bearer " + s.opts->api_key;
-    if (!auth || auth->size() != want.size()) return false;
+    if (!auth || auth->size() < 7 || (*auth)[6] != ' ') return false;
+    for (size_t i = 0; i < 6; i++)
+        if (((*auth)[i] | 0x20) != "bearer"[i]) return false;
+    size_t at = 6;
+    while (at < auth->size() && (*auth)[at] == ' ') at++;
+    const std::string& want = s.opts->api_key;
+    if (auth->size() - at != want.size()) return false;
     unsigned diff = 0;
-    for (size_t i = 0; i < want.size(); i++) diff |= (unsigned char)(*auth)[i] ^ (unsigned char)want[i];
+    for (size_t i = 0; i < want.size(); i++) diff |= (unsigned char)(*auth)[at + i] ^ (unsigned char)want[i];
     return diff == 0;
+}
+
+// host[:port] names this machine's loopback: localhost, 127.x.x.x or [::1], in any case, with digits for a port.
+bool loopback_authority(const std::string& a) {
+    const size_t close = !a.empty() && a[0] == '[' ? a.find(']') : std::string::npos;
+    const size_t colon = a.find(':', close == std::string::npos ? 0 : close);
+    if (!a.empty() && a[0] == '[' && close == std::string::npos) return false;
+    std::string host = a.substr(0, close != std::string::npos ? close + 1 : colon);
+    const std::string port = a.substr(host.size());
+    if (!port.empty() && (port[0] != ':' || port.find_first_not_of("0123456789", 1) != std::string::npos)) return false;
+    for (char& c : host) c = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+    return host == "[::1]" || http_host_is_loopback(host);
+}
+
+// On loopback, the host a request names (its Host, and an absolute-form target's) when it is not this machine's,
+// else "". A web page of another site whose name it makes resolve to 127.0.0.1 (DNS rebinding) reaches a loopback
+// server from the visitor's browser, but with its own name as Host: refusing it keeps loopback local. HTTP/1.0 may
+// send no Host.
+std::string foreign_host(const Server& s, const HttpRequest& r) {
+    if (!http_host_is_loopback(s.opts->host)) return "";
+    if (const std::string* host = r.header("host"); host && !loopback_authority(*host)) return *host;
+    const size_t scheme = r.target.find("://");
+    if (r.target[0] == '/' || r.target == "*" || scheme == std::string::npos) return "";
+    const std::string authority = r.target.substr(scheme + 3, r.target.find_first_of("/?", scheme + 3) - scheme - 3);
+    return loopback_authority(authority) ? "" : authority;
 }
 
 // The field a 400's message names ("'max_tokens' must ..."): OpenAI's error object's param.
@@ -100,6 +133,10 @@ void route(Server* s, const HttpRequest& r) {
     };
     static const Route routes[] = {{"/", "GET"}, {"/health", "GET"}, {"/v1/models", "GET"},
                                    {"/v1/completions", "POST"}, {"/v1/chat/completions", "POST"}};
+    if (const std::string host = foreign_host(*s, r); !host.empty())
+        return error(s, r.conn, 403, "the request names the host '" + host.substr(0, 64) + "', but this server listens "
+                                     "on loopback and answers localhost and 127.x.x.x only (a page of another site "
+                                     "could reach it through the browser by DNS rebinding)");
     const Route* found = nullptr;
     for (const Route& x : routes)
         if (r.path == x.path) found = &x;
@@ -115,6 +152,9 @@ void route(Server* s, const HttpRequest& r) {
     }
     if (r.path == "/") return (void)s->http.respond(r.conn, 200, {{"content-type", "text/html; charset=utf-8"}}, kServePage);
     if (r.path == "/health") return (void)s->http.respond(r.conn, 200, kJson, "{\"status\":\"ok\"}");
+    int keys = 0;
+    for (const HttpHeader& h : r.headers) keys += h.name == "authorization";
+    if (keys > 1) return error(s, r.conn, 400, "the request has " + std::to_string(keys) + " Authorization headers: expected one");
     if (!authorized(*s, r)) return error(s, r.conn, 401, "missing or wrong API key: expected Authorization: Bearer KEY");
     if (r.path == "/v1/models") return (void)s->http.respond(r.conn, 200, kJson, openai_models(s->opts->model_name, s->started));
     completion(s, r, r.path == "/v1/chat/completions");

@@ -88,6 +88,5 @@ int cmd_serve(int argc, char** argv) {
     memory_check(o.parallel * scheduler_stream_bytes(model.cfg, ctx, ctx),
                  "the KV caches of --parallel " + std::to_string(o.parallel) + " streams", "a smaller --parallel");
     cli_load_tokenizer(args, model, &tok);
-    serve_run(model, &tok, o);
-    return 0;
+    return 128 + serve_run(model, &tok, o);  // as every command a signal stops (platform/signals.h)
 }

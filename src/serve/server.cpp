@@ -1,6 +1,7 @@
 // server.cpp: see server.h.
 #include "serve/server.h"
 
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <ctime>
@@ -218,9 +219,38 @@ void step(Server* s) {
     for (uint64_t job : done) finish_job(s, job);
 }
 
+// A stop signal: no new connection; every request under way answered (a stream ends with an error event and
+// [DONE], a request waiting for its whole answer gets a 503, and so does one that arrives now on an open
+// connection); then at most kDrainMs for those answers to reach the clients that read them, and every connection
+// closed. A second signal ends the process at once (platform/signals.h). Returns the requests answered so.
+size_t stop_serving(Server* s, int sig) {
+    const int64_t kDrainMs = 2000;
+    s->http.stop_listening();
+    const std::string why = std::string("the server is stopping (") + stop_signal_name(sig) + ")";
+    size_t told = 0;
+    while (!s->pending.empty()) {
+        const uint64_t job = s->pending.begin()->first;
+        const Pending p = s->pending.begin()->second;
+        drop(s, job);
+        if (!p.stream) error(s, p.conn, 503, why);
+        else if (s->http.stream_write(p.conn, "data: " + openai_error(503, why) + "\n\ndata: [DONE]\n\n"))
+            s->http.stream_end(p.conn);
+        told++;
+    }
+    std::vector<HttpRequest> requests;
+    std::vector<HttpClosed> closed;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(kDrainMs);
+    while (s->http.output_queued() > 0 && std::chrono::steady_clock::now() < until) {
+        s->http.poll(50, &requests, &closed);
+        for (const HttpRequest& r : requests) error(s, r.conn, 503, why), told++;
+    }
+    s->http.close();
+    return told;
+}
+
 }  // namespace
 
-void serve_run(const GPT2& model, Tokenizer* tok, const ServeOptions& o) {
+int serve_run(const GPT2& model, Tokenizer* tok, const ServeOptions& o) {
     Server s;
     s.opts = &o, s.model = &model, s.tok = tok, s.started = (int64_t)time(nullptr);
     HttpServerLimits limits;
@@ -243,8 +273,9 @@ void serve_run(const GPT2& model, Tokenizer* tok, const ServeOptions& o) {
         for (const HttpRequest& r : requests) route(&s, r);
         if (scheduler_busy(s.sched)) step(&s);
     }
-    s.http.stop_listening();
-    while (!s.pending.empty()) drop(&s, s.pending.begin()->first);
-    s.http.close();
-    fprintf(stderr, "stopped by %s: every connection closed\n", stop_signal_name(stop_requested()));
+    const int sig = stop_requested();
+    const size_t told = stop_serving(&s, sig);
+    fprintf(stderr, "stopped by %s: %zu request%s under way told so, every connection closed\n", stop_signal_name(sig),
+            told, told == 1 ? "" : "s");
+    return sig;
 }

@@ -25,5 +25,6 @@ struct ServeOptions {
     int idle_ms = 15000, request_ms = 20000, write_ms = 20000;  // HTTP's timeouts (serve/http_server.h)
 };
 
-// Serves model (with tok) until a stop signal; fatal when it cannot listen. Prints where it listens.
-void serve_run(const GPT2& model, Tokenizer* tok, const ServeOptions& o);
+// Serves model (with tok) until a stop signal, which it returns; fatal when it cannot listen. Prints where it
+// listens, and on stderr how it stopped.
+int serve_run(const GPT2& model, Tokenizer* tok, const ServeOptions& o);

@@ -12,16 +12,16 @@ die() { echo "error: $1" >&2; exit 1; }
 # build: ./gpt2 (g++ with OpenMP, stb headers) and `make data` (curl + certificates when downloading).
 build=(g++ make libstb-dev ca-certificates curl)
 # test: `make check` (PyTorch references, OpenBLAS for torch, clang + libFuzzer runtime for make fuzz and
-# libomp for make test-clang, node and npm for the tokenizer's oracle tiktoken, whose npm packages
-# `make node-deps` installs, OpenMPI for make MPI=1 and its mpirun tests (iproute2's ip and tc for the one
-# over network namespaces), full perl for the Compress::Zlib that
-# tests/cli_plot.sh decodes PNGs with, qemu-user and the aarch64 cross compiler for make test-portable and
-# make test-arm64, the mingw-w64 cross compiler and wine for make test-windows: wine64 runs 64-bit
-# programs, wine gives it the `wine` command; procps for tests/mpi.sh's pgrep, git for tests/cli_build.sh,
+# libomp for make test-clang, node and npm for the tokenizer's oracle tiktoken and OpenAI's client, whose npm
+# packages `make node-deps` installs, chromium for the chat page of tests/cli_serve.sh (headless), OpenMPI for
+# make MPI=1 and its mpirun tests (iproute2's ip and tc for the one over network namespaces), full perl for the
+# Compress::Zlib that tests/cli_plot.sh decodes PNGs with, qemu-user and the aarch64 cross compiler for make
+# test-portable and make test-arm64, the mingw-w64 cross compiler and wine for make test-windows: wine64 runs
+# 64-bit programs, wine gives it the `wine` command; procps for tests/mpi.sh's pgrep, git for tests/cli_build.sh,
 # time for the peak memory tests/cli_instruct_trust.sh measures).
 # tests/cli_build.sh checks that every command the suites call is here or on every Debian.
 test=("${build[@]}" python3 python3-torch python3-numpy python3-regex libopenblas0-pthread clang libclang-rt-14-dev libomp-dev
-      nodejs npm openmpi-bin libopenmpi-dev iproute2 perl qemu-user g++-aarch64-linux-gnu g++-mingw-w64-x86-64 wine wine64
+      nodejs npm chromium openmpi-bin libopenmpi-dev iproute2 perl qemu-user g++-aarch64-linux-gnu g++-mingw-w64-x86-64 wine wine64
       procps git time)
 
 list=0 set=""

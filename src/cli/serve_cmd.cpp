@@ -40,12 +40,27 @@ CliArgs serve_args(int argc, char** argv) {
                      flags, false);
 }
 
+// The key's bytes: printable ASCII without spaces. A header's value loses the whitespace around it, and a client
+// cannot send a control byte in one, so a key of other bytes would start a server no request can use.
+bool key_ok(const std::string& key) {
+    for (unsigned char c : key)
+        if (c <= 0x20 || c >= 0x7f) return false;
+    return true;
+}
+
 ServeOptions serve_options(const CliArgs& args) {
     ServeOptions o;
     o.host = args.str("host");
+    if (o.host != "localhost" && !http_host_is_ipv4(o.host))
+        fatal_hint("0.0.0.0 listens on every IPv4 address of the machine; IPv6 addresses are not served",
+                   "bad value for --host (serve): expected localhost or an IPv4 address (a.b.c.d), got '%s'",
+                   o.host.c_str());
     o.port = (int)args.integer_in("port", 0, 65535);
     o.api_key = args.has("api-key") ? args.str("api-key") : "";
     if (args.has("api-key") && o.api_key.empty()) fatal("empty value for --api-key (serve): expected a key");
+    if (!key_ok(o.api_key))
+        fatal("bad value for --api-key (serve): expected printable ASCII without spaces (a client sends it in a "
+              "header), got a key holding a space, a control byte or a byte past ASCII");
     if (!http_host_is_loopback(o.host) && o.api_key.empty() && !args.on("allow-unauthenticated"))
         fatal_hint("give --api-key KEY, or --allow-unauthenticated if anyone who reaches the port may use the model",
                    "bad value for --host (serve): %s is reachable from other machines, and no --api-key was given",
@@ -73,6 +88,5 @@ int cmd_serve(int argc, char** argv) {
     memory_check(o.parallel * scheduler_stream_bytes(model.cfg, ctx, ctx),
                  "the KV caches of --parallel " + std::to_string(o.parallel) + " streams", "a smaller --parallel");
     cli_load_tokenizer(args, model, &tok);
-    serve_run(model, &tok, o);
-    return 0;
+    return 128 + serve_run(model, &tok, o);  // as every command a signal stops (platform/signals.h)
 }

@@ -11,7 +11,8 @@
 // printed), saves to --out (a resumed run where it resumed from, unless --out says otherwise), prints how to resume
 // and exits 128 + the signal (130, 143, 129); tokenize finishes the batch at hand, removes the file it was writing
 // and says how many it published; generate stops the sample at hand; eval (HellaSwag too) and export stop at the next
-// batch or write, remove what they staged and say `interrupted by SIGINT: ...`.
+// batch or write, remove what they staged and say `interrupted by SIGINT: ...`; serve stops listening, tells every
+// request under way (serve/server.h) and exits 128 + the signal.
 #pragma once
 #include <string>
 

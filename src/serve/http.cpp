@@ -258,20 +258,22 @@ std::string http_error_json(int status, const std::string& message) {
            (status >= 500 ? "server_error" : "invalid_request_error") + "\",\"param\":null,\"code\":null}}";
 }
 
-bool http_host_is_loopback(const std::string& host) {
-    if (host == "localhost") return true;
-    if (host.compare(0, 4, "127.") != 0) return false;
-    int parts = 1, digits = 0, value = 0;  // the rest: three decimal parts of 0..255
-    for (size_t i = 4; i < host.size(); i++) {
+bool http_host_is_ipv4(const std::string& host) {
+    int parts = 1, digits = 0, value = 0;
+    for (size_t i = 0; i < host.size(); i++) {
         const char c = host[i];
         if (c == '.' && digits > 0) {
             parts++, digits = 0, value = 0;
-        } else if (c >= '0' && c <= '9' && digits < 3) {
+        } else if (c >= '0' && c <= '9' && digits < 3 && !(digits == 1 && value == 0)) {
             value = value * 10 + (c - '0'), digits++;
             if (value > 255) return false;
         } else {
             return false;
         }
     }
-    return parts == 3 && digits > 0;
+    return parts == 4 && digits > 0;
+}
+
+bool http_host_is_loopback(const std::string& host) {
+    return host == "localhost" || (host.compare(0, 4, "127.") == 0 && http_host_is_ipv4(host));
 }

@@ -91,5 +91,7 @@ bool http_header_ok(const HttpHeader& h);
 // The body of the server's own errors: OpenAI's error object, {"error": {"message": ..., "type": ...,
 // "param": null, "code": null}}, type invalid_request_error for 4xx and server_error for 5xx.
 std::string http_error_json(int status, const std::string& message);
+// An IPv4 address in dotted decimal: four parts of 0..255, no leading zero (as inet_pton reads them).
+bool http_host_is_ipv4(const std::string& host);
 // "localhost" or an IPv4 address in 127.0.0.0/8: the host a server can be reached on from this machine only.
 bool http_host_is_loopback(const std::string& host);

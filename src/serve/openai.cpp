@@ -179,7 +179,11 @@ std::string read_length(const Json& body, int ctx, CompletionRequest* r) {
         return std::string("'") + key + "' is " + std::to_string(max_tokens) + ", but the prompt has " +
                std::to_string(longest) + " tokens of the model's context of " + std::to_string(ctx) + ": at most " +
                std::to_string(left);
-    if (max_tokens == 0 && !r->echo) return std::string("'") + key + "' must be at least 1 (0 only with 'echo')";
+    const Json* given = body.find(key);
+    if (max_tokens == 0 && r->chat && (!given || given->type == Json::NUL))  // the default: the context left
+        return "'messages' is " + std::to_string(longest) + " tokens, the whole of the model's context: no room for a reply";
+    if (max_tokens == 0 && !r->echo)
+        return std::string("'") + key + "' must be at least 1" + (r->chat ? "" : " (0 only with 'echo')");
     r->max_tokens = (int)max_tokens;
     return "";
 }
@@ -347,6 +351,7 @@ std::string openai_models(const std::string& model, int64_t created) {
 
 std::string openai_error(int status, const std::string& message, const std::string& param) {
     const char* type = status == 401   ? "authentication_error"
+                       : status == 403 ? "permission_error"
                        : status == 404 ? "not_found_error"
                        : status == 429 || status == 503 ? "server_overloaded"
                        : status >= 500 ? "server_error"

@@ -69,7 +69,7 @@ std::string openai_usage_chunk(const CompletionRequest& r, const std::string& id
                                int64_t created, const Usage& usage);
 std::string openai_models(const std::string& model, int64_t created);
 // OpenAI's error object: {"error": {"message", "type", "param", "code"}}; type from the status
-// (invalid_request_error, authentication_error, not_found_error, server_error, ...).
+// (invalid_request_error, authentication_error, permission_error, not_found_error, server_error, ...).
 std::string openai_error(int status, const std::string& message, const std::string& param = "");
 // s as a JSON string: quoted and escaped, bytes that are not UTF-8 replaced by U+FFFD (a token may end inside a
 // character; the scheduler holds such bytes back until the next token completes them).

@@ -17,6 +17,7 @@ struct Stream {
     int generated = 0, token = -1;
     std::unique_ptr<TokenDecoder> decoder;
     std::string text;  // the choice's text so far (whole characters), cut before a stop string
+    size_t reply_at = 0;  // where the reply begins in text: after the prompt's with echo (a stop is sought after it)
     size_t sent = 0;   // bytes of text given out
     size_t token_bytes = 0;  // bytes of the choice's tokens so far: the next one's text_offset
     bool first = true;
@@ -49,11 +50,12 @@ void add_logprobs(const Tokenizer& tok, const float* logits, int V, int token, i
     for (int i = 0; i < k; i++) c->top_logprobs.back().push_back({tok.token_bytes[ids[i]], logits[ids[i]] - lse});
 }
 
-// Bytes at the end of text that begin some stop string: held back until the next token says.
-size_t stop_prefix_held(const std::string& text, const std::vector<std::string>& stops) {
+// Bytes at the end of the reply (text past reply_at) that begin some stop string: held back until the next token
+// says.
+size_t stop_prefix_held(const std::string& text, size_t reply_at, const std::vector<std::string>& stops) {
     size_t held = 0;
     for (const std::string& s : stops)
-        for (size_t k = std::min(s.size() - 1, text.size()); k > held; k--)
+        for (size_t k = std::min(s.size() - 1, text.size() - reply_at); k > held; k--)
             if (text.compare(text.size() - k, k, s, 0, k) == 0) {
                 held = k;
                 break;
@@ -61,13 +63,14 @@ size_t stop_prefix_held(const std::string& text, const std::vector<std::string>&
     return held;
 }
 
-// Appends piece to the stream's text; true when a stop string now appears (the text is cut before it).
+// Appends piece to the stream's text; true when a stop string now appears in the reply (the text is cut before
+// it). A stop string is the reply's: one that begins in an echoed prompt does not count, as OpenAI's.
 bool add_text(Stream* st, const std::string& piece, const std::vector<std::string>& stops) {
     const size_t from = st->text.size();
     st->text += piece;
     size_t cut = std::string::npos;
     for (const std::string& s : stops) {
-        const size_t at = st->text.find(s, from >= s.size() ? from - s.size() + 1 : 0);
+        const size_t at = st->text.find(s, std::max(st->reply_at, from >= s.size() ? from - s.size() + 1 : 0));
         if (at != std::string::npos && at >= st->sent) cut = std::min(cut, at);
     }
     if (cut == std::string::npos) return false;
@@ -80,7 +83,8 @@ bool add_text(Stream* st, const std::string& piece, const std::vector<std::strin
 StreamEvent take_event(Stream* st, const std::string& finish_reason, const std::vector<std::string>& stops) {
     StreamEvent e;
     e.job = st->job, e.index = st->index, e.first = st->first, e.finish_reason = finish_reason;
-    const size_t ready = finish_reason.empty() ? st->text.size() - stop_prefix_held(st->text, stops) : st->text.size();
+    const size_t ready =
+        finish_reason.empty() ? st->text.size() - stop_prefix_held(st->text, st->reply_at, stops) : st->text.size();
     if (ready > st->sent) e.text = st->text.substr(st->sent, ready - st->sent), st->sent = ready;
     st->first = false;
     return e;
@@ -145,6 +149,7 @@ std::unique_ptr<Stream> admit(Scheduler* s, uint64_t job_id, int index) {
             st->text += st->decoder->push(prompt[t]);
         }
         if (r.max_tokens == 0) st->text += st->decoder->flush();
+        st->reply_at = st->text.size();
     }
     return st;
 }
@@ -222,6 +227,7 @@ void admit_queued(Scheduler* s, std::vector<StreamEvent>* events) {
         j.queued--, j.running++;
         Stream* st = s->slots[slot].get();
         StreamEvent e;
+        if (j.req.echo && j.req.logprobs >= 0) e.logprobs = j.choices[index];  // the prompt's, before its reply's
         const std::string reason = j.req.max_tokens == 0 ? "length" : next_token(s, st, &j, &e);
         if (!reason.empty()) finish(s, slot, reason, events, std::move(e));
         else {

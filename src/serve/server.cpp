@@ -1,6 +1,7 @@
 // server.cpp: see server.h.
 #include "serve/server.h"
 
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <ctime>
@@ -10,6 +11,7 @@
 #include "core/error.h"
 #include "core/json.h"
 #include "platform/signals.h"
+#include "serve/http.h"
 #include "serve/http_server.h"
 #include "serve/openai.h"
 #include "serve/page.h"
@@ -46,15 +48,47 @@ void error(Server* s, uint64_t conn, int status, const std::string& message, con
     s->http.respond(conn, status, h, openai_error(status, message, param));
 }
 
-// The bearer token matches the key (in time that does not depend on where they differ).
+// The bearer token matches the key (in time that does not depend on where they differ): "Bearer", in any case,
+// then one or more spaces, then the key (RFC 9110 11.1, 11.6.2). A second Authorization header is refused before
+// (route), since which one counts would be a guess another reader of the request could make otherwise.
 bool authorized(const Server& s, const HttpRequest& r) {
     if (s.opts->api_key.empty()) return true;
     const std::string* auth = r.header("authorization");
-    const std::string want = "Bearer " + s.opts->api_key;
-    if (!auth || auth->size() != want.size()) return false;
+    if (!auth || auth->size() < 7 || (*auth)[6] != ' ') return false;
+    for (size_t i = 0; i < 6; i++)
+        if (((*auth)[i] | 0x20) != "bearer"[i]) return false;
+    size_t at = 6;
+    while (at < auth->size() && (*auth)[at] == ' ') at++;
+    const std::string& want = s.opts->api_key;
+    if (auth->size() - at != want.size()) return false;
     unsigned diff = 0;
-    for (size_t i = 0; i < want.size(); i++) diff |= (unsigned char)(*auth)[i] ^ (unsigned char)want[i];
+    for (size_t i = 0; i < want.size(); i++) diff |= (unsigned char)(*auth)[at + i] ^ (unsigned char)want[i];
     return diff == 0;
+}
+
+// host[:port] names this machine's loopback: localhost, 127.x.x.x or [::1], in any case, with digits for a port.
+bool loopback_authority(const std::string& a) {
+    const size_t close = !a.empty() && a[0] == '[' ? a.find(']') : std::string::npos;
+    const size_t colon = a.find(':', close == std::string::npos ? 0 : close);
+    if (!a.empty() && a[0] == '[' && close == std::string::npos) return false;
+    std::string host = a.substr(0, close != std::string::npos ? close + 1 : colon);
+    const std::string port = a.substr(host.size());
+    if (!port.empty() && (port[0] != ':' || port.find_first_not_of("0123456789", 1) != std::string::npos)) return false;
+    for (char& c : host) c = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+    return host == "[::1]" || http_host_is_loopback(host);
+}
+
+// On loopback, the host a request names (its Host, and an absolute-form target's) when it is not this machine's,
+// else "". A web page of another site whose name it makes resolve to 127.0.0.1 (DNS rebinding) reaches a loopback
+// server from the visitor's browser, but with its own name as Host: refusing it keeps loopback local. HTTP/1.0 may
+// send no Host.
+std::string foreign_host(const Server& s, const HttpRequest& r) {
+    if (!http_host_is_loopback(s.opts->host)) return "";
+    if (const std::string* host = r.header("host"); host && !loopback_authority(*host)) return *host;
+    const size_t scheme = r.target.find("://");
+    if (r.target[0] == '/' || r.target == "*" || scheme == std::string::npos) return "";
+    const std::string authority = r.target.substr(scheme + 3, r.target.find_first_of("/?", scheme + 3) - scheme - 3);
+    return loopback_authority(authority) ? "" : authority;
 }
 
 // The field a 400's message names ("'max_tokens' must ..."): OpenAI's error object's param.
@@ -71,6 +105,12 @@ void completion(Server* s, const HttpRequest& r, bool chat) {
     CompletionRequest req;
     err = openai_read_request(body, chat, s->tok, s->model->cfg.max_seq_len, s->model->cfg.vocab_size, &req);
     if (!err.empty()) return error(s, r.conn, 400, err, param_of(err));
+    if (const int choices = (int)req.prompts.size() * req.n; choices > s->sched.max_queue) {
+        const std::string field = req.n > 1 ? "'n'" : "'prompt'";  // a 503 would say "try again" to no end
+        return error(s, r.conn, 400, field + " asks for " + std::to_string(choices) + " choices, more than the " +
+                                         std::to_string(s->sched.max_queue) + " this server queues (--max-queue)",
+                     field.substr(1, field.size() - 2));
+    }
     const uint64_t job = s->next_job++;
     if (!scheduler_submit(&s->sched, job, req))
         return error(s, r.conn, 503, "the server is busy: " + std::to_string(s->sched.queue.size()) +
@@ -94,6 +134,10 @@ void route(Server* s, const HttpRequest& r) {
     };
     static const Route routes[] = {{"/", "GET"}, {"/health", "GET"}, {"/v1/models", "GET"},
                                    {"/v1/completions", "POST"}, {"/v1/chat/completions", "POST"}};
+    if (const std::string host = foreign_host(*s, r); !host.empty())
+        return error(s, r.conn, 403, "the request names the host '" + host.substr(0, 64) + "', but this server listens "
+                                     "on loopback and answers localhost and 127.x.x.x only (a page of another site "
+                                     "could reach it through the browser by DNS rebinding)");
     const Route* found = nullptr;
     for (const Route& x : routes)
         if (r.path == x.path) found = &x;
@@ -109,6 +153,9 @@ void route(Server* s, const HttpRequest& r) {
     }
     if (r.path == "/") return (void)s->http.respond(r.conn, 200, {{"content-type", "text/html; charset=utf-8"}}, kServePage);
     if (r.path == "/health") return (void)s->http.respond(r.conn, 200, kJson, "{\"status\":\"ok\"}");
+    int keys = 0;
+    for (const HttpHeader& h : r.headers) keys += h.name == "authorization";
+    if (keys > 1) return error(s, r.conn, 400, "the request has " + std::to_string(keys) + " Authorization headers: expected one");
     if (!authorized(*s, r)) return error(s, r.conn, 401, "missing or wrong API key: expected Authorization: Bearer KEY");
     if (r.path == "/v1/models") return (void)s->http.respond(r.conn, 200, kJson, openai_models(s->opts->model_name, s->started));
     completion(s, r, r.path == "/v1/chat/completions");
@@ -172,9 +219,38 @@ void step(Server* s) {
     for (uint64_t job : done) finish_job(s, job);
 }
 
+// A stop signal: no new connection; every request under way answered (a stream ends with an error event and
+// [DONE], a request waiting for its whole answer gets a 503, and so does one that arrives now on an open
+// connection); then at most kDrainMs for those answers to reach the clients that read them, and every connection
+// closed. A second signal ends the process at once (platform/signals.h). Returns the requests answered so.
+size_t stop_serving(Server* s, int sig) {
+    const int64_t kDrainMs = 2000;
+    s->http.stop_listening();
+    const std::string why = std::string("the server is stopping (") + stop_signal_name(sig) + ")";
+    size_t told = 0;
+    while (!s->pending.empty()) {
+        const uint64_t job = s->pending.begin()->first;
+        const Pending p = s->pending.begin()->second;
+        drop(s, job);
+        if (!p.stream) error(s, p.conn, 503, why);
+        else if (s->http.stream_write(p.conn, "data: " + openai_error(503, why) + "\n\ndata: [DONE]\n\n"))
+            s->http.stream_end(p.conn);
+        told++;
+    }
+    std::vector<HttpRequest> requests;
+    std::vector<HttpClosed> closed;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(kDrainMs);
+    while (s->http.output_queued() > 0 && std::chrono::steady_clock::now() < until) {
+        s->http.poll(50, &requests, &closed);
+        for (const HttpRequest& r : requests) error(s, r.conn, 503, why), told++;
+    }
+    s->http.close();
+    return told;
+}
+
 }  // namespace
 
-void serve_run(const GPT2& model, Tokenizer* tok, const ServeOptions& o) {
+int serve_run(const GPT2& model, Tokenizer* tok, const ServeOptions& o) {
     Server s;
     s.opts = &o, s.model = &model, s.tok = tok, s.started = (int64_t)time(nullptr);
     HttpServerLimits limits;
@@ -197,8 +273,9 @@ void serve_run(const GPT2& model, Tokenizer* tok, const ServeOptions& o) {
         for (const HttpRequest& r : requests) route(&s, r);
         if (scheduler_busy(s.sched)) step(&s);
     }
-    s.http.stop_listening();
-    while (!s.pending.empty()) drop(&s, s.pending.begin()->first);
-    s.http.close();
-    fprintf(stderr, "stopped by %s: every connection closed\n", stop_signal_name(stop_requested()));
+    const int sig = stop_requested();
+    const size_t told = stop_serving(&s, sig);
+    fprintf(stderr, "stopped by %s: %zu request%s under way told so, every connection closed\n", stop_signal_name(sig),
+            told, told == 1 ? "" : "s");
+    return sig;
 }

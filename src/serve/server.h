@@ -2,13 +2,15 @@
 // scheduler's continuous batching (serve/scheduler.h), on one thread. Each round polls the sockets (not waiting
 // while a stream decodes), answers what needs no model at once, queues completions, and runs one scheduler step,
 // sending each stream's new text as server-sent events or, when its request did not stream, the whole answer once
-// every choice has ended. A client that leaves frees its streams at once. A stop signal (SIGINT, SIGTERM) ends the
-// loop: the listener closes, the streams under way end, and the connections close.
+// every choice has ended. A client that leaves frees its streams at once. A stop signal (SIGINT, SIGTERM, SIGHUP)
+// ends the loop: the listener closes, every request under way is told (a stream ends with an error event and
+// [DONE], a waiting request gets a 503), those answers have 2 s to go out, and the connections close.
 //
 // Routes: GET / (the chat page, serve/page.html), GET /health, GET /v1/models, POST /v1/completions, POST
 // /v1/chat/completions; another method on them is 405, another path 404. With an API key, the /v1 routes need
-// "Authorization: Bearer KEY" (401 without); / and /health do not. A full queue is 503; a malformed JSON body or
-// field 400, naming it, in OpenAI's error object.
+// "Authorization: Bearer KEY" (the scheme in any case; 401 without, 400 with two such headers); / and /health do
+// not. On loopback, a request whose Host names another machine is 403 (DNS rebinding). A full queue is 503; a
+// malformed JSON body or field 400, naming it, in OpenAI's error object.
 #pragma once
 #include <string>
 
@@ -23,5 +25,6 @@ struct ServeOptions {
     int idle_ms = 15000, request_ms = 20000, write_ms = 20000;  // HTTP's timeouts (serve/http_server.h)
 };
 
-// Serves model (with tok) until a stop signal; fatal when it cannot listen. Prints where it listens.
-void serve_run(const GPT2& model, Tokenizer* tok, const ServeOptions& o);
+// Serves model (with tok) until a stop signal, which it returns; fatal when it cannot listen. Prints where it
+// listens, and on stderr how it stopped.
+int serve_run(const GPT2& model, Tokenizer* tok, const ServeOptions& o);

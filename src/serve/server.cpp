@@ -127,6 +127,22 @@ void completion(Server* s, const HttpRequest& r, bool chat) {
         s->http.stream_begin(r.conn, 200, {{"content-type", "text/event-stream"}, {"cache-control", "no-cache"}});
 }
 
+// A browser's request from a page of another site: its Origin (a scheme, "://" and the host a page came from; or
+// "null") not the host this request names, returned; else "". Refused, so that such a page cannot make the server
+// work through a visitor's browser with a request a browser sends without asking (a POST of text/plain). This
+// server's own page sends its own origin; curl and OpenAI's clients send none.
+std::string foreign_origin(const HttpRequest& r) {
+    const std::string* origin = r.header("origin");
+    if (!origin) return "";
+    const std::string* host = r.header("host");
+    const size_t scheme = origin->find("://");
+    if (!host || scheme == std::string::npos || origin->size() - scheme - 3 != host->size()) return *origin;
+    const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? (char)(c + 32) : c; };
+    for (size_t i = 0; i < host->size(); i++)
+        if (lower((*origin)[scheme + 3 + i]) != lower((*host)[i])) return *origin;
+    return "";
+}
+
 void route(Server* s, const HttpRequest& r) {
     struct Route {
         const char* path;
@@ -138,6 +154,9 @@ void route(Server* s, const HttpRequest& r) {
         return error(s, r.conn, 403, "the request names the host '" + host.substr(0, 64) + "', but this server listens "
                                      "on loopback and answers localhost and 127.x.x.x only (a page of another site "
                                      "could reach it through the browser by DNS rebinding)");
+    if (const std::string origin = foreign_origin(r); !origin.empty())
+        return error(s, r.conn, 403, "the request comes from a page of another site (Origin: " + origin.substr(0, 64) +
+                                         "): this server answers its own page, and clients that are not browsers");
     const Route* found = nullptr;
     for (const Route& x : routes)
         if (r.path == x.path) found = &x;

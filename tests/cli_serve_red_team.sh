@@ -20,17 +20,24 @@ why=$(node_missing)
 if [ -n "$why" ]; then
     skip "hostile requests to gpt2 serve: $why"
 else
+    # a model whose likeliest tokens are bytes that are not UTF-8 on their own (trained on such bytes alone)
+    perl -e 'srand(1); print join("", map { chr(0x80 + int(rand(128))) } 1..20000)' >$T/bytes.txt
+    "$GPT2" tokenize $T/bytes.txt -o $T/bytes --val-tokens 256 >/dev/null 2>&1 &&
+        "$GPT2" train --layers 1 --heads 2 --channels 32 --seq-len 32 -B 4 -T 32 --steps 30 --lr 1e-2 --warmup 0 \
+            --train $T/bytes_train.bin --val '' --sample-tokens 0 --out $T/bytes >/dev/null 2>&1 ||
+        fail "training the model of bytes"
     KEY=sk-red-$RANDOM$RANDOM
     serve_start open --model $T/m --port 0 --parallel 2 && URL=$SERVE_URL PID=$SERVE_PID &&
         serve_start keyed --model $T/m --port 0 --api-key $KEY && KEYED=$SERVE_URL &&
         serve_start small --model $T/m --port 0 --parallel 1 --max-queue 4 --max-connections 4 --timeout 1 \
-            --max-body 4096 && SMALL=$SERVE_URL || fail "starting the servers"
-    if [ -n "${SMALL:-}" ]; then
-        node_checks "" timeout 450 node tests/node/serve_red_team.mjs $URL $KEYED $KEY $SMALL $PID 64 \
+            --max-body 4096 && SMALL=$SERVE_URL &&
+        serve_start bytes --model $T/bytes --port 0 && BYTES=$SERVE_URL || fail "starting the servers"
+    if [ -n "${BYTES:-}" ]; then
+        node_checks "" timeout 450 node tests/node/serve_red_team.mjs $URL $KEYED $KEY $SMALL $BYTES $PID 64 \
             $(under_asan && echo asan)
-        check "the three servers still run after every hostile request" kill -0 "${SERVE_PIDS[@]}"
+        check "the four servers still run after every hostile request" kill -0 "${SERVE_PIDS[@]}"
         # a clean stop after it all (under make test SAN=1: LeakSanitizer's report at exit, if any, is on stderr)
-        for name in open keyed small; do
+        for name in open keyed small bytes; do
             serve_stop "${SERVE_PIDS[0]}"
             rc=$?
             SERVE_PIDS=("${SERVE_PIDS[@]:1}")

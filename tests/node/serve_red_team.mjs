@@ -4,15 +4,16 @@
 // header in every shape, methods and paths, and abuse of HTTP itself (slow, flooding, pipelining, leaving at every
 // moment of a stream). Each case checks the status, OpenAI's error object and the field its message names; the
 // server must answer /health after each group. Prints one line per case (checks.mjs), each name led by its area.
-//   node serve_red_team.mjs URL KEYED_URL KEY SMALL_URL PID CTX [asan]
+//   node serve_red_team.mjs URL KEYED_URL KEY SMALL_URL BYTES_URL PID CTX [asan]
 // URL: --parallel 2; KEYED_URL: --api-key KEY; SMALL_URL: --parallel 1 --max-queue 4 --max-connections 4
-// --timeout 1 --max-body 4096; PID: URL's server (its memory is watched); CTX: the model's context; asan: the
+// --timeout 1 --max-body 4096; BYTES_URL: a model trained on bytes that are not UTF-8, whose likeliest tokens are
+// such bytes; PID: URL's server (its memory is watched); CTX: the model's context (URL's); asan: the
 // server is an AddressSanitizer build, whose quarantine holds freed memory (its VmRSS is not checked then).
 import fs from "node:fs";
 import net from "node:net";
 import { check, deadline, events, expect, parseAnswers, raw, request, same, sleep } from "./checks.mjs";
 
-const [url, keyed, key, small, pid, ctxArg, asan] = process.argv.slice(2);
+const [url, keyed, key, small, bytes, pid, ctxArg, asan] = process.argv.slice(2);
 const CTX = Number(ctxArg), V = 50257;
 const done = deadline(420000, "the red team");
 const rss = () => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"))[1]);
@@ -219,7 +220,7 @@ await check("logprobs: echo, max_tokens 0, logprobs 1 (lm-eval's loglikelihood):
 await check("logprobs: echo, max_tokens 1, logprobs 5: the prompt's and the new token's, 5 alternatives each", async () => {
     const lp = (await post({ prompt: P, max_tokens: 1, echo: true, logprobs: 5, temperature: 0 })).json.choices[0].logprobs;
     same(lp.tokens.length, P.length + 1, "tokens");
-    expect(lp.top_logprobs.slice(1).every((t) => Object.keys(t).length >= 4), "top_logprobs of 5 (4 when two share a text)");
+    expect(lp.top_logprobs.slice(1).every((t) => Object.keys(t).length === 5), "top_logprobs of 5");
 });
 await check("logprobs: the greedy token is its top alternative", async () => {
     const lp = (await post({ prompt: P, max_tokens: 4, logprobs: 1, temperature: 0 })).json.choices[0].logprobs;
@@ -254,6 +255,17 @@ await check("logprobs: chat logprobs true, top_logprobs 3: content entries with 
     const c = (await chat({ messages: user, max_tokens: 3, logprobs: true, top_logprobs: 3 })).json.choices[0];
     expect(c.logprobs.content.length >= 1 && c.logprobs.content.every((t) => t.top_logprobs.length === 3 &&
            Array.isArray(t.bytes)), () => JSON.stringify(c.logprobs).slice(0, 300));
+});
+await check("logprobs: tokens that are not UTF-8 alone are written bytes:\\xNN, each alternative its own key", async () => {
+    const r = await post({ prompt: [464], max_tokens: 3, logprobs: 5, temperature: 0 }, "/v1/completions", {}, bytes);
+    const lp = r.json.choices[0].logprobs;
+    same(lp.top_logprobs.map((t) => Object.keys(t).length), [5, 5, 5], "alternatives per token (a key shared is lost)");
+    lp.tokens.forEach((t, i) => expect(/^bytes:(\\x[0-9a-f]{2})+$/.test(t) && Object.keys(lp.top_logprobs[i])[0] === t,
+                                       () => `token ${i}: ${JSON.stringify(t)}, top ${JSON.stringify(lp.top_logprobs[i])}`));
+    const c = (await post({ messages: user, max_tokens: 1, logprobs: true, top_logprobs: 3, temperature: 0 },
+                          "/v1/chat/completions", {}, bytes)).json.choices[0].logprobs.content[0];
+    same(new Set(c.top_logprobs.map((t) => t.token)).size, 3, "the chat's alternatives, distinct");
+    same(c.token, `bytes:\\x${c.bytes[0].toString(16).padStart(2, "0")}`, "the chat's token against its bytes");
 });
 await alive("logprobs");
 

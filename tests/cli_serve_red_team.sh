@@ -48,6 +48,26 @@ else
     serve_kill_all
 fi
 
+# --- 1b. a reply's last bytes -------------------------------------------------------------------------------------
+# A model trained on <|endoftext|> and the byte 0xE2 in turn: greedy, it answers 0xE2 (the first byte of a character
+# that never comes), then <|endoftext|>. generate prints the byte; the reply must keep it too (U+FFFD in JSON).
+perl -e 'print pack("l<3", 20240520, 1, 2000) . ("\0" x 1012) . pack("S<*", (50256, 158) x 1000)' >$T/eot.bin
+"$GPT2" train --layers 1 --heads 2 --channels 32 --seq-len 32 -B 4 -T 32 --steps 200 --lr 1e-2 --warmup 0 \
+    --train $T/eot.bin --val '' --sample-tokens 0 --out $T/eot >/dev/null 2>&1 || fail "training the model of 0xE2"
+"$GPT2" generate --model $T/eot --prompt-ids 50256 --temperature 0 --max-tokens 5 --no-prompt >$T/eot.gen 2>/dev/null
+check "(the model of 0xE2: generate answers the byte, then <|endoftext|>)" test "$(od -An -tx1 $T/eot.gen | tr -d ' ')" = e20a
+if serve_start eot --model $T/eot --port 0; then
+    for stream in false true; do
+        curl -s -m 10 $SERVE_URL/v1/completions -d "{\"prompt\": [50256], \"max_tokens\": 5, \"temperature\": 0, \"stream\": $stream}" |
+            grep -o '"text":"[^"]*"\|"finish_reason":"[a-z]*"' | tr '\n' ' ' >$T/eot.$stream
+        check "a reply of a lone 0xE2, then <|endoftext|> (stream $stream): the byte kept, as generate prints it ($(cat $T/eot.$stream))" \
+            grep -qx '"text":"\\ufffd" "finish_reason":"stop" *' $T/eot.$stream
+    done
+    serve_kill_all
+else
+    fail "starting the server of the model of 0xE2"
+fi
+
 # --- 2. signals while streams run ----------------------------------------------------------------------------
 # A model slow enough (4 layers of 512 channels) that 16 choices of 60 tokens on one stream take seconds: a client
 # streams them, and once its first event has come another waits for 16 more (queued behind). The signal comes

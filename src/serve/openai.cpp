@@ -181,7 +181,8 @@ std::string read_length(const Json& body, int ctx, CompletionRequest* r) {
                std::to_string(left);
     const Json* given = body.find(key);
     if (max_tokens == 0 && r->chat && (!given || given->type == Json::NUL))  // the default: the context left
-        return "'messages' is " + std::to_string(longest) + " tokens, the whole of the model's context: no room for a reply";
+        return "'messages' is " + std::to_string(longest) +
+               " tokens, the whole of the model's context: no room for a reply";
     if (max_tokens == 0 && !r->echo)
         return std::string("'") + key + "' must be at least 1" + (r->chat ? "" : " (0 only with 'echo')");
     r->max_tokens = (int)max_tokens;
@@ -292,7 +293,8 @@ std::string completion_logprobs(const Choice& c, size_t first, size_t last) {
         lps += sep + logprob_text(c.token_logprobs[i]);
         offsets += sep + std::to_string(c.text_offset[i]);
         std::string top;
-        for (const auto& [t, lp] : c.top_logprobs[i]) top += (top.empty() ? "" : ",") + token_json(t) + ":" + logprob_text(lp);
+        for (const auto& [t, lp] : c.top_logprobs[i])
+            top += (top.empty() ? "" : ",") + token_json(t) + ":" + logprob_text(lp);
         tops += sep + (std::isfinite(c.token_logprobs[i]) ? "{" + top + "}" : std::string("null"));
     }
     return "{\"tokens\":[" + tokens + "],\"token_logprobs\":[" + lps + "],\"top_logprobs\":[" + tops +
@@ -305,10 +307,10 @@ std::string chat_logprobs(const Choice& c, size_t first, size_t last) {
     for (size_t i = first; i < last; i++) {
         std::string top;
         for (const auto& [t, lp] : c.top_logprobs[i])
-            top += (top.empty() ? "" : ",") + std::string("{\"token\":") + token_json(t) + ",\"logprob\":" +
-                   logprob_text(lp) + ",\"bytes\":" + bytes_array(t) + "}";
-        content += (i > first ? "," : "") + std::string("{\"token\":") + token_json(c.tokens[i]) + ",\"logprob\":" +
-                   logprob_text(c.token_logprobs[i]) + ",\"bytes\":" + bytes_array(c.tokens[i]) +
+            top += (top.empty() ? "" : ",") + std::string("{\"token\":") + token_json(t) +
+                   ",\"logprob\":" + logprob_text(lp) + ",\"bytes\":" + bytes_array(t) + "}";
+        content += (i > first ? "," : "") + std::string("{\"token\":") + token_json(c.tokens[i]) +
+                   ",\"logprob\":" + logprob_text(c.token_logprobs[i]) + ",\"bytes\":" + bytes_array(c.tokens[i]) +
                    ",\"top_logprobs\":[" + top + "]}";
     }
     return "{\"content\":[" + content + "]}";
@@ -377,12 +379,12 @@ std::string openai_models(const std::string& model, int64_t created) {
 }
 
 std::string openai_error(int status, const std::string& message, const std::string& param) {
-    const char* type = status == 401   ? "authentication_error"
-                       : status == 403 ? "permission_error"
-                       : status == 404 ? "not_found_error"
+    const char* type = status == 401                    ? "authentication_error"
+                       : status == 403                  ? "permission_error"
+                       : status == 404                  ? "not_found_error"
                        : status == 429 || status == 503 ? "server_overloaded"
-                       : status >= 500 ? "server_error"
-                                       : "invalid_request_error";
+                       : status >= 500                  ? "server_error"
+                                                        : "invalid_request_error";
     return "{\"error\":{\"message\":" + json_string(message) + ",\"type\":\"" + type + "\",\"param\":" +
            (param.empty() ? std::string("null") : json_string(param)) + ",\"code\":null}}";
 }

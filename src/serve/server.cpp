@@ -107,8 +107,9 @@ void completion(Server* s, const HttpRequest& r, bool chat) {
     if (!err.empty()) return error(s, r.conn, 400, err, param_of(err));
     if (const int choices = (int)req.prompts.size() * req.n; choices > s->sched.max_queue) {
         const std::string field = req.n > 1 ? "'n'" : "'prompt'";  // a 503 would say "try again" to no end
-        return error(s, r.conn, 400, field + " asks for " + std::to_string(choices) + " choices, more than the " +
-                                         std::to_string(s->sched.max_queue) + " this server queues (--max-queue)",
+        return error(s, r.conn, 400,
+                     field + " asks for " + std::to_string(choices) + " choices, more than the " +
+                         std::to_string(s->sched.max_queue) + " this server queues (--max-queue)",
                      field.substr(1, field.size() - 2));
     }
     const uint64_t job = s->next_job++;
@@ -151,12 +152,14 @@ void route(Server* s, const HttpRequest& r) {
     static const Route routes[] = {{"/", "GET"}, {"/health", "GET"}, {"/v1/models", "GET"},
                                    {"/v1/completions", "POST"}, {"/v1/chat/completions", "POST"}};
     if (const std::string host = foreign_host(*s, r); !host.empty())
-        return error(s, r.conn, 403, "the request names the host '" + host.substr(0, 64) + "', but this server listens "
-                                     "on loopback and answers localhost and 127.x.x.x only (a page of another site "
-                                     "could reach it through the browser by DNS rebinding)");
+        return error(s, r.conn, 403,
+                     "the request names the host '" + host.substr(0, 64) +
+                         "', but this server listens on loopback and answers localhost and 127.x.x.x only (a page "
+                         "of another site could reach it through the browser by DNS rebinding)");
     if (const std::string origin = foreign_origin(r); !origin.empty())
-        return error(s, r.conn, 403, "the request comes from a page of another site (Origin: " + origin.substr(0, 64) +
-                                         "): this server answers its own page, and clients that are not browsers");
+        return error(s, r.conn, 403,
+                     "the request comes from a page of another site (Origin: " + origin.substr(0, 64) +
+                         "): this server answers its own page, and clients that are not browsers");
     const Route* found = nullptr;
     for (const Route& x : routes)
         if (r.path == x.path) found = &x;
@@ -174,7 +177,9 @@ void route(Server* s, const HttpRequest& r) {
     if (r.path == "/health") return (void)s->http.respond(r.conn, 200, kJson, "{\"status\":\"ok\"}");
     int keys = 0;
     for (const HttpHeader& h : r.headers) keys += h.name == "authorization";
-    if (keys > 1) return error(s, r.conn, 400, "the request has " + std::to_string(keys) + " Authorization headers: expected one");
+    if (keys > 1)
+        return error(s, r.conn, 400,
+                     "the request has " + std::to_string(keys) + " Authorization headers: expected one");
     if (!authorized(*s, r)) return error(s, r.conn, 401, "missing or wrong API key: expected Authorization: Bearer KEY");
     if (r.path == "/v1/models") return (void)s->http.respond(r.conn, 200, kJson, openai_models(s->opts->model_name, s->started));
     completion(s, r, r.path == "/v1/chat/completions");

@@ -23,7 +23,7 @@ else
     # a model whose likeliest tokens are bytes that are not UTF-8 on their own (trained on such bytes alone)
     perl -e 'srand(1); print join("", map { chr(0x80 + int(rand(128))) } 1..20000)' >$T/bytes.txt
     "$GPT2" tokenize $T/bytes.txt -o $T/bytes --val-tokens 256 >/dev/null 2>&1 &&
-        "$GPT2" train --layers 1 --heads 2 --channels 32 --seq-len 32 -B 4 -T 32 --steps 30 --lr 1e-2 --warmup 0 \
+        "$GPT2" train --layers 1 --heads 2 --channels 32 --seq-len 32 -B 8 -T 32 --steps 30 --lr 5e-2 --warmup 0 \
             --train $T/bytes_train.bin --val '' --sample-tokens 0 --out $T/bytes >/dev/null 2>&1 ||
         fail "training the model of bytes"
     KEY=sk-red-$RANDOM$RANDOM
@@ -52,7 +52,7 @@ fi
 # A model trained on <|endoftext|> and the byte 0xE2 in turn: greedy, it answers 0xE2 (the first byte of a character
 # that never comes), then <|endoftext|>. generate prints the byte; the reply must keep it too (U+FFFD in JSON).
 perl -e 'print pack("l<3", 20240520, 1, 2000) . ("\0" x 1012) . pack("S<*", (50256, 158) x 1000)' >$T/eot.bin
-"$GPT2" train --layers 1 --heads 2 --channels 32 --seq-len 32 -B 4 -T 32 --steps 200 --lr 1e-2 --warmup 0 \
+"$GPT2" train --layers 1 --heads 2 --channels 32 --seq-len 32 -B 8 -T 32 --steps 30 --lr 5e-2 --warmup 0 \
     --train $T/eot.bin --val '' --sample-tokens 0 --out $T/eot >/dev/null 2>&1 || fail "training the model of 0xE2"
 "$GPT2" generate --model $T/eot --prompt-ids 50256 --temperature 0 --max-tokens 5 --no-prompt >$T/eot.gen 2>/dev/null
 check "(the model of 0xE2: generate answers the byte, then <|endoftext|>)" test "$(od -An -tx1 $T/eot.gen | tr -d ' ')" = e20a
@@ -69,12 +69,15 @@ else
 fi
 
 # --- 2. signals while streams run ----------------------------------------------------------------------------
-# A model slow enough (4 layers of 512 channels) that 16 choices of 60 tokens on one stream take seconds: a client
-# streams them, and once its first event has come another waits for 16 more (queued behind). The signal comes
-# then: the server stops within seconds, the stream ends with an error event and [DONE] (a whole answer to curl),
-# the waiting client gets a 503, and the exit status is 128 + the signal, as every command's (platform/signals.h).
-"$GPT2" train --layers 4 --heads 4 --channels 512 --seq-len 64 -B 4 -T 64 --steps 1 --train $T/prose_train.bin \
-    --val '' --sample-tokens 0 --out $T/slow >/dev/null 2>&1 || fail "training the slow model"
+# A model slow enough (4 layers of 512 channels; under AddressSanitizer, itself 10 times slower, 2 of 256) that 16
+# choices of 60 tokens on one stream take seconds: a client streams them, and once its first event has come another
+# waits for 16 more (queued behind). The signal comes then: the server stops within seconds, the stream ends with an
+# error event and [DONE] (a whole answer to curl), the waiting client gets a 503, and the exit status is 128 + the
+# signal, as every command's (platform/signals.h).
+SLOW=(--layers 4 --heads 4 --channels 512)
+under_asan && SLOW=(--layers 2 --heads 4 --channels 256)
+"$GPT2" train "${SLOW[@]}" --seq-len 64 -B 4 -T 64 --steps 1 --train $T/prose_train.bin --val '' --sample-tokens 0 \
+    --out $T/slow >/dev/null 2>&1 || fail "training the slow model"
 signal_stops() {  # signal_stops SIG CODE
     local sig=$1 code=$2 i rc t0 ms url pid stream whole
     serve_start sig_$sig --model $T/slow --port 0 --parallel 1 || { fail "starting the server for SIG$sig"; return; }

@@ -41,6 +41,15 @@ struct Server {
 };
 
 const std::vector<HttpHeader> kJson = {{"content-type", "application/json"}};
+// The chat page: the browser lets it reach this server only (connect-src 'self'), load nothing from elsewhere, and
+// be framed by no other site's page (which could make it send the message its URL carries: page.html).
+const std::vector<HttpHeader> kPage = {
+    {"content-type", "text/html; charset=utf-8"},
+    {"content-security-policy",
+     "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+     "connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; "
+     "frame-ancestors 'none'"},
+    {"x-frame-options", "DENY"}};
 
 void error(Server* s, uint64_t conn, int status, const std::string& message, const std::string& param = "") {
     std::vector<HttpHeader> h = kJson;
@@ -173,7 +182,7 @@ void route(Server* s, const HttpRequest& r) {
                         openai_error(405, r.path + " takes " + found->method + ", got " + r.method.substr(0, 32)));
         return;
     }
-    if (r.path == "/") return (void)s->http.respond(r.conn, 200, {{"content-type", "text/html; charset=utf-8"}}, kServePage);
+    if (r.path == "/") return (void)s->http.respond(r.conn, 200, kPage, kServePage);
     if (r.path == "/health") return (void)s->http.respond(r.conn, 200, kJson, "{\"status\":\"ok\"}");
     int keys = 0;
     for (const HttpHeader& h : r.headers) keys += h.name == "authorization";

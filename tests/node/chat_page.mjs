@@ -127,6 +127,14 @@ await check("a message of HTML in the URL shows as text: no element made, no scr
     same(requests.filter((u) => new URL(u).pathname === "/x.png"), [], "requests for the image");
 });
 
+await check("the page's headers: no frame of another site's page, no request but to this server (CSP)", async () => {
+    const r = await fetch(`${url}/`);
+    const csp = r.headers.get("content-security-policy") || "";
+    for (const rule of ["default-src 'none'", "connect-src 'self'", "frame-ancestors 'none'"])
+        expect(csp.split(/;\s*/).includes(rule), `${rule} not in ${JSON.stringify(csp)}`);
+    same(r.headers.get("x-frame-options"), "DENY", "X-Frame-Options");
+});
+
 await check("the page made no request but to the server, and threw no error", async () => {
     const origin = new URL(url).origin;
     expect(requests.length >= 3, `requests: ${JSON.stringify(requests)}`);

@@ -74,7 +74,7 @@ if [ -n "$why" ]; then
     skip "the load test: $why"
 elif serve_start load --model $T/m --port 0 --parallel 4 --max-queue 12; then
     echo "# CPU:$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-    node_checks "load" timeout 320 node tests/node/serve_load.mjs $SERVE_URL $SERVE_PID 500 16 4096
+    node_checks "load" timeout 320 node tests/node/serve_load.mjs $SERVE_URL $SERVE_PID 500 16 $(under_asan && echo 0 || echo 4096)
     check "... the server still runs after the load" kill -0 $SERVE_PID
     serve_kill_all
 else

@@ -36,7 +36,7 @@ serve_start() {
     SERVE_PID=$!
     SERVE_PIDS+=("$SERVE_PID")
     for ((i = 0; i < 600; i++)); do
-        SERVE_URL=$(grep -o 'on http://[0-9.]*:[0-9]*' "$TEST_TMP/$name.out" 2>/dev/null | head -1 | cut -c4-)
+        SERVE_URL=$(grep -o 'on http://[0-9a-z.]*:[0-9]*' "$TEST_TMP/$name.out" 2>/dev/null | head -1 | cut -c4-)
         [ -n "$SERVE_URL" ] && return 0
         kill -0 "$SERVE_PID" 2>/dev/null || break
         sleep 0.1
@@ -64,23 +64,24 @@ node_missing() {
 }
 
 # node_checks NAME CMD...: runs a node script that prints one line per check, `ok WHAT` or `FAIL WHAT`, with
-# indented detail lines after a failure; each becomes this suite's pass or fail. A script that ends non-zero,
+# indented detail lines after a failure; each becomes this suite's pass or fail, named `NAME: WHAT` (WHAT alone
+# when NAME is ""). A script that ends non-zero,
 # or prints no check at all, is one more failure (its last lines shown).
 node_checks() {
-    local name=$1 line n=0
+    local name=$1 line n=0 prefix=${1:+$1: }
     shift
     "$@" >"$TEST_TMP/node.out" 2>&1
     local rc=$?
     while IFS= read -r line; do
         case $line in
-            "ok "*) pass "$name: ${line#ok }"; n=$((n + 1)) ;;
-            "FAIL "*) fail "$name: ${line#FAIL }"; n=$((n + 1)) ;;
-            "skip "*) skip "$name: ${line#skip }" ;;
+            "ok "*) pass "$prefix${line#ok }"; n=$((n + 1)) ;;
+            "FAIL "*) fail "$prefix${line#FAIL }"; n=$((n + 1)) ;;
+            "skip "*) skip "$prefix${line#skip }" ;;
             "    "*) echo "$line" ;;
         esac
     done <"$TEST_TMP/node.out"
     if [ $rc -ne 0 ] || [ $n -eq 0 ]; then
-        fail "$name: the script ended with exit $rc after $n checks"
+        fail "${name:-$*}: the script ended with exit $rc after $n checks"
         tail -15 "$TEST_TMP/node.out" | sed 's/^/    /'
     fi
 }

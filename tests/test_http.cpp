@@ -166,7 +166,8 @@ TEST(http_response_pieces) {
                              "::1", "", "127..0.1", "1270.0.0.1"})
         CHECK(!http_host_is_loopback(host));
     for (const char* host : {"0.0.0.0", "10.1.2.3", "255.255.255.255", "127.0.0.1"}) CHECK(http_host_is_ipv4(host));
-    for (const char* host : {"127.1", "127.01.0.1", "1.2.3.4.5", "1.2.3.256", "0.0.0.0 ", "::1", "", "a.b.c.d", "1..2.3"})
+    for (const char* host :
+         {"127.1", "127.01.0.1", "1.2.3.4.5", "1.2.3.256", "0.0.0.0 ", "::1", "", "a.b.c.d", "1..2.3"})
         CHECK(!http_host_is_ipv4(host));
 }
 

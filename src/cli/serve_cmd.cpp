@@ -59,8 +59,9 @@ ServeOptions serve_options(const CliArgs& args) {
     o.api_key = args.has("api-key") ? args.str("api-key") : "";
     if (args.has("api-key") && o.api_key.empty()) fatal("empty value for --api-key (serve): expected a key");
     if (!key_ok(o.api_key))
-        fatal("bad value for --api-key (serve): expected printable ASCII without spaces (a client sends it in a "
-              "header), got a key holding a space, a control byte or a byte past ASCII");
+        fatal(
+            "bad value for --api-key (serve): expected printable ASCII without spaces (a client sends it in a "
+            "header), got a key holding a space, a control byte or a byte past ASCII");
     if (!http_host_is_loopback(o.host) && o.api_key.empty() && !args.on("allow-unauthenticated"))
         fatal_hint("give --api-key KEY, or --allow-unauthenticated if anyone who reaches the port may use the model",
                    "bad value for --host (serve): %s is reachable from other machines, and no --api-key was given",

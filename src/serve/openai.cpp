@@ -181,7 +181,8 @@ std::string read_length(const Json& body, int ctx, CompletionRequest* r) {
                std::to_string(left);
     const Json* given = body.find(key);
     if (max_tokens == 0 && r->chat && (!given || given->type == Json::NUL))  // the default: the context left
-        return "'messages' is " + std::to_string(longest) + " tokens, the whole of the model's context: no room for a reply";
+        return "'messages' is " + std::to_string(longest) +
+               " tokens, the whole of the model's context: no room for a reply";
     if (max_tokens == 0 && !r->echo)
         return std::string("'") + key + "' must be at least 1" + (r->chat ? "" : " (0 only with 'echo')");
     r->max_tokens = (int)max_tokens;
@@ -213,21 +214,32 @@ std::string openai_read_request(const Json& body, bool chat, Tokenizer* tok, int
     return read_length(body, ctx, r);
 }
 
+namespace {
+
+// The length of the UTF-8 character at s[i], or 0 when the bytes there are not one (a stray continuation byte, a
+// character cut short, an overlong form, a surrogate, a code point past U+10FFFF).
+size_t utf8_length(const std::string& s, size_t i) {
+    const unsigned char c = (unsigned char)s[i];
+    const int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    bool valid = n > 0 && i + n <= s.size();
+    uint32_t cp = n == 1 ? c : n == 2 ? c & 31 : n == 3 ? c & 15 : c & 7;
+    for (int k = 1; valid && k < n; k++) {
+        valid = ((unsigned char)s[i + k] >> 6) == 2;
+        cp = cp << 6 | ((unsigned char)s[i + k] & 63);
+    }
+    const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000};
+    valid = valid && cp >= least[n] && !(cp >= 0xD800 && cp <= 0xDFFF) && cp <= 0x10FFFF;
+    return valid ? (size_t)n : 0;
+}
+
+}  // namespace
+
 std::string json_string(const std::string& s) {
     std::string out = "\"";
     for (size_t i = 0; i < s.size();) {
         const unsigned char c = (unsigned char)s[i];
-        const int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-        bool valid = n > 0 && i + n <= s.size();
-        uint32_t cp = n == 1 ? c : n == 2 ? c & 31 : n == 3 ? c & 15 : c & 7;
-        for (int k = 1; valid && k < n; k++) {
-            valid = ((unsigned char)s[i + k] >> 6) == 2;
-            cp = cp << 6 | ((unsigned char)s[i + k] & 63);
-        }
-        // overlong forms, surrogates and past U+10FFFF are not UTF-8 either
-        const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000};
-        valid = valid && cp >= least[n] && !(cp >= 0xD800 && cp <= 0xDFFF) && cp <= 0x10FFFF;
-        if (!valid) {
+        const size_t n = utf8_length(s, i);
+        if (n == 0) {
             out += "\\ufffd";
             i++;
             continue;
@@ -250,6 +262,22 @@ namespace {
 
 std::string logprob_text(double x) { return std::isfinite(x) ? number_text(x) : "null"; }
 
+// A token's text in logprobs, as JSON: the token when its bytes are UTF-8, else its bytes written out as OpenAI
+// writes them (bytes:\xe2\x80), since U+FFFD for each would make several tokens one key of top_logprobs.
+std::string token_json(const std::string& t) {
+    for (size_t i = 0, n; i < t.size(); i += n)
+        if ((n = utf8_length(t, i)) == 0) {
+            std::string out = "bytes:";
+            for (unsigned char c : t) {
+                char buf[8];
+                snprintf(buf, sizeof(buf), "\\x%02x", c);
+                out += buf;
+            }
+            return json_string(out);
+        }
+    return json_string(t);
+}
+
 std::string bytes_array(const std::string& s) {
     std::string out = "[";
     for (size_t i = 0; i < s.size(); i++) out += (i ? "," : "") + std::to_string((unsigned char)s[i]);
@@ -261,11 +289,12 @@ std::string completion_logprobs(const Choice& c, size_t first, size_t last) {
     std::string tokens, lps, tops, offsets;
     for (size_t i = first; i < last; i++) {
         const char* sep = i > first ? "," : "";
-        tokens += sep + json_string(c.tokens[i]);
+        tokens += sep + token_json(c.tokens[i]);
         lps += sep + logprob_text(c.token_logprobs[i]);
         offsets += sep + std::to_string(c.text_offset[i]);
         std::string top;
-        for (const auto& [t, lp] : c.top_logprobs[i]) top += (top.empty() ? "" : ",") + json_string(t) + ":" + logprob_text(lp);
+        for (const auto& [t, lp] : c.top_logprobs[i])
+            top += (top.empty() ? "" : ",") + token_json(t) + ":" + logprob_text(lp);
         tops += sep + (std::isfinite(c.token_logprobs[i]) ? "{" + top + "}" : std::string("null"));
     }
     return "{\"tokens\":[" + tokens + "],\"token_logprobs\":[" + lps + "],\"top_logprobs\":[" + tops +
@@ -278,10 +307,10 @@ std::string chat_logprobs(const Choice& c, size_t first, size_t last) {
     for (size_t i = first; i < last; i++) {
         std::string top;
         for (const auto& [t, lp] : c.top_logprobs[i])
-            top += (top.empty() ? "" : ",") + std::string("{\"token\":") + json_string(t) + ",\"logprob\":" +
-                   logprob_text(lp) + ",\"bytes\":" + bytes_array(t) + "}";
-        content += (i > first ? "," : "") + std::string("{\"token\":") + json_string(c.tokens[i]) + ",\"logprob\":" +
-                   logprob_text(c.token_logprobs[i]) + ",\"bytes\":" + bytes_array(c.tokens[i]) +
+            top += (top.empty() ? "" : ",") + std::string("{\"token\":") + token_json(t) +
+                   ",\"logprob\":" + logprob_text(lp) + ",\"bytes\":" + bytes_array(t) + "}";
+        content += (i > first ? "," : "") + std::string("{\"token\":") + token_json(c.tokens[i]) +
+                   ",\"logprob\":" + logprob_text(c.token_logprobs[i]) + ",\"bytes\":" + bytes_array(c.tokens[i]) +
                    ",\"top_logprobs\":[" + top + "]}";
     }
     return "{\"content\":[" + content + "]}";
@@ -350,12 +379,12 @@ std::string openai_models(const std::string& model, int64_t created) {
 }
 
 std::string openai_error(int status, const std::string& message, const std::string& param) {
-    const char* type = status == 401   ? "authentication_error"
-                       : status == 403 ? "permission_error"
-                       : status == 404 ? "not_found_error"
+    const char* type = status == 401                    ? "authentication_error"
+                       : status == 403                  ? "permission_error"
+                       : status == 404                  ? "not_found_error"
                        : status == 429 || status == 503 ? "server_overloaded"
-                       : status >= 500 ? "server_error"
-                                       : "invalid_request_error";
+                       : status >= 500                  ? "server_error"
+                                                        : "invalid_request_error";
     return "{\"error\":{\"message\":" + json_string(message) + ",\"type\":\"" + type + "\",\"param\":" +
            (param.empty() ? std::string("null") : json_string(param)) + ",\"code\":null}}";
 }

@@ -6,7 +6,8 @@
 // Completions take `prompt` as a string, an array of strings, an array of token ids or an array of such arrays;
 // `max_tokens` (default 16, as OpenAI's), `temperature` (default 1; 0 is greedy), `top_p`, `top_k` (llama.cpp's
 // and vLLM's extension; default 0: off), `seed`, `stop` (a string or up to 4), `n` (choices per prompt, up to 16),
-// `echo`, `logprobs` (0..5: the sampled token's log-probability and that many most likely), `stream` (server-sent
+// `echo`, `logprobs` (0..5: the sampled token's log-probability and that many most likely; a token that is not
+// UTF-8 on its own is written bytes:\xe2\x80 there, as OpenAI writes it), `stream` (server-sent
 // events ending in `data: [DONE]`, `stream_options.include_usage`), and `user`, `model`, `presence_penalty` and
 // `frequency_penalty` (0 only), which are read and ignored as llama-server does. Chat completions take `messages`
 // (system first, then user and assistant turns, ending with the user's) in the template `tokenize --instructions`

@@ -111,7 +111,9 @@ std::string next_token(Scheduler* s, Stream* st, Job* job, StreamEvent* logprobs
                      &logprobs_to->logprobs);
     }
     st->token_bytes += s->tok->token_bytes[st->token].size();
-    if (st->token == kTokenizerEot && kTokenizerEot < cfg.vocab_size) return "stop";
+    // at the end, the bytes of a character the reply began and never finished are its last (generate prints them)
+    if (st->token == kTokenizerEot && kTokenizerEot < cfg.vocab_size)
+        return add_text(st, st->decoder->flush(), r.stop), "stop";
     if (add_text(st, st->decoder->push(st->token), r.stop)) return "stop";
     if (st->generated == r.max_tokens) return add_text(st, st->decoder->flush(), r.stop), "length";
     return "";

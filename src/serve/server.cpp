@@ -41,6 +41,15 @@ struct Server {
 };
 
 const std::vector<HttpHeader> kJson = {{"content-type", "application/json"}};
+// The chat page: the browser lets it reach this server only (connect-src 'self'), load nothing from elsewhere, and
+// be framed by no other site's page (which could make it send the message its URL carries: page.html).
+const std::vector<HttpHeader> kPage = {
+    {"content-type", "text/html; charset=utf-8"},
+    {"content-security-policy",
+     "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+     "connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; "
+     "frame-ancestors 'none'"},
+    {"x-frame-options", "DENY"}};
 
 void error(Server* s, uint64_t conn, int status, const std::string& message, const std::string& param = "") {
     std::vector<HttpHeader> h = kJson;
@@ -107,8 +116,9 @@ void completion(Server* s, const HttpRequest& r, bool chat) {
     if (!err.empty()) return error(s, r.conn, 400, err, param_of(err));
     if (const int choices = (int)req.prompts.size() * req.n; choices > s->sched.max_queue) {
         const std::string field = req.n > 1 ? "'n'" : "'prompt'";  // a 503 would say "try again" to no end
-        return error(s, r.conn, 400, field + " asks for " + std::to_string(choices) + " choices, more than the " +
-                                         std::to_string(s->sched.max_queue) + " this server queues (--max-queue)",
+        return error(s, r.conn, 400,
+                     field + " asks for " + std::to_string(choices) + " choices, more than the " +
+                         std::to_string(s->sched.max_queue) + " this server queues (--max-queue)",
                      field.substr(1, field.size() - 2));
     }
     const uint64_t job = s->next_job++;
@@ -127,6 +137,22 @@ void completion(Server* s, const HttpRequest& r, bool chat) {
         s->http.stream_begin(r.conn, 200, {{"content-type", "text/event-stream"}, {"cache-control", "no-cache"}});
 }
 
+// A browser's request from a page of another site: its Origin (a scheme, "://" and the host a page came from; or
+// "null") not the host this request names, returned; else "". Refused, so that such a page cannot make the server
+// work through a visitor's browser with a request a browser sends without asking (a POST of text/plain). This
+// server's own page sends its own origin; curl and OpenAI's clients send none.
+std::string foreign_origin(const HttpRequest& r) {
+    const std::string* origin = r.header("origin");
+    if (!origin) return "";
+    const std::string* host = r.header("host");
+    const size_t scheme = origin->find("://");
+    if (!host || scheme == std::string::npos || origin->size() - scheme - 3 != host->size()) return *origin;
+    const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? (char)(c + 32) : c; };
+    for (size_t i = 0; i < host->size(); i++)
+        if (lower((*origin)[scheme + 3 + i]) != lower((*host)[i])) return *origin;
+    return "";
+}
+
 void route(Server* s, const HttpRequest& r) {
     struct Route {
         const char* path;
@@ -135,9 +161,14 @@ void route(Server* s, const HttpRequest& r) {
     static const Route routes[] = {{"/", "GET"}, {"/health", "GET"}, {"/v1/models", "GET"},
                                    {"/v1/completions", "POST"}, {"/v1/chat/completions", "POST"}};
     if (const std::string host = foreign_host(*s, r); !host.empty())
-        return error(s, r.conn, 403, "the request names the host '" + host.substr(0, 64) + "', but this server listens "
-                                     "on loopback and answers localhost and 127.x.x.x only (a page of another site "
-                                     "could reach it through the browser by DNS rebinding)");
+        return error(s, r.conn, 403,
+                     "the request names the host '" + host.substr(0, 64) +
+                         "', but this server listens on loopback and answers localhost and 127.x.x.x only (a page "
+                         "of another site could reach it through the browser by DNS rebinding)");
+    if (const std::string origin = foreign_origin(r); !origin.empty())
+        return error(s, r.conn, 403,
+                     "the request comes from a page of another site (Origin: " + origin.substr(0, 64) +
+                         "): this server answers its own page, and clients that are not browsers");
     const Route* found = nullptr;
     for (const Route& x : routes)
         if (r.path == x.path) found = &x;
@@ -151,11 +182,13 @@ void route(Server* s, const HttpRequest& r) {
                         openai_error(405, r.path + " takes " + found->method + ", got " + r.method.substr(0, 32)));
         return;
     }
-    if (r.path == "/") return (void)s->http.respond(r.conn, 200, {{"content-type", "text/html; charset=utf-8"}}, kServePage);
+    if (r.path == "/") return (void)s->http.respond(r.conn, 200, kPage, kServePage);
     if (r.path == "/health") return (void)s->http.respond(r.conn, 200, kJson, "{\"status\":\"ok\"}");
     int keys = 0;
     for (const HttpHeader& h : r.headers) keys += h.name == "authorization";
-    if (keys > 1) return error(s, r.conn, 400, "the request has " + std::to_string(keys) + " Authorization headers: expected one");
+    if (keys > 1)
+        return error(s, r.conn, 400,
+                     "the request has " + std::to_string(keys) + " Authorization headers: expected one");
     if (!authorized(*s, r)) return error(s, r.conn, 401, "missing or wrong API key: expected Authorization: Bearer KEY");
     if (r.path == "/v1/models") return (void)s->http.respond(r.conn, 200, kJson, openai_models(s->opts->model_name, s->started));
     completion(s, r, r.path == "/v1/chat/completions");

@@ -9,8 +9,9 @@
 // Routes: GET / (the chat page, serve/page.html), GET /health, GET /v1/models, POST /v1/completions, POST
 // /v1/chat/completions; another method on them is 405, another path 404. With an API key, the /v1 routes need
 // "Authorization: Bearer KEY" (the scheme in any case; 401 without, 400 with two such headers); / and /health do
-// not. On loopback, a request whose Host names another machine is 403 (DNS rebinding). A full queue is 503; a
-// malformed JSON body or field 400, naming it, in OpenAI's error object.
+// not. On loopback, a request whose Host names another machine is 403 (DNS rebinding), and anywhere one from a
+// page of another site (its Origin not its Host). A full queue is 503; a malformed JSON body or field 400, naming
+// it, in OpenAI's error object.
 #pragma once
 #include <string>
 

@@ -113,6 +113,28 @@ await check("the page shows the model's name, the tokens and their rate", async 
     expect(/tok\/s$/.test(page.speed), `speed: ${page.speed}`);
 });
 
+await check("a message of HTML in the URL shows as text: no element made, no script run, nothing fetched for it", async () => {
+    const html = `<img src="/x.png" onerror="document.title='pwned'">`;
+    await send("Page.navigate", { url: `${url}/?temperature=0&max_tokens=2&q=${encodeURIComponent(html)}` }, session);
+    let shown;
+    for (let i = 0; i < 300; i++, await sleep(100)) {
+        shown = await evaluate(`JSON.stringify({ state: document.body.dataset.state, title: document.title,
+            user: [...document.querySelectorAll(".msg.user")].map((e) => e.textContent),
+            images: document.querySelectorAll("main img").length })`).then(JSON.parse).catch(() => shown);
+        if (shown?.state === "done" && shown.user[0] === html) break;
+    }
+    same(shown, { state: "done", title: "gpt2.cpp chat", user: [html], images: 0 }, "the page");
+    same(requests.filter((u) => new URL(u).pathname === "/x.png"), [], "requests for the image");
+});
+
+await check("the page's headers: no frame of another site's page, no request but to this server (CSP)", async () => {
+    const r = await fetch(`${url}/`);
+    const csp = r.headers.get("content-security-policy") || "";
+    for (const rule of ["default-src 'none'", "connect-src 'self'", "frame-ancestors 'none'"])
+        expect(csp.split(/;\s*/).includes(rule), `${rule} not in ${JSON.stringify(csp)}`);
+    same(r.headers.get("x-frame-options"), "DENY", "X-Frame-Options");
+});
+
 await check("the page made no request but to the server, and threw no error", async () => {
     const origin = new URL(url).origin;
     expect(requests.length >= 3, `requests: ${JSON.stringify(requests)}`);

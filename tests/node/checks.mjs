@@ -121,7 +121,7 @@ export function parseAnswers(buf) {
 export async function request(url, method, path, body, headers = {}, ms = 15000) {
     const payload = body === undefined ? "" : Buffer.isBuffer(body) || typeof body === "string" ? body : JSON.stringify(body);
     const bytes = Buffer.isBuffer(payload) ? payload : Buffer.from(payload);
-    let head = `${method} ${path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n`;
+    let head = `${method} ${path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n`;
     for (const [k, v] of Object.entries(headers)) head += `${k}: ${v}\r\n`;
     if (method !== "GET" && method !== "HEAD" || bytes.length) head += `Content-Length: ${bytes.length}\r\n`;
     const r = await raw(url, [Buffer.concat([Buffer.from(head + "\r\n"), bytes])], { ms });

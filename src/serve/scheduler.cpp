@@ -104,11 +104,12 @@ std::string next_token(Scheduler* s, Stream* st, Job* job, StreamEvent* logprobs
     st->token = sampler_sample(st->logits.data(), cfg.vocab_size, sc, &st->rng);
     st->generated++;
     job->usage.completion_tokens++;
-    if (r.logprobs >= 0) {
-        add_logprobs(*s->tok, st->logits.data(), cfg.vocab_size, st->token, r.logprobs, st->token_bytes,
-                     &job->choices[st->index]);
-        add_logprobs(*s->tok, st->logits.data(), cfg.vocab_size, st->token, r.logprobs, st->token_bytes,
-                     &logprobs_to->logprobs);
+    if (r.logprobs >= 0) {  // computed once: the event's, and the whole answer's copy of it
+        Choice& e = logprobs_to->logprobs;
+        add_logprobs(*s->tok, st->logits.data(), cfg.vocab_size, st->token, r.logprobs, st->token_bytes, &e);
+        Choice& c = job->choices[st->index];
+        c.tokens.push_back(e.tokens.back()), c.token_logprobs.push_back(e.token_logprobs.back());
+        c.top_logprobs.push_back(e.top_logprobs.back()), c.text_offset.push_back(e.text_offset.back());
     }
     st->token_bytes += s->tok->token_bytes[st->token].size();
     // at the end, the bytes of a character the reply began and never finished are its last (generate prints them)

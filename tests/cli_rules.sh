@@ -457,4 +457,24 @@ check "... and fails once a file reads another variable, naming its line" \
 env_rule src >$T/env.out
 check "src/ reads no environment variable but GPT2_DATA_DIR, GPT2_ISA, OMP_NUM_THREADS and TERM" test ! -s $T/env.out
 sed 's/^/    /' $T/env.out
+# --- the top level: src/ data/ scripts/ tests/ Makefile README.md, .ci/ and the tools' dot files ------------
+# top_level_rule DIR: prints each entry git tracks at DIR's top level that is not one of those; fails if any.
+top_level_rule() {
+    git -C "$1" ls-files | cut -d/ -f1 | sort -u |
+        grep -vxE 'src|data|scripts|tests|Makefile|README\.md|\.ci|\.gitignore|\.clang-format'
+    test $? -ne 0
+}
+if git -C . rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    git init -q $T/top && touch $T/top/Makefile $T/top/README.md $T/top/in.fifo && mkdir $T/top/src &&
+        touch $T/top/src/a.cpp && git -C $T/top add -A
+    check "the top-level rule finds a stray file, naming it" test "$(top_level_rule $T/top)" = in.fifo
+    git -C $T/top rm -q --cached in.fifo
+    check "... and passes once it is gone" top_level_rule $T/top
+    top_level_rule . >$T/top.out
+    check "the clone's top level holds only src/ data/ scripts/ tests/ Makefile README.md (and .ci/, dot files)" \
+        test ! -s $T/top.out
+    sed 's/^/    /' $T/top.out
+else
+    skip "the top-level rule: not a git clone"
+fi
 summary

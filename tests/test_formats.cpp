@@ -454,7 +454,7 @@ TEST(adamw_matches_the_formula) {
         model.params[i] = 0.1f * (float)((i * 7) % 13) - 0.6f;
         model.grads[i] = 0.01f * (float)((i * 5) % 11) - 0.05f;
     }
-    std::vector<float> w0 = model.params;
+    const std::vector<float> w0(model.params.begin(), model.params.end());
     AdamWConfig cfg;
     cfg.lr = 1e-2f;
     cfg.weight_decay = 0.1f;

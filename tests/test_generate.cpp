@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "formats/checkpoint.h"
+#include "formats/train_state.h"
 #include "inference/generate.h"
 #include "inference/infer.h"
 #include "inference/kv_attention.h"
@@ -13,6 +14,7 @@
 #include "core/model.h"
 #include "precision/precision.h"
 #include "inference/sampler.h"
+#include "platform/hash.h"
 #include "core/layers.h"
 #include "core/rng.h"
 #include "test.h"
@@ -178,6 +180,47 @@ TEST(int8_decode_equals_its_full_forward_and_stays_near_fp32) {
         CHECK(std::fabs(loss - loss32) <= 0.01 * loss32 && loss != loss32);
     }
     CHECK(losses[0] != losses[1]);  // the inputs' rounding shows
+}
+
+TEST(a_frozen_base_held_as_it_loads_equals_one_held_after) {
+    // train's LoRA base in int8 or bf16: each tensor fingerprinted and quantized (rounded) as it is read, into
+    // parameters left unset until then, gives the copies, the kept fp32 values, the loss and the fingerprint of
+    // the whole load followed by gpt2_set_precision
+    GPT2 fp32;
+    checkpoint_load(&fp32, kTrained);
+    const int T = 16, V = fp32.cfg.vocab_size;
+    std::vector<int> tokens(T + 1);
+    for (int t = 0; t <= T; t++) tokens[t] = (t * 37 + 11) % V;
+    for (const Precision prec : {Precision::kInt8, Precision::kBf16}) {
+        GPT2 after, as;
+        checkpoint_load(&after, kTrained);
+        const int kept = gpt2_set_precision(&after, prec, true);
+        CheckpointInfo info;
+        size_t next = 0;  // the offset the next tensor should start at
+        uint64_t hash = kFnv1aInit;
+        checkpoint_load(&as, kTrained, 0, &info, [&](const TensorInfo& t) {
+            CHECK(t.offset == next);
+            next = t.offset + t.numel();
+            hash = fnv1a(as.params.data() + t.offset, t.numel() * sizeof(float), hash);
+            gpt2_set_precision_tensor(&as, t, prec, true);
+        });
+        CHECK(info.by_tensor && next == as.num_params);
+        CHECK(hash_hex(hash) == train_state_params_hash(fp32));  // the fingerprint a LoRA run records
+        const PrecisionCopies &a = *gpt2_precision_copies(after), &b = *gpt2_precision_copies(as);
+        const int wte_wpe = prec == Precision::kInt8 ? 2 : 0;  // quantized, but kept in fp32 for the embedding
+        CHECK(b.kept == kept && kept == wte_wpe + 4 * as.cfg.num_layers);
+        CHECK(b.fp32_given_back == a.fp32_given_back && a.fp32_given_back > 0);
+        CHECK(a.params8 == b.params8 && a.params8_d == b.params8_d && a.params16 == b.params16);
+        bool same_copies = a.at.size() == b.at.size();
+        for (const auto& [offset, copy] : a.at)
+            same_copies = same_copies && b.at.count(offset) && b.at.at(offset).fp32_dropped == copy.fp32_dropped;
+        CHECK(same_copies);
+        for (const TensorInfo& t : as.param_table)
+            if (!a.at.count(t.offset) || !a.at.at(t.offset).fp32_dropped)
+                CHECK(memcmp(as.params.data() + t.offset, after.params.data() + t.offset, t.numel() * 4) == 0);
+        const float la = gpt2_forward(&after, tokens.data(), tokens.data() + 1, 1, T);
+        CHECK(gpt2_forward(&as, tokens.data(), tokens.data() + 1, 1, T) == la);
+    }
 }
 
 namespace {

@@ -49,8 +49,13 @@ void cli_set_precision(GPT2* model, const CliArgs& args, bool inference, bool fr
     const Precision prec = frozen_base && args.str("precision") == "bf16" ? Precision::kBf16
                                                                            : cli_precision(args, inference);
     const bool drop = prec == Precision::kInt8 || frozen_base;  // the matmuls read the copies alone
-    if (drop && prec != Precision::kFp32) {  // beside the fp32 weights, the block matrix being copied until its
-        double kept = 0, largest = 0;       // fp32 values go, and int8's scale per 32 and copy of wte and wpe
+    // a base held so as it loaded (train's) has its copies already
+    const PrecisionCopies* made = gpt2_precision_copies(*model);
+    const bool at_load = made && made->precision == prec;
+    // beside the fp32 weights, the block matrix being copied until its fp32 values go, and int8's scale per 32
+    // and copy of wte and wpe
+    if (drop && prec != Precision::kFp32 && !at_load) {
+        double kept = 0, largest = 0;
         for (const TensorInfo& t : model->param_table) {
             if (t.layer < 0) kept += (double)t.numel();
             else largest = std::max(largest, (double)t.numel());
@@ -60,7 +65,7 @@ void cli_set_precision(GPT2* model, const CliArgs& args, bool inference, bool fr
                      std::string("the ") + (int8 ? "int8" : "bf16") + " copy of the weights",
                      "use --precision fp32" + std::string(int8 ? " or bf16" : ""));
     }
-    const int kept = gpt2_set_precision(model, prec, drop);
+    const int kept = at_load ? made->kept : gpt2_set_precision(model, prec, drop);
     if (prec == Precision::kInt8 && !frozen_base) gpt2_round_inputs_q8(model);  // as llama.cpp runs q8_0
     if (!drop || prec == Precision::kFp32) return;
     int matrices = 0;

@@ -45,7 +45,8 @@ struct GPT2;
 // base takes); for int8 the fp32 values of the blocks' matrices are given back (drop_fp32), and stderr
 // says how many matrices were quantized and how much memory that freed. A frozen_base (a LoRA adapter's, in
 // train --lora, eval and generate --lora-from) in bf16 is held as bf16 on any CPU, its fp32 values given back
-// the same way (precision.h).
+// the same way (precision.h). A model already held so as it loaded (train --lora's base) keeps its copies: stderr
+// still says so.
 void cli_set_precision(GPT2* model, const CliArgs& args, bool inference, bool frozen_base = false);
 
 // The tokenizer for a command on the checkpoint `model` ("" for none): --tokenizer when given, else the one

@@ -211,8 +211,10 @@ TrainMemory train_memory(const GPT2Config& cfg, const TrainOptions& o, const Run
 }
 
 // Prints what training will allocate and stops before allocating if the machine does not have it (or the
-// model's geometry cannot keep the moments the flags ask for).
-void check_memory(const GPT2Config& cfg, const TrainOptions& o, const RunOptions& r, Precision prec) {
+// model's geometry cannot keep the moments the flags ask for). base_by_tensor: a LoRA base in int8 or bf16 is
+// held so a tensor at a time as it loads (build_model), not read whole in fp32 first.
+void check_memory(const GPT2Config& cfg, const TrainOptions& o, const RunOptions& r, Precision prec,
+                  bool base_by_tensor = false) {
     if (const std::string why = r.moments == "8bit" ? adamw_8bit_refusal(cfg) : ""; !why.empty())
         fatal("bad value for --optimizer-state (train): 8bit moments come in blocks of 64: %s", why.c_str());
     const double mib = 1024.0 * 1024.0;
@@ -221,7 +223,8 @@ void check_memory(const GPT2Config& cfg, const TrainOptions& o, const RunOptions
     if (m.samples > 0) snprintf(samples, sizeof(samples), ", samples %.0f", m.samples / mib);
     printf("memory: %.0f MiB (parameters %.0f, gradients %.0f, AdamW state %.0f, activations %.0f%s MiB)\n",
            m.total() / mib, m.params / mib, m.grads / mib, m.moments / mib, m.acts / mib, samples);
-    if (r.lora && prec != Precision::kFp32) {  // the base loads in fp32, then each block matrix is copied, given back
+    // the base loads in fp32, then each block matrix is copied, given back
+    if (r.lora && prec != Precision::kFp32 && !base_by_tensor) {
         printf("memory: %.0f MiB while the base loads in fp32\n", gpt2_params_bytes(cfg) / mib);
         const std::string held = prec == Precision::kInt8 ? "int8" : "bf16";
         memory_check(gpt2_params_bytes(cfg), "the fp32 base before --precision " + held + " holds it",
@@ -288,8 +291,9 @@ void check_model_geometry(const CliArgs& args, const GPT2Config& cfg, const std:
 }
 
 // The model a run trains: the checkpoint it resumes, --model, or a random init from the geometry flags.
-// Memory is checked before anything large is allocated.
-void build_model(GPT2* model, const CliArgs& args, const TrainOptions& o, const RunOptions& r) {
+// Memory is checked before anything large is allocated. Returns a LoRA run's base fingerprint (its fp32 values
+// as read: train_state_params_hash), else "".
+std::string build_model(GPT2* model, const CliArgs& args, const TrainOptions& o, const RunOptions& r) {
     const std::string &resume_dir = r.resume_dir, &out = r.out;
     const int T = o.T;
     const std::string p = args.str("precision");  // cli_precision checks it later
@@ -313,10 +317,19 @@ void build_model(GPT2* model, const CliArgs& args, const TrainOptions& o, const 
                        "would replace it and its training state",
                        out.c_str());
         cli_check_tokens(args, T, cfg.max_seq_len);
-        check_memory(cfg, o, r, prec);
-        checkpoint_load(model, path, heads);
+        check_memory(cfg, o, r, prec, info.by_tensor);
+        // A LoRA base in int8 or bf16 is held so a tensor at a time as it is read, once fingerprinted: its fp32
+        // block matrices are never all in memory (but an llm.c or GGUF file's, read whole first).
+        uint64_t hash = kFnv1aInit;
+        // train_state_params_hash a tensor at a time: they come in the table's order, which is the buffer's
+        const TensorLoaded held = [&](const TensorInfo& t) {
+            hash = fnv1a(model->params.data() + t.offset, t.numel() * sizeof(float), hash);
+            gpt2_set_precision_tensor(model, t, prec, true);
+        };
+        const bool hold = r.lora && prec != Precision::kFp32;  // check_memory checked what it keeps
+        checkpoint_load(model, path, heads, nullptr, hold ? held : nullptr);
         if (from_model) printf("loaded %s (%s, %s)\n", path.c_str(), info.format.c_str(), info.dtype.c_str());
-        return;
+        return !r.lora ? "" : hold ? hash_hex(hash) : train_state_params_hash(*model);
     }
     GPT2Config cfg = config_make(args.integer_in("seq-len", 1, 1 << 20), args.integer_in("vocab", 1, 65536),
                                  args.integer_in("layers", 1, 1000), args.integer_in("heads", 1, 65536),
@@ -328,6 +341,7 @@ void build_model(GPT2* model, const CliArgs& args, const TrainOptions& o, const 
         gpt2_build(model, cfg);
         gpt2_init_random(model, o.seed);
     });
+    return "";
 }
 
 void train_options(const CliArgs& args, const CliArgs& given, const std::string& resume_dir, TrainOptions* to,
@@ -676,12 +690,12 @@ int prepare_run(TrainRun* t, const CliArgs& args, const CliArgs& given, const st
         fatal_hint("give a --steps past " + std::to_string(resume->step) + ", or leave it out",
                    "bad value for --steps (train): the run %s is at step %d already, got %d", resume_dir.c_str(),
                    resume->step, o.steps);
-    build_model(&t->model, args, o, r);
+    const std::string base_hash = build_model(&t->model, args, o, r);
     adamw_use_form(&t->opt, r.moments);  // 8bit: check_memory checked the geometry
     if (r.lora) {
         memory_enable_training(&t->model, r.mem, true);  // a frozen base: --recompute's seams, no gradients
         const int rows = std::max(o.B * o.T, t->model.cfg.max_seq_len);  // a training batch, or a sample's context
-        t->lora = lora_setup(&t->model, args, resume_dir, resume, rows, o.seed);
+        t->lora = lora_setup(&t->model, args, resume_dir, resume, rows, o.seed, base_hash);
     } else
         setup_phase("gradients", memory_grads_bytes(t->model.cfg, r.mem),
                     [&] { memory_enable_training(&t->model, r.mem); });
@@ -699,7 +713,8 @@ int prepare_run(TrainRun* t, const CliArgs& args, const CliArgs& given, const st
         first_step = resume->step;
         printf("resumed %s at step %d\n", resume_dir.c_str(), first_step);
     }
-    // the weights are in place: bf16 copies them (a LoRA base: rounds them); int8 (a LoRA base) quantizes them
+    // the weights are in place: bf16 copies them (a LoRA base: rounded as it loaded); int8 (a LoRA base) was
+    // quantized as it loaded
     cli_set_precision(&t->model, args, r.lora, r.lora);
     const bool bf16 = gpt2_precision(t->model) == Precision::kBf16 && !r.lora;
     if (bf16 || r.moments != "fp32")

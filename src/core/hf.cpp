@@ -1,6 +1,7 @@
 // hf.cpp: see hf.h. Name mapping follows transformers' modeling_gpt2.py (GPT2Model).
 #include "core/hf.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -134,28 +135,35 @@ std::string hf_check_header(const SafeTensors& st, const std::string& prefix, co
     return dtype;
 }
 
-void hf_unpack(const SafeTensors& st, const std::string& prefix, const GPT2Config& cfg, float* base) {
+void hf_unpack(const SafeTensors& st, const std::string& prefix, const GPT2Config& cfg, float* base,
+               const TensorLoaded& loaded) {
     for (const TensorInfo& t : layout_params(cfg)) {
         const StTensor* s = &find_hf_tensor(st, prefix, t, cfg);
         float* dst = base + t.offset;
         if (!t.hf_transposed) {
             safetensors_read_into(st, *s, dst);
-            continue;
+            std::fill(dst + s->numel(), dst + t.numel(), 0.0f);  // wte's padded rows: the base may be unset
+        } else {
+            std::vector<float> src = safetensors_read_f32(st, *s);  // one matrix at a time
+            const size_t rows = t.rows, cols = t.cols;              // ours (rows, cols) = theirs transposed
+            for (size_t r = 0; r < rows; r++)
+                for (size_t c = 0; c < cols; c++) dst[r * cols + c] = src[c * rows + r];
         }
-        std::vector<float> src = safetensors_read_f32(st, *s);  // one matrix at a time
-        const size_t rows = t.rows, cols = t.cols;              // ours (rows, cols) = theirs transposed
-        for (size_t r = 0; r < rows; r++)
-            for (size_t c = 0; c < cols; c++) dst[r * cols + c] = src[c * rows + r];
+        if (loaded) loaded(t);
     }
 }
 
-void hf_read_params(const SafeTensors& st, GPT2* model) {
-    hf_unpack(st, hf_prefix(st), model->cfg, model->params.data());
-    if (const StTensor* s = st.find("lm_head.weight")) {
-        std::vector<float> w = safetensors_read_f32(st, *s);
-        if (memcmp(w.data(), model->param.wte, w.size() * sizeof(float)) != 0)
-            fatal("untied lm_head.weight in %s: expected it to equal wte.weight (GPT-2 ties them)", st.path.c_str());
-    }
+void hf_read_params(const SafeTensors& st, GPT2* model, const TensorLoaded& loaded) {
+    const StTensor* head = st.find("lm_head.weight");
+    hf_unpack(st, hf_prefix(st), model->cfg, model->params.data(), [&](const TensorInfo& t) {
+        if (head && t.offset == 0) {  // wte, compared before loaded may quantize it in place
+            std::vector<float> w = safetensors_read_f32(st, *head);
+            if (memcmp(w.data(), model->param.wte, w.size() * sizeof(float)) != 0)
+                fatal("untied lm_head.weight in %s: expected it to equal wte.weight (GPT-2 ties them)",
+                      st.path.c_str());
+        }
+        if (loaded) loaded(t);
+    });
 }
 
 std::vector<StWriteItem> hf_tensors(const GPT2& model) {
@@ -188,8 +196,9 @@ void hf_write_safetensors(const GPT2& model, const ByteSink& out) {
     safetensors_write(out, hf_tensors(model), {{"format", "pt"}, {"writer", kHfWriter}});
 }
 
-void checkpoint_check_finite(const GPT2& model, const std::string& where, const char* doing) {
+void checkpoint_check_finite(const GPT2& model, const std::string& where, const char* doing, const TensorInfo* only) {
     for (const TensorInfo& t : model.param_table) {
+        if (only && t.offset != only->offset) continue;
         const float* x = model.params.data() + t.offset;
         for (size_t i = 0; i < t.numel(); i++)
             if (!std::isfinite(x[i]))

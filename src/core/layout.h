@@ -3,6 +3,7 @@
 // tensors everything reads (name, shape, decay, init, HF and GGUF names); gradients, m and v share its layout.
 #pragma once
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -107,10 +108,28 @@ inline void (*buffer_prefault)(const void* data, size_t bytes) = nullptr;
 // v->assign(n, T()), with the old storage freed first and the new one prefaulted (buffer_prefault) before it is
 // zeroed: faulting 4 KiB pages one at a time was most of a first training step at 124M (first_step,
 // tests/bench_results.md); huge pages keep it near a steady one.
-template <typename T>
-void buffer_assign_zero(std::vector<T>* v, size_t n) {
-    std::vector<T>().swap(*v);
+template <typename Vector>
+void buffer_assign_zero(Vector* v, size_t n) {
+    Vector().swap(*v);
     v->reserve(n);  // allocated, not yet touched
-    if (buffer_prefault) buffer_prefault(v->data(), n * sizeof(T));
-    v->assign(n, T());
+    if (buffer_prefault) buffer_prefault(v->data(), n * sizeof(typename Vector::value_type));
+    v->assign(n, typename Vector::value_type());
 }
+
+// The parameters' allocator (GPT2::params): std::allocator, but a resize leaves the new values unset, so that a
+// load can write each page first (gpt2_build's zeroed): a frozen base that gives a matrix's pages back as soon as
+// it is read then never holds them all at once, as it did when they were zeroed first.
+template <typename T>
+struct UnsetAllocator : std::allocator<T> {
+    template <typename U>
+    struct rebind {
+        using other = UnsetAllocator<U>;
+    };
+    UnsetAllocator() = default;
+    template <typename U>
+    UnsetAllocator(const UnsetAllocator<U>&) noexcept {}
+    template <typename U>
+    void construct(U* p) noexcept {  // with a value (assign, copies), allocator_traits places it itself
+        ::new ((void*)p) U;          // default-initialised: a float is left as the page holds it
+    }
+};

@@ -8,12 +8,13 @@
 
 #include "core/rng.h"
 
-void gpt2_build(GPT2* model, const GPT2Config& cfg) {
+void gpt2_build(GPT2* model, const GPT2Config& cfg, bool zeroed) {
     assert(config_check(cfg, "gpt2_build").empty());
     model->cfg = cfg;
     model->param_table = layout_params(cfg);
     model->num_params = layout_params_size(model->param_table);
-    buffer_assign_zero(&model->params, model->num_params);
+    if (zeroed) buffer_assign_zero(&model->params, model->num_params);
+    else decltype(model->params)().swap(model->params), model->params.resize(model->num_params);
     model->param = layout_param_views(cfg, model->params.data());
     model->grads.clear();
     model->training = false;

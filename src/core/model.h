@@ -21,8 +21,9 @@ struct ModelCopies {
 struct GPT2 {
     GPT2Config cfg;
     std::vector<TensorInfo> param_table;
-    size_t num_params = 0;             // floats in the parameter buffer (padded vocabulary included)
-    std::vector<float> params, grads;  // grads (and dacts) only after gpt2_enable_training
+    size_t num_params = 0;                             // floats in params (the padded vocabulary included)
+    std::vector<float, UnsetAllocator<float>> params;  // zeroed, or left unset for a load to write (gpt2_build)
+    std::vector<float> grads;                          // grads (and dacts) only after gpt2_enable_training
     ParamViews param, grad;
     bool training = false;
     std::vector<size_t> grad_offsets;  // where each param_table tensor's gradient starts in grads
@@ -51,8 +52,9 @@ void block_forward(const GPT2& model, int l, const LayerActs& la, const float* x
 Weight gpt2_weight(const GPT2& model, const float* w);
 // params[offset, offset + n) changed (the optimizer calls it per chunk, in cache): refreshes their copies; serial.
 void gpt2_params_updated(GPT2* model, size_t offset, size_t n);
-// Allocates zeroed parameters for cfg, which the caller has checked (config_check): enough for inference.
-void gpt2_build(GPT2* model, const GPT2Config& cfg);
+// Allocates zeroed parameters for cfg, which the caller has checked (config_check): enough for inference. Not
+// zeroed: left unset and untouched, for a load that writes every value (formats/checkpoint.h's TensorLoaded).
+void gpt2_build(GPT2* model, const GPT2Config& cfg, bool zeroed = true);
 // Adds parameter gradients (unless memory/ laid them out, or frozen: none, null views) and activation gradients.
 void gpt2_enable_training(GPT2* model, bool frozen = false);
 // GPT-2's init, each tensor's TensorInit (layout.h); padded wte rows stay 0.

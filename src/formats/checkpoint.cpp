@@ -24,13 +24,14 @@
 namespace {
 
 // Loads parameters named in HuggingFace's scheme from st into a model built for cfg; a stored
-// lm_head.weight must equal the tied wte.
+// lm_head.weight must equal the tied wte. With `loaded`, the parameters are not zeroed first (each page is first
+// touched by its value), and the memory is the caller's to check: loaded may give most of it back as it goes.
 void load_from_safetensors(GPT2* model, const GPT2Config& cfg, const SafeTensors& st, const char* where,
-                           CheckpointInfo* info) {
+                           CheckpointInfo* info, const TensorLoaded& loaded) {
     info->dtype = hf_check_header(st, hf_prefix(st), cfg);
-    memory_check(gpt2_params_bytes(cfg), std::string("parameters of ") + where, "use a smaller model");
-    gpt2_build(model, cfg);
-    hf_read_params(st, model);
+    if (!loaded) memory_check(gpt2_params_bytes(cfg), std::string("parameters of ") + where, "use a smaller model");
+    gpt2_build(model, cfg, !loaded);
+    hf_read_params(st, model, loaded);
 }
 
 // Geometry of a bare safetensors file from its shapes: wte (V, C), wpe (maxT, C), layers counted.
@@ -108,9 +109,10 @@ GPT2Config open_gguf(const std::string& path, CheckpointInfo* info, GPT2* model)
     });
 }
 
-// Resolves PATH to its format and geometry from headers alone. With `load`, also reads the parameters
-// into `model`.
-GPT2Config open_checkpoint(const std::string& path, int heads_override, CheckpointInfo* info, GPT2* model) {
+// Resolves PATH to its format and geometry from headers alone. With `model`, also reads the parameters
+// into it, a safetensors file's calling `loaded` (if any) as each tensor is read.
+GPT2Config open_checkpoint(const std::string& path, int heads_override, CheckpointInfo* info, GPT2* model,
+                           const TensorLoaded& loaded = nullptr) {
     if (dir_exists(path)) {
         std::string config_path = path_join(path, "config.json"), st_path = path_join(path, "model.safetensors");
         if (!file_exists(config_path) && file_exists(path_join(path, "adapter_config.json")))
@@ -126,8 +128,8 @@ GPT2Config open_checkpoint(const std::string& path, int heads_override, Checkpoi
                   cfg.num_heads);
         SafeTensors st;
         safetensors_load_header(&st, st_path);  // tensors are read from the file into the model
-        info->format = "huggingface";
-        if (model) load_from_safetensors(model, cfg, st, config_path.c_str(), info);
+        info->format = "huggingface", info->by_tensor = true;
+        if (model) load_from_safetensors(model, cfg, st, config_path.c_str(), info, loaded);
         else info->dtype = hf_check_header(st, hf_prefix(st), cfg);
         return cfg;
     }
@@ -159,8 +161,8 @@ GPT2Config open_checkpoint(const std::string& path, int heads_override, Checkpoi
         SafeTensors st;
         safetensors_load_header(&st, path);
         GPT2Config cfg = infer_config(st, heads_override);
-        info->format = "safetensors";
-        if (model) load_from_safetensors(model, cfg, st, path.c_str(), info);
+        info->format = "safetensors", info->by_tensor = true;
+        if (model) load_from_safetensors(model, cfg, st, path.c_str(), info, loaded);
         else info->dtype = hf_check_header(st, hf_prefix(st), cfg);
         return cfg;
     }
@@ -177,10 +179,20 @@ size_t gpt2_num_real_params(const GPT2Config& cfg) {
     return n - (size_t)(cfg.padded_vocab_size - cfg.vocab_size) * cfg.channels;
 }
 
-void checkpoint_load(GPT2* model, const std::string& path, int heads_override, CheckpointInfo* info) {
-    CheckpointInfo local;
-    open_checkpoint(path, heads_override, info ? info : &local, model);
-    checkpoint_check_finite(*model, path, "expected finite weights");
+void checkpoint_load(GPT2* model, const std::string& path, int heads_override, CheckpointInfo* info,
+                     const TensorLoaded& loaded) {
+    CheckpointInfo local, *found = info ? info : &local;
+    const char* doing = "expected finite weights";
+    const TensorLoaded checked = [&](const TensorInfo& t) {  // before loaded may give its values back
+        checkpoint_check_finite(*model, path, doing, &t);
+        loaded(t);
+    };
+    open_checkpoint(path, heads_override, found, model, loaded ? checked : nullptr);
+    if (!loaded || !found->by_tensor) {  // read whole: checked, then handed over
+        checkpoint_check_finite(*model, path, doing);
+        if (loaded)
+            for (const TensorInfo& t : model->param_table) loaded(t);
+    }
     stop_point();  // a command that ends at its next stop point (signals.h) need not wait for its first write
 }
 

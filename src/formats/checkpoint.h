@@ -22,6 +22,8 @@
 struct CheckpointInfo {
     std::string format;  // "huggingface", "safetensors", "llm.c v3", "llm.c v5" or "gguf v3"
     std::string dtype;   // dtype of the stored weights: F32, F16, BF16, Q8_0 (or "mixed"; GGUF: "Q8_0, 1-D tensors F32")
+    // checkpoint_load's `loaded` sees each tensor as it is read (the safetensors formats), not after the whole load
+    bool by_tensor = false;
 };
 
 // Writes config.json and model.safetensors (HuggingFace names and orientation) into the existing
@@ -46,7 +48,13 @@ size_t gpt2_num_real_params(const GPT2Config& cfg);
 //  * a GGUF file of architecture gpt2 (gguf.h): F32, F16, BF16 or Q8_0 tensors.
 // Missing, unknown or misshapen tensors, truncated files and non-finite weights are fatal, naming the
 // tensor and the expected shape.
-void checkpoint_load(GPT2* model, const std::string& path, int heads_override = 0, CheckpointInfo* info = nullptr);
+// With `loaded` (core/hf.h), each tensor is handed to it once its values are in place and checked finite, in the
+// table's order; it may then change them or give their memory back (a frozen base quantized as it loads). The
+// safetensors formats (info's by_tensor) call it as each tensor is read, into parameters left unset (gpt2_build)
+// until then, so that no page is touched before its value is written, and leave the memory check to the caller,
+// who knows what loaded keeps; llm.c and GGUF files, after the whole load.
+void checkpoint_load(GPT2* model, const std::string& path, int heads_override = 0, CheckpointInfo* info = nullptr,
+                     const TensorLoaded& loaded = nullptr);
 // What checkpoint_load would find, from the headers alone (config.json, the safetensors header, llm.c's
 // header and the file size): the same checks but the values', and no parameter memory.
 GPT2Config checkpoint_inspect(const std::string& path, int heads_override, CheckpointInfo* info);

@@ -19,7 +19,8 @@
 // format): the products read the blocks (precision/gemm_copy.cpp widens B's panels for fp32's micro-kernel, so the
 // numbers are those of an fp32 base holding the quantized values: tests/cli_lora.sh checks them bit for bit against
 // the base's q8_0 GGUF export), and each block matrix's fp32 values are given back to the system as soon as it is
-// quantized (drop_fp32 of gpt2_set_precision). --precision bf16 holds the base in bf16 the same way, on any CPU.
+// quantized (drop_fp32 of gpt2_set_precision), which train does as each tensor is read (gpt2_set_precision_tensor),
+// so the base never sits whole in fp32. --precision bf16 holds the base in bf16 the same way, on any CPU.
 // Refused for now, each with its reason: --optimizer-in-backward, --optimizer-state bf16 or 8bit, --zero 1. Under
 // mpirun the adapter's gradients are summed in one piece after the backward (grad_sync_init_flat): 2 ranks x B=2 give
 // 1 x B=4's losses and adapter (tests/mpi.sh). make test-ref (tests/ref_lora_train.sh) checks logits, loss, every

@@ -97,7 +97,7 @@ void lora_check_resumed_flags(const CliArgs& given, const TrainState& resume, bo
 // The adapter of a --lora run: the resumed one, --lora-from's, or PEFT's init for the flags' rank, alpha and
 // targets; hooked into the model, whose weights are then frozen.
 std::unique_ptr<LoraModel> lora_setup(GPT2* model, const CliArgs& args, const std::string& resume_dir,
-                                      const TrainState* resume, int rows, uint64_t seed) {
+                                      const TrainState* resume, int rows, uint64_t seed, const std::string& base_hash) {
     const GPT2Config& cfg = model->cfg;
     auto lora = std::make_unique<LoraModel>();
     LoraAdapter& a = lora->adapter;
@@ -120,7 +120,7 @@ std::unique_ptr<LoraModel> lora_setup(GPT2* model, const CliArgs& args, const st
     lora_attach(model, lora.get(), rows, true);
     lora->dropout.seed = seed;
     lora->base_path = path_absolute(args.str("model"));  // the record outlives the working directory
-    lora->base_hash = train_state_params_hash(*model);
+    lora->base_hash = base_hash;
     if (resume_dir.empty() && args.has("lora-from")) lora_note_new_base(from, lora->base_path, lora->base_hash);
     std::string targets;
     for (const std::string& m : a.cfg.target_modules) targets += (targets.empty() ? "" : ",") + m;

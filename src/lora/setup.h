@@ -23,6 +23,7 @@ void lora_check_flags(const CliArgs& args, const CliArgs& given, const std::stri
 void lora_check_resumed_flags(const CliArgs& given, const TrainState& resume, bool lora_run);
 // The adapter of a --lora run: the resumed one (resume_dir, its train state `resume`), --lora-from's, or PEFT's init
 // for the flags' rank, alpha and targets from `seed`; hooked into model for forwards of up to `rows` rows, whose
-// weights are then frozen, with the base's path and fingerprint recorded. Says what it trains in one line.
+// weights are then frozen, with the base's path and fingerprint (base_hash: train_state_params_hash of its fp32
+// values as loaded, which int8 or bf16 has since changed) recorded. Says what it trains in one line.
 std::unique_ptr<LoraModel> lora_setup(GPT2* model, const CliArgs& args, const std::string& resume_dir,
-                                      const TrainState* resume, int rows, uint64_t seed);
+                                      const TrainState* resume, int rows, uint64_t seed, const std::string& base_hash);

@@ -43,67 +43,74 @@ bool quantize_matrix(GPT2* model, PrecisionCopies* c, const TensorInfo& t) {
 bool quantizable(const TensorInfo& t) { return t.cols != 0 && t.cols % kQ8Block == 0; }
 bool droppable(const TensorInfo& t) { return quantizable(t) && t.layer >= 0; }
 
-}  // namespace
-
-int gpt2_set_precision(GPT2* model, Precision prec, bool drop_fp32) {
-    assert(prec != Precision::kBf16 || drop_fp32 || bf16_supported());
-    model->copies.reset();
-    if (prec == Precision::kFp32) return 0;
+// The copies gpt2_set_precision_tensor adds to: made by its first call, sized for the whole table.
+PrecisionCopies* precision_copies(GPT2* model, Precision prec, bool drop_fp32) {
+    if (auto* made = dynamic_cast<PrecisionCopies*>(model->copies.get())) {
+        assert(made->precision == prec && made->frozen == drop_fp32 && "one precision for every tensor");
+        return made;
+    }
     auto copies = std::make_unique<PrecisionCopies>();
     PrecisionCopies* c = copies.get();
     c->precision = prec;
     c->frozen = drop_fp32;
     const size_t n = model->params.size();
-    int kept = 0;  // matrices the copies hold
-    auto give_back = [&](const TensorInfo& t, WeightCopy* copy) {  // with drop_fp32, once its copy is made
-        if (!drop_fp32 || !droppable(t)) return;
-        c->fp32_given_back += os_memory_discard(model->params.data() + t.offset, t.numel() * sizeof(float));
-        copy->fp32_dropped = true;
-    };
-    if (prec == Precision::kBf16 && !drop_fp32) {
-        c->params16.resize(n);
-        bf16_round_array(c->params16.data(), model->params.data(), n);
-        for (const TensorInfo& t : model->param_table) c->at[t.offset].bf16 = c->params16.data() + t.offset;
-    }
-    if (prec == Precision::kBf16 && drop_fp32) {  // the block matrices rounded into params16, the rest in place
-        float* w = model->params.data();
-        size_t lo = n, hi = 0;  // params16 spans the block matrices alone, from lo, touched a matrix at a time
+    if (prec == Precision::kBf16 && !drop_fp32) c->params16.resize(n);
+    if (prec == Precision::kBf16 && drop_fp32) {  // params16 spans the block matrices alone, touched one at a time
+        size_t lo = n, hi = 0;
         for (const TensorInfo& t : model->param_table)
             if (droppable(t)) lo = std::min(lo, t.offset), hi = std::max(hi, t.offset + t.numel());
-        if (lo < hi) c->params16.reserve(hi - lo);
-        for (const TensorInfo& t : model->param_table) {
-            float* x = w + t.offset;
-            if (!droppable(t)) {
-#pragma omp parallel for
-                for (size_t i = 0; i < t.numel(); i++) x[i] = bf16_rounded(x[i]);
-                continue;
-            }
-            c->params16.resize(std::max(c->params16.size(), t.offset + t.numel() - lo));
-            uint16_t* copy = c->params16.data() + (t.offset - lo);
-            bf16_round_array(copy, x, t.numel());
-            c->at[t.offset].bf16 = copy;
-            give_back(t, &c->at[t.offset]);
-            kept++;
-        }
+        if (lo < hi) c->params16.reserve(hi - lo), c->params16_from = lo;
     }
     if (prec == Precision::kInt8) {
         if (drop_fp32) c->params8.reserve(n);     // touched a matrix at a time, as the fp32 ones are given back
         else buffer_assign_zero(&c->params8, n);  // huge pages: decoding streams it
         c->params8_d.resize(n / kQ8Block + 1);    // a matrix at offset o: from ceil(o / 32)
-        for (const TensorInfo& t : model->param_table) {
-            if (!quantizable(t)) continue;
-            c->params8.resize(std::max(c->params8.size(), t.offset + t.numel()));
-            if (!quantize_matrix(model, c, t)) continue;
-            WeightCopy& q = c->at[t.offset];
-            q.q8 = c->params8.data() + t.offset;
-            q.q8_d = c->params8_d.data() + (t.offset + kQ8Block - 1) / kQ8Block;
-            give_back(t, &q);
-            kept++;
-        }
-        c->params8.resize(n);
     }
     model->copies = std::move(copies);
-    return kept;
+    return c;
+}
+
+}  // namespace
+
+void gpt2_set_precision_tensor(GPT2* model, const TensorInfo& t, Precision prec, bool drop_fp32) {
+    if (prec == Precision::kFp32) return;
+    PrecisionCopies* c = precision_copies(model, prec, drop_fp32);
+    float* x = model->params.data() + t.offset;
+    auto give_back = [&](WeightCopy* copy) {  // with drop_fp32, once its copy is made
+        if (!drop_fp32 || !droppable(t)) return;
+        c->fp32_given_back += os_memory_discard(x, t.numel() * sizeof(float));
+        copy->fp32_dropped = true;
+    };
+    if (prec == Precision::kBf16 && !drop_fp32) {
+        bf16_round_array(c->params16.data() + t.offset, x, t.numel());
+        c->at[t.offset].bf16 = c->params16.data() + t.offset;
+    } else if (prec == Precision::kBf16 && !droppable(t)) {  // a frozen base's other tensors: rounded in place
+#pragma omp parallel for
+        for (size_t i = 0; i < t.numel(); i++) x[i] = bf16_rounded(x[i]);
+    } else if (prec == Precision::kBf16) {  // its block matrices: rounded into params16
+        const size_t from = t.offset - c->params16_from;
+        c->params16.resize(std::max(c->params16.size(), from + t.numel()));
+        bf16_round_array(c->params16.data() + from, x, t.numel());
+        c->at[t.offset].bf16 = c->params16.data() + from;
+        give_back(&c->at[t.offset]);
+        c->kept++;
+    } else {  // int8: params8 spans every tensor, the quantized ones' blocks at their offsets
+        c->params8.resize(std::max(c->params8.size(), t.offset + t.numel()));
+        if (!quantizable(t) || !quantize_matrix(model, c, t)) return;
+        WeightCopy& q = c->at[t.offset];
+        q.q8 = c->params8.data() + t.offset;
+        q.q8_d = c->params8_d.data() + (t.offset + kQ8Block - 1) / kQ8Block;
+        give_back(&q);
+        c->kept++;
+    }
+}
+
+int gpt2_set_precision(GPT2* model, Precision prec, bool drop_fp32) {
+    assert(prec != Precision::kBf16 || drop_fp32 || bf16_supported());
+    model->copies.reset();
+    for (const TensorInfo& t : model->param_table) gpt2_set_precision_tensor(model, t, prec, drop_fp32);
+    const PrecisionCopies* c = gpt2_precision_copies(*model);
+    return c ? c->kept : 0;
 }
 
 void gpt2_round_inputs_q8(GPT2* model) {

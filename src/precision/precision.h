@@ -51,7 +51,8 @@ struct WeightCopy {
 struct PrecisionCopies : ModelCopies {
     Precision precision = Precision::kFp32;
     std::vector<uint16_t> params16;  // kBf16: params rounded to bf16, same layout (a frozen base's: its block
-                                     // matrices alone, from the first); else empty
+                                     // matrices alone, from params16_from); else empty
+    size_t params16_from = 0;
     // kInt8: the quantized matrices as q8_0 blocks, values at their offset in params and fp16 scales from
     // ceil(offset / kQ8Block) in params8_d. Else both empty.
     std::vector<int8_t> params8;
@@ -59,6 +60,7 @@ struct PrecisionCopies : ModelCopies {
     std::map<size_t, WeightCopy> at;  // by a tensor's offset in params: the copies of those it has
     bool frozen = false;              // drop_fp32: the weights are never updated
     size_t fp32_given_back = 0;       // drop_fp32: bytes of fp32 values given back to the system
+    int kept = 0;                     // matrices the copies hold (gpt2_set_precision's count)
 
     Weight weight(const float* w, size_t offset) const override;
     const GemmOperands* operands() const override;
@@ -95,6 +97,12 @@ KERNELS_END
 // block matrices are kept as bf16 alone (half their fp32 memory) and every product is fp32 on the rounded
 // values (as bitsandbytes computes in float32 on a quantized base). Returns the number of matrices kept so.
 int gpt2_set_precision(GPT2* model, Precision prec, bool drop_fp32 = false);
+// gpt2_set_precision a tensor at a time, for a load that hands each over as soon as its values are in params
+// (formats/checkpoint.h's loaded): the first call makes the copies, each call quantizes or rounds t into them
+// (with drop_fp32, giving its fp32 values back at once), and once every tensor of the table has been given, in
+// any order, the model is as gpt2_set_precision(model, prec, drop_fp32) leaves it. The same prec and drop_fp32
+// at every call, each tensor once; kFp32 does nothing. A frozen base so never holds all its fp32 values at once.
+void gpt2_set_precision_tensor(GPT2* model, const TensorInfo& t, Precision prec, bool drop_fp32);
 // int8 inference as llama.cpp runs a q8_0 model: after gpt2_set_precision(kInt8), every product with a q8_0
 // weight rounds its input to q8_0 blocks too (each row's 32 values a block, half.h's q8_round_input_block):
 // decoding's mat-vecs and the gemm of prefill and eval sum the blocks' products in integers (matvec.h's

@@ -36,6 +36,8 @@ void bench_decode_together(const GPT2& model, const std::vector<int>& counts, in
 // bench_llama.cpp: llama-bench's pp512 and tg128, ours fp32, bf16 and int8 beside llama.cpp (node-llama-cpp)
 // on the same model as f32, bf16 and q8_0 GGUFs
 void bench_llama();
+// 1, 4, 8, 16 sequences decoded together, ours int8 beside llama.cpp's q8_0 sequences of one context
+void bench_decode_batch_llama();
 // bench_busy.cpp, bench_tokenizer.cpp
 void bench_busy();
 void bench_tokenizer_encode();

@@ -38,6 +38,9 @@ void bench_decode_together(const GPT2& model, const std::vector<int>& counts, in
 void bench_llama();
 // 1, 4, 8, 16 sequences decoded together, ours int8 beside llama.cpp's q8_0 sequences of one context
 void bench_decode_batch_llama();
+// bench_serve.cpp: time to first token and between tokens through serve's scheduler at 1 and 8 streams, and a
+// chat's second turn prefilled alone against the whole conversation again
+void bench_serve_latency(Precision prec);
 // bench_busy.cpp, bench_tokenizer.cpp
 void bench_busy();
 void bench_tokenizer_encode();

@@ -198,7 +198,8 @@ Batch llama_batch(const std::string& gguf, int n) {
         Batch b;
         b.tok_s = json_field(out, "decode_tokens_per_s"), b.threads = threads;
         b.steps = (int)json_field(out, "decode_steps"), b.calls = (int)json_field(out, "llama_decode_calls");
-        b.fewest = (int)json_field(out, "fewest_tokens_per_call"), b.most = (int)json_field(out, "most_tokens_per_call");
+        b.fewest = (int)json_field(out, "fewest_tokens_per_call");
+        b.most = (int)json_field(out, "most_tokens_per_call");
         if (status != 0 || b.tok_s <= 0) {
             printf("  llama.cpp did not run %d sequences at %d thread%s (status %d): %s", n, threads,
                    threads == 1 ? "" : "s", WIFEXITED(status) ? WEXITSTATUS(status) : -1, out.c_str());
@@ -207,8 +208,8 @@ Batch llama_batch(const std::string& gguf, int n) {
         // one llama_decode of n tokens per step is what batching means; anything else is said beside the figure
         const bool batched = b.calls == b.steps && b.fewest == n && b.most == n;
         printf("llama.cpp q8_0, %2d sequence%s together, %d thread%s: %.1f tok/s aggregate; its %d timed steps took "
-               "%d llama_decode calls of %d to %d tokens%s\n", n, n == 1 ? "" : "s", threads, threads == 1 ? "" : "s",
-               b.tok_s, b.steps, b.calls, b.fewest, b.most,
+               "%d llama_decode calls of %d to %d tokens%s\n",
+               n, n == 1 ? "" : "s", threads, threads == 1 ? "" : "s", b.tok_s, b.steps, b.calls, b.fewest, b.most,
                batched ? "" : " (NOT one call of all the sequences per step)");
         if (b.tok_s > best.tok_s) best = b;
     }
@@ -253,7 +254,8 @@ void bench_decode_batch_llama() {
     for (size_t k = 0; k < counts.size(); k++) {
         char t[32] = "-", ts[32] = "-", r[32] = "-";
         if (theirs[k].tok_s > 0) snprintf(t, sizeof t, "%.1f (%d)", theirs[k].tok_s, theirs[k].threads);
-        if (theirs[k].tok_s > 0 && theirs[0].tok_s > 0) snprintf(ts, sizeof ts, "%.2fx", theirs[k].tok_s / theirs[0].tok_s);
+        if (theirs[k].tok_s > 0 && theirs[0].tok_s > 0)
+            snprintf(ts, sizeof ts, "%.2fx", theirs[k].tok_s / theirs[0].tok_s);
         if (theirs[k].tok_s > 0) snprintf(r, sizeof r, "%.2fx", ours[k] / theirs[k].tok_s);
         printf("| %9d | %8.1f | %9.2fx | %-13s | %-15s | %-16s |\n", counts[k], ours[k], ours[k] / ours[0], t, ts, r);
     }

@@ -131,17 +131,19 @@ void bench_serve_latency(Precision prec) {
         if (n == 1) first_one = first;
         char times[32] = "";
         if (n > 1) snprintf(times, sizeof times, "; %.1fx one request's", first / first_one);
-        printf("serve 124M %s, %d request%s at once (%d-token prompts, %d tokens each, %d runs): first token after "
-               "%.0f ms (median over the streams; the latest %.0f ms%s), then a token every %.1f ms (each stream's "
-               "median gap, the median stream's; the slowest stream's %.1f ms), a decoding step %.1f ms (median): "
-               "%.1f tok/s a stream, %.1f in all\n",
-               name, n, n == 1 ? "" : "s", kPrompt, kMaxTokens, kRuns, 1e3 * first,
-               1e3 * *std::max_element(l.first.begin(), l.first.end()), times, 1e3 * gap,
-               1e3 * *std::max_element(l.gap.begin(), l.gap.end()), 1e3 * median(l.step), 1 / gap, n / gap);
+        printf(
+            "serve 124M %s, %d request%s at once (%d-token prompts, %d tokens each, %d runs): first token after "
+            "%.0f ms (median over the streams; the latest %.0f ms%s), then a token every %.1f ms (each stream's "
+            "median gap, the median stream's; the slowest stream's %.1f ms), a decoding step %.1f ms (median): "
+            "%.1f tok/s a stream, %.1f in all\n",
+            name, n, n == 1 ? "" : "s", kPrompt, kMaxTokens, kRuns, 1e3 * first,
+            1e3 * *std::max_element(l.first.begin(), l.first.end()), times, 1e3 * gap,
+            1e3 * *std::max_element(l.gap.begin(), l.gap.end()), 1e3 * median(l.step), 1 / gap, n / gap);
     }
     const int history = 400, turn = 30;
     const auto [alone, again] = chat_second_turn(model, history, turn);
-    printf("chat 124M %s, a second turn of %d tokens after %d: prefilled alone (the cache kept, as gpt2 chat does) "
-           "%.1f ms, against %.1f ms for all %d from an empty cache: %.1fx faster to its first token\n",
-           name, turn, history, 1e3 * alone, 1e3 * again, history + turn, again / alone);
+    printf(
+        "chat 124M %s, a second turn of %d tokens after %d: prefilled alone (the cache kept, as gpt2 chat does) "
+        "%.1f ms, against %.1f ms for all %d from an empty cache: %.1fx faster to its first token\n",
+        name, turn, history, 1e3 * alone, 1e3 * again, history + turn, again / alone);
 }

@@ -266,7 +266,8 @@ async function batch(opt) {
         calls++, fewest = Math.min(fewest, tokens), most = Math.max(most, tokens);
         return items.map((item) => ({item, processAmount: item.tokens.length}));
     };
-    const context = await makeContext(model, opt, positions, 512, n, {batching: {itemPrioritizationStrategy: counting}});
+    const batching = {itemPrioritizationStrategy: counting};
+    const context = await makeContext(model, opt, positions, 512, n, {batching});
     const seqs = Array.from({length: n}, () => context.getSequence());
     await Promise.all(seqs.map((seq, i) =>
         seq.controlledEvaluate(Array.from({length: promptLen(i)}, (_, t) => (t * 7919 + i) % nVocab))));

@@ -1,9 +1,10 @@
 # tests/bench.mk (included by the Makefile, where `make bench` is): the benchmarks, which are not tests.
 # build/.../run_bench runs the cases tests/bench_main.cpp lists (`run_bench --list`). `make bench` runs the
-# headline cases (peak, first step, 124M step fp32 and bf16 at B=4 T=64, decode, the same in PyTorch and the
-# ratios; 2.5 minutes on this 2-core machine), `make bench-full` every case, `make bench CASES="peak
-# decode_fp32"` the named ones. Each figure is printed as it is measured. PYTHON=... picks the PyTorch
-# cases' interpreter; BENCH_TORCH=0 skips them. make test-bench tests the driver (tests/tests.mk).
+# headline cases (peak, first step, 124M step fp32 and bf16 at B=4 T=64, decode alone and batched, beside
+# llama.cpp and PyTorch with the ratios, serve's latencies; 2.5 minutes on this 2-core machine before
+# decode_batch_llama, which adds 2 to 5 minutes at a load average of 2 to 4), `make bench-full` every case, `make
+# bench CASES="peak decode_fp32"` the named ones. Each figure is printed as it is measured. PYTHON=... picks
+# the PyTorch cases' interpreter; BENCH_TORCH=0 skips them. make test-bench tests the driver (tests/tests.mk).
 .PHONY: bench-full portable-bench
 PYTHON      ?= /usr/bin/python3
 BENCH_TORCH ?= 1

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -109,6 +110,28 @@ double decode_batch_speed(const GPT2& model, std::vector<InferState>& states, in
 
 }  // namespace
 
+void bench_build_124m(GPT2* model, Precision prec) {
+    gpt2_build(model, config_make(1024, 50257, 12, 12, 768));
+    gpt2_init_random(model, 1);
+    gpt2_set_precision(model, prec);
+    if (prec == Precision::kInt8) gpt2_round_inputs_q8(model);  // as generate --precision int8 runs
+}
+
+void bench_decode_together(const GPT2& model, const std::vector<int>& counts, int steps,
+                           const std::function<void(int n, double tok_s)>& measured) {
+    const int most = *std::max_element(counts.begin(), counts.end());
+    std::vector<InferState> states(most);
+    std::vector<float> logits(model.cfg.padded_vocab_size);
+    for (int i = 0; i < most; i++) {
+        const int len = 48 + 2 * i;
+        std::vector<int> prompt(len);
+        for (int t = 0; t < len; t++) prompt[t] = (t * 7919 + i) % 50257;
+        infer_init(&states[i], model, len + steps, len);
+        infer_forward(&states[i], model, prompt.data(), len, logits.data(), false);
+    }
+    for (int n : counts) measured(n, decode_batch_speed(model, states, n, steps));
+}
+
 double bench_weight_bytes(const GPT2& model) {
     if (gpt2_precision(model) == Precision::kBf16) return 2.0 * model.num_params;
     double bytes = 4.0 * model.num_params;
@@ -162,10 +185,7 @@ void bench_decode(Precision prec, int prompt_len) {
         return;
     }
     GPT2 model;
-    gpt2_build(&model, config_make(1024, 50257, 12, 12, 768));
-    gpt2_init_random(&model, 1);
-    gpt2_set_precision(&model, prec);
-    if (prec == Precision::kInt8) gpt2_round_inputs_q8(&model);  // as generate --precision int8 runs
+    bench_build_124m(&model, prec);
     const double bytes = bench_weight_bytes(model), read_gbs = bench_kept("read GB/s");
     DecodeSpeed s = decode_speed(model, prompt_len);
     printf(
@@ -198,26 +218,13 @@ void bench_decode_batch(Precision prec) {
         return;
     }
     GPT2 model;
-    gpt2_build(&model, config_make(1024, 50257, 12, 12, 768));
-    gpt2_init_random(&model, 1);
-    gpt2_set_precision(&model, prec);
-    if (prec == Precision::kInt8) gpt2_round_inputs_q8(&model);  // as generate --precision int8 runs
-    const int most = 16, steps = prec == Precision::kFp32 ? 16 : 32;
-    std::vector<InferState> states(most);
-    std::vector<float> logits(model.cfg.padded_vocab_size);
-    for (int i = 0; i < most; i++) {
-        const int len = 48 + 2 * i;
-        std::vector<int> prompt(len);
-        for (int t = 0; t < len; t++) prompt[t] = (t * 7919 + i) % 50257;
-        infer_init(&states[i], model, len + steps, len);
-        infer_forward(&states[i], model, prompt.data(), len, logits.data(), false);
-    }
+    bench_build_124m(&model, prec);
+    const int steps = prec == Precision::kFp32 ? 16 : 32;
     double one = 0;
-    for (int n : {1, 4, 8, 16}) {
-        const double tok_s = decode_batch_speed(model, states, n, steps);
+    bench_decode_together(model, {1, 4, 8, 16}, steps, [&](int n, double tok_s) {
         if (n == 1) one = tok_s;
         printf("decode 124M %s, %2d sequences together (%d steps, median of 3): %.1f tok/s aggregate, %.2fx one "
                "sequence's, %.1f ms a step\n", name, n, steps, tok_s, tok_s / one, 1e3 * n / tok_s);
         bench_keep(std::string("decode together ") + name + " " + std::to_string(n), tok_s);
-    }
+    });
 }

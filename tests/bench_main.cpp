@@ -68,6 +68,15 @@ const BenchCase kCases[] = {
     {"llama_bench", true,
      "llama-bench's pp512 and tg128: ours fp32, bf16, int8 beside llama.cpp's f32, bf16, q8_0 (same weights), ratios",
      bench_llama},
+    {"decode_batch_llama", true,
+     "124M int8 beside llama.cpp's q8_0 (node-llama-cpp, one context's sequences): 1, 4, 8, 16 sequences decoded "
+     "together, aggregate tok/s, each side's ratio to one sequence, ours / llama.cpp",
+     bench_decode_batch_llama},
+    {"serve_latency_int8", true,
+     "124M int8 through serve's scheduler: time to first token and between tokens at 1 and 8 streams; a chat's "
+     "second turn prefilled alone against the whole conversation again",
+     [] { bench_serve_latency(Precision::kInt8); }},
+    {"serve_latency_bf16", false, "the same in bf16", [] { bench_serve_latency(Precision::kBf16); }},
     {"decode_prompt512", false, "decode after a 512-token prompt, fp32 then bf16",
      [] { bench_decode(Precision::kFp32, 512), bench_decode(Precision::kBf16, 512); }},
     {"busy_124m", false, "step and decode beside a busy process: tuned threads against 1 and all", bench_busy},

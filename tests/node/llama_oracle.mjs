@@ -12,6 +12,12 @@
 //   node llama_oracle.mjs speed MODEL.gguf [--pp 512] [--tg 128] [--reps 3]
 //       llama-bench's two figures, as JSON: pp (tokens/s of a --pp-token prompt in one batch) and tg (tokens/s
 //       of --tg tokens decoded one at a time from an empty context), each the best of --reps
+//   node llama_oracle.mjs batch MODEL.gguf [--sequences 8] [--tokens 32] [--reps 3]
+//       --sequences sequences of one context decoded together, as run_bench's decode_batch cases decode ours:
+//       sequence i's prompt is 48 + 2i tokens, then --tokens greedy steps, each step's n evaluations queued at
+//       once so that node-llama-cpp puts them in one llama_decode. As JSON: the decode steps' aggregate tokens/s
+//       (the median of --reps after a warm-up; prompts not timed), and how many llama_decode calls the timed
+//       steps took and the fewest and most tokens in one, which show whether they were batched
 //
 // Common options: --threads N (default 2), --kv f32|f16 (KV cache type, default f32: llama.cpp's
 // own default is f16, which rounds K, V and the attention inputs to f16), --lora ADAPTER.gguf (a LoRA
@@ -32,16 +38,17 @@ function fail(msg) {
     process.exit(1);
 }
 
-const USAGE = "usage: llama_oracle.mjs generate|tokenize|eval|bench|speed MODEL.gguf [FILE...] [options]";
+const USAGE = "usage: llama_oracle.mjs generate|tokenize|eval|bench|speed|batch MODEL.gguf [FILE...] [options]";
 
 // ---------------------------------------------------------------- arguments
 
 function parseArgs(argv) {
     const [cmd, model, ...rest] = argv;
-    if (!["generate", "tokenize", "eval", "bench", "speed"].includes(cmd) || model == null || model.startsWith("--"))
+    if (!["generate", "tokenize", "eval", "bench", "speed", "batch"].includes(cmd) || model == null ||
+        model.startsWith("--"))
         fail(USAGE);
     const opt = {cmd, model, threads: 2, n: cmd === "bench" ? 128 : 32, kv: "f32", promptIds: null, idsFile: null,
-                 files: [], lora: null, pp: 512, tg: 128, reps: 3};
+                 files: [], lora: null, pp: 512, tg: 128, reps: 3, sequences: 8, tokens: 32};
     for (let i = 0; i < rest.length; i++) {
         const a = rest[i];
         const value = () => {
@@ -57,6 +64,8 @@ function parseArgs(argv) {
         else if (a === "--pp") opt.pp = positiveInt(value(), a);
         else if (a === "--tg") opt.tg = positiveInt(value(), a);
         else if (a === "--reps") opt.reps = positiveInt(value(), a);
+        else if (a === "--sequences") opt.sequences = positiveInt(value(), a);
+        else if (a === "--tokens") opt.tokens = positiveInt(value(), a);
         else if (!a.startsWith("--") && cmd === "tokenize") opt.files.push(a);
         else fail(`unexpected argument ${a}`);
     }
@@ -104,20 +113,26 @@ async function loadModel(opt, vocabOnly) {
     }
 }
 
+// A context of `sequences` sequences of `contextSize` positions each, on exactly --threads threads; `more` adds
+// createContext options.
+async function makeContext(model, opt, contextSize, batchSize, sequences, more = {}) {
+    const kvType = opt.kv.toUpperCase();
+    if (opt.lora != null && !fs.existsSync(opt.lora)) fail(`no such file: ${opt.lora}`);
+    return await model.createContext({
+        ...(opt.lora == null ? {} : {lora: {adapters: [{filePath: opt.lora, scale: 1}]}}),
+        contextSize, batchSize, sequences,
+        threads: {ideal: opt.threads, min: opt.threads},
+        flashAttention: false,
+        experimentalKvCacheKeyType: kvType, experimentalKvCacheValueType: kvType,
+        ...more
+    });
+}
+
 // One context with one sequence, big enough for `nTokens` positions (all evaluated in one batch).
 async function makeSequence(model, opt, nTokens) {
     const nCtx = model.trainContextSize;
     if (nTokens > nCtx) fail(`${nTokens} tokens do not fit the model's context length ${nCtx}`);
-    const kvType = opt.kv.toUpperCase();
-    if (opt.lora != null && !fs.existsSync(opt.lora)) fail(`no such file: ${opt.lora}`);
-    const context = await model.createContext({
-        ...(opt.lora == null ? {} : {lora: {adapters: [{filePath: opt.lora, scale: 1}]}}),
-        contextSize: nCtx, batchSize: nCtx, sequences: 1,
-        threads: {ideal: opt.threads, min: opt.threads},
-        flashAttention: false,
-        experimentalKvCacheKeyType: kvType, experimentalKvCacheValueType: kvType
-    });
-    return context.getSequence();
+    return (await makeContext(model, opt, nCtx, nCtx, 1)).getSequence();
 }
 
 function checkIds(model, ids) {
@@ -231,6 +246,55 @@ async function speed(opt) {
                                 pp_tokens_per_s: pp, tg_tokens_per_s: tg}));
 }
 
+// Sequences decoded together: one context of --sequences sequences, each step a controlledEvaluate of one token
+// per sequence, all started before any is awaited. node-llama-cpp queues them and sends the queue to llama.cpp at
+// its next dispatch (on the next event loop cycle, or at once when every sequence has queued), one llama_decode
+// for all of them. The batching strategy below gives each queued item all its tokens, as node-llama-cpp's default
+// ("maximumParallelism") does whenever they fit the batch, as one token each always does; it also counts, since
+// node-llama-cpp asks it once for each llama_decode, the calls and their tokens. Each timed run starts from the
+// prompts (the decoded tokens erased), as ours sets its caches back to the prompts' lengths.
+async function batch(opt) {
+    const model = await loadModel(opt, false);
+    const n = opt.sequences, nVocab = model.fileInfo.metadata?.tokenizer?.ggml?.tokens?.length ?? 50257;
+    const promptLen = (i) => 48 + 2 * i;
+    const positions = promptLen(n - 1) + opt.tokens;
+    if (positions > model.trainContextSize)
+        fail(`${positions} positions do not fit the model's context length ${model.trainContextSize}`);
+    let calls = 0, fewest = Infinity, most = 0;
+    const counting = ({items}) => {
+        const tokens = items.reduce((sum, item) => sum + item.tokens.length, 0);
+        calls++, fewest = Math.min(fewest, tokens), most = Math.max(most, tokens);
+        return items.map((item) => ({item, processAmount: item.tokens.length}));
+    };
+    const batching = {itemPrioritizationStrategy: counting};
+    const context = await makeContext(model, opt, positions, 512, n, {batching});
+    const seqs = Array.from({length: n}, () => context.getSequence());
+    await Promise.all(seqs.map((seq, i) =>
+        seq.controlledEvaluate(Array.from({length: promptLen(i)}, (_, t) => (t * 7919 + i) % nVocab))));
+    const runs = [];
+    let timedCalls = 0, timedFewest = Infinity, timedMost = 0;
+    for (let rep = 0; rep <= opt.reps; rep++) {  // rep 0 is a warm-up
+        await Promise.all(seqs.map((seq, i) =>
+            seq.eraseContextTokenRanges([{start: promptLen(i), end: seq.nextTokenIndex}])));
+        let tokens = seqs.map((_, i) => (i * 7919 + 13) % nVocab);
+        calls = 0, fewest = Infinity, most = 0;
+        const t0 = process.hrtime.bigint();
+        for (let step = 0; step < opt.tokens; step++) {
+            const outs = await Promise.all(seqs.map((seq, i) =>
+                seq.controlledEvaluate([[tokens[i], {generateNext: {token: true}}]])));
+            tokens = outs.map((out) => out[0].next.token);
+        }
+        if (rep === 0) continue;
+        runs.push(n * opt.tokens / (Number(process.hrtime.bigint() - t0) / 1e9));
+        timedCalls += calls, timedFewest = Math.min(timedFewest, fewest), timedMost = Math.max(timedMost, most);
+    }
+    runs.sort((a, b) => a - b);
+    console.log(JSON.stringify({threads: opt.threads, sequences: n, tokens: opt.tokens, reps: opt.reps,
+                                decode_tokens_per_s: runs[Math.floor(runs.length / 2)], runs,
+                                decode_steps: opt.tokens * opt.reps, llama_decode_calls: timedCalls,
+                                fewest_tokens_per_call: timedFewest, most_tokens_per_call: timedMost}));
+}
+
 const opt = parseArgs(process.argv.slice(2));
-const commands = {generate, tokenize, eval: evaluate, bench, speed};
+const commands = {generate, tokenize, eval: evaluate, bench, speed, batch};
 commands[opt.cmd](opt).then(() => process.exit(0), (e) => fail(String(e?.message ?? e).split("\n")[0]));

@@ -192,6 +192,32 @@ TEST(scheduler_streams_equal_generate_alone_token_for_token) {
     }
 }
 
+TEST(scheduler_prefills_one_prompt_a_step_while_the_others_decode) {
+    Tokenizer tok;
+    if (!tokenizer_here(&tok)) SKIP("no tokenizer files in tokenizer_default_dir()");
+    GPT2 model;
+    checkpoint_load(&model, kTrained);
+    Scheduler s;
+    scheduler_init(&s, model, tok, 4, 8);
+    CompletionRequest r;
+    r.prompts = {{464, 290, 318}}, r.temperature = 0, r.max_tokens = 8;
+    for (uint64_t job = 1; job <= 3; job++) CHECK(scheduler_submit(&s, job, r));
+    // step k: the k streams already admitted get a token each, and the k + 1-th prompt its prefill and first
+    // token; the first stream's first token goes out at step 1, not after all three prefills
+    for (int step = 1; step <= 3; step++) {
+        std::vector<StreamEvent> events;
+        scheduler_step(&s, &events);
+        int firsts = 0, running = 0;
+        for (const StreamEvent& e : events) firsts += e.first;
+        for (const auto& slot : s.slots) running += slot != nullptr;
+        if (firsts != 1 || running != step) printf("    step %d: %d first tokens, %d streams\n", step, firsts, running);
+        CHECK(firsts == 1 && running == step);
+    }
+    const std::map<uint64_t, Job> jobs = run_all(&s);
+    CHECK(jobs.size() == 3);
+    for (const auto& [id, job] : jobs) CHECK(job.choices[0].text == jobs.begin()->second.choices[0].text);
+}
+
 TEST(scheduler_stops_at_a_stop_string_and_frees_a_cancelled_slot) {
     Tokenizer tok;
     if (!tokenizer_here(&tok)) SKIP("no tokenizer files in tokenizer_default_dir()");

@@ -219,7 +219,9 @@ void finish(Scheduler* s, size_t slot, const std::string& reason, std::vector<St
     s->slots[slot].reset();
 }
 
-// Free slots take queued choices, each prefilled and its first token sampled.
+// A free slot takes the first queued choice, prefilled and its first token sampled: one prompt a step, so the
+// streams decoding wait for one prefill at most between their tokens, and the choice's first token goes out
+// with this step's events rather than after every waiting prompt's prefill.
 void admit_queued(Scheduler* s, std::vector<StreamEvent>* events) {
     for (size_t slot = 0; slot < s->slots.size() && !s->queue.empty(); slot++) {
         if (s->slots[slot]) continue;
@@ -238,6 +240,7 @@ void admit_queued(Scheduler* s, std::vector<StreamEvent>* events) {
             out.logprobs = std::move(e.logprobs);
             events->push_back(std::move(out));
         }
+        return;
     }
 }
 

@@ -1,7 +1,7 @@
 // scheduler.h: continuous batching for `gpt2 serve`. Each choice of a request is a stream with its own KV
 // cache; up to `parallel` streams decode together, one pass over the weights per step for all of them
-// (inference/infer.h's infer_decode), and a queued choice takes a free slot at the next step: its prompt is
-// prefilled alone (as generate prefills it), its first token sampled from that pass. A stream's tokens are
+// (inference/infer.h's infer_decode), and a queued choice takes a free slot at the next step (one a step): its
+// prompt is prefilled alone (as generate prefills it), its first token sampled from that pass. A stream's tokens are
 // those `generate` would give for the same prompt and sampling: the same prefill, decoding's numbers per row
 // equal to one sequence's, the sampler with its own Rng. It ends at <|endoftext|>, a stop string (the text
 // before it is kept) or max_tokens. Knows no sockets: step() returns what each stream produced.
@@ -61,8 +61,9 @@ bool scheduler_submit(Scheduler* s, uint64_t job, const CompletionRequest& r);
 // Drops a job (its client left): its streams' slots are free at once and nothing more is said of it.
 void scheduler_cancel(Scheduler* s, uint64_t job);
 bool scheduler_busy(const Scheduler& s);  // a choice queued or decoding
-// One step: queued choices into free slots (each prefilled), then one token for every stream. Appends what each
-// produced to *events; a job whose choices all ended is done (scheduler_take gives its result).
+// One step: one token for every stream, then the first queued choice into a free slot (prefilled, its first token
+// sampled: one prompt a step). Appends what each produced to *events; a job whose choices all ended is done
+// (scheduler_take gives its result).
 void scheduler_step(Scheduler* s, std::vector<StreamEvent>* events);
 bool scheduler_done(const Scheduler& s, uint64_t job);
 // Removes a done job, returning it (choices, usage, failure).

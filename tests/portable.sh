@@ -41,8 +41,10 @@ check_error "GPT2_ISA given to a build without dispatch" "this build has one ker
 
 env -u GPT2_ISA "$GPT2" train "${tiny[@]}" --log $W/native.jsonl >/dev/null 2>&1
 for isa in $sets; do
-    out=$(GPT2_ISA=$isa "$UNIT" 2>&1 | tail -1)
+    GPT2_ISA=$isa "$UNIT" >$W/unit_$isa.out 2>&1
+    out=$(tail -1 $W/unit_$isa.out)
     check "unit tests with GPT2_ISA=$isa: $out" eval '[[ "$out" == *" 0 failed"* ]]'
+    grep -E '^FAIL|CHECK failed' $W/unit_$isa.out | sed 's/^/    /'  # which, when one fails
     GPT2_ISA=$isa "$P" train "${tiny[@]}" --log $W/$isa.jsonl >/dev/null 2>&1
     check "a tiny run with GPT2_ISA=$isa gives the native build's losses" logs_close $W/$isa.jsonl $W/native.jsonl
 done

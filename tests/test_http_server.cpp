@@ -498,8 +498,9 @@ TEST(http_server_half_close_reset_and_never_reading_clients) {
                 rig.server.respond(rig.requests[i].conn, 200, {}, std::string(4096, 'a'));
             return rig.server.connections() == 0;
         },
-        5);
-    CHECK(rig.server.connections() == 0 && time_now_s() - start < 5);
+        30);
+    // dropped at all (never answering it would run the 30 s out); a loaded machine's delay is no failure
+    CHECK(rig.server.connections() == 0 && time_now_s() - start < 30);
     CHECK(rig.requests.size() > n + 10);
 }
 
@@ -515,10 +516,11 @@ TEST(http_server_poll_wakes_for_the_next_timer) {
     const double start = time_now_s();
     for (int i = 0; i < 20 && rig.server.connections() + (i == 0) > 0; i++) {
         const double t = time_now_s();
-        rig.server.poll(5000, &r, &closed);
+        rig.server.poll(60000, &r, &closed);
         longest = std::max(longest, time_now_s() - t);
     }
-    CHECK(rig.server.connections() == 0 && longest < 1 && time_now_s() - start < 1);
+    // woken for the 100 ms timer, not at the 60 s poll's end: half of that apart, whatever the machine's load
+    CHECK(rig.server.connections() == 0 && longest < 30 && time_now_s() - start < 30);
 }
 
 TEST(http_server_drip_fed_body_gets_408) {

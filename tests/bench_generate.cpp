@@ -219,6 +219,7 @@ void bench_decode_batch(Precision prec) {
     }
     GPT2 model;
     bench_build_124m(&model, prec);
+    infer_keep_q8_tiles(&model);  // int8: as serve keeps them
     const int steps = prec == Precision::kFp32 ? 16 : 32;
     double one = 0;
     bench_decode_together(model, {1, 4, 8, 16}, steps, [&](int n, double tok_s) {

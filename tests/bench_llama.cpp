@@ -234,6 +234,7 @@ void bench_decode_batch_llama() {
     gguf_save(model, tok, gguf, GgufType::kQ8_0, "bench");
     gpt2_set_precision(&model, Precision::kInt8);
     gpt2_round_inputs_q8(&model);
+    infer_keep_q8_tiles(&model);  // as serve keeps them
     const std::vector<int> counts = {1, 4, 8, 16};
     std::vector<double> ours;
     std::vector<Batch> theirs;

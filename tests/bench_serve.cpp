@@ -121,6 +121,7 @@ void bench_serve_latency(Precision prec) {
     tokenizer_load(&tok, tokenizer_default_dir());
     GPT2 model;
     bench_build_124m(&model, prec);
+    infer_keep_q8_tiles(&model);  // int8: as serve keeps them
     Latency warm;
     serve_run(model, tok, 1, &warm);  // the first run's page faults and thread start are not a client's wait
     double first_one = 0;

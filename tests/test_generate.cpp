@@ -226,15 +226,16 @@ TEST(a_frozen_base_held_as_it_loads_equals_one_held_after) {
 namespace {
 
 // A precision of decoding: fp32, bf16, weight-only int8 (fp32 inputs), int8 with inputs rounded to q8_0 blocks.
-enum class Decoding { kFp32, kBf16, kInt8, kInt8Inputs };
+enum class Decoding { kFp32, kBf16, kInt8, kInt8Inputs, kInt8Tiles };
 const char* decoding_name(Decoding d) {
-    const char* names[] = {"fp32", "bf16", "int8", "int8 (inputs rounded)"};
+    const char* names[] = {"fp32", "bf16", "int8", "int8 (inputs rounded)", "int8 (inputs rounded, tiles kept)"};
     return names[(int)d];
 }
 void set_decoding(GPT2* model, Decoding d) {
     if (d == Decoding::kBf16) gpt2_set_precision(model, Precision::kBf16);
-    if (d == Decoding::kInt8 || d == Decoding::kInt8Inputs) gpt2_set_precision(model, Precision::kInt8);
-    if (d == Decoding::kInt8Inputs) gpt2_round_inputs_q8(model);
+    if (d >= Decoding::kInt8) gpt2_set_precision(model, Precision::kInt8);
+    if (d >= Decoding::kInt8Inputs) gpt2_round_inputs_q8(model);
+    if (d == Decoding::kInt8Tiles) infer_keep_q8_tiles(model);
 }
 
 // GPT-2 124M's width in 2 layers (a vocabulary of 1000, a context of 64), GPT-2's init, at precision d.
@@ -357,7 +358,7 @@ int model_rows_mismatches(Decoding d) {
 // Decoding's products of N rows at once against each row alone, byte for byte: the model's matrices at 124M's
 // width in each precision, and each kernel on rows that are not whole vectors or whole groups of output rows.
 TEST(decode_rows_products_equal_each_row_alone) {
-    for (Decoding d : {Decoding::kFp32, Decoding::kInt8, Decoding::kInt8Inputs}) {
+    for (Decoding d : {Decoding::kFp32, Decoding::kInt8, Decoding::kInt8Inputs, Decoding::kInt8Tiles}) {
         const int mismatches = model_rows_mismatches(d);
         printf("    %s, 124M's matrices: %d of 5 x 30 rows differ from the row alone\n", decoding_name(d), mismatches);
         CHECK(mismatches == 0);
@@ -390,6 +391,13 @@ TEST(decode_rows_products_equal_each_row_alone) {
         CHECK(0 == rows_mismatches(s.IC, s.OC, true, [&](float* out, const float* x, int N) {
                   matvec_q8q8(out, x, q.data(), dq.data(), b.data(), N, s.IC, s.OC);
               }));
+        // laid out once (matvec_q8_tiles; the last tile part empty): the rows as each row alone, without them
+        std::vector<uint32_t> tiles(matvec_q8_tiles_words(s.IC, s.OC));
+        if (!matvec_q8_tiles(tiles.data(), q.data(), dq.data(), s.IC, s.OC)) continue;  // no AVX512-VNNI
+        CHECK(0 == rows_mismatches(s.IC, s.OC, true, [&](float* out, const float* x, int N) {
+                  if (N == 1) matvec_q8q8(out, x, q.data(), dq.data(), b.data(), N, s.IC, s.OC);
+                  else matvec_q8q8(out, x, q.data(), dq.data(), b.data(), N, s.IC, s.OC, tiles.data());
+              }));
     }
 }
 
@@ -420,6 +428,14 @@ TEST(decode_together_equals_each_sequence_alone_int8) { check_decode_together(De
 
 TEST(decode_together_equals_each_sequence_alone_int8_inputs_rounded) {
     check_decode_together(Decoding::kInt8Inputs);
+}
+
+TEST(decode_together_equals_each_sequence_alone_int8_tiles_kept) {
+    GPT2 model;
+    build_wide(&model, Decoding::kInt8Tiles);
+    if (infer_q8_tiles_bytes(model) == 0) SKIP("no AVX512-VNNI: int8 decoding lays out no tiles");
+    CHECK(!gpt2_precision_copies(model)->params8_tiles.empty());
+    check_decode_together(Decoding::kInt8Tiles);
 }
 
 TEST(top_p_keeps_the_smallest_set_reaching_p) {

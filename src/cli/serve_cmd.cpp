@@ -7,6 +7,7 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "inference/infer.h"
 #include "lora/lora.h"
 #include "platform/util.h"
 #include "serve/http.h"
@@ -88,6 +89,12 @@ int cmd_serve(int argc, char** argv) {
     const int ctx = model.cfg.max_seq_len;
     memory_check(o.parallel * scheduler_stream_bytes(model.cfg, ctx, ctx),
                  "the KV caches of --parallel " + std::to_string(o.parallel) + " streams", "a smaller --parallel");
+    if (o.parallel > 1) {  // int8: the weights also laid out for the streams' products together, once
+        memory_check(o.parallel * scheduler_stream_bytes(model.cfg, ctx, ctx) + infer_q8_tiles_bytes(model),
+                     "the KV caches of --parallel " + std::to_string(o.parallel) +
+                         " streams and the int8 weights laid out for them", "--parallel 1");
+        infer_keep_q8_tiles(&model);
+    }
     cli_load_tokenizer(args, model, &tok);
     return 128 + serve_run(model, &tok, o);  // as every command a signal stops (platform/signals.h)
 }

@@ -3,10 +3,12 @@
 #include "inference/infer.h"
 
 #include <cassert>
+#include <map>
 
 #include "platform/util.h"
 #include "core/layers.h"
 #include "inference/kv_attention.h"
+#include "inference/matvec.h"
 
 namespace {
 
@@ -124,4 +126,43 @@ void infer_decode(InferScratch* s, InferState* const* seqs, const GPT2& model, c
     }
     infer_head(s, model, x, n, logits, true);
     for (int i = 0; i < n; i++) seqs[i]->len++;
+}
+
+namespace {
+
+// The (IC, OC) of each tensor whose q8 copy rounds its inputs, by offset: the tensors infer_keep_q8_tiles lays
+// out, none where matvec_q8_tiles has no path.
+std::map<size_t, std::pair<int, int>> q8_tiled_shapes(const GPT2& model) {
+    std::map<size_t, std::pair<int, int>> shapes;
+    const PrecisionCopies* c = gpt2_precision_copies(model);
+    if (!c || !matvec_q8_tiles(nullptr, nullptr, nullptr, kQ8Block, 0)) return shapes;  // OC 0: asks only
+    for (const TensorInfo& t : model.param_table) {
+        const auto at = c->at.find(t.offset);
+        if (at != c->at.end() && at->second.q8 && at->second.q8_inputs)
+            shapes[t.offset] = {(int)t.cols, (int)t.rows};
+    }
+    return shapes;
+}
+
+}  // namespace
+
+double infer_q8_tiles_bytes(const GPT2& model) {
+    double words = 0;
+    for (const auto& [offset, shape] : q8_tiled_shapes(model))
+        words += (double)matvec_q8_tiles_words(shape.first, shape.second);
+    return 4 * words;
+}
+
+void infer_keep_q8_tiles(GPT2* model) {
+    const std::map<size_t, std::pair<int, int>> shapes = q8_tiled_shapes(*model);
+    auto* c = dynamic_cast<PrecisionCopies*>(model->copies.get());
+    if (shapes.empty() || !c->params8_tiles.empty()) return;
+    buffer_assign_zero(&c->params8_tiles, (size_t)(infer_q8_tiles_bytes(*model) / 4));  // huge pages, as params8
+    size_t at = 0;
+    for (const auto& [offset, shape] : shapes) {
+        WeightCopy& w = c->at[offset];
+        matvec_q8_tiles(c->params8_tiles.data() + at, w.q8, w.q8_d, shape.first, shape.second);
+        w.q8_tiles = c->params8_tiles.data() + at;
+        at += matvec_q8_tiles_words(shape.first, shape.second);
+    }
 }

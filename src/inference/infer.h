@@ -51,3 +51,11 @@ void infer_scratch_init(InferScratch* s, const GPT2& model, int rows);
 // (asserted).
 void infer_decode(InferScratch* s, InferState* const* seqs, const GPT2& model, const int* tokens, int n,
                   float* logits);
+
+// Bytes infer_keep_q8_tiles would add to model: 0 unless its weights are q8 with rounded inputs on AVX512-VNNI.
+double infer_q8_tiles_bytes(const GPT2& model);
+// Keeps an int8 model's q8 weights (rounded inputs) also laid out as infer_decode's products of several rows read
+// them (inference/matvec.h's matvec_q8_tiles): a layout each such pass otherwise makes per weight, about as long
+// as one row's products, made once, for 1.125 more bytes a weight. The same numbers. Nothing where the bytes
+// would be 0.
+void infer_keep_q8_tiles(GPT2* model);

@@ -48,7 +48,7 @@ static void matvec_bf16_fp32(float* out, const float* x, const uint16_t* W16, co
 // base's with fp32 products, as its gemm has them).
 void matvec_copy(float* out, const float* x, const Weight& w, const float* b, int N, int IC, int OC) {
     const WeightCopy* c = static_cast<const WeightCopy*>(w.copy);
-    if (c->q8 && c->q8_inputs) return matvec_q8q8(out, x, c->q8, c->q8_d, b, N, IC, OC);
+    if (c->q8 && c->q8_inputs) return matvec_q8q8(out, x, c->q8, c->q8_d, b, N, IC, OC, c->q8_tiles);
     if (c->q8) return matvec_q8(out, x, c->q8, c->q8_d, b, N, IC, OC);
     if (c->fp32_dropped) return matvec_bf16_fp32(out, x, c->bf16, b, N, IC, OC);
     matvec_bf16(out, x, c->bf16, b, N, IC, OC);
@@ -438,9 +438,14 @@ static void q8_tile16(uint32_t* words, float* scales, const int8_t* w, const uin
 // back the 128 the tile added: exact).
 template <int R>
 static inline void q8q8_tile_rows(__m512* acc, const uint32_t* words, const float* scales, const int8_t* xq,
-                                  const float* xd, const int32_t* corr, int IC, int xd_row, int nb) {
+                                  const float* xd, const int32_t* corr, int IC, int xd_row, int nb,
+                                  const uint32_t* ahead) {
     for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
     for (int k = 0; k < nb; k++) {
+        if (ahead) {  // the next kept tile's block k, words and scales: the hardware alone fetches it too late
+            for (int l = 0; l < 8; l++) __builtin_prefetch(ahead + (8 * k + l) * 16);
+            __builtin_prefetch(ahead + (size_t)nb * 128 + 16 * k);
+        }
         __m512i w[8];
         for (int s = 0; s < 8; s++) w[s] = _mm512_loadu_si512(words + (8 * k + s) * 16);
         const __m512 dw = _mm512_loadu_ps(scales + 16 * k);
@@ -460,25 +465,31 @@ static inline void q8q8_tile_rows(__m512* acc, const uint32_t* words, const floa
 }
 
 // out (N, OC) from x's rows as q8 blocks (xq, xd, corr as q8q8_tile_rows reads them), 16 output rows at a time
-// split by OpenMP, and input rows 4 at a time.
+// split by OpenMP, and input rows 4 at a time; each 16 rows' tile laid out here, or read from tiles
+// (matvec_q8_tiles) when given.
 static void matvec_q8q8_tiles(float* out, const int8_t* xq, const float* xd, const int32_t* corr, const int8_t* q,
-                              const uint16_t* d, const float* b, int N, int IC, int OC, int xd_row) {
+                              const uint16_t* d, const float* b, int N, int IC, int OC, int xd_row,
+                              const uint32_t* tiles) {
     const int nb = IC / kQ8Block;
 #pragma omp parallel
     {
-        static thread_local std::vector<uint32_t> words;
-        static thread_local std::vector<float> scales;
-        words.resize((size_t)nb * 8 * 16), scales.resize((size_t)nb * 16);
+        static thread_local std::vector<uint32_t> laid;
+        if (!tiles) laid.resize((size_t)nb * 144);
 #pragma omp for schedule(static)
         for (int tile = 0; tile < (OC + 15) / 16; tile++) {
             const int j0 = 16 * tile, cols = std::min(16, OC - j0);
-            q8_tile16(words.data(), scales.data(), q + (size_t)j0 * IC, d + (size_t)j0 * nb, cols, IC, nb);
+            const uint32_t* words = tiles ? tiles + (size_t)tile * nb * 144 : laid.data();
+            const uint32_t* ahead = tiles && 16 * (tile + 1) < OC ? words + (size_t)nb * 144 : nullptr;
+            const float* scales = reinterpret_cast<const float*>(words + (size_t)nb * 128);
+            if (!tiles)
+                q8_tile16(laid.data(), reinterpret_cast<float*>(laid.data() + (size_t)nb * 128), q + (size_t)j0 * IC,
+                          d + (size_t)j0 * nb, cols, IC, nb);
             const __mmask16 in = (__mmask16)((1u << cols) - 1);
             const __m512 bias = b ? _mm512_maskz_loadu_ps(in, b + j0) : _mm512_setzero_ps();
             const auto rows = [&](auto R, int r0) {
                 __m512 acc[R.value];
-                q8q8_tile_rows<R.value>(acc, words.data(), scales.data(), xq + (size_t)r0 * IC,
-                                        xd + (size_t)r0 * xd_row, corr + (size_t)r0 * nb, IC, xd_row, nb);
+                q8q8_tile_rows<R.value>(acc, words, scales, xq + (size_t)r0 * IC, xd + (size_t)r0 * xd_row,
+                                        corr + (size_t)r0 * nb, IC, xd_row, nb, r0 == 0 ? ahead : nullptr);
                 for (int r = 0; r < R.value; r++)
                     _mm512_mask_storeu_ps(out + (size_t)(r0 + r) * OC + j0, in,
                                           b ? _mm512_add_ps(acc[r], bias) : acc[r]);
@@ -491,8 +502,25 @@ static void matvec_q8q8_tiles(float* out, const int8_t* xq, const float* xd, con
 }
 #endif
 
+size_t matvec_q8_tiles_words(int IC, int OC) { return (size_t)(OC + 15) / 16 * (IC / kQ8Block) * 144; }
+
+bool matvec_q8_tiles(uint32_t* dst, const int8_t* q, const uint16_t* d, int IC, int OC) {
+#ifdef Q8_DOT_VNNI
+    const int nb = IC / kQ8Block;
+#pragma omp parallel for schedule(static)
+    for (int tile = 0; tile < (OC + 15) / 16; tile++) {
+        uint32_t* words = dst + (size_t)tile * nb * 144;
+        q8_tile16(words, reinterpret_cast<float*>(words + (size_t)nb * 128), q + (size_t)16 * tile * IC,
+                  d + (size_t)16 * tile * nb, std::min(16, OC - 16 * tile), IC, nb);
+    }
+    return true;
+#else
+    return false;
+#endif
+}
+
 void matvec_q8q8(float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int N, int IC,
-                 int OC) {
+                 int OC, const uint32_t* tiles) {
     assert(IC % kQ8Block == 0);
     const int nb = IC / kQ8Block, xd_row = (nb + kVecLen - 1) / kVecLen * kVecLen;
     static thread_local std::vector<int8_t> xq;  // decoding calls this ~50 times a token: no allocation each
@@ -511,7 +539,7 @@ void matvec_q8q8(float* out, const float* x, const int8_t* q, const uint16_t* d,
             for (int i = 0; i < kQ8Block; i++) sum += xq[blk * kQ8Block + i];
             corr[blk] = -128 * sum;
         }
-        return matvec_q8q8_tiles(out, xqp, xdp, corr.data(), q, d, b, N, IC, OC, xd_row);
+        return matvec_q8q8_tiles(out, xqp, xdp, corr.data(), q, d, b, N, IC, OC, xd_row, tiles);
     }
 #endif
     in_row_groups<1>(out, b, N, OC, [&](float* o, int rows, int j0, int r, int) {

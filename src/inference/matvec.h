@@ -34,8 +34,15 @@ void matvec_q8_ref(float* out, const float* x, const int8_t* q, const uint16_t* 
 // blocks too (q8_round_input_block), each block's dot product in integers, times the two scales, summed in
 // fp32. A block of x that q8_0 cannot hold (a non-finite value, or past its range) makes every output of its
 // row NaN, as in the gemm (q8_gemm_operands) and in llama.cpp. And the reference of one row (sums in double).
+// tiles: the weight laid out once by matvec_q8_tiles (the same numbers, without laying each 16 rows out per call
+// for N >= 2), or null.
 void matvec_q8q8(float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int N, int IC,
-                 int OC);
+                 int OC, const uint32_t* tiles = nullptr);
+// Words matvec_q8_tiles writes for an (OC, IC) weight: per 16 output rows, 8 words and 16 fp32 scales a block.
+size_t matvec_q8_tiles_words(int IC, int OC);
+// Lays q8 blocks (q, d: OC rows of IC) out in dst as matvec_q8q8 lays them out per call for several input rows
+// (AVX512-VNNI), once; false (nothing written) where that path does not exist.
+bool matvec_q8_tiles(uint32_t* dst, const int8_t* q, const uint16_t* d, int IC, int OC);
 void matvec_q8q8_ref(float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC);
 
 KERNELS_END

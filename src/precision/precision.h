@@ -45,6 +45,8 @@ struct WeightCopy {
     const uint16_t* q8_d = nullptr;  // (OC, IC / kQ8Block) fp16 scales
     bool fp32_dropped = false;       // the fp32 values' memory was given back (drop_fp32): only q8 or bf16 holds them
     bool q8_inputs = false;          // q8: the products round their input to q8_0 blocks (gpt2_round_inputs_q8)
+    const uint32_t* q8_tiles = nullptr;  // q8 also laid out for several rows' products (inference/infer.h's
+                                         // infer_keep_q8_tiles), or null
 };
 
 // What gpt2_set_precision keeps in model->copies.
@@ -57,6 +59,7 @@ struct PrecisionCopies : ModelCopies {
     // ceil(offset / kQ8Block) in params8_d. Else both empty.
     std::vector<int8_t> params8;
     std::vector<uint16_t> params8_d;
+    std::vector<uint32_t> params8_tiles;  // kInt8, once infer_keep_q8_tiles laid them out: every q8 copy's tiles
     std::map<size_t, WeightCopy> at;  // by a tensor's offset in params: the copies of those it has
     bool frozen = false;              // drop_fp32: the weights are never updated
     size_t fp32_given_back = 0;       // drop_fp32: bytes of fp32 values given back to the system

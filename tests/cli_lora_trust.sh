@@ -235,6 +235,16 @@ check_error "9: an adapter_config.json that is a directory is named as not a reg
 cp -r $T/peft $T/k15 && rm $T/k15/adapter_model.safetensors && mkfifo $T/k15/adapter_model.safetensors
 check_error "9: ... an adapter_model.safetensors that is a FIFO too" \
     "not a regular file ($T/k15/adapter_model.safetensors)" "$GPT2" "${EV[@]}" --model $T/base --lora-from $T/k15
+# a base whose model.safetensors is a FIFO: refused at once as not a regular file, however the base is held (its
+# open waited for a writer, and SIGTERM did not end that wait: red team of issue 59's load)
+mkdir $T/fifo_base && cp $T/base/config.json $T/fifo_base/ && mkfifo $T/fifo_base/model.safetensors
+for how in "train ${DATA[*]} --lora 4 --precision int8 --steps 1" "train ${DATA[*]} --lora 4 --steps 1" "${GEN[*]}"; do
+    "$GPT2" $how --model $T/fifo_base >$T/fifo.out 2>&1 &
+    wait_bounded $! 60
+    rc=$?
+    check "9: ${how:0:40}... on a base whose model.safetensors is a FIFO: refused at once (exit $rc)" \
+        eval '[ $rc = 1 ] && grep -q "not a regular file ($T/fifo_base/model.safetensors)" $T/fifo.out'
+done
 for a in 0 -8; do
     cp -r $T/peft $T/pa$a && sed -i "s/\"lora_alpha\": 8/\"lora_alpha\": $a/" $T/pa$a/adapter_config.json
     for cmd in "${EV[*]}" "${GEN[*]}" "export --format gguf --out $T/pa.gguf"; do

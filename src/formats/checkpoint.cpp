@@ -60,7 +60,7 @@ namespace {
 
 // The first bytes of a regular file (up to n) and its size; fatal naming the file otherwise.
 std::vector<uint8_t> file_head(const std::string& path, size_t n, size_t* file_size, uint64_t* file_ino) {
-    FILE* f = os_fopen_read(path);
+    FILE* f = os_fopen_read_file(path);
     if (!f) fatal("cannot open %s: %s", path.c_str(), strerror(errno));
     input_note_fd(fileno(f));
     FileInfo st;

@@ -110,7 +110,7 @@ bool llmc_parse(const std::vector<uint8_t>& bytes, GPT2Config* cfg, std::vector<
 }
 
 void llmc_read_params(const std::string& path, const GPT2Config& cfg, int version, uint64_t file_ino, float* params) {
-    FILE* f = os_fopen_read(path);
+    FILE* f = os_fopen_read_file(path);
     if (!f || fseek(f, kHeaderInts * 4, SEEK_SET) != 0) fatal("cannot open %s: %s", path.c_str(), strerror(errno));
     input_note_fd(fileno(f));
     FileInfo now;  // a file replaced since its header was read must not give a model made of two files
@@ -182,7 +182,7 @@ bool llmc_state_detect(const uint8_t* data, size_t n) {
 
 void llmc_state_load(const std::string& path, const GPT2Config& cfg, LlmcState* st) {
     const char* p = path.c_str();
-    FILE* f = os_fopen_read(p);
+    FILE* f = os_fopen_read_file(p);
     FileInfo sb;
     if (!f || !os_fstat(fileno(f), &sb) || sb.kind != FileKind::regular) {
         if (f) fclose(f);

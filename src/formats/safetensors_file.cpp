@@ -15,7 +15,7 @@
 void safetensors_load_header(SafeTensors* st, const std::string& path) {
     std::string err;
     st->path = path;
-    FILE* f = os_fopen_read(path);
+    FILE* f = os_fopen_read_file(path);
     FileInfo info;
     if (!f) fatal("cannot open %s: %s", path.c_str(), strerror(errno));
     input_note_fd(fileno(f));

@@ -41,6 +41,9 @@ void os_dir_fsync(const std::string& dir);  // makes renames inside it durable; 
 // pattern in a directory part). No match is true and empty.
 bool os_glob(const std::string& pattern, std::vector<std::string>* paths);
 FILE* os_fopen_read(const std::string& path);  // fopen(path, "rb")
+// fopen(path, "rb") for a file that must be regular (the caller checks it with os_fstat), opened without waiting:
+// a FIFO's open waits for a writer, where the caller's check would refuse it at once.
+FILE* os_fopen_read_file(const std::string& path);
 const char* os_null_device();                  // "/dev/null", "NUL"
 // The absolute form of an existing path, links and "." / ".." resolved (realpath, GetFullPathNameW).
 bool os_full_path(const std::string& path, std::string* full);

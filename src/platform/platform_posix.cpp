@@ -111,6 +111,12 @@ bool os_glob(const std::string& pattern, std::vector<std::string>* paths) {
 }
 
 FILE* os_fopen_read(const std::string& path) { return fopen(path.c_str(), "rb"); }
+FILE* os_fopen_read_file(const std::string& path) {
+    const int fd = os_open_read(path);  // non-blocking; a regular file's reads ignore it
+    FILE* f = fd < 0 ? nullptr : fdopen(fd, "rb");
+    if (fd >= 0 && !f) close(fd);
+    return f;
+}
 const char* os_null_device() { return "/dev/null"; }
 
 bool os_full_path(const std::string& path, std::string* full) {

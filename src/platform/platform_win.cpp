@@ -185,6 +185,7 @@ bool os_glob(const std::string& pattern, std::vector<std::string>* paths) {
 
 void os_dir_fsync(const std::string&) {}  // NTFS journals its directories; there is no call for it
 FILE* os_fopen_read(const std::string& path) { return _wfopen(wide(path).c_str(), L"rb"); }
+FILE* os_fopen_read_file(const std::string& path) { return os_fopen_read(path); }  // no FIFO opens here
 const char* os_null_device() { return "NUL"; }
 
 bool os_full_path(const std::string& path, std::string* full) {

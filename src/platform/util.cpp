@@ -139,7 +139,7 @@ bool path_is_symlink(const std::string& path) {
 std::vector<uint8_t> file_head_bytes(const std::string& path, size_t n) {
     std::vector<uint8_t> head;
     if (!file_exists(path)) return head;
-    FILE* f = os_fopen_read(path);
+    FILE* f = os_fopen_read_file(path);  // a FIFO gives no bytes here, not a wait for a writer
     if (!f) return head;
     head.resize(n);
     head.resize(fread(head.data(), 1, n, f));

@@ -138,8 +138,11 @@ KERNEL(void, matvec_q8_ref,
        (float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC),
        (out, x, q, d, b, IC, OC))
 KERNEL(void, matvec_q8q8,
-       (float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int N, int IC, int OC),
-       (out, x, q, d, b, N, IC, OC))
+       (float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int N, int IC, int OC,
+        const uint32_t* tiles),
+       (out, x, q, d, b, N, IC, OC, tiles))
+KERNEL(size_t, matvec_q8_tiles_words, (int IC, int OC), (IC, OC))
+KERNEL(bool, matvec_q8_tiles, (uint32_t* dst, const int8_t* q, const uint16_t* d, int IC, int OC), (dst, q, d, IC, OC))
 KERNEL(void, matvec_q8q8_ref,
        (float* out, const float* x, const int8_t* q, const uint16_t* d, const float* b, int IC, int OC),
        (out, x, q, d, b, IC, OC))

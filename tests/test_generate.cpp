@@ -209,7 +209,13 @@ TEST(a_frozen_base_held_as_it_loads_equals_one_held_after) {
         const PrecisionCopies &a = *gpt2_precision_copies(after), &b = *gpt2_precision_copies(as);
         const int wte_wpe = prec == Precision::kInt8 ? 2 : 0;  // quantized, but kept in fp32 for the embedding
         CHECK(b.kept == kept && kept == wte_wpe + 4 * as.cfg.num_layers);
-        CHECK(b.fp32_given_back == a.fp32_given_back && a.fp32_given_back > 0);
+        // every page of the dropped matrices given back but the partial ones at each end, which depend on where
+        // the allocator put the buffer (the two loads' buffers may sit apart differently: Windows' heap)
+        double dropped = 0, ends = 0;  // bytes of the dropped matrices; two pages a matrix
+        for (const TensorInfo& t : as.param_table)
+            if (b.at.count(t.offset) && b.at.at(t.offset).fp32_dropped) dropped += 4.0 * t.numel(), ends += 2 * 4096;
+        for (const size_t given : {a.fp32_given_back, b.fp32_given_back})
+            CHECK(given > 0 && given <= dropped && given + ends >= dropped);
         CHECK(a.params8 == b.params8 && a.params8_d == b.params8_d && a.params16 == b.params16);
         bool same_copies = a.at.size() == b.at.size();
         for (const auto& [offset, copy] : a.at)

@@ -87,14 +87,13 @@ int cmd_serve(int argc, char** argv) {
     Tokenizer tok;
     cli_load_for_inference(args, &model, &lora);
     const int ctx = model.cfg.max_seq_len;
-    memory_check(o.parallel * scheduler_stream_bytes(model.cfg, ctx, ctx),
-                 "the KV caches of --parallel " + std::to_string(o.parallel) + " streams", "a smaller --parallel");
-    if (o.parallel > 1) {  // int8: the weights also laid out for the streams' products together, once
-        memory_check(o.parallel * scheduler_stream_bytes(model.cfg, ctx, ctx) + infer_q8_tiles_bytes(model),
-                     "the KV caches of --parallel " + std::to_string(o.parallel) +
-                         " streams and the int8 weights laid out for them", "--parallel 1");
-        infer_keep_q8_tiles(&model);
-    }
+    // int8 with streams together: the weights also laid out once for their products
+    const double tiles = o.parallel > 1 ? infer_q8_tiles_bytes(model) : 0;
+    memory_check(o.parallel * scheduler_stream_bytes(model.cfg, ctx, ctx) + tiles,
+                 "the KV caches of --parallel " + std::to_string(o.parallel) + " streams" +
+                     (tiles > 0 ? " and the int8 weights laid out for them" : ""),
+                 "a smaller --parallel");
+    if (tiles > 0) infer_keep_q8_tiles(&model);
     cli_load_tokenizer(args, model, &tok);
     return 128 + serve_run(model, &tok, o);  // as every command a signal stops (platform/signals.h)
 }

@@ -144,20 +144,22 @@ std::map<size_t, std::pair<int, int>> q8_tiled_shapes(const GPT2& model) {
     return shapes;
 }
 
+// Words the tiles of those tensors take.
+size_t q8_tiles_words(const std::map<size_t, std::pair<int, int>>& shapes) {
+    size_t words = 0;
+    for (const auto& [offset, shape] : shapes) words += matvec_q8_tiles_words(shape.first, shape.second);
+    return words;
+}
+
 }  // namespace
 
-double infer_q8_tiles_bytes(const GPT2& model) {
-    double words = 0;
-    for (const auto& [offset, shape] : q8_tiled_shapes(model))
-        words += (double)matvec_q8_tiles_words(shape.first, shape.second);
-    return 4 * words;
-}
+double infer_q8_tiles_bytes(const GPT2& model) { return 4.0 * (double)q8_tiles_words(q8_tiled_shapes(model)); }
 
 void infer_keep_q8_tiles(GPT2* model) {
     const std::map<size_t, std::pair<int, int>> shapes = q8_tiled_shapes(*model);
     auto* c = dynamic_cast<PrecisionCopies*>(model->copies.get());
     if (shapes.empty() || !c->params8_tiles.empty()) return;
-    buffer_assign_zero(&c->params8_tiles, (size_t)(infer_q8_tiles_bytes(*model) / 4));  // huge pages, as params8
+    buffer_assign_zero(&c->params8_tiles, q8_tiles_words(shapes));  // huge pages, as params8
     size_t at = 0;
     for (const auto& [offset, shape] : shapes) {
         WeightCopy& w = c->at[offset];

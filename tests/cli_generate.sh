@@ -82,4 +82,36 @@ check_error "... and so is such a --prompt" "prompt too long (--prompt): more th
 (yes the | head -40 | tr '\n' ' '; echo; echo the cat) | "${G[@]}" --interactive --max-tokens 1 >/dev/null 2>"$TEST_TMP/ierr"
 check "--interactive names the line of a prompt with too many tokens" \
     grep -q "^error: prompt too long: [0-9]* tokens, .* (--interactive, line 1 skipped)" "$TEST_TMP/ierr"
+# Speculative decoding: greedy output is the plain run's token for token, with the model's own int8 copy drafting,
+# with the model itself and with another model (of the same vocabulary) that agrees with little; each sample says
+# how many drafted tokens it kept.
+"$GPT2" train --layers 1 --heads 2 --channels 32 --seq-len 16 -B 2 -T 16 --steps 2 --lr 1e-2 --warmup 0 \
+    --train "$TEST_TMP/docs_train.bin" --val '' --sample-tokens 0 --out "$TEST_TMP/other" >/dev/null 2>&1 ||
+    fail "training the other model"
+for prompt in "the cat" "the dog the dog the"; do
+    for n in 1 2 9 40; do
+        plain=$("${G[@]}" --prompt "$prompt" --max-tokens $n --ids --ignore-eos 2>/dev/null)
+        for draft in "--draft int8" "--draft-model $M" "--draft-model $TEST_TMP/other"; do
+            fast=$("${G[@]}" --prompt "$prompt" --max-tokens $n --ids --ignore-eos $draft 2>"$TEST_TMP/draft.err")
+            check "greedy with ${draft/$TEST_TMP\//}, '$prompt', $n tokens: plain decoding's ($plain)" test "$fast" = "$plain"
+        done
+    done
+done
+check "... and the sample says how many drafted tokens it kept" \
+    grep -Eqx 'draft: [0-9]+ of [0-9]+ drafted tokens kept \([0-9.]+%\) in [0-9]+ checks of [0-9.]+ tokens on average' \
+    "$TEST_TMP/draft.err"
+"${G[@]}" --prompt "the cat" --max-tokens 40 --ids --ignore-eos --draft-model $M 2>"$TEST_TMP/self.err" >/dev/null
+kept=$(sed -n 's/^draft: \([0-9]*\) of \([0-9]*\) drafted.*/\1 \2/p' "$TEST_TMP/self.err")
+check "a model drafting for itself has its drafts kept ($kept)" test -n "$kept" -a "${kept% *}" -gt 0
+a=$("${G[@]}" --prompt "the cat" --max-tokens 30 --ids --temperature 0.9 --seed 5 --draft int8 2>/dev/null)
+b=$("${G[@]}" --prompt "the cat" --max-tokens 30 --ids --temperature 0.9 --seed 5 --draft int8 2>/dev/null)
+check "sampling with a draft: the same seed, the same tokens" test -n "$a" -a "$a" = "$b"
+check_error "--draft takes int8 alone" "bad value for --draft (generate): expected int8" "${G[@]}" --draft fp32
+check_error "--draft int8 with --precision int8" "conflicting flags (generate): --draft int8" \
+    "${G[@]}" --draft int8 --precision int8
+check_error "--draft with --draft-model" "conflicting flags (generate): give one of --draft" \
+    "${G[@]}" --draft int8 --draft-model $M
+check_error "--draft-model that is not there" "$TEST_TMP/none" "${G[@]}" --draft-model "$TEST_TMP/none"
+check_error "--draft-model of another vocabulary" "has a vocabulary of 1000 tokens, expected the model's 50257" \
+    "${G[@]}" --draft-model tests/fixtures/trained_tiny
 summary

@@ -22,7 +22,9 @@
 #include "cli/commands.h"
 #include "formats/checkpoint.h"
 #include "inference/generate.h"
+#include "inference/speculative.h"
 #include "lora/lora.h"
+#include "precision/precision.h"
 #include "text/tokenizer.h"
 
 namespace {
@@ -95,6 +97,7 @@ struct GenerateRun {
     bool ids_out = false;         // print token ids instead of text
     bool echo = true;             // print the prompt before the continuation (its ids with --ids)
     bool need_tokenizer = false;  // text in or out
+    const GPT2* draft = nullptr;  // --draft int8 or --draft-model: speculative decoding (inference/speculative.h)
 };
 
 // Generates r.samples continuations of prompt, streaming text (or ids) to stdout and a summary of each
@@ -115,9 +118,7 @@ void run_samples(const GPT2& model, const Tokenizer& tok, const std::vector<int>
             }
         }
         GenerateStats stats;
-        generate(
-            model, prompt, opts, rng,
-            [&](int id) {
+        const auto on_token = [&](int id) {
                 if (ids_out) {
                     printf(first ? "%d" : " %d", id);
                 } else if (id != kTokenizerEot || opts.stop_token < 0) {  // shown only when generation goes past it
@@ -125,8 +126,9 @@ void run_samples(const GPT2& model, const Tokenizer& tok, const std::vector<int>
                 }
                 first = false;
                 if (fflush(stdout) != 0) fatal("cannot write standard output: %s", strerror(errno));
-            },
-            &stats);
+            };
+        if (r.draft) generate_speculative(model, *r.draft, prompt, opts, rng, on_token, &stats);
+        else generate(model, prompt, opts, rng, on_token, &stats);
         if (!ids_out) print_text(decoder.flush());
         printf("\n");
         if (r.samples > 1 && !ids_out) printf("---\n");
@@ -138,6 +140,10 @@ void run_samples(const GPT2& model, const Tokenizer& tok, const std::vector<int>
         if (stats.slides)
             fprintf(stderr, "context of %d full: the window slid for the last %d tokens\n", model.cfg.max_seq_len,
                     stats.slides);
+        if (r.draft)
+            fprintf(stderr, "draft: %d of %d drafted tokens kept (%.1f%%) in %d checks of %.1f tokens on average\n",
+                    stats.kept, stats.drafted, 100.0 * stats.kept / std::max(stats.drafted, 1), stats.rounds,
+                    (double)stats.drafted / std::max(stats.rounds, 1));
         // The prompt's one batched pass as a time: a short prompt's is latency, not a rate to set beside
         // decoding's (the first one also starts the thread team, and runs on every thread before the tuner
         // has measured other processes' load: platform/threads.h). Its logits give the first new token, so
@@ -180,6 +186,9 @@ CliArgs generate_args(int argc, char** argv) {
         {"lora-from", "", "", "apply this PEFT LoRA adapter directory (adapter_config.json + "
                               "adapter_model.safetensors) to --model"},
         kCliForceBaseFlag,
+        {"draft", "", "", "int8: speculative decoding, the model's own int8 (q8_0) copy drafting tokens that the model "
+                          "checks several at a time; greedy output stays token for token the model's own"},
+        {"draft-model", "", "", "speculative decoding with this smaller GPT-2 (the same tokenizer) drafting"},
     };
     return cli_parse(
         argc, argv, "generate", "gpt2 generate --model PATH [--prompt TEXT | --interactive] [flags]",
@@ -255,6 +264,55 @@ int run_interactive(const GPT2& model, Tokenizer* tok, const GenerateRun& r, Rng
     return 0;
 }
 
+// The model's own int8 copy (--draft int8), quantized a tensor at a time from its fp32 values (each tensor's given
+// back once quantized), its products' inputs rounded as --precision int8's.
+void make_int8_draft(const GPT2& model, GPT2* draft) {
+    double largest = 0;
+    for (const TensorInfo& t : model.param_table) largest = std::max(largest, 4.0 * (double)t.numel());
+    memory_check(gpt2_base_bytes(model.cfg, Precision::kInt8) + largest, "the int8 draft (--draft int8)",
+                 "leave out --draft");
+    gpt2_build(draft, model.cfg, false);
+    for (const TensorInfo& t : model.param_table) {
+        std::copy(model.params.begin() + t.offset, model.params.begin() + t.offset + t.numel(),
+                  draft->params.begin() + t.offset);
+        gpt2_set_precision_tensor(draft, t, Precision::kInt8, true);
+    }
+    gpt2_round_inputs_q8(draft);
+}
+
+// The draft of --draft or --draft-model into *draft, checked against the model and the memory for --max-tokens.
+const GPT2* load_draft(const CliArgs& args, const GPT2& model, GPT2* draft) {
+    if (args.has("draft") && args.has("draft-model"))
+        fatal("conflicting flags (generate): give one of --draft int8 (the model's own copy) and --draft-model");
+    if (args.has("draft")) {
+        if (args.str("draft") != "int8")
+            fatal("bad value for --draft (generate): expected int8 (the model's own q8_0 copy drafts), got '%s'; "
+                  "a separate draft model is --draft-model DIR", args.str("draft").c_str());
+        if (gpt2_precision(model) == Precision::kInt8)
+            fatal("conflicting flags (generate): --draft int8 drafts for an fp32 or bf16 model, and --precision int8 "
+                  "runs the int8 copy itself");
+        if (args.has("lora-from"))
+            fatal_hint("merge the adapter first (gpt2 export --lora-from DIR --merge-lora) or give --draft-model",
+                       "conflicting flags (generate): --draft int8 copies the model's fp32 weights, and a "
+                       "--lora-from base is held without them");
+        make_int8_draft(model, draft);
+        fprintf(stderr, "draft: the model's own int8 copy (q8_0), up to %d tokens a check\n", kDraftMax);
+    } else {
+        const std::string path = args.str("draft-model");
+        if (path.empty()) fatal("bad value for --draft-model (generate): expected a checkpoint, got ''");
+        checkpoint_load(draft, path);
+        if (draft->cfg.vocab_size != model.cfg.vocab_size)
+            fatal("bad value for --draft-model (generate): %s has a vocabulary of %d tokens, expected the model's %d "
+                  "(the same tokenizer)", path.c_str(), draft->cfg.vocab_size, model.cfg.vocab_size);
+        fprintf(stderr, "draft: %s (%d layers, %d channels), up to %d tokens a check\n", path.c_str(),
+                draft->cfg.num_layers, draft->cfg.channels, kDraftMax);
+    }
+    memory_check(speculative_memory_bytes(model, *draft, model.cfg.max_seq_len,
+                                          (int)args.integer_in("max-tokens", 1, 1 << 20)),
+                 "the draft's KV cache for --max-tokens", "generate fewer tokens");
+    return draft;
+}
+
 }  // namespace
 
 int cmd_generate(int argc, char** argv) {
@@ -268,11 +326,14 @@ int cmd_generate(int argc, char** argv) {
     // the cache for the longest prompt there can be (the context) and --max-tokens
     memory_check(generate_memory_bytes(model.cfg, model.cfg.max_seq_len, r.opts.max_tokens),
                  "the KV cache for --max-tokens " + std::to_string(r.opts.max_tokens), "generate fewer tokens");
+    GPT2 draft;
+    GenerateRun run = r;
+    if (args.has("draft") || args.has("draft-model")) run.draft = load_draft(args, model, &draft);
     if (r.need_tokenizer) cli_load_tokenizer(args, model, &tok);
     Rng rng((uint64_t)args.integer_in("seed", 0, LLONG_MAX));
     if (!r.interactive) {
-        run_samples(model, tok, read_prompt(args, &tok, model.cfg), r, &rng);
+        run_samples(model, tok, read_prompt(args, &tok, model.cfg), run, &rng);
         return 0;
     }
-    return run_interactive(model, &tok, r, &rng);
+    return run_interactive(model, &tok, run, &rng);
 }

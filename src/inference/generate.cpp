@@ -8,16 +8,11 @@
 #include "platform/threads.h"
 #include "platform/util.h"
 
-namespace {
-
-// The cache positions and the rows of the largest pass: a sliding sequence re-prefills whole windows.
 void generate_sizes(const GPT2Config& cfg, int prompt_tokens, int max_tokens, int* len, int* rows) {
     const bool slides = (long long)prompt_tokens + max_tokens > cfg.max_seq_len;
     *len = slides ? cfg.max_seq_len : prompt_tokens + max_tokens;
     *rows = slides ? cfg.max_seq_len : prompt_tokens;
 }
-
-}  // namespace
 
 double generate_memory_bytes(const GPT2Config& cfg, int prompt_tokens, int max_tokens) {
     int len, rows;

@@ -33,8 +33,12 @@ struct GenerateStats {
     GenerateStop stop = GenerateStop::kMaxTokens;
     int bad_position = 0, bad_logit = 0;  // kNonFinite: where, and which logit
     float bad_value = 0;
+    int drafted = 0, kept = 0, rounds = 0;  // generate_speculative's (speculative.h): drafted tokens, kept, checks
 };
 
+// The cache's positions and the rows of generate()'s largest pass: a sequence that will slide past the context
+// re-prefills whole windows.
+void generate_sizes(const GPT2Config& cfg, int prompt_tokens, int max_tokens, int* len, int* rows);
 // Bytes generate() allocates for a prompt of prompt_tokens and max_tokens new ones (the KV cache and the
 // scratch for the prompt's pass, or for a whole window when the sequence will slide).
 double generate_memory_bytes(const GPT2Config& cfg, int prompt_tokens, int max_tokens);

@@ -93,24 +93,23 @@ void infer_forward(InferState* st, const GPT2& model, const int* tokens, int n, 
     st->len += n;
 }
 
-void infer_decode(InferScratch* s, InferState* const* seqs, const GPT2& model, const int* tokens, int n,
-                  float* logits) {
+namespace {
+
+// Row i: tokens[i] at position pos[i] of seqs[i] (whose cache gets it); infer_decode's and infer_verify's pass.
+void decode_rows(InferScratch* s, InferState* const* seqs, const int* pos, const GPT2& model, const int* tokens,
+                 int n, float* logits) {
     const GPT2Config& cfg = model.cfg;
     const int C = cfg.channels;
     assert(n >= 1 && n <= s->rows && "infer_scratch_init sizes the scratch");
-    for (int i = 0; i < n; i++) {
-        assert(seqs[i]->len < seqs[i]->max_len && tokens[i] >= 0 && tokens[i] < cfg.vocab_size);
-        for (int j = 0; j < i; j++) assert(seqs[j] != seqs[i] && "one row per sequence");
-    }
+    for (int i = 0; i < n; i++) assert(pos[i] < seqs[i]->max_len && tokens[i] >= 0 && tokens[i] < cfg.vocab_size);
     const ParamViews& p = model.param;
-    for (int i = 0; i < n; i++)  // row i at its sequence's next position
-        encoder_forward(&s->x[(size_t)i * C], &tokens[i], p.wte, p.wpe + (size_t)seqs[i]->len * C, 1, 1, C);
-    // n sequences of one position each (B = n, T = 1): block_forward runs each row's products as that row alone,
-    // and each row attends over its own cache (layer l's of each)
+    for (int i = 0; i < n; i++)  // row i at its position
+        encoder_forward(&s->x[(size_t)i * C], &tokens[i], p.wte, p.wpe + (size_t)pos[i] * C, 1, 1, C);
+    // n rows of one position each (B = n, T = 1): block_forward runs each row's products as that row alone, and
+    // each row attends over its own cache (layer l's of each), the rows' new keys and values written first
     std::vector<float*> k(n), v(n);
     std::vector<size_t> k_row(n);
-    std::vector<int> p0(n);
-    for (int i = 0; i < n; i++) k_row[i] = seqs[i]->k_row, p0[i] = seqs[i]->len;
+    for (int i = 0; i < n; i++) k_row[i] = seqs[i]->k_row;
     const LayerActs& la = s->la;
     const float* x = s->x.data();
     for (int l = 0; l < cfg.num_layers; l++) {
@@ -119,13 +118,34 @@ void infer_decode(InferScratch* s, InferState* const* seqs, const GPT2& model, c
             v[i] = seqs[i]->v.data() + (size_t)l * seqs[i]->max_len * C;
         }
         block_forward(model, l, la, x, n, 1, [&](const LayerActs& a, const GemmOperands*) {
-            attention_forward_cached_rows(a.atty, a.att_lse, a.qkv, k.data(), k_row.data(), v.data(), p0.data(), n, C,
+            attention_forward_cached_rows(a.atty, a.att_lse, a.qkv, k.data(), k_row.data(), v.data(), pos, n, C,
                                           cfg.num_heads);
         });
         x = la.residual3;
     }
     infer_head(s, model, x, n, logits, true);
+}
+
+}  // namespace
+
+void infer_decode(InferScratch* s, InferState* const* seqs, const GPT2& model, const int* tokens, int n,
+                  float* logits) {
+    std::vector<int> pos(n);
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < i; j++) assert(seqs[j] != seqs[i] && "one row per sequence");
+        pos[i] = seqs[i]->len;
+    }
+    decode_rows(s, seqs, pos.data(), model, tokens, n, logits);
     for (int i = 0; i < n; i++) seqs[i]->len++;
+}
+
+void infer_verify(InferScratch* s, InferState* st, const GPT2& model, const int* tokens, int n, float* logits) {
+    assert(st->len + n <= st->max_len && "the caller keeps the cache from overflowing");
+    std::vector<InferState*> seqs(n, st);
+    std::vector<int> pos(n);
+    for (int i = 0; i < n; i++) pos[i] = st->len + i;
+    decode_rows(s, seqs.data(), pos.data(), model, tokens, n, logits);
+    st->len += n;
 }
 
 namespace {

@@ -52,6 +52,11 @@ void infer_scratch_init(InferScratch* s, const GPT2& model, int rows);
 void infer_decode(InferScratch* s, InferState* const* seqs, const GPT2& model, const int* tokens, int n,
                   float* logits);
 
+// Decodes tokens[0..n) of one sequence at positions len..len+n-1 in one such pass (speculative decoding's check of
+// drafted tokens): row i of logits (n, Vp) is bit for bit what infer_forward(st, model, &tokens[i], 1, row, false)
+// writes after the rows before it, each weight read once for all n. n <= s->rows, len + n <= max_len (asserted).
+void infer_verify(InferScratch* s, InferState* st, const GPT2& model, const int* tokens, int n, float* logits);
+
 // Bytes infer_keep_q8_tiles would add to model: 0 unless its weights are q8 with rounded inputs on AVX512-VNNI.
 double infer_q8_tiles_bytes(const GPT2& model);
 // Keeps an int8 model's q8 weights (rounded inputs) also laid out as infer_decode's products of several rows read

@@ -1,0 +1,33 @@
+// speculative.h: generate() with a draft model. Each round a cheaper model (the model's own int8 copy, or a
+// smaller GPT-2 with the same vocabulary) proposes k tokens, one pass of its own each; the model scores them all in
+// one pass over its weights (infer_verify), keeps the drafted tokens as long as its own choice agrees, and adds one
+// token of its own: the one it chose where they parted, or the next one when all were kept.
+// Greedy output is plain decoding's token for token: the check's rows are decoding's logits bit for bit. Sampling
+// keeps a drafted token d with probability min(1, p(d)/q(d)) (p the model's distribution after the sampler's
+// warpers, q the draft's) and otherwise draws from max(0, p - q) normalised, which leaves each token distributed as
+// the model alone would draw it (Leviathan et al. 2023; Chen et al. 2023).
+// k follows what it measures, the draft's and the check's seconds and how often drafts are kept, to the most
+// tokens per second, down to 0: plain decoding, with a one-token draft now and then to see whether they agree
+// again. Past the model's (or the draft's) context, decoding is plain (the window slides as generate()'s).
+#pragma once
+#include <utility>
+#include <vector>
+
+#include "inference/generate.h"
+
+constexpr int kDraftMax = 8;  // tokens drafted in a round, at most
+
+// Bytes generate_speculative allocates beyond generate()'s for the same prompt and max_tokens: the draft's cache
+// and scratch, and the check's scratch.
+double speculative_memory_bytes(const GPT2& model, const GPT2& draft, int prompt_tokens, int max_tokens);
+
+// generate() with `draft` (the model's vocabulary size, asserted) proposing; stats->drafted and ->kept count
+// the drafted tokens and those kept, stats->rounds the checks.
+std::vector<int> generate_speculative(const GPT2& model, const GPT2& draft, const std::vector<int>& prompt,
+                                      const GenerateOptions& opts, Rng* rng, const std::function<void(int)>& on_token,
+                                      GenerateStats* stats);
+
+// The rule for one drafted token d, drawn from q: d, with *kept true, or a token drawn from max(0, p - q)
+// normalised. p and q are sampler_distribution's (token, probability) lists. Exposed for tests.
+int speculative_accept(const std::vector<std::pair<int, double>>& p, const std::vector<std::pair<int, double>>& q,
+                       int d, Rng* rng, bool* kept);

@@ -27,6 +27,8 @@ void bench_read_bandwidth();                        // GB/s of a summing loop ov
 void bench_decode(Precision prec, int prompt_len);  // decode tok/s; keeps "decode <prec> <prompt_len>"
 // 1, 4, 8, 16 sequences decoded together (infer_decode): aggregate tok/s; keeps "decode together <prec> <n>"
 void bench_decode_batch(Precision prec);
+// Greedy decode of a 124M fp32 with its own int8 copy drafting and with a random 2-layer draft, beside plain.
+void bench_decode_draft();
 // The cases' 124M model: random weights (seed 1) at prec; int8 rounds its inputs to q8_0 as generate does.
 void bench_build_124m(GPT2* model, Precision prec);
 // For each n of counts, n sequences (sequence i's prompt 48 + 2i tokens, prefilled once) decoded together by

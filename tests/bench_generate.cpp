@@ -23,6 +23,7 @@
 #include "inference/generate.h"
 #include "inference/infer.h"
 #include "inference/sampler.h"
+#include "inference/speculative.h"
 #include "core/model.h"
 #include "precision/precision.h"
 
@@ -228,4 +229,55 @@ void bench_decode_batch(Precision prec) {
                "sequence's, %.1f ms a step\n", name, n, steps, tok_s, tok_s / one, 1e3 * n / tok_s);
         bench_keep(std::string("decode together ") + name + " " + std::to_string(n), tok_s);
     });
+}
+
+namespace {
+
+// Greedy decoding of 128 tokens after a 16-token prompt, plain (draft null) or speculative: tok/s.
+double draft_decode_speed(const GPT2& model, const GPT2* draft, GenerateStats* stats) {
+    std::vector<int> prompt(16);
+    for (int i = 0; i < 16; i++) prompt[i] = (i * 7919) % 50257;
+    GenerateOptions opts;
+    opts.max_tokens = 128;
+    opts.sampler.temperature = 0;
+    opts.stop_token = -1;
+    Rng rng(1);
+    if (draft) generate_speculative(model, *draft, prompt, opts, &rng, [](int) {}, stats);
+    else generate(model, prompt, opts, &rng, [](int) {}, stats);
+    return (stats->new_tokens - 1) / stats->decode_s;
+}
+
+}  // namespace
+
+void bench_decode_draft() {
+    GPT2 model, int8, other;
+    bench_build_124m(&model, Precision::kFp32);
+    gpt2_build(&int8, model.cfg);  // the model's own int8 copy, as generate --draft int8 makes it
+    int8.params = model.params;
+    gpt2_set_precision(&int8, Precision::kInt8, true);
+    gpt2_round_inputs_q8(&int8);
+    gpt2_build(&other, config_make(1024, 50257, 2, 12, 768));  // a 2-layer draft that agrees with nothing
+    gpt2_init_random(&other, 2);
+    // plain, then each draft, in turn: each run's ratio to the plain run just before it (a shared machine's
+    // speed drifts over a minute), the median of 3 after a warm-up
+    const GPT2* drafts[] = {&int8, &other};
+    std::vector<double> plain, ratio[2];
+    GenerateStats stats[2], plain_stats;
+    for (int rep = 0; rep < 4; rep++) {
+        const double base = draft_decode_speed(model, nullptr, &plain_stats);
+        for (int d = 0; d < 2; d++) {
+            const double fast = draft_decode_speed(model, drafts[d], &stats[d]);
+            if (rep > 0) ratio[d].push_back(fast / base);
+        }
+        if (rep > 0) plain.push_back(base);
+    }
+    for (auto* v : {&plain, &ratio[0], &ratio[1]}) std::sort(v->begin(), v->end());
+    printf("decode 124M fp32, 16-token prompt, 128 tokens greedy: %.1f tok/s (median of 3)\n", plain[1]);
+    for (int d = 0; d < 2; d++) {
+        const GenerateStats& s = stats[d];
+        printf("  with %s drafting: %.2fx plain (median of 3, each against the plain run before it); %d of %d "
+               "drafted tokens kept (%.0f%%) in %d checks\n", d == 0 ? "its own int8 copy" : "a 2-layer random model",
+               ratio[d][1], s.kept, s.drafted, 100.0 * s.kept / std::max(s.drafted, 1), s.rounds);
+        bench_keep(d == 0 ? "draft int8 / plain" : "draft disagreeing / plain", ratio[d][1]);
+    }
 }

@@ -91,7 +91,8 @@ check "--interactive names the line of a prompt with too many tokens" \
 for prompt in "the cat" "the dog the dog the"; do
     for n in 1 2 9 40; do
         plain=$("${G[@]}" --prompt "$prompt" --max-tokens $n --ids --ignore-eos 2>/dev/null)
-        for draft in "--draft int8" "--draft-model $M" "--draft-model $TEST_TMP/other"; do
+        for draft in "--draft int8" "--draft int8 --draft-min 3 --draft-max 3" "--draft-model $M --draft-min 1" \
+            "--draft-model $TEST_TMP/other" "--draft-model $TEST_TMP/other --draft-min 2"; do
             fast=$("${G[@]}" --prompt "$prompt" --max-tokens $n --ids --ignore-eos $draft 2>"$TEST_TMP/draft.err")
             check "greedy with ${draft/$TEST_TMP\//}, '$prompt', $n tokens: plain decoding's ($plain)" test "$fast" = "$plain"
         done
@@ -100,9 +101,10 @@ done
 check "... and the sample says how many drafted tokens it kept" \
     grep -Eqx 'draft: [0-9]+ of [0-9]+ drafted tokens kept \([0-9.]+%\) in [0-9]+ checks of [0-9.]+ tokens on average' \
     "$TEST_TMP/draft.err"
-"${G[@]}" --prompt "the cat" --max-tokens 40 --ids --ignore-eos --draft-model $M 2>"$TEST_TMP/self.err" >/dev/null
+"${G[@]}" --prompt "the cat" --max-tokens 40 --ids --ignore-eos --draft-model $M --draft-min 1 2>"$TEST_TMP/self.err" \
+    >/dev/null
 kept=$(sed -n 's/^draft: \([0-9]*\) of \([0-9]*\) drafted.*/\1 \2/p' "$TEST_TMP/self.err")
-check "a model drafting for itself has its drafts kept ($kept)" test -n "$kept" -a "${kept% *}" -gt 0
+check "a model drafting for itself has every draft kept ($kept)" test -n "$kept" -a "${kept% *}" -gt 0 -a "${kept% *}" = "${kept#* }"
 a=$("${G[@]}" --prompt "the cat" --max-tokens 30 --ids --temperature 0.9 --seed 5 --draft int8 2>/dev/null)
 b=$("${G[@]}" --prompt "the cat" --max-tokens 30 --ids --temperature 0.9 --seed 5 --draft int8 2>/dev/null)
 check "sampling with a draft: the same seed, the same tokens" test -n "$a" -a "$a" = "$b"
@@ -112,6 +114,22 @@ check_error "--draft int8 with --precision int8" "conflicting flags (generate): 
 check_error "--draft with --draft-model" "conflicting flags (generate): give one of --draft" \
     "${G[@]}" --draft int8 --draft-model $M
 check_error "--draft-model that is not there" "$TEST_TMP/none" "${G[@]}" --draft-model "$TEST_TMP/none"
+check_error "--draft-max without a draft" "flag --draft-max (generate) needs --draft int8 or --draft-model" \
+    "$GPT2" generate --model "$TEST_TMP/none" --draft-max 4
+check_error "--draft-max past 8" "bad value for --draft-max" "$GPT2" generate --model "$TEST_TMP/none" --draft int8 \
+    --draft-max 9
+check_error "--draft-min above --draft-max" "--draft-min 5 is more than --draft-max 4" \
+    "$GPT2" generate --model "$TEST_TMP/none" --draft int8 --draft-min 5 --draft-max 4
+check_error "--draft int8 with --precision int8 is refused before any model is read" \
+    "conflicting flags (generate): --draft int8" "$GPT2" generate --model "$TEST_TMP/none" --draft int8 --precision int8
+check_error "... and so is --draft with --draft-model" "give one of --draft" \
+    "$GPT2" generate --model "$TEST_TMP/none" --draft int8 --draft-model "$TEST_TMP/none"
+# a prompt longer than the draft's context (16) leaves it nothing to draft: plain decoding, and the line says so
+prompt20=$(yes the | head -20 | tr '\n' ' ')
+plain=$("${G[@]}" --prompt "$prompt20" --max-tokens 5 --ids --ignore-eos 2>/dev/null)
+fast=$("${G[@]}" --prompt "$prompt20" --max-tokens 5 --ids --ignore-eos --draft-model "$TEST_TMP/other" 2>"$TEST_TMP/none.err")
+check "a prompt past the draft's context: plain decoding's tokens" test -n "$plain" -a "$fast" = "$plain"
+check "... and the line says that no token was drafted" grep -q "^draft: no token drafted" "$TEST_TMP/none.err"
 check_error "--draft-model of another vocabulary" "has a vocabulary of 1000 tokens, expected the model's 50257" \
     "${G[@]}" --draft-model tests/fixtures/trained_tiny
 summary

@@ -140,10 +140,12 @@ void run_samples(const GPT2& model, const Tokenizer& tok, const std::vector<int>
         if (stats.slides)
             fprintf(stderr, "context of %d full: the window slid for the last %d tokens\n", model.cfg.max_seq_len,
                     stats.slides);
-        if (r.draft)
-            fprintf(stderr, "draft: %d of %d drafted tokens kept (%.1f%%) in %d checks of %.1f tokens on average\n",
-                    stats.kept, stats.drafted, 100.0 * stats.kept / std::max(stats.drafted, 1), stats.rounds,
-                    (double)stats.drafted / std::max(stats.rounds, 1));
+        if (r.draft && stats.drafted == 0)
+            fprintf(stderr, "draft: no token drafted (plain decoding was faster, or the context left no room)\n");
+        else if (r.draft)
+            fprintf(stderr, "draft: %d of %d drafted tokens kept (%.1f%%) in %d check%s of %.1f tokens on average\n",
+                    stats.kept, stats.drafted, 100.0 * stats.kept / stats.drafted, stats.rounds,
+                    stats.rounds == 1 ? "" : "s", (double)stats.drafted / stats.rounds);
         // The prompt's one batched pass as a time: a short prompt's is latency, not a rate to set beside
         // decoding's (the first one also starts the thread team, and runs on every thread before the tuner
         // has measured other processes' load: platform/threads.h). Its logits give the first new token, so
@@ -189,6 +191,9 @@ CliArgs generate_args(int argc, char** argv) {
         {"draft", "", "", "int8: speculative decoding, the model's own int8 (q8_0) copy drafting tokens that the model "
                           "checks several at a time; greedy output stays token for token the model's own"},
         {"draft-model", "", "", "speculative decoding with this smaller GPT-2 (the same tokenizer) drafting"},
+        {"draft-max", "", "8", "with a draft: tokens drafted a check at most (1..8)"},
+        {"draft-min", "", "0", "with a draft: tokens drafted a check at least, where the context leaves room (default: "
+                               "as many as pay, from the share kept; 0 lets it fall back to plain decoding)"},
     };
     return cli_parse(
         argc, argv, "generate", "gpt2 generate --model PATH [--prompt TEXT | --interactive] [flags]",
@@ -211,6 +216,8 @@ GenerateRun generate_run(const CliArgs& args) {
     opts.max_tokens = (int)max_tokens;
     opts.stop_token = args.on("ignore-eos") ? -1 : kTokenizerEot;
     opts.cancelled = [] { return stop_requested() != 0; };
+    opts.draft_min = (int)args.integer_in("draft-min", 0, kDraftMax);
+    opts.draft_max = (int)args.integer_in("draft-max", 1, kDraftMax);
     opts.sampler.temperature = (float)temperature;
     opts.sampler.top_k = (int)top_k;
     opts.sampler.top_p = (float)top_p;
@@ -280,26 +287,39 @@ void make_int8_draft(const GPT2& model, GPT2* draft) {
     gpt2_round_inputs_q8(draft);
 }
 
-// The draft of --draft or --draft-model into *draft, checked against the model and the memory for --max-tokens.
-const GPT2* load_draft(const CliArgs& args, const GPT2& model, GPT2* draft) {
+// --draft and --draft-model against each other and the other flags, before anything is loaded.
+void check_draft_flags(const CliArgs& args) {
     if (args.has("draft") && args.has("draft-model"))
         fatal("conflicting flags (generate): give one of --draft int8 (the model's own copy) and --draft-model");
+    if (args.has("draft-model") && args.str("draft-model").empty())
+        fatal("bad value for --draft-model (generate): expected a checkpoint, got ''");
+    const bool any = args.has("draft") || args.has("draft-model");
+    for (const char* flag : {"draft-max", "draft-min"})
+        if (args.has(flag) && !any) fatal("flag --%s (generate) needs --draft int8 or --draft-model", flag);
+    const long long most = args.integer_in("draft-max", 1, kDraftMax);
+    if (args.integer_in("draft-min", 0, kDraftMax) > most)
+        fatal("conflicting flags (generate): --draft-min %s is more than --draft-max %lld", args.str("draft-min").c_str(),
+              most);
+    if (!args.has("draft")) return;
+    if (args.str("draft") != "int8")
+        fatal("bad value for --draft (generate): expected int8 (the model's own q8_0 copy drafts), got '%s'; a "
+              "separate draft model is --draft-model DIR", args.str("draft").c_str());
+    if (args.str("precision") == "int8")
+        fatal("conflicting flags (generate): --draft int8 drafts for an fp32 or bf16 model, and --precision int8 "
+              "runs the int8 copy itself");
+    if (args.has("lora-from"))
+        fatal_hint("merge the adapter first (gpt2 export --lora-from DIR --merge-lora) or give --draft-model",
+                   "conflicting flags (generate): --draft int8 copies the model's fp32 weights, and a --lora-from "
+                   "base is held without them");
+}
+
+// The draft of --draft or --draft-model into *draft, checked against the model and the memory for --max-tokens.
+const GPT2* load_draft(const CliArgs& args, const GPT2& model, GPT2* draft) {
     if (args.has("draft")) {
-        if (args.str("draft") != "int8")
-            fatal("bad value for --draft (generate): expected int8 (the model's own q8_0 copy drafts), got '%s'; "
-                  "a separate draft model is --draft-model DIR", args.str("draft").c_str());
-        if (gpt2_precision(model) == Precision::kInt8)
-            fatal("conflicting flags (generate): --draft int8 drafts for an fp32 or bf16 model, and --precision int8 "
-                  "runs the int8 copy itself");
-        if (args.has("lora-from"))
-            fatal_hint("merge the adapter first (gpt2 export --lora-from DIR --merge-lora) or give --draft-model",
-                       "conflicting flags (generate): --draft int8 copies the model's fp32 weights, and a "
-                       "--lora-from base is held without them");
         make_int8_draft(model, draft);
         fprintf(stderr, "draft: the model's own int8 copy (q8_0), up to %d tokens a check\n", kDraftMax);
     } else {
         const std::string path = args.str("draft-model");
-        if (path.empty()) fatal("bad value for --draft-model (generate): expected a checkpoint, got ''");
         checkpoint_load(draft, path);
         if (draft->cfg.vocab_size != model.cfg.vocab_size)
             fatal("bad value for --draft-model (generate): %s has a vocabulary of %d tokens, expected the model's %d "
@@ -318,6 +338,7 @@ const GPT2* load_draft(const CliArgs& args, const GPT2& model, GPT2* draft) {
 int cmd_generate(int argc, char** argv) {
     CliArgs args = generate_args(argc, argv);
     const GenerateRun r = generate_run(args);
+    check_draft_flags(args);
 
     GPT2 model;
     LoraModel lora;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "core/gemm.h"
 #include "core/simd.h"
@@ -99,24 +100,44 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
     }
 }
 
+// Decoding's rows r0..r0+R-1 of output j: each row's dot product with W's row j in 32 lanes (lane l takes the
+// channels i + l), summed lane by lane in order, as one row has it alone; W's row is read once for the R rows.
+template <int R>
+static void matvec_fp32_rows(float* out, const float* X, const float* w, const float* b, int IC, int OC, int j,
+                             int r0) {
+    constexpr int kVecs = 32 / kLanes;
+    vn acc[R][kVecs] = {};
+    int i = 0;
+    for (; i + 32 <= IC; i += 32)
+        for (int v = 0; v < kVecs; v++) {
+            vn wv = vn_load(w + i + v * kLanes);
+#if defined(__x86_64__)
+            asm("" : "+x"(wv));  // held in a register for the R rows, not loaded again for each (GCC folds loads)
+#endif
+            for (int r = 0; r < R; r++) acc[r][v] += wv * vn_load(X + (size_t)(r0 + r) * IC + i + v * kLanes);
+        }
+    for (int r = 0; r < R; r++) {
+        const float* x = X + (size_t)(r0 + r) * IC;
+        float lanes[32];
+        memcpy(lanes, acc[r], sizeof lanes);
+        float sum = 0;
+        for (int l = 0; l < 16; l++) sum += lanes[l] + lanes[16 + l];
+        for (int c = i; c < IC; c++) sum += w[c] * x[c];
+        out[(size_t)(r0 + r) * OC + j] = b ? sum + b[j] : sum;
+    }
+}
+
 // The linear layer on gemm (gemm.h), W (OC, IC) as llm.c's. Decoding's rows: each output's weight row stays in
-// cache while every row takes its dot product with it, in the one order a row has alone; one row's two
-// accumulators do not wait on each other.
+// cache while the rows take their dot products with it, a few rows at once (as many as the registers hold), each
+// in the one order a row has alone.
 static void matvec_fp32(float* out, const float* X, const float* W, const float* b, int N, int IC, int OC) {
+    constexpr int kRows = kLanes == 16 ? 8 : 3;  // accumulators: 2 vectors a row with AVX-512, else 4 or 8
 #pragma omp parallel for schedule(static)
     for (int j = 0; j < OC; j++) {
         const float* w = W + (size_t)j * IC;
-        for (int r = 0; r < N; r++) {
-            const float* x = X + (size_t)r * IC;
-            float acc0[16] = {}, acc1[16] = {};  // not vf16: GCC keeps a 64-byte vector in memory without AVX-512
-            int i = 0;
-            for (; i + 32 <= IC; i += 32)
-                for (int l = 0; l < 16; l++) acc0[l] += w[i + l] * x[i + l], acc1[l] += w[i + 16 + l] * x[i + 16 + l];
-            float sum = 0;
-            for (int l = 0; l < 16; l++) sum += acc0[l] + acc1[l];
-            for (; i < IC; i++) sum += w[i] * x[i];
-            out[(size_t)r * OC + j] = b ? sum + b[j] : sum;
-        }
+        int r = 0;
+        for (; r + kRows <= N; r += kRows) matvec_fp32_rows<kRows>(out, X, w, b, IC, OC, j, r);
+        for (; r < N; r++) matvec_fp32_rows<1>(out, X, w, b, IC, OC, j, r);
     }
 }
 

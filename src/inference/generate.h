@@ -18,6 +18,7 @@ struct GenerateOptions {
     SamplerConfig sampler;
     int stop_token = -1;  // generation ends after this token (the tokenizer's <|endoftext|>); -1: never
     std::function<bool()> cancelled;  // asked before each new token: true ends generation (a stop signal)
+    int draft_min = 0, draft_max = 8;  // generate_speculative's (speculative.h): tokens drafted a round, within these
 };
 
 // kNonFinite: the logits held a NaN or infinity (the weights or activations overflow); nothing was sampled

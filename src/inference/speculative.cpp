@@ -9,37 +9,33 @@
 
 #include "platform/threads.h"
 #include "platform/util.h"
+#include "precision/precision.h"
 
 namespace {
 
-// What k is chosen from, each measured and decayed so that it follows the text: seconds of a draft pass, seconds
-// of a check of n rows (fitted as a + b * n over the checks seen), and the share of drafted tokens kept.
+// What k is chosen from: the drafted tokens' share kept (decayed so that it follows the text), and the costs of
+// the passes in units of the model's one-token pass, from the bytes of weights each reads (decoding streams them):
+// a draft pass draft_cost, a check of n rows 1 + kCheckRow * (n - 1). Nothing timed, so that k, and with it the
+// random draws of a seeded run, are the same on every run.
 class Costs {
 public:
-    void drafted(double seconds, int passes) {
-        const double each = seconds / passes;
-        draft_s_ = draft_s_ > 0 ? 0.8 * draft_s_ + 0.2 * each : each;
-    }
-    void checked(int rows, double seconds) {
-        w_ = 0.9 * w_ + 1, n_ = 0.9 * n_ + rows, t_ = 0.9 * t_ + seconds;
-        nn_ = 0.9 * nn_ + (double)rows * rows, nt_ = 0.9 * nt_ + rows * seconds;
-    }
+    explicit Costs(double draft_cost) : draft_cost_(draft_cost) {}
     void kept(int kept, int drafted, bool probe) {
         hits_ = 0.9 * hits_ + kept, misses_ = 0.9 * misses_ + (kept < drafted);
         if (probe) probe_every_ = kept ? kProbeFirst : std::min(2 * probe_every_, kProbeLast);
     }
-    // The k (0..cap) with the most tokens a second; *probe: a one-token draft after plain rounds.
+    // The k (0..cap) with the most tokens for the cost; *probe: a one-token draft after plain rounds.
     int choose(int cap, bool* probe) {
         *probe = false;
         if (cap <= 0) return 0;
-        if (draft_s_ <= 0 || w_ <= 0) return std::min(2, cap);  // nothing measured yet
         const double a = (hits_ + 1) / (hits_ + misses_ + 2);
         int best = 0;
-        double best_rate = 1 / check_s(1), expected = 1, ak = 1;
+        double best_rate = 1, expected = 1, ak = 1;
         for (int k = 1; k <= cap; k++) {
             ak *= a;
             expected += ak;  // tokens a round gives: 1 + a + ... + a^k
-            const double rate = expected / (k * draft_s_ + check_s(k + 1));
+            // k draft passes: the last token's and k - 1 drafts' (one more, the last draft's, when all are kept)
+            const double rate = expected / ((k + ak) * draft_cost_ + 1 + kCheckRow * k);
             if (rate > best_rate) best = k, best_rate = rate;
         }
         if (best > 0) return plain_rounds_ = 0, best;
@@ -50,18 +46,22 @@ public:
 
 private:
     static constexpr int kProbeFirst = 8, kProbeLast = 64;  // plain rounds between probes
-    // The fitted seconds of a check of `rows` rows; with one row count seen so far, each more row a tenth of one.
-    double check_s(int rows) const {
-        const double mean_n = n_ / w_, mean_t = t_ / w_, var = nn_ / w_ - mean_n * mean_n;
-        if (var < 0.25) return mean_t * (1 + 0.1 * (rows - 1)) / (1 + 0.1 * (mean_n - 1));
-        const double slope = std::max(0.0, (nt_ / w_ - mean_n * mean_t) / var);
-        return std::max(1e-9, mean_t + slope * (rows - mean_n));
-    }
-    double draft_s_ = 0;
-    double w_ = 0, n_ = 0, t_ = 0, nn_ = 0, nt_ = 0;
-    double hits_ = 0, misses_ = 0;
+    static constexpr double kCheckRow = 0.2;  // a check's each further row, of a one-token pass (its products)
+    double draft_cost_;
+    double hits_ = 4, misses_ = 0;  // at first, drafts taken to agree 5 times in 6
     int plain_rounds_ = 0, probe_every_ = kProbeFirst;
 };
+
+// Bytes of weights a decoding pass reads: the matrices (wte as the lm_head) from their copies, bf16 or q8_0, where
+// the model has them; the vectors in fp32; of wpe, a row.
+double pass_bytes(const GPT2& model) {
+    const Precision prec = gpt2_precision(model);
+    const double matrix = prec == Precision::kInt8 ? 1 + 2.0 / kQ8Block : prec == Precision::kBf16 ? 2 : 4;
+    double bytes = 0;
+    for (const TensorInfo& t : model.param_table)
+        if (t.name != "wpe") bytes += (double)t.numel() * (t.cols ? matrix : 4);
+    return bytes;
+}
 
 // True when the first V logits are finite; else records where the first that is not is (GenerateStop::kNonFinite).
 bool finite_logits(const float* logits, int V, int position, GenerateStats* s) {
@@ -86,8 +86,8 @@ struct Drafter {
     }
     // Drafts up to k tokens after seq into *out (fewer where the draft's logits are not finite); the seconds of
     // its one-token passes into *seconds.
-    void propose(const std::vector<int>& seq, int k, const SamplerConfig& sampler, Rng* rng, std::vector<int>* out,
-                 double* seconds) {
+    // Drafts up to k tokens after seq into *out (fewer where the draft's logits are not finite).
+    void propose(const std::vector<int>& seq, int k, const SamplerConfig& sampler, Rng* rng, std::vector<int>* out) {
         const int Vp = model.cfg.padded_vocab_size;
         out->clear();
         tuner->begin();
@@ -97,19 +97,15 @@ struct Drafter {
             const int missing = (int)seq.size() - st.len, n = missing <= 4 ? 1 : std::min(st.max_rows, missing);
             infer_forward(&st, model, seq.data() + st.len, n, q.data(), false);
         }
-        tuner->end();
-        const double t0 = time_now_s();
         for (int i = 0; i < k; i++) {
             const float* qi = q.data() + (size_t)i * Vp;
             GenerateStats ignored;
             if (!finite_logits(qi, model.cfg.vocab_size, 0, &ignored)) break;
             out->push_back(sampler_sample(qi, model.cfg.vocab_size, sampler, rng));
             if (i + 1 == k) break;
-            tuner->begin();
             infer_forward(&st, model, &out->back(), 1, q.data() + (size_t)(i + 1) * Vp, false);
-            tuner->end();
         }
-        *seconds = time_now_s() - t0;
+        tuner->end();
     }
 };
 
@@ -129,18 +125,14 @@ struct Round {
             float* logits, const Emit& emit, int* chosen) {
         const int V = model.cfg.vocab_size, Vp = model.cfg.padded_vocab_size;
         bool probe;
-        const int k = costs->choose(cap, &probe);
-        double draft_s = 0;
+        const int k = std::max(costs->choose(std::min(cap, opts.draft_max), &probe), std::min(cap, opts.draft_min));
         std::vector<int> rows = {seq.back()}, drafted;
-        if (k > 0) drafter->propose(seq, k, opts.sampler, rng, &drafted, &draft_s);
-        if (!drafted.empty()) costs->drafted(draft_s, (int)drafted.size());
+        if (k > 0) drafter->propose(seq, k, opts.sampler, rng, &drafted);
         rows.insert(rows.end(), drafted.begin(), drafted.end());
         const int base = st->len, n = (int)rows.size();
-        const double t0 = time_now_s();
         tuner->begin();
         infer_verify(check, st, model, rows.data(), n, logits);
         tuner->end();
-        costs->checked(n, time_now_s() - t0);
         s->rounds += n > 1;
         int i = 0;
         bool ended = false;
@@ -161,9 +153,12 @@ struct Round {
             s->kept++;
             ended = !emit(drafted[i]);
         }
+        if (ended) {  // at a kept draft (<|endoftext|>): those after it were never decided
+            s->drafted += i;
+            return -1;
+        }
         s->drafted += n - 1;
         costs->kept(i, n - 1, probe);
-        if (ended) return -1;
         // the caches keep the sequence: the model's t and the kept drafts, the draft's what it fed of them
         st->len = base + 1 + i;
         drafter->st.len = std::min(drafter->st.len, (int)seq.size());
@@ -175,35 +170,48 @@ struct Round {
 
 int speculative_accept(const std::vector<std::pair<int, double>>& p, const std::vector<std::pair<int, double>>& q,
                        int d, Rng* rng, bool* kept) {
-    auto prob = [](const std::vector<std::pair<int, double>>& dist, int token) {
-        for (const auto& [t, pr] : dist)
-            if (t == token) return pr;
-        return 0.0;
-    };
-    const double pd = prob(p, d), qd = prob(q, d);
-    *kept = qd > 0 && rng->uniform() * qd < pd;
+    int V = d + 1;  // q's probabilities by token: p's and q's tokens looked up at once
+    for (const auto& e : p) V = std::max(V, e.first + 1);
+    for (const auto& e : q) V = std::max(V, e.first + 1);
+    std::vector<double> qt(V, 0.0);
+    for (const auto& [t, pr] : q) qt[t] = pr;
+    double pd = 0;
+    for (const auto& [t, pr] : p)
+        if (t == d) pd = pr;
+    *kept = qt[d] > 0 && rng->uniform() * qt[d] < pd;
     if (*kept) return d;
     std::vector<std::pair<int, double>> rest;  // max(0, p - q)
     double total = 0;
-    for (const auto& [t, pr] : p) {
-        const double r = pr - prob(q, t);
-        if (r > 0) rest.emplace_back(t, r), total += r;
-    }
+    for (const auto& [t, pr] : p)
+        if (pr > qt[t]) rest.emplace_back(t, pr - qt[t]), total += pr - qt[t];
     if (rest.empty()) return p.front().first;  // p == q to rounding: a rejection had no probability
-    double u = rng->uniform() * total, cum = 0;
-    for (const auto& [t, r] : rest) {
-        cum += r;
-        if (u < cum) return t;
-    }
+    const double u = rng->uniform() * total;
+    double cum = 0;
+    for (const auto& [t, r] : rest)
+        if (u < (cum += r)) return t;
     return rest.back().first;
 }
 
+namespace {
+
+// The draft's cache positions, within the model's cache (past it the model slides and decodes plain), and the
+// rows of its largest pass: the prompt and its first token, or 64 tokens missed in plain rounds.
+void draft_sizes(const GPT2Config& model, const GPT2Config& draft, int prompt_tokens, int max_tokens, int* len,
+                 int* rows) {
+    int model_len, unused;
+    generate_sizes(model, prompt_tokens, max_tokens, &model_len, &unused);
+    generate_sizes(draft, std::min(prompt_tokens, draft.max_seq_len), max_tokens, len, rows);
+    *len = std::min(*len, model_len);
+    *rows = std::min(*len, std::max(64, *rows + 1));
+}
+
+}  // namespace
+
 double speculative_memory_bytes(const GPT2& model, const GPT2& draft, int prompt_tokens, int max_tokens) {
     int len, rows;
-    generate_sizes(draft.cfg, prompt_tokens, max_tokens, &len, &rows);
+    draft_sizes(model.cfg, draft.cfg, prompt_tokens, max_tokens, &len, &rows);
     const double logits = 4.0 * ((2.0 * kDraftMax + 1) * model.cfg.padded_vocab_size);
-    return infer_memory_bytes(draft.cfg, len, std::max(std::min(len, 64), std::min(len, rows + 1))) +
-           infer_scratch_bytes(model.cfg, kDraftMax + 1) + logits;
+    return infer_memory_bytes(draft.cfg, len, rows) + infer_scratch_bytes(model.cfg, kDraftMax + 1) + logits;
 }
 
 std::vector<int> generate_speculative(const GPT2& model, const GPT2& draft, const std::vector<int>& prompt,
@@ -212,19 +220,20 @@ std::vector<int> generate_speculative(const GPT2& model, const GPT2& draft, cons
     const GPT2Config& cfg = model.cfg;
     const int ctx = cfg.max_seq_len, V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
     assert(!prompt.empty() && (int)prompt.size() <= ctx && draft.cfg.vocab_size == V);
+    assert(opts.draft_min >= 0 && opts.draft_min <= opts.draft_max && opts.draft_max <= kDraftMax);
     GenerateStats local;
     GenerateStats* s = stats ? stats : &local;
     *s = GenerateStats();
     int len, rows, dlen, drows;
     generate_sizes(cfg, (int)prompt.size(), opts.max_tokens, &len, &rows);
-    generate_sizes(draft.cfg, std::min((int)prompt.size(), draft.cfg.max_seq_len), opts.max_tokens, &dlen, &drows);
+    draft_sizes(cfg, draft.cfg, (int)prompt.size(), opts.max_tokens, &dlen, &drows);
     InferState st;
     infer_init(&st, model, len, rows);
     InferScratch check;
     infer_scratch_init(&check, model, kDraftMax + 1);
     static ThreadTuner tuner;  // per process, as generate()'s
-    Drafter drafter(draft, dlen, std::max(std::min(dlen, 64), std::min(dlen, drows + 1)), &tuner);
-    Costs costs;
+    Drafter drafter(draft, dlen, drows, &tuner);
+    Costs costs(std::min(1.0, pass_bytes(draft) / pass_bytes(model)));
     std::vector<float> logits((size_t)(kDraftMax + 1) * Vp);  // the check's rows; row 0 the plain pass's
     double t0 = time_now_s();
     tuner.begin();

@@ -21,7 +21,8 @@ constexpr int kDraftMax = 8;  // tokens drafted in a round, at most
 // and scratch, and the check's scratch.
 double speculative_memory_bytes(const GPT2& model, const GPT2& draft, int prompt_tokens, int max_tokens);
 
-// generate() with `draft` (the model's vocabulary size, asserted) proposing; stats->drafted and ->kept count
+// generate() with `draft` (the model's vocabulary size, asserted) proposing, opts.draft_min..draft_max tokens a
+// round (0 <= draft_min <= draft_max <= kDraftMax, asserted) where the context leaves room; stats->drafted and ->kept count
 // the drafted tokens and those kept, stats->rounds the checks.
 std::vector<int> generate_speculative(const GPT2& model, const GPT2& draft, const std::vector<int>& prompt,
                                       const GenerateOptions& opts, Rng* rng, const std::function<void(int)>& on_token,

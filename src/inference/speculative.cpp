@@ -84,8 +84,6 @@ struct Drafter {
         infer_init(&st, draft, len, rows);
         q.resize((size_t)kDraftMax * draft.cfg.padded_vocab_size);
     }
-    // Drafts up to k tokens after seq into *out (fewer where the draft's logits are not finite); the seconds of
-    // its one-token passes into *seconds.
     // Drafts up to k tokens after seq into *out (fewer where the draft's logits are not finite).
     void propose(const std::vector<int>& seq, int k, const SamplerConfig& sampler, Rng* rng, std::vector<int>* out) {
         const int Vp = model.cfg.padded_vocab_size;

@@ -6,9 +6,10 @@
 // keeps a drafted token d with probability min(1, p(d)/q(d)) (p the model's distribution after the sampler's
 // warpers, q the draft's) and otherwise draws from max(0, p - q) normalised, which leaves each token distributed as
 // the model alone would draw it (Leviathan et al. 2023; Chen et al. 2023).
-// k follows what it measures, the draft's and the check's seconds and how often drafts are kept, to the most
-// tokens per second, down to 0: plain decoding, with a one-token draft now and then to see whether they agree
-// again. Past the model's (or the draft's) context, decoding is plain (the window slides as generate()'s).
+// k (0..8, or --draft-min..--draft-max) follows how often drafts are kept and what each pass costs, counted in the
+// bytes of weights it reads (nothing timed: a seeded run repeats), to the most tokens for the cost, down to 0: plain
+// decoding, with a one-token draft now and then to see whether they agree again. Past the model's (or the draft's)
+// context, decoding is plain (the window slides as generate()'s).
 #pragma once
 #include <utility>
 #include <vector>

@@ -114,6 +114,9 @@ check_error "--draft int8 with --precision int8" "conflicting flags (generate): 
 check_error "--draft with --draft-model" "conflicting flags (generate): give one of --draft" \
     "${G[@]}" --draft int8 --draft-model $M
 check_error "--draft-model that is not there" "$TEST_TMP/none" "${G[@]}" --draft-model "$TEST_TMP/none"
+"${G[@]}" --prompt "the cat" --max-tokens 5 --draft int8 --draft-max 3 2>"$TEST_TMP/max.err" >/dev/null
+check "the draft's first line gives --draft-max" grep -q "^draft: the model's own int8 copy (q8_0), up to 3 tokens a check" \
+    "$TEST_TMP/max.err"
 check_error "--draft-max without a draft" "flag --draft-max (generate) needs --draft int8 or --draft-model" \
     "$GPT2" generate --model "$TEST_TMP/none" --draft-max 4
 check_error "--draft-max past 8" "bad value for --draft-max" "$GPT2" generate --model "$TEST_TMP/none" --draft int8 \

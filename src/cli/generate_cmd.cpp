@@ -141,7 +141,8 @@ void run_samples(const GPT2& model, const Tokenizer& tok, const std::vector<int>
             fprintf(stderr, "context of %d full: the window slid for the last %d tokens\n", model.cfg.max_seq_len,
                     stats.slides);
         if (r.draft && stats.drafted == 0)
-            fprintf(stderr, "draft: no token drafted (plain decoding was faster, or the context left no room)\n");
+            fprintf(stderr, "draft: no token drafted (plain decoding cost less, or the context or --max-tokens left "
+                            "no room)\n");
         else if (r.draft)
             fprintf(stderr, "draft: %d of %d drafted tokens kept (%.1f%%) in %d check%s of %.1f tokens on average\n",
                     stats.kept, stats.drafted, 100.0 * stats.kept / stats.drafted, stats.rounds,
@@ -315,9 +316,10 @@ void check_draft_flags(const CliArgs& args) {
 
 // The draft of --draft or --draft-model into *draft, checked against the model and the memory for --max-tokens.
 const GPT2* load_draft(const CliArgs& args, const GPT2& model, GPT2* draft) {
+    const int most = (int)args.integer_in("draft-max", 1, kDraftMax);
     if (args.has("draft")) {
         make_int8_draft(model, draft);
-        fprintf(stderr, "draft: the model's own int8 copy (q8_0), up to %d tokens a check\n", kDraftMax);
+        fprintf(stderr, "draft: the model's own int8 copy (q8_0), up to %d tokens a check\n", most);
     } else {
         const std::string path = args.str("draft-model");
         checkpoint_load(draft, path);
@@ -325,7 +327,7 @@ const GPT2* load_draft(const CliArgs& args, const GPT2& model, GPT2* draft) {
             fatal("bad value for --draft-model (generate): %s has a vocabulary of %d tokens, expected the model's %d "
                   "(the same tokenizer)", path.c_str(), draft->cfg.vocab_size, model.cfg.vocab_size);
         fprintf(stderr, "draft: %s (%d layers, %d channels), up to %d tokens a check\n", path.c_str(),
-                draft->cfg.num_layers, draft->cfg.channels, kDraftMax);
+                draft->cfg.num_layers, draft->cfg.channels, most);
     }
     memory_check(speculative_memory_bytes(model, *draft, model.cfg.max_seq_len,
                                           (int)args.integer_in("max-tokens", 1, 1 << 20)),

@@ -27,6 +27,15 @@ std::string generate_nonfinite_message(const GenerateStats& s) {
     return buf;
 }
 
+bool generate_finite_logits(const float* logits, int V, int position, GenerateStats* s) {
+    int bad = 0;
+    while (bad < V && std::isfinite(logits[bad])) bad++;
+    if (bad == V) return true;
+    s->stop = GenerateStop::kNonFinite;
+    s->bad_position = position, s->bad_logit = bad, s->bad_value = logits[bad];
+    return false;
+}
+
 std::vector<int> generate(const GPT2& model, const std::vector<int>& prompt, const GenerateOptions& opts, Rng* rng,
                           const std::function<void(int)>& on_token, GenerateStats* stats) {
     const GPT2Config& cfg = model.cfg;
@@ -57,13 +66,7 @@ std::vector<int> generate(const GPT2& model, const std::vector<int>& prompt, con
             s->stop = GenerateStop::kCancelled;
             break;
         }
-        int bad = 0;
-        while (bad < cfg.vocab_size && std::isfinite(logits[bad])) bad++;
-        if (bad < cfg.vocab_size) {
-            s->stop = GenerateStop::kNonFinite;
-            s->bad_position = st.len, s->bad_logit = bad, s->bad_value = logits[bad];
-            break;
-        }
+        if (!generate_finite_logits(logits.data(), cfg.vocab_size, st.len, s)) break;
         int token = sampler_sample(logits.data(), cfg.vocab_size, opts.sampler, rng);
         out.push_back(token);
         seq.push_back(token);

@@ -46,7 +46,10 @@ double generate_memory_bytes(const GPT2Config& cfg, int prompt_tokens, int max_t
 // Generates after `prompt` (1..the model's context tokens, each in the vocabulary; the caller checks, and
 // checks generate_memory_bytes against the memory it has), calling on_token for each new token as soon as
 // it is chosen. Returns the new tokens; stats->stop says why it ended.
-// The one line a caller prints for GenerateStop::kNonFinite.
-std::string generate_nonfinite_message(const GenerateStats& stats);
 std::vector<int> generate(const GPT2& model, const std::vector<int>& prompt, const GenerateOptions& opts, Rng* rng,
                           const std::function<void(int)>& on_token, GenerateStats* stats);
+// True when the first V logits are finite; otherwise records in *stats where the first that is not is, at
+// `position` of the sequence (GenerateStop::kNonFinite). For generate's loops.
+bool generate_finite_logits(const float* logits, int V, int position, GenerateStats* stats);
+// The one line a caller prints for GenerateStop::kNonFinite.
+std::string generate_nonfinite_message(const GenerateStats& stats);

@@ -63,16 +63,6 @@ double pass_bytes(const GPT2& model) {
     return bytes;
 }
 
-// True when the first V logits are finite; else records where the first that is not is (GenerateStop::kNonFinite).
-bool finite_logits(const float* logits, int V, int position, GenerateStats* s) {
-    int bad = 0;
-    while (bad < V && std::isfinite(logits[bad])) bad++;
-    if (bad == V) return true;
-    s->stop = GenerateStop::kNonFinite;
-    s->bad_position = position, s->bad_logit = bad, s->bad_value = logits[bad];
-    return false;
-}
-
 // The draft's side of the rounds: its cache holds a prefix of the sequence, fed up to date before it drafts.
 struct Drafter {
     const GPT2& model;
@@ -98,7 +88,7 @@ struct Drafter {
         for (int i = 0; i < k; i++) {
             const float* qi = q.data() + (size_t)i * Vp;
             GenerateStats ignored;
-            if (!finite_logits(qi, model.cfg.vocab_size, 0, &ignored)) break;
+            if (!generate_finite_logits(qi, model.cfg.vocab_size, 0, &ignored)) break;
             out->push_back(sampler_sample(qi, model.cfg.vocab_size, sampler, rng));
             if (i + 1 == k) break;
             infer_forward(&st, model, &out->back(), 1, q.data() + (size_t)(i + 1) * Vp, false);
@@ -136,7 +126,7 @@ struct Round {
         bool ended = false;
         for (; i < n - 1 && !ended; i++) {
             const float* p = logits + (size_t)i * Vp;
-            if (!finite_logits(p, V, base + i + 1, s)) return -1;
+            if (!generate_finite_logits(p, V, base + i + 1, s)) return -1;
             bool kept;
             if (opts.sampler.temperature <= 0) {
                 *chosen = sampler_argmax(p, V);
@@ -259,7 +249,7 @@ std::vector<int> generate_speculative(const GPT2& model, const GPT2& draft, cons
             s->stop = GenerateStop::kCancelled;
             break;
         }
-        if (chosen < 0 && !finite_logits(next, V, position, s)) break;
+        if (chosen < 0 && !generate_finite_logits(next, V, position, s)) break;
         if (!emit(chosen >= 0 ? chosen : sampler_sample(next, V, opts.sampler, rng))) break;
         chosen = -1;
         if (st.len == ctx) {  // slide: the last ctx tokens, from position 0 again

@@ -289,7 +289,7 @@ void make_int8_draft(const GPT2& model, GPT2* draft) {
 }
 
 // --draft and --draft-model against each other and the other flags, before anything is loaded.
-void check_draft_flags(const CliArgs& args) {
+void check_draft_flags(const CliArgs& args, const GenerateOptions& opts) {
     if (args.has("draft") && args.has("draft-model"))
         fatal("conflicting flags (generate): give one of --draft int8 (the model's own copy) and --draft-model");
     if (args.has("draft-model") && args.str("draft-model").empty())
@@ -297,10 +297,8 @@ void check_draft_flags(const CliArgs& args) {
     const bool any = args.has("draft") || args.has("draft-model");
     for (const char* flag : {"draft-max", "draft-min"})
         if (args.has(flag) && !any) fatal("flag --%s (generate) needs --draft int8 or --draft-model", flag);
-    const long long most = args.integer_in("draft-max", 1, kDraftMax);
-    if (args.integer_in("draft-min", 0, kDraftMax) > most)
-        fatal("conflicting flags (generate): --draft-min %s is more than --draft-max %lld", args.str("draft-min").c_str(),
-              most);
+    if (opts.draft_min > opts.draft_max)
+        fatal("conflicting flags (generate): --draft-min %d is more than --draft-max %d", opts.draft_min, opts.draft_max);
     if (!args.has("draft")) return;
     if (args.str("draft") != "int8")
         fatal("bad value for --draft (generate): expected int8 (the model's own q8_0 copy drafts), got '%s'; a "
@@ -315,8 +313,7 @@ void check_draft_flags(const CliArgs& args) {
 }
 
 // The draft of --draft or --draft-model into *draft, checked against the model and the memory for --max-tokens.
-const GPT2* load_draft(const CliArgs& args, const GPT2& model, GPT2* draft) {
-    const int most = (int)args.integer_in("draft-max", 1, kDraftMax);
+const GPT2* load_draft(const CliArgs& args, const GPT2& model, int most, GPT2* draft) {
     if (args.has("draft")) {
         make_int8_draft(model, draft);
         fprintf(stderr, "draft: the model's own int8 copy (q8_0), up to %d tokens a check\n", most);
@@ -339,8 +336,8 @@ const GPT2* load_draft(const CliArgs& args, const GPT2& model, GPT2* draft) {
 
 int cmd_generate(int argc, char** argv) {
     CliArgs args = generate_args(argc, argv);
-    const GenerateRun r = generate_run(args);
-    check_draft_flags(args);
+    GenerateRun r = generate_run(args);
+    check_draft_flags(args, r.opts);
 
     GPT2 model;
     LoraModel lora;
@@ -350,13 +347,12 @@ int cmd_generate(int argc, char** argv) {
     memory_check(generate_memory_bytes(model.cfg, model.cfg.max_seq_len, r.opts.max_tokens),
                  "the KV cache for --max-tokens " + std::to_string(r.opts.max_tokens), "generate fewer tokens");
     GPT2 draft;
-    GenerateRun run = r;
-    if (args.has("draft") || args.has("draft-model")) run.draft = load_draft(args, model, &draft);
+    if (args.has("draft") || args.has("draft-model")) r.draft = load_draft(args, model, r.opts.draft_max, &draft);
     if (r.need_tokenizer) cli_load_tokenizer(args, model, &tok);
     Rng rng((uint64_t)args.integer_in("seed", 0, LLONG_MAX));
     if (!r.interactive) {
-        run_samples(model, tok, read_prompt(args, &tok, model.cfg), run, &rng);
+        run_samples(model, tok, read_prompt(args, &tok, model.cfg), r, &rng);
         return 0;
     }
-    return run_interactive(model, &tok, run, &rng);
+    return run_interactive(model, &tok, r, &rng);
 }

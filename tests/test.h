@@ -32,11 +32,14 @@ extern std::string g_test_skip;  // why the running test skipped itself, or empt
 // Under an emulator (qemu: tests/portable.sh and tests/arm64.sh set GPT2_TEST_EMULATED=1) a product with a C
 // of 4M floats takes minutes. The tests of those shapes skip themselves there: the native runs of every
 // kernel set (GPT2_ISA) check them, and the emulated run checks the same kernels on the smaller shapes.
-#define SKIP_IF_EMULATED()                                                                        \
-    do {                                                                                          \
-        const char* emulated = std::getenv("GPT2_TEST_EMULATED");                                 \
-        if (emulated && *emulated && *emulated != '0')                                            \
-            SKIP("under emulation (GPT2_TEST_EMULATED): C of 4M floats, left to the native runs"); \
+// Other tests run fewer or smaller cases there (test_emulated()), with the same bounds.
+inline bool test_emulated() {
+    const char* emulated = std::getenv("GPT2_TEST_EMULATED");
+    return emulated && *emulated && *emulated != '0';
+}
+#define SKIP_IF_EMULATED()                                                                                        \
+    do {                                                                                                          \
+        if (test_emulated()) SKIP("under emulation (GPT2_TEST_EMULATED): C of 4M floats, left to the native runs"); \
     } while (0)
 
 struct TestRegistrar {

@@ -297,6 +297,7 @@ void check_decode_together(Decoding d) {
     build_wide(&wide, d);
     for (const GPT2* model : {&trained, &wide})
         for (int n : {1, 2, 3, 8, 16}) {
+            if (model == &wide && n > 3 && test_emulated()) continue;  // minutes under qemu; the native runs have them
             int mismatches, rows;
             decode_together(*model, n, &mismatches, &rows);
             printf("    %s, C %d, %2d sequences together: %d of %d rows differ from the sequence decoded alone\n",

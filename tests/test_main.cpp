@@ -23,16 +23,18 @@ int main(int argc, char** argv) {
         g_test_failures = 0;
         g_test_skip.clear();
         inputs_forget();  // each test is a run of its own: what an earlier one read is no input of this one
+        const double t0 = time_now_s();
         t.fn();
+        const double took = time_now_s() - t0;
         if (g_test_failures == 0 && !g_test_skip.empty()) {
             skipped++;
             printf("skip %s: %s\n", t.name, g_test_skip.c_str());
         } else if (g_test_failures == 0) {
             passed++;
-            printf("ok   %s\n", t.name);
+            printf("ok   %s (%.1f s)\n", t.name, took);
         } else {
             failed++;
-            printf("FAIL %s (%d checks)\n", t.name, g_test_failures);
+            printf("FAIL %s (%d checks, %.1f s)\n", t.name, g_test_failures, took);
         }
         fflush(stdout);
     }

@@ -259,6 +259,24 @@ void matvec_q8(float* out, const float* x, const int8_t* q, const uint16_t* d, c
     }
 }
 
+// Four vectors of 16 as four 4 x 4 transposes: out[j][4 L + r] = v[r][4 L + j], so that out[k & 3] + (k >> 2) * 4
+// holds the four vectors' lane k side by side (two stages of interleaving pairs, each 4 lanes to themselves).
+static inline void transpose4x4_lanes(const vf16 v[4], float out[4][kVecLen]) {
+#define LOW(x, y) __builtin_shufflevector(x, y, 0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29)
+#define HIGH(x, y) __builtin_shufflevector(x, y, 2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15, 31)
+#define EVEN(x, y) __builtin_shufflevector(x, y, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29)
+#define ODD(x, y) __builtin_shufflevector(x, y, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31)
+    const vf16 a = LOW(v[0], v[1]), b = HIGH(v[0], v[1]), c = LOW(v[2], v[3]), e = HIGH(v[2], v[3]);
+    vf_store(out[0], EVEN(a, c));
+    vf_store(out[1], ODD(a, c));
+    vf_store(out[2], EVEN(b, e));
+    vf_store(out[3], ODD(b, e));
+#undef LOW
+#undef HIGH
+#undef EVEN
+#undef ODD
+}
+
 // out[0..rows) = up to 4 rows of q8 blocks from w (row stride IC, scales d with stride nb) times x's q8 blocks
 // xq (scales xd): each block's product in integers, exact (q8_dot.h), then times its two scales into an fp32
 // sum, block by block. Past `rows` the last row stands in (its sums unused), so the four always run together.
@@ -275,13 +293,18 @@ static inline void q8q8_rows4(float* out, int rows, const int8_t* xq, const floa
 #else
     float acc[4] = {};
 #endif
+    // the scales of the group after the next, as its blocks below: read at each chunk's start, they would wait
+    for (size_t l = 0; l < (size_t)4 * nb * sizeof(uint16_t); l += 64)
+        __builtin_prefetch((const char*)(d + (size_t)8 * nb) + l);
     for (int b0 = 0; b0 < nb; b0 += kVecLen) {
         const int n = nb - b0 < kVecLen ? nb - b0 : kVecLen;
-        float rows_scale[4][kVecLen], scale[kVecLen][4];  // this chunk's products of the two blocks' scales
+        // this chunk's products of the two blocks' scales, the four rows' side by side: block k's at scale_at(k)
         const vf16 dx = vf_load(xd + b0);
-        for (int r = 0; r < 4; r++) vf_store(rows_scale[r], vf_from_fp16(dr[r] + b0, n) * dx);
-        for (int k = 0; k < n; k++)
-            for (int r = 0; r < 4; r++) scale[k][r] = rows_scale[r][k];
+        vf16 rs[4];
+        for (int r = 0; r < 4; r++) rs[r] = vf_from_fp16(dr[r] + b0, n) * dx;
+        float scales[4][kVecLen];
+        transpose4x4_lanes(rs, scales);
+        const auto scale_at = [&](int k) { return scales[k & 3] + (k >> 2) * 4; };
 #ifdef Q8_DOT_VNNI
         // Two blocks a step: |x| times w with x's signs (vpdpbusd), the four rows' 16-lane sums paired down
         // to each row's block sums (lanes 0-3: block k's four rows, lanes 8-11: k + 1's), then into acc block
@@ -302,9 +325,9 @@ static inline void q8q8_rows4(float* out, int rows, const int8_t* xq, const floa
             const vi16 sums = halves + __builtin_shufflevector(halves, halves, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15,
                                                                8, 9, 10, 11);  // each block's two halves
             const vf16 f = __builtin_convertvector(sums, vf16);
-            acc = _mm_fmadd_ps(__builtin_shufflevector(f, f, 0, 1, 2, 3), _mm_loadu_ps(scale[k]), acc);
+            acc = _mm_fmadd_ps(__builtin_shufflevector(f, f, 0, 1, 2, 3), _mm_loadu_ps(scale_at(k)), acc);
             if (k + 1 < n)
-                acc = _mm_fmadd_ps(__builtin_shufflevector(f, f, 8, 9, 10, 11), _mm_loadu_ps(scale[k + 1]), acc);
+                acc = _mm_fmadd_ps(__builtin_shufflevector(f, f, 8, 9, 10, 11), _mm_loadu_ps(scale_at(k + 1)), acc);
         }
 #else
         for (int k = 0; k < n; k++) {
@@ -316,9 +339,9 @@ static inline void q8q8_rows4(float* out, int rows, const int8_t* xq, const floa
             const auto load = [&](const int8_t* q) { return _mm256_loadu_si256((const __m256i*)(q + i)); };
             const __m256i h = q8_dot4(load(xq), load(wr[0]), load(wr[1]), load(wr[2]), load(wr[3]));
             const __m128i dot = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-            acc = _mm_fmadd_ps(_mm_cvtepi32_ps(dot), _mm_loadu_ps(scale[k]), acc);
+            acc = _mm_fmadd_ps(_mm_cvtepi32_ps(dot), _mm_loadu_ps(scale_at(k)), acc);
 #else
-            for (int r = 0; r < 4; r++) acc[r] += (float)q8_dot(wr[r] + i, xq + i) * scale[k][r];
+            for (int r = 0; r < 4; r++) acc[r] += (float)q8_dot(wr[r] + i, xq + i) * scale_at(k)[r];
 #endif
         }
 #endif

@@ -405,6 +405,13 @@ TEST(decode_rows_products_equal_each_row_alone) {
                   if (N == 1) matvec_q8q8(out, x, q.data(), dq.data(), b.data(), N, s.IC, s.OC);
                   else matvec_q8q8(out, x, q.data(), dq.data(), b.data(), N, s.IC, s.OC, tiles.data());
               }));
+        for (bool bad : {false, true}) {  // one row through the tiles as through the one-row kernel
+            std::vector<float> x = random_values(s.IC, 7), alone(s.OC), tiled(s.OC);
+            if (bad) x[5] = 1e7f;
+            matvec_q8q8(alone.data(), x.data(), q.data(), dq.data(), b.data(), 1, s.IC, s.OC);
+            matvec_q8q8(tiled.data(), x.data(), q.data(), dq.data(), b.data(), 1, s.IC, s.OC, tiles.data());
+            CHECK(0 == memcmp(alone.data(), tiled.data(), sizeof(float) * s.OC));
+        }
     }
 }
 

@@ -554,7 +554,7 @@ void matvec_q8q8(float* out, const float* x, const int8_t* q, const uint16_t* d,
     const int8_t* xqp = xq.data();
     const float* xdp = xd.data();
 #ifdef Q8_DOT_VNNI
-    if (N >= 2) {
+    if (N >= 2 || tiles) {
         static thread_local std::vector<int32_t> corr;
         corr.resize((size_t)N * nb);
         for (size_t blk = 0; blk < corr.size(); blk++) {

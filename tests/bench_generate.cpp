@@ -115,7 +115,7 @@ void bench_build_124m(GPT2* model, Precision prec) {
     gpt2_build(model, config_make(1024, 50257, 12, 12, 768));
     gpt2_init_random(model, 1);
     gpt2_set_precision(model, prec);
-    if (prec == Precision::kInt8) gpt2_round_inputs_q8(model);  // as generate --precision int8 runs
+    if (prec == Precision::kInt8) gpt2_round_inputs_q8(model), infer_keep_q8_tiles(model);  // as generate's int8
 }
 
 void bench_decode_together(const GPT2& model, const std::vector<int>& counts, int steps,
@@ -220,7 +220,6 @@ void bench_decode_batch(Precision prec) {
     }
     GPT2 model;
     bench_build_124m(&model, prec);
-    infer_keep_q8_tiles(&model);  // int8: as serve keeps them
     const int steps = prec == Precision::kFp32 ? 16 : 32;
     double one = 0;
     bench_decode_together(model, {1, 4, 8, 16}, steps, [&](int n, double tok_s) {
@@ -256,6 +255,7 @@ void bench_decode_draft() {
     int8.params = model.params;
     gpt2_set_precision(&int8, Precision::kInt8, true);
     gpt2_round_inputs_q8(&int8);
+    infer_keep_q8_tiles(&int8);
     gpt2_build(&other, config_make(1024, 50257, 2, 12, 768));  // a 2-layer draft that agrees with nothing
     gpt2_init_random(&other, 2);
     // plain, then each draft, in turn: each run's ratio to the plain run just before it (a shared machine's

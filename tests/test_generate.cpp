@@ -444,6 +444,16 @@ TEST(decode_together_equals_each_sequence_alone_int8_inputs_rounded) {
     check_decode_together(Decoding::kInt8Inputs);
 }
 
+TEST(int8_tiles_are_kept_where_they_fit) {
+    GPT2 model;
+    build_wide(&model, Decoding::kInt8Inputs);
+    if (infer_q8_tiles_bytes(model) == 0) SKIP("no AVX512-VNNI: int8 decoding lays out no tiles");
+    infer_keep_q8_tiles_if_room(&model, 1e18);  // beside more than any machine has
+    CHECK(gpt2_precision_copies(model)->params8_tiles.empty());
+    infer_keep_q8_tiles_if_room(&model, 0);
+    CHECK(!gpt2_precision_copies(model)->params8_tiles.empty());
+}
+
 TEST(decode_together_equals_each_sequence_alone_int8_tiles_kept) {
     GPT2 model;
     build_wide(&model, Decoding::kInt8Tiles);

@@ -313,6 +313,7 @@ int cmd_chat(int argc, char** argv) {
     cli_load_for_inference(args, &model, &lora);
     const int ctx = model.cfg.max_seq_len, rows = std::min(ctx, kPrefillRows);
     memory_check(infer_memory_bytes(model.cfg, ctx, rows), "the KV cache of the context", "a smaller model");
+    infer_keep_q8_tiles_if_room(&model, infer_memory_bytes(model.cfg, ctx, rows));  // int8: faster decoding
     cli_load_tokenizer(args, model, &tok);
     c.model = &model, c.tok = &tok;
     c.reserve = c.max_tokens ? std::min(c.max_tokens, ctx / 4) : ctx / 4;  // room kept for a reply

@@ -344,10 +344,17 @@ int cmd_generate(int argc, char** argv) {
     Tokenizer tok;
     cli_load_for_inference(args, &model, &lora);
     // the cache for the longest prompt there can be (the context) and --max-tokens
-    memory_check(generate_memory_bytes(model.cfg, model.cfg.max_seq_len, r.opts.max_tokens),
-                 "the KV cache for --max-tokens " + std::to_string(r.opts.max_tokens), "generate fewer tokens");
+    const int ctx = model.cfg.max_seq_len;
+    double beside = generate_memory_bytes(model.cfg, ctx, r.opts.max_tokens);
+    memory_check(beside, "the KV cache for --max-tokens " + std::to_string(r.opts.max_tokens), "generate fewer tokens");
     GPT2 draft;
-    if (args.has("draft") || args.has("draft-model")) r.draft = load_draft(args, model, r.opts.draft_max, &draft);
+    if (args.has("draft") || args.has("draft-model")) {
+        r.draft = load_draft(args, model, r.opts.draft_max, &draft);
+        beside += speculative_memory_bytes(model, draft, ctx, r.opts.max_tokens);
+    }
+    // int8 (the model, or its own copy drafting): the weights also laid out for faster decoding, where they fit
+    infer_keep_q8_tiles_if_room(&model, beside);
+    if (args.has("draft")) infer_keep_q8_tiles_if_room(&draft, beside);
     if (r.need_tokenizer) cli_load_tokenizer(args, model, &tok);
     Rng rng((uint64_t)args.integer_in("seed", 0, LLONG_MAX));
     if (!r.interactive) {

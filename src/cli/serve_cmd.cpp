@@ -94,6 +94,7 @@ int cmd_serve(int argc, char** argv) {
                      (tiles > 0 ? " and the int8 weights laid out for them" : ""),
                  "a smaller --parallel");
     if (tiles > 0) infer_keep_q8_tiles(&model);
+    else infer_keep_q8_tiles_if_room(&model, scheduler_stream_bytes(model.cfg, ctx, ctx));  // one stream's, faster
     cli_load_tokenizer(args, model, &tok);
     return 128 + serve_run(model, &tok, o);  // as every command a signal stops (platform/signals.h)
 }

@@ -175,6 +175,11 @@ size_t q8_tiles_words(const std::map<size_t, std::pair<int, int>>& shapes) {
 
 double infer_q8_tiles_bytes(const GPT2& model) { return 4.0 * (double)q8_tiles_words(q8_tiled_shapes(model)); }
 
+void infer_keep_q8_tiles_if_room(GPT2* model, double beside) {
+    const double tiles = infer_q8_tiles_bytes(*model), avail = (double)memory_available();
+    if (tiles > 0 && (avail == 0 || tiles + beside <= avail)) infer_keep_q8_tiles(model);
+}
+
 void infer_keep_q8_tiles(GPT2* model) {
     const std::map<size_t, std::pair<int, int>> shapes = q8_tiled_shapes(*model);
     auto* c = dynamic_cast<PrecisionCopies*>(model->copies.get());

@@ -61,6 +61,10 @@ void infer_verify(InferScratch* s, InferState* st, const GPT2& model, const int*
 double infer_q8_tiles_bytes(const GPT2& model);
 // Keeps an int8 model's q8 weights (rounded inputs) also laid out as infer_decode's products of several rows read
 // them (inference/matvec.h's matvec_q8_tiles): a layout each such pass otherwise makes per weight, about as long
-// as one row's products, made once, for 1.125 more bytes a weight. The same numbers. Nothing where the bytes
+// as one row's products, made once, for 1.125 more bytes a weight; one row's products read it too, without the
+// one-row kernel's sums across lanes (1.2-1.4x a 124M's decoding). The same numbers. Nothing where the bytes
 // would be 0.
 void infer_keep_q8_tiles(GPT2* model);
+// The same where the layout fits the available memory beside `beside` bytes still to be allocated; otherwise
+// nothing (decoding takes the one-row kernel, with the same numbers).
+void infer_keep_q8_tiles_if_room(GPT2* model, double beside);

@@ -116,15 +116,11 @@ int prefill(Conversation* c, const std::vector<int>& turn) {
 
 // Ends the program on logits that hold a NaN or an infinity, as generate does: nothing is sampled from them.
 void check_finite(const Conversation& c, bool mid_line) {
-    const int V = c.model->cfg.vocab_size;
-    for (int i = 0; i < V; i++) {
-        if (std::isfinite(c.logits[i])) continue;
-        if (mid_line) printf("\n");
-        fflush(stdout);
-        GenerateStats s;
-        s.bad_position = c.st.len, s.bad_logit = i, s.bad_value = c.logits[i];
-        fatal("%s", generate_nonfinite_message(s).c_str());
-    }
+    GenerateStats s;
+    if (generate_finite_logits(c.logits.data(), c.model->cfg.vocab_size, c.st.len, &s)) return;
+    if (mid_line) printf("\n");
+    fflush(stdout);
+    fatal("%s", generate_nonfinite_message(s).c_str());
 }
 
 enum class ReplyEnd { kEot, kMaxTokens, kContext, kStopped };

@@ -313,7 +313,8 @@ void check_draft_flags(const CliArgs& args, const GenerateOptions& opts) {
 }
 
 // The draft of --draft or --draft-model into *draft, checked against the model and the memory for --max-tokens.
-const GPT2* load_draft(const CliArgs& args, const GPT2& model, int most, GPT2* draft) {
+const GPT2* load_draft(const CliArgs& args, const GPT2& model, const GenerateOptions& opts, GPT2* draft) {
+    const int most = opts.draft_max;
     if (args.has("draft")) {
         make_int8_draft(model, draft);
         fprintf(stderr, "draft: the model's own int8 copy (q8_0), up to %d tokens a check\n", most);
@@ -326,8 +327,7 @@ const GPT2* load_draft(const CliArgs& args, const GPT2& model, int most, GPT2* d
         fprintf(stderr, "draft: %s (%d layers, %d channels), up to %d tokens a check\n", path.c_str(),
                 draft->cfg.num_layers, draft->cfg.channels, most);
     }
-    memory_check(speculative_memory_bytes(model, *draft, model.cfg.max_seq_len,
-                                          (int)args.integer_in("max-tokens", 1, 1 << 20)),
+    memory_check(speculative_memory_bytes(model, *draft, model.cfg.max_seq_len, opts.max_tokens),
                  "the draft's KV cache for --max-tokens", "generate fewer tokens");
     return draft;
 }
@@ -349,7 +349,7 @@ int cmd_generate(int argc, char** argv) {
     memory_check(beside, "the KV cache for --max-tokens " + std::to_string(r.opts.max_tokens), "generate fewer tokens");
     GPT2 draft;
     if (args.has("draft") || args.has("draft-model")) {
-        r.draft = load_draft(args, model, r.opts.draft_max, &draft);
+        r.draft = load_draft(args, model, r.opts, &draft);
         beside += speculative_memory_bytes(model, draft, ctx, r.opts.max_tokens);
     }
     // int8 (the model, or its own copy drafting): the weights also laid out for faster decoding, where they fit

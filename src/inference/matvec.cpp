@@ -294,7 +294,7 @@ static inline void q8q8_rows4(float* out, int rows, const int8_t* xq, const floa
     float acc[4] = {};
 #endif
     // the scales of the group after the next, as its blocks below: read at each chunk's start, they would wait
-    for (size_t l = 0; l < (size_t)4 * nb * sizeof(uint16_t); l += 64)
+    for (size_t l = 0; l <= (size_t)4 * nb * sizeof(uint16_t); l += 64)  // (<=: they need not start a line)
         __builtin_prefetch((const char*)(d + (size_t)8 * nb) + l);
     for (int b0 = 0; b0 < nb; b0 += kVecLen) {
         const int n = nb - b0 < kVecLen ? nb - b0 : kVecLen;
@@ -367,8 +367,8 @@ static void round_input(const float* x, int IC, int8_t* xq, float* xd) {
 }
 
 #ifdef Q8_DOT_VNNI
-// Decoding's rows together (matvec_q8q8's N >= 2) on AVX512-VNNI, as a small mat-mat: each group of 16 output
-// rows is laid out once per call as vpdpbusd's unsigned operand (q8_tile16), and each input row then takes a
+// Decoding's rows together (matvec_q8q8's N >= 2, and one row where the tiles are kept) on AVX512-VNNI, as a
+// small mat-mat: each group of 16 output rows is laid out once per call as vpdpbusd's unsigned operand (q8_tile16), and each input row then takes a
 // block's 16 products from 8 vpdpbusd with its own bytes broadcast (q8q8_tile_rows), where the one-row kernel
 // sums lanes across registers for each row and block. Each output's fp32 sum still takes block after block
 // fma(the block's exact product, w's scale x x's scale, sum): q8q8_rows4's order, so the row's numbers alone.

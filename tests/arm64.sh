@@ -4,9 +4,9 @@
 # toolchain's libraries ($QEMU_LD_PREFIX, default /usr/aarch64-linux-gnu). Built by the caller
 # ($GPT2_ARM64 and $ARM64_TESTS):
 #   * the binaries are aarch64 ELF files, and --version names the NEON kernels;
-#   * the unit tests pass there (bf16 tests skip: its kernels are AVX512_BF16's; so do the four products with
-#     a C of 4M floats, GPT2_TEST_EMULATED: minutes each under qemu, where the smaller shapes run the same
-#     NEON kernels);
+#   * the unit tests pass there, a light run (bf16 tests skip: its kernels are AVX512_BF16's; so do the four
+#     products with a C of 4M floats, GPT2_TEST_LIGHT: minutes each under qemu, where the smaller shapes run the
+#     same NEON kernels);
 #   * a tiny training run gives the native x86-64 build's losses to 1e-5 relative (other kernels, other
 #     summation orders; measured: equal to the 6 decimals the log keeps), a run stopped at step 10 and
 #     resumed equals it exactly, and generate continues a prompt.
@@ -30,7 +30,7 @@ elf_machine() { od -An -tu2 -j18 -N2 "$1" | tr -d ' '; }
 check "gpt2 and run_tests are aarch64 ELF files" eval '[ "$(elf_machine $A)" = 183 ] && [ "$(elf_machine $UNIT)" = 183 ]'
 check "--version names the NEON kernels" bash -c "$Q '$A' --version | grep -q 'kernels: neon, fixed at build time'"
 
-out=$(GPT2_TEST_EMULATED=1 $Q "$UNIT" 2>&1 | tail -1)
+out=$(GPT2_TEST_LIGHT=1 $Q "$UNIT" 2>&1 | tail -1)
 check "the unit tests pass under qemu-aarch64: $out" eval '[[ "$out" == *" 0 failed"* ]]'
 
 "$GPT2" train "${tiny[@]}" --log $W/native.jsonl >/dev/null 2>&1

@@ -22,12 +22,14 @@ run_suite "make test-mpi" make -s $J test-mpi
 run_suite "make test-portable" make -s $J test-portable
 run_suite "make test-arm64" make -s $J test-arm64
 run_suite "make test-windows" make -s $J test-windows
-run_suite "make test-clang" make -s $J test-clang
+# The unit tests run again under clang and the sanitizers as light runs (GPT2_TEST_LIGHT, tests/test.h): make test
+# has the largest shapes.
+run_suite "make test-clang" env GPT2_TEST_LIGHT=1 make -s $J test-clang
 # Under AddressSanitizer + UBSan (a step costs 10-50 times more): the unit tests and the suites that read what
 # a user hands over (checkpoints, GGUF, token and text files, flags, gpt2 serve's requests) or handle signals and
 # outputs. The rest of make test runs the same code on fixtures and tiny models (make test, and make fuzz parses
-# under ASan).
-SAN_SUITES="tests/cli_checkpoint.sh tests/cli_gguf.sh tests/cli_generate.sh tests/cli_red_team.sh tests/cli_tokenize.sh tests/cli_trust.sh tests/cli_serve_red_team.sh"
-run_suite "make test SAN=1" make -s $J test SAN=1 CLI_SUITES="$SAN_SUITES"
+# under ASan; generation's paths are the unit tests').
+SAN_SUITES="tests/cli_checkpoint.sh tests/cli_gguf.sh tests/cli_red_team.sh tests/cli_tokenize.sh tests/cli_trust.sh tests/cli_serve_red_team.sh"
+run_suite "make test SAN=1" env GPT2_TEST_LIGHT=1 make -s $J test SAN=1 CLI_SUITES="$SAN_SUITES"
 run_suite "make fuzz" make -s $J fuzz FUZZ_SECONDS="$FUZZ_SECONDS"
 suite_total

@@ -29,17 +29,17 @@ extern std::string g_test_skip;  // why the running test skipped itself, or empt
         return;              \
     } while (0)
 
-// Under an emulator (qemu: tests/portable.sh and tests/arm64.sh set GPT2_TEST_EMULATED=1) a product with a C
-// of 4M floats takes minutes. The tests of those shapes skip themselves there: the native runs of every
-// kernel set (GPT2_ISA) check them, and the emulated run checks the same kernels on the smaller shapes.
-// Other tests run fewer or smaller cases there (test_emulated()), with the same bounds.
-inline bool test_emulated() {
-    const char* emulated = std::getenv("GPT2_TEST_EMULATED");
-    return emulated && *emulated && *emulated != '0';
+// A light run (GPT2_TEST_LIGHT=1): the unit tests run again in another build or place (the other kernel sets
+// of tests/portable.sh, qemu, wine, the sanitizers), where a product with a C of 4M floats takes minutes. The
+// tests of those shapes skip themselves there, and others run fewer or smaller cases (test_light()), with the
+// same bounds: the native run (make test) checks every shape, the light runs the same code on the smaller ones.
+inline bool test_light() {
+    const char* light = std::getenv("GPT2_TEST_LIGHT");
+    return light && *light && *light != '0';
 }
-#define SKIP_IF_EMULATED()                                                                                        \
-    do {                                                                                                          \
-        if (test_emulated()) SKIP("under emulation (GPT2_TEST_EMULATED): C of 4M floats, left to the native runs"); \
+#define SKIP_IF_LIGHT()                                                                                          \
+    do {                                                                                                         \
+        if (test_light()) SKIP("a light run (GPT2_TEST_LIGHT): C of 4M floats, left to the native run");          \
     } while (0)
 
 struct TestRegistrar {

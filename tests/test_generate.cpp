@@ -298,7 +298,7 @@ void check_decode_together(Decoding d) {
     build_wide(&wide, d);
     for (const GPT2* model : {&trained, &wide})
         for (int n : {1, 2, 3, 8, 16}) {
-            if (model == &wide && n > 3 && test_emulated()) continue;  // minutes under qemu; the native runs have them
+            if (model == &wide && n > 3 && test_light()) continue;  // minutes under qemu; the native run has them
             int mismatches, rows;
             decode_together(*model, n, &mismatches, &rows);
             printf("    %s, C %d, %2d sequences together: %d of %d rows differ from the sequence decoded alone\n",
@@ -353,6 +353,7 @@ int model_rows_mismatches(Decoding d) {
                                {model.param.wte, nullptr, C, Vp}};
     int mismatches = 0;
     for (const Matrix& m : matrices) {
+        if (test_light() && m.OC == Vp) continue;  // the lm_head: 5 times the others, on the same kernels
         const Weight w = gpt2_weight(model, m.w);
         mismatches += rows_mismatches(m.IC, m.OC, false, [&](float* out, const float* x, int N) {
             matmul_forward(out, x, w, m.b, N, m.IC, m.OC, true);
@@ -368,7 +369,8 @@ int model_rows_mismatches(Decoding d) {
 TEST(decode_rows_products_equal_each_row_alone) {
     for (Decoding d : {Decoding::kFp32, Decoding::kInt8, Decoding::kInt8Inputs, Decoding::kInt8Tiles}) {
         const int mismatches = model_rows_mismatches(d);
-        printf("    %s, 124M's matrices: %d of 5 x 30 rows differ from the row alone\n", decoding_name(d), mismatches);
+        printf("    %s, 124M's matrices: %d of %d x 30 rows differ from the row alone\n", decoding_name(d), mismatches,
+               test_light() ? 4 : 5);
         CHECK(mismatches == 0);
     }
     struct Shape {
@@ -419,7 +421,7 @@ TEST(decode_rows_products_equal_each_row_alone) {
 TEST(decode_rows_products_equal_each_row_alone_bf16) {
     if (!bf16_supported()) SKIP("this CPU has no AVX512_BF16");
     const int mismatches = model_rows_mismatches(Decoding::kBf16);
-    printf("    bf16, 124M's matrices: %d of 5 x 30 rows differ from the row alone\n", mismatches);
+    printf("    bf16, 124M's matrices: %d of %d x 30 rows differ from the row alone\n", mismatches, test_light() ? 4 : 5);
     CHECK(mismatches == 0);
     for (int IC : {31, 70, 768}) {  // rows a whole number of vectors, and ending in a part of one
         const int OC = IC == 31 ? 38 : IC == 70 ? 39 : 37;  // the last group of four rows: 2, 3 or 1 of them

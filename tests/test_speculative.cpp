@@ -207,7 +207,7 @@ TEST(speculative_sampling_draws_as_the_model_alone) {
     }
     for (const GPT2* draft : {&other, &int8}) {
         Rng rng(5);
-        const int runs = test_emulated() ? 1500 : 6000;  // 3 minutes under qemu; the native runs draw all
+        const int runs = test_light() ? 1500 : 6000;  // 3 minutes under qemu; the native run draws all
         std::map<Three, int> counts;
         int drafted = 0;
         for (int i = 0; i < runs; i++) {

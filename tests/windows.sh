@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # windows.sh (make test-windows, part of make check): the Windows build, cross-compiled with mingw-w64
 # ($GPT2_WIN and $WIN_TESTS, from `make windows`), run under wine:
-#   * the unit tests pass; those that need fork, symbolic links or sockets (serve's) skip there, each counted as
+#   * the unit tests pass, a light run (GPT2_TEST_LIGHT: make test runs the largest shapes); those that need fork, symbolic links or sockets (serve's) skip there, each counted as
 #     a skip here;
 #   * ARCH=portable's kernel dispatch (__builtin_cpu_supports) chooses a set at run time, and the baseline
 #     set forced by GPT2_ISA trains to the same losses;
@@ -53,7 +53,7 @@ win_once() {
 }
 
 # ---- the unit tests ----
-win "$UNIT" >$W/unit.out 2>&1
+GPT2_TEST_LIGHT=1 win "$UNIT" >$W/unit.out 2>&1
 line=$(tail -1 $W/unit.out | tr -d '\r')
 check "unit tests under wine: $line" grep -q ' 0 failed' <(echo "$line")
 grep '^FAIL' $W/unit.out | sed 's/^/    /'

@@ -139,12 +139,13 @@ rel_close() {
     paste "$1" "$2" | awk -v tol="${REL_TOL:-1e-5}" '{ d = $1 - $2; if (d < 0) d = -d; if (d > md) md = d; m = $2 < 0 ? -$2 : $2;
         if (m > mr) mr = m; n++ } END { printf "%d values, max |a - b| / max |b| = %.3g\n", n, md / mr; exit !(n > 0 && md / mr <= tol) }'
 }
-# logs_close LOG_A LOG_B: the two logs hold as many losses, 20 or more, and they agree as rel_close says.
+# logs_close LOG_A LOG_B [MIN]: the two logs hold as many losses, MIN (default 20) or more, and they agree as
+# rel_close says.
 logs_close() {
     log_losses "$1" >"$TEST_TMP/losses_a"
     log_losses "$2" >"$TEST_TMP/losses_b"
     local n=$(wc -l <"$TEST_TMP/losses_a")
-    [ "$n" -ge 20 ] && [ "$n" = "$(wc -l <"$TEST_TMP/losses_b")" ] || { echo "$n losses against $(wc -l <"$TEST_TMP/losses_b")"; return 1; }
+    [ "$n" -ge "${3:-20}" ] && [ "$n" = "$(wc -l <"$TEST_TMP/losses_b")" ] || { echo "$n losses against $(wc -l <"$TEST_TMP/losses_b")"; return 1; }
     rel_close "$TEST_TMP/losses_a" "$TEST_TMP/losses_b"
 }
 

@@ -3,11 +3,13 @@
 # (ARCH=portable, core/isa.h), built by the caller ($GPT2_PORTABLE and $PORTABLE_TESTS):
 #   * --version names the set it chose (the best this CPU runs, from /proc/cpuinfo), or the one GPT2_ISA
 #     forces; a GPT2_ISA it cannot honour is one error line, as is GPT2_ISA given to a build without dispatch;
-#   * the unit tests pass under each set forced in turn, and a tiny training run gives the native build's
+#   * the unit tests pass under each set forced in turn (light runs, GPT2_TEST_LIGHT: make test has the largest
+#     shapes), and a tiny training run gives the native build's
 #     losses (to 1e-5 relative; measured: equal to the 6 decimals the log keeps);
 #   * under qemu-x86_64 emulating CPUs without AVX-512 (Haswell: AVX2) and without AVX (qemu64: SSE2), the
-#     binary chooses those sets by itself, and the unit tests, a training run and generation run there: an
-#     instruction of a higher set anywhere on those paths would stop them with SIGILL.
+#     binary chooses those sets by itself, and a training run and generation (fp32, int8, int8 drafting for
+#     fp32) run there: an instruction of a higher set anywhere on those paths would stop them with SIGILL. (The
+#     unit tests under qemu64 took 5 minutes of CI; GPT2_ISA=baseline above runs them on the same kernels.)
 source "$(dirname "$0")/lib.sh"
 P=${GPT2_PORTABLE:?set GPT2_PORTABLE to the ARCH=portable gpt2}
 UNIT=${PORTABLE_TESTS:?set PORTABLE_TESTS to the ARCH=portable run_tests}
@@ -15,6 +17,8 @@ TOK=tests/fixtures/tokens_v1000.bin
 W=$TEST_TMP
 tiny=(--train $TOK --val $TOK --vocab 1000 --layers 2 --heads 2 --channels 64 --seq-len 32 -B 4 -T 32
       --val-every 10 --sample-tokens 0 --steps 20)
+# under qemu, 2 steps and one validation batch: qemu's AVX2 takes 12-20 s a step of this model
+qtiny=("${tiny[@]}" --steps 2 --val-every 2 --val-batches 1)
 if [ "$(uname -m)" != x86_64 ]; then
     skip "run-time kernel dispatch is built on x86-64 only (this is $(uname -m))"; summary; exit
 fi
@@ -41,7 +45,7 @@ check_error "GPT2_ISA given to a build without dispatch" "this build has one ker
 
 env -u GPT2_ISA "$GPT2" train "${tiny[@]}" --log $W/native.jsonl >/dev/null 2>&1
 for isa in $sets; do
-    GPT2_ISA=$isa "$UNIT" >$W/unit_$isa.out 2>&1
+    GPT2_ISA=$isa GPT2_TEST_LIGHT=1 "$UNIT" >$W/unit_$isa.out 2>&1
     out=$(tail -1 $W/unit_$isa.out)
     check "unit tests with GPT2_ISA=$isa: $out" eval '[[ "$out" == *" 0 failed"* ]]'
     grep -E '^FAIL|CHECK failed' $W/unit_$isa.out | sed 's/^/    /'  # which, when one fails
@@ -54,6 +58,7 @@ if ! command -v qemu-x86_64 >/dev/null; then
     skip "qemu-x86_64 not found (bash scripts/install_deps.sh test installs qemu-user): no emulated older CPU"
     summary; exit
 fi
+env -u GPT2_ISA "$GPT2" train "${qtiny[@]}" --log $W/native_q.jsonl >/dev/null 2>&1
 for cpu in Haswell:avx2 qemu64:baseline; do
     model=${cpu%:*} isa=${cpu#*:}
     Q=(qemu-x86_64 -cpu $model)
@@ -61,15 +66,12 @@ for cpu in Haswell:avx2 qemu64:baseline; do
         bash -c "env -u GPT2_ISA ${Q[*]} '$P' --version 2>/dev/null | grep -q 'kernels: $isa, chosen at run time'"
     [ $isa = avx2 ] && check_error "... and refuses GPT2_ISA=avx512 there" "this CPU cannot run the avx512 kernels" \
         env GPT2_ISA=avx512 "${Q[@]}" "$P" --version
-    env -u GPT2_ISA "${Q[@]}" "$P" train "${tiny[@]}" --out $W/q_$isa --log $W/q_$isa.jsonl >$W/q_$isa.out 2>&1
+    env -u GPT2_ISA "${Q[@]}" "$P" train "${qtiny[@]}" --out $W/q_$isa --log $W/q_$isa.jsonl >$W/q_$isa.out 2>&1
     check "... a tiny run trains there (exit 0, no SIGILL)" grep -q "val loss" $W/q_$isa.out
-    check "... and gives the native build's losses" logs_close $W/q_$isa.jsonl $W/native.jsonl
-    check "... generate runs there" bash -c "env -u GPT2_ISA ${Q[*]} '$P' generate --model $W/q_$isa --prompt-ids 1,2,3 \
-        --max-tokens 8 --ids >/dev/null 2>&1"
-    if [ $isa = baseline ]; then  # the widest gap: every AVX path must be unused (the products with a C of
-        # 4M floats skip themselves under emulation: 5 minutes of its 6; the native runs above check them)
-        out=$(env -u GPT2_ISA GPT2_TEST_EMULATED=1 "${Q[@]}" "$UNIT" 2>&1 | tail -1)
-        check "... the unit tests pass there: $out" eval '[[ "$out" == *" 0 failed"* ]]'
-    fi
+    check "... and gives the native build's losses" logs_close $W/q_$isa.jsonl $W/native_q.jsonl 3
+    for how in "" "--precision int8" "--draft int8"; do
+        check "... generate ${how:-(fp32)} runs there" bash -c "env -u GPT2_ISA ${Q[*]} '$P' generate --model $W/q_$isa \
+            --prompt-ids 1,2,3 --max-tokens 8 --ids $how >/dev/null 2>&1"
+    done
 done
 summary

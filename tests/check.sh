@@ -28,7 +28,9 @@ run_suite "make test-clang" env GPT2_TEST_LIGHT=1 make -s $J test-clang
 # Under AddressSanitizer + UBSan (a step costs 10-50 times more): the unit tests and the suites that read what
 # a user hands over (checkpoints, GGUF, token and text files, flags, gpt2 serve's requests) or handle signals and
 # outputs. The rest of make test runs the same code on fixtures and tiny models (make test, and make fuzz parses
-# under ASan; generation's paths are the unit tests').
+# under ASan). tests/cli_generate.sh is make test's alone (2 minutes here): decoding, sampling and drafting run
+# under the sanitizers in the unit tests, and generate's --interactive lines (a NUL, an over-long one) in
+# tests/cli_red_team.sh; its prompt files and --draft-model checkpoints do not.
 SAN_SUITES="tests/cli_checkpoint.sh tests/cli_gguf.sh tests/cli_red_team.sh tests/cli_tokenize.sh tests/cli_trust.sh tests/cli_serve_red_team.sh"
 run_suite "make test SAN=1" env GPT2_TEST_LIGHT=1 make -s $J test SAN=1 CLI_SUITES="$SAN_SUITES"
 run_suite "make fuzz" make -s $J fuzz FUZZ_SECONDS="$FUZZ_SECONDS"

@@ -3,13 +3,14 @@
 # (ARCH=portable, core/isa.h), built by the caller ($GPT2_PORTABLE and $PORTABLE_TESTS):
 #   * --version names the set it chose (the best this CPU runs, from /proc/cpuinfo), or the one GPT2_ISA
 #     forces; a GPT2_ISA it cannot honour is one error line, as is GPT2_ISA given to a build without dispatch;
-#   * the unit tests pass under each set forced in turn (light runs, GPT2_TEST_LIGHT: make test has the largest
-#     shapes), and a tiny training run gives the native build's
+#   * the unit tests pass under each set forced in turn (light runs, GPT2_TEST_LIGHT, then the products with a C
+#     of 4M floats the light runs skip), and a tiny training run gives the native build's
 #     losses (to 1e-5 relative; measured: equal to the 6 decimals the log keeps);
 #   * under qemu-x86_64 emulating CPUs without AVX-512 (Haswell: AVX2) and without AVX (qemu64: SSE2), the
 #     binary chooses those sets by itself, and a training run and generation (fp32, int8, int8 drafting for
 #     fp32) run there: an instruction of a higher set anywhere on those paths would stop them with SIGILL. (The
-#     unit tests under qemu64 took 5 minutes of CI; GPT2_ISA=baseline above runs them on the same kernels.)
+#     unit tests under qemu64 took 5 minutes of CI; GPT2_ISA=baseline above runs them natively on the same
+#     kernels.)
 source "$(dirname "$0")/lib.sh"
 P=${GPT2_PORTABLE:?set GPT2_PORTABLE to the ARCH=portable gpt2}
 UNIT=${PORTABLE_TESTS:?set PORTABLE_TESTS to the ARCH=portable run_tests}
@@ -49,6 +50,11 @@ for isa in $sets; do
     out=$(tail -1 $W/unit_$isa.out)
     check "unit tests with GPT2_ISA=$isa: $out" eval '[[ "$out" == *" 0 failed"* ]]'
     grep -E '^FAIL|CHECK failed' $W/unit_$isa.out | sed 's/^/    /'  # which, when one fails
+    # the products the light run skips: gemm's deep blocking (K whole, C of 4M floats) is compiled per set too
+    GPT2_ISA=$isa "$UNIT" c_of_4m_floats >$W/big_$isa.out 2>&1
+    out=$(tail -1 $W/big_$isa.out)
+    check "... and those with a C of 4M floats: $out" eval '[[ "$out" == "4 passed, 0 failed, 0 skipped" ]]'
+    grep -E '^FAIL|CHECK failed' $W/big_$isa.out | sed 's/^/    /'
     GPT2_ISA=$isa "$P" train "${tiny[@]}" --log $W/$isa.jsonl >/dev/null 2>&1
     check "a tiny run with GPT2_ISA=$isa gives the native build's losses" logs_close $W/$isa.jsonl $W/native.jsonl
 done

@@ -29,10 +29,11 @@ extern std::string g_test_skip;  // why the running test skipped itself, or empt
         return;              \
     } while (0)
 
-// A light run (GPT2_TEST_LIGHT=1): the unit tests run again in another build or place (the other kernel sets
-// of tests/portable.sh, qemu, wine, the sanitizers), where a product with a C of 4M floats takes minutes. The
-// tests of those shapes skip themselves there, and others run fewer or smaller cases (test_light()), with the
-// same bounds: the native run (make test) checks every shape, the light runs the same code on the smaller ones.
+// A light run (GPT2_TEST_LIGHT=1): the unit tests run again in another build or place (each kernel set of
+// tests/portable.sh, qemu, wine, clang, the sanitizers), where a product with a C of 4M floats takes minutes. The
+// tests of those shapes (named ..._for_a_c_of_4m_floats) skip themselves there, and others run fewer or smaller
+// cases (test_light()), with the same bounds: make test runs every shape, and tests/portable.sh runs the 4M ones
+// under each kernel set; the light runs check the same code on the smaller shapes.
 inline bool test_light() {
     const char* light = std::getenv("GPT2_TEST_LIGHT");
     return light && *light && *light != '0';

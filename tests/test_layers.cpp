@@ -151,7 +151,7 @@ TEST(gemm_matches_reference_on_odd_shapes) {
     CHECK(team_mismatches == 0);
 }
 
-TEST(gemm_matches_reference_with_c_larger_than_cache) {
+TEST(gemm_matches_reference_for_a_c_of_4m_floats) {
     // C of >= 4M floats with 256 < K <= 768 takes gemm's one-pass-over-K blocking (the lm_head forward). The
     // double reference covers every 8th column and the last 64: every block of C, an eighth of the cost.
     SKIP_IF_LIGHT();

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # windows.sh (make test-windows, part of make check): the Windows build, cross-compiled with mingw-w64
 # ($GPT2_WIN and $WIN_TESTS, from `make windows`), run under wine:
-#   * the unit tests pass, a light run (GPT2_TEST_LIGHT: make test runs the largest shapes); those that need fork, symbolic links or sockets (serve's) skip there, each counted as
-#     a skip here;
+#   * the unit tests pass, a light run (GPT2_TEST_LIGHT: the products with a C of 4M floats skip, tests/portable.sh
+#     runs them under each kernel set); those that need fork, symbolic links or sockets (serve's) skip there too,
+#     each counted as a skip here;
 #   * ARCH=portable's kernel dispatch (__builtin_cpu_supports) chooses a set at run time, and the baseline
 #     set forced by GPT2_ISA trains to the same losses;
 #   * a slice of tiny shakespeare tokenizes to the same bytes as with the native build, a tiny model trains

@@ -44,17 +44,22 @@ check_error "... stops before any work" "bad value for GPT2_ISA" env GPT2_ISA=ss
 check "... and writes nothing" test ! -e $W/never
 check_error "GPT2_ISA given to a build without dispatch" "this build has one kernel set" env GPT2_ISA=avx2 "$GPT2" --version
 
+# unit_check NAME WANT CMD...: runs unit tests (CMD) and checks "NAME: their last line" against the glob WANT;
+# the failing tests' lines are printed
+unit_check() {
+    local name=$1 want=$2 line
+    shift 2
+    "$@" >$W/unit.out 2>&1
+    line=$(tail -1 $W/unit.out)
+    check "$name: $line" eval '[[ "$line" == $want ]]'
+    grep -E '^FAIL|CHECK failed' $W/unit.out | sed 's/^/    /'
+}
+
 env -u GPT2_ISA "$GPT2" train "${tiny[@]}" --log $W/native.jsonl >/dev/null 2>&1
 for isa in $sets; do
-    GPT2_ISA=$isa GPT2_TEST_LIGHT=1 "$UNIT" >$W/unit_$isa.out 2>&1
-    out=$(tail -1 $W/unit_$isa.out)
-    check "unit tests with GPT2_ISA=$isa: $out" eval '[[ "$out" == *" 0 failed"* ]]'
-    grep -E '^FAIL|CHECK failed' $W/unit_$isa.out | sed 's/^/    /'  # which, when one fails
+    unit_check "unit tests with GPT2_ISA=$isa" "* 0 failed*" env GPT2_ISA=$isa GPT2_TEST_LIGHT=1 "$UNIT"
     # the products the light run skips: gemm's deep blocking (K whole, C of 4M floats) is compiled per set too
-    GPT2_ISA=$isa "$UNIT" c_of_4m_floats >$W/big_$isa.out 2>&1
-    out=$(tail -1 $W/big_$isa.out)
-    check "... and those with a C of 4M floats: $out" eval '[[ "$out" == "4 passed, 0 failed, 0 skipped" ]]'
-    grep -E '^FAIL|CHECK failed' $W/big_$isa.out | sed 's/^/    /'
+    unit_check "... and those with a C of 4M floats" "4 passed, 0 failed, 0 skipped" env GPT2_ISA=$isa "$UNIT" c_of_4m_floats
     GPT2_ISA=$isa "$P" train "${tiny[@]}" --log $W/$isa.jsonl >/dev/null 2>&1
     check "a tiny run with GPT2_ISA=$isa gives the native build's losses" logs_close $W/$isa.jsonl $W/native.jsonl
 done

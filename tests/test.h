@@ -38,9 +38,9 @@ inline bool test_light() {
     const char* light = std::getenv("GPT2_TEST_LIGHT");
     return light && *light && *light != '0';
 }
-#define SKIP_IF_LIGHT()                                                                                          \
-    do {                                                                                                         \
-        if (test_light()) SKIP("a light run (GPT2_TEST_LIGHT): C of 4M floats, left to the native run");          \
+#define SKIP_IF_LIGHT()                                                                                               \
+    do {                                                                                                              \
+        if (test_light()) SKIP("a light run (GPT2_TEST_LIGHT): C of 4M floats, left to make test and test-portable"); \
     } while (0)
 
 struct TestRegistrar {

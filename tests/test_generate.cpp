@@ -66,13 +66,16 @@ TEST(kv_cache_logits_equal_full_forward) {
 
 TEST(kv_attention_equals_attention_forward_bit_for_bit) {
     // HS 64 over 300 positions: a last block of 44 keys, sums over the keys past gemm_kc's 256; HS 320: sums over
-    // the channels past it. Prefills after cached rows, one of 65 rows (blocks of 64 and 1). The calls fill the
-    // caches themselves, from NaN: a position read before its call wrote it would show.
+    // the channels past it; HS 20: a head of 16 channels and 4 more, as decoding's output sums them. Prefills after
+    // cached rows, one of 65 rows (blocks of 64 and 1). The calls fill the caches themselves, from NaN: a position
+    // read before its call wrote it would show.
     struct Case {
         int T, C, NH;
         std::vector<std::vector<int>> prefill;  // (p0, n) calls
     };
-    const Case cases[] = {{300, 128, 2, {{0, 100}, {100, 65}, {165, 135}}}, {70, 640, 2, {{0, 3}, {3, 67}}}};
+    const Case cases[] = {{300, 128, 2, {{0, 100}, {100, 65}, {165, 135}}},
+                          {70, 640, 2, {{0, 3}, {3, 67}}},
+                          {70, 40, 2, {{0, 3}, {3, 67}}}};
     for (const Case& k : cases) {
         const int T = k.T, C = k.C, NH = k.NH;
         const size_t row = 3 * C, k_row = kv_key_row(T);

@@ -14,39 +14,54 @@ KERNELS_BEGIN
 
 namespace {
 
-// attend_block for one query at position tn - 1, in fp32 (ops unused), without packing operands for gemm: its
-// numbers bit for bit (where gemm_kc keeps its 256-deep blocks: HS <= 256, GPT-2's 64, or under 65,536 keys),
-// every sum in gemm_kc's order with gemm's madd (core/gemm.h): the scores over the channels, kKeysAtOnce keys
-// at a time from the cache's channel rows, and the output over the keys.
-void attend_one(float* out, float* lse, const float* q, const float* k, size_t k_row, const float* v, size_t v_row,
-                int tn, int HS, float scale) {
-    static thread_local std::vector<float> scores, part;
-    scores.resize(k_row);  // k_row >= tn, whole blocks of keys: the last block's sums past tn are not used
-    part.resize(HS);
-    const int K = kKeysAtOnce, kc = gemm_kc(1, K, HS);
-    for (int j0 = 0; j0 < tn; j0 += K) {
-        float s[K], a[K];
-        for (int c0 = 0; c0 < HS; c0 += kc) {
-            std::fill(a, a + K, 0.0f);
-            for (int c = c0; c < std::min(HS, c0 + kc); c++)
-                for (int l = 0; l < K; l++) a[l] = madd(a[l], q[c], k[(size_t)c * k_row + j0 + l]);
-            for (int l = 0; l < K; l++) s[l] = c0 == 0 ? a[l] : s[l] + a[l];
-        }
-        std::copy(s, s + K, scores.data() + j0);
-    }
-    block_softmax(scores.data(), lse, tn - 1, 1, tn, scale);
-    for (int j0 = 0, jc = gemm_kc(1, HS, tn); j0 < tn; j0 += jc) {
-        float* a = j0 == 0 ? out : part.data();
-        std::fill(a, a + HS, 0.0f);
+// A new key into the cache: its channels are k_row floats apart, each on a line of its own, whose fetches are all
+// started before the first store waits on one.
+void cache_key(float* k, size_t k_row, const float* key, int HS) {
+    for (int c = 0; c < HS; c++) __builtin_prefetch(k + (size_t)c * k_row, 1);
+    for (int c = 0; c < HS; c++) k[(size_t)c * k_row] = key[c];
+}
+
+// out[0..W) = the sum over keys j < tn of p[j] v[j][0..W), v's rows v_row apart, in gemm_kc's order: jc keys
+// at a time, each block's sum in W registers.
+template <int W>
+void weigh_values(float* out, const float* p, const float* v, size_t v_row, int tn, int jc) {
+    for (int j0 = 0; j0 < tn; j0 += jc) {
+        float a[W] = {};
         for (int j = j0; j < std::min(tn, j0 + jc); j++) {
             const float* vj = v + (size_t)j * v_row;
             if (j + 16 < tn)  // rows C floats apart: the hardware does not fetch them ahead
-                for (int c = 0; c < HS; c += 16) __builtin_prefetch(vj + 16 * v_row + c);
-            for (int c = 0; c < HS; c++) a[c] = madd(a[c], scores[j], vj[c]);
+                for (int l = 0; l < W; l += 16) __builtin_prefetch(vj + 16 * v_row + l);
+            for (int l = 0; l < W; l++) a[l] = madd(a[l], p[j], vj[l]);
         }
-        if (j0 > 0)
-            for (int c = 0; c < HS; c++) out[c] += a[c];
+        for (int l = 0; l < W; l++) out[l] = j0 == 0 ? a[l] : out[l] + a[l];
     }
+}
+
+// attend_block for one query at position tn - 1, in fp32 (ops unused), without packing operands for gemm: its
+// numbers bit for bit (where gemm_kc keeps its 256-deep blocks: HS <= 256, GPT-2's 64, or under 65,536 keys),
+// every sum in gemm_kc's order with gemm's madd (core/gemm.h): the scores over the channels, the cache's channel
+// rows read one after the other (one stream through memory, each key's sum in order), and the output over the keys.
+void attend_one(float* out, float* lse, const float* q, const float* k, size_t k_row, const float* v, size_t v_row,
+                int tn, int HS, float scale) {
+    static thread_local std::vector<float> scores, part;
+    const int kc = gemm_kc(1, kKeysAtOnce, HS), keys = (tn + 15) / 16 * 16;  // keys <= k_row, whole vectors
+    scores.resize(k_row);
+    for (int c0 = 0; c0 < HS; c0 += kc) {
+        float* a = c0 == 0 ? scores.data() : (part.resize(k_row), part.data());
+        std::fill(a, a + keys, 0.0f);
+        for (int c = c0; c < std::min(HS, c0 + kc); c++) {
+            const float *kr = k + (size_t)c * k_row, qc = q[c];
+            for (int j = 0; j < keys; j++) a[j] = madd(a[j], qc, kr[j]);
+        }
+        if (c0 > 0)
+            for (int j = 0; j < keys; j++) scores[j] += a[j];
+    }
+    block_softmax(scores.data(), lse, tn - 1, 1, tn, scale);
+    const int jc = gemm_kc(1, HS, tn);
+    int c = 0;
+    for (; c + 64 <= HS; c += 64) weigh_values<64>(out + c, scores.data(), v + c, v_row, tn, jc);
+    for (; c + 16 <= HS; c += 16) weigh_values<16>(out + c, scores.data(), v + c, v_row, tn, jc);
+    for (; c < HS; c++) weigh_values<1>(out + c, scores.data(), v + c, v_row, tn, jc);
 }
 
 }  // namespace
@@ -67,7 +82,7 @@ void attention_forward_cached(float* out, float* lse, const float* qkv, float* k
             for (int i = 0; i < n; i++) {
                 const float* key = qkv + (size_t)i * row + C + h * HS;
                 float* k = kcache + (size_t)h * HS * k_row + p0 + i;
-                for (int c = 0; c < HS; c++) k[(size_t)c * k_row] = key[c];
+                cache_key(k, k_row, key, HS);
                 std::copy(key + C, key + C + HS, vcache + (size_t)(p0 + i) * C + h * HS);
             }
 #pragma omp for collapse(2) schedule(static)
@@ -97,7 +112,7 @@ void attention_forward_cached_rows(float* out, float* lse, const float* qkv, flo
             for (int h = 0; h < NH; h++) {
                 const float* key = qkv + (size_t)i * 3 * C + C + h * HS;
                 float* k = kcache[i] + (size_t)h * HS * k_row[i] + p0[i];
-                for (int c = 0; c < HS; c++) k[(size_t)c * k_row[i]] = key[c];
+                cache_key(k, k_row[i], key, HS);
                 std::copy(key + C, key + C + HS, vcache[i] + (size_t)p0[i] * C + h * HS);
             }
 #pragma omp for collapse(2) schedule(static)

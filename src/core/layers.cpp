@@ -42,7 +42,7 @@ void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* to
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
                        int N, int C) {
     const double eps = 1e-5;
-#pragma omp parallel for
+#pragma omp parallel for if (N > 1)
     for (int i = 0; i < N; i++) {
         const float* x = inp + (size_t)i * C;
         double sum = 0;
@@ -194,7 +194,7 @@ static inline __attribute__((always_inline)) vn gelu_vec(vn x) {
 
 void gelu_forward(float* out, const float* inp, size_t n) {
     const long nv = (long)(n / kLanes);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= kThreadsFrom)
     for (long i = 0; i < nv; i++) vn_store(out + i * kLanes, gelu_vec<false>(vn_load(inp + i * kLanes)));
     const size_t i0 = (size_t)nv * kLanes;
     const int rest = (int)(n - i0);
@@ -215,7 +215,7 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) {
 }
 
 void residual_forward(float* out, const float* a, const float* b, size_t n) {
-#pragma omp parallel for
+#pragma omp parallel for if (n >= kThreadsFrom)
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 

@@ -65,17 +65,17 @@ TEST(kv_cache_logits_equal_full_forward) {
 }
 
 TEST(kv_attention_equals_attention_forward_bit_for_bit) {
-    // HS 64 over 300 positions: a last block of 44 keys, sums over the keys past gemm_kc's 256; HS 320: sums over
-    // the channels past it; HS 20: a head of 16 channels and 4 more, as decoding's output sums them. Prefills after
-    // cached rows, one of 65 rows (blocks of 64 and 1). The calls fill the caches themselves, from NaN: a position
-    // read before its call wrote it would show.
+    // HS 64 over 300 positions: a last vector of 12 keys, sums over the keys past gemm_kc's 256; HS 320: sums over
+    // the channels past it; HS 84: decoding's output summed for 64 channels, 16 and 4 more, over 300 keys. Prefills
+    // after cached rows, one of 65 rows (blocks of 64 and 1). The calls fill the caches themselves, from NaN: a
+    // position read before its call wrote it would show.
     struct Case {
         int T, C, NH;
         std::vector<std::vector<int>> prefill;  // (p0, n) calls
     };
     const Case cases[] = {{300, 128, 2, {{0, 100}, {100, 65}, {165, 135}}},
                           {70, 640, 2, {{0, 3}, {3, 67}}},
-                          {70, 40, 2, {{0, 3}, {3, 67}}}};
+                          {300, 168, 2, {{0, 100}, {100, 65}, {165, 135}}}};
     for (const Case& k : cases) {
         const int T = k.T, C = k.C, NH = k.NH;
         const size_t row = 3 * C, k_row = kv_key_row(T);
@@ -119,9 +119,10 @@ TEST(kv_attention_equals_attention_forward_bit_for_bit) {
 }
 
 TEST(kv_attention_of_rows_together_equals_each_row_alone) {
-    // 5 sequences' new rows at positions 0, 1, 63, 64 and 130 (a last block of keys of 1, 2, 64, 1 and 3), over
-    // caches of their own sizes, attended together and each alone: outputs, log-sum-exps and caches bit for bit
-    const int C = 128, NH = 2, n = 5, p0[n] = {0, 1, 63, 64, 130};
+    // 5 sequences' new rows at positions 0, 1, 63, 64 and 130 (a last vector of keys of 1, 2, 16, 1 and 3), over
+    // caches of their own sizes, attended together and each alone: outputs, log-sum-exps and caches bit for bit;
+    // HS 84 (64, 16 and 4 channels)
+    const int C = 168, NH = 2, n = 5, p0[n] = {0, 1, 63, 64, 130};
     Rng rng(9);
     std::vector<float> qkv((size_t)n * 3 * C), out((size_t)n * C), lse((size_t)n * NH), row_out(C), row_lse(NH);
     for (float& x : qkv) x = 4 * rng.uniform() - 2;

@@ -42,7 +42,7 @@ void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* to
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
                        int N, int C) {
     const double eps = 1e-5;
-#pragma omp parallel for if (N > 1)
+#pragma omp parallel for if ((size_t)N * C >= kThreadsFrom)
     for (int i = 0; i < N; i++) {
         const float* x = inp + (size_t)i * C;
         double sum = 0;

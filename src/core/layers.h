@@ -37,8 +37,8 @@ KERNELS_BEGIN
 void encoder_forward(float* out, const int* tokens, const float* wte, const float* wpe, int B, int T, int C);
 void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* tokens, int B, int T, int C);
 
-// The forward's elementwise passes over fewer floats than this (a decoding step's rows) run on one thread, as
-// does LayerNorm of one row: starting and joining the threads would cost more than the pass.
+// LayerNorm, GELU and the residual over fewer floats than this (a decoding step's rows) run on one thread:
+// starting and joining the threads would cost more than the pass.
 constexpr size_t kThreadsFrom = 8192;
 
 // out (N, C) = (inp - mean) * rstd * weight + bias (eps 1e-5, population variance), keeping mean, rstd (N).

@@ -29,7 +29,7 @@ void weigh_values(float* out, const float* p, const float* v, size_t v_row, int 
         float a[W] = {};
         for (int j = j0; j < std::min(tn, j0 + jc); j++) {
             const float* vj = v + (size_t)j * v_row;
-            if (j + 16 < tn)  // rows C floats apart: the hardware does not fetch them ahead
+            if (j + 16 < tn)  // rows v_row floats apart: the hardware does not fetch them ahead
                 for (int l = 0; l < W; l += 16) __builtin_prefetch(vj + 16 * v_row + l);
             for (int l = 0; l < W; l++) a[l] = madd(a[l], p[j], vj[l]);
         }
@@ -43,14 +43,17 @@ void weigh_values(float* out, const float* p, const float* v, size_t v_row, int 
 // rows read one after the other (one stream through memory, each key's sum in order), and the output over the keys.
 void attend_one(float* out, float* lse, const float* q, const float* k, size_t k_row, const float* v, size_t v_row,
                 int tn, int HS, float scale) {
+    static_assert(kKeysAtOnce % 16 == 0, "the scores' whole vectors stay within the cache's rows");
     static thread_local std::vector<float> scores, part;
-    const int kc = gemm_kc(1, kKeysAtOnce, HS), keys = (tn + 15) / 16 * 16;  // keys <= k_row, whole vectors
+    const int kc = gemm_kc(1, tn, HS), keys = (tn + 15) / 16 * 16;  // attend_block's kc for one row; keys <= k_row
     scores.resize(k_row);
+    if (HS > kc) part.resize(k_row);
     for (int c0 = 0; c0 < HS; c0 += kc) {
-        float* a = c0 == 0 ? scores.data() : (part.resize(k_row), part.data());
+        float* a = c0 == 0 ? scores.data() : part.data();
         std::fill(a, a + keys, 0.0f);
         for (int c = c0; c < std::min(HS, c0 + kc); c++) {
-            const float *kr = k + (size_t)c * k_row, qc = q[c];
+            const float* kr = k + (size_t)c * k_row;
+            const float qc = q[c];
             for (int j = 0; j < keys; j++) a[j] = madd(a[j], qc, kr[j]);
         }
         if (c0 > 0)

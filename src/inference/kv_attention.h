@@ -7,8 +7,8 @@
 
 struct GemmOperands;  // core/gemm.h
 
-// Keys a decoded row's scores take at once (kv_attention.cpp), and so the key cache's row: max_len rounded up
-// to a whole number of them.
+// The key cache's row: max_len rounded up to a multiple of kKeysAtOnce floats, whole cache lines and whole
+// 16-float vectors (decoding's scores are summed 16 keys at a time, kv_attention.cpp).
 constexpr int kKeysAtOnce = 64;
 inline int kv_key_row(int max_len) { return (max_len + kKeysAtOnce - 1) / kKeysAtOnce * kKeysAtOnce; }
 

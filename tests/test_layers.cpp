@@ -151,6 +151,34 @@ TEST(gemm_matches_reference_on_odd_shapes) {
     CHECK(team_mismatches == 0);
 }
 
+// parallel_if: false runs the region's loops whole on this thread and builds no team (no OpenMP level entered); true
+// runs them on a team of 2. Every index once either way.
+TEST(parallel_if_builds_a_team_only_when_asked) {
+#ifndef _OPENMP
+    SKIP("built without OpenMP");
+#else
+    for (bool threads : {false, true}) {
+        std::vector<int> seen(1000, 0);
+        int levels = 0, members = 0;
+        with_threads(2, [&] {
+            parallel_if(threads, [&] {
+#pragma omp atomic
+                levels += omp_get_level();
+#pragma omp atomic
+                members++;
+#pragma omp for
+                for (int i = 0; i < 1000; i++) seen[i]++;
+            });
+        });
+        printf("    %s: %d thread(s) ran the region, at OpenMP level %d\n", threads ? "true" : "false", members,
+               levels / members);
+        CHECK(std::count(seen.begin(), seen.end(), 1) == 1000);
+        CHECK(levels == (threads ? members : 0));
+        CHECK(members == (threads ? 2 : 1));
+    }
+#endif
+}
+
 TEST(gemm_matches_reference_for_a_c_of_4m_floats) {
     // C of >= 4M floats with 256 < K <= 768 takes gemm's one-pass-over-K blocking (the lm_head forward). The
     // double reference covers every 8th column and the last 64: every block of C, an eighth of the cost.

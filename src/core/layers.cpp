@@ -42,21 +42,23 @@ void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* to
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
                        int N, int C) {
     const double eps = 1e-5;
-#pragma omp parallel for if ((size_t)N * C >= kThreadsFrom)
-    for (int i = 0; i < N; i++) {
-        const float* x = inp + (size_t)i * C;
-        double sum = 0;
-        for (int c = 0; c < C; c++) sum += x[c];
-        double m = sum / C;
-        double var = 0;
-        for (int c = 0; c < C; c++) var += (x[c] - m) * (x[c] - m);
-        var /= C;  // population variance, as nn.LayerNorm
-        double s = 1.0 / std::sqrt(var + eps);
-        float* o = out + (size_t)i * C;
-        for (int c = 0; c < C; c++) o[c] = (float)((x[c] - m) * s) * weight[c] + bias[c];
-        mean[i] = (float)m;
-        rstd[i] = (float)s;
-    }
+    parallel_if((size_t)N * C >= kThreadsFrom, [&] {
+#pragma omp for
+        for (int i = 0; i < N; i++) {
+            const float* x = inp + (size_t)i * C;
+            double sum = 0;
+            for (int c = 0; c < C; c++) sum += x[c];
+            double m = sum / C;
+            double var = 0;
+            for (int c = 0; c < C; c++) var += (x[c] - m) * (x[c] - m);
+            var /= C;  // population variance, as nn.LayerNorm
+            double s = 1.0 / std::sqrt(var + eps);
+            float* o = out + (size_t)i * C;
+            for (int c = 0; c < C; c++) o[c] = (float)((x[c] - m) * s) * weight[c] + bias[c];
+            mean[i] = (float)m;
+            rstd[i] = (float)s;
+        }
+    });
 }
 
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
@@ -132,13 +134,15 @@ static void matvec_fp32_rows(float* out, const float* X, const float* w, const f
 // in the one order a row has alone.
 static void matvec_fp32(float* out, const float* X, const float* W, const float* b, int N, int IC, int OC) {
     constexpr int kRows = kLanes == 16 ? 8 : 3;  // accumulators: 2 vectors a row with AVX-512, else 4 or 8
-#pragma omp parallel for schedule(static)
-    for (int j = 0; j < OC; j++) {
-        const float* w = W + (size_t)j * IC;
-        int r = 0;
-        for (; r + kRows <= N; r += kRows) matvec_fp32_rows<kRows>(out, X, w, b, IC, OC, j, r);
-        for (; r < N; r++) matvec_fp32_rows<1>(out, X, w, b, IC, OC, j, r);
-    }
+    parallel_if((size_t)N * IC * OC >= kThreadsFrom, [&] {
+#pragma omp for schedule(static)
+        for (int j = 0; j < OC; j++) {
+            const float* w = W + (size_t)j * IC;
+            int r = 0;
+            for (; r + kRows <= N; r += kRows) matvec_fp32_rows<kRows>(out, X, w, b, IC, OC, j, r);
+            for (; r < N; r++) matvec_fp32_rows<1>(out, X, w, b, IC, OC, j, r);
+        }
+    });
 }
 
 void matmul_forward(float* out, const float* inp, const Weight& w, const float* bias, int N, int IC, int OC,
@@ -194,8 +198,10 @@ static inline __attribute__((always_inline)) vn gelu_vec(vn x) {
 
 void gelu_forward(float* out, const float* inp, size_t n) {
     const long nv = (long)(n / kLanes);
-#pragma omp parallel for schedule(static) if (n >= kThreadsFrom)
-    for (long i = 0; i < nv; i++) vn_store(out + i * kLanes, gelu_vec<false>(vn_load(inp + i * kLanes)));
+    parallel_if(n >= kThreadsFrom, [&] {
+#pragma omp for schedule(static)
+        for (long i = 0; i < nv; i++) vn_store(out + i * kLanes, gelu_vec<false>(vn_load(inp + i * kLanes)));
+    });
     const size_t i0 = (size_t)nv * kLanes;
     const int rest = (int)(n - i0);
     if (rest) vf_store_partial(out + i0, gelu_vec<false>(vf_load_partial<vn>(inp + i0, rest)), rest);
@@ -215,8 +221,10 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) {
 }
 
 void residual_forward(float* out, const float* a, const float* b, size_t n) {
-#pragma omp parallel for if (n >= kThreadsFrom)
-    for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+    parallel_if(n >= kThreadsFrom, [&] {
+#pragma omp for
+        for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+    });
 }
 
 // The classifier: softmax, loss and dlogits per row (llm.c's CUDA fused_classifier), beside a scalar reference.

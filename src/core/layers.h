@@ -37,9 +37,18 @@ KERNELS_BEGIN
 void encoder_forward(float* out, const int* tokens, const float* wte, const float* wpe, int B, int T, int C);
 void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* tokens, int B, int T, int C);
 
-// LayerNorm, GELU and the residual over fewer floats than this (a decoding step's rows) run on one thread:
-// starting and joining the threads would cost more than the pass.
+// Passes over fewer floats (or multiply-adds) than this, as in a decoding step, run on one thread: starting and
+// joining the threads would cost more than the pass.
 constexpr size_t kThreadsFrom = 8192;
+
+// Runs region (its `omp for` loops, whole) on this thread when threads is false, without entering OpenMP: even a
+// region of one thread builds a team (tests/bench_results.md), else on the OpenMP team.
+template <typename Region>
+inline void parallel_if(bool threads, const Region& region) {
+    if (!threads) return region();
+#pragma omp parallel
+    region();
+}
 
 // out (N, C) = (inp - mean) * rstd * weight + bias (eps 1e-5, population variance), keeping mean, rstd (N).
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,

@@ -75,8 +75,7 @@ void attention_forward_cached(float* out, float* lse, const float* qkv, float* k
     const float scale = 1.0f / sqrtf((float)HS);
     const size_t row = 3 * (size_t)C;
     assert(k_row % kKeysAtOnce == 0 && k_row >= (size_t)(p0 + n) && "the key cache's rows are kv_key_row's");
-#pragma omp parallel
-    {
+    parallel_if((size_t)n * (p0 + n) * C >= kThreadsFrom, [&] {
         // The new keys and values join the cache first, the heads split over the threads (decoding's thread then
         // attends with the heads it wrote): a key's C channels are C cache lines apart, and one thread for all of
         // them waited on each line (tests/bench_results.md).
@@ -97,17 +96,19 @@ void attention_forward_cached(float* out, float* lse, const float* qkv, float* k
                 if (n == 1) attend_one(o, l, q, k, k_row, vcache + h * HS, C, p0 + 1, HS, scale);
                 else attend_block(o, C, l, q, row, k, k_row, true, vcache + h * HS, C, p0 + i0, rows, HS, scale, ops);
             }
-    }
+    });
 }
 
 void attention_forward_cached_rows(float* out, float* lse, const float* qkv, float* const* kcache,
                                    const size_t* k_row, float* const* vcache, const int* p0, int n, int C, int NH) {
     const int HS = C / NH;
     const float scale = 1.0f / sqrtf((float)HS);
-    for (int i = 0; i < n; i++)
+    size_t keys = 0;
+    for (int i = 0; i < n; i++) {
         assert(k_row[i] % kKeysAtOnce == 0 && k_row[i] >= (size_t)(p0[i] + 1) && "the key rows are kv_key_row's");
-#pragma omp parallel
-    {
+        keys += p0[i] + 1;
+    }
+    parallel_if(keys * C >= kThreadsFrom, [&] {
         // one parallel region for all the rows (as attention_forward_cached's, each thread then attends with the
         // rows and heads it wrote)
 #pragma omp for collapse(2) schedule(static)
@@ -124,7 +125,7 @@ void attention_forward_cached_rows(float* out, float* lse, const float* qkv, flo
                 attend_one(out + (size_t)i * C + h * HS, lse + (size_t)i * NH + h, qkv + (size_t)i * 3 * C + h * HS,
                            kcache[i] + (size_t)h * HS * k_row[i], k_row[i], vcache[i] + h * HS, C, p0[i] + 1, HS,
                            scale);
-    }
+    });
 }
 
 KERNELS_END

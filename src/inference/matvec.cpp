@@ -25,23 +25,25 @@ KERNELS_BEGIN
 
 // out (N, OC) = x W16^T + b with fp32 x and products: a frozen bf16 base's (precision.h), on any CPU.
 static void matvec_bf16_fp32(float* out, const float* x, const uint16_t* W16, const float* b, int N, int IC, int OC) {
-#pragma omp parallel for schedule(static)
-    for (int j = 0; j < OC; j++) {
-        const uint16_t* w = W16 + (size_t)j * IC;
-        for (int r = 0; r < N; r++) {
-            const float* xr = x + (size_t)r * IC;
-            float acc0[16] = {}, acc1[16] = {};  // not vf16: GCC keeps a 64-byte vector in memory without AVX-512
-            int i = 0;
-            for (; i + 32 <= IC; i += 32)
-                for (int l = 0; l < 16; l++)
-                    acc0[l] += bf16_to_float(w[i + l]) * xr[i + l],
-                        acc1[l] += bf16_to_float(w[i + 16 + l]) * xr[i + 16 + l];
-            float sum = 0;
-            for (int l = 0; l < 16; l++) sum += acc0[l] + acc1[l];
-            for (; i < IC; i++) sum += bf16_to_float(w[i]) * xr[i];
-            out[(size_t)r * OC + j] = b ? sum + b[j] : sum;
+    parallel_if((size_t)N * IC * OC >= kThreadsFrom, [&] {
+#pragma omp for schedule(static)
+        for (int j = 0; j < OC; j++) {
+            const uint16_t* w = W16 + (size_t)j * IC;
+            for (int r = 0; r < N; r++) {
+                const float* xr = x + (size_t)r * IC;
+                float acc0[16] = {}, acc1[16] = {};  // not vf16: GCC keeps a 64-byte vector in memory without AVX-512
+                int i = 0;
+                for (; i + 32 <= IC; i += 32)
+                    for (int l = 0; l < 16; l++)
+                        acc0[l] += bf16_to_float(w[i + l]) * xr[i + l],
+                            acc1[l] += bf16_to_float(w[i + 16 + l]) * xr[i + 16 + l];
+                float sum = 0;
+                for (int l = 0; l < 16; l++) sum += acc0[l] + acc1[l];
+                for (; i < IC; i++) sum += bf16_to_float(w[i]) * xr[i];
+                out[(size_t)r * OC + j] = b ? sum + b[j] : sum;
+            }
         }
-    }
+    });
 }
 
 // The rows' products of a weight's reduced-precision copy: its q8 blocks, else its bf16 rounding (a frozen
@@ -58,19 +60,21 @@ void matvec_copy(float* out, const float* x, const Weight& w, const float* b, in
 // rows, j0, r, m) writes the group's outputs of input rows r .. r + m - 1, M of them at a time (the last N % M
 // one at a time), then b is added.
 template <int M, typename Rows4>
-static void in_row_groups(float* out, const float* b, int N, int OC, Rows4 rows4) {
-#pragma omp parallel for schedule(static)
-    for (int g = 0; g < (OC + 3) / 4; g++) {
-        const int j0 = g * 4, rows = OC - j0 < 4 ? OC - j0 : 4;
-        for (int r = 0; r < N; r++) {
-            const int m = N - r >= M ? M : 1;
-            float* o = out + (size_t)r * OC;
-            rows4(o + j0, rows, j0, r, m);
-            for (int i = 0; i < m; i++, o += OC)
-                for (int j = j0; b && j < j0 + rows; j++) o[j] += b[j];
-            r += m - 1;
+static void in_row_groups(float* out, const float* b, int N, int IC, int OC, Rows4 rows4) {
+    parallel_if((size_t)N * IC * OC >= kThreadsFrom, [&] {
+#pragma omp for schedule(static)
+        for (int g = 0; g < (OC + 3) / 4; g++) {
+            const int j0 = g * 4, rows = OC - j0 < 4 ? OC - j0 : 4;
+            for (int r = 0; r < N; r++) {
+                const int m = N - r >= M ? M : 1;
+                float* o = out + (size_t)r * OC;
+                rows4(o + j0, rows, j0, r, m);
+                for (int i = 0; i < m; i++, o += OC)
+                    for (int j = j0; b && j < j0 + rows; j++) o[j] += b[j];
+                r += m - 1;
+            }
         }
-    }
+    });
 }
 
 #if defined(__x86_64__)
@@ -128,7 +132,7 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) static void rows4_bf16_av
 
 static void matvec_bf16_avx512(float* out, const uint16_t* x16, const uint16_t* W16, const float* b, int N, int IC,
                                int OC) {
-    in_row_groups<4>(out, b, N, OC, [&](float* o, int rows, int j0, int r, int m) {
+    in_row_groups<4>(out, b, N, IC, OC, [&](float* o, int rows, int j0, int r, int m) {
         const uint16_t *w = W16 + (size_t)j0 * IC, *x = x16 + (size_t)r * IC;
         if (m == 4) rows4_bf16_avx512<4>(o, OC, rows, w, x, IC);
         else rows4_bf16_avx512<1>(o, OC, rows, w, x, IC);
@@ -242,21 +246,23 @@ void matvec_q8(float* out, const float* x, const int8_t* q, const uint16_t* d, c
                int OC) {
     assert(IC % kQ8Block == 0);
     const int nb = IC / kQ8Block, R = kLanes == 16 ? 8 : 4, groups = (OC + R - 1) / R;  // R x P accumulators
-#pragma omp parallel for schedule(static)
-    for (int g = 0; g < groups; g++) {
-        const int j0 = g * R;
-        for (int r = 0; r < N; r++) {
-            float* o = out + (size_t)r * OC;
-            const float* xr = x + (size_t)r * IC;
-            if (j0 + R <= OC)
-                q8_rows<R>(o + j0, xr, q + (size_t)j0 * IC, d + (size_t)j0 * nb, IC, nb);
-            else
-                for (int j = j0; j < OC; j++)
-                    q8_rows<1>(o + j, xr, q + (size_t)j * IC, d + (size_t)j * nb, IC, nb);
-            if (b)
-                for (int j = j0; j < j0 + R && j < OC; j++) o[j] += b[j];
+    parallel_if((size_t)N * IC * OC >= kThreadsFrom, [&] {
+#pragma omp for schedule(static)
+        for (int g = 0; g < groups; g++) {
+            const int j0 = g * R;
+            for (int r = 0; r < N; r++) {
+                float* o = out + (size_t)r * OC;
+                const float* xr = x + (size_t)r * IC;
+                if (j0 + R <= OC)
+                    q8_rows<R>(o + j0, xr, q + (size_t)j0 * IC, d + (size_t)j0 * nb, IC, nb);
+                else
+                    for (int j = j0; j < OC; j++)
+                        q8_rows<1>(o + j, xr, q + (size_t)j * IC, d + (size_t)j * nb, IC, nb);
+                if (b)
+                    for (int j = j0; j < j0 + R && j < OC; j++) o[j] += b[j];
+            }
         }
-    }
+    });
 }
 
 // Four vectors of 16 as four 4 x 4 transposes: out[j][4 L + r] = v[r][4 L + j], so that out[k & 3] + (k >> 2) * 4
@@ -494,8 +500,7 @@ static void matvec_q8q8_tiles(float* out, const int8_t* xq, const float* xd, con
                               const uint16_t* d, const float* b, int N, int IC, int OC, int xd_row,
                               const uint32_t* tiles) {
     const int nb = IC / kQ8Block;
-#pragma omp parallel
-    {
+    parallel_if((size_t)N * IC * OC >= kThreadsFrom, [&] {
         static thread_local std::vector<uint32_t> laid;
         if (!tiles) laid.resize((size_t)nb * 144);
 #pragma omp for schedule(static)
@@ -521,7 +526,7 @@ static void matvec_q8q8_tiles(float* out, const int8_t* xq, const float* xd, con
             for (; r0 + 4 <= N; r0 += 4) rows(std::integral_constant<int, 4>(), r0);
             for (; r0 < N; r0++) rows(std::integral_constant<int, 1>(), r0);
         }
-    }
+    });
 }
 #endif
 
@@ -565,7 +570,7 @@ void matvec_q8q8(float* out, const float* x, const int8_t* q, const uint16_t* d,
         return matvec_q8q8_tiles(out, xqp, xdp, corr.data(), q, d, b, N, IC, OC, xd_row, tiles);
     }
 #endif
-    in_row_groups<1>(out, b, N, OC, [&](float* o, int rows, int j0, int r, int) {
+    in_row_groups<1>(out, b, N, IC, OC, [&](float* o, int rows, int j0, int r, int) {
         q8q8_rows4(o, rows, xqp + (size_t)r * IC, xdp + (size_t)r * xd_row, q + (size_t)j0 * IC, d + (size_t)j0 * nb,
                    IC, nb);
     });

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # cli_memory.sh: train's memory options (--recompute, --recompute-blocks, --optimizer-in-backward,
 # --optimizer-state bf16 and 8bit) on a scaled-down model, on tiny shakespeare (make data):
-#   * 50 steps with --recompute or --recompute-blocks, with --optimizer-in-backward (clipped: two backwards;
+#   * 20 steps with --recompute or --recompute-blocks, with --optimizer-in-backward (clipped: two backwards;
 #     unclipped: one) and with both give the fp32 run's model bit for bit (the same model.safetensors): so
 #     their 200-step runs would end at fp32's val loss to the digit;
 #   * 200 steps with --optimizer-state bf16 end within 1% of the fp32 run's val loss, and with the other
@@ -26,7 +26,7 @@
 # 200-step bars, the other sixteen combinations and the activations check are counted as skipped: make test
 # checks them.
 source "$(dirname "$0")/lib.sh"
-SHORT=50 LONG=200 SAN_NOTE=""
+SHORT=20 LONG=200 SAN_NOTE=""
 if under_asan; then
     SHORT=10 LONG=40 SAN_NOTE="under AddressSanitizer (checked by make test)"
 fi

@@ -5,6 +5,7 @@
 # or oom- file) is copied into tests/fuzz/regressions/<target>/ so every later run replays it; commit it
 # with the fix. Prints executions and crashes per target and `N passed, N failed` (a target passes when it
 # ran clean); non-zero exit on any crash.
+# Targets run as many at a time as there are CPUs (FUZZ_JOBS), each one process fuzzing for its own SECONDS.
 # Memory is checked in both: one allocation past 256 MB, or 1 GB resident, is a crash (an oom- file), so an
 # input whose counts claim more than its bytes can hold fails here, not only on the machine it exhausts.
 set -u
@@ -12,35 +13,33 @@ limits=(-rss_limit_mb=1024 -malloc_limit_mb=256)
 cd "$(dirname "$0")/../.."
 dir=$1 seconds=$2
 shift 2
-status=0
-passed=0
-failed=0
-for t in "$@"; do
-    bin=$dir/fuzz_$t
-    reg=tests/fuzz/regressions/$t
-    corpus=$dir/corpus/$t
-    art=$dir/artifacts/$t
-    log=$dir/logs/$t.log
+jobs=${FUZZ_JOBS:-$(nproc)}
+
+# fuzz_one TARGET: replays and fuzzes one target; prints its lines, and writes its result (pass or fail) to
+# $dir/logs/TARGET.result.
+fuzz_one() {
+    local t=$1
+    local bin=$dir/fuzz_$t reg=tests/fuzz/regressions/$t corpus=$dir/corpus/$t art=$dir/artifacts/$t
+    local log=$dir/logs/$t.log result=$dir/logs/$t.result
     mkdir -p "$corpus" "$art" "$dir/logs"
-    replayed=0
+    echo fail >"$result"
+    local replayed=0
     if compgen -G "$reg/*" >/dev/null; then
         replayed=$(find "$reg" -type f | wc -l)
         if ! "$bin" -timeout=10 "${limits[@]}" $(find "$reg" -type f | sort) >"$log" 2>&1; then
             echo "FAIL fuzz_$t: a regression input in $reg crashes again; see $log"
             grep -E 'ERROR|runtime error|Running:|out-of-memory' "$log" | tail -5
-            status=1
-            failed=$((failed + 1))
-            continue
+            return
         fi
     fi
     rm -f "$art"/*  # only this run's crashers count
-    seeds=()
+    local seeds=()
     [ -d "tests/fuzz/seeds/$t" ] && seeds=("tests/fuzz/seeds/$t")
     "$bin" -max_total_time="$seconds" -timeout=10 "${limits[@]}" -print_final_stats=1 \
         -artifact_prefix="$art/" "$corpus" "${seeds[@]}" >"$log" 2>&1
-    rc=$?
-    execs=$(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}' | tail -1)
-    crashes=0
+    local rc=$?
+    local execs=$(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}' | tail -1)
+    local crashes=0 f
     for f in $(find "$art" -type f | sort); do
         [ -e "$reg/$(basename "$f")" ] && continue
         mkdir -p "$reg"
@@ -50,14 +49,25 @@ for t in "$@"; do
     done
     if [ "$crashes" -gt 0 ]; then
         grep -E 'ERROR|runtime error|SUMMARY|out-of-memory' "$log" | head -5
-        status=1
     elif [ "$rc" -ne 0 ]; then
         echo "FAIL fuzz_$t: exit $rc without a crash file; see $log"
         tail -3 "$log"
-        status=1
     fi
     echo "fuzz_$t: ${execs:-?} executions in ${seconds}s, $replayed regression inputs replayed, $crashes crashes (log $log)"
-    if [ "$crashes" -eq 0 ] && [ "$rc" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+    [ "$crashes" -eq 0 ] && [ "$rc" -eq 0 ] && echo pass >"$result"
+}
+
+# $jobs targets at a time, each one's lines printed together when the batch ends
+targets=("$@")
+for ((i = 0; i < ${#targets[@]}; i += jobs)); do
+    batch=("${targets[@]:i:jobs}")
+    for t in "${batch[@]}"; do mkdir -p "$dir/logs" && fuzz_one "$t" >"$dir/logs/$t.lines" 2>&1 & done
+    wait
+    for t in "${batch[@]}"; do cat "$dir/logs/$t.lines"; done
+done
+passed=0 failed=0
+for t in "${targets[@]}"; do
+    if [ "$(cat "$dir/logs/$t.result" 2>/dev/null)" = pass ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 done
 echo "$passed passed, $failed failed"
-exit $status
+[ "$failed" -eq 0 ]

@@ -9,10 +9,11 @@ include src/build.mk
 .PHONY: all core test check data bench clean format FORCE
 all: $(BIN)                            # ./gpt2 (./gpt2-mpi with MPI=1)
 core: $(CORE_BIN)                      # ./gpt2-core: src/core alone, the fp32 trainer (src/README.md)
-test: $(BIN) $(BUILD)/run_tests $(CORE_BIN)  # the tests that need no Python: unit tests, then every tests/cli_*.sh
-	GPT2=./$(BIN) bash tests/run.sh --unit $(BUILD)/run_tests '$(CLI_SUITES)'
-# make test CLI_SUITES='tests/cli_model.sh' runs the unit tests and the suites named.
+# make test CLI_SUITES='tests/cli_model.sh' runs the unit tests and the suites named (gpt2-core is built for
+# tests/cli_core.sh alone).
 CLI_SUITES := tests/cli_*.sh
+test: $(BIN) $(BUILD)/run_tests $(if $(filter tests/cli_*.sh tests/cli_core.sh,$(CLI_SUITES)),$(CORE_BIN))
+	GPT2=./$(BIN) bash tests/run.sh --unit $(BUILD)/run_tests '$(CLI_SUITES)'
 check:                                 # every test stage in turn, as CI runs them (tests/check.sh)
 	bash tests/check.sh
 data: gpt2                             # tiny shakespeare and the GPT-2 tokenizer into data/

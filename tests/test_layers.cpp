@@ -153,7 +153,7 @@ TEST(gemm_matches_reference_on_odd_shapes) {
 }
 
 // parallel_if: false runs the region's loops whole on this thread and builds no team (no OpenMP level entered); true
-// runs them on a team of 2. Every index once either way.
+// runs them on a team of 2. Every index once either way, and false called by each thread of a team runs its own.
 TEST(parallel_if_builds_a_team_only_when_asked) {
 #ifndef _OPENMP
     SKIP("built without OpenMP");
@@ -177,6 +177,21 @@ TEST(parallel_if_builds_a_team_only_when_asked) {
         CHECK(levels == (threads ? members : 0));
         CHECK(members == (threads ? 2 : 1));
     }
+    // called by each thread of a team, on its own data: each call runs its loop whole
+    std::vector<int> seen(2 * 1000, 0);
+    with_threads(2, [&] {
+#pragma omp parallel
+        {
+            int* mine = seen.data() + 1000 * omp_get_thread_num();
+            parallel_if(false, [&] {
+#pragma omp for
+                for (int i = 0; i < 1000; i++) mine[i]++;
+            });
+        }
+    });
+    const long once = (long)std::count(seen.begin(), seen.end(), 1);
+    printf("    false, inside a team of 2: %ld of 2 x 1000 indices run once\n", once);
+    CHECK(once == 2000);
 #endif
 }
 

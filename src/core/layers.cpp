@@ -46,10 +46,9 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
 #pragma omp for
         for (int i = 0; i < N; i++) {
             const float* x = inp + (size_t)i * C;
-            double sum = 0;
+            double sum = 0, var = 0;
             for (int c = 0; c < C; c++) sum += x[c];
-            double m = sum / C;
-            double var = 0;
+            const double m = sum / C;
             for (int c = 0; c < C; c++) var += (x[c] - m) * (x[c] - m);
             var /= C;  // population variance, as nn.LayerNorm
             double s = 1.0 / std::sqrt(var + eps);

@@ -4,6 +4,9 @@
 // gradients with one writer, are OVERWRITTEN (=); layernorm_backward's dinp alone adds, onto the residual stream's.
 #pragma once
 #include <cstddef>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "core/isa.h"
 
@@ -37,16 +40,17 @@ KERNELS_BEGIN
 void encoder_forward(float* out, const int* tokens, const float* wte, const float* wpe, int B, int T, int C);
 void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* tokens, int B, int T, int C);
 
-// Passes over fewer floats (or multiply-adds) than this, as in a decoding step, run on one thread: starting and
-// joining the threads would cost more than the pass.
+// parallel_if(work >= kThreadsFrom, region): a pass over fewer floats or multiply-adds, as in a decoding step, runs
+// on this thread without entering OpenMP (region's `omp for` loops whole): a team, even of one thread, costs more
+// to start than the pass (tests/bench_results.md). Inside a parallel region, whose team would share out those
+// loops, it makes a team of one.
 constexpr size_t kThreadsFrom = 8192;
-
-// Runs region (its `omp for` loops, whole) on this thread when threads is false, without entering OpenMP: even a
-// region of one thread builds a team (tests/bench_results.md), else on the OpenMP team.
 template <typename Region>
 inline void parallel_if(bool threads, const Region& region) {
-    if (!threads) return region();
-#pragma omp parallel
+#ifdef _OPENMP
+    if (!threads && !omp_in_parallel()) return region();
+#endif
+#pragma omp parallel if (threads)
     region();
 }
 

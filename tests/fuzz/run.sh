@@ -13,7 +13,9 @@ limits=(-rss_limit_mb=1024 -malloc_limit_mb=256)
 cd "$(dirname "$0")/../.."
 dir=$1 seconds=$2
 shift 2
-jobs=${FUZZ_JOBS:-$(nproc)}
+jobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null)}
+[[ $jobs =~ ^[1-9][0-9]*$ ]] || jobs=1
+trap 'kill $(jobs -p) 2>/dev/null' EXIT INT TERM  # no fuzzer outlives an interrupted run
 
 # fuzz_one TARGET: replays and fuzzes one target; prints its lines, and writes its result (pass or fail) to
 # $dir/logs/TARGET.result.
@@ -59,6 +61,7 @@ fuzz_one() {
 
 # $jobs targets at a time, each one's lines printed together when the batch ends
 targets=("$@")
+for t in "${targets[@]}"; do rm -f "$dir/logs/$t.result"; done  # only this run's results count
 for ((i = 0; i < ${#targets[@]}; i += jobs)); do
     batch=("${targets[@]:i:jobs}")
     for t in "${batch[@]}"; do mkdir -p "$dir/logs" && fuzz_one "$t" >"$dir/logs/$t.lines" 2>&1 & done

@@ -310,21 +310,28 @@ void check_gemm_bf16(const char* path) {
                   {48, 40, 1000}, {40, 105001, 260}};  // the last: gemm's one pass over K (the lm_head's)
     double worst = 0, fp32_gap = INFINITY;
     long b16_mismatches = 0, team_mismatches = 0;
-    for (const Shape& s : shapes)
-        for (int ta = 0; ta < 2; ta++)
-            for (int tb = 0; tb < 2; tb++)
-                for (int acc = 0; acc < 2; acc++) {
-                    if (s.N > 100000 && (ta || !tb || acc)) continue;  // one layout of the big one: the lm_head's
-                    if (test_light() && (double)s.M * s.N * s.K > 5e6) continue;  // the native run has them
-                    std::vector<float> A = randn((size_t)s.M * s.K, 1), B = randn((size_t)s.K * s.N, 2);
-                    std::vector<float> C0 = randn((size_t)s.M * s.N, 3), Cref = C0, C32 = C0, C1;
-                    int lda = ta ? s.M : s.K, ldb = tb ? s.K : s.N;
-                    gemm_bf16_ref(s.M, s.N, s.K, A.data(), lda, ta, B.data(), ldb, tb, Cref.data(), s.N, acc);
-                    gemm_ref(s.M, s.N, s.K, A.data(), lda, ta, B.data(), ldb, tb, C32.data(), s.N, acc);
+    for (const Shape& s : shapes) {
+        if (test_light() && (double)s.M * s.N * s.K > 5e6) continue;  // the native run has them
+        const std::vector<float> A = randn((size_t)s.M * s.K, 1), B = randn((size_t)s.K * s.N, 2);
+        const std::vector<float> C0 = randn((size_t)s.M * s.N, 3), Bt = stored(B, s.K, s.N, true);
+        for (int acc = 0; acc < 2; acc++) {
+            const bool lm_head = s.N > 100000;  // one layout of the big one, the lm_head's: B transposed, C written
+            if (lm_head && acc) continue;
+            // the references once for the four layouts (each sums every element in k order whatever the layout),
+            // from the one whose rows run along k
+            std::vector<float> Cref = C0, C32 = C0;
+            gemm_bf16_ref(s.M, s.N, s.K, A.data(), s.K, false, Bt.data(), s.K, true, Cref.data(), s.N, acc);
+            gemm_ref(s.M, s.N, s.K, A.data(), s.K, false, Bt.data(), s.K, true, C32.data(), s.N, acc);
+            for (int ta = 0; ta < 2; ta++)
+                for (int tb = 0; tb < 2; tb++) {
+                    if (lm_head && (ta || !tb)) continue;
+                    const std::vector<float> As = stored(A, s.M, s.K, ta), Bs = stored(B, s.K, s.N, tb);
+                    const int lda = ta ? s.M : s.K, ldb = tb ? s.K : s.N;
+                    std::vector<float> C1;
                     for (int threads : {1, 2, 3}) {
                         std::vector<float> C = C0;
                         with_threads(threads, [&] {
-                            gemm(s.M, s.N, s.K, A.data(), lda, ta, B.data(), ldb, tb, C.data(), s.N, acc,
+                            gemm(s.M, s.N, s.K, As.data(), lda, ta, Bs.data(), ldb, tb, C.data(), s.N, acc,
                                  bf16_gemm_operands());
                         });
                         double max_diff = 0;
@@ -336,18 +343,20 @@ void check_gemm_bf16(const char* path) {
                         else team_mismatches += memcmp(C.data(), C1.data(), sizeof(float) * C.size()) != 0;
                     }
                     // B given as its bf16 rounding (the model's weight copy): the very same result
-                    std::vector<uint16_t> B16(B.size());
-                    bf16_round_array(B16.data(), B.data(), B.size());
+                    std::vector<uint16_t> B16(Bs.size());
+                    bf16_round_array(B16.data(), Bs.data(), Bs.size());
                     std::vector<float> C16 = C0;
                     WeightCopy copy;
                     copy.bf16 = B16.data();
-                    gemm(s.M, s.N, s.K, A.data(), lda, ta, B.data(), ldb, tb, C16.data(), s.N, acc,
+                    gemm(s.M, s.N, s.K, As.data(), lda, ta, Bs.data(), ldb, tb, C16.data(), s.N, acc,
                          bf16_gemm_operands(), &copy);
                     b16_mismatches += memcmp(C16.data(), C1.data(), sizeof(float) * C1.size()) != 0;
-                    double gap = 0;
-                    for (size_t i = 0; i < C32.size(); i++) gap = max_abs(gap, C32[i] - Cref[i]);
-                    if (s.K >= 64) fp32_gap = std::fmin(fp32_gap, gap / (1e-6 * (s.K + 10)));
                 }
+            double gap = 0;
+            for (size_t i = 0; i < C32.size(); i++) gap = max_abs(gap, C32[i] - Cref[i]);
+            if (s.K >= 64) fp32_gap = std::fmin(fp32_gap, gap / (1e-6 * (s.K + 10)));
+        }
+    }
     // The bar must tell bf16 rounding from none: fp32 operands land far outside it (2^-9 relative per
     // operand, ~sqrt(K) of them adding up).
     CHECK(fp32_gap > 20);

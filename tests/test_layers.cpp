@@ -325,7 +325,8 @@ void check_gemm_bf16(const char* path) {
             for (int ta = 0; ta < 2; ta++)
                 for (int tb = 0; tb < 2; tb++) {
                     if (lm_head && (ta || !tb)) continue;
-                    const std::vector<float> As = stored(A, s.M, s.K, ta), Bs = stored(B, s.K, s.N, tb);
+                    const std::vector<float> As = stored(A, s.M, s.K, ta);
+                    const std::vector<float>& Bs = tb ? Bt : B;  // the references' transpose, not a second one
                     const int lda = ta ? s.M : s.K, ldb = tb ? s.K : s.N;
                     std::vector<float> C1;
                     for (int threads : {1, 2, 3}) {

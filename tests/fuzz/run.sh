@@ -23,7 +23,7 @@ fuzz_one() {
     local t=$1
     local bin=$dir/fuzz_$t reg=tests/fuzz/regressions/$t corpus=$dir/corpus/$t art=$dir/artifacts/$t
     local log=$dir/logs/$t.log result=$dir/logs/$t.result
-    mkdir -p "$corpus" "$art" "$dir/logs"
+    mkdir -p "$corpus" "$art"
     echo fail >"$result"
     local replayed=0
     if compgen -G "$reg/*" >/dev/null; then
@@ -61,10 +61,11 @@ fuzz_one() {
 
 # $jobs targets at a time, each one's lines printed together when the batch ends
 targets=("$@")
+mkdir -p "$dir/logs"
 for t in "${targets[@]}"; do rm -f "$dir/logs/$t.result"; done  # only this run's results count
 for ((i = 0; i < ${#targets[@]}; i += jobs)); do
     batch=("${targets[@]:i:jobs}")
-    for t in "${batch[@]}"; do mkdir -p "$dir/logs" && fuzz_one "$t" >"$dir/logs/$t.lines" 2>&1 & done
+    for t in "${batch[@]}"; do fuzz_one "$t" >"$dir/logs/$t.lines" 2>&1 & done
     wait
     for t in "${batch[@]}"; do cat "$dir/logs/$t.lines"; done
 done

@@ -71,6 +71,8 @@ check "make MPI=1 CPPFLAGS=... keeps -DGPT2_MPI" eval '[[ "$(compile_line MPI=1 
 check "ARCH=native is the default (-march=native)" eval '[[ "$(compile_line)" == *" -march=native "* ]]'
 check "ARCH=haswell builds for -march=haswell, in a build directory of its own" \
     eval '[[ "$(compile_line ARCH=haswell)" == *" -march=haswell "*"-o build/g++-haswell/"* ]]'
+check "SAN=1 compiles with line tables alone (-g1), DEBUG=1 with the full debug information (-g)" \
+    eval '[[ "$(compile_line SAN=1)" == *" -O1 -g1 "* && "$(compile_line DEBUG=1)" == *" -O1 -g "* ]]'
 check "ARCH=none passes no -march" eval '[[ "$(compile_line ARCH=none)" != *"-march"* ]]'
 check "CXX=clang++ builds in a build directory of its own" \
     eval '[[ "$(compile_line CXX=clang++)" == *"-o build/clang++-native/"* ]]'

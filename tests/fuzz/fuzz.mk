@@ -5,7 +5,7 @@
 FUZZ_CXX     ?= clang++
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD   := build/fuzz
-FUZZ_FLAGS   := -std=c++17 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
+FUZZ_FLAGS   := -std=c++17 -g1 -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
                 -fno-sanitize-recover=undefined -Wall -Wextra -Wno-unused-parameter -MMD -MP -Isrc
 FUZZ_TARGETS := safetensors json tokenfile tokenizer llmc train_state gguf http openai
 # Every library source but the command line, gpt2-core's main and the dispatcher (the fuzz build has one kernel

@@ -27,12 +27,12 @@ format:                                # clang-format over the sources
 
 # ---- How: every src/*/*.cpp compiles to $(BUILD)/*.o (-MMD writes its header dependencies beside it as .d),
 # linked into $(BIN); tests/test_*.cpp add run_tests, tests/bench_*.cpp run_bench.
-$(BIN): $(BUILD)/cli/main.o $(LIB_OBJ) $(BIN_FROM)
-	$(CXX) -o $@ $(filter %.o,$^) $(LINK)
+$(BIN): $(MAIN_OBJ) $(LIB_OBJ) $(BIN_FROM)
+	$(LINK_CXX) -o $@ $(filter %.o,$^) $(LINK)
 $(BUILD)/run_tests$(EXE): $(TEST_OBJ) $(LIB_OBJ)
-	$(CXX) -o $@ $^ $(LINK)
+	$(LINK_CXX) -o $@ $^ $(LINK)
 $(BUILD)/run_bench$(EXE): $(BENCH_OBJ) $(LIB_OBJ)
-	$(CXX) -o $@ $^ $(LINK)
+	$(LINK_CXX) -o $@ $^ $(LINK)
 $(CORE_BIN): $(CORE_OBJ)
 	$(CXX) -o $@ $^ $(LINK)
 $(CORE_DIR)/%.o: src/core/%.cpp $(FLAGS_FILE) | $(CORE_DIR)/include/core
@@ -42,6 +42,9 @@ $(CORE_DIR)/include/core:
 $(BUILD)/%.o: src/%.cpp $(FLAGS_FILE) | $(STB_LINK)
 	@mkdir -p $(dir $@)
 	$(COMPILE) -c $< -o $@
+$(BUILD)/mpi/%.o: src/%.cpp $(MPI_FLAGS_FILE)
+	@mkdir -p $(dir $@)
+	$(MPI_COMPILE) -c $< -o $@
 # The chat page, src/serve/page.html, becomes a raw string literal that serve/page.cpp includes.
 $(BUILD)/serve/page.o: $(BUILD)/gen/serve_page.inc
 $(BUILD)/serve/page.o: COMPILE += -I$(BUILD)/gen
@@ -71,6 +74,13 @@ $(BIN_FROM): FORCE
 endif
 $(FLAGS_FILE):
 	@mkdir -p $(dir $@) && printf '%s\n' $(call quote,$(FLAGS_LINE)) >$@
+ifneq ($(MPI_FLAGS_FILE),)
+ifneq ($(file <$(MPI_FLAGS_FILE)),$(MPI_COMPILE))
+$(MPI_FLAGS_FILE): FORCE
+endif
+$(MPI_FLAGS_FILE):
+	@mkdir -p $(dir $@) && printf '%s\n' $(call quote,$(MPI_COMPILE)) >$@
+endif
 $(BIN_FROM):
 	@mkdir -p $(dir $@) && printf '%s\n' $(call quote,$(BUILD)) >$@
 # Windows builds reach the build machine's stb headers through $(STB_LINK) (src/build.mk), remade when

@@ -71,9 +71,6 @@ BUILD    := $(BUILD)/san
 BIN      := $(BUILD)/gpt2
 endif
 ifeq ($(MPI),1)
-CXX      := mpicxx
-NEEDED   += -DGPT2_MPI -DOMPI_SKIP_MPICXX  # the C API only
-BUILD    := $(BUILD)/mpi
 ifeq ($(origin BIN),file)  # not given by the user: gpt2-mpi beside gpt2 (build/san/gpt2-mpi with SAN=1)
 BIN      := $(BIN)-mpi
 endif
@@ -103,6 +100,7 @@ NEEDED   += -isystem $(BUILD)/stb-include
 endif
 COMPILE  := $(CXX) $(NEEDED) $(MARCH) $(OPT) $(CPPFLAGS) $(CXXFLAGS)
 LINK     := $(LDNEEDED) $(LDFLAGS)
+LINK_CXX := $(CXX)
 
 # Run-time dispatch (ARCH=portable on x86-64, see src/core/isa.h): the kernels once per instruction set,
 # in build/.../isa_NAME/, linked after everything else and the baseline first, so that where the copies
@@ -137,6 +135,21 @@ BENCH_OBJ := $(patsubst tests/%.cpp,$(BUILD)/tests/%.o,$(BENCH_SRC))
 # make core: src/core alone into gpt2-core, compiled where nothing else of src/ can be included (its one
 # include directory holds a link to src/core alone) and linked with the C++ library and OpenMP only. No
 # MPI, no dispatch: the kernels for ARCH's one instruction set.
+# MPI=1: only the sources that read GPT2_MPI are compiled apart, by Open MPI's mpicxx around CXX (its C API
+# alone: OMPI_SKIP_MPICXX), into $(BUILD)/mpi/ with flags of their own; every other object is the build's
+# without MPI, and mpicxx links.
+MAIN_OBJ  := $(BUILD)/cli/main.o
+ifeq ($(MPI),1)
+MPI_SRC   := src/cli/main.cpp src/dist/dist.cpp src/formats/train_state.cpp
+MPI_CXX   := OMPI_CXX="$(CXX)" mpicxx
+MPI_COMPILE := $(MPI_CXX) $(NEEDED) -DGPT2_MPI -DOMPI_SKIP_MPICXX $(MARCH) $(OPT) $(CPPFLAGS) $(CXXFLAGS)
+MPI_FLAGS_FILE := $(BUILD)/mpi/flags
+MAIN_OBJ  := $(BUILD)/mpi/cli/main.o
+LIB_OBJ   := $(filter-out $(patsubst src/%.cpp,$(BUILD)/%.o,$(MPI_SRC)),$(LIB_OBJ)) \
+             $(patsubst src/%.cpp,$(BUILD)/mpi/%.o,$(filter-out src/cli/main.cpp,$(MPI_SRC)))
+LINK_CXX  := $(MPI_CXX)
+endif
+
 CORE_BIN     := $(if $(filter ./,$(dir $(BIN))),,$(dir $(BIN)))gpt2-core$(EXE)  # beside $(BIN)
 CORE_DIR     := $(BUILD)/core-alone
 CORE_OBJ     := $(patsubst src/core/%.cpp,$(CORE_DIR)/%.o,$(wildcard src/core/*.cpp))

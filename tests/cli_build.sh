@@ -68,6 +68,13 @@ check "... LDFLAGS reach the link line" eval 'dry_make LDFLAGS=-Wl,-O1 | grep -q
 check "... and keep -fopenmp there (LDFLAGS=-static, as the arm64 stage links)" \
     eval 'dry_make LDFLAGS=-static | grep -q " -o gpt2 .* -fopenmp .*-static"'
 check "make MPI=1 CPPFLAGS=... keeps -DGPT2_MPI" eval '[[ "$(compile_line MPI=1 CPPFLAGS=-DPKG)" == *" -DGPT2_MPI "*" -DPKG "* ]]'
+# make MPI=1 compiles with -DGPT2_MPI only the sources that read it (src/build.mk's MPI_SRC), the rest shared with make
+readers=$(grep -l GPT2_MPI src/*/*.cpp src/*/*.h | sort | paste -sd ' ')
+mpi_compiled=$(dry_make MPI=1 | grep -- ' -DGPT2_MPI .* -c ' | sed -n 's/.* -c \([^ ]*\) .*/\1/p' | sort | paste -sd ' ')
+check "make MPI=1 compiles with -DGPT2_MPI every source that reads it (${readers:-none}), and no other (${mpi_compiled:-none})" \
+    test "$readers" = "$mpi_compiled"
+check "... and links the objects of make for the others" \
+    eval 'dry_make MPI=1 | grep -- "-o gpt2-mpi " | grep -q " build/omp/core/model.o "'
 check "ARCH=native is the default (-march=native)" eval '[[ "$(compile_line)" == *" -march=native "* ]]'
 check "ARCH=haswell builds for -march=haswell, in a build directory of its own" \
     eval '[[ "$(compile_line ARCH=haswell)" == *" -march=haswell "*"-o build/g++-haswell/"* ]]'

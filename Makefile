@@ -1,9 +1,11 @@
 # gpt2.cpp's build: `make` builds ./gpt2 for this machine. Switches, each building in a directory of its own
 # under build/ (so switching back recompiles nothing): ARCH=portable|none|CPU (default native; portable for a
-# cross compiler), NO_OMP=1 (no OpenMP), SAN=1 or DEBUG=1 (AddressSanitizer + UBSan: build/.../san/gpt2),
-# MPI=1 (./gpt2-mpi, for mpirun), CXX=clang++ or a cross compiler, BIN=path (where the binary goes), and
-# CXXFLAGS, CPPFLAGS, LDFLAGS (added after the build's own). src/build.mk turns them into compile lines; the
-# other test stages are in tests/tests.mk, the benchmarks in tests/bench.mk, fuzzing in tests/fuzz/fuzz.mk.
+# cross compiler), NO_OMP=1 (no OpenMP), SAN=1 (AddressSanitizer + UBSan: build/.../san/gpt2), DEBUG=1 (the
+# same with full debug information: build/.../debug/gpt2), MPI=1 (./gpt2-mpi, for mpirun: its own objects of
+# the three sources that read GPT2_MPI, the others shared), CXX=clang++ or a cross compiler, BIN=path (where
+# the binary goes), and CXXFLAGS, CPPFLAGS, LDFLAGS (added after the build's own). src/build.mk turns them into
+# compile lines; the other test stages are in tests/tests.mk, the benchmarks in tests/bench.mk, fuzzing in
+# tests/fuzz/fuzz.mk.
 include src/build.mk
 
 .PHONY: all core test check data bench clean format FORCE
@@ -12,26 +14,27 @@ core: $(CORE_BIN)                      # ./gpt2-core: src/core alone, the fp32 t
 # make test CLI_SUITES='tests/cli_model.sh' runs the unit tests and the suites named (gpt2-core is built for
 # tests/cli_core.sh alone).
 CLI_SUITES := tests/cli_*.sh
-test: $(BIN) $(BUILD)/run_tests $(if $(filter tests/cli_*.sh tests/cli_core.sh,$(CLI_SUITES)),$(CORE_BIN))
-	GPT2=./$(BIN) bash tests/run.sh --unit $(BUILD)/run_tests '$(CLI_SUITES)'
+test: $(BIN) $(OUT)/run_tests $(if $(filter tests/cli_*.sh tests/cli_core.sh,$(CLI_SUITES)),$(CORE_BIN))
+	GPT2=./$(BIN) bash tests/run.sh --unit $(OUT)/run_tests '$(CLI_SUITES)'
 check:                                 # every test stage in turn, as CI runs them (tests/check.sh)
 	bash tests/check.sh
 data: gpt2                             # tiny shakespeare and the GPT-2 tokenizer into data/
 	bash scripts/prepare_data.sh
-bench: $(BUILD)/run_bench portable-bench  # the headline benchmarks; CASES="peak decode_fp32" picks cases
-	$(BENCH_ENV) $(BUILD)/run_bench $(CASES)
+bench: $(OUT)/run_bench portable-bench  # the headline benchmarks; CASES="peak decode_fp32" picks cases
+	$(BENCH_ENV) $(OUT)/run_bench $(CASES)
 clean:                                 # removes build/, ./gpt2, ./gpt2-mpi and ./gpt2-core
 	rm -rf build gpt2 gpt2-mpi gpt2-core
 format:                                # clang-format over the sources
 	clang-format -i src/*/*.cpp src/*/*.h tests/*.cpp tests/*.h tests/fuzz/*.cpp
 
-# ---- How: every src/*/*.cpp compiles to $(BUILD)/*.o (-MMD writes its header dependencies beside it as .d),
-# linked into $(BIN); tests/test_*.cpp add run_tests, tests/bench_*.cpp run_bench.
+# ---- How: every src/*/*.cpp compiles to $(BUILD)/*.o (-MMD writes its header dependencies beside it as .d;
+# MPI=1's own three to $(BUILD)/mpi/), linked into $(BIN); tests/test_*.cpp add $(OUT)/run_tests,
+# tests/bench_*.cpp $(OUT)/run_bench.
 $(BIN): $(MAIN_OBJ) $(LIB_OBJ) $(BIN_FROM)
 	$(LINK_CXX) -o $@ $(filter %.o,$^) $(LINK)
-$(BUILD)/run_tests$(EXE): $(TEST_OBJ) $(LIB_OBJ)
+$(OUT)/run_tests$(EXE): $(TEST_OBJ) $(LIB_OBJ)
 	$(LINK_CXX) -o $@ $^ $(LINK)
-$(BUILD)/run_bench$(EXE): $(BENCH_OBJ) $(LIB_OBJ)
+$(OUT)/run_bench$(EXE): $(BENCH_OBJ) $(LIB_OBJ)
 	$(LINK_CXX) -o $@ $^ $(LINK)
 $(CORE_BIN): $(CORE_OBJ)
 	$(CXX) -o $@ $^ $(LINK)
@@ -69,7 +72,7 @@ quote = '$(subst ','\'',$(1))'
 ifneq ($(file <$(FLAGS_FILE)),$(FLAGS_LINE))
 $(FLAGS_FILE): FORCE
 endif
-ifneq ($(file <$(BIN_FROM)),$(BUILD))
+ifneq ($(file <$(BIN_FROM)),$(OUT))
 $(BIN_FROM): FORCE
 endif
 $(FLAGS_FILE):
@@ -82,7 +85,7 @@ $(MPI_FLAGS_FILE):
 	@mkdir -p $(dir $@) && printf '%s\n' $(call quote,$(MPI_COMPILE)) >$@
 endif
 $(BIN_FROM):
-	@mkdir -p $(dir $@) && printf '%s\n' $(call quote,$(BUILD)) >$@
+	@mkdir -p $(dir $@) && printf '%s\n' $(call quote,$(OUT)) >$@
 # Windows builds reach the build machine's stb headers through $(STB_LINK) (src/build.mk), remade when
 # STB_DIR changes.
 ifneq ($(STB_LINK),)

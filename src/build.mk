@@ -67,7 +67,7 @@ ifeq ($(SAN),1)
 OPT      := -O1 $(or $(DEBUG_INFO),-g1) -fno-omit-frame-pointer -fsanitize=address,undefined \
             -fno-sanitize-recover=undefined
 LDNEEDED += -fsanitize=address,undefined
-BUILD    := $(BUILD)/san
+BUILD    := $(BUILD)/$(if $(DEBUG_INFO),debug,san)
 BIN      := $(BUILD)/gpt2
 endif
 ifeq ($(MPI),1)
@@ -127,6 +127,22 @@ KERNEL_SRC := $(addprefix src/core/,adamw.cpp attention.cpp gemm.cpp layers.cpp)
 LIB_OBJ   := $(filter-out $(patsubst src/%.cpp,$(BUILD)/%.o,$(KERNEL_SRC)),$(LIB_OBJ)) \
              $(foreach i,$(ISAS),$(patsubst src/%.cpp,$(BUILD)/isa_$(i)/%.o,$(KERNEL_SRC)))
 endif
+# MPI=1: only the sources that read GPT2_MPI are compiled apart, by Open MPI's (or MPICH's) mpicxx around CXX
+# (the C API alone: OMPI_SKIP_MPICXX), into $(BUILD)/mpi/ with flags of their own, each in its place in the
+# link; every other object is the build's without MPI. mpicxx links, into $(OUT): $(BUILD)/mpi for MPI=1,
+# else $(BUILD) (run_tests and run_bench go there, and build/linked/ records it).
+MAIN_OBJ  := $(BUILD)/cli/main.o
+OUT       := $(BUILD)
+ifeq ($(MPI),1)
+MPI_SRC   := src/cli/main.cpp src/dist/dist.cpp src/formats/train_state.cpp
+MPI_CXX   := $(if $(filter mpi%,$(COMPILER)),$(CXX),OMPI_CXX="$(CXX)" MPICH_CXX="$(CXX)" mpicxx)
+MPI_COMPILE := $(MPI_CXX) $(NEEDED) -DGPT2_MPI -DOMPI_SKIP_MPICXX $(MARCH) $(OPT) $(CPPFLAGS) $(CXXFLAGS)
+MPI_FLAGS_FILE := $(BUILD)/mpi/flags
+MAIN_OBJ  := $(BUILD)/mpi/cli/main.o
+$(foreach o,$(MPI_SRC:src/%.cpp=%.o),$(eval LIB_OBJ := $(patsubst $(BUILD)/$(o),$(BUILD)/mpi/$(o),$(LIB_OBJ))))
+LINK_CXX  := $(MPI_CXX)
+OUT       := $(BUILD)/mpi
+endif
 TEST_SRC  := $(filter-out tests/bench%.cpp,$(wildcard tests/*.cpp))
 TEST_OBJ  := $(patsubst tests/%.cpp,$(BUILD)/tests/%.o,$(TEST_SRC))
 BENCH_SRC := $(wildcard tests/bench*.cpp)
@@ -135,21 +151,6 @@ BENCH_OBJ := $(patsubst tests/%.cpp,$(BUILD)/tests/%.o,$(BENCH_SRC))
 # make core: src/core alone into gpt2-core, compiled where nothing else of src/ can be included (its one
 # include directory holds a link to src/core alone) and linked with the C++ library and OpenMP only. No
 # MPI, no dispatch: the kernels for ARCH's one instruction set.
-# MPI=1: only the sources that read GPT2_MPI are compiled apart, by Open MPI's mpicxx around CXX (its C API
-# alone: OMPI_SKIP_MPICXX), into $(BUILD)/mpi/ with flags of their own; every other object is the build's
-# without MPI, and mpicxx links.
-MAIN_OBJ  := $(BUILD)/cli/main.o
-ifeq ($(MPI),1)
-MPI_SRC   := src/cli/main.cpp src/dist/dist.cpp src/formats/train_state.cpp
-MPI_CXX   := OMPI_CXX="$(CXX)" mpicxx
-MPI_COMPILE := $(MPI_CXX) $(NEEDED) -DGPT2_MPI -DOMPI_SKIP_MPICXX $(MARCH) $(OPT) $(CPPFLAGS) $(CXXFLAGS)
-MPI_FLAGS_FILE := $(BUILD)/mpi/flags
-MAIN_OBJ  := $(BUILD)/mpi/cli/main.o
-LIB_OBJ   := $(filter-out $(patsubst src/%.cpp,$(BUILD)/%.o,$(MPI_SRC)),$(LIB_OBJ)) \
-             $(patsubst src/%.cpp,$(BUILD)/mpi/%.o,$(filter-out src/cli/main.cpp,$(MPI_SRC)))
-LINK_CXX  := $(MPI_CXX)
-endif
-
 CORE_BIN     := $(if $(filter ./,$(dir $(BIN))),,$(dir $(BIN)))gpt2-core$(EXE)  # beside $(BIN)
 CORE_DIR     := $(BUILD)/core-alone
 CORE_OBJ     := $(patsubst src/core/%.cpp,$(CORE_DIR)/%.o,$(wildcard src/core/*.cpp))

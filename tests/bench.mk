@@ -13,8 +13,8 @@ BENCH_TORCH ?= 1
 PORTABLE_BENCH = $(if $(X86_64),$(PORTABLE_DIR)/run_bench,)
 BENCH_ENV   = PYTHON='$(PYTHON)' BENCH_TORCH='$(BENCH_TORCH)' PORTABLE_BENCH='$(PORTABLE_BENCH)'
 
-bench-full: $(BUILD)/run_bench portable-bench
-	$(BENCH_ENV) $(BUILD)/run_bench --all
+bench-full: $(OUT)/run_bench portable-bench
+	$(BENCH_ENV) $(OUT)/run_bench --all
 
 portable-bench:
 	$(if $(PORTABLE_BENCH),$(MAKE) -s ARCH=portable $(PLAIN) $(PORTABLE_BENCH),)

@@ -119,6 +119,20 @@ check "... and going back recompiles again" test "$(fake_make)" = "compile $n gp
 check "ARCH=haswell builds its own objects into ./gpt2" test "$(fake_make ARCH=haswell)" = "compile $n gpt2 "
 check "... and a plain make after it relinks ./gpt2 from the native objects, compiling nothing" \
     test "$(fake_make)" = "compile 0 gpt2 "
+check "SAN=1 and DEBUG=1 (other debug information) build in directories of their own: going back compiles nothing" \
+    eval '[ "$(fake_make SAN=1)" = "compile $n build/fakecxx-native/san/gpt2 " ] &&
+          [ "$(fake_make DEBUG=1)" = "compile $n build/fakecxx-native/debug/gpt2 " ] && [ "$(fake_make SAN=1)" = nothing ]'
+if command -v mpicxx >/dev/null; then
+    check "make MPI=1 after make compiles the three sources that read GPT2_MPI and links gpt2-mpi" \
+        test "$(fake_make MPI=1)" = "compile 3 gpt2-mpi "
+    check "... then make and make MPI=1 do nothing" eval '[ "$(fake_make)" = nothing ] && [ "$(fake_make MPI=1)" = nothing ]'
+    check "... make MPI=1 BIN=gpt2 relinks ./gpt2 with MPI, and make then relinks it without" \
+        eval '[ "$(fake_make MPI=1 BIN=gpt2)" = "compile 0 gpt2 " ] && [ "$(fake_make)" = "compile 0 gpt2 " ]'
+else
+    skip "make MPI=1 after make: no mpicxx (Debian: libopenmpi-dev)"
+fi
+check "make MPI=1 links run_tests of its own (build/omp/mpi/run_tests), not make's" \
+    eval 'dry_make MPI=1 test | grep -q -- "-o build/omp/mpi/run_tests " && dry_make test | grep -q -- "-o build/omp/run_tests "'
 
 # Reading the Makefile writes nothing, and neither does make -n: the flags files, the record of which build
 # linked ./gpt2 and a Windows build's stb link are written by rules, which -n only prints. make -q runs no
@@ -131,7 +145,7 @@ written_by() {
     listing | diff $TEST_TMP/listing_before - | sed -n 's/^> \.\/\([^ ]*\) .*/\1/p' | tr '\n' ' '
 }
 rm -rf $tree/build $tree/gpt2
-for args in "-n" "-q" "-n CXXFLAGS=-O2" "-n ARCH=haswell SAN=1" "-n test bench"; do
+for args in "-n" "-q" "-n CXXFLAGS=-O2" "-n ARCH=haswell SAN=1" "-n test bench" "-n MPI=1" "-q MPI=1 SAN=1"; do
     written=$(written_by $args)
     check "make $args writes nothing${written:+ (wrote: $written)}" test -z "$written"
 done

@@ -59,5 +59,5 @@ test-clang:
 # The benchmarks' driver, run_bench (tests/bench_driver.sh): it runs the cases named and no others, each figure
 # reaches its file as it is measured, and tests/README.md names every case. Here, not in make test, so that
 # make test builds no benchmark.
-test-bench: $(BUILD)/run_bench
-	RUN_BENCH=$(BUILD)/run_bench bash tests/run.sh tests/bench_driver.sh
+test-bench: $(OUT)/run_bench
+	RUN_BENCH=$(OUT)/run_bench bash tests/run.sh tests/bench_driver.sh

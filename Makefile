@@ -65,27 +65,21 @@ $(BUILD)/isa_$(1)/%.o: src/%.cpp $(FLAGS_FILE) | $(STB_LINK)
 endef
 $(foreach i,$(ISAS),$(eval $(call ISA_RULE,$(i))))
 
-# $(FLAGS_FILE) holds the line the objects were compiled with, and $(BIN_FROM) the build that last linked
-# $(BIN): each is rewritten (by a recipe: reading a file here writes nothing, nor does make -n) only when it
-# differs from this make's, so that new flags recompile everything and switching builds relinks $(BIN).
+# $(FLAGS_FILE) holds the line the objects were compiled with (and $(MPI_FLAGS_FILE) MPI=1's own), and
+# $(BIN_FROM) the build that last linked $(BIN): RECORD FILE,TEXT (variable names) rewrites each (by a recipe:
+# reading a file here writes nothing, nor does make -n) only when it differs from this make's, so that new flags
+# recompile everything and switching builds relinks $(BIN).
 quote = '$(subst ','\'',$(1))'
-ifneq ($(file <$(FLAGS_FILE)),$(FLAGS_LINE))
-$(FLAGS_FILE): FORCE
+define RECORD
+ifneq ($$(file <$$($(1))),$$($(2)))
+$$($(1)): FORCE
 endif
-ifneq ($(file <$(BIN_FROM)),$(OUT))
-$(BIN_FROM): FORCE
-endif
-$(FLAGS_FILE):
-	@mkdir -p $(dir $@) && printf '%s\n' $(call quote,$(FLAGS_LINE)) >$@
-ifneq ($(MPI_FLAGS_FILE),)
-ifneq ($(file <$(MPI_FLAGS_FILE)),$(MPI_COMPILE))
-$(MPI_FLAGS_FILE): FORCE
-endif
-$(MPI_FLAGS_FILE):
-	@mkdir -p $(dir $@) && printf '%s\n' $(call quote,$(MPI_COMPILE)) >$@
-endif
-$(BIN_FROM):
-	@mkdir -p $(dir $@) && printf '%s\n' $(call quote,$(OUT)) >$@
+$$($(1)):
+	@mkdir -p $$(dir $$@) && printf '%s\n' $$(call quote,$$($(2))) >$$@
+endef
+$(eval $(call RECORD,FLAGS_FILE,FLAGS_LINE))
+$(eval $(call RECORD,BIN_FROM,OUT))
+$(if $(MPI_FLAGS_FILE),$(eval $(call RECORD,MPI_FLAGS_FILE,MPI_COMPILE)))
 # Windows builds reach the build machine's stb headers through $(STB_LINK) (src/build.mk), remade when
 # STB_DIR changes.
 ifneq ($(STB_LINK),)

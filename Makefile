@@ -8,13 +8,15 @@
 # tests/fuzz/fuzz.mk.
 include src/build.mk
 
-.PHONY: all core test check data bench clean format FORCE
+.PHONY: all core test test-build check data bench clean format FORCE
 all: $(BIN)                            # ./gpt2 (./gpt2-mpi with MPI=1)
 core: $(CORE_BIN)                      # ./gpt2-core: src/core alone, the fp32 trainer (src/README.md)
 # make test CLI_SUITES='tests/cli_model.sh' runs the unit tests and the suites named (gpt2-core is built for
 # tests/cli_core.sh alone).
 CLI_SUITES := tests/cli_*.sh
-test: $(BIN) $(OUT)/run_tests $(if $(filter tests/cli_*.sh tests/cli_core.sh,$(CLI_SUITES)),$(CORE_BIN))
+# test-build: the binaries make test runs, built and not run (tests/check.sh builds each stage's ahead).
+test-build: $(BIN) $(OUT)/run_tests $(if $(filter tests/cli_*.sh tests/cli_core.sh,$(CLI_SUITES)),$(CORE_BIN))
+test: test-build
 	GPT2=./$(BIN) bash tests/run.sh --unit $(OUT)/run_tests '$(CLI_SUITES)'
 check:                                 # every test stage in turn, as CI runs them (tests/check.sh)
 	bash tests/check.sh

@@ -99,10 +99,10 @@ check "greedy past the context: the reference regenerates greedy_slide.txt" cmp 
 check "greedy past the context equals PyTorch's cropped-window continuation (200 tokens, context 32)" \
     cmp <("$GPT2" generate --model tests/fixtures/trained_tiny --prompt-ids 0 --temperature 0 --max-tokens 200 --ids 2>/dev/null) "$W/greedy_slide.txt"
 
-# A build without OpenMP, at -O1 (two thirds of -O3's compile time; compare holds it to the same bars), in a
-# directory of its own: a later `make NO_OMP=1` at -O3 recompiles nothing. No jobserver reaches a suite: its own -j.
+# A build without OpenMP (tests/tests.mk's build-noomp-test), at -O1: two thirds of -O3's compile time, and
+# compare holds it to the same bars. No jobserver reaches a suite: its own -j.
 noomp_compare() {
-    make -s -j"${JOBS:-$(nproc)}" NO_OMP=1 BUILD=build/noomp-test BIN=build/noomp-test/gpt2 CXXFLAGS=-O1 &&
+    make -s -j"${JOBS:-$(nproc)}" build-noomp-test &&
         build/noomp-test/gpt2 compare --model "$W/tiny/model" --ref "$W/tiny/dump.safetensors"
 }
 check "NO_OMP=1 build (-O1) builds and passes compare" noomp_compare

@@ -1,12 +1,17 @@
 # tests/tests.mk (included by the Makefile): the test stages tests/check.sh runs after `make test` (which is
 # in the Makefile), in its order. Each other build builds beside the others, never as ./gpt2, and drops the
 # outer make's switches (PLAIN), so `make test-portable SAN=1` still builds the plain portable build.
-.PHONY: test-ref node-deps test-mpi test-portable test-arm64 windows test-windows test-clang test-bench
+.PHONY: test-ref node-deps test-mpi test-portable test-arm64 windows test-windows test-clang test-bench \
+        build-noomp-test build-portable build-arm64 build-clang
 PLAIN := SAN= DEBUG= MPI= NO_OMP=
 
 # Against PyTorch, tiktoken and llama.cpp (tests/ref_*.sh; needs Python with torch, and node-deps).
 test-ref: $(BIN)
 	GPT2=./$(BIN) bash tests/run.sh 'tests/ref_*.sh'
+# The build without OpenMP that tests/ref_model.sh runs compare with: at -O1 (the check is that it builds and
+# computes, not its speed), in a directory of its own, so a later `make NO_OMP=1` at -O3 recompiles nothing.
+build-noomp-test:
+	$(MAKE) -s SAN= DEBUG= MPI= NO_OMP=1 BUILD=build/noomp-test BIN=build/noomp-test/gpt2 CXXFLAGS=-O1 build/noomp-test/gpt2
 
 # The npm packages of tests/node (tiktoken, the test oracle; Unicode data for the table generator), pinned by
 # its package-lock.json and installed by `npm ci` when the lock file changes. Needs node, npm and the npm
@@ -26,16 +31,18 @@ test-mpi:
 # The run-time dispatching build (ARCH=portable) and its kernel sets, natively and under qemu-x86_64
 # (tests/portable.sh). make bench runs this build's run_bench too (tests/bench.mk).
 PORTABLE_DIR := build/$(COMPILER)-portable/omp
-test-portable: $(BIN)
+build-portable:
 	$(MAKE) -s ARCH=portable $(PLAIN) BIN=$(PORTABLE_DIR)/gpt2 $(PORTABLE_DIR)/gpt2 $(PORTABLE_DIR)/run_tests
+test-portable: $(BIN) build-portable
 	GPT2=./$(BIN) GPT2_PORTABLE=$(PORTABLE_DIR)/gpt2 PORTABLE_TESTS=$(PORTABLE_DIR)/run_tests bash tests/run.sh tests/portable.sh
 
 # ARM64: Debian's cross compiler builds gpt2 and the unit tests for aarch64 (ARCH=portable: ARMv8-A with
 # NEON), and tests/arm64.sh runs them under qemu-aarch64 beside the native build.
 ARM64_CXX := aarch64-linux-gnu-g++
 ARM64_DIR := build/$(ARM64_CXX)-portable/omp
-test-arm64: $(BIN)
+build-arm64:
 	$(MAKE) -s CXX=$(ARM64_CXX) ARCH=portable $(PLAIN) BIN=$(ARM64_DIR)/gpt2 $(ARM64_DIR)/gpt2 $(ARM64_DIR)/run_tests
+test-arm64: $(BIN) build-arm64
 	GPT2=./$(BIN) GPT2_ARM64=$(ARM64_DIR)/gpt2 ARM64_TESTS=$(ARM64_DIR)/run_tests bash tests/run.sh tests/arm64.sh
 
 # Windows, cross-built with mingw-w64 (Debian: g++-mingw-w64-x86-64) as one ARCH=portable build, and its
@@ -53,8 +60,11 @@ test-windows: $(BIN) windows
 # flags and signals; make test and make test SAN=1 run it (a full make test under clang cost CI 10 minutes).
 CLANG_CXX := clang++
 CLANG_SUITES := tests/cli_model.sh tests/cli_checkpoint.sh tests/cli_generate.sh tests/cli_gguf.sh
+CLANG_MAKE := $(MAKE) -s CXX=$(CLANG_CXX) $(PLAIN) BIN=build/$(CLANG_CXX)-$(ARCH)/omp/gpt2 CLI_SUITES='$(CLANG_SUITES)'
+build-clang:
+	$(CLANG_MAKE) test-build
 test-clang:
-	$(MAKE) -s CXX=$(CLANG_CXX) $(PLAIN) BIN=build/$(CLANG_CXX)-$(ARCH)/omp/gpt2 CLI_SUITES='$(CLANG_SUITES)' test
+	$(CLANG_MAKE) test
 
 # The benchmarks' driver, run_bench (tests/bench_driver.sh): it runs the cases named and no others, each figure
 # reaches its file as it is measured, and tests/README.md names every case. Here, not in make test, so that

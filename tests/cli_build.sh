@@ -157,6 +157,19 @@ check "make test builds no benchmark" eval '! dry_make test | grep -qE "bench_[a
 check "... make test-bench builds run_bench and tests it" \
     eval 'dry_make test-bench | grep -q -- "-o build/omp/run_bench " && dry_make test-bench | grep -q "RUN_BENCH=build/omp/run_bench .*tests/bench_driver.sh"'
 
+# make check (tests/check.sh) makes each stage's build ahead, then runs the stage: every file the stage's make
+# writes (each -o of its commands, from make -n -B), the build ahead or make test's build writes too.
+outputs() { dry_make "$@" | grep -o -- ' -o [^ ]*' | sort -u; }
+outputs test-build >$TEST_TMP/first_stage
+for pair in "build-portable|test-portable" "build-arm64|test-arm64" "windows|test-windows" "build-clang|test-clang" \
+            "test-build SAN=1|test SAN=1" "fuzz-build|fuzz"; do
+    ahead=${pair%|*} stage=${pair#*|}
+    outputs $stage >$TEST_TMP/stage
+    left=$(outputs $ahead | sort -u - $TEST_TMP/first_stage | comm -13 - $TEST_TMP/stage | head -3 | paste -sd ' ')
+    check "make $ahead (made ahead) writes what make $stage builds${left:+ (not:$left)}" \
+        eval '[ -s $TEST_TMP/stage ] && [ -z "$left" ]'
+done
+
 # .ci/run installs every tool the tests call: the words in command position of the suites make check runs and
 # of the scripts they call (commands.pl reads them: quoted prose and awk/perl/python code skipped, bash -c
 # scripts and arrays run as commands read) each come from a package every Debian has (priority required or

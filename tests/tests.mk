@@ -60,11 +60,11 @@ test-windows: $(BIN) windows
 # flags and signals; make test and make test SAN=1 run it (a full make test under clang cost CI 10 minutes).
 CLANG_CXX := clang++
 CLANG_SUITES := tests/cli_model.sh tests/cli_checkpoint.sh tests/cli_generate.sh tests/cli_gguf.sh
-CLANG_MAKE := $(MAKE) -s CXX=$(CLANG_CXX) $(PLAIN) BIN=build/$(CLANG_CXX)-$(ARCH)/omp/gpt2 CLI_SUITES='$(CLANG_SUITES)'
-build-clang:
-	$(CLANG_MAKE) test-build
+CLANG_ARGS := -s CXX=$(CLANG_CXX) $(PLAIN) BIN=build/$(CLANG_CXX)-$(ARCH)/omp/gpt2 CLI_SUITES='$(CLANG_SUITES)'
+build-clang:  # $(MAKE) written out in the recipe: make hands its jobs (-j) only to a recipe that names it
+	$(MAKE) $(CLANG_ARGS) test-build
 test-clang:
-	$(CLANG_MAKE) test
+	$(MAKE) $(CLANG_ARGS) test
 
 # The benchmarks' driver, run_bench (tests/bench_driver.sh): it runs the cases named and no others, each figure
 # reaches its file as it is measured, and tests/README.md names every case. Here, not in make test, so that

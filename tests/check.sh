@@ -23,9 +23,7 @@ SAN_SUITES="tests/cli_checkpoint.sh tests/cli_gguf.sh tests/cli_red_team.sh test
 # needs an idle machine). Before a stage, `built NAME` waits for its build; the stage's make then finds nothing
 # to do, or builds again and shows why if the background build failed (its output is not kept).
 ahead=$(mktemp -d)
-trap 'kill -- -$(cat "$ahead/pgid" 2>/dev/null) 2>/dev/null; rm -rf "$ahead" "$suite_log"' EXIT
 build_ahead() {
-    echo $$ >"$ahead/pgid"
     until [ -e "$ahead/unit.done" ]; do sleep 1; done
     nice -n 19 make -s $J build-noomp-test; : >"$ahead/noomp.done"
     nice -n 19 make -s $J build-portable; : >"$ahead/portable.done"
@@ -35,13 +33,18 @@ build_ahead() {
     nice -n 19 make -s $J test-build SAN=1 CLI_SUITES="$SAN_SUITES"; : >"$ahead/san.done"
     nice -n 19 make -s $J fuzz-build; : >"$ahead/fuzz.done"
 }
-# In a process group of its own (setsid), which the EXIT trap stops whole.
-setsid bash -c "$(declare -f build_ahead); ahead=$ahead J=$J SAN_SUITES='$SAN_SUITES' build_ahead" >/dev/null 2>&1 &
+# In a process group of its own (set -m), which the EXIT trap stops whole. Not a session of its own (setsid): the
+# kernel's autogroups share the CPU equally between sessions, whatever their nice values.
+set -m
+build_ahead >/dev/null 2>&1 &
+ahead_pgid=$!
+set +m
+trap 'kill -- -$ahead_pgid 2>/dev/null; rm -rf "$ahead" "$suite_log"' EXIT
 # built NAME: waits for the build ahead of the next stage, at most $suite_limit s (then stops all building ahead).
 built() {
     local start=$SECONDS
     until [ -e "$ahead/$1.done" ]; do
-        if ((SECONDS - start >= suite_limit)); then kill -- -$(cat "$ahead/pgid") 2>/dev/null; break; fi
+        if ((SECONDS - start >= suite_limit)); then kill -- -$ahead_pgid 2>/dev/null; break; fi
         sleep 1
     done
     echo "== waited $((SECONDS - start)) s for the build of the next stage ($1), made ahead"

@@ -20,7 +20,7 @@ SAN_SUITES="tests/cli_checkpoint.sh tests/cli_gguf.sh tests/cli_red_team.sh test
 # The later stages' builds, made while the earlier stages' tests run. Tests leave part of the CPU idle (make test
 # here: 507 s of wall, 685 s of CPU on 2 cores); these builds take it at the lowest priority (nice 19), one after
 # another in the stages' order, from the end of make test's unit tests (thread_tuner_measures_a_busy_process
-# needs an idle machine). Before a stage, `built NAME` waits for its build; the stage's make then finds nothing
+# needs an idle machine: it runs there, and skips in the stages with a build beside them). Before a stage, `built NAME` waits for its build; the stage's make then finds nothing
 # to do, or builds again and shows why if the background build failed (its output is not kept).
 ahead=$(mktemp -d)
 build_ahead() {

@@ -50,12 +50,13 @@ $(BUILD)/%.o: src/%.cpp $(FLAGS_FILE) | $(STB_LINK)
 $(BUILD)/mpi/%.o: src/%.cpp $(MPI_FLAGS_FILE)
 	@mkdir -p $(dir $@)
 	$(MPI_COMPILE) -c $< -o $@
-# The chat page, src/serve/page.html, becomes a raw string literal that serve/page.cpp includes.
+# The chat page, src/serve/page.html, becomes a raw string literal that serve/page.cpp includes (through a
+# temporary file of each writer's own: make fuzz's build writes it too).
 $(BUILD)/serve/page.o: $(BUILD)/gen/serve_page.inc
 $(BUILD)/serve/page.o: COMPILE += -I$(BUILD)/gen
 $(BUILD)/gen/serve_page.inc: src/serve/page.html
 	@mkdir -p $(dir $@)
-	{ printf 'R"PAGE('; cat $<; printf ')PAGE"\n'; } >$@.tmp && mv $@.tmp $@
+	{ printf 'R"PAGE('; cat $<; printf ')PAGE"\n'; } >$@.$$$$ && mv $@.$$$$ $@
 $(BUILD)/tests/%.o: tests/%.cpp $(FLAGS_FILE) | $(STB_LINK)
 	@mkdir -p $(dir $@)
 	$(COMPILE) -c $< -o $@

@@ -13,41 +13,56 @@ source tests/suite.sh
 suite_limit=${STAGE_LIMIT:-3600}  # seconds a stage may take; each suite inside one has its own bound (run.sh)
 FUZZ_SECONDS=${FUZZ_SECONDS:-10}
 # Each stage builds its own variant (tests, MPI, dispatch, cross, clang, sanitizers, fuzzers) with every CPU, as
-# README's build does, most of them ahead (below). The suites themselves run one at a time.
+# README's build does, most of them ahead and at low priority (below). The suites themselves run one at a time.
 J=-j${JOBS:-$(nproc)}
 SAN_SUITES="tests/cli_checkpoint.sh tests/cli_gguf.sh tests/cli_red_team.sh tests/cli_tokenize.sh tests/cli_trust.sh tests/cli_serve_red_team.sh"
 
 # The later stages' builds, made while the earlier stages' tests run. Tests leave part of the CPU idle (make test
 # here: 507 s of wall, 685 s of CPU on 2 cores); these builds take it at the lowest priority (nice 19), one after
 # another in the stages' order, from the end of make test's unit tests (thread_tuner_measures_a_busy_process
-# needs an idle machine: it runs there, and skips in the stages with a build beside them). Before a stage, `built NAME` waits for its build; the stage's make then finds nothing
-# to do, or builds again and shows why if the background build failed (its output is not kept).
-ahead=$(mktemp -d)
+# needs an idle machine: it runs there, and skips in the stages with a build beside them). Before a stage,
+# `built NAME` waits for its build and prints its output (the warnings); the stage's make then finds nothing to
+# do, or builds again and shows why if the build ahead failed.
+ahead=$(mktemp -d) || exit 1
+check_pid=$$
 build_ahead() {
-    until [ -e "$ahead/unit.done" ]; do sleep 1; done
-    nice -n 19 make -s $J build-noomp-test; : >"$ahead/noomp.done"
-    nice -n 19 make -s $J build-portable; : >"$ahead/portable.done"
-    nice -n 19 make -s $J build-arm64; : >"$ahead/arm64.done"
-    nice -n 19 make -s $J windows; : >"$ahead/windows.done"
-    nice -n 19 make -s $J build-clang; : >"$ahead/clang.done"
-    nice -n 19 make -s $J test-build SAN=1 CLI_SUITES="$SAN_SUITES"; : >"$ahead/san.done"
-    nice -n 19 make -s $J fuzz-build; : >"$ahead/fuzz.done"
+    until [ -e "$ahead/unit.done" ]; do kill -0 $check_pid 2>/dev/null || exit; sleep 1; done
+    # NAME MAKE-ARGS...: one build, its output in NAME.log, then NAME.done; none once check.sh is gone
+    one() {
+        kill -0 $check_pid 2>/dev/null || exit
+        nice -n 19 make -s $J "${@:2}" >"$ahead/$1.log" 2>&1
+        : >"$ahead/$1.done"
+    }
+    one noomp build-noomp-test
+    one portable build-portable
+    one arm64 build-arm64
+    one windows windows
+    one clang build-clang
+    one san test-build SAN=1 CLI_SUITES="$SAN_SUITES"
+    one fuzz fuzz-build
 }
-# In a process group of its own (set -m), which the EXIT trap stops whole. Not a session of its own (setsid): the
-# kernel's autogroups share the CPU equally between sessions, whatever their nice values.
+# In a process group of its own (set -m), which the EXIT trap stops whole while it runs. Not a session of its own
+# (setsid): the kernel's autogroups share the CPU equally between sessions, whatever their nice values.
 set -m
-build_ahead >/dev/null 2>&1 &
+build_ahead </dev/null >/dev/null 2>&1 &
 ahead_pgid=$!
 set +m
-trap 'kill -- -$ahead_pgid 2>/dev/null; rm -rf "$ahead" "$suite_log"' EXIT
-# built NAME: waits for the build ahead of the next stage, at most $suite_limit s (then stops all building ahead).
+ahead_running() { [ -n "$(jobs -rp)" ]; }  # the only job of this shell
+trap 'ahead_running && kill -- -$ahead_pgid 2>/dev/null; rm -rf "$ahead" "$suite_log"' EXIT
+# built NAME: waits for the build ahead of the next stage, at most $suite_limit s (then stops all building ahead:
+# the stages build for themselves).
 built() {
     local start=$SECONDS
-    until [ -e "$ahead/$1.done" ]; do
+    while [ ! -e "$ahead/$1.done" ] && ahead_running; do
         if ((SECONDS - start >= suite_limit)); then kill -- -$ahead_pgid 2>/dev/null; break; fi
         sleep 1
     done
-    echo "== waited $((SECONDS - start)) s for the build of the next stage ($1), made ahead"
+    if [ -e "$ahead/$1.done" ]; then
+        echo "== waited $((SECONDS - start)) s for the build of the next stage ($1), made ahead"
+        cat "$ahead/$1.log"
+    else
+        echo "== the build of the next stage ($1) was not made ahead (waited $((SECONDS - start)) s): the stage makes it"
+    fi
 }
 
 UNIT_DONE=$ahead/unit.done run_suite "make test" make -s $J test

@@ -170,6 +170,43 @@ for pair in "build-portable|test-portable" "build-arm64|test-arm64" "windows|tes
         eval '[ -s $TEST_TMP/stage ] && [ -z "$left" ]'
 done
 
+# make check itself (tests/check.sh), with a stand-in make that logs each call (its pid and nice value) and
+# sleeps $STUB_BUILD_S in a build: the stages run at normal priority, the builds ahead at nice 19 and after make
+# test; a build ahead still running at the stage limit is stopped, and no later stage waits for one.
+stub=$TEST_TMP/stub
+mkdir -p $stub
+cat >$stub/make <<'EOF'
+#!/bin/bash
+echo "$$ $(nice) $*" >>"$STUB_LOG"
+case " $* " in
+    *" build-"* | *" windows "* | *" test-build "* | *" fuzz-build "*) sleep "$STUB_BUILD_S" ;;
+    *) echo "1 passed, 0 failed" ;;
+esac
+EOF
+chmod +x $stub/make
+# stub_check BUILD_S STAGE_LIMIT: make check with the stand-in; its output in check.out, the calls in stub.log
+stub_check() {
+    rm -f $TEST_TMP/stub.log
+    "${clean_env[@]}" STUB_LOG=$TEST_TMP/stub.log STUB_BUILD_S=$1 STAGE_LIMIT=$2 PATH=$stub:$PATH \
+        timeout 60 bash tests/check.sh >$TEST_TMP/check.out 2>&1
+}
+# calls NICE: the targets of the calls made at that nice value, in order
+calls() { awk -v n=$1 '$2 == n {print $5}' $TEST_TMP/stub.log | paste -sd ' '; }
+stub_check 0 60
+check "make check runs its 10 stages at normal priority: $(calls 0)" \
+    test "$(calls 0)" = "test test-bench test-ref test-mpi test-portable test-arm64 test-windows test-clang test fuzz"
+check "... and makes 7 builds ahead at nice 19: $(calls 19)" \
+    test "$(calls 19)" = "build-noomp-test build-portable build-arm64 windows build-clang test-build fuzz-build"
+check "... none before make test" eval '[[ "$(head -1 $TEST_TMP/stub.log)" == *" 0 -s -j"*" test" ]]'
+check "... then its total, 10 passed, exit 0" eval 'tail -1 $TEST_TMP/check.out | grep -qx "10 passed, 0 failed, 0 skipped"'
+start=$SECONDS
+stub_check 100 2
+check "a build ahead still running at a stage's limit (2 s) is waited for once, in $((SECONDS - start)) s" \
+    eval '[ $((SECONDS - start)) -lt 20 ] && [ "$(grep -c "was not made ahead (waited 0 s)" $TEST_TMP/check.out)" = 6 ]'
+# (a stopped build may stay a zombie where nothing reaps orphans: Z is not running)
+check "... and stopped: no stand-in build left running" \
+    eval '! ps -o stat= -p "$(awk '"'"'$2 == 19 {print $1}'"'"' $TEST_TMP/stub.log | paste -sd,)" | grep -qv "^Z"'
+
 # .ci/run installs every tool the tests call: the words in command position of the suites make check runs and
 # of the scripts they call (commands.pl reads them: quoted prose and awk/perl/python code skipped, bash -c
 # scripts and arrays run as commands read) each come from a package every Debian has (priority required or

@@ -11,7 +11,7 @@ test-ref: $(BIN)
 # The build without OpenMP that tests/ref_model.sh runs compare with: at -O1 (the check is that it builds and
 # computes, not its speed), in a directory of its own, so a later `make NO_OMP=1` at -O3 recompiles nothing.
 build-noomp-test:
-	$(MAKE) -s SAN= DEBUG= MPI= NO_OMP=1 BUILD=build/noomp-test BIN=build/noomp-test/gpt2 CXXFLAGS=-O1 build/noomp-test/gpt2
+	$(MAKE) -s $(PLAIN) NO_OMP=1 BUILD=build/noomp-test BIN=build/noomp-test/gpt2 CXXFLAGS=-O1 build/noomp-test/gpt2
 
 # The npm packages of tests/node (tiktoken, the test oracle; Unicode data for the table generator), pinned by
 # its package-lock.json and installed by `npm ci` when the lock file changes. Needs node, npm and the npm

@@ -48,7 +48,7 @@ build_ahead </dev/null >/dev/null 2>&1 &
 ahead_pgid=$!
 set +m
 ahead_running() { [ -n "$(jobs -rp)" ]; }  # the only job of this shell
-trap 'ahead_running && kill -- -$ahead_pgid 2>/dev/null; rm -rf "$ahead" "$suite_log"' EXIT
+trap 'if [ "$BASHPID" = "$$" ]; then ahead_running && kill -- -$ahead_pgid 2>/dev/null; rm -rf "$ahead" "$suite_log"; fi' EXIT
 # built NAME: waits for the build ahead of the next stage, at most $suite_limit s (then stops all building ahead:
 # the stages build for themselves).
 built() {

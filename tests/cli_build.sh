@@ -207,6 +207,19 @@ check "a build ahead still running at a stage's limit (2 s) is waited for once, 
 check "... and stopped: no stand-in build left running" \
     eval '! ps -o stat= -p "$(awk '"'"'$2 == 19 {print $1}'"'"' $TEST_TMP/stub.log | paste -sd,)" | grep -qv "^Z"'
 
+# The suites' cleanups (lib.sh's temporary directory, serve_lib.sh's servers, run.sh's log) run in the suite's own
+# shell. A background job is a copy of the shell until its exec, EXIT trap included; a signal reaching it there (a
+# test that kills a job it has just started) ran the trap in the copy: CI once lost cli_trust.sh's directory so.
+kept_after_early_kills() {  # SOURCED...: "kept" when the shell's temporary files outlive 5 jobs killed at once
+    timeout 60 bash -c 'for f in "$@"; do source "tests/$f"; done; keep=${TEST_TMP:-$suite_log}
+        for i in 1 2 3 4 5; do sleep 1 >/dev/null & kill -HUP $!; wait $! 2>/dev/null; done
+        [ -e "$keep" ] && echo kept' _ "$@" 2>/dev/null
+}
+for sourced in lib.sh suite.sh; do
+    check "a job killed before its exec leaves what $sourced cleans up at the end" \
+        test "$(kept_after_early_kills $sourced)" = kept
+done
+
 # .ci/run installs every tool the tests call: the words in command position of the suites make check runs and
 # of the scripts they call (commands.pl reads them: quoted prose and awk/perl/python code skipped, bash -c
 # scripts and arrays run as commands read) each come from a package every Debian has (priority required or

@@ -59,9 +59,10 @@ ok=1
 # Each kill lands a different time after the run's first save (so it hits later steps and saves whatever
 # the machine's speed, a sanitizer build included).
 for delay in 0.1 0.35 0.6 0.9 1.3; do
+    rm -f $T/k.log  # the last run's log would end the wait at once
     "$GPT2" train --resume $T/K --stop-after 0 >$T/k.log 2>&1 &
     pid=$!
-    for _ in $(seq 600); do grep -q '^saved ' $T/k.log && break; sleep 0.1; done
+    for _ in $(seq 600); do grep -qs '^saved ' $T/k.log && break; sleep 0.1; done
     sleep $delay
     kill -9 $pid
     wait_bounded $pid 30 2>/dev/null

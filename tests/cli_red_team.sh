@@ -406,7 +406,7 @@ error_is "... the same for an llm.c checkpoint" "expected a regular file path (a
 # earlier checkpoint whole. A small tmpfs makes the disk (mounting needs root: skipped where not allowed).
 mkdir -p $T/small
 if mount -t tmpfs -o size=1m tmpfs $T/small 2>/dev/null; then
-    trap 'umount "$T/small" 2>/dev/null; rm -rf "$TEST_TMP"' EXIT
+    at_exit 'umount "$T/small" 2>/dev/null; rm -rf "$TEST_TMP"'
     run "$GPT2" train $tiny --val '' --steps 4 --save-every 2 --out $T/small/ck
     error_is "a save on a full disk: one error naming the output" "cannot save $T/small/ck: no space left on the device"
     check "... a hint: a save needs free space for one more checkpoint, in bytes" \

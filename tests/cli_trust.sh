@@ -217,10 +217,10 @@ check_error "resume refuses an edited n_head" "model changed since the checkpoin
 
 # --- 7. SIGTERM and SIGHUP save like Ctrl-C ---------------------------------------------------------------
 for sig in TERM HUP; do
-    rm -rf $T/sig
+    rm -rf $T/sig $T/sig.log  # the last run's log, read before this one's replaced it, sent the signal at once
     "$GPT2" train $tiny --steps 1000000 --val-every 0 --out $T/sig >$T/sig.log 2>&1 &
     pid=$!
-    for _ in $(seq 100); do grep -q '^step' $T/sig.log && break; sleep 0.1; done
+    for _ in $(seq 100); do grep -qs '^step' $T/sig.log && break; sleep 0.1; done
     kill -$sig $pid
     wait_bounded $pid 120
     rc=$?

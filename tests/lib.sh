@@ -8,7 +8,11 @@ TESTS_PASSED=0
 TESTS_FAILED=0
 TESTS_SKIPPED=0
 TEST_TMP=$(mktemp -d)
-trap 'rm -rf "$TEST_TMP"' EXIT
+# at_exit CMDS: the suite's EXIT trap, run by the suite's own shell only. A background job is a copy of the shell
+# until its exec, EXIT trap included: a signal reaching it there (a test that kills a job it has just started) would
+# run CMDS in the copy, removing the temporary directory under the suite that goes on using it.
+at_exit() { trap "if [ \"\$BASHPID\" = \"\$\$\" ]; then $1; fi" EXIT; }
+at_exit 'rm -rf "$TEST_TMP"'
 
 pass() { TESTS_PASSED=$((TESTS_PASSED + 1)); echo "ok   $1"; }
 fail() { TESTS_FAILED=$((TESTS_FAILED + 1)); echo "FAIL $1"; }
@@ -76,9 +80,10 @@ wait_bounded() {
 hup_under_nohup() {
     local log=$1 pid i
     shift
+    rm -f "$log"  # an older log's step line would send the signal before the trap
     (trap '' HUP; exec "$@") >"$log" 2>&1 &
     pid=$!
-    for ((i = 0; i < 200; i++)); do grep -q '^step' "$log" && break; sleep 0.1; done
+    for ((i = 0; i < 200; i++)); do grep -qs '^step' "$log" && break; sleep 0.1; done
     kill -HUP $pid 2>/dev/null
     wait_bounded $pid 300
 }

@@ -9,7 +9,7 @@ serve_kill_all() {
     for pid in "${SERVE_PIDS[@]}"; do wait "$pid" 2>/dev/null; done
     SERVE_PIDS=()
 }
-trap 'serve_kill_all; rm -rf "$TEST_TMP"' EXIT
+at_exit 'serve_kill_all; rm -rf "$TEST_TMP"'
 trap 'exit 130' INT
 trap 'exit 143' TERM
 trap 'exit 129' HUP

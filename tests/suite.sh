@@ -7,7 +7,7 @@ total_passed=0
 total_failed=0
 total_skipped=0
 suite_log=$(mktemp)
-trap 'rm -f "$suite_log"' EXIT
+trap 'if [ "$BASHPID" = "$$" ]; then rm -f "$suite_log"; fi' EXIT  # the shell's own, not a job's before its exec (lib.sh)
 
 run_suite() {
     local name=$1; shift

@@ -40,7 +40,7 @@ WINESERVER=$(command -v wineserver || echo /usr/lib/wine/wineserver)
 "$WINESERVER" -w
 # one server for the whole test: left to itself it exits a few seconds after its last client
 "$WINESERVER" -p
-trap '"$WINESERVER" -k 2>/dev/null; rm -rf "$TEST_TMP"' EXIT
+at_exit '"$WINESERVER" -k 2>/dev/null; rm -rf "$TEST_TMP"'
 win() { "$WINE" "$@"; }
 # win_once OUT ARGS...: win ARGS > OUT, run again once if wine itself failed before the program printed a line
 # ("wine client error:0: recvmsg: Connection reset by peer" was all the resume below printed once in CI, and it

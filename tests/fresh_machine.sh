@@ -81,8 +81,8 @@ mounted=()
 # What is mounted at or under $1 (per /proc/self/mounts).
 mounts_under() { awk -v p="$1/" 'index($2 "/", p) == 1 { print $2 }' /proc/self/mounts; }
 
-cleanup() {
-    local rc=$? i left
+cleanup() {  # cleanup STATUS: the exit status to keep
+    local rc=$1 i left
     for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do
         umount "${mounted[i]}" 2>/dev/null || umount -l "${mounted[i]}" || true
     done
@@ -97,7 +97,7 @@ cleanup() {
     fi
     exit "$rc"
 }
-trap cleanup EXIT
+trap 'rc=$?; if [ "$BASHPID" = "$$" ]; then cleanup $rc; fi' EXIT  # the shell's own, not a job's before its exec (lib.sh)
 trap 'exit 130' INT
 trap 'exit 143' TERM
 

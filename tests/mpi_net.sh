@@ -20,7 +20,7 @@ cleanup() {
     ip netns del $NS1 2>/dev/null
     rm -rf "$TEST_TMP"
 }
-trap cleanup EXIT
+at_exit cleanup
 if ! command -v ip >/dev/null || ! command -v tc >/dev/null; then
     skip "network namespaces: ip or tc not found (iproute2)"; summary; exit
 fi

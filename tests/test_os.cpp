@@ -35,10 +35,11 @@ bool test_os_run_child(void (*fn)(), int* exit_code, std::string* err) {
     return true;
 }
 
-long test_os_spin_child() {
+long test_os_spin_child(int niceness) {
     fflush(stdout);
     pid_t child = fork();
     if (child == 0) {
+        if (niceness && (setsid() < 0 || nice(niceness) == -1)) _exit(1);
         for (volatile unsigned long n = 0;; n = n + 1) {
         }
     }
@@ -79,7 +80,7 @@ bool test_os_small_receive_buffer(int fd, int bytes) {
 #include "platform/platform.h"
 
 bool test_os_run_child(void (*)(), int*, std::string*) { return false; }
-long test_os_spin_child() { return -1; }
+long test_os_spin_child(int) { return -1; }
 void test_os_kill(long) {}
 bool test_os_symlink(const std::string&, const std::string&) { return false; }
 

@@ -7,8 +7,9 @@
 
 // Runs fn in a child process (fork); its exit code and what it wrote to stderr. False where not offered.
 bool test_os_run_child(void (*fn)(), int* exit_code, std::string* err);
-// A child that spins on one CPU until test_os_kill; its pid, or -1 where not offered.
-long test_os_spin_child();
+// A child that spins on one CPU until test_os_kill; its pid, or -1 where not offered. niceness > 0: niced, in a
+// session of its own (a job started from another terminal).
+long test_os_spin_child(int niceness = 0);
 void test_os_kill(long pid);
 // A symbolic link `link` to `target`; false where not offered.
 bool test_os_symlink(const std::string& target, const std::string& link);

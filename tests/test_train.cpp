@@ -576,4 +576,10 @@ TEST(thread_tuner_measures_a_busy_process) {
     const int busy = rounds(1.5);
     test_os_kill(child);
     CHECK(busy <= all - 1);  // one CPU (or more, on a shared machine) taken
+    // A niced one counts too: started from another terminal (a session, so an autogroup, of its own) it takes its
+    // CPU as an equal whatever its nice value.
+    const long niced = test_os_spin_child(19);
+    const int beside_niced = rounds(1.5);
+    test_os_kill(niced);
+    CHECK(beside_niced <= all - 1);
 }

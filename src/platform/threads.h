@@ -6,7 +6,8 @@
 // the loaded case but costs time idle, where every region then starts with a wake-up; timing trials of the
 // other team size cost a slow round each. So the tuner measures the load itself. Over windows of at least
 // 20 clock ticks (a new one after a pause between rounds) it reads the busy time of this process's CPUs
-// (/proc/stat, per CPU in sched_getaffinity's mask) and subtracts its own (getrusage). The next rounds run
+// (/proc/stat, per CPU in sched_getaffinity's mask; niced processes' too: from another session, so another
+// autogroup, they take a CPU as equals) and subtracts its own (getrusage). The next rounds run
 // on the CPUs the others left free, rounded: on 2 CPUs with one busy process, one thread; idle, both. The
 // kernels sum in the same order for any team size (gemm.h), so switching changes no result. It never
 // overrides the user: with OMP_NUM_THREADS set, or a team of one set by the caller, rounds run as set;

@@ -211,7 +211,7 @@ check "... and stopped: no stand-in build left running" \
 # shell. A background job is a copy of the shell until its exec, EXIT trap included; a signal reaching it there (a
 # test that kills a job it has just started) ran the trap in the copy: CI once lost cli_trust.sh's directory so.
 kept_after_early_kills() {  # SOURCED...: "kept" when the shell's temporary files outlive 5 jobs killed at once
-    timeout 60 bash -c 'for f in "$@"; do source "tests/$f"; done; keep=${TEST_TMP:-$suite_log}
+    timeout 60 env -u TEST_TMP bash -c 'for f in "$@"; do source "tests/$f"; done; keep=${TEST_TMP:-$suite_log}
         for i in 1 2 3 4 5; do sleep 1 >/dev/null & kill -HUP $!; wait $! 2>/dev/null; done
         [ -e "$keep" ] && echo kept' _ "$@" 2>/dev/null
 }

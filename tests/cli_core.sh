@@ -76,7 +76,7 @@ fi
 signal_mid_run() {
     "$CORE" $tiny --train $TOK --steps 1000000 --out $2 >$2.log 2>&1 &
     local pid=$!
-    for _ in $(seq 100); do grep -q '^step' $2.log && break; sleep 0.1; done
+    for _ in $(seq 100); do grep -qs '^step' $2.log && break; sleep 0.1; done
     kill -$1 $pid
     wait_bounded $pid 60
 }

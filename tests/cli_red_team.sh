@@ -157,6 +157,7 @@ changed_under() {
     local name=$1 out=$2 pid
     shift 2
     mkdir -p $T/$name && cp $T/big.bin $T/$name/big.bin
+    rm -f $T/run.out $T/run.err  # the last run's step lines would end the wait below at once
     "$GPT2" train --train $T/$name/big.bin --val '' --vocab 1000 --layers 2 --heads 2 --channels 32 --seq-len 32 \
         -B 4 -T 16 --val-every 0 --sample-tokens 0 --steps 100000 --save-every 1000 --out "$out" \
         >$T/run.out 2>$T/run.err &

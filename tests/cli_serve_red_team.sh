@@ -83,9 +83,9 @@ signal_stops() {  # signal_stops SIG CODE
     serve_start sig_$sig --model $T/slow --port 0 --parallel 1 || { fail "starting the server for SIG$sig"; return; }
     url=$SERVE_URL pid=$SERVE_PID
     curl -sN -m 60 $url/v1/completions -d '{"prompt": "a", "n": 16, "max_tokens": 60, "stream": true}' \
-        >$T/sig_stream.out 2>&1 &
+        >$T/sig_stream_$sig.out 2>&1 &
     stream=$!
-    for ((i = 0; i < 300; i++)); do grep -q '^data: ' $T/sig_stream.out 2>/dev/null && break; sleep 0.1; done
+    for ((i = 0; i < 300; i++)); do grep -q '^data: ' $T/sig_stream_$sig.out 2>/dev/null && break; sleep 0.1; done
     curl -s -m 60 -w '\n%{http_code}' $url/v1/completions -d '{"prompt": "b", "n": 16, "max_tokens": 60}' \
         >$T/sig_whole.out 2>&1 &
     whole=$!
@@ -99,7 +99,7 @@ signal_stops() {  # signal_stops SIG CODE
     check "... saying so on stderr" grep -q "^stopped by SIG$sig: 2 requests under way told so" $T/sig_$sig.err
     wait_bounded $stream 10
     check "... the stream ends whole (curl exit $?): an error event saying the server stops, then [DONE]" \
-        eval "grep -q 'server is stopping' $T/sig_stream.out && grep -v '^$' $T/sig_stream.out | tail -1 | grep -qx 'data: \[DONE\]'"
+        eval "grep -q 'server is stopping' $T/sig_stream_$sig.out && grep -v '^$' $T/sig_stream_$sig.out | tail -1 | grep -qx 'data: \[DONE\]'"
     wait_bounded $whole 10
     check "... the request waiting for its whole answer gets a 503 saying so (curl exit $?)" \
         eval "tail -1 $T/sig_whole.out | grep -qx 503 && grep -q 'server is stopping' $T/sig_whole.out"

@@ -11,7 +11,7 @@ TEST_TMP=$(mktemp -d)
 # at_exit CMDS: the suite's EXIT trap, run by the suite's own shell only. A background job is a copy of the shell
 # until its exec, EXIT trap included: a signal reaching it there (a test that kills a job it has just started) would
 # run CMDS in the copy, removing the temporary directory under the suite that goes on using it.
-at_exit() { trap "if [ \"\$BASHPID\" = \"\$\$\" ]; then $1; fi" EXIT; }
+at_exit() { trap "if [ \"\$BASHPID\" = \"\$\$\" ]; then"$'\n'"$1"$'\n'"fi" EXIT; }
 at_exit 'rm -rf "$TEST_TMP"'
 
 pass() { TESTS_PASSED=$((TESTS_PASSED + 1)); echo "ok   $1"; }

@@ -101,8 +101,8 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
     }
 }
 
-// Decoding's rows r0..r0+R-1 of output j: each row's dot product with W's row j in 32 lanes (lane l takes the
-// channels i + l), summed lane by lane in order, as one row has it alone; W's row is read once for the R rows.
+// Decoding's rows r0..r0+R-1 of output j: each row's dot product with W's row j in 32 lanes (lane l: channels
+// i + l), summed lane by lane as one row has it alone; W's row read once for all R (R > 1: the next one fetched).
 template <int R>
 static void matvec_fp32_rows(float* out, const float* X, const float* w, const float* b, int IC, int OC, int j,
                              int r0) {
@@ -111,6 +111,7 @@ static void matvec_fp32_rows(float* out, const float* X, const float* w, const f
     int i = 0;
     for (; i + 32 <= IC; i += 32)
         for (int v = 0; v < kVecs; v++) {
+            if (R > 1 && v * kLanes % 16 == 0) __builtin_prefetch(w + IC + i + v * kLanes);
             vn wv = vn_load(w + i + v * kLanes);
 #if defined(__x86_64__)
             asm("" : "+x"(wv));  // held in a register for the R rows, not loaded again for each (GCC folds loads)
@@ -128,9 +129,8 @@ static void matvec_fp32_rows(float* out, const float* X, const float* w, const f
     }
 }
 
-// The linear layer on gemm (gemm.h), W (OC, IC) as llm.c's. Decoding's rows: each output's weight row stays in
-// cache while the rows take their dot products with it, a few rows at once (as many as the registers hold), each
-// in the one order a row has alone.
+// The linear layer on gemm (gemm.h), W (OC, IC) as llm.c's. Decoding's rows: a few at once (as many as the registers
+// hold) take their dot products with each weight row while it is in cache, each in the one order a row has alone.
 static void matvec_fp32(float* out, const float* X, const float* W, const float* b, int N, int IC, int OC) {
     constexpr int kRows = kLanes == 16 ? 8 : 3;  // accumulators: 2 vectors a row with AVX-512, else 4 or 8
     parallel_if((size_t)N * IC * OC >= kThreadsFrom, [&] {

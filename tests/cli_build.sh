@@ -220,6 +220,27 @@ for sourced in lib.sh suite.sh; do
         test "$(kept_after_early_kills $sourced)" = kept
 done
 
+# tests/fuzz/run.sh stopped by SIGTERM (not its process group, as Ctrl-C or timeout would): it ends the fuzzer
+# running, starts no other and exits 143. Stand-in fuzzers note their pid and sleep; one runs at a time.
+fz=$TEST_TMP/fuzz && mkdir -p $fz
+for t in a b; do
+    printf '#!/bin/sh\necho $$ >>%s/started\nexec sleep 30\n' "$fz" >$fz/fuzz_stand_in_$t && chmod +x $fz/fuzz_stand_in_$t
+done
+alive() { [ -e /proc/$1 ] && ! grep -q ') Z' /proc/$1/stat 2>/dev/null; }  # not a zombie left unreaped
+FUZZ_JOBS=1 bash tests/fuzz/run.sh $fz 30 stand_in_a stand_in_b >$fz/out 2>&1 &
+runner=$!
+for i in $(seq 100); do [ -s $fz/started ] && break; sleep 0.1; done
+kill -TERM $runner
+wait_bounded $runner 20
+rc=$?
+check "fuzz/run.sh exits 143 on SIGTERM (it exited $rc)" test $rc = 143
+fuzzer=$(head -1 $fz/started)
+for i in $(seq 50); do alive "$fuzzer" || break; sleep 0.1; done
+check "... and ends its running fuzzer (pid ${fuzzer:-none})" eval '[ -n "$fuzzer" ] && ! alive "$fuzzer"'
+sleep 0.5
+check "... and starts no other ($(wc -l <$fz/started) started)" test "$(wc -l <$fz/started)" = 1
+for p in $(cat $fz/started); do kill $p 2>/dev/null; done
+
 # .ci/run installs every tool the tests call: the words in command position of the suites make check runs and
 # of the scripts they call (commands.pl reads them: quoted prose and awk/perl/python code skipped, bash -c
 # scripts and arrays run as commands read) each come from a package every Debian has (priority required or

@@ -15,7 +15,18 @@ dir=$1 seconds=$2
 shift 2
 jobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null)}
 [[ $jobs =~ ^[1-9][0-9]*$ ]] || jobs=1
-trap 'kill $(jobs -p) 2>/dev/null' EXIT INT TERM  # no fuzzer outlives an interrupted run
+# stop: ends the fuzz_one jobs and the fuzzers they run, so that no fuzzer outlives a run stopped by a signal,
+# which then exits before any further batch.
+stop() {
+    local j
+    for j in $(jobs -p); do
+        pkill -P "$j" 2>/dev/null
+        kill "$j" 2>/dev/null
+    done
+}
+trap stop EXIT
+trap 'stop; exit 130' INT
+trap 'stop; exit 143' TERM
 
 # fuzz_one TARGET: replays and fuzzes one target; prints its lines, and writes its result (pass or fail) to
 # $dir/logs/TARGET.result.

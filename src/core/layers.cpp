@@ -101,11 +101,13 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
     }
 }
 
-// Decoding's rows r0..r0+R-1 of output j: each row's dot product with W's row j in 32 lanes (lane l: channels
-// i + l), summed lane by lane as one row has it alone; W's row read once for all R (R > 1: the next one fetched).
+// Decoding's rows r0..r0+n-1 (n <= R) of output j: each row's dot product with W's row j in 32 lanes (lane l:
+// channels i + l), summed lane by lane as one row has it alone; W's row read once for all n (n > 1: the next fetched).
 template <int R>
 static void matvec_fp32_rows(float* out, const float* X, const float* w, const float* b, int IC, int OC, int j,
-                             int r0) {
+                             int r0, int n) {
+    if constexpr (R > 1)
+        if (n < R) return matvec_fp32_rows<R - 1>(out, X, w, b, IC, OC, j, r0, n);
     constexpr int kVecs = 32 / kLanes;
     vn acc[R][kVecs] = {};
     int i = 0;
@@ -124,22 +126,20 @@ static void matvec_fp32_rows(float* out, const float* X, const float* w, const f
         memcpy(lanes, acc[r], sizeof lanes);
         float sum = 0;
         for (int l = 0; l < 16; l++) sum += lanes[l] + lanes[16 + l];
-        for (int c = i; c < IC; c++) sum += w[c] * x[c];
+        for (int c = i; c < IC; c++) sum = madd(sum, w[c], x[c]);  // fused (or not) alike in every R, vectorized or not
         out[(size_t)(r0 + r) * OC + j] = b ? sum + b[j] : sum;
     }
 }
 
-// The linear layer on gemm (gemm.h), W (OC, IC) as llm.c's. Decoding's rows: a few at once (as many as the registers
-// hold) take their dot products with each weight row while it is in cache, each in the one order a row has alone.
+// The linear layer on gemm (gemm.h), W (OC, IC) as llm.c's; decoding's rows on mat-vecs, as many at once as fit.
 static void matvec_fp32(float* out, const float* X, const float* W, const float* b, int N, int IC, int OC) {
     constexpr int kRows = kLanes == 16 ? 8 : 3;  // accumulators: 2 vectors a row with AVX-512, else 4 or 8
     parallel_if((size_t)N * IC * OC >= kThreadsFrom, [&] {
 #pragma omp for schedule(static)
         for (int j = 0; j < OC; j++) {
             const float* w = W + (size_t)j * IC;
-            int r = 0;
-            for (; r + kRows <= N; r += kRows) matvec_fp32_rows<kRows>(out, X, w, b, IC, OC, j, r);
-            for (; r < N; r++) matvec_fp32_rows<1>(out, X, w, b, IC, OC, j, r);
+            for (int r = 0; r < N; r += kRows)
+                matvec_fp32_rows<kRows>(out, X, w, b, IC, OC, j, r, std::min(kRows, N - r));
         }
     });
 }

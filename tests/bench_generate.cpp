@@ -35,7 +35,7 @@ struct DecodeSpeed {
     double matvec_share = 0, matvec_gbs = 0, rest_s = 0;
 };
 
-// bf16 and int8 decode through matmul_rows_of_copy (core/layers.h): timed apart there, their share of the
+// bf16 and int8 decode through matmul_rows (core/layers.h): timed apart there, their share of the
 // decode time splits the weights' streaming from everything else a token does.
 void (*g_row_product)(float*, const float*, const Weight&, const float*, int, int, int) = nullptr;
 double g_matvec_s = 0, g_matvec_bytes = 0;
@@ -45,7 +45,7 @@ void timed_row_product(float* out, const float* inp, const Weight& w, const floa
     g_row_product(out, inp, w, bias, N, IC, OC);
     g_matvec_s += time_now_s() - t0;
     const WeightCopy* c = static_cast<const WeightCopy*>(w.copy);
-    g_matvec_bytes += (double)IC * OC * (c->q8 ? 1.0 + 2.0 / kQ8Block : 2.0);
+    g_matvec_bytes += (double)IC * OC * (!c ? 4.0 : c->q8 ? 1.0 + 2.0 / kQ8Block : 2.0);
 }
 
 DecodeSpeed decode_speed(const GPT2& model, int prompt_len) {
@@ -56,8 +56,8 @@ DecodeSpeed decode_speed(const GPT2& model, int prompt_len) {
     opts.sampler.temperature = 0;
     opts.stop_token = -1;
     std::vector<double> tps, prompt_tps, shares, gbs, rest;
-    const bool timed = gpt2_precision(model) != Precision::kFp32 && matmul_rows_of_copy;
-    if (timed) g_row_product = matmul_rows_of_copy, matmul_rows_of_copy = timed_row_product;
+    const bool timed = gpt2_precision(model) != Precision::kFp32 && matmul_rows;
+    if (timed) g_row_product = matmul_rows, matmul_rows = timed_row_product;
     for (int rep = 0; rep < 4; rep++) {
         Rng rng(1);
         GenerateStats st;
@@ -74,7 +74,7 @@ DecodeSpeed decode_speed(const GPT2& model, int prompt_len) {
         shares.push_back(g_matvec_s / st.decode_s), gbs.push_back(g_matvec_s > 0 ? g_matvec_bytes / g_matvec_s : 0);
         rest.push_back((st.decode_s - g_matvec_s) / st.new_tokens);
     }
-    if (timed) matmul_rows_of_copy = g_row_product;
+    if (timed) matmul_rows = g_row_product;
     for (auto* v : {&tps, &prompt_tps, &shares, &gbs, &rest}) std::sort(v->begin(), v->end());
     const size_t mid = tps.size() / 2;
     return {tps[mid], prompt_tps[mid], timed ? shares[mid] : 0, timed ? gbs[mid] / 1e9 : 0, timed ? rest[mid] : 0};

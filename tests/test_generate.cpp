@@ -398,7 +398,7 @@ TEST(decode_rows_products_equal_each_row_alone) {
         WeightCopy copy;
         copy.bf16 = W16.data(), copy.fp32_dropped = true;
         CHECK(0 == rows_mismatches(s.IC, s.OC, false, [&](float* out, const float* x, int N) {
-                  matvec_copy(out, x, Weight(nullptr, copy_gemm_operands(), &copy), b.data(), N, s.IC, s.OC);
+                  matvec_rows(out, x, Weight(nullptr, copy_gemm_operands(), &copy), b.data(), N, s.IC, s.OC);
               }));
     }
     for (Shape s : {Shape{32, 37}, Shape{1056, 39}}) {  // q8: 33 blocks, the last group of rows 3 (or 7)
@@ -428,6 +428,32 @@ TEST(decode_rows_products_equal_each_row_alone) {
             CHECK(0 == memcmp(alone.data(), tiled.data(), sizeof(float) * s.OC));
         }
     }
+}
+
+// ./gpt2's fp32 mat-vecs (inference/matvec.h's matvec_rows, several rows and 16 outputs at a time) against the
+// core's own (core/layers.cpp, the seam unset: what gpt2-core runs), byte for byte: the same order of sums.
+TEST(decode_fp32_rows_equal_the_cores_own) {
+    struct Shape {
+        int IC, OC;
+    };
+    int differ = 0, outputs = 0;
+    for (Shape s : {Shape{768, 2304}, Shape{3072, 768}, Shape{768, 50304}, Shape{31, 37}, Shape{70, 38},
+                    Shape{800, 17}}) {  // 124M's; rows ending in part of a vector or of 16 outputs; no bias
+        const std::vector<float> W = random_values((size_t)s.OC * s.IC, 11), b = random_values(s.OC, 12);
+        for (int N : row_counts()) {
+            std::vector<float> x = random_values((size_t)N * s.IC, 13 + N), ours((size_t)N * s.OC), core(ours.size());
+            const float* bias = s.IC == 800 ? nullptr : b.data();
+            matmul_forward(ours.data(), x.data(), W.data(), bias, N, s.IC, s.OC, true);
+            auto* seam = matmul_rows;
+            matmul_rows = nullptr;
+            matmul_forward(core.data(), x.data(), W.data(), bias, N, s.IC, s.OC, true);
+            matmul_rows = seam;
+            for (size_t i = 0; i < ours.size(); i++) differ += memcmp(&ours[i], &core[i], sizeof(float)) != 0;
+            outputs += (int)ours.size();
+        }
+    }
+    printf("    %d of %d outputs differ from the core's\n", differ, outputs);
+    CHECK(differ == 0);
 }
 
 TEST(decode_rows_products_equal_each_row_alone_bf16) {

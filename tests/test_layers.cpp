@@ -621,7 +621,7 @@ TEST(int8_inference_gemm_rounds_each_row_as_decoding_does_for_a_c_of_4m_floats) 
 
 TEST(matmul_forward_decodes_one_row_from_the_q8_copy) {
     // one row of a Weight with a q8 copy runs matvec_q8 through the hook main sets (core/layers.h's
-    // matmul_rows_of_copy): the copy here is of other values than the fp32 ones, so reading either shows
+    // matmul_rows): the copy here is of other values than the fp32 ones, so reading either shows
     const int IC = 96, OC = 37;
     std::vector<float> x = randn(IC, 1), W = randn((size_t)OC * IC, 2, 0.02f), b = randn(OC, 3);
     std::vector<float> other = randn(W.size(), 4, 0.02f);
@@ -669,7 +669,7 @@ static void check_copy_alone(const std::vector<MatmulShape>& shapes) {
             CHECK(out == want);
             CHECK(dinp == dinp_want);
             if (q8) continue;
-            matvec_copy(out.data(), x.data(), held, b.data(), 1, s.IC, s.OC);  // one row: fp32 on the bf16 values
+            matvec_rows(out.data(), x.data(), held, b.data(), 1, s.IC, s.OC);  // one row: fp32 on the bf16 values
             matmul_forward(want.data(), x.data(), W.data(), b.data(), 1, s.IC, s.OC);
             CHECK(std::equal(want.begin(), want.begin() + s.OC, out.begin()));
         }

@@ -12,7 +12,7 @@
 void extensions_plug_in() {
     buffer_prefault = buffer_prefault_huge;
     gemm_tuned = gemm_packed;
-    matmul_rows_of_copy = matvec_copy;
+    matmul_rows = matvec_rows;
     safetensors_plug_in();
     token_files_plug_in();
 }

@@ -101,46 +101,26 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
     }
 }
 
-// Decoding's rows r0..r0+n-1 (n <= R) of output j: each row's dot product with W's row j in 32 lanes (lane l:
-// channels i + l), summed lane by lane as one row has it alone; W's row read once for all n (n > 1: the next fetched).
-template <int R>
-static void matvec_fp32_rows(float* out, const float* X, const float* w, const float* b, int IC, int OC, int j,
-                             int r0, int n) {
-    if constexpr (R > 1)
-        if (n < R) return matvec_fp32_rows<R - 1>(out, X, w, b, IC, OC, j, r0, n);
-    constexpr int kVecs = 32 / kLanes;
-    vn acc[R][kVecs] = {};
-    int i = 0;
-    for (; i + 32 <= IC; i += 32)
-        for (int v = 0; v < kVecs; v++) {
-            if (R > 1 && v * kLanes % 16 == 0) __builtin_prefetch(w + IC + i + v * kLanes);
-            vn wv = vn_load(w + i + v * kLanes);
-#if defined(__x86_64__)
-            asm("" : "+x"(wv));  // held in a register for the R rows, not loaded again for each (GCC folds loads)
-#endif
-            for (int r = 0; r < R; r++) acc[r][v] += wv * vn_load(X + (size_t)(r0 + r) * IC + i + v * kLanes);
-        }
-    for (int r = 0; r < R; r++) {
-        const float* x = X + (size_t)(r0 + r) * IC;
-        float lanes[32];
-        memcpy(lanes, acc[r], sizeof lanes);
-        float sum = 0;
-        for (int l = 0; l < 16; l++) sum += lanes[l] + lanes[16 + l];
-        for (int c = i; c < IC; c++) sum = madd(sum, w[c], x[c]);  // fused (or not) alike in every R, vectorized or not
-        out[(size_t)(r0 + r) * OC + j] = b ? sum + b[j] : sum;
-    }
-}
-
-// The linear layer on gemm (gemm.h), W (OC, IC) as llm.c's; decoding's rows on mat-vecs, as many at once as fit.
+// Decoding's rows where no seam takes them (gpt2-core): each row's dot product with W's row j in 32 lanes (lane l:
+// channels i + l), the lanes l and 16 + l added, those 16 sums added in l order, then the channels past the last 32.
+// inference/matvec.cpp's matvec_fp32 sums in this order too, several rows and outputs at a time.
 static void matvec_fp32(float* out, const float* X, const float* W, const float* b, int N, int IC, int OC) {
-    constexpr int kRows = kLanes == 16 ? 8 : 3;  // accumulators: 2 vectors a row with AVX-512, else 4 or 8
+    constexpr int kVecs = 32 / kLanes;
     parallel_if((size_t)N * IC * OC >= kThreadsFrom, [&] {
 #pragma omp for schedule(static)
-        for (int j = 0; j < OC; j++) {
-            const float* w = W + (size_t)j * IC;
-            for (int r = 0; r < N; r += kRows)
-                matvec_fp32_rows<kRows>(out, X, w, b, IC, OC, j, r, std::min(kRows, N - r));
-        }
+        for (int j = 0; j < OC; j++)
+            for (int r = 0; r < N; r++) {
+                const float *w = W + (size_t)j * IC, *x = X + (size_t)r * IC;
+                vn acc[kVecs] = {};
+                int i = 0;
+                for (; i + 32 <= IC; i += 32)
+                    for (int v = 0; v < kVecs; v++) acc[v] += vn_load(w + i + v * kLanes) * vn_load(x + i + v * kLanes);
+                float lanes[32], sum = 0;
+                memcpy(lanes, acc, sizeof lanes);
+                for (int l = 0; l < 16; l++) sum += lanes[l] + lanes[16 + l];
+                for (; i < IC; i++) sum = madd(sum, w[i], x[i]);
+                out[(size_t)r * OC + j] = b ? sum + b[j] : sum;
+            }
     });
 }
 
@@ -148,7 +128,7 @@ void matmul_forward(float* out, const float* inp, const Weight& w, const float* 
                     bool rows) {
     // decoding's rows: mat-vecs reading each weight once for all N, from its copy if it has one (layers.h)
     rows = rows || N == 1;
-    if (rows && w.copy && matmul_rows_of_copy) return matmul_rows_of_copy(out, inp, w, bias, N, IC, OC);
+    if (rows && matmul_rows && (w.copy || !w.ops)) return matmul_rows(out, inp, w, bias, N, IC, OC);
     if (rows && !w.ops) return matvec_fp32(out, inp, w.f32, bias, N, IC, OC);
     gemm(N, OC, IC, inp, IC, false, w.f32, IC, true, out, OC, false, w.ops, w.copy);
     if (!bias) return;

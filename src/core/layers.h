@@ -28,11 +28,11 @@ struct Weight {
     const LinearAdapter* adapter = nullptr;
 };
 
-// The seam for decoding's products from a weight's copy: matmul_forward's N rows of `rows`, each a mat-vec with
-// the numbers it has alone. main sets it to inference/matvec.h's matvec_copy. Unset (gpt2-core, which keeps no
-// copies), those rows run through the gemm.
-inline void (*matmul_rows_of_copy)(float* out, const float* inp, const Weight& w, const float* bias, int N, int IC,
-                                   int OC) = nullptr;
+// The seam for decoding's products: matmul_forward's N rows of `rows`, each a mat-vec with the numbers it has alone,
+// from the fp32 weight or its copy. main sets it to inference/matvec.h's matvec_rows. Unset (gpt2-core, which keeps
+// no copies), layers.cpp's plain fp32 mat-vec runs them, with the same numbers.
+inline void (*matmul_rows)(float* out, const float* inp, const Weight& w, const float* bias, int N, int IC,
+                           int OC) = nullptr;
 
 KERNELS_BEGIN
 

@@ -1,7 +1,7 @@
-// matvec.cpp: the matrix-vector products of decoding from a weight's bf16 and q8_0 copies (see matvec.h),
-// with the references the tests hold them against. N rows at once (sequences decoded together) run each group
-// of output rows for every input row in turn, with the one-row code: the group's weights are read from memory
-// once and stay in cache for the other rows, and each row's numbers are those it has alone.
+// matvec.cpp: the matrix-vector products of decoding from a weight's fp32 values, bf16 and q8_0 copies (see
+// matvec.h), with the references the tests hold them against. N rows at once (sequences decoded together) run
+// each group of output rows for every input row in turn: the group's weights are read from memory once and stay
+// in cache for the other rows, and each row's numbers are those it has alone.
 #include "inference/matvec.h"
 
 #include <algorithm>
@@ -14,6 +14,7 @@
 #include "core/simd.h"
 #include "precision/half.h"
 #include "precision/q8_dot.h"
+#include "tuned/gemm_tile.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -22,6 +23,72 @@
 #endif
 
 KERNELS_BEGIN
+
+// Rows r0..r0+n-1 (n <= R) of x against W's row w: each row's products in 32 lanes (lane l: channels i + l), W's
+// vector loaded once for the n rows; s[r][c] = lanes 0..15 + lanes 16..31, which the caller sums (n > 1: the next
+// W row fetched meanwhile).
+template <int R>
+static void fp32_lane_sums(vf16 (*s)[16], int c, const float* x, const float* w, int IC, int r0, int n) {
+    if constexpr (R > 1)
+        if (n < R) return fp32_lane_sums<R - 1>(s, c, x, w, IC, r0, n);
+    constexpr int kVecs = 32 / kLanes;
+    vn acc[R][kVecs] = {};
+    for (int i = 0; i + 32 <= IC; i += 32)
+        for (int v = 0; v < kVecs; v++) {
+            if (R > 1 && v * kLanes % 16 == 0) __builtin_prefetch(w + IC + i + v * kLanes);
+            vn wv = vn_load(w + i + v * kLanes);
+#if defined(__x86_64__)
+            asm("" : "+x"(wv));  // held in a register for the R rows, not loaded again for each (GCC folds loads)
+#endif
+            for (int r = 0; r < R; r++) acc[r][v] += wv * vn_load(x + (size_t)(r0 + r) * IC + i + v * kLanes);
+        }
+    for (int r = 0; r < R; r++)
+        for (int v = 0; v < kVecs / 2; v++) {  // lanes l and 16 + l, in vn's (not vf16's) registers
+            const vn pair = acc[r][v] + acc[r][v + kVecs / 2];
+            memcpy((float*)&s[r][c] + v * kLanes, &pair, sizeof pair);
+        }
+}
+
+// out (N, OC) = x W^T + b in fp32, in the core's order (core/layers.cpp's matvec_fp32: the same numbers), 16
+// outputs at a time, each W row taken by kBlock rows of x while it is in L1. With AVX-512 the outputs' sums of lane
+// pairs are transposed, so that 16 vector adds sum them in l order where one output's 16 dependent adds took
+// longer than its products (a vf16 lives in memory without AVX-512: there each output sums its own).
+static void matvec_fp32(float* out, const float* x, const float* W, const float* b, int N, int IC, int OC) {
+    constexpr int kRows = kLanes == 16 ? 9 : 3;  // 2 vectors a row (4 with AVX2, 8 with NEON); 9: a full check
+    constexpr int kBlock = kLanes == 16 ? kRows : 4 * kRows;
+    const int whole = IC / 32 * 32;
+    parallel_if((size_t)N * IC * OC >= kThreadsFrom, [&] {
+#pragma omp for schedule(static)
+        for (int j0 = 0; j0 < OC; j0 += 16)
+            for (int rb = 0; rb < N; rb += kBlock) {
+                const int nj = std::min(16, OC - j0), nb = std::min(kBlock, N - rb);
+                vf16 s[kBlock][16];
+                for (int c = 0; c < nj; c++)
+                    for (int r0 = 0; r0 < nb; r0 += kRows)
+                        fp32_lane_sums<kRows>(s + r0, c, x, W + (size_t)(j0 + c) * IC, IC, rb + r0,
+                                              std::min(kRows, nb - r0));
+                for (int r = 0; r < nb; r++) {
+                    float sums[16] = {};
+                    if (kLanes == 16 && nj == 16) {
+                        gemm_tile::transpose16(s[r]);
+                        vf16 t = {};
+                        for (int l = 0; l < 16; l++) t += s[r][l];
+                        memcpy(sums, &t, sizeof sums);
+                    } else {
+                        for (int c = 0; c < nj; c++)
+                            for (int l = 0; l < 16; l++) sums[c] += s[r][c][l];
+                    }
+                    const float* xr = x + (size_t)(rb + r) * IC;
+                    for (int c = 0; c < nj; c++) {
+                        const float* wc = W + (size_t)(j0 + c) * IC;
+                        float sum = sums[c];
+                        for (int i = whole; i < IC; i++) sum = madd(sum, wc[i], xr[i]);
+                        out[(size_t)(rb + r) * OC + j0 + c] = b ? sum + b[j0 + c] : sum;
+                    }
+                }
+            }
+    });
+}
 
 // out (N, OC) = x W16^T + b with fp32 x and products: a frozen bf16 base's (precision.h), on any CPU.
 static void matvec_bf16_fp32(float* out, const float* x, const uint16_t* W16, const float* b, int N, int IC, int OC) {
@@ -46,9 +113,10 @@ static void matvec_bf16_fp32(float* out, const float* x, const uint16_t* W16, co
     });
 }
 
-// The rows' products of a weight's reduced-precision copy: its q8 blocks, else its bf16 rounding (a frozen
-// base's with fp32 products, as its gemm has them).
-void matvec_copy(float* out, const float* x, const Weight& w, const float* b, int N, int IC, int OC) {
+// The rows' products of a weight: its fp32 values where it has no copy, else its q8 blocks, else its bf16 rounding
+// (a frozen base's with fp32 products, as its gemm has them).
+void matvec_rows(float* out, const float* x, const Weight& w, const float* b, int N, int IC, int OC) {
+    if (!w.copy) return matvec_fp32(out, x, w.f32, b, N, IC, OC);
     const WeightCopy* c = static_cast<const WeightCopy*>(w.copy);
     if (c->q8 && c->q8_inputs) return matvec_q8q8(out, x, c->q8, c->q8_d, b, N, IC, OC, c->q8_tiles);
     if (c->q8) return matvec_q8(out, x, c->q8, c->q8_d, b, N, IC, OC);

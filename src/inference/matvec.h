@@ -1,9 +1,9 @@
-// matvec.h: the matrix-vector products of decoding, out (N, OC) = x (N, IC) W (OC, IC)^T + b, one per reduced
-// form the model keeps a weight in: bf16 and q8_0 blocks (fp32's is the core's, in core/layers.cpp). Decoding
+// matvec.h: the matrix-vector products of decoding, out (N, OC) = x (N, IC) W (OC, IC)^T + b, one per form the
+// model keeps a weight in: fp32 (summed as the core's, core/layers.cpp), bf16 and q8_0 blocks. Decoding
 // a token reads every weight once, so each is a memory-bound dot product per output, not a packed gemm; N
 // sequences decoded together (one row each) share that read, and each row's numbers are those it has alone
 // (N == 1), whatever N and the other rows. matmul_forward (layers.h) hands them its decoding rows through
-// matmul_rows_of_copy. b (OC) or null; out is overwritten.
+// matmul_rows. b (OC) or null; out is overwritten.
 #pragma once
 #include <cstdint>
 
@@ -13,10 +13,10 @@
 
 KERNELS_BEGIN
 
-// The rows' products from w's copy (precision.h's WeightCopy): its q8 blocks if it has them (with x rounded
-// to q8 blocks too if the copy says so), else its bf16 rounding: what main (and the tests) set core/layers.h's
-// matmul_rows_of_copy to. (The fp32 mat-vec is the core's, in core/layers.cpp.)
-void matvec_copy(float* out, const float* x, const Weight& w, const float* b, int N, int IC, int OC);
+// The rows' products of w: from its fp32 values where it has no copy, else from its copy (precision.h's
+// WeightCopy): its q8 blocks if it has them (with x rounded to q8 blocks too if the copy says so), else its bf16
+// rounding: what main (and the tests) set core/layers.h's matmul_rows to.
+void matvec_rows(float* out, const float* x, const Weight& w, const float* b, int N, int IC, int OC);
 
 // out (N, OC) = bf16(x (N, IC)) bf16(W16 (OC, IC))^T + b: the bf16 matrix-vector products of decoding (needs
 // bf16_supported()), and the scalar reference of one row (x rounded to bf16, sums in double).

@@ -37,7 +37,7 @@ enum class Precision { kFp32, kBf16, kInt8 };
 // A weight's copies in a reduced precision (core/layers.h's Weight::copy points to one): bf16, the same
 // values rounded, which bf16's gemm (bf16_gemm_operands; a frozen base's: copy_gemm_operands) and decoding's
 // mat-vec read; q8, the weight as q8_0 blocks (half.h) whose values the fp32 ones equal exactly (the model
-// quantized them in place), read by decoding's matrix-vector product (inference/matvec.h's matvec_copy). A further precision adds
+// quantized them in place), read by decoding's matrix-vector product (inference/matvec.h's matvec_rows). A further precision adds
 // its copy here and its mat-vec in inference/matvec.cpp; no caller changes.
 struct WeightCopy {
     const uint16_t* bf16 = nullptr;  // or null

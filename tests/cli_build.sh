@@ -239,7 +239,7 @@ for i in $(seq 50); do alive "$fuzzer" || break; sleep 0.1; done
 check "... and ends its running fuzzer (pid ${fuzzer:-none})" eval '[ -n "$fuzzer" ] && ! alive "$fuzzer"'
 sleep 0.5
 check "... and starts no other ($(wc -l <$fz/started) started)" test "$(wc -l <$fz/started)" = 1
-for p in $(cat $fz/started); do kill $p 2>/dev/null; done
+for p in $(cat $fz/started); do alive "$p" && kill "$p"; done
 
 # .ci/run installs every tool the tests call: the words in command position of the suites make check runs and
 # of the scripts they call (commands.pl reads them: quoted prose and awk/perl/python code skipped, bash -c

@@ -16,12 +16,15 @@ shift 2
 jobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null)}
 [[ $jobs =~ ^[1-9][0-9]*$ ]] || jobs=1
 # stop: ends the fuzz_one jobs and the fuzzers they run, so that no fuzzer outlives a run stopped by a signal,
-# which then exits before any further batch.
+# which then exits before any further batch. Each job is stopped first, so that it starts no other child between
+# its child's end and its own.
 stop() {
     local j
     for j in $(jobs -p); do
+        kill -STOP "$j" 2>/dev/null
         pkill -P "$j" 2>/dev/null
         kill "$j" 2>/dev/null
+        kill -CONT "$j" 2>/dev/null
     done
 }
 trap stop EXIT

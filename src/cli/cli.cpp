@@ -13,6 +13,7 @@
 #include "platform/util.h"
 #include "formats/checkpoint.h"
 #include "core/model.h"
+#include "inference/speculative.h"
 #include "lora/lora.h"
 #include "precision/precision.h"
 #include "text/tokenizer.h"
@@ -135,3 +136,67 @@ bool cli_read_line(FILE* in, size_t max_bytes, std::string* line, bool* too_long
     }
     return any;
 }
+
+namespace {
+
+// The model's own int8 copy (--draft int8), quantized a tensor at a time from its fp32 values (each tensor's given
+// back once quantized), its products' inputs rounded as --precision int8's.
+void make_int8_draft(const GPT2& model, GPT2* draft) {
+    double largest = 0;
+    for (const TensorInfo& t : model.param_table) largest = std::max(largest, 4.0 * (double)t.numel());
+    memory_check(gpt2_base_bytes(model.cfg, Precision::kInt8) + largest, "the int8 draft (--draft int8)",
+                 "leave out --draft");
+    gpt2_build(draft, model.cfg, false);
+    for (const TensorInfo& t : model.param_table) {
+        std::copy(model.params.begin() + t.offset, model.params.begin() + t.offset + t.numel(),
+                  draft->params.begin() + t.offset);
+        gpt2_set_precision_tensor(draft, t, Precision::kInt8, true);
+    }
+    gpt2_round_inputs_q8(draft);
+}
+
+}  // namespace
+
+bool cli_draft_options(const CliArgs& args, GenerateOptions* opts) {
+    const char* command = args.command.c_str();
+    opts->draft_min = (int)args.integer_in("draft-min", 0, kDraftMax);
+    opts->draft_max = (int)args.integer_in("draft-max", 1, kDraftMax);
+    if (args.has("draft") && args.has("draft-model"))
+        fatal("conflicting flags (%s): give one of --draft int8 (the model's own copy) and --draft-model", command);
+    if (args.has("draft-model") && args.str("draft-model").empty())
+        fatal("bad value for --draft-model (%s): expected a checkpoint, got ''", command);
+    const bool any = args.has("draft") || args.has("draft-model");
+    for (const char* flag : {"draft-max", "draft-min"})
+        if (args.has(flag) && !any) fatal("flag --%s (%s) needs --draft int8 or --draft-model", flag, command);
+    if (opts->draft_min > opts->draft_max)
+        fatal("conflicting flags (%s): --draft-min %d is more than --draft-max %d", command, opts->draft_min,
+              opts->draft_max);
+    if (!args.has("draft")) return any;
+    if (args.str("draft") != "int8")
+        fatal("bad value for --draft (%s): expected int8 (the model's own q8_0 copy drafts), got '%s'; a separate "
+              "draft model is --draft-model DIR", command, args.str("draft").c_str());
+    if (args.str("precision") == "int8")
+        fatal("conflicting flags (%s): --draft int8 drafts for an fp32 or bf16 model, and --precision int8 runs "
+              "the int8 copy itself", command);
+    if (args.has("lora-from"))
+        fatal_hint("merge the adapter first (gpt2 export --lora-from DIR --merge-lora) or give --draft-model",
+                   "conflicting flags (%s): --draft int8 copies the model's fp32 weights, and a --lora-from base "
+                   "is held without them", command);
+    return true;
+}
+
+void cli_load_draft(const CliArgs& args, const GPT2& model, int most, GPT2* draft) {
+    if (args.has("draft")) {
+        make_int8_draft(model, draft);
+        fprintf(stderr, "draft: the model's own int8 copy (q8_0), up to %d tokens a check\n", most);
+    } else {
+        const std::string path = args.str("draft-model");
+        checkpoint_load(draft, path);
+        if (draft->cfg.vocab_size != model.cfg.vocab_size)
+            fatal("bad value for --draft-model (%s): %s has a vocabulary of %d tokens, expected the model's %d (the "
+                  "same tokenizer)", args.command.c_str(), path.c_str(), draft->cfg.vocab_size, model.cfg.vocab_size);
+        fprintf(stderr, "draft: %s (%d layers, %d channels), up to %d tokens a check\n", path.c_str(),
+                draft->cfg.num_layers, draft->cfg.channels, most);
+    }
+}
+

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "inference/generate.h"
 #include "platform/args.h"
 #include "precision/precision.h"
 
@@ -71,3 +72,21 @@ size_t cli_text_max_bytes(const Tokenizer& tok, int tokens);
 // max_bytes is read to its end and dropped (*too_long set, *line empty): memory stays bounded whatever the
 // input holds.
 bool cli_read_line(FILE* in, size_t max_bytes, std::string* line, bool* too_long);
+
+// Speculative decoding (inference/speculative.h) for the commands that decode one sequence (generate, chat).
+const CliFlag kCliDraftFlag = {"draft", "", "",
+                               "int8: speculative decoding, the model's own int8 (q8_0) copy drafting tokens that the "
+                               "model checks several at a time; greedy output stays token for token the model's own"};
+const CliFlag kCliDraftModelFlag = {"draft-model", "", "",
+                                    "speculative decoding with this smaller GPT-2 (the same tokenizer) drafting"};
+const CliFlag kCliDraftMaxFlag = {"draft-max", "", "8", "with a draft: tokens drafted a check at most (1..8)"};
+const CliFlag kCliDraftMinFlag = {"draft-min", "", "0",
+                                  "with a draft: tokens drafted a check at least, where the context leaves room "
+                                  "(default: as many as pay, from the share kept; 0 lets it fall back to plain "
+                                  "decoding)"};
+// The draft flags: --draft-min and --draft-max read into opts, and all checked against each other and the other
+// flags, before anything is loaded. True when a draft is asked for.
+bool cli_draft_options(const CliArgs& args, GenerateOptions* opts);
+// The draft they ask for into *draft, said on stderr: the model's own int8 copy (memory checked), or --draft-model's
+// checkpoint, its vocabulary the model's.
+void cli_load_draft(const CliArgs& args, const GPT2& model, int draft_max, GPT2* draft);

@@ -189,12 +189,10 @@ CliArgs generate_args(int argc, char** argv) {
         {"lora-from", "", "", "apply this PEFT LoRA adapter directory (adapter_config.json + "
                               "adapter_model.safetensors) to --model"},
         kCliForceBaseFlag,
-        {"draft", "", "", "int8: speculative decoding, the model's own int8 (q8_0) copy drafting tokens that the model "
-                          "checks several at a time; greedy output stays token for token the model's own"},
-        {"draft-model", "", "", "speculative decoding with this smaller GPT-2 (the same tokenizer) drafting"},
-        {"draft-max", "", "8", "with a draft: tokens drafted a check at most (1..8)"},
-        {"draft-min", "", "0", "with a draft: tokens drafted a check at least, where the context leaves room (default: "
-                               "as many as pay, from the share kept; 0 lets it fall back to plain decoding)"},
+        kCliDraftFlag,
+        kCliDraftModelFlag,
+        kCliDraftMaxFlag,
+        kCliDraftMinFlag,
     };
     return cli_parse(
         argc, argv, "generate", "gpt2 generate --model PATH [--prompt TEXT | --interactive] [flags]",
@@ -217,8 +215,6 @@ GenerateRun generate_run(const CliArgs& args) {
     opts.max_tokens = (int)max_tokens;
     opts.stop_token = args.on("ignore-eos") ? -1 : kTokenizerEot;
     opts.cancelled = [] { return stop_requested() != 0; };
-    opts.draft_min = (int)args.integer_in("draft-min", 0, kDraftMax);
-    opts.draft_max = (int)args.integer_in("draft-max", 1, kDraftMax);
     opts.sampler.temperature = (float)temperature;
     opts.sampler.top_k = (int)top_k;
     opts.sampler.top_p = (float)top_p;
@@ -272,72 +268,12 @@ int run_interactive(const GPT2& model, Tokenizer* tok, const GenerateRun& r, Rng
     return 0;
 }
 
-// The model's own int8 copy (--draft int8), quantized a tensor at a time from its fp32 values (each tensor's given
-// back once quantized), its products' inputs rounded as --precision int8's.
-void make_int8_draft(const GPT2& model, GPT2* draft) {
-    double largest = 0;
-    for (const TensorInfo& t : model.param_table) largest = std::max(largest, 4.0 * (double)t.numel());
-    memory_check(gpt2_base_bytes(model.cfg, Precision::kInt8) + largest, "the int8 draft (--draft int8)",
-                 "leave out --draft");
-    gpt2_build(draft, model.cfg, false);
-    for (const TensorInfo& t : model.param_table) {
-        std::copy(model.params.begin() + t.offset, model.params.begin() + t.offset + t.numel(),
-                  draft->params.begin() + t.offset);
-        gpt2_set_precision_tensor(draft, t, Precision::kInt8, true);
-    }
-    gpt2_round_inputs_q8(draft);
-}
-
-// --draft and --draft-model against each other and the other flags, before anything is loaded.
-void check_draft_flags(const CliArgs& args, const GenerateOptions& opts) {
-    if (args.has("draft") && args.has("draft-model"))
-        fatal("conflicting flags (generate): give one of --draft int8 (the model's own copy) and --draft-model");
-    if (args.has("draft-model") && args.str("draft-model").empty())
-        fatal("bad value for --draft-model (generate): expected a checkpoint, got ''");
-    const bool any = args.has("draft") || args.has("draft-model");
-    for (const char* flag : {"draft-max", "draft-min"})
-        if (args.has(flag) && !any) fatal("flag --%s (generate) needs --draft int8 or --draft-model", flag);
-    if (opts.draft_min > opts.draft_max)
-        fatal("conflicting flags (generate): --draft-min %d is more than --draft-max %d", opts.draft_min, opts.draft_max);
-    if (!args.has("draft")) return;
-    if (args.str("draft") != "int8")
-        fatal("bad value for --draft (generate): expected int8 (the model's own q8_0 copy drafts), got '%s'; a "
-              "separate draft model is --draft-model DIR", args.str("draft").c_str());
-    if (args.str("precision") == "int8")
-        fatal("conflicting flags (generate): --draft int8 drafts for an fp32 or bf16 model, and --precision int8 "
-              "runs the int8 copy itself");
-    if (args.has("lora-from"))
-        fatal_hint("merge the adapter first (gpt2 export --lora-from DIR --merge-lora) or give --draft-model",
-                   "conflicting flags (generate): --draft int8 copies the model's fp32 weights, and a --lora-from "
-                   "base is held without them");
-}
-
-// The draft of --draft or --draft-model into *draft, checked against the model and the memory for --max-tokens.
-const GPT2* load_draft(const CliArgs& args, const GPT2& model, const GenerateOptions& opts, GPT2* draft) {
-    const int most = opts.draft_max;
-    if (args.has("draft")) {
-        make_int8_draft(model, draft);
-        fprintf(stderr, "draft: the model's own int8 copy (q8_0), up to %d tokens a check\n", most);
-    } else {
-        const std::string path = args.str("draft-model");
-        checkpoint_load(draft, path);
-        if (draft->cfg.vocab_size != model.cfg.vocab_size)
-            fatal("bad value for --draft-model (generate): %s has a vocabulary of %d tokens, expected the model's %d "
-                  "(the same tokenizer)", path.c_str(), draft->cfg.vocab_size, model.cfg.vocab_size);
-        fprintf(stderr, "draft: %s (%d layers, %d channels), up to %d tokens a check\n", path.c_str(),
-                draft->cfg.num_layers, draft->cfg.channels, most);
-    }
-    memory_check(speculative_memory_bytes(model, *draft, model.cfg.max_seq_len, opts.max_tokens),
-                 "the draft's KV cache for --max-tokens", "generate fewer tokens");
-    return draft;
-}
-
 }  // namespace
 
 int cmd_generate(int argc, char** argv) {
     CliArgs args = generate_args(argc, argv);
     GenerateRun r = generate_run(args);
-    check_draft_flags(args, r.opts);
+    const bool drafting = cli_draft_options(args, &r.opts);
 
     GPT2 model;
     LoraModel lora;
@@ -348,8 +284,11 @@ int cmd_generate(int argc, char** argv) {
     double beside = generate_memory_bytes(model.cfg, ctx, r.opts.max_tokens);
     memory_check(beside, "the KV cache for --max-tokens " + std::to_string(r.opts.max_tokens), "generate fewer tokens");
     GPT2 draft;
-    if (args.has("draft") || args.has("draft-model")) {
-        r.draft = load_draft(args, model, r.opts, &draft);
+    if (drafting) {
+        cli_load_draft(args, model, r.opts.draft_max, &draft);
+        memory_check(speculative_memory_bytes(model, draft, ctx, r.opts.max_tokens),
+                     "the draft's KV cache for --max-tokens", "generate fewer tokens");
+        r.draft = &draft;
         beside += speculative_memory_bytes(model, draft, ctx, r.opts.max_tokens);
     }
     // int8 (the model, or its own copy drafting): the weights also laid out for faster decoding, where they fit

@@ -63,10 +63,12 @@ double pass_bytes(const GPT2& model) {
     return bytes;
 }
 
-// The draft's side of the rounds: its cache holds a prefix of the sequence, fed up to date before it drafts.
+// The draft's side of the rounds: its cache holds `fed`, brought to a prefix of the sequence and up to date
+// before it drafts.
 struct Drafter {
     const GPT2& model;
     InferState st;
+    std::vector<int> fed;  // the tokens its cache holds (st.len of them)
     std::vector<float> q;  // (kDraftMax, Vp): the draft's logits before each drafted token
     ThreadTuner* tuner;
 
@@ -74,24 +76,36 @@ struct Drafter {
         infer_init(&st, draft, len, rows);
         q.resize((size_t)kDraftMax * draft.cfg.padded_vocab_size);
     }
+    void forward(const int* tokens, int n, float* logits) {
+        fed.resize(st.len);
+        fed.insert(fed.end(), tokens, tokens + n);
+        infer_forward(&st, model, tokens, n, logits, false);
+    }
+    // The cache cut back to what it shares with seq, then fed the rest: up to `singly` tokens (the last round's
+    // last draft, when kept, and the model's own) one decoding pass each; more (a prompt, a chat's turn, the plain
+    // rounds' tokens) in passes of st.max_rows.
+    void catch_up(const std::vector<int>& seq, int singly) {
+        int same = 0;
+        while (same < st.len && same < (int)seq.size() && fed[same] == seq[same]) same++;
+        st.len = same;
+        while (st.len < (int)seq.size()) {
+            const int missing = (int)seq.size() - st.len, n = missing <= singly ? 1 : std::min(st.max_rows, missing);
+            forward(seq.data() + st.len, n, q.data());
+        }
+    }
     // Drafts up to k tokens after seq into *out (fewer where the draft's logits are not finite).
     void propose(const std::vector<int>& seq, int k, const SamplerConfig& sampler, Rng* rng, std::vector<int>* out) {
         const int Vp = model.cfg.padded_vocab_size;
         out->clear();
         tuner->begin();
-        // what it has not seen: the last round's last token or two (the last draft, when kept, and the model's
-        // own), one decoding pass each; the plain rounds' tokens in passes of st.max_rows
-        while (st.len < (int)seq.size()) {
-            const int missing = (int)seq.size() - st.len, n = missing <= 4 ? 1 : std::min(st.max_rows, missing);
-            infer_forward(&st, model, seq.data() + st.len, n, q.data(), false);
-        }
+        catch_up(seq, 4);
         for (int i = 0; i < k; i++) {
             const float* qi = q.data() + (size_t)i * Vp;
             GenerateStats ignored;
             if (!generate_finite_logits(qi, model.cfg.vocab_size, 0, &ignored)) break;
             out->push_back(sampler_sample(qi, model.cfg.vocab_size, sampler, rng));
             if (i + 1 == k) break;
-            infer_forward(&st, model, &out->back(), 1, q.data() + (size_t)(i + 1) * Vp, false);
+            forward(&out->back(), 1, q.data() + (size_t)(i + 1) * Vp);
         }
         tuner->end();
     }
@@ -141,15 +155,14 @@ struct Round {
             s->kept++;
             ended = !emit(drafted[i]);
         }
-        if (ended) {  // at a kept draft (<|endoftext|>): those after it were never decided
+        if (ended) {  // at a kept draft (the stop token, or the last): it is not fed, nor are those after it
             s->drafted += i;
+            st->len = base + i;
             return -1;
         }
         s->drafted += n - 1;
         costs->kept(i, n - 1, probe);
-        // the caches keep the sequence: the model's t and the kept drafts, the draft's what it fed of them
-        st->len = base + 1 + i;
-        drafter->st.len = std::min(drafter->st.len, (int)seq.size());
+        st->len = base + 1 + i;  // the cache keeps t and the kept drafts (the draft's: Drafter::catch_up)
         return i;
     }
 };
@@ -195,20 +208,91 @@ void draft_sizes(const GPT2Config& model, const GPT2Config& draft, int prompt_to
 
 }  // namespace
 
+double speculation_bytes(const GPT2& model, const GPT2& draft, int len, int rows) {
+    const double logits = 4.0 * ((2.0 * kDraftMax + 1) * model.cfg.padded_vocab_size);
+    return infer_memory_bytes(draft.cfg, len, rows) + infer_scratch_bytes(model.cfg, kDraftMax + 1) + logits;
+}
+
 double speculative_memory_bytes(const GPT2& model, const GPT2& draft, int prompt_tokens, int max_tokens) {
     int len, rows;
     draft_sizes(model.cfg, draft.cfg, prompt_tokens, max_tokens, &len, &rows);
-    const double logits = 4.0 * ((2.0 * kDraftMax + 1) * model.cfg.padded_vocab_size);
-    return infer_memory_bytes(draft.cfg, len, rows) + infer_scratch_bytes(model.cfg, kDraftMax + 1) + logits;
+    return speculation_bytes(model, draft, len, rows);
+}
+
+struct Speculation::Parts {
+    const GPT2& model;
+    ThreadTuner* tuner;
+    Drafter drafter;
+    Costs costs;
+    InferScratch check;
+    std::vector<float> logits;  // (kDraftMax + 1, Vp): the check's rows; row 0 also a slide's
+
+    Parts(const GPT2& m, const GPT2& draft, int len, int rows, ThreadTuner* t)
+        : model(m), tuner(t), drafter(draft, len, rows, t), costs(std::min(1.0, pass_bytes(draft) / pass_bytes(m))),
+          logits((size_t)(kDraftMax + 1) * m.cfg.padded_vocab_size) {
+        assert(draft.cfg.vocab_size == m.cfg.vocab_size);
+        infer_scratch_init(&check, m, kDraftMax + 1);
+    }
+};
+
+Speculation::Speculation(const GPT2& model, const GPT2& draft, int len, int rows, ThreadTuner* tuner)
+    : parts_(std::make_unique<Parts>(model, draft, len, rows, tuner)) {}
+
+Speculation::~Speculation() = default;
+
+void Speculation::prefill(const std::vector<int>& seq) {
+    Drafter& d = parts_->drafter;
+    if ((int)seq.size() >= d.st.max_len) return;  // (its cache would be full before a token is drafted)
+    parts_->tuner->begin();
+    d.catch_up(seq, 0);
+    parts_->tuner->end();
+}
+
+void Speculation::decode(InferState* st, std::vector<int>* seq, const float* next, const GenerateOptions& opts,
+                         Rng* rng, const std::function<bool(int)>& emit, GenerateStats* s) {
+    Parts& p = *parts_;
+    const GPT2Config& cfg = p.model.cfg;
+    const int ctx = cfg.max_seq_len, V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
+    assert(opts.draft_min >= 0 && opts.draft_min <= opts.draft_max && opts.draft_max <= kDraftMax);
+    auto push = [&](int token) {  // false when decoding ends with it
+        seq->push_back(token);
+        return emit(token);
+    };
+    int position = st->len, chosen = -1;  // chosen: where a round's draft and the model parted, the model's token
+    for (int emitted = 0;; emitted++) {
+        if (opts.cancelled && opts.cancelled()) {
+            s->stop = GenerateStop::kCancelled;
+            break;
+        }
+        if (chosen < 0 && !generate_finite_logits(next, V, position, s)) break;
+        if (!push(chosen >= 0 ? chosen : sampler_sample(next, V, opts.sampler, rng))) break;
+        chosen = -1;
+        if (st->len == ctx) {  // slide: the last ctx tokens, from position 0 again
+            st->len = 0;
+            s->slides++;
+            p.tuner->begin();
+            infer_forward(st, p.model, seq->data() + seq->size() - ctx, ctx, p.logits.data(), false);
+            p.tuner->end();
+            next = p.logits.data(), position = st->len;
+            continue;
+        }
+        // k drafted tokens after seq->back(): the round gives at most k + 1, the check writes k + 1 positions
+        const int cap = std::min({kDraftMax, opts.max_tokens - emitted - 2, st->max_len - st->len - 1,
+                                  p.drafter.st.max_len - (int)seq->size() + 1});
+        const int base = st->len;
+        Round r{p.model, opts, rng, s, p.tuner};
+        const int i = r.run(&p.drafter, &p.costs, &p.check, st, *seq, cap, p.logits.data(), push, &chosen);
+        if (i < 0) break;
+        emitted += i;
+        next = p.logits.data() + (size_t)i * Vp, position = base + i + 1;  // when all were kept
+    }
 }
 
 std::vector<int> generate_speculative(const GPT2& model, const GPT2& draft, const std::vector<int>& prompt,
                                       const GenerateOptions& opts, Rng* rng, const std::function<void(int)>& on_token,
                                       GenerateStats* stats) {
     const GPT2Config& cfg = model.cfg;
-    const int ctx = cfg.max_seq_len, V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
-    assert(!prompt.empty() && (int)prompt.size() <= ctx && draft.cfg.vocab_size == V);
-    assert(opts.draft_min >= 0 && opts.draft_min <= opts.draft_max && opts.draft_max <= kDraftMax);
+    assert(!prompt.empty() && (int)prompt.size() <= cfg.max_seq_len);
     GenerateStats local;
     GenerateStats* s = stats ? stats : &local;
     *s = GenerateStats();
@@ -217,59 +301,25 @@ std::vector<int> generate_speculative(const GPT2& model, const GPT2& draft, cons
     draft_sizes(cfg, draft.cfg, (int)prompt.size(), opts.max_tokens, &dlen, &drows);
     InferState st;
     infer_init(&st, model, len, rows);
-    InferScratch check;
-    infer_scratch_init(&check, model, kDraftMax + 1);
     static ThreadTuner tuner;  // per process, as generate()'s
-    Drafter drafter(draft, dlen, drows, &tuner);
-    Costs costs(std::min(1.0, pass_bytes(draft) / pass_bytes(model)));
-    std::vector<float> logits((size_t)(kDraftMax + 1) * Vp);  // the check's rows; row 0 the plain pass's
+    Speculation spec(model, draft, dlen, drows, &tuner);
+    std::vector<float> logits(cfg.padded_vocab_size);
     double t0 = time_now_s();
     tuner.begin();
     infer_forward(&st, model, prompt.data(), (int)prompt.size(), logits.data(), false);
-    // the draft's prompt in one pass as the model's (a model drafting for itself agrees with itself throughout)
-    if ((int)prompt.size() <= drafter.st.max_rows && (int)prompt.size() < drafter.st.max_len)
-        infer_forward(&drafter.st, draft, prompt.data(), (int)prompt.size(), drafter.q.data(), false);
     tuner.end();
+    spec.prefill(prompt);  // in one pass as the model's (a model drafting for itself agrees with itself throughout)
     s->prompt_tokens = (int)prompt.size();
     s->prompt_s = time_now_s() - t0;
 
     std::vector<int> out, seq = prompt;  // seq: everything so far
-    auto emit = [&](int token) {          // false when generation ends with it
+    t0 = time_now_s();
+    spec.decode(&st, &seq, logits.data(), opts, rng, [&](int token) {
         out.push_back(token);
-        seq.push_back(token);
         on_token(token);
         if (token == opts.stop_token) s->stop = GenerateStop::kStopToken;
         return token != opts.stop_token && (int)out.size() < opts.max_tokens;
-    };
-    t0 = time_now_s();
-    const float* next = logits.data();  // the model's logits for the token after seq
-    int position = st.len, chosen = -1;  // chosen: where a round's draft and the model parted, the model's token
-    while (true) {
-        if (opts.cancelled && opts.cancelled()) {
-            s->stop = GenerateStop::kCancelled;
-            break;
-        }
-        if (chosen < 0 && !generate_finite_logits(next, V, position, s)) break;
-        if (!emit(chosen >= 0 ? chosen : sampler_sample(next, V, opts.sampler, rng))) break;
-        chosen = -1;
-        if (st.len == ctx) {  // slide: the last ctx tokens, from position 0 again
-            st.len = 0;
-            s->slides++;
-            tuner.begin();
-            infer_forward(&st, model, seq.data() + seq.size() - ctx, ctx, logits.data(), false);
-            tuner.end();
-            next = logits.data(), position = st.len;
-            continue;
-        }
-        // k drafted tokens after seq.back(): the round gives at most k + 1, the check writes k + 1 positions
-        const int cap = std::min({kDraftMax, opts.max_tokens - (int)out.size() - 1, st.max_len - st.len - 1,
-                                  drafter.st.max_len - (int)seq.size() + 1});
-        const int base = st.len;
-        Round r{model, opts, rng, s, &tuner};
-        const int i = r.run(&drafter, &costs, &check, &st, seq, cap, logits.data(), emit, &chosen);
-        if (i < 0) break;
-        next = logits.data() + (size_t)i * Vp, position = base + i + 1;  // when all were kept
-    }
+    }, s);
     s->new_tokens = (int)out.size();
     s->decode_s = time_now_s() - t0;
     return out;

@@ -11,16 +11,43 @@
 // decoding, with a one-token draft now and then to see whether they agree again. Past the model's (or the draft's)
 // context, decoding is plain (the window slides as generate()'s).
 #pragma once
+#include <memory>
 #include <utility>
 #include <vector>
 
 #include "inference/generate.h"
+#include "platform/threads.h"
 
 constexpr int kDraftMax = 8;  // tokens drafted in a round, at most
 
 // Bytes generate_speculative allocates beyond generate()'s for the same prompt and max_tokens: the draft's cache
 // and scratch, and the check's scratch.
 double speculative_memory_bytes(const GPT2& model, const GPT2& draft, int prompt_tokens, int max_tokens);
+
+// Bytes a Speculation of a draft cache of len positions and passes of rows allocates.
+double speculation_bytes(const GPT2& model, const GPT2& draft, int len, int rows);
+
+// Decoding with a draft beside the model's own cache: the draft's cache (len positions, passes of up to rows), the
+// check's scratch and what k is chosen from, kept across calls that go on with one sequence (a chat's turns). Each
+// call first cuts the draft's cache back to what it shares with the sequence it is given.
+class Speculation {
+public:
+    Speculation(const GPT2& model, const GPT2& draft, int len, int rows, ThreadTuner* tuner);
+    ~Speculation();
+    // Feeds the draft seq (a prompt), unless it would fill the draft's cache.
+    void prefill(const std::vector<int>& seq);
+    // Decodes after *seq, which the model's cache st holds (past the context: its last window), from `next`, the
+    // model's logits for the token after it: each token chosen is appended to *seq and given to emit, until emit
+    // returns false (st then holds *seq but its last token), opts.cancelled() (st holds all of *seq) or logits that
+    // are not finite (stats->stop). Draws opts.draft_min..draft_max tokens a round (asserted within 0..kDraftMax);
+    // adds to stats' drafted, kept, rounds and slides.
+    void decode(InferState* st, std::vector<int>* seq, const float* next, const GenerateOptions& opts, Rng* rng,
+                const std::function<bool(int)>& emit, GenerateStats* stats);
+
+private:
+    struct Parts;
+    std::unique_ptr<Parts> parts_;
+};
 
 // generate() with `draft` (the model's vocabulary size, asserted) proposing, opts.draft_min..draft_max tokens a
 // round (0 <= draft_min <= draft_max <= kDraftMax, asserted) where the context leaves room; stats->drafted and ->kept count

@@ -6,6 +6,8 @@
 #     --system, --max-tokens, --lora-from and --precision int8;
 #   * the context filling: the fewest oldest turns leave, said in one line, and the conversation goes on; a
 #     message too long for it is one error line and the session goes on;
+#   * --draft int8 and --draft-model: the same greedy replies and prefills as plain decoding's, the draft's cache
+#     following the conversation (its oldest turns leaving, /reset, replies ending at a kept draft, Ctrl-C);
 #   * /reset, /quit, the end of input; Ctrl-C during a reply stops it (the program goes on), at the prompt it ends
 #     the program (130); SIGTERM and SIGHUP end it;
 #   * the red team's cases: hostile flags, files and input lines, signals at each moment, closed pipes.
@@ -163,6 +165,36 @@ for flags in "--precision int8" "--lora-from $T/ad" "--precision int8 --lora-fro
         bash -c "test $(rc prec) = 0 && cmp $T/prec.out $T/prec.want"
 done
 
+# --- 4b. speculative decoding (--draft int8, --draft-model): the same greedy replies, turn after turn -----------
+# drafted: NAME's drafted tokens over all its turns, from the turns' lines ("; K of D drafted kept").
+drafted() { sed -n 's/.*; [0-9]* of \([0-9]*\) drafted kept.*/\1/p' $T/$1.err | awk '{ n += $1 } END { print n + 0 }'; }
+# (m2, a random model of the same size, disagrees with m and costs as much: drafting never pays and k stays 0 but for
+# --draft-min; c8's context of 8 is outgrown by the first turn: decoding stays plain)
+for d in "--draft int8" "--draft-model $T/m2 --draft-min 2" "--draft int8 --draft-max 1" "--draft-model $T/c8"; do
+    for case in "two|hello there\nhow are you\n|--model $M --max-tokens 5" \
+        "reset|hello there\n/reset\nhello there\n|--model $M --max-tokens 5 --system be_brief" \
+        "full|a\nb\nc\nd\n|--model $S --max-tokens 4" "fill|hello there\nhow are you\n|--model $M"; do
+        IFS='|' read -r name input flags <<<"$case"
+        [ $name = reset ] && plain=$(printf '%s' "$flags" | sed 's/be_brief/be brief/') || plain=$flags
+        [ $name = reset ] && run plain_$name "$(printf "$input")"$'\n' $flags --temperature 0 || true
+        run spec "$(printf "$input")"$'\n' $flags --temperature 0 $d
+        base=$name && [ $name = reset ] && base=plain_reset
+        [ "$d $name" = "--draft int8 fill" ] &&
+            check "... its draft's cache follows the conversation when the oldest turn leaves: each turn keeps 3 in 4 \
+drafted at least ($(sed -n 's/.*; \([0-9]* of [0-9]*\) drafted kept.*/\1/p' $T/spec.err | tr '\n' ','))" \
+                test "$(sed -n 's/.*; \([0-9]*\) of \([0-9]*\) drafted kept.*/\1 \2/p' $T/spec.err |
+                    awk '4 * $1 < 3 * $2 { bad++ } END { print NR, bad + 0 }')" = "2 0"
+        some=-gt && [[ $d = *c8 ]] && some=-eq
+        check "$d, $name: exit 0, the same replies as plain decoding's, the same prefills, tokens drafted ($some 0)" \
+            bash -c "test '$(rc spec) $(prefills spec) / $(replies spec)' = '0 $(prefills $base) / $(replies $base)' \
+-a $(drafted spec) $some 0 && cmp $T/spec.out $T/$base.out"
+    done
+done
+run spec_a $'hello there\nhow are you\n' --model $M --max-tokens 8 --temperature 0.9 --draft-model $T/m2
+run spec_b $'hello there\nhow are you\n' --model $M --max-tokens 8 --temperature 0.9 --draft-model $T/m2
+check "sampling through a draft repeats from its seed (exit 0, the same replies)" \
+    bash -c "test '$(rc spec_a) $(rc spec_b) $(replies spec_a)' = '0 0 8 8' && cmp $T/spec_a.out $T/spec_b.out"
+
 # --- 5. signals: Ctrl-C stops the reply, at the prompt it ends the program; SIGTERM and SIGHUP end it -------------
 # start NAME FLAGS...: chat on the slow model in the background (its signals' default actions as a terminal's
 # program has them), reading the FIFO $T/NAME.in, which fd 3 holds open; CHAT is its pid.
@@ -203,20 +235,30 @@ finish() {
 }
 yes 'the quick brown fox' | head -220 | tr '\n' ' ' >$T/pre.txt
 trap '' PIPE  # a write to the FIFO of a chat that has ended fails here, not the suite
-start int
-echo 'hello there' >&3
-wait_for $T/int.out . && kill -INT $CHAT
-wait_for $T/int.err '^\(.*; stopped\)$'
-n=$(stat -c %s $T/int.out)
-echo 'how are you' >&3
-wait_grow $T/int.out $n && kill -INT $CHAT
-wait_for $T/int.err '^\(.*; stopped\)$' 2
-echo /quit >&3
-finish
+# two_stops NAME FLAGS...: chat's first two replies each stopped by Ctrl-C, then a third turn, then /quit.
+two_stops() {
+    local name=$1 n
+    start "$@"
+    echo 'hello there' >&3
+    wait_for $T/$name.out . && kill -INT $CHAT
+    wait_for $T/$name.err '^\(.*; stopped\)$'
+    n=$(stat -c %s $T/$name.out)
+    echo 'how are you' >&3
+    wait_grow $T/$name.out $n && kill -INT $CHAT
+    wait_for $T/$name.err '^\(.*; stopped\)$' 2
+    echo 'hello there' >&3
+    wait_for $T/$name.err '^\(.* tok/s' 3
+    echo /quit >&3
+    finish
+}
+two_stops int
 check "Ctrl-C during a long reply stops it (said on its line), the program goes on to the next turn; /quit: exit 0" \
-    test "$CODE $(grep -c '; stopped)$' $T/int.err) $(turns int)" = "0 2 2"
+    test "$CODE $(grep -c '; stopped)$' $T/int.err) $(turns int)" = "0 2 3"
 check "... each reply cut short (fewer than the 2,000 tokens the context left it)" \
     test "$(replies int | tr ' ' '\n' | awk '$1 < 1000' | wc -l)" = 2
+two_stops intd --draft int8
+check "--draft int8: Ctrl-C stops a speculative reply too, twice, and the third turn goes on from what the cache holds; \
+exit 0" test "$CODE $(grep -c '; stopped)$' $T/intd.err) $(turns intd)" = "0 2 3"
 start prompt
 wait_for $T/prompt.err '^tokenizer:' && sleep 0.3 && kill -INT $CHAT
 finish
@@ -296,6 +338,19 @@ check_error "--seed past a long long" "bad value for --seed (chat): expected 0..
     "${E[@]}" --model $M --seed 18446744073709551615
 check_error "--precision int4" "bad value for --precision (chat): expected fp32, bf16 or int8, got 'int4'" \
     "${E[@]}" --model $M --precision int4
+check_error "--draft takes int8 alone" "bad value for --draft (chat): expected int8" "${E[@]}" --model $M --draft fp32
+check_error "--draft int8 with --precision int8" "conflicting flags (chat): --draft int8 drafts for an fp32 or bf16" \
+    "${E[@]}" --model $M --draft int8 --precision int8
+check_error "--draft int8 with --lora-from" "conflicting flags (chat): --draft int8 copies the model's fp32 weights" \
+    "${E[@]}" --model $M --draft int8 --lora-from $T/ad
+check_error "--draft with --draft-model" "conflicting flags (chat): give one of --draft" \
+    "${E[@]}" --model $M --draft int8 --draft-model $T/m2
+check_error "--draft-min without a draft" "flag --draft-min (chat) needs --draft int8 or --draft-model" \
+    "${E[@]}" --model $M --draft-min 2
+check_error "--draft-min above --draft-max" "conflicting flags (chat): --draft-min 5 is more than --draft-max 4" \
+    "${E[@]}" --model $M --draft int8 --draft-min 5 --draft-max 4
+check_error "--draft-model that is not there" "$T/none" "${E[@]}" --model $M --draft-model $T/none
+check_error "--draft-model an adapter directory" "not a model ($T/ad)" "${E[@]}" --model $M --draft-model $T/ad
 check_error "--heads against the model's config" "conflicting head count (--heads 3)" "${E[@]}" --model $M --heads 3
 check_error "--force-base without --lora-from" "flag --force-base (chat) needs --lora-from" "${E[@]}" --model $M --force-base
 check_error "--lora-from a directory that does not exist" "adapter not found (/nonexistent" \
@@ -426,6 +481,17 @@ for fmt in gguf llmc; do
     "$GPT2" export --model $C --format $fmt --out $T/chat.$fmt >/dev/null 2>&1
     run fmt $'Hi, who are you?\nTell me a fruit.\n' --model $T/chat.$fmt --temperature 0 --max-tokens 30
     check "the same model as a $fmt file: the same replies" cmp $T/fmt.out $T/eot.out
+done
+
+check_error "--draft-model of another vocabulary" \
+    "bad value for --draft-model (chat): $C has a vocabulary of 50257 tokens, expected the model's 1000" \
+    "${E[@]}" --model $M --draft-model $C
+for d in "--draft int8" "--draft int8 --draft-min 8"; do
+    run eot_spec $'Hi, who are you?\nTell me a fruit.\nHi, who are you?\n' --model $C --temperature 0 --max-tokens 30 $d
+    run eot_plain $'Hi, who are you?\nTell me a fruit.\nHi, who are you?\n' --model $C --temperature 0 --max-tokens 30
+    check "$d: replies that end at <|endoftext|> a kept draft (drafted $(drafted eot_spec)): the same replies and \
+prefills as plain decoding's, turn after turn" bash -c "test '$(rc eot_spec) $(prefills eot_spec) $(replies eot_spec)' = \
+'0 $(prefills eot_plain) $(replies eot_plain)' -a $(drafted eot_spec) -gt 0 && cmp $T/eot_spec.out $T/eot_plain.out"
 done
 
 # --- 11. red team, continued: sampling, boundaries, other bases, hostile streams, a terminal ---------------------

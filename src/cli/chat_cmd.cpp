@@ -7,6 +7,8 @@
 // would overflow, the fewest oldest turns leave it (said in one line) and what is kept is prefilled again.
 // /reset starts over, /quit (or the end of input) ends; commands ignore case and the spaces around them. Ctrl-C
 // stops the turn at hand (its prefill or its reply), and at the prompt ends the program; SIGTERM and SIGHUP end it.
+// With --draft int8 or --draft-model, replies are decoded speculatively (inference/speculative.h): the draft keeps
+// its own cache of the conversation across turns, and greedy replies are the same token for token.
 #include <algorithm>
 #include <cassert>
 #include <cctype>
@@ -25,6 +27,7 @@
 #include "inference/generate.h"
 #include "inference/infer.h"
 #include "inference/sampler.h"
+#include "inference/speculative.h"
 #include "lora/lora.h"
 #include "platform/platform.h"
 #include "platform/signals.h"
@@ -52,6 +55,8 @@ struct Conversation {
     std::vector<int> unfed;
     std::vector<float> logits;
     ThreadTuner tuner;  // each forward's team, from the other processes' load (platform/threads.h), as generate's
+    std::unique_ptr<Speculation> spec;  // --draft int8 or --draft-model: replies decoded speculatively, else null
+    GenerateOptions draft;              // its --draft-min and --draft-max
 };
 
 std::vector<int> encode(Tokenizer* tok, const std::string& text) { return tokenizer_encode(tok, text); }
@@ -62,6 +67,14 @@ std::vector<int> turn_tokens(const Conversation& c, const std::string& line) {
     for (const std::string& text : {"User: " + line + "\n", std::string("Assistant:")})
         for (int id : encode(c.tok, text)) t.push_back(id);
     return t;
+}
+
+// What the cache holds once `turn` is prefilled: the head, the kept turns, then `turn`.
+std::vector<int> conversation(const Conversation& c, const std::vector<int>& turn) {
+    std::vector<int> all = c.head;
+    for (const auto& t : c.turns) all.insert(all.end(), t.begin(), t.end());
+    all.insert(all.end(), turn.begin(), turn.end());
+    return all;
 }
 
 void forward(Conversation* c, const int* tokens, int n) {
@@ -114,10 +127,8 @@ int prefill(Conversation* c, const std::vector<int>& turn) {
     return feed(c, tokens);
 }
 
-// Ends the program on logits that hold a NaN or an infinity, as generate does: nothing is sampled from them.
-void check_finite(const Conversation& c, bool mid_line) {
-    GenerateStats s;
-    if (generate_finite_logits(c.logits.data(), c.model->cfg.vocab_size, c.st.len, &s)) return;
+// Ends the program on logits that hold a NaN or an infinity (said in s), as generate does: nothing is sampled from them.
+void nonfinite(const GenerateStats& s, bool mid_line) {
     if (mid_line) printf("\n");
     fflush(stdout);
     fatal("%s", generate_nonfinite_message(s).c_str());
@@ -125,37 +136,44 @@ void check_finite(const Conversation& c, bool mid_line) {
 
 enum class ReplyEnd { kEot, kMaxTokens, kContext, kStopped };
 
-// Samples and prints the reply after a whole prefill; returns its tokens (<|endoftext|> not among them) and why it
-// ended. A reply cut by --max-tokens or the context leaves its last token unfed.
-std::vector<int> reply(Conversation* c, ReplyEnd* end, double* seconds) {
+// Samples and prints the reply after a whole prefill of `all` (the conversation), plainly or through the draft
+// (c->spec: each round's kept tokens at once, the same greedy reply); returns its tokens (<|endoftext|> not among
+// them) and why it ended. A reply cut by --max-tokens or the context leaves its last token unfed.
+std::vector<int> reply(Conversation* c, std::vector<int> all, ReplyEnd* end, GenerateStats* s) {
     const GPT2Config& cfg = c->model->cfg;
     const int room = cfg.max_seq_len - c->st.len + 1;  // the last token is not fed
     const int limit = c->max_tokens ? std::min(c->max_tokens, room) : room;
     TokenDecoder decoder(*c->tok);
     std::vector<int> out;
-    *end = ReplyEnd::kStopped;  // unless the loop says otherwise
-    const double t0 = time_now_s();
-    while (!stop_requested()) {  // a prefill cut short (unfed tokens left) leaves it set
-        check_finite(*c, !out.empty());
-        const int token = sampler_sample(c->logits.data(), cfg.vocab_size, c->sampler, &c->rng);
-        if (token == kTokenizerEot) {
-            *end = ReplyEnd::kEot;
-            break;
-        }
+    *end = ReplyEnd::kStopped;  // unless a token says otherwise
+    const auto take = [&](int token) {  // false when the reply ends with it
+        if (token == kTokenizerEot) return *end = ReplyEnd::kEot, false;
         out.push_back(token);
         print_text(decoder.push(token));
         if (fflush(stdout) != 0) fatal("cannot write standard output: %s", strerror(errno));
-        if ((int)out.size() == limit) {
-            *end = limit < room ? ReplyEnd::kMaxTokens : ReplyEnd::kContext;
-            c->unfed.push_back(token);
-            break;
-        }
+        if ((int)out.size() < limit) return true;
+        *end = limit < room ? ReplyEnd::kMaxTokens : ReplyEnd::kContext;
+        c->unfed.push_back(token);
+        return false;
+    };
+    const double t0 = time_now_s();
+    if (c->spec && !stop_requested()) {  // a prefill cut short (unfed tokens left) leaves it set
+        GenerateOptions opts = c->draft;
+        opts.max_tokens = limit, opts.sampler = c->sampler, opts.stop_token = kTokenizerEot;
+        opts.cancelled = [] { return stop_requested() != 0; };
+        c->spec->decode(&c->st, &all, c->logits.data(), opts, &c->rng, take, s);
+        if (s->stop == GenerateStop::kNonFinite) nonfinite(*s, !out.empty());
+    }
+    while (!c->spec && !stop_requested()) {
+        if (!generate_finite_logits(c->logits.data(), cfg.vocab_size, c->st.len, s)) nonfinite(*s, !out.empty());
+        const int token = sampler_sample(c->logits.data(), cfg.vocab_size, c->sampler, &c->rng);
+        if (!take(token)) break;
         forward(c, &token, 1);
     }
     print_text(decoder.flush());
     printf("\n");
     if (fflush(stdout) != 0) fatal("cannot write standard output: %s", strerror(errno));
-    *seconds = time_now_s() - t0;
+    s->decode_s = time_now_s() - t0;
     return out;
 }
 
@@ -173,16 +191,20 @@ void turn(Conversation* c, const std::string& line) {
     stop_catch(true);  // Ctrl-C ends this turn, not the program
     const double t0 = time_now_s();
     const int prefilled = prefill(c, tokens);
+    const std::vector<int> all = conversation(*c, tokens);
+    if (c->spec && !stop_requested()) c->spec->prefill(all);
     const double prefill_s = time_now_s() - t0;
-    double seconds = 0;
+    GenerateStats s;
     ReplyEnd end;
-    const std::vector<int> answer = reply(c, &end, &seconds);
+    const std::vector<int> answer = reply(c, all, &end, &s);
     stop_catch(false);
     tokens.insert(tokens.end(), answer.begin(), answer.end());
     for (int id : encode(c->tok, "\n")) tokens.push_back(id), c->unfed.push_back(id);  // the reply's end
     c->turns.push_back(tokens);
-    fprintf(stderr, "(%d tokens prefilled in %.0f ms; %zu token%s at %.1f tok/s%s)\n", prefilled, prefill_s * 1e3,
-            answer.size(), answer.size() == 1 ? "" : "s", answer.size() / std::max(seconds, 1e-9),
+    char drafts[80] = "";
+    if (c->spec) snprintf(drafts, sizeof drafts, "; %d of %d drafted kept", s.kept, s.drafted);
+    fprintf(stderr, "(%d tokens prefilled in %.0f ms; %zu token%s at %.1f tok/s%s%s)\n", prefilled, prefill_s * 1e3,
+            answer.size(), answer.size() == 1 ? "" : "s", answer.size() / std::max(s.decode_s, 1e-9), drafts,
             end == ReplyEnd::kStopped ? "; stopped" : end == ReplyEnd::kContext ? "; the context is full" : "");
     const int sig = stop_requested();
     if (sig && sig != SIGINT) {
@@ -277,6 +299,10 @@ CliArgs chat_args(int argc, char** argv) {
         kCliInferPrecisionFlag,
         {"lora-from", "", "", "apply this PEFT LoRA adapter directory to --model"},
         kCliForceBaseFlag,
+        kCliDraftFlag,
+        kCliDraftModelFlag,
+        kCliDraftMaxFlag,
+        kCliDraftMinFlag,
     };
     return cli_parse(argc, argv, "chat", "gpt2 chat --model PATH [--lora-from DIR] [--system TEXT] [flags]",
                      "Talks with a model in the chat template tokenize --instructions trains on, one line per "
@@ -303,13 +329,24 @@ int cmd_chat(int argc, char** argv) {
     const CliArgs args = chat_args(argc, argv);
     Conversation c;
     read_sampling(args, &c);
-    GPT2 model;
+    const bool drafting = cli_draft_options(args, &c.draft);
+    GPT2 model, draft;
     LoraModel lora;
     Tokenizer tok;
     cli_load_for_inference(args, &model, &lora);
     const int ctx = model.cfg.max_seq_len, rows = std::min(ctx, kPrefillRows);
-    memory_check(infer_memory_bytes(model.cfg, ctx, rows), "the KV cache of the context", "a smaller model");
-    infer_keep_q8_tiles_if_room(&model, infer_memory_bytes(model.cfg, ctx, rows));  // int8: faster decoding
+    double beside = infer_memory_bytes(model.cfg, ctx, rows);
+    memory_check(beside, "the KV cache of the context", "a smaller model");
+    if (drafting) {  // the draft's cache: the conversation, as far as its context goes
+        cli_load_draft(args, model, c.draft.draft_max, &draft);
+        const int len = std::min(ctx, draft.cfg.max_seq_len), draft_rows = std::min(len, kPrefillRows);
+        memory_check(speculation_bytes(model, draft, len, draft_rows), "the draft's KV cache of the context",
+                     "leave out the draft");
+        beside += speculation_bytes(model, draft, len, draft_rows);
+        c.spec = std::make_unique<Speculation>(model, draft, len, draft_rows, &c.tuner);
+        if (args.has("draft")) infer_keep_q8_tiles_if_room(&draft, beside);
+    }
+    infer_keep_q8_tiles_if_room(&model, beside);  // int8: faster decoding
     cli_load_tokenizer(args, model, &tok);
     c.model = &model, c.tok = &tok;
     c.reserve = c.max_tokens ? std::min(c.max_tokens, ctx / 4) : ctx / 4;  // room kept for a reply

@@ -127,7 +127,8 @@ int prefill(Conversation* c, const std::vector<int>& turn) {
     return feed(c, tokens);
 }
 
-// Ends the program on logits that hold a NaN or an infinity (said in s), as generate does: nothing is sampled from them.
+// Ends the program on logits that hold a NaN or an infinity (s says where), as generate does: nothing is sampled
+// from them.
 void nonfinite(const GenerateStats& s, bool mid_line) {
     if (mid_line) printf("\n");
     fflush(stdout);

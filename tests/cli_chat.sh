@@ -351,6 +351,11 @@ check_error "--draft-min above --draft-max" "conflicting flags (chat): --draft-m
     "${E[@]}" --model $M --draft int8 --draft-min 5 --draft-max 4
 check_error "--draft-model that is not there" "$T/none" "${E[@]}" --model $M --draft-model $T/none
 check_error "--draft-model an adapter directory" "not a model ($T/ad)" "${E[@]}" --model $M --draft-model $T/ad
+check_error "a missing --draft-model is said before the model is read (a missing --model too)" \
+    "checkpoint not found ($T/none2)" "${E[@]}" --model $T/none --draft-model $T/none2
+check_error "a bare .safetensors draft whose head count cannot be inferred: named as --draft-model's, not --heads" \
+    "bad value for --draft-model (chat): cannot infer the head count of $M/model.safetensors" \
+    "${E[@]}" --model $M --heads 2 --draft-model $M/model.safetensors
 check_error "--heads against the model's config" "conflicting head count (--heads 3)" "${E[@]}" --model $M --heads 3
 check_error "--force-base without --lora-from" "flag --force-base (chat) needs --lora-from" "${E[@]}" --model $M --force-base
 check_error "--lora-from a directory that does not exist" "adapter not found (/nonexistent" \

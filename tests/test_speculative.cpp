@@ -3,6 +3,7 @@
 // never agree, and the accept/reject rule leaving each token distributed as the model alone draws it.
 #include <cmath>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <string>
@@ -266,4 +267,44 @@ TEST(a_draft_of_a_longer_context_is_sized_by_the_models) {
                  b = speculative_memory_bytes(model, long_draft, 2, 1 << 20);
     printf("    a draft of context 32: %.0f bytes; of context 4096: %.0f\n", a, b);
     CHECK(a == b);
+}
+
+TEST(a_drafts_padded_vocabulary_changes_nothing) {
+    // the draft's logits rows are as wide as its own padded vocabulary (an llm.c file may pad it otherwise than
+    // the model): the same weights padded three ways draft the same tokens, and sampling draws the same
+    GPT2 model, drafts[3];
+    checkpoint_load(&model, kTrained);
+    const int paddings[3] = {model.cfg.padded_vocab_size, model.cfg.vocab_size, 2048};
+    for (int d = 0; d < 3; d++) {
+        GPT2Config cfg = model.cfg;
+        cfg.padded_vocab_size = paddings[d];
+        gpt2_build(&drafts[d], cfg);
+        for (const TensorInfo& t : drafts[d].param_table)  // the model's values (wte: its first rows), zero past them
+            for (const TensorInfo& from : model.param_table)
+                if (from.name == t.name)
+                    std::copy_n(model.params.begin() + from.offset, std::min(t.numel(), from.numel()),
+                                drafts[d].params.begin() + t.offset);
+        for (const TensorInfo& t : drafts[d].param_table)  // sharper logits: drafts the model sometimes rejects
+            if (t.name == "lnfw")
+                for (size_t i = 0; i < t.numel(); i++) drafts[d].params[t.offset + i] *= 3.0f;
+    }
+    GenerateOptions opts;
+    opts.max_tokens = 30, opts.draft_min = 8, opts.draft_max = 8;
+    opts.sampler.temperature = 1, opts.sampler.top_k = 0;
+    int differ = 0, kept = 0, drafted = 0;
+    for (uint64_t seed = 1; seed <= 20; seed++) {
+        std::vector<int> out[3];
+        for (int d = 0; d < 3; d++) {
+            Rng rng(seed);
+            GenerateStats stats;
+            out[d] = generate_speculative(model, drafts[d], {5, 6}, opts, &rng, [](int) {}, &stats);
+            if (d == 0) kept += stats.kept, drafted += stats.drafted;
+        }
+        differ += out[1] != out[0];
+        differ += out[2] != out[0];
+    }
+    printf("    20 seeds, drafts padded to %d, %d and %d (%d of %d drafted kept): %d of 40 samples differ\n",
+           paddings[0], paddings[1], paddings[2], kept, drafted, differ);
+    CHECK(differ == 0);
+    CHECK(kept < drafted);
 }

@@ -165,6 +165,15 @@ bool cli_draft_options(const CliArgs& args, GenerateOptions* opts) {
         fatal("conflicting flags (%s): give one of --draft int8 (the model's own copy) and --draft-model", command);
     if (args.has("draft-model") && args.str("draft-model").empty())
         fatal("bad value for --draft-model (%s): expected a checkpoint, got ''", command);
+    if (args.has("draft-model")) {  // its headers, before the model is read: a broken draft is said at once
+        const std::string path = args.str("draft-model");
+        CheckpointInfo info;  // (a file's head count, 1 here, is read from it but a bare .safetensors')
+        const GPT2Config cfg = checkpoint_inspect(path, dir_exists(path) ? 0 : 1, &info);
+        if (info.format == "safetensors" && cfg.channels % 64 != 0)
+            fatal_hint("give the draft as a directory with its config.json (gpt2 export --format hf)",
+                       "bad value for --draft-model (%s): cannot infer the head count of %s: channels %d is not a "
+                       "multiple of 64 (--heads is the model's)", command, path.c_str(), cfg.channels);
+    }
     const bool any = args.has("draft") || args.has("draft-model");
     for (const char* flag : {"draft-max", "draft-min"})
         if (args.has(flag) && !any) fatal("flag --%s (%s) needs --draft int8 or --draft-model", flag, command);
@@ -195,8 +204,8 @@ void cli_load_draft(const CliArgs& args, const GPT2& model, int most, GPT2* draf
         if (draft->cfg.vocab_size != model.cfg.vocab_size)
             fatal("bad value for --draft-model (%s): %s has a vocabulary of %d tokens, expected the model's %d (the "
                   "same tokenizer)", args.command.c_str(), path.c_str(), draft->cfg.vocab_size, model.cfg.vocab_size);
-        fprintf(stderr, "draft: %s (%d layers, %d channels), up to %d tokens a check\n", path.c_str(),
-                draft->cfg.num_layers, draft->cfg.channels, most);
+        fprintf(stderr, "draft: %s (%d layer%s, %d channels), up to %d tokens a check\n", path.c_str(),
+                draft->cfg.num_layers, draft->cfg.num_layers == 1 ? "" : "s", draft->cfg.channels, most);
     }
 }
 

@@ -78,7 +78,8 @@ const CliFlag kCliDraftFlag = {"draft", "", "",
                                "int8: speculative decoding, the model's own int8 (q8_0) copy drafting tokens that the "
                                "model checks several at a time; greedy output stays token for token the model's own"};
 const CliFlag kCliDraftModelFlag = {"draft-model", "", "",
-                                    "speculative decoding with this smaller GPT-2 (the same tokenizer) drafting"};
+                                    "speculative decoding with this smaller GPT-2 (the same tokenizer) drafting (a "
+                                    "bare .safetensors: heads = channels / 64)"};
 const CliFlag kCliDraftMaxFlag = {"draft-max", "", "8", "with a draft: tokens drafted a check at most (1..8)"};
 const CliFlag kCliDraftMinFlag = {"draft-min", "", "0",
                                   "with a draft: tokens drafted a check at least, where the context leaves room "

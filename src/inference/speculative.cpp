@@ -146,9 +146,9 @@ struct Round {
                 *chosen = sampler_argmax(p, V);
                 kept = *chosen == drafted[i];
             } else {
+                const float* q = drafter->q.data() + (size_t)i * drafter->model.cfg.padded_vocab_size;  // its rows
                 *chosen = speculative_accept(sampler_distribution(p, V, opts.sampler),
-                                             sampler_distribution(drafter->q.data() + (size_t)i * Vp, V, opts.sampler),
-                                             drafted[i], rng, &kept);
+                                             sampler_distribution(q, V, opts.sampler), drafted[i], rng, &kept);
             }
             if (!kept) break;
             *chosen = -1;
@@ -209,7 +209,8 @@ void draft_sizes(const GPT2Config& model, const GPT2Config& draft, int prompt_to
 }  // namespace
 
 double speculation_bytes(const GPT2& model, const GPT2& draft, int len, int rows) {
-    const double logits = 4.0 * ((2.0 * kDraftMax + 1) * model.cfg.padded_vocab_size);
+    const double logits = 4.0 * ((kDraftMax + 1.0) * model.cfg.padded_vocab_size +  // the check's, and the draft's
+                                 (double)kDraftMax * draft.cfg.padded_vocab_size);
     return infer_memory_bytes(draft.cfg, len, rows) + infer_scratch_bytes(model.cfg, kDraftMax + 1) + logits;
 }
 

@@ -17,6 +17,7 @@
 #include "inference/sampler.h"
 #include "inference/speculative.h"
 #include "precision/precision.h"
+#include "platform/threads.h"
 #include "test.h"
 
 namespace {
@@ -306,5 +307,48 @@ TEST(a_drafts_padded_vocabulary_changes_nothing) {
     printf("    20 seeds, drafts padded to %d, %d and %d (%d of %d drafted kept): %d of 40 samples differ\n",
            paddings[0], paddings[1], paddings[2], kept, drafted, differ);
     CHECK(differ == 0);
-    CHECK(kept < drafted);
+    CHECK(kept > 0 && kept < drafted);
+}
+
+TEST(a_speculation_goes_on_with_a_sequence_across_calls) {
+    // a chat's turns: one Speculation, calls that go on with the sequence or with a shorter one (the oldest turns
+    // gone, /reset); the model's cache after each way a call ends, and drafts from the draft's cache cut back to
+    // the sequence given. The draft is the model itself: every greedy draft is kept unless drafted from stale logits.
+    GPT2 model, self;
+    checkpoint_load(&model, kTrained);
+    gpt2_build(&self, model.cfg);
+    self.params = model.params;
+    const int ctx = model.cfg.max_seq_len;
+    ThreadTuner tuner;
+    Speculation spec(model, self, ctx, ctx, &tuner);
+    GenerateOptions opts;
+    opts.sampler.temperature = 0, opts.draft_min = 1, opts.draft_max = 1, opts.max_tokens = 20;
+    const std::vector<int> prompt = {5, 6, 7};
+    Rng rng(1);
+    std::vector<int> plain = prompt;
+    for (int t : generate(model, prompt, opts, &rng, [](int) {}, nullptr)) plain.push_back(t);
+    // calls on fresh caches holding plain's first `from` tokens, each taking `n` tokens (or cancelled after them)
+    const auto call = [&](int from, int n, bool cancel, GenerateStats* s) {
+        InferState st;
+        infer_init(&st, model, ctx, ctx);
+        std::vector<float> logits(model.cfg.padded_vocab_size);
+        infer_forward(&st, model, plain.data(), from, logits.data(), false);
+        std::vector<int> seq(plain.begin(), plain.begin() + from);
+        int taken = 0;
+        GenerateOptions o = opts;
+        if (cancel) o.cancelled = [&] { return taken >= n; };  // (emit ends a run that is not cancelled)
+        spec.decode(&st, &seq, logits.data(), o, &rng, [&](int) { return ++taken < (cancel ? 2 * n : n); }, s);
+        const bool same = std::equal(seq.begin(), seq.end(), plain.begin()) &&
+                          (s->stop == GenerateStop::kCancelled) == cancel;
+        printf("    from %d tokens, %d more%s: plain's %s; the cache holds %d of %zu; %d of %d drafted kept\n", from,
+               n, cancel ? " (cancelled)" : "", same ? "tokens" : "NOT", st.len, seq.size(), s->kept, s->drafted);
+        return same && st.len == (int)seq.size() - (cancel ? 0 : 1);
+    };
+    GenerateStats a, b, c, d;
+    CHECK(call(3, 12, false, &a));  // the sequence at first
+    CHECK(call(7, 10, false, &b));  // a shorter one that the draft's cache holds whole
+    CHECK(call(3, 6, true, &c));    // cancelled: the cache holds every token
+    CHECK(call(9, 8, false, &d));
+    CHECK(a.drafted > 0 && b.drafted > 0 && d.drafted > 0);
+    CHECK(a.kept == a.drafted && b.kept == b.drafted && c.kept == c.drafted && d.kept == d.drafted);
 }

@@ -119,8 +119,7 @@ int prefill(Conversation* c, const std::vector<int>& turn) {
             kept -= c->turns.front().size(), c->turns.erase(c->turns.begin()), dropped++;
         fprintf(stderr, "(context of %d full: the oldest %d turn%s left the conversation)\n", ctx, dropped,
                 dropped == 1 ? "" : "s");
-        tokens = c->head;
-        for (const auto& t : c->turns) tokens.insert(tokens.end(), t.begin(), t.end());
+        tokens = conversation(*c, {});
         c->st.len = 0;
     }
     tokens.insert(tokens.end(), turn.begin(), turn.end());
@@ -193,7 +192,7 @@ void turn(Conversation* c, const std::string& line) {
     const double t0 = time_now_s();
     const int prefilled = prefill(c, tokens);
     const std::vector<int> all = conversation(*c, tokens);
-    if (c->spec && !stop_requested()) c->spec->prefill(all);
+    if (c->spec && !stop_requested()) c->spec->prefill(all, [] { return stop_requested() != 0; });
     const double prefill_s = time_now_s() - t0;
     GenerateStats s;
     ReplyEnd end;
@@ -328,26 +327,26 @@ void read_sampling(const CliArgs& args, Conversation* c) {
 
 int cmd_chat(int argc, char** argv) {
     const CliArgs args = chat_args(argc, argv);
+    GPT2 model, draft;  // (before the conversation, whose draft refers to them)
+    LoraModel lora;
+    Tokenizer tok;
     Conversation c;
     read_sampling(args, &c);
     const bool drafting = cli_draft_options(args, &c.draft);
-    GPT2 model, draft;
-    LoraModel lora;
-    Tokenizer tok;
     cli_load_for_inference(args, &model, &lora);
     const int ctx = model.cfg.max_seq_len, rows = std::min(ctx, kPrefillRows);
     double beside = infer_memory_bytes(model.cfg, ctx, rows);
     memory_check(beside, "the KV cache of the context", "a smaller model");
+    int draft_len = 0, draft_rows = 0;
     if (drafting) {  // the draft's cache: the conversation, as far as its context goes
         cli_load_draft(args, model, c.draft.draft_max, &draft);
-        const int len = std::min(ctx, draft.cfg.max_seq_len), draft_rows = std::min(len, kPrefillRows);
-        memory_check(speculation_bytes(model, draft, len, draft_rows), "the draft's KV cache of the context",
-                     "leave out the draft");
-        beside += speculation_bytes(model, draft, len, draft_rows);
-        c.spec = std::make_unique<Speculation>(model, draft, len, draft_rows, &c.tuner);
+        draft_len = std::min(ctx, draft.cfg.max_seq_len), draft_rows = std::min(draft_len, kPrefillRows);
+        beside += speculation_bytes(model, draft, draft_len, draft_rows);
+        memory_check(beside, "the KV caches of the model and the draft", "leave out the draft");
         if (args.has("draft")) infer_keep_q8_tiles_if_room(&draft, beside);
     }
     infer_keep_q8_tiles_if_room(&model, beside);  // int8: faster decoding
+    if (drafting) c.spec = std::make_unique<Speculation>(model, draft, draft_len, draft_rows, &c.tuner);
     cli_load_tokenizer(args, model, &tok);
     c.model = &model, c.tok = &tok;
     c.reserve = c.max_tokens ? std::min(c.max_tokens, ctx / 4) : ctx / 4;  // room kept for a reply

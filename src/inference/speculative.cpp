@@ -81,14 +81,15 @@ struct Drafter {
         fed.insert(fed.end(), tokens, tokens + n);
         infer_forward(&st, model, tokens, n, logits, false);
     }
-    // The cache cut back to what it shares with seq, then fed the rest: up to `singly` tokens (the last round's
-    // last draft, when kept, and the model's own) one decoding pass each; more (a prompt, a chat's turn, the plain
-    // rounds' tokens) in passes of st.max_rows.
-    void catch_up(const std::vector<int>& seq, int singly) {
+    // The cache cut back to what it shares with seq but seq's last token (fed again, so that q's first row follows
+    // it), then fed the rest: up to `singly` tokens (the last round's last draft, when kept, and the model's own)
+    // one decoding pass each; more (a prompt, a chat's turn, the plain rounds' tokens) in passes of st.max_rows,
+    // between which `cancelled` (if given) may stop it.
+    void catch_up(const std::vector<int>& seq, int singly, const std::function<bool()>& cancelled = nullptr) {
         int same = 0;
-        while (same < st.len && same < (int)seq.size() && fed[same] == seq[same]) same++;
+        while (same < st.len && same + 1 < (int)seq.size() && fed[same] == seq[same]) same++;
         st.len = same;
-        while (st.len < (int)seq.size()) {
+        while (st.len < (int)seq.size() && !(cancelled && cancelled())) {
             const int missing = (int)seq.size() - st.len, n = missing <= singly ? 1 : std::min(st.max_rows, missing);
             forward(seq.data() + st.len, n, q.data());
         }
@@ -140,7 +141,7 @@ struct Round {
         bool ended = false;
         for (; i < n - 1 && !ended; i++) {
             const float* p = logits + (size_t)i * Vp;
-            if (!generate_finite_logits(p, V, base + i + 1, s)) return -1;
+            if (!generate_finite_logits(p, V, base + i + 1, s)) return st->len = base + 1 + i, -1;
             bool kept;
             if (opts.sampler.temperature <= 0) {
                 *chosen = sampler_argmax(p, V);
@@ -155,7 +156,7 @@ struct Round {
             s->kept++;
             ended = !emit(drafted[i]);
         }
-        if (ended) {  // at a kept draft (the stop token, or the last): it is not fed, nor are those after it
+        if (ended) {  // at a kept draft (the stop token): it is not fed, nor are those after it
             s->drafted += i;
             st->len = base + i;
             return -1;
@@ -241,11 +242,11 @@ Speculation::Speculation(const GPT2& model, const GPT2& draft, int len, int rows
 
 Speculation::~Speculation() = default;
 
-void Speculation::prefill(const std::vector<int>& seq) {
+void Speculation::prefill(const std::vector<int>& seq, const std::function<bool()>& cancelled) {
     Drafter& d = parts_->drafter;
     if ((int)seq.size() >= d.st.max_len) return;  // (its cache would be full before a token is drafted)
     parts_->tuner->begin();
-    d.catch_up(seq, 0);
+    d.catch_up(seq, 0, cancelled);
     parts_->tuner->end();
 }
 

@@ -34,12 +34,13 @@ class Speculation {
 public:
     Speculation(const GPT2& model, const GPT2& draft, int len, int rows, ThreadTuner* tuner);
     ~Speculation();
-    // Feeds the draft seq (a prompt), unless it would fill the draft's cache.
-    void prefill(const std::vector<int>& seq);
+    // Feeds the draft seq (a prompt), unless it would fill the draft's cache; `cancelled` (if given) may stop it
+    // between its passes.
+    void prefill(const std::vector<int>& seq, const std::function<bool()>& cancelled = nullptr);
     // Decodes after *seq, which the model's cache st holds (past the context: its last window), from `next`, the
     // model's logits for the token after it: each token chosen is appended to *seq and given to emit, until emit
-    // returns false (st then holds *seq but its last token), opts.cancelled() (st holds all of *seq) or logits that
-    // are not finite (stats->stop). Draws opts.draft_min..draft_max tokens a round (asserted within 0..kDraftMax);
+    // returns false (st then holds *seq but its last token), opts.cancelled() or logits that are not finite
+    // (stats->stop; in both, st holds all of *seq). Draws opts.draft_min..draft_max tokens a round (asserted within 0..kDraftMax);
     // adds to stats' drafted, kept, rounds and slides.
     void decode(InferState* st, std::vector<int>* seq, const float* next, const GenerateOptions& opts, Rng* rng,
                 const std::function<bool(int)>& emit, GenerateStats* stats);

@@ -157,18 +157,19 @@ std::vector<int> reply(Conversation* c, std::vector<int> all, ReplyEnd* end, Gen
         return false;
     };
     const double t0 = time_now_s();
-    if (c->spec && !stop_requested()) {  // a prefill cut short (unfed tokens left) leaves it set
+    if (!c->spec) {
+        while (!stop_requested()) {  // a prefill cut short (unfed tokens left) leaves it set
+            if (!generate_finite_logits(c->logits.data(), cfg.vocab_size, c->st.len, s)) nonfinite(*s, !out.empty());
+            const int token = sampler_sample(c->logits.data(), cfg.vocab_size, c->sampler, &c->rng);
+            if (!take(token)) break;
+            forward(c, &token, 1);
+        }
+    } else if (!stop_requested()) {
         GenerateOptions opts = c->draft;
         opts.max_tokens = limit, opts.sampler = c->sampler, opts.stop_token = kTokenizerEot;
         opts.cancelled = [] { return stop_requested() != 0; };
         c->spec->decode(&c->st, &all, c->logits.data(), opts, &c->rng, take, s);
         if (s->stop == GenerateStop::kNonFinite) nonfinite(*s, !out.empty());
-    }
-    while (!c->spec && !stop_requested()) {
-        if (!generate_finite_logits(c->logits.data(), cfg.vocab_size, c->st.len, s)) nonfinite(*s, !out.empty());
-        const int token = sampler_sample(c->logits.data(), cfg.vocab_size, c->sampler, &c->rng);
-        if (!take(token)) break;
-        forward(c, &token, 1);
     }
     print_text(decoder.flush());
     printf("\n");

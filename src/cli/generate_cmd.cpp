@@ -286,10 +286,9 @@ int cmd_generate(int argc, char** argv) {
     GPT2 draft;
     if (drafting) {
         cli_load_draft(args, model, r.opts.draft_max, &draft);
-        memory_check(speculative_memory_bytes(model, draft, ctx, r.opts.max_tokens),
-                     "the draft's KV cache for --max-tokens", "generate fewer tokens");
-        r.draft = &draft;
         beside += speculative_memory_bytes(model, draft, ctx, r.opts.max_tokens);
+        memory_check(beside, "the KV caches of the model and the draft for --max-tokens", "generate fewer tokens");
+        r.draft = &draft;
     }
     // int8 (the model, or its own copy drafting): the weights also laid out for faster decoding, where they fit
     infer_keep_q8_tiles_if_room(&model, beside);

@@ -257,42 +257,50 @@ void build_wide(GPT2* model, Decoding d) {
     set_decoding(model, d);
 }
 
-// n sequences with prompts of different lengths, decoded together (infer_decode) for several steps: sequence i
-// joins at step i % 3 and leaves after `steps` tokens, each step's rows in another order. Each row's logits
-// against the same sequence decoded alone (infer_forward), byte for byte. Counts the rows that differ (and the
-// caches whose length does) in *mismatches, the rows compared in *rows.
-void decode_together(const GPT2& model, int n, int* mismatches, int* rows) {
-    const int V = model.cfg.vocab_size, Vp = model.cfg.padded_vocab_size, steps = 5;
+// n sequences with prompts of different lengths, decoded together for several steps: sequence i joins at step
+// i % 3 and leaves after `steps` steps, each step's runs in another order. With `runs`, each takes 1-3 tokens a
+// step (infer_decode_runs, every row's logits on even steps, each run's last on odd ones); else one (infer_decode).
+// Each row's logits against the same sequence decoded alone a token at a time (infer_forward), byte for byte.
+// Counts the rows that differ (and the caches whose length does) in *mismatches, the rows compared in *rows.
+void decode_together(const GPT2& model, int n, bool runs, int* mismatches, int* rows) {
+    const int V = model.cfg.vocab_size, Vp = model.cfg.padded_vocab_size, steps = 5, most = runs ? 3 : 1;
     std::vector<InferState> together(n), alone(n);
-    std::vector<float> logits((size_t)n * Vp), row(Vp);
+    std::vector<float> logits((size_t)n * most * Vp), row(Vp);
     for (int i = 0; i < n; i++) {
         const int len = 1 + 7 * i % 12;
         std::vector<int> prompt(len);
         for (int t = 0; t < len; t++) prompt[t] = (131 * i + 37 * t + 5) % V;
         for (InferState* st : {&together[i], &alone[i]}) {
-            infer_init(st, model, len + steps, len);
+            infer_init(st, model, len + steps * most, len);
             infer_forward(st, model, prompt.data(), len, row.data(), false);
         }
     }
     InferScratch scratch;
-    infer_scratch_init(&scratch, model, n);
+    infer_scratch_init(&scratch, model, n * most);
     *mismatches = *rows = 0;
     for (int step = 0; step < steps + 2; step++) {
         std::vector<InferState*> seqs;
-        std::vector<int> tokens, ids;
+        std::vector<int> tokens, ids, counts;
         for (int k = 0; k < n; k++) {
             const int i = (k + 5 * step) % n, decoded = step - i % 3;
             if (decoded < 0 || decoded >= steps) continue;
-            seqs.push_back(&together[i]), tokens.push_back((53 * i + 29 * step + 1) % V), ids.push_back(i);
+            seqs.push_back(&together[i]), ids.push_back(i), counts.push_back(runs ? 1 + (i + step) % 3 : 1);
+            for (int r = 0; r < counts.back(); r++) tokens.push_back((53 * i + 29 * step + 7 * r + 1) % V);
         }
         if (seqs.empty()) continue;
-        infer_decode(&scratch, seqs.data(), model, tokens.data(), (int)seqs.size(), logits.data());
-        for (size_t r = 0; r < seqs.size(); r++) {
-            infer_forward(&alone[ids[r]], model, &tokens[r], 1, row.data(), false);
-            *mismatches += memcmp(row.data(), &logits[r * Vp], sizeof(float) * Vp) != 0;
-            *mismatches += together[ids[r]].len != alone[ids[r]].len;
-            ++*rows;
-        }
+        const bool all = !runs || step % 2 == 0;
+        if (runs) infer_decode_runs(&scratch, seqs.data(), counts.data(), (int)seqs.size(), model, tokens.data(),
+                                    logits.data(), all);
+        else infer_decode(&scratch, seqs.data(), model, tokens.data(), (int)seqs.size(), logits.data());
+        size_t at = 0, out = 0;  // the token, the logits' row
+        for (size_t j = 0; j < seqs.size(); j++)
+            for (int r = 0; r < counts[j]; r++, at++) {
+                infer_forward(&alone[ids[j]], model, &tokens[at], 1, row.data(), false);
+                if (!all && r + 1 < counts[j]) continue;
+                *mismatches += memcmp(row.data(), &logits[out++ * Vp], sizeof(float) * Vp) != 0;
+                *mismatches += r + 1 == counts[j] && together[ids[j]].len != alone[ids[j]].len;
+                ++*rows;
+            }
     }
 }
 
@@ -304,11 +312,14 @@ void check_decode_together(Decoding d) {
     for (const GPT2* model : {&trained, &wide})
         for (int n : {1, 2, 3, 8, 16}) {
             if (model == &wide && n > 3 && test_light()) continue;  // minutes under qemu; the native run has them
-            int mismatches, rows;
-            decode_together(*model, n, &mismatches, &rows);
-            printf("    %s, C %d, %2d sequences together: %d of %d rows differ from the sequence decoded alone\n",
-                   decoding_name(d), model->cfg.channels, n, mismatches, rows);
-            CHECK(mismatches == 0 && rows == 5 * n);
+            for (bool runs : {false, true}) {
+                int mismatches, rows;
+                decode_together(*model, n, runs, &mismatches, &rows);
+                printf("    %s, C %d, %2d sequences together%s: %d of %d rows differ from the sequence decoded "
+                       "alone\n", decoding_name(d), model->cfg.channels, n, runs ? " (runs of 1-3)" : "",
+                       mismatches, rows);
+                CHECK(mismatches == 0 && (runs ? rows > 5 * n : rows == 5 * n));
+            }
         }
 }
 

@@ -2,6 +2,7 @@
 // st->len, infer_decode's one per sequence, each at its own cache's length.
 #include "inference/infer.h"
 
+#include <algorithm>
 #include <cassert>
 #include <map>
 
@@ -95,9 +96,10 @@ void infer_forward(InferState* st, const GPT2& model, const int* tokens, int n, 
 
 namespace {
 
-// Row i: tokens[i] at position pos[i] of seqs[i] (whose cache gets it); infer_decode's and infer_verify's pass.
+// Row i: tokens[i] at position pos[i] of seqs[i] (whose cache gets it); logits for every row, or with `lasts`
+// only for rows lasts[0..nl), row j of logits being row lasts[j]'s.
 void decode_rows(InferScratch* s, InferState* const* seqs, const int* pos, const GPT2& model, const int* tokens,
-                 int n, float* logits) {
+                 int n, float* logits, const int* lasts = nullptr, int nl = 0) {
     const GPT2Config& cfg = model.cfg;
     const int C = cfg.channels;
     assert(n >= 1 && n <= s->rows && "infer_scratch_init sizes the scratch");
@@ -123,29 +125,37 @@ void decode_rows(InferScratch* s, InferState* const* seqs, const int* pos, const
         });
         x = la.residual3;
     }
-    infer_head(s, model, x, n, logits, true);
+    if (!lasts) return infer_head(s, model, x, n, logits, true);
+    for (int j = 0; j < nl; j++)  // (the embedding's rows are free after the first block)
+        std::copy_n(x + (size_t)lasts[j] * C, C, s->x.data() + (size_t)j * C);
+    infer_head(s, model, s->x.data(), nl, logits, true);
 }
 
 }  // namespace
 
 void infer_decode(InferScratch* s, InferState* const* seqs, const GPT2& model, const int* tokens, int n,
                   float* logits) {
-    std::vector<int> pos(n);
-    for (int i = 0; i < n; i++) {
-        for (int j = 0; j < i; j++) assert(seqs[j] != seqs[i] && "one row per sequence");
-        pos[i] = seqs[i]->len;
-    }
-    decode_rows(s, seqs, pos.data(), model, tokens, n, logits);
-    for (int i = 0; i < n; i++) seqs[i]->len++;
+    const std::vector<int> ones(n, 1);
+    infer_decode_runs(s, seqs, ones.data(), n, model, tokens, logits, true);
 }
 
 void infer_verify(InferScratch* s, InferState* st, const GPT2& model, const int* tokens, int n, float* logits) {
-    assert(st->len + n <= st->max_len && "the caller keeps the cache from overflowing");
-    std::vector<InferState*> seqs(n, st);
-    std::vector<int> pos(n);
-    for (int i = 0; i < n; i++) pos[i] = st->len + i;
-    decode_rows(s, seqs.data(), pos.data(), model, tokens, n, logits);
-    st->len += n;
+    infer_decode_runs(s, &st, &n, 1, model, tokens, logits, true);
+}
+
+void infer_decode_runs(InferScratch* s, InferState* const* seqs, const int* counts, int n, const GPT2& model,
+                       const int* tokens, float* logits, bool all_logits) {
+    std::vector<InferState*> row_seq;
+    std::vector<int> pos, lasts;
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < i; j++) assert(seqs[j] != seqs[i] && "one run per sequence");
+        assert(counts[i] >= 1 && seqs[i]->len + counts[i] <= seqs[i]->max_len && "the caller keeps room");
+        for (int r = 0; r < counts[i]; r++) row_seq.push_back(seqs[i]), pos.push_back(seqs[i]->len + r);
+        lasts.push_back((int)pos.size() - 1);
+    }
+    decode_rows(s, row_seq.data(), pos.data(), model, tokens, (int)pos.size(), logits,
+                all_logits ? nullptr : lasts.data(), n);
+    for (int i = 0; i < n; i++) seqs[i]->len += counts[i];
 }
 
 namespace {

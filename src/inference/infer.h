@@ -57,6 +57,13 @@ void infer_decode(InferScratch* s, InferState* const* seqs, const GPT2& model, c
 // writes after the rows before it, each weight read once for all n. n <= s->rows, len + n <= max_len (asserted).
 void infer_verify(InferScratch* s, InferState* st, const GPT2& model, const int* tokens, int n, float* logits);
 
+// Both of those at once: sequence i takes counts[i] tokens (>= 1; tokens holds the runs one after another) at
+// positions len.. of its cache, each row's logits bit for bit those it has alone after the rows before it, every
+// weight read once for all the rows. Logits (one Vp row a token) of every row, or with all_logits false of each
+// run's last. The rows (their sum) <= s->rows, the sequences distinct with room (asserted).
+void infer_decode_runs(InferScratch* s, InferState* const* seqs, const int* counts, int n, const GPT2& model,
+                       const int* tokens, float* logits, bool all_logits);
+
 // Bytes infer_keep_q8_tiles would add to model: 0 unless its weights are q8 with rounded inputs on AVX512-VNNI.
 double infer_q8_tiles_bytes(const GPT2& model);
 // Keeps an int8 model's q8 weights (rounded inputs) also laid out as infer_decode's products of several rows read

@@ -132,6 +132,13 @@ TEST(json_strings_are_valid_utf8_whatever_the_bytes) {
 
 namespace {
 
+// The tokenizer and the trained fixture; false without the tokenizer files.
+bool tokenizer_and_trained(Tokenizer* tok, GPT2* model) {
+    if (!tokenizer_here(tok)) return false;
+    checkpoint_load(model, kTrained);
+    return true;
+}
+
 // Runs the scheduler until every job is done; the choices' texts by job.
 std::map<uint64_t, Job> run_all(Scheduler* s, int max_steps = 10000) {
     std::map<uint64_t, Job> out;
@@ -194,9 +201,8 @@ TEST(scheduler_streams_equal_generate_alone_token_for_token) {
 
 TEST(scheduler_prefills_one_prompt_a_step_while_the_others_decode) {
     Tokenizer tok;
-    if (!tokenizer_here(&tok)) SKIP("no tokenizer files in tokenizer_default_dir()");
     GPT2 model;
-    checkpoint_load(&model, kTrained);
+    if (!tokenizer_and_trained(&tok, &model)) SKIP("no tokenizer files in tokenizer_default_dir()");
     Scheduler s;
     scheduler_init(&s, model, tok, 4, 8);
     CompletionRequest r;
@@ -220,9 +226,8 @@ TEST(scheduler_prefills_one_prompt_a_step_while_the_others_decode) {
 
 TEST(scheduler_stops_at_a_stop_string_and_frees_a_cancelled_slot) {
     Tokenizer tok;
-    if (!tokenizer_here(&tok)) SKIP("no tokenizer files in tokenizer_default_dir()");
     GPT2 model;
-    checkpoint_load(&model, kTrained);
+    if (!tokenizer_and_trained(&tok, &model)) SKIP("no tokenizer files in tokenizer_default_dir()");
     const std::vector<int> prompt = {464, 290, 318};
     const std::string full = generated_text(model, tok, prompt, 12);
     CHECK(full.size() > 6);
@@ -243,4 +248,106 @@ TEST(scheduler_stops_at_a_stop_string_and_frees_a_cancelled_slot) {
     CHECK(s.jobs.count(2) == 0 && !s.slots[0]);
     jobs = run_all(&s);
     CHECK(jobs.size() == 1 && jobs.count(3) && jobs[3].choices[0].finish_reason.size() > 0);
+}
+
+namespace {
+
+// Each request in its own job (1, 2, ...) through a scheduler of `parallel` slots, with draft (if given) drafting
+// draft_min..8 tokens a step.
+std::map<uint64_t, Job> run_requests(const GPT2& model, const Tokenizer& tok, const GPT2* draft, int draft_min,
+                                     int parallel, const std::vector<CompletionRequest>& requests) {
+    Scheduler s;
+    scheduler_init(&s, model, tok, parallel, 64);
+    if (draft) scheduler_set_draft(&s, *draft, draft_min, kDraftMax);
+    for (size_t i = 0; i < requests.size(); i++) CHECK(scheduler_submit(&s, i + 1, requests[i]));
+    std::map<uint64_t, Job> jobs = run_all(&s);
+    CHECK(jobs.size() == requests.size() && !scheduler_busy(s));
+    return jobs;
+}
+
+// The same answer: text, finish_reason, logprobs (bit for bit) and token counts.
+bool same_answer(const Job& a, const Job& b) {
+    if (a.choices.size() != b.choices.size() || a.usage.completion_tokens != b.usage.completion_tokens) return false;
+    for (size_t i = 0; i < a.choices.size(); i++) {
+        const Choice &x = a.choices[i], &y = b.choices[i];
+        if (x.text != y.text || x.finish_reason != y.finish_reason || x.tokens != y.tokens ||
+            x.top_logprobs != y.top_logprobs || x.text_offset != y.text_offset ||
+            x.token_logprobs.size() != y.token_logprobs.size())
+            return false;
+        for (size_t t = 0; t < x.token_logprobs.size(); t++)
+            if (!(x.token_logprobs[t] == y.token_logprobs[t] || (std::isnan(x.token_logprobs[t]) &&
+                                                                  std::isnan(y.token_logprobs[t]))))
+                return false;
+    }
+    return true;
+}
+
+// A draft of the model's weights: the model itself, or its int8 copy as `serve --draft int8` makes it; or one of
+// the same shape that agrees with nothing.
+void make_draft(const GPT2& model, const std::string& kind, GPT2* draft) {
+    gpt2_build(draft, model.cfg);
+    if (kind == "random") return gpt2_init_random(draft, 9);
+    draft->params = model.params;
+    if (kind == "int8") gpt2_set_precision(draft, Precision::kInt8, true), gpt2_round_inputs_q8(draft);
+}
+
+}  // namespace
+
+TEST(scheduler_with_a_draft_gives_plain_decodings_answers) {
+    Tokenizer tok;
+    GPT2 model;
+    if (!tokenizer_and_trained(&tok, &model)) SKIP("no tokenizer files in tokenizer_default_dir()");
+    // 6 greedy requests in 3 slots, of different lengths; one asks for logprobs, one echoes its prompt, one stops
+    // at a string
+    std::vector<CompletionRequest> rs(6);
+    for (int p = 0; p < 6; p++) {
+        rs[p].prompts = {{}};
+        for (int t = 0; t <= 2 * p; t++) rs[p].prompts[0].push_back((t * 37 + 11 * p + 5) % model.cfg.vocab_size);
+        rs[p].temperature = 0, rs[p].max_tokens = max_tokens(model, rs[p].prompts[0], p);
+    }
+    rs[1].logprobs = 3, rs[2].echo = true, rs[2].logprobs = 2;
+    const std::string text = generated_text(model, tok, rs[3].prompts[0], rs[3].max_tokens);
+    rs[3].stop = {text.substr(text.size() / 2, 3)};
+    const std::map<uint64_t, Job> plain = run_requests(model, tok, nullptr, 0, 3, rs);
+    CHECK(plain.at(4).choices[0].finish_reason == "stop");
+    for (const char* kind : {"self", "int8", "random"})
+        for (int draft_min : {0, 3}) {
+            GPT2 draft;
+            make_draft(model, kind, &draft);
+            const std::map<uint64_t, Job> got = run_requests(model, tok, &draft, draft_min, 3, rs);
+            int differ = 0, accepted = 0, rejected = 0;
+            for (const auto& [id, job] : got) {
+                differ += !same_answer(job, plain.at(id));
+                CHECK(job.usage.drafts);
+                accepted += job.usage.accepted, rejected += job.usage.rejected;
+            }
+            printf("    draft %s, at least %d a step: %d of 6 answers differ from plain decoding's; %d of %d drafted "
+                   "kept\n", kind, draft_min, differ, accepted, accepted + rejected);
+            CHECK(differ == 0 && accepted + rejected > 0);
+            if (std::string(kind) == "self") CHECK(rejected == 0);
+        }
+}
+
+TEST(scheduler_samples_through_a_draft_alike_whatever_decodes_beside) {
+    Tokenizer tok;
+    GPT2 model;
+    if (!tokenizer_and_trained(&tok, &model)) SKIP("no tokenizer files in tokenizer_default_dir()");
+    CompletionRequest sampled;
+    sampled.prompts = {{5, 6, 7}}, sampled.temperature = 0.9f, sampled.top_k = 40, sampled.max_tokens = 25;
+    sampled.has_seed = true, sampled.seed = 7;
+    std::vector<CompletionRequest> others(3, sampled);
+    for (int i = 0; i < 3; i++) others[i].prompts = {{9 + i, 2}}, others[i].seed = 100 + i;
+    others.insert(others.begin() + 1, sampled);  // second of four, three beside it
+    for (const char* kind : {"self", "int8"}) {
+        GPT2 draft;
+        make_draft(model, kind, &draft);
+        const Job alone = run_requests(model, tok, &draft, 2, 1, {sampled}).at(1);  // at least 2 drafts a step
+        const Job beside = run_requests(model, tok, &draft, 2, 3, others).at(2);
+        printf("    draft %s: '%s' alone, '%s' beside three others; %d of %d drafted kept\n", kind,
+               alone.choices[0].text.c_str(), beside.choices[0].text.c_str(), alone.usage.accepted,
+               alone.usage.accepted + alone.usage.rejected);
+        CHECK(same_answer(alone, beside) && alone.usage.accepted > 0);
+        // the model drafting for itself: each drafted token's distribution is the model's, so every one is kept
+        if (std::string(kind) == "self") CHECK(alone.usage.rejected == 0 && beside.usage.rejected == 0);
+    }
 }

@@ -34,6 +34,10 @@ CliArgs serve_args(int argc, char** argv) {
         kCliInferPrecisionFlag,
         {"lora-from", "", "", "apply this PEFT LoRA adapter directory to --model"},
         kCliForceBaseFlag,
+        kCliDraftFlag,
+        kCliDraftModelFlag,
+        kCliDraftMaxFlag,
+        kCliDraftMinFlag,
     };
     return cli_parse(argc, argv, "serve", "gpt2 serve --model PATH [--port N] [--api-key KEY] [flags]",
                      "Serves the model over OpenAI's API (/v1/completions, /v1/chat/completions, /v1/models) with "
@@ -81,20 +85,30 @@ ServeOptions serve_options(const CliArgs& args) {
 
 int cmd_serve(int argc, char** argv) {
     const CliArgs args = serve_args(argc, argv);
-    const ServeOptions o = serve_options(args);
-    GPT2 model;
+    ServeOptions o = serve_options(args);
+    GenerateOptions drafts;
+    const bool drafting = cli_draft_options(args, &drafts);
+    o.draft_min = drafts.draft_min, o.draft_max = drafts.draft_max;
+    GPT2 model, draft;
     LoraModel lora;
     Tokenizer tok;
     cli_load_for_inference(args, &model, &lora);
+    if (drafting) cli_load_draft(args, model, o.draft_max, &draft);
     const int ctx = model.cfg.max_seq_len;
     // int8 with streams together: the weights also laid out once for their products
     const double tiles = o.parallel > 1 ? infer_q8_tiles_bytes(model) : 0;
-    memory_check(o.parallel * scheduler_stream_bytes(model.cfg, ctx, ctx) + tiles,
+    double stream = scheduler_stream_bytes(model.cfg, ctx, ctx), beside = 0;
+    if (drafting)
+        stream += scheduler_draft_stream_bytes(draft.cfg, ctx, ctx),
+            beside = scheduler_draft_bytes(model.cfg, draft.cfg, o.parallel);
+    memory_check(o.parallel * stream + beside + tiles,
                  "the KV caches of --parallel " + std::to_string(o.parallel) + " streams" +
+                     (drafting ? " and their drafts'" : "") +
                      (tiles > 0 ? " and the int8 weights laid out for them" : ""),
-                 "a smaller --parallel");
+                 drafting ? "a smaller --parallel, or leave out the draft" : "a smaller --parallel");
     if (tiles > 0) infer_keep_q8_tiles(&model);
-    else infer_keep_q8_tiles_if_room(&model, scheduler_stream_bytes(model.cfg, ctx, ctx));  // one stream's, faster
+    else infer_keep_q8_tiles_if_room(&model, stream + beside);  // one stream's, faster
+    if (drafting) infer_keep_q8_tiles_if_room(&draft, o.parallel * stream + beside);
     cli_load_tokenizer(args, model, &tok);
-    return 128 + serve_run(model, &tok, o);  // as every command a signal stops (platform/signals.h)
+    return 128 + serve_run(model, &tok, o, drafting ? &draft : nullptr);  // as every command a signal stops
 }

@@ -13,45 +13,6 @@
 
 namespace {
 
-// What k is chosen from: the drafted tokens' share kept (decayed so that it follows the text), and the costs of
-// the passes in units of the model's one-token pass, from the bytes of weights each reads (decoding streams them):
-// a draft pass draft_cost, a check of n rows 1 + kCheckRow * (n - 1). Nothing timed, so that k, and with it the
-// random draws of a seeded run, are the same on every run.
-class Costs {
-public:
-    explicit Costs(double draft_cost) : draft_cost_(draft_cost) {}
-    void kept(int kept, int drafted, bool probe) {
-        hits_ = 0.9 * hits_ + kept, misses_ = 0.9 * misses_ + (kept < drafted);
-        if (probe) probe_every_ = kept ? kProbeFirst : std::min(2 * probe_every_, kProbeLast);
-    }
-    // The k (0..cap) with the most tokens for the cost; *probe: a one-token draft after plain rounds.
-    int choose(int cap, bool* probe) {
-        *probe = false;
-        if (cap <= 0) return 0;
-        const double a = (hits_ + 1) / (hits_ + misses_ + 2);
-        int best = 0;
-        double best_rate = 1, expected = 1, ak = 1;
-        for (int k = 1; k <= cap; k++) {
-            ak *= a;
-            expected += ak;  // tokens a round gives: 1 + a + ... + a^k
-            // k draft passes: the last token's and k - 1 drafts' (one more, the last draft's, when all are kept)
-            const double rate = expected / ((k + ak) * draft_cost_ + 1 + kCheckRow * k);
-            if (rate > best_rate) best = k, best_rate = rate;
-        }
-        if (best > 0) return plain_rounds_ = 0, best;
-        if (++plain_rounds_ < probe_every_) return 0;
-        plain_rounds_ = 0, *probe = true;
-        return 1;
-    }
-
-private:
-    static constexpr int kProbeFirst = 8, kProbeLast = 64;  // plain rounds between probes
-    static constexpr double kCheckRow = 0.2;  // a check's each further row, of a one-token pass (its products)
-    double draft_cost_;
-    double hits_ = 4, misses_ = 0;  // at first, drafts taken to agree 5 times in 6
-    int plain_rounds_ = 0, probe_every_ = kProbeFirst;
-};
-
 // Bytes of weights a decoding pass reads: the matrices (wte as the lm_head) from their copies, bf16 or q8_0, where
 // the model has them; the vectors in fp32; of wpe, a row.
 double pass_bytes(const GPT2& model) {
@@ -62,6 +23,48 @@ double pass_bytes(const GPT2& model) {
         if (t.name != "wpe") bytes += (double)t.numel() * (t.cols ? matrix : 4);
     return bytes;
 }
+
+}  // namespace
+
+DraftCosts::DraftCosts(const GPT2& model, const GPT2& draft)
+    : draft_cost_(std::min(1.0, pass_bytes(draft) / pass_bytes(model))) {}
+
+void DraftCosts::kept(int kept, int drafted, bool probe) {
+    hits_ = 0.9 * hits_ + kept, misses_ = 0.9 * misses_ + (kept < drafted);
+    if (probe) probe_every_ = kept ? kProbeFirst : std::min(2 * probe_every_, kProbeLast);
+}
+
+int DraftCosts::choose(int cap, int together, bool* probe) {
+    *probe = false;
+    if (cap <= 0) return 0;
+    const double a = (hits_ + 1) / (hits_ + misses_ + 2);
+    const double pass = (1 + kCheckRow * (together - 1)) / together;  // this sequence's part of a pass
+    int best = 0;
+    double best_rate = 1 / pass, expected = 1, ak = 1;
+    for (int k = 1; k <= cap; k++) {
+        ak *= a;
+        expected += ak;  // tokens a round gives: 1 + a + ... + a^k
+        // k draft passes: the last token's and k - 1 drafts' (one more, the last draft's, when all are kept)
+        const double rate = expected / ((k + ak) * draft_cost_ * pass + pass + kCheckRow * k);
+        if (rate > best_rate) best = k, best_rate = rate;
+    }
+    if (best > 0) return plain_rounds_ = 0, best;
+    if (++plain_rounds_ < probe_every_) return 0;
+    plain_rounds_ = 0, *probe = true;
+    return 1;
+}
+
+int speculative_check(const float* p, const float* q, int V, const SamplerConfig& sampler, int d, Rng* rng,
+                      bool* kept) {
+    if (sampler.temperature <= 0) {
+        const int chosen = sampler_argmax(p, V);
+        *kept = chosen == d;
+        return chosen;
+    }
+    return speculative_accept(sampler_distribution(p, V, sampler), sampler_distribution(q, V, sampler), d, rng, kept);
+}
+
+namespace {
 
 // The draft's side of the rounds: its cache holds `fed`, brought to a prefix of the sequence and up to date
 // before it drafts.
@@ -124,11 +127,11 @@ struct Round {
     // Emits the kept drafts; returns how many were kept, with *chosen the model's own token where they parted
     // (-1 when all were kept: logits row i then holds the model's logits after them), or -1 when generation ended.
     template <class Emit>
-    int run(Drafter* drafter, Costs* costs, InferScratch* check, InferState* st, const std::vector<int>& seq, int cap,
-            float* logits, const Emit& emit, int* chosen) {
+    int run(Drafter* drafter, DraftCosts* costs, InferScratch* check, InferState* st, const std::vector<int>& seq,
+            int cap, float* logits, const Emit& emit, int* chosen) {
         const int V = model.cfg.vocab_size, Vp = model.cfg.padded_vocab_size;
         bool probe;
-        const int k = std::max(costs->choose(std::min(cap, opts.draft_max), &probe), std::min(cap, opts.draft_min));
+        const int k = std::max(costs->choose(std::min(cap, opts.draft_max), 1, &probe), std::min(cap, opts.draft_min));
         std::vector<int> rows = {seq.back()}, drafted;
         if (k > 0) drafter->propose(seq, k, opts.sampler, rng, &drafted);
         rows.insert(rows.end(), drafted.begin(), drafted.end());
@@ -143,14 +146,8 @@ struct Round {
             const float* p = logits + (size_t)i * Vp;
             if (!generate_finite_logits(p, V, base + i + 1, s)) return st->len = base + 1 + i, -1;
             bool kept;
-            if (opts.sampler.temperature <= 0) {
-                *chosen = sampler_argmax(p, V);
-                kept = *chosen == drafted[i];
-            } else {
-                const float* q = drafter->q.data() + (size_t)i * drafter->model.cfg.padded_vocab_size;  // its rows
-                *chosen = speculative_accept(sampler_distribution(p, V, opts.sampler),
-                                             sampler_distribution(q, V, opts.sampler), drafted[i], rng, &kept);
-            }
+            const float* q = drafter->q.data() + (size_t)i * drafter->model.cfg.padded_vocab_size;  // its rows
+            *chosen = speculative_check(p, q, V, opts.sampler, drafted[i], rng, &kept);
             if (!kept) break;
             *chosen = -1;
             s->kept++;
@@ -194,6 +191,76 @@ int speculative_accept(const std::vector<std::pair<int, double>>& p, const std::
     return rest.back().first;
 }
 
+DraftSeq::DraftSeq(const GPT2& model, const GPT2& draft, int len, const std::vector<int>& prompt)
+    : costs(model, draft) {
+    assert(!prompt.empty() && (int)prompt.size() < len);
+    infer_init(&st, draft, len, (int)prompt.size());
+    q.resize((size_t)kDraftMax * draft.cfg.padded_vocab_size);
+    infer_forward(&st, draft, prompt.data(), (int)prompt.size(), q.data(), false);
+    fed = prompt;
+}
+
+double draft_seq_bytes(const GPT2Config& draft, int len, int rows) {
+    return infer_memory_bytes(draft, len, rows) + 4.0 * kDraftMax * draft.padded_vocab_size;
+}
+
+double draft_together_bytes(const GPT2Config& draft, int n) {
+    return infer_scratch_bytes(draft, n * (kDraftMax + 1)) + 4.0 * n * draft.padded_vocab_size;
+}
+
+void draft_together(const GPT2& draft, DraftSeq* const* d, const std::vector<int>* const* seqs, const int* k,
+                    const SamplerConfig* const* samplers, Rng* const* rngs, int n, InferScratch* scratch,
+                    std::vector<float>* logits, std::vector<int>* out) {
+    const int V = draft.cfg.vocab_size, Vp = draft.cfg.padded_vocab_size;
+    if (scratch->rows < n * (kDraftMax + 1)) infer_scratch_init(scratch, draft, n * (kDraftMax + 1));
+    logits->resize((size_t)n * Vp);
+    std::vector<DraftSeq*> on;  // the sequences a pass takes, their caches and rows
+    std::vector<InferState*> states;
+    std::vector<int> counts, tokens;
+    auto add = [&](DraftSeq* ds, const int* from, int take) {
+        on.push_back(ds), states.push_back(&ds->st), counts.push_back(take);
+        tokens.insert(tokens.end(), from, from + take);
+        ds->fed.insert(ds->fed.end(), from, from + take);
+    };
+    auto pass = [&](int row) {  // each run's last logits into its q's row
+        infer_decode_runs(scratch, states.data(), counts.data(), (int)on.size(), draft, tokens.data(),
+                          logits->data(), false);
+        for (size_t j = 0; j < on.size(); j++)
+            std::copy_n(logits->data() + j * Vp, Vp, on[j]->q.data() + (size_t)row * Vp);
+    };
+    for (int i = 0; i < n; i++) {  // the cache cut back to a prefix of the sequence but its last token
+        out[i].clear();
+        if (k[i] <= 0) continue;
+        DraftSeq& ds = *d[i];
+        int same = 0;
+        while (same < ds.st.len && same + 1 < (int)seqs[i]->size() && ds.fed[same] == (*seqs[i])[same]) same++;
+        ds.st.len = same;
+        ds.fed.resize(same);
+    }
+    for (;;) {  // the tokens they lack, up to kDraftMax + 1 a sequence a pass
+        on.clear(), states.clear(), counts.clear(), tokens.clear();
+        for (int i = 0; i < n; i++) {
+            const int missing = k[i] > 0 ? (int)seqs[i]->size() - d[i]->st.len : 0;
+            if (missing > 0) add(d[i], seqs[i]->data() + d[i]->st.len, std::min(missing, kDraftMax + 1));
+        }
+        if (on.empty()) break;
+        pass(0);
+    }
+    for (int r = 0;; r++) {  // a token drawn from each q's row r, fed for row r + 1 while more are wanted
+        on.clear(), states.clear(), counts.clear(), tokens.clear();
+        for (int i = 0; i < n; i++) {
+            if ((int)out[i].size() != r || r >= k[i]) continue;  // (one that stopped short is done)
+            const float* q = d[i]->q.data() + (size_t)r * Vp;
+            GenerateStats ignored;
+            if (!generate_finite_logits(q, V, 0, &ignored)) continue;
+            out[i].push_back(sampler_sample(q, V, *samplers[i], rngs[i]));
+            if (r + 1 < k[i]) add(d[i], &out[i].back(), 1);
+        }
+        if (on.empty()) break;
+        pass(r + 1);
+    }
+}
+
 namespace {
 
 // The draft's cache positions, within the model's cache (past it the model slides and decodes plain), and the
@@ -225,12 +292,12 @@ struct Speculation::Parts {
     const GPT2& model;
     ThreadTuner* tuner;
     Drafter drafter;
-    Costs costs;
+    DraftCosts costs;
     InferScratch check;
     std::vector<float> logits;  // (kDraftMax + 1, Vp): the check's rows; row 0 also a slide's
 
     Parts(const GPT2& m, const GPT2& draft, int len, int rows, ThreadTuner* t)
-        : model(m), tuner(t), drafter(draft, len, rows, t), costs(std::min(1.0, pass_bytes(draft) / pass_bytes(m))),
+        : model(m), tuner(t), drafter(draft, len, rows, t), costs(m, draft),
           logits((size_t)(kDraftMax + 1) * m.cfg.padded_vocab_size) {
         assert(draft.cfg.vocab_size == m.cfg.vocab_size);
         infer_scratch_init(&check, m, kDraftMax + 1);

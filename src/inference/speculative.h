@@ -20,6 +20,52 @@
 
 constexpr int kDraftMax = 8;  // tokens drafted in a round, at most
 
+// What k is chosen from, for one sequence: the drafted tokens' share kept (decayed so that it follows the text), and
+// the costs of the passes in units of the model's one-token pass, from the bytes of weights each reads (decoding
+// streams them): a draft pass the draft's bytes over the model's, a check of n rows 1 + kCheckRow * (n - 1).
+// Nothing timed, so that k, and with it the random draws of a seeded run, are the same on every run.
+class DraftCosts {
+public:
+    DraftCosts(const GPT2& model, const GPT2& draft);
+    // A check's outcome: `kept` of `drafted` (probe: the one-token draft choose() asked for).
+    void kept(int kept, int drafted, bool probe);
+    // The k (0..cap) with the most tokens for the cost, the sequence's passes (its draft's and its checks') shared
+    // with `together` - 1 others, each a row of them; *probe: a one-token draft after plain rounds.
+    int choose(int cap, int together, bool* probe);
+
+private:
+    static constexpr int kProbeFirst = 8, kProbeLast = 64;  // plain rounds between probes
+    static constexpr double kCheckRow = 0.2;  // a check's each further row, of a one-token pass (its products)
+    double draft_cost_;
+    double hits_ = 4, misses_ = 0;  // at first, drafts taken to agree 5 times in 6
+    int plain_rounds_ = 0, probe_every_ = kProbeFirst;
+};
+
+// One sequence's draft, for drafting with others in the same passes (serve's streams): its cache, the tokens
+// it holds, the logits it drafted from and its k chooser.
+struct DraftSeq {
+    InferState st;
+    std::vector<int> fed;  // the tokens its cache holds (st.len of them)
+    std::vector<float> q;  // (kDraftMax, the draft's Vp): its logits before each drafted token
+    DraftCosts costs;
+    // A cache of len positions (<= the draft's context), fed first `prompt` (fewer than len tokens) in one pass.
+    DraftSeq(const GPT2& model, const GPT2& draft, int len, const std::vector<int>& prompt);
+};
+
+// Bytes a DraftSeq of len positions and a prompt of `rows` allocates.
+double draft_seq_bytes(const GPT2Config& draft, int len, int rows);
+// Bytes draft_together's scratch and logits take for up to n sequences.
+double draft_together_bytes(const GPT2Config& draft, int n);
+
+// The draft's passes for n sequences together: sequence i (its tokens so far *seqs[i], the last not yet in the
+// model's cache) gets up to k[i] tokens in out[i], drawn with samplers[i] and rngs[i] (fewer where the draft's
+// logits are not finite; none for k[i] 0). Each pass takes a row of every sequence still drafting: first the
+// tokens its cache lacks (cut back to what it shares with the sequence, whose last token it is fed again), then
+// one pass a drafted token. `scratch` and `logits` are sized on first use for n.
+void draft_together(const GPT2& draft, DraftSeq* const* seqs_draft, const std::vector<int>* const* seqs,
+                    const int* k, const SamplerConfig* const* samplers, Rng* const* rngs, int n,
+                    InferScratch* scratch, std::vector<float>* logits, std::vector<int>* out);
+
 // Bytes generate_speculative allocates beyond generate()'s for the same prompt and max_tokens: the draft's cache
 // and scratch, and the check's scratch.
 double speculative_memory_bytes(const GPT2& model, const GPT2& draft, int prompt_tokens, int max_tokens);
@@ -56,6 +102,11 @@ private:
 std::vector<int> generate_speculative(const GPT2& model, const GPT2& draft, const std::vector<int>& prompt,
                                       const GenerateOptions& opts, Rng* rng, const std::function<void(int)>& on_token,
                                       GenerateStats* stats);
+
+// The check of one drafted token d against the model's logits p (V of them), the draft's q those it was drawn
+// from: greedy, the model's argmax (kept when it is d); sampling, speculative_accept's rule under the sampler.
+int speculative_check(const float* p, const float* q, int V, const SamplerConfig& sampler, int d, Rng* rng,
+                      bool* kept);
 
 // The rule for one drafted token d, drawn from q: d, with *kept true, or a token drawn from max(0, p - q)
 // normalised. p and q are sampler_distribution's (token, probability) lists. Exposed for tests.

@@ -324,7 +324,11 @@ std::string logprobs_json(const CompletionRequest& r, const Choice* c) {
 std::string usage_json(const Usage& u) {
     return "{\"prompt_tokens\":" + std::to_string(u.prompt_tokens) + ",\"completion_tokens\":" +
            std::to_string(u.completion_tokens) + ",\"total_tokens\":" +
-           std::to_string(u.prompt_tokens + u.completion_tokens) + "}";
+           std::to_string(u.prompt_tokens + u.completion_tokens) +
+           (u.drafts ? ",\"completion_tokens_details\":{\"accepted_prediction_tokens\":" + std::to_string(u.accepted) +
+                           ",\"rejected_prediction_tokens\":" + std::to_string(u.rejected) + "}"
+                     : "") +
+           "}";
 }
 
 std::string head(const CompletionRequest& r, const std::string& id, const std::string& model, int64_t created,

@@ -12,6 +12,8 @@
 // `frequency_penalty` (0 only), which are read and ignored as llama-server does. Chat completions take `messages`
 // (system first, then user and assistant turns, ending with the user's) in the template `tokenize --instructions`
 // trains on (text/instructions.h), `max_tokens` or `max_completion_tokens` (default: the rest of the context).
+// A server decoding with a draft adds `completion_tokens_details` to usage: `accepted_prediction_tokens` and
+// `rejected_prediction_tokens` count the drafted tokens kept and not (the fields of OpenAI's predicted outputs).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -54,6 +56,8 @@ struct Choice {
 
 struct Usage {
     int prompt_tokens = 0, completion_tokens = 0;
+    bool drafts = false;  // decoded with a draft: completion_tokens_details counts its tokens kept and not
+    int accepted = 0, rejected = 0;
 };
 
 // The whole response of a request that did not stream: "text_completion" or "chat.completion".

@@ -2,6 +2,7 @@
 #include "serve/scheduler.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <numeric>
 
@@ -13,8 +14,10 @@ struct Stream {
     int index = 0;
     InferState st;
     Rng rng;
-    std::vector<float> logits;  // (Vp): the next token's
+    std::vector<float> logits;  // (Vp): the first token's
     int generated = 0, token = -1;
+    std::vector<int> seq;  // the prompt and the tokens chosen: the last, token, not yet in the cache
+    std::unique_ptr<DraftSeq> draft;  // with a draft, where the prompt leaves its context room
     std::unique_ptr<TokenDecoder> decoder;
     std::string text;  // the choice's text so far (whole characters), cut before a stop string
     size_t reply_at = 0;  // where the reply begins in text: after the prompt's with echo (a stop is sought after it)
@@ -90,23 +93,28 @@ StreamEvent take_event(Stream* st, const std::string& finish_reason, const std::
     return e;
 }
 
-// Samples the stream's next token from its logits; "" while it goes on, else why it ended.
-std::string next_token(Scheduler* s, Stream* st, Job* job, StreamEvent* logprobs_to) {
+// The stream's next token from `logits` (the model's, at `position`): sampled, or with a drafted token d >= 0
+// (q: the draft's logits it was drawn from) the check's choice, *kept saying whether it was d. "" while the stream
+// goes on, else why it ended.
+std::string next_token(Scheduler* s, Stream* st, Job* job, const float* logits, int position, StreamEvent* logprobs_to,
+                       int d = -1, const float* q = nullptr, bool* kept = nullptr) {
     const GPT2Config& cfg = s->model->cfg;
     const CompletionRequest& r = job->req;
     for (int v = 0; v < cfg.vocab_size; v++)
-        if (!std::isfinite(st->logits[v])) {
-            job->error = "non-finite logits at position " + std::to_string(st->st.len) +
+        if (!std::isfinite(logits[v])) {
+            job->error = "non-finite logits at position " + std::to_string(position) +
                          ": the model's weights or activations overflow";
             return "error";
         }
     const SamplerConfig sc{r.temperature, r.top_k, r.top_p};
-    st->token = sampler_sample(st->logits.data(), cfg.vocab_size, sc, &st->rng);
+    st->token = d < 0 ? sampler_sample(logits, cfg.vocab_size, sc, &st->rng)
+                      : speculative_check(logits, q, cfg.vocab_size, sc, d, &st->rng, kept);
+    st->seq.push_back(st->token);
     st->generated++;
     job->usage.completion_tokens++;
     if (r.logprobs >= 0) {  // computed once: the event's, and the whole answer's copy of it
         Choice& e = logprobs_to->logprobs;
-        add_logprobs(*s->tok, st->logits.data(), cfg.vocab_size, st->token, r.logprobs, st->token_bytes, &e);
+        add_logprobs(*s->tok, logits, cfg.vocab_size, st->token, r.logprobs, st->token_bytes, &e);
         Choice& c = job->choices[st->index];
         c.tokens.push_back(e.tokens.back()), c.token_logprobs.push_back(e.token_logprobs.back());
         c.top_logprobs.push_back(e.top_logprobs.back()), c.text_offset.push_back(e.text_offset.back());
@@ -138,6 +146,14 @@ std::unique_ptr<Stream> admit(Scheduler* s, uint64_t job_id, int index) {
     tuner.end();
     st->logits.assign(all.end() - Vp, all.end());
     job.usage.prompt_tokens += P;
+    st->seq = prompt;
+    if (s->draft) {  // its cache: the request's positions, as far as its context goes
+        const int len = std::min(P + r.max_tokens, s->draft->cfg.max_seq_len);
+        tuner.begin();
+        if (P < len) st->draft = std::make_unique<DraftSeq>(*s->model, *s->draft, len, prompt);
+        tuner.end();
+        job.usage.drafts = true;
+    }
     if (r.echo) {
         Choice& c = job.choices[index];
         for (int t = 0; t < P; t++) {
@@ -163,10 +179,32 @@ double scheduler_stream_bytes(const GPT2Config& cfg, int len, int rows) {
     return infer_memory_bytes(cfg, len, rows) + infer_scratch_bytes(cfg, 1) + 8.0 * cfg.padded_vocab_size;
 }
 
+double scheduler_draft_stream_bytes(const GPT2Config& draft, int len, int rows) {
+    return draft_seq_bytes(draft, std::min(len, draft.max_seq_len), std::min(rows, draft.max_seq_len));
+}
+
+double scheduler_draft_bytes(const GPT2Config& model, const GPT2Config& draft, int parallel) {
+    // the check's rows beside one a stream, and the draft's passes
+    const double rows = (double)parallel * kDraftMax;
+    return rows * 4.0 * model.padded_vocab_size + infer_scratch_bytes(model, parallel * (kDraftMax + 1)) -
+           infer_scratch_bytes(model, parallel) + draft_together_bytes(draft, parallel);
+}
+
 void scheduler_init(Scheduler* s, const GPT2& model, const Tokenizer& tok, int parallel, int max_queue) {
     s->model = &model, s->tok = &tok, s->parallel = parallel, s->max_queue = max_queue;
     s->slots.resize(parallel);
     infer_scratch_init(&s->decode, model, parallel);
+    s->logits.resize((size_t)parallel * model.cfg.padded_vocab_size);
+}
+
+void scheduler_set_draft(Scheduler* s, const GPT2& draft, int draft_min, int draft_max) {
+    assert(draft.cfg.vocab_size == s->model->cfg.vocab_size);
+    assert(draft_min >= 0 && draft_min <= draft_max && draft_max <= kDraftMax);
+    s->draft = &draft, s->draft_min = draft_min, s->draft_max = draft_max;
+    infer_scratch_init(&s->decode, *s->model, s->parallel * (kDraftMax + 1));
+    infer_scratch_init(&s->drafting, draft, s->parallel * (kDraftMax + 1));
+    s->draft_logits.resize((size_t)s->parallel * draft.cfg.padded_vocab_size);
+    s->logits.resize((size_t)s->parallel * (kDraftMax + 1) * s->model->cfg.padded_vocab_size);
 }
 
 bool scheduler_submit(Scheduler* s, uint64_t job, const CompletionRequest& r) {
@@ -233,7 +271,8 @@ void admit_queued(Scheduler* s, std::vector<StreamEvent>* events) {
         Stream* st = s->slots[slot].get();
         StreamEvent e;
         if (j.req.echo && j.req.logprobs >= 0) e.logprobs = j.choices[index];  // the prompt's, before its reply's
-        const std::string reason = j.req.max_tokens == 0 ? "length" : next_token(s, st, &j, &e);
+        const std::string reason =
+            j.req.max_tokens == 0 ? "length" : next_token(s, st, &j, st->logits.data(), st->st.len, &e);
         if (!reason.empty()) finish(s, slot, reason, events, std::move(e));
         else {
             StreamEvent out = take_event(st, "", j.req.stop);
@@ -246,35 +285,102 @@ void admit_queued(Scheduler* s, std::vector<StreamEvent>* events) {
 
 }  // namespace
 
+namespace {
+
+// Each stream's drafts for this step: k of its own (where its request and the draft's context leave room), the
+// draft's passes taking them together. *probe: whether each k was a probe of DraftCosts'.
+void draft_for(Scheduler* s, const std::vector<Stream*>& live, std::vector<std::vector<int>>* drafted,
+               std::vector<char>* probe) {
+    const size_t n = live.size();
+    std::vector<DraftSeq*> d(n);
+    std::vector<const std::vector<int>*> seqs(n);
+    std::vector<int> k(n, 0);
+    std::vector<SamplerConfig> sc(n);
+    std::vector<const SamplerConfig*> samplers(n);
+    std::vector<Rng*> rngs(n);
+    probe->assign(n, 0);
+    bool any = false;
+    for (size_t i = 0; i < n; i++) {
+        Stream* st = live[i];
+        const CompletionRequest& r = s->jobs[st->job].req;
+        d[i] = st->draft.get(), seqs[i] = &st->seq, rngs[i] = &st->rng;
+        sc[i] = SamplerConfig{r.temperature, r.top_k, r.top_p}, samplers[i] = &sc[i];
+        if (!d[i]) continue;
+        // a round gives k + 1 tokens at most; the draft's cache takes the sequence and k - 1 drafts
+        const int cap = std::min({s->draft_max, r.max_tokens - st->generated - 1,
+                                  d[i]->st.max_len - (int)st->seq.size() + 1});
+        bool p = false;
+        k[i] = std::max(d[i]->costs.choose(cap, (int)n, &p), std::min(cap, s->draft_min));
+        (*probe)[i] = p, any = any || k[i] > 0;
+    }
+    drafted->assign(n, {});
+    if (!any) return;
+    tuner.begin();
+    draft_together(*s->draft, d.data(), seqs.data(), k.data(), samplers.data(), rngs.data(), (int)n, &s->drafting,
+                   &s->draft_logits, drafted->data());
+    tuner.end();
+}
+
+// Stream `slot`'s tokens from its rows of the step's check (its last token, then its drafts): the drafts kept while
+// the model agrees, then the model's own; its cache cut back to what they were checked after.
+void take_rows(Scheduler* s, size_t slot, const std::vector<int>& drafted, const float* logits, bool probe,
+               std::vector<StreamEvent>* events) {
+    Stream* st = s->slots[slot].get();
+    Job& job = s->jobs[st->job];
+    const int n = (int)drafted.size(), Vp = s->model->cfg.padded_vocab_size;
+    const int base = st->st.len - n - 1;  // where the last token went
+    StreamEvent e;
+    std::string reason;
+    int kept = 0;
+    for (int i = 0; i <= n && reason.empty(); i++) {
+        bool agreed = false;
+        const float* q = i < n ? st->draft->q.data() + (size_t)i * s->draft->cfg.padded_vocab_size : nullptr;
+        reason = next_token(s, st, &job, logits + (size_t)i * Vp, base + 1 + i, &e, i < n ? drafted[i] : -1, q,
+                            &agreed);
+        if (!agreed) break;
+        kept++;
+    }
+    if (n > 0) {
+        st->draft->costs.kept(kept, n, probe);
+        job.usage.accepted += kept, job.usage.rejected += n - kept;
+    }
+    st->st.len = base + 1 + kept;  // the last token and the kept drafts; the model's own token is fed next step
+    if (!reason.empty()) return finish(s, slot, reason, events, std::move(e));
+    StreamEvent out = take_event(st, "", job.req.stop);
+    out.logprobs = std::move(e.logprobs);
+    if (!out.text.empty() || !out.logprobs.tokens.empty()) events->push_back(std::move(out));
+}
+
+}  // namespace
+
 void scheduler_step(Scheduler* s, std::vector<StreamEvent>* events) {
-    // the streams that go on feed their last token: one pass for all of them, then each samples its next
-    std::vector<InferState*> states;
-    std::vector<int> tokens;
-    for (auto& slot : s->slots)
-        if (slot) states.push_back(&slot->st), tokens.push_back(slot->token);
-    if (!states.empty()) {
-        const size_t Vp = s->model->cfg.padded_vocab_size;
-        std::vector<float> logits(states.size() * Vp);
+    // the streams that go on feed their last token and their drafts: one pass for all of them, then each takes
+    // its tokens from its rows
+    std::vector<Stream*> live;
+    std::vector<size_t> at;
+    for (size_t slot = 0; slot < s->slots.size(); slot++)
+        if (s->slots[slot]) live.push_back(s->slots[slot].get()), at.push_back(slot);
+    if (!live.empty()) {
+        std::vector<std::vector<int>> drafted(live.size());
+        std::vector<char> probe(live.size(), 0);
+        if (s->draft) draft_for(s, live, &drafted, &probe);
+        std::vector<InferState*> states;
+        std::vector<int> counts, tokens;
+        for (size_t i = 0; i < live.size(); i++) {
+            states.push_back(&live[i]->st), counts.push_back(1 + (int)drafted[i].size());
+            tokens.push_back(live[i]->token);
+            tokens.insert(tokens.end(), drafted[i].begin(), drafted[i].end());
+        }
         tuner.begin();
-        infer_decode(&s->decode, states.data(), *s->model, tokens.data(), (int)states.size(), logits.data());
+        infer_decode_runs(&s->decode, states.data(), counts.data(), (int)live.size(), *s->model, tokens.data(),
+                          s->logits.data(), true);
         tuner.end();
         size_t row = 0;
-        for (auto& slot : s->slots)
-            if (slot) std::copy_n(logits.data() + row++ * Vp, Vp, slot->logits.data());
-    }
-    for (size_t slot = 0; slot < s->slots.size(); slot++) {
-        Stream* st = s->slots[slot].get();
-        if (!st) continue;
-        Job& job = s->jobs[st->job];
-        StreamEvent e;
-        const std::string reason = next_token(s, st, &job, &e);
-        if (!reason.empty()) {
-            finish(s, slot, reason, events, std::move(e));
-            continue;
+        for (size_t i = 0; i < live.size(); i++) {
+            take_rows(s, at[i], drafted[i], s->logits.data() + row * s->model->cfg.padded_vocab_size, probe[i],
+                      events);
+            row += counts[i];
         }
-        StreamEvent out = take_event(st, "", job.req.stop);
-        out.logprobs = std::move(e.logprobs);
-        if (!out.text.empty() || !out.logprobs.tokens.empty()) events->push_back(std::move(out));
     }
     admit_queued(s, events);
 }

@@ -5,6 +5,10 @@
 // those `generate` would give for the same prompt and sampling: the same prefill, decoding's numbers per row
 // equal to one sequence's, the sampler with its own Rng. It ends at <|endoftext|>, a stop string (the text
 // before it is kept) or max_tokens. Knows no sockets: step() returns what each stream produced.
+// With a draft (serve --draft), each stream drafts up to k tokens a step (its own k, inference/speculative.h's
+// DraftCosts), the draft's passes taking every drafting stream's row together, and the step's one pass checks
+// each stream's last token and drafts: greedy streams give plain decoding's tokens, sampled ones the same
+// distribution by the accept rule (`generate --draft`'s, not its draws).
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -16,6 +20,7 @@
 #include "core/model.h"
 #include "core/rng.h"
 #include "inference/infer.h"
+#include "inference/speculative.h"
 #include "serve/openai.h"
 #include "text/tokenizer.h"
 
@@ -48,14 +53,25 @@ struct Scheduler {
     std::map<uint64_t, Job> jobs;
     std::deque<std::pair<uint64_t, int>> queue;  // (job, choice) waiting for a slot
     std::vector<std::unique_ptr<Stream>> slots;  // null: free
-    InferScratch decode;                         // one decoding pass's activations, for every slot's row
+    InferScratch decode;                         // one decoding pass's activations, for every slot's rows
+    std::vector<float> logits;                   // that pass's, a row each
     uint64_t seed_counter = 0;                   // seeds for requests without one
+    const GPT2* draft = nullptr;                 // speculative decoding's draft, or none
+    int draft_min = 0, draft_max = 0;            // tokens a stream drafts a step
+    InferScratch drafting;                       // the draft's passes' activations and logits
+    std::vector<float> draft_logits;
     Scheduler();
     ~Scheduler();
 };
 
 // Sets up `parallel` slots for model (bound by the caller to what memory allows); max_queue choices may wait.
 void scheduler_init(Scheduler* s, const GPT2& model, const Tokenizer& tok, int parallel, int max_queue);
+// Decodes speculatively with draft (the model's vocabulary, asserted), draft_min..draft_max tokens a stream a step
+// (within 0..kDraftMax, asserted) where its request leaves room; answers count the drafted tokens kept and not.
+void scheduler_set_draft(Scheduler* s, const GPT2& draft, int draft_min, int draft_max);
+// Bytes a draft adds for each stream of up to `len` positions and a prompt of `rows`, and for the whole scheduler.
+double scheduler_draft_stream_bytes(const GPT2Config& draft, int len, int rows);
+double scheduler_draft_bytes(const GPT2Config& model, const GPT2Config& draft, int parallel);
 // Adds a request's choices to the queue; false (nothing added) when they do not fit in it (a 503).
 bool scheduler_submit(Scheduler* s, uint64_t job, const CompletionRequest& r);
 // Drops a job (its client left): its streams' slots are free at once and nothing more is said of it.

@@ -283,7 +283,7 @@ size_t stop_serving(Server* s, int sig) {
 
 }  // namespace
 
-int serve_run(const GPT2& model, Tokenizer* tok, const ServeOptions& o) {
+int serve_run(const GPT2& model, Tokenizer* tok, const ServeOptions& o, const GPT2* draft) {
     Server s;
     s.opts = &o, s.model = &model, s.tok = tok, s.started = (int64_t)time(nullptr);
     HttpServerLimits limits;
@@ -293,6 +293,7 @@ int serve_run(const GPT2& model, Tokenizer* tok, const ServeOptions& o) {
     limits.error_body = [](int status, const std::string& message) { return openai_error(status, message); };
     if (const std::string err = s.http.open(o.host, o.port, limits); !err.empty()) fatal("%s (serve)", err.c_str());
     scheduler_init(&s.sched, model, *tok, o.parallel, o.max_queue);
+    if (draft) scheduler_set_draft(&s.sched, *draft, o.draft_min, o.draft_max);
     printf("serving %s on http://%s:%d (%d streams at once): the chat page at /, the OpenAI API at /v1\n",
            o.model_name.c_str(), o.host.c_str(), s.http.port(), o.parallel);
     fflush(stdout);

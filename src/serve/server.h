@@ -24,8 +24,9 @@ struct ServeOptions {
     size_t max_body = 1 << 20;                   // bytes of a request body
     int max_connections = 64;                    // open at once
     int idle_ms = 15000, request_ms = 20000, write_ms = 20000;  // HTTP's timeouts (serve/http_server.h)
+    int draft_min = 0, draft_max = 0;  // with a draft: tokens a stream drafts a step (serve/scheduler.h)
 };
 
-// Serves model (with tok) until a stop signal, which it returns; fatal when it cannot listen. Prints where it
-// listens, and on stderr how it stopped.
-int serve_run(const GPT2& model, Tokenizer* tok, const ServeOptions& o);
+// Serves model (with tok; decoded speculatively with draft, if given) until a stop signal, which it returns;
+// fatal when it cannot listen. Prints where it listens, and on stderr how it stopped.
+int serve_run(const GPT2& model, Tokenizer* tok, const ServeOptions& o, const GPT2* draft = nullptr);

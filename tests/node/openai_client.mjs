@@ -3,14 +3,17 @@
 // boundary, two that are prefixes of each other); the errors a client sees (400 naming the field, 401, 404); and
 // greedy decoding equal to `gpt2 generate --temperature 0`, prompt by prompt, with the prompts' streams batched
 // together. Prints one line per check (checks.mjs). Does not start the server or run generate: the shell does.
-//   node openai_client.mjs URL KEYED_URL KEY MODEL GEN_DIR MAX_TOKENS
+//   node openai_client.mjs URL KEYED_URL KEY MODEL GEN_DIR MAX_TOKENS [drafts]
 // GEN_DIR holds, for each prompt N: N.prompt (its token ids), N.txt (generate's text, --no-prompt), N.ids (the
-// ids generate gave). KEYED_URL is a server started with --api-key KEY.
+// ids generate gave). KEYED_URL is a server started with --api-key KEY. With `drafts`, the servers decode with a
+// draft: usage also says how many drafted tokens were kept and not (completion_tokens_details, as OpenAI's
+// predicted outputs), plain decoding's oracle all the same.
 import fs from "node:fs";
 import OpenAI from "openai";
 import { check, deadline, expect, same } from "./checks.mjs";
 
-const [url, keyedUrl, key, model, genDir, maxTokensArg] = process.argv.slice(2);
+const [url, keyedUrl, key, model, genDir, maxTokensArg, draftsArg] = process.argv.slice(2);
+const drafts = draftsArg === "drafts";
 const maxTokens = Number(maxTokensArg);
 const done = deadline(180000, "the OpenAI client's checks");
 const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: "unused", maxRetries: 0, timeout: 30000 });
@@ -53,8 +56,14 @@ await check("completions, not streamed: generate's text, finish_reason, usage", 
     expect(r.object === "text_completion" && r.choices.length === 1, "one text_completion choice");
     same(r.choices[0].text, g0.text, "text");
     same(r.choices[0].finish_reason, g0.ids.length < maxTokens ? "stop" : "length", "finish_reason");
-    same(r.usage, { prompt_tokens: g0.prompt.length, completion_tokens: g0.ids.length,
-                    total_tokens: g0.prompt.length + g0.ids.length }, "usage");
+    const { completion_tokens_details: details, ...usage } = r.usage;
+    same(usage, { prompt_tokens: g0.prompt.length, completion_tokens: g0.ids.length,
+                  total_tokens: g0.prompt.length + g0.ids.length }, "usage");
+    if (!drafts) return same(details, undefined, "usage.completion_tokens_details without a draft");
+    const { accepted_prediction_tokens: kept, rejected_prediction_tokens: rejected, ...rest } = details ?? {};
+    expect(Number.isInteger(kept) && Number.isInteger(rejected) && kept >= 0 && rejected >= 0 &&
+           kept < g0.ids.length && kept + rejected > 0 && Object.keys(rest).length === 0,
+           () => `completion_tokens_details: ${JSON.stringify(details)}`);
 });
 
 await check("completions, streamed: the chunks add up to the same text, then usage (include_usage)", async () => {

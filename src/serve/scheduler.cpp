@@ -310,7 +310,10 @@ void draft_for(Scheduler* s, const std::vector<Stream*>& live, std::vector<std::
         const int cap = std::min({s->draft_max, r.max_tokens - st->generated - 1,
                                   d[i]->st.max_len - (int)st->seq.size() + 1});
         bool p = false;
-        k[i] = std::max(d[i]->costs.choose(cap, (int)n, &p), std::min(cap, s->draft_min));
+        // a sampled stream's k, and with it its draws, follows its own history alone: its seed repeats whatever
+        // decodes beside it; a greedy stream's (its tokens the same whatever k) also weighs the shared pass
+        const int together = r.temperature > 0 ? 1 : (int)n;
+        k[i] = std::max(d[i]->costs.choose(cap, together, &p), std::min(cap, s->draft_min));
         (*probe)[i] = p, any = any || k[i] > 0;
     }
     drafted->assign(n, {});

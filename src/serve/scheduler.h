@@ -8,7 +8,8 @@
 // With a draft (serve --draft), each stream drafts up to k tokens a step (its own k, inference/speculative.h's
 // DraftCosts), the draft's passes taking every drafting stream's row together, and the step's one pass checks
 // each stream's last token and drafts: greedy streams give plain decoding's tokens, sampled ones the same
-// distribution by the accept rule (`generate --draft`'s, not its draws).
+// distribution by the accept rule (not the same draws). A sampled stream's k follows its own history alone, so
+// that a seed repeats whatever decodes beside it; a greedy stream's also weighs the pass it shares.
 #pragma once
 #include <cstdint>
 #include <deque>

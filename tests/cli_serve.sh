@@ -46,6 +46,7 @@ else
         "fp32 --draft-model $T/d --draft-min 2"; do
         precision=${conf%% *} flags=(${conf#$precision}) name=$(echo "$conf" | tr -c 'a-z0-9\n' _)
         drafts=${flags:+drafts} conf=${conf//$T/\$T}
+        [ "${flags[1]:-}" = $T/m ] && drafts=drafts-all-kept
         if [ ! -d $T/gen_$precision ] && ! gen_oracle $T/gen_$precision --precision $precision; then
             fail "generate's greedy text for the oracle ($precision)"
             continue

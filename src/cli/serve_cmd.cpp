@@ -107,7 +107,7 @@ int cmd_serve(int argc, char** argv) {
                      (tiles > 0 ? " and the int8 weights laid out for them" : ""),
                  drafting ? "a smaller --parallel, or leave out the draft" : "a smaller --parallel");
     if (tiles > 0) infer_keep_q8_tiles(&model);
-    else infer_keep_q8_tiles_if_room(&model, stream + beside);  // one stream's, faster
+    else infer_keep_q8_tiles_if_room(&model, stream + beside);  // beside one stream (and the draft's), faster
     if (drafting) infer_keep_q8_tiles_if_room(&draft, o.parallel * stream + beside);
     cli_load_tokenizer(args, model, &tok);
     return 128 + serve_run(model, &tok, o, drafting ? &draft : nullptr);  // as every command a signal stops

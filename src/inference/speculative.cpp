@@ -66,6 +66,14 @@ int speculative_check(const float* p, const float* q, int V, const SamplerConfig
 
 namespace {
 
+// How many of the tokens a draft's cache holds (fed, len of them) begin seq, short of seq's last: the cache is cut
+// back to them, and the rest fed, so that its newest logits follow seq's last token.
+int shared_prefix(const std::vector<int>& fed, int len, const std::vector<int>& seq) {
+    int same = 0;
+    while (same < len && same + 1 < (int)seq.size() && fed[same] == seq[same]) same++;
+    return same;
+}
+
 // The draft's side of the rounds: its cache holds `fed`, brought to a prefix of the sequence and up to date
 // before it drafts.
 struct Drafter {
@@ -89,9 +97,7 @@ struct Drafter {
     // one decoding pass each; more (a prompt, a chat's turn, the plain rounds' tokens) in passes of st.max_rows,
     // between which `cancelled` (if given) may stop it.
     void catch_up(const std::vector<int>& seq, int singly, const std::function<bool()>& cancelled = nullptr) {
-        int same = 0;
-        while (same < st.len && same + 1 < (int)seq.size() && fed[same] == seq[same]) same++;
-        st.len = same;
+        st.len = shared_prefix(fed, st.len, seq);
         while (st.len < (int)seq.size() && !(cancelled && cancelled())) {
             const int missing = (int)seq.size() - st.len, n = missing <= singly ? 1 : std::min(st.max_rows, missing);
             forward(seq.data() + st.len, n, q.data());
@@ -194,7 +200,7 @@ int speculative_accept(const std::vector<std::pair<int, double>>& p, const std::
 DraftSeq::DraftSeq(const GPT2& model, const GPT2& draft, int len, const std::vector<int>& prompt)
     : costs(model, draft) {
     assert(!prompt.empty() && (int)prompt.size() < len);
-    infer_init(&st, draft, len, (int)prompt.size());
+    infer_init(&st, draft, len, std::min(len, std::max((int)prompt.size(), kDraftCatchUpRows)));
     q.resize((size_t)kDraftMax * draft.cfg.padded_vocab_size);
     infer_forward(&st, draft, prompt.data(), (int)prompt.size(), q.data(), false);
     fed = prompt;
@@ -228,24 +234,22 @@ void draft_together(const GPT2& draft, DraftSeq* const* d, const std::vector<int
         for (size_t j = 0; j < on.size(); j++)
             std::copy_n(logits->data() + j * Vp, Vp, on[j]->q.data() + (size_t)row * Vp);
     };
-    for (int i = 0; i < n; i++) {  // the cache cut back to a prefix of the sequence but its last token
+    for (int i = 0; i < n; i++) {  // each cache cut back, and fed all it lacks but its last kDraftMax + 1 tokens
         out[i].clear();
         if (k[i] <= 0) continue;
         DraftSeq& ds = *d[i];
-        int same = 0;
-        while (same < ds.st.len && same + 1 < (int)seqs[i]->size() && ds.fed[same] == (*seqs[i])[same]) same++;
-        ds.st.len = same;
-        ds.fed.resize(same);
-    }
-    for (;;) {  // the tokens they lack, up to kDraftMax + 1 a sequence a pass
-        on.clear(), states.clear(), counts.clear(), tokens.clear();
-        for (int i = 0; i < n; i++) {
-            const int missing = k[i] > 0 ? (int)seqs[i]->size() - d[i]->st.len : 0;
-            if (missing > 0) add(d[i], seqs[i]->data() + d[i]->st.len, std::min(missing, kDraftMax + 1));
+        const std::vector<int>& seq = *seqs[i];
+        ds.st.len = shared_prefix(ds.fed, ds.st.len, seq);
+        ds.fed.resize(ds.st.len);
+        while ((int)seq.size() - ds.st.len > kDraftMax + 1) {  // (after plain rounds) in passes of a prompt's
+            const int take = std::min(ds.st.max_rows, (int)seq.size() - ds.st.len - (kDraftMax + 1));
+            ds.fed.insert(ds.fed.end(), seq.data() + ds.st.len, seq.data() + ds.st.len + take);
+            infer_forward(&ds.st, draft, seq.data() + ds.st.len, take, ds.q.data(), false);
         }
-        if (on.empty()) break;
-        pass(0);
     }
+    for (int i = 0; i < n; i++)  // the rest, every sequence's in one pass
+        if (k[i] > 0) add(d[i], seqs[i]->data() + d[i]->st.len, (int)seqs[i]->size() - d[i]->st.len);
+    if (!on.empty()) pass(0);
     for (int r = 0;; r++) {  // a token drawn from each q's row r, fed for row r + 1 while more are wanted
         on.clear(), states.clear(), counts.clear(), tokens.clear();
         for (int i = 0; i < n; i++) {

@@ -19,6 +19,7 @@
 #include "platform/threads.h"
 
 constexpr int kDraftMax = 8;  // tokens drafted in a round, at most
+constexpr int kDraftCatchUpRows = 64;
 
 // What k is chosen from, for one sequence: the drafted tokens' share kept (decayed so that it follows the text), and
 // the costs of the passes in units of the model's one-token pass, from the bytes of weights each reads (decoding
@@ -42,7 +43,8 @@ private:
 };
 
 // One sequence's draft, for drafting with others in the same passes (serve's streams): its cache, the tokens
-// it holds, the logits it drafted from and its k chooser.
+// it holds, the logits it drafted from and its k chooser. Its own passes (the prompt, and what plain rounds left
+// it to catch up) take up to the prompt's rows or kDraftCatchUpRows.
 struct DraftSeq {
     InferState st;
     std::vector<int> fed;  // the tokens its cache holds (st.len of them)
@@ -52,17 +54,19 @@ struct DraftSeq {
     DraftSeq(const GPT2& model, const GPT2& draft, int len, const std::vector<int>& prompt);
 };
 
-// Bytes a DraftSeq of len positions and a prompt of `rows` allocates.
+// Bytes a DraftSeq of len positions and passes of `rows` allocates (at most: rows >= the prompt's, and
+// kDraftCatchUpRows within len).
 double draft_seq_bytes(const GPT2Config& draft, int len, int rows);
 // Bytes draft_together's scratch and logits take for up to n sequences.
 double draft_together_bytes(const GPT2Config& draft, int n);
 
 // The draft's passes for n sequences together: sequence i (its tokens so far *seqs[i], the last not yet in the
 // model's cache) gets up to k[i] tokens in out[i], drawn with samplers[i] and rngs[i] (fewer where the draft's
-// logits are not finite; none for k[i] 0). Each pass takes a row of every sequence still drafting: first the
-// tokens its cache lacks (cut back to what it shares with the sequence, whose last token it is fed again), then
-// one pass a drafted token. `scratch` and `logits` are sized on first use for n.
-void draft_together(const GPT2& draft, DraftSeq* const* seqs_draft, const std::vector<int>* const* seqs,
+// logits are not finite; none for k[i] 0). Each draft's cache is cut back to what it shares with its sequence,
+// whose last token it is fed again; a pass then takes every drafting sequence's last kDraftMax + 1 missing tokens
+// (more go first through the draft's own passes), and one pass each drafted token. `scratch` and `logits` are
+// sized for n where they are smaller.
+void draft_together(const GPT2& draft, DraftSeq* const* d, const std::vector<int>* const* seqs,
                     const int* k, const SamplerConfig* const* samplers, Rng* const* rngs, int n,
                     InferScratch* scratch, std::vector<float>* logits, std::vector<int>* out);
 

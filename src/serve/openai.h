@@ -13,7 +13,9 @@
 // (system first, then user and assistant turns, ending with the user's) in the template `tokenize --instructions`
 // trains on (text/instructions.h), `max_tokens` or `max_completion_tokens` (default: the rest of the context).
 // A server decoding with a draft adds `completion_tokens_details` to usage: `accepted_prediction_tokens` and
-// `rejected_prediction_tokens` count the drafted tokens kept and not (the fields of OpenAI's predicted outputs).
+// `rejected_prediction_tokens` count the drafted tokens kept and not (the fields of OpenAI's predicted outputs);
+// drafts left unchecked when a choice ended before them count as not kept. A greedy answer's tokens are plain
+// decoding's whatever is drafted; its counts may vary with what else the server decodes.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -93,6 +93,8 @@ StreamEvent take_event(Stream* st, const std::string& finish_reason, const std::
     return e;
 }
 
+SamplerConfig sampler_of(const CompletionRequest& r) { return SamplerConfig{r.temperature, r.top_k, r.top_p}; }
+
 // The stream's next token from `logits` (the model's, at `position`): sampled, or with a drafted token d >= 0
 // (q: the draft's logits it was drawn from) the check's choice, *kept saying whether it was d. "" while the stream
 // goes on, else why it ended.
@@ -106,7 +108,7 @@ std::string next_token(Scheduler* s, Stream* st, Job* job, const float* logits, 
                          ": the model's weights or activations overflow";
             return "error";
         }
-    const SamplerConfig sc{r.temperature, r.top_k, r.top_p};
+    const SamplerConfig sc = sampler_of(r);
     st->token = d < 0 ? sampler_sample(logits, cfg.vocab_size, sc, &st->rng)
                       : speculative_check(logits, q, cfg.vocab_size, sc, d, &st->rng, kept);
     st->seq.push_back(st->token);
@@ -147,11 +149,13 @@ std::unique_ptr<Stream> admit(Scheduler* s, uint64_t job_id, int index) {
     st->logits.assign(all.end() - Vp, all.end());
     job.usage.prompt_tokens += P;
     st->seq = prompt;
-    if (s->draft) {  // its cache: the request's positions, as far as its context goes
+    if (s->draft) {  // its cache: the request's positions, as far as its context goes (none where it never drafts)
         const int len = std::min(P + r.max_tokens, s->draft->cfg.max_seq_len);
-        tuner.begin();
-        if (P < len) st->draft = std::make_unique<DraftSeq>(*s->model, *s->draft, len, prompt);
-        tuner.end();
+        if (P < len && r.max_tokens >= 3) {  // (a step drafts k tokens for k + 1, after the first one: 1 + 2)
+            tuner.begin();
+            st->draft = std::make_unique<DraftSeq>(*s->model, *s->draft, len, prompt);
+            tuner.end();
+        }
         job.usage.drafts = true;
     }
     if (r.echo) {
@@ -304,7 +308,7 @@ void draft_for(Scheduler* s, const std::vector<Stream*>& live, std::vector<std::
         Stream* st = live[i];
         const CompletionRequest& r = s->jobs[st->job].req;
         d[i] = st->draft.get(), seqs[i] = &st->seq, rngs[i] = &st->rng;
-        sc[i] = SamplerConfig{r.temperature, r.top_k, r.top_p}, samplers[i] = &sc[i];
+        sc[i] = sampler_of(r), samplers[i] = &sc[i];
         if (!d[i]) continue;
         // a round gives k + 1 tokens at most; the draft's cache takes the sequence and k - 1 drafts
         const int cap = std::min({s->draft_max, r.max_tokens - st->generated - 1,

@@ -1,6 +1,6 @@
 // scheduler.h: continuous batching for `gpt2 serve`. Each choice of a request is a stream with its own KV
 // cache; up to `parallel` streams decode together, one pass over the weights per step for all of them
-// (inference/infer.h's infer_decode), and a queued choice takes a free slot at the next step (one a step): its
+// (inference/infer.h's infer_decode_runs), and a queued choice takes a free slot at the next step (one a step): its
 // prompt is prefilled alone (as generate prefills it), its first token sampled from that pass. A stream's tokens are
 // those `generate` would give for the same prompt and sampling: the same prefill, decoding's numbers per row
 // equal to one sequence's, the sampler with its own Rng. It ends at <|endoftext|>, a stop string (the text
@@ -59,8 +59,8 @@ struct Scheduler {
     uint64_t seed_counter = 0;                   // seeds for requests without one
     const GPT2* draft = nullptr;                 // speculative decoding's draft, or none
     int draft_min = 0, draft_max = 0;            // tokens a stream drafts a step
-    InferScratch drafting;                       // the draft's passes' activations and logits
-    std::vector<float> draft_logits;
+    InferScratch drafting;                       // the draft's passes' activations (a stream's rows each)
+    std::vector<float> draft_logits;             // and their logits (a stream's last row each)
     Scheduler();
     ~Scheduler();
 };

@@ -3,17 +3,18 @@
 // boundary, two that are prefixes of each other); the errors a client sees (400 naming the field, 401, 404); and
 // greedy decoding equal to `gpt2 generate --temperature 0`, prompt by prompt, with the prompts' streams batched
 // together. Prints one line per check (checks.mjs). Does not start the server or run generate: the shell does.
-//   node openai_client.mjs URL KEYED_URL KEY MODEL GEN_DIR MAX_TOKENS [drafts]
+//   node openai_client.mjs URL KEYED_URL KEY MODEL GEN_DIR MAX_TOKENS [drafts|drafts-all-kept]
 // GEN_DIR holds, for each prompt N: N.prompt (its token ids), N.txt (generate's text, --no-prompt), N.ids (the
 // ids generate gave). KEYED_URL is a server started with --api-key KEY. With `drafts`, the servers decode with a
 // draft: usage also says how many drafted tokens were kept and not (completion_tokens_details, as OpenAI's
-// predicted outputs), plain decoding's oracle all the same.
+// predicted outputs), plain decoding's oracle all the same; with `drafts-all-kept` (the model drafting for
+// itself), none rejected.
 import fs from "node:fs";
 import OpenAI from "openai";
 import { check, deadline, expect, same } from "./checks.mjs";
 
 const [url, keyedUrl, key, model, genDir, maxTokensArg, draftsArg] = process.argv.slice(2);
-const drafts = draftsArg === "drafts";
+const drafts = draftsArg?.startsWith("drafts"), allKept = draftsArg === "drafts-all-kept";
 const maxTokens = Number(maxTokensArg);
 const done = deadline(180000, "the OpenAI client's checks");
 const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: "unused", maxRetries: 0, timeout: 30000 });
@@ -64,6 +65,7 @@ await check("completions, not streamed: generate's text, finish_reason, usage", 
     expect(Number.isInteger(kept) && Number.isInteger(rejected) && kept >= 0 && rejected >= 0 &&
            kept < g0.ids.length && kept + rejected > 0 && Object.keys(rest).length === 0,
            () => `completion_tokens_details: ${JSON.stringify(details)}`);
+    expect(!allKept || rejected === 0, () => `a draft rejected where all are kept: ${JSON.stringify(details)}`);
 });
 
 await check("completions, streamed: the chunks add up to the same text, then usage (include_usage)", async () => {

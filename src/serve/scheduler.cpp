@@ -287,10 +287,6 @@ void admit_queued(Scheduler* s, std::vector<StreamEvent>* events) {
     }
 }
 
-}  // namespace
-
-namespace {
-
 // Each stream's drafts for this step: k of its own (where its request and the draft's context leave room), the
 // draft's passes taking them together. *probe: whether each k was a probe of DraftCosts'.
 void draft_for(Scheduler* s, const std::vector<Stream*>& live, std::vector<std::vector<int>>* drafted,

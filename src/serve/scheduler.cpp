@@ -14,7 +14,6 @@ struct Stream {
     int index = 0;
     InferState st;
     Rng rng;
-    std::vector<float> logits;  // (Vp): the first token's
     int generated = 0, token = -1;
     std::vector<int> seq;  // the prompt and the tokens chosen: the last, token, not yet in the cache
     std::unique_ptr<DraftSeq> draft;  // with a draft, where the prompt leaves its context room
@@ -130,8 +129,9 @@ std::string next_token(Scheduler* s, Stream* st, Job* job, const float* logits, 
     return "";
 }
 
-// Prefills choice `index` of job into a new stream; with echo, the prompt's text (and its logprobs) first.
-std::unique_ptr<Stream> admit(Scheduler* s, uint64_t job_id, int index) {
+// Prefills choice `index` of job into a new stream, the logits of its first token into *first; with echo, the
+// prompt's text (and its logprobs) first.
+std::unique_ptr<Stream> admit(Scheduler* s, uint64_t job_id, int index, std::vector<float>* first) {
     Job& job = s->jobs[job_id];
     const CompletionRequest& r = job.req;
     const std::vector<int>& prompt = r.prompts[index / r.n];
@@ -146,7 +146,7 @@ std::unique_ptr<Stream> admit(Scheduler* s, uint64_t job_id, int index) {
     tuner.begin();
     infer_forward(&st->st, *s->model, prompt.data(), P, all.data(), prompt_logprobs);
     tuner.end();
-    st->logits.assign(all.end() - Vp, all.end());
+    first->assign(all.end() - Vp, all.end());
     job.usage.prompt_tokens += P;
     st->seq = prompt;
     if (s->draft) {  // its cache: the request's positions, as far as its context goes (none where it never drafts)
@@ -269,14 +269,15 @@ void admit_queued(Scheduler* s, std::vector<StreamEvent>* events) {
         if (s->slots[slot]) continue;
         const auto [job, index] = s->queue.front();
         s->queue.pop_front();
-        s->slots[slot] = admit(s, job, index);
+        std::vector<float> first;
+        s->slots[slot] = admit(s, job, index, &first);
         Job& j = s->jobs[job];
         j.queued--, j.running++;
         Stream* st = s->slots[slot].get();
         StreamEvent e;
         if (j.req.echo && j.req.logprobs >= 0) e.logprobs = j.choices[index];  // the prompt's, before its reply's
         const std::string reason =
-            j.req.max_tokens == 0 ? "length" : next_token(s, st, &j, st->logits.data(), st->st.len, &e);
+            j.req.max_tokens == 0 ? "length" : next_token(s, st, &j, first.data(), st->st.len, &e);
         if (!reason.empty()) finish(s, slot, reason, events, std::move(e));
         else {
             StreamEvent out = take_event(st, "", j.req.stop);

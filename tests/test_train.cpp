@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <set>
@@ -64,6 +65,30 @@ TEST(grad_accumulation_equals_one_larger_batch) {
     CHECK(max_ref > 0);
     CHECK(max_diff / max_ref <= 1e-6);
     CHECK_NEAR(acc_loss, big_loss, 1e-6);
+}
+
+// gpt2_zero_grad leaves the matrices' gradients to the next head and backward, which overwrite them: whatever they
+// held (here NaN), the gradients are those of a buffer of zeros, bit for bit, with the head's backward in two
+// blocks of rows and over two micro-batches.
+TEST(zero_grad_then_backward_equals_gradients_from_zeros) {
+    const int B = 160, T = 16, N = B * T;  // N / 2 > 1024: the head in two blocks of rows (layout_head_rows)
+    std::vector<int> x(N), y(N);
+    for (int i = 0; i < N; i++) x[i] = (i * 7 + 3) % 50, y[i] = (i * 11 + 5) % 50;
+    GPT2 reused = tiny_model(), fresh = tiny_model();
+    gpt2_enable_training(&reused), gpt2_enable_training(&fresh);
+    std::fill(reused.grads.begin(), reused.grads.end(), NAN);  // an earlier step's, or anything
+    gpt2_zero_grad(&reused);
+    for (GPT2* m : {&reused, &fresh})
+        for (int micro = 0; micro < 2; micro++) {
+            gpt2_forward(m, x.data() + micro * N / 2, y.data() + micro * N / 2, B / 2, T, 0.5f);
+            gpt2_backward(m);
+        }
+    size_t differ = 0, nonzero = 0;
+    for (size_t i = 0; i < fresh.grads.size(); i++)
+        differ += memcmp(&reused.grads[i], &fresh.grads[i], sizeof(float)) != 0, nonzero += fresh.grads[i] != 0;
+    printf("    %zu of %zu gradients differ from those of zeros (%zu nonzero)\n", differ, fresh.grads.size(), nonzero);
+    CHECK(nonzero > fresh.grads.size() / 2);
+    CHECK(differ == 0);
 }
 
 TEST(inference_allocates_no_training_memory) {

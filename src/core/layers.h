@@ -1,6 +1,6 @@
 // layers.h: GPT-2's forward/backward kernel pairs in fp32, the math of the GPT-2 paper and nanoGPT. Arguments
 // in llm.c's order: outputs, caches, inputs, weights, sizes; N = B*T rows. Parameter gradients ACCUMULATE
-// (+=; zeroed once per optimizer step), and a null one is not computed (a frozen base). Outputs, and activation
+// (+=; zeroed once per optimizer step, or overwritten: model.h), and a null one is not computed (a frozen base). Outputs, and activation
 // gradients with one writer, are OVERWRITTEN (=); layernorm_backward's dinp alone adds, onto the residual stream's.
 #pragma once
 #include <cstddef>
@@ -66,9 +66,9 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
 // once for all N: row i's numbers are those it has alone, whatever N and the other rows.
 void matmul_forward(float* out, const float* inp, const Weight& weight, const float* bias, int N, int IC, int OC,
                     bool rows = false);
-// dinp (N, IC) = dout (N, OC) weight; dweight (OC, IC) += dout^T inp; dbias (OC) += dout's column sums.
+// dinp (N, IC) = dout (N, OC) weight; dweight (OC, IC) += dout^T inp (= if !add); dbias (OC) += dout's column sums.
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                     const Weight& weight, int N, int IC, int OC);
+                     const Weight& weight, int N, int IC, int OC, bool add = true);
 
 // Causal self-attention, HS = C / NH: out (N, C) from qkv (N, 3C), q, k, v per row, and lse (B, NH, T), each query's
 // log-sum-exp of scaled scores, from which the backward rebuilds the softmax (no (T, T) probabilities kept).

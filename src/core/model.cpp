@@ -153,7 +153,7 @@ float gpt2_head(GPT2* model, float loss_scale) {
         float* dx = grad ? model->dact.lnf + (size_t)r * C : nullptr;
         matmul_forward(a.logits, x, wte, nullptr, n, C, Vp);
         if (targets) crossentropy_fused(a.logits, a.losses + r, targets + r, n, V, Vp, dloss, loss_scale);
-        if (grad) matmul_backward(dx, model->grad.wte, nullptr, a.logits, x, wte, n, C, Vp);
+        if (grad) matmul_backward(dx, model->grad.wte, nullptr, a.logits, x, wte, n, C, Vp, !model->grads_unset || r);
         model->head_last_row = r;
     }
     model->head_grads = grad;
@@ -163,12 +163,21 @@ float gpt2_head(GPT2* model, float loss_scale) {
 }
 
 void gpt2_zero_grad(GPT2* model) {
-    // 500 MB at 124M: one memset per thread over contiguous slices, not one thread for all of it.
-    float* g = model->grads.data();
-    const long n = (long)model->grads.size(), chunk = 1 << 20;
-#pragma omp parallel for schedule(static)
-    for (long i = 0; i < n; i += chunk) memset(g + i, 0, sizeof(float) * std::min(chunk, n - i));
     model->head_grads = false;
+    if (model->grads.empty()) return;  // a frozen base's
+    const ParamViews& g = model->grad;
+    auto overwritten = [&](const float* t) {
+        for (const LayerParams& l : g.layers)
+            if (t == l.qkvw || t == l.attprojw || t == l.fcw || t == l.fcprojw) return true;
+        return t == g.wte;
+    };
+    const long n = (long)model->param_table.size();
+#pragma omp parallel for schedule(dynamic)
+    for (long i = 0; i < n; i++) {
+        float* t = model->grads.data() + model->grad_offsets[i];
+        if (!overwritten(t)) memset(t, 0, sizeof(float) * model->param_table[i].numel());
+    }
+    model->grads_unset = true;
 }
 
 void gpt2_backward(GPT2* model, const std::function<void(int layer)>& layer_done) {
@@ -186,6 +195,7 @@ void gpt2_backward(GPT2* model, const std::function<void(int layer)>& layer_done
            "one layer's gradients shared by all (memory/): layer_done consumes and clears each layer's");
     const GemmOperands* ops = model->copies ? model->copies->operands() : nullptr;
     auto w = [&](const float* weight) { return gpt2_weight(*model, weight); };
+    const bool add = !model->grads_unset;  // onto the matrices' gradients, or over them
     layernorm_backward(dres, g.lnfw, g.lnfb, da.lnf, a.layers[last].residual3, p.lnfw, a.lnf_mean, a.lnf_rstd, N, C);
     for (int l = last; l >= 0; l--) {
         const LayerParams &lp = p.layers[l], &lg = g.layers[l];
@@ -193,17 +203,17 @@ void gpt2_backward(GPT2* model, const std::function<void(int layer)>& layer_done
         const float* x = l == 0 ? a.encoded : a.layers[l - 1].residual3;  // this block's input
         if (model->layer_begin) model->layer_begin(model, l);  // memory/: what the forward did not keep
         // x = x + mlp(ln_2(x)), backwards: the projection's output gradient is dres, as is x's
-        matmul_backward(lda.fch_gelu, lg.fcprojw, lg.fcprojb, dres, la.fch_gelu, w(lp.fcprojw), N, 4 * C, C);
+        matmul_backward(lda.fch_gelu, lg.fcprojw, lg.fcprojb, dres, la.fch_gelu, w(lp.fcprojw), N, 4 * C, C, add);
         gelu_backward(lda.fch, la.fch, lda.fch_gelu, (size_t)N * 4 * C);  // in place
-        matmul_backward(lda.ln2, lg.fcw, lg.fcb, lda.fch, la.ln2, w(lp.fcw), N, C, 4 * C);
+        matmul_backward(lda.ln2, lg.fcw, lg.fcb, lda.fch, la.ln2, w(lp.fcw), N, C, 4 * C, add);
         layernorm_backward(dres, lg.ln2w, lg.ln2b, lda.ln2, la.residual2, lp.ln2w, la.ln2_mean, la.ln2_rstd, N, C);
         // x = x + attn(ln_1(x)), backwards
-        matmul_backward(lda.atty, lg.attprojw, lg.attprojb, dres, la.atty, w(lp.attprojw), N, C, C);
+        matmul_backward(lda.atty, lg.attprojw, lg.attprojb, dres, la.atty, w(lp.attprojw), N, C, C, add);
         attention_backward(lda.qkv, lda.atty, la.qkv, la.att_lse, B, T, C, NH, ops);
-        matmul_backward(lda.ln1, lg.qkvw, lg.qkvb, lda.qkv, la.ln1, w(lp.qkvw), N, C, 3 * C);
+        matmul_backward(lda.ln1, lg.qkvw, lg.qkvb, lda.qkv, la.ln1, w(lp.qkvw), N, C, 3 * C, add);
         layernorm_backward(dres, lg.ln1w, lg.ln1b, lda.ln1, x, lp.ln1w, la.ln1_mean, la.ln1_rstd, N, C);
         if (layer_done) layer_done(l);
     }
     if (g.wte) encoder_backward(g.wte, g.wpe, da.encoded, model->inputs.data(), B, T, C);
-    model->head_grads = false;
+    model->head_grads = model->grads_unset = false;
 }

@@ -36,6 +36,7 @@ struct GPT2 {
     ActViews act, dact;
     std::vector<int> inputs, targets;     // (B, T) of the last forward; targets empty without
     bool head_grads = false;              // gpt2_head's gradients are in grads and dact.lnf, for one backward
+    bool grads_unset = false;             // gpt2_zero_grad's: the matrices' gradients are the next backward's to set
     int head_last_row = 0;                // act.logits holds rows head_last_row.. of the last gpt2_head
     std::unique_ptr<ModelCopies> copies;  // or null: fp32
     std::function<const LinearAdapter*(size_t offset)> adapter_of;  // Seam: a weight's adapter (lora/), or null
@@ -70,7 +71,9 @@ float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, in
 // by the loss of the last forward's targets (if any) and, with loss_scale >= 0, by the head's backward (d(loss *
 // loss_scale) added to grad.wte, and dact.lnf's rows): no (N, Vp) buffer. act.logits keeps the last rows'.
 float gpt2_head(GPT2* model, float loss_scale);
-void gpt2_zero_grad(GPT2* model);  // gpt2_head's gradients included
+// Zeroes the gradients (gpt2_head's included), but for the matrices' (wte and the blocks' four), which the next
+// head and backward's gemms overwrite instead of adding to: a 124M step neither zeroes nor reads back 494 MB.
+void gpt2_zero_grad(GPT2* model);
 // Accumulates the rest of d(loss * loss_scale)/dparams into grads, from the head's (gpt2_head, above); another
 // backward needs gpt2_head again (memory/ runs two: gpt2_zero_grad, gpt2_head, gpt2_backward).
 // Seam: layer_done(l) runs as soon as layer l's gradients are final (in reverse; wte, wpe and ln_f at the end),

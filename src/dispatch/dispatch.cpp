@@ -123,8 +123,8 @@ KERNEL(void, matmul_forward,
        (out, inp, weight, bias, N, IC, OC, rows))
 KERNEL(void, matmul_backward,
        (float* dinp, float* dweight, float* dbias, const float* dout, const float* inp, const Weight& weight, int N,
-        int IC, int OC),
-       (dinp, dweight, dbias, dout, inp, weight, N, IC, OC))
+        int IC, int OC, bool add),
+       (dinp, dweight, dbias, dout, inp, weight, N, IC, OC, add))
 KERNEL(void, matvec_rows, (float* out, const float* x, const Weight& w, const float* b, int N, int IC, int OC),
        (out, x, w, b, N, IC, OC))
 KERNEL(void, matvec_bf16, (float* out, const float* x, const uint16_t* W16, const float* b, int N, int IC, int OC),

@@ -4,7 +4,7 @@
 // micro-kernel keeps an MR x NR tile of C in registers and streams packed panels of A (MR rows) and B (NR
 // columns); it is written with AVX-512, AVX2 or NEON intrinsics, chosen at compile time from the target
 // (-march), with a vector-extension kernel for anything else. Blocking follows the usual BLIS scheme (Goto & van de
-// Geijn, 2008): B's KC x NC block in L2, its KC x NR micro-panel in L1 across the MR-row panels of A.
+// Geijn, 2008) but for its innermost loop: B's KC x NC block in L2, streamed past each MR-row panel of A in L1.
 #include <algorithm>
 #include <cassert>
 #include <cstdlib>
@@ -343,8 +343,10 @@ void gemm_block(Blocking blk, int i0, int i1, int j0, int j1, int K, const float
                 if (whole) pa = buf.whole_a.data() + a_block * (p * nic + i);
                 else pack_a_block(pa, ic, pc);
                 const uint32_t* pa_words = reinterpret_cast<const uint32_t*>(pa);
-                for (int jr = 0; jr < nc; jr += NR)
-                    for (int ir = 0; ir < mc; ir += mr) {
+                // Each MR-row panel of A (8 KiB with AVX-512) stays in L1 while B's block streams past it from L2:
+                // B's micro-panel (48 KiB) kept in L1 across A's panels was evicted by them (tests/bench_results.md).
+                for (int ir = 0; ir < mc; ir += mr)
+                    for (int jr = 0; jr < nc; jr += NR) {
                         float* c = C + (size_t)(ic + ir) * ldc + jc + jr;
                         const int rows = std::min(mr, mc - ir), cols = std::min(NR, nc - jr);
                         if (ops)

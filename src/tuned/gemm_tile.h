@@ -65,7 +65,7 @@ namespace gemm_tile {
 #endif
 const int MR = GEMM_MR;         // rows of the register tile
 const int NR = 16 * GEMM_NV;    // columns of the register tile: GEMM_NV 16-float vectors
-const int KC = GEMM_KC;         // depth of one packed panel pair (B's KC x NR micro-panel: 48 KiB, in L1/L2)
+const int KC = GEMM_KC;         // depth of one packed panel pair (A's MR x KC micro-panel in L1, B's in L2)
 const int MC = 128 / MR * MR;   // rows of A packed at once (MC x KC floats, in L2)
 const int NC = 1024 / NR * NR;  // columns of B packed at once (KC x NC floats = 1 MiB, in L2)
 // When C is far larger than L2 (the lm_head's logits, 51 MB at B=4 T=64) every extra pass over K

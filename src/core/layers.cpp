@@ -143,7 +143,7 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
                      int N, int IC, int OC, bool add) {
     gemm(N, IC, OC, dout, OC, false, w.f32, IC, false, dinp, IC, false, w.ops, w.copy);  // dinp = dout W
     if (w.adapter) w.adapter->backward(dinp, dout, inp, N);
-    if (dweight) gemm(OC, IC, N, dout, OC, true, inp, IC, false, dweight, IC, add, w.ops);  // dW += dout^T inp
+    if (dweight) gemm(OC, IC, N, dout, OC, true, inp, IC, false, dweight, IC, add, w.ops);  // dW (+)= dout^T inp
     if (!dbias) return;
     const int chunk = 256;
 #pragma omp parallel for

@@ -1,7 +1,7 @@
 // layers.h: GPT-2's forward/backward kernel pairs in fp32, the math of the GPT-2 paper and nanoGPT. Arguments
-// in llm.c's order: outputs, caches, inputs, weights, sizes; N = B*T rows. Parameter gradients ACCUMULATE
-// (+=; zeroed once per optimizer step, or overwritten: model.h), and a null one is not computed (a frozen base). Outputs, and activation
-// gradients with one writer, are OVERWRITTEN (=); layernorm_backward's dinp alone adds, onto the residual stream's.
+// in llm.c's order: outputs, caches, inputs, weights, sizes; N = B*T rows. Parameter gradients ACCUMULATE (+=, or
+// = where an `add` says so: model.h's gpt2_zero_grad), a null one not computed (a frozen base). Outputs, and
+// activation gradients with one writer, are OVERWRITTEN (=); layernorm_backward's dinp alone adds, onto the residual's.
 #pragma once
 #include <cstddef>
 #ifdef _OPENMP

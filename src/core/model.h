@@ -71,11 +71,11 @@ float gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, in
 // by the loss of the last forward's targets (if any) and, with loss_scale >= 0, by the head's backward (d(loss *
 // loss_scale) added to grad.wte, and dact.lnf's rows): no (N, Vp) buffer. act.logits keeps the last rows'.
 float gpt2_head(GPT2* model, float loss_scale);
-// Zeroes the gradients (gpt2_head's included), but for the matrices' (wte and the blocks' four), which the next
-// head and backward's gemms overwrite instead of adding to: a 124M step neither zeroes nor reads back 494 MB.
+// Zeroes the gradients but the matrices' (wte and the blocks' four): the next head's first rows and the next
+// backward write theirs over them instead of adding (a 124M step neither zeroes nor reads back 494 MB).
 void gpt2_zero_grad(GPT2* model);
-// Accumulates the rest of d(loss * loss_scale)/dparams into grads, from the head's (gpt2_head, above); another
-// backward needs gpt2_head again (memory/ runs two: gpt2_zero_grad, gpt2_head, gpt2_backward).
+// Adds the rest of d(loss * loss_scale)/dparams to grads (see gpt2_zero_grad), from the head's (gpt2_head, above);
+// another backward needs gpt2_head again (memory/ runs two: gpt2_zero_grad, gpt2_head, gpt2_backward).
 // Seam: layer_done(l) runs as soon as layer l's gradients are final (in reverse; wte, wpe and ln_f at the end),
 // to send or consume them while earlier layers run (memory/'s one-layer gradients need one).
 void gpt2_backward(GPT2* model, const std::function<void(int layer)>& layer_done = nullptr);

@@ -43,7 +43,7 @@ void memory_enable_training(GPT2* model, TrainingMemory mem, bool frozen = false
 double memory_grads_bytes(const GPT2Config& cfg, TrainingMemory mem);
 double memory_acts_bytes(const GPT2Config& cfg, int B, int T, TrainingMemory mem);
 // With layer_grads: zeroes the one layer's gradients every layer shares, once a layer_done has consumed
-// them, so that the next layer accumulates into zeros.
+// them, so that the next layer's biases and LayerNorms accumulate into zeros (its matrices may be overwritten).
 void memory_clear_layer_grads(GPT2* model);
 // One step with the update inside the backward, for a model with layer_grads (memory_enable_training), after
 // gpt2_zero_grad and a forward with targets and loss_scale 1: AdamW is applied to each layer as soon as its

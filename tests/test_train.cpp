@@ -1,8 +1,8 @@
 // test_train.cpp: training-loop invariants that the CLI tests can only see through exit codes: gradient
-// accumulation over k micro-batches equals one k-times larger batch, inference allocates no training
-// memory, the head of a training forward (loss as in inference, its backward fused, in blocks of rows that equal
-// one matmul where gemm blocks K alike), what the activation layouts hold, and the seam a model's reduced-precision
-// copies sit behind.
+// accumulation over k micro-batches equals one k-times larger batch, gradients zeroed then overwritten equal those
+// summed onto zeros, inference allocates no training memory, the head of a training forward (loss as in inference,
+// its backward fused, in blocks of rows that equal one matmul where gemm blocks K alike), what the activation
+// layouts hold, and the seam a model's reduced-precision copies sit behind.
 
 #include <algorithm>
 #include <cmath>
